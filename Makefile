@@ -1,0 +1,48 @@
+# pocketmq: `make run` starts a name server + broker; `make test` runs every tier.
+# Both set themselves up on a fresh machine (a .venv here, npm packages for the JS interop tests).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JS_DIR := tests/interop/js
+JS_STAMP := $(JS_DIR)/node_modules/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint typecheck importlint unit integration interop spark bench clean js-deps
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+$(JS_STAMP): $(JS_DIR)/package.json
+	cd $(JS_DIR) && npm install --no-audit --no-fund --loglevel=error
+	@touch $(JS_STAMP)
+
+js-deps: $(JS_STAMP)
+
+run: install
+	$(BIN)/pocketmq up
+
+lint: install
+	$(BIN)/ruff check remoting store namesrv broker client spark tests bench
+	$(BIN)/ruff format --check remoting store namesrv broker client spark
+
+typecheck: install
+	$(BIN)/mypy -p pocketmq.remoting -p pocketmq.store -p pocketmq.namesrv -p pocketmq.broker -p pocketmq.client -p pocketmq.spark
+
+importlint: install
+	PYTHONPATH=.pkg $(BIN)/lint-imports
+
+test: install js-deps lint typecheck importlint
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info $(JS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
