@@ -1,0 +1,176 @@
+"""``RemotingCommand``: one request or response of the RocketMQ remoting protocol.
+
+Frame layout (reference §1.1), big-endian:
+
+    ======  ==========  ============================================================
+    offset  size        field
+    ======  ==========  ============================================================
+    0       4           length = 4 + headerLength + bodyLength (bytes after this word)
+    4       4           (serializeType << 24) | headerLength  (type 0 JSON, 1 ROCKETMQ)
+    8       headerLen   header (JSON text or ROCKETMQ binary header)
+    8+hl    rest        body (absent when empty)
+    ======  ==========  ============================================================
+
+A reply is always encoded in the serialize type of its request: the C++ client and ali-ons read
+the second word as a plain header length, so they only understand JSON replies.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from pocketmq.remoting.protocol import header_binary, header_json
+from pocketmq.remoting.protocol.codes import (
+    CURRENT_VERSION,
+    RPC_ONEWAY,
+    RPC_TYPE_RESPONSE,
+    LanguageCode,
+    ResponseCode,
+    SerializeType,
+)
+from pocketmq.remoting.protocol.errors import HeaderDecodeError, LocalProtocolError
+
+#: length word + header-length word.
+PREFIX = struct.Struct(">ii")
+_HEADER_WORD = struct.Struct(">i")
+_MAX_HEADER_LEN = 0xFFFFFF
+
+
+@dataclass(slots=True, eq=False)
+class RemotingCommand:
+    """A decoded or to-be-encoded command. ``ext_fields`` values are always strings."""
+
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] | None = None
+    body: bytes | None = None
+    language: int = LanguageCode.JAVA
+    version: int = CURRENT_VERSION
+    serialize_type: int = SerializeType.JSON
+
+    # ---------------------------------------------------------------- construction helpers
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | None = None,
+        *,
+        language: int = LanguageCode.PYTHON,
+        oneway: bool = False,
+    ) -> RemotingCommand:
+        """A request; the transport assigns ``opaque`` when it is sent."""
+        return cls(code, 0, RPC_ONEWAY if oneway else 0, None, ext_fields, body, language)
+
+    @classmethod
+    def response_to(
+        cls,
+        request: RemotingCommand,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> RemotingCommand:
+        """A reply to ``request``: same opaque, response flag, same serialize type."""
+        return cls(
+            code,
+            request.opaque,
+            RPC_TYPE_RESPONSE,
+            remark,
+            ext_fields,
+            body,
+            LanguageCode.JAVA,
+            CURRENT_VERSION,
+            request.serialize_type,
+        )
+
+    # ------------------------------------------------------------------------ properties
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RPC_TYPE_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RPC_ONEWAY)
+
+    def ext(self, key: str, default: str | None = None) -> str | None:
+        fields = self.ext_fields
+        if fields is None:
+            return default
+        return fields.get(key, default)
+
+    # ------------------------------------------------------------------------ encoding
+    def encode_header(self) -> bytes:
+        """The length prefix, header-length word and header: everything but the body.
+
+        Write it followed by ``body`` with ``transport.writelines`` so the body is never copied.
+
+        Raises:
+            LocalProtocolError: the header or frame would exceed the protocol's limits.
+        """
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            header = header_binary.encode_header(
+                self.code, self.language, self.version, self.opaque, self.flag, self.remark, self.ext_fields
+            )
+        else:
+            header = header_json.encode_header(
+                self.code,
+                self.language,
+                self.version,
+                self.opaque,
+                self.flag,
+                self.remark,
+                self.ext_fields,
+                self.serialize_type,
+            )
+        hlen = len(header)
+        if hlen > _MAX_HEADER_LEN:
+            raise LocalProtocolError(f"header of {hlen} bytes exceeds the 24-bit header length field")
+        body = self.body
+        total = 4 + hlen + (len(body) if body else 0)
+        if total > 0x7FFFFFFF:
+            raise LocalProtocolError(f"frame of {total} bytes exceeds the 31-bit length field")
+        return PREFIX.pack(total, (self.serialize_type << 24) | hlen) + header
+
+    def encode(self) -> bytes:
+        """The whole frame as one bytes object (tests, small frames)."""
+        head = self.encode_header()
+        return head + self.body if self.body else head
+
+    def __repr__(self) -> str:
+        kind = "response" if self.is_response else "request"
+        body = len(self.body) if self.body else 0
+        return (
+            f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
+            f"remark={self.remark!r} ext={self.ext_fields!r} body={body}B)"
+        )
+
+
+def decode_command(frame: bytes | memoryview, *, json_loads: Any = None) -> RemotingCommand:
+    """Decode one frame *without* its 4-byte length prefix.
+
+    Raises:
+        HeaderDecodeError: the header length word or the header itself is invalid.
+    """
+    size = len(frame)
+    if size < 4:
+        raise HeaderDecodeError(f"frame of {size} bytes has no header-length word")
+    (word,) = _HEADER_WORD.unpack_from(frame, 0)
+    serialize_type = (word >> 24) & 0xFF
+    hlen = word & 0xFFFFFF
+    if hlen > size - 4:
+        raise HeaderDecodeError(f"header length {hlen} exceeds the frame ({size - 4} bytes after the word)")
+    view = memoryview(frame)
+    header = view[4 : 4 + hlen]
+    if serialize_type == SerializeType.JSON:
+        code, language, version, opaque, flag, remark, ext = header_json.decode_header(header, json_loads)
+    elif serialize_type == SerializeType.ROCKETMQ:
+        code, language, version, opaque, flag, remark, ext = header_binary.decode_header(header)
+    else:
+        raise HeaderDecodeError(f"unknown serialize type {serialize_type}")
+    body = bytes(view[4 + hlen :]) if size > 4 + hlen else None
+    return RemotingCommand(code, opaque, flag, remark, ext, body, language, version, serialize_type)

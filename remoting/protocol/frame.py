@@ -1,0 +1,93 @@
+"""Sans-IO frame splitter: bytes in, complete ``RemotingCommand``s out.
+
+Modelled on h2's ``FrameBuffer`` and h11's ``ReceiveBuffer``: the decoder owns a bytearray,
+parses every complete frame available in one ``feed`` call, and keeps the remainder. It never
+allocates what a length prefix claims: a prefix is checked against ``max_frame_size`` before
+any of its bytes are awaited, so a 2 GiB claim fails at once.
+
+Errors:
+
+* ``FrameError`` / ``FrameTooLargeError``: the stream is unusable; the caller closes the
+  connection. Later ``feed`` calls keep raising.
+* ``HeaderDecodeError``: the frame was well delimited but its header is bad. The frame has been
+  consumed; ``error.decoded`` holds the commands decoded before it, and ``error.opaque`` says
+  which request to answer with SYSTEM_ERROR (``None``: close instead). Calling ``feed(b"")``
+  continues with whatever follows.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
+from pocketmq.remoting.protocol.errors import FrameError, FrameTooLargeError, HeaderDecodeError
+
+#: RocketMQ's default ``com.rocketmq.remoting.frameMaxLength`` (16 MiB, prefix included).
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+_LENGTH = struct.Struct(">i")
+
+
+class FrameDecoder:
+    """Split a byte stream into commands. One instance per connection."""
+
+    __slots__ = ("_broken", "_buf", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._broken: FrameError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[RemotingCommand]:
+        """Add ``data`` and return every command that is now complete.
+
+        Raises:
+            FrameError: broken framing (negative or oversize length); close the connection.
+            HeaderDecodeError: a bad header in an intact frame (see module docstring).
+        """
+        if self._broken is not None:
+            raise self._broken
+        buf = self._buf
+        if data:
+            buf += data
+        out: list[RemotingCommand] = []
+        pos = 0
+        end = len(buf)
+        unpack = _LENGTH.unpack_from
+        limit = self.max_frame_size - 4
+        try:
+            while end - pos >= 4:
+                (length,) = unpack(buf, pos)
+                if length < 4 or length > limit:
+                    if length > limit:
+                        err: FrameError = FrameTooLargeError(
+                            f"frame length {length} exceeds max frame size {self.max_frame_size}"
+                        )
+                    else:
+                        err = FrameError(f"invalid frame length {length}")
+                    self._broken = err
+                    buf.clear()
+                    pos = end = 0
+                    raise err
+                stop = pos + 4 + length
+                if stop > end:
+                    break
+                # Copy the frame out before decoding: a live memoryview of ``buf`` (kept alive,
+                # e.g., by a traceback) would make the ``del buf[:pos]`` below fail.
+                view = memoryview(buf)
+                frame = view[pos + 4 : stop].tobytes()
+                view.release()
+                pos = stop
+                try:
+                    out.append(decode_command(frame))
+                except HeaderDecodeError as exc:
+                    exc.decoded = out
+                    raise
+        finally:
+            if pos:
+                del buf[:pos]
+        return out

@@ -1,0 +1,396 @@
+"""``RemotingConnection``: an ``asyncio.Protocol`` that owns one TCP connection's bytes and futures.
+
+Used by both sides. Inbound bytes go through the sans-IO ``FrameDecoder``; every complete
+command is either a response (resolves ``pending[opaque]``) or a request (handed to the
+``Dispatcher``: the server's processors, or a client's handlers for server-initiated requests
+such as NOTIFY_CONSUMER_IDS_CHANGED and CHECK_TRANSACTION_STATE).
+
+Rules:
+
+* Replies produced synchronously while a ``data_received`` call is being processed are
+  written together with one ``writelines`` at its end (pipelined clients get one syscall per
+  batch instead of one per reply).
+* Timeouts are deadlines stored on the pending entry; the owner (client or server) runs one
+  sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``), instead of a timer per call.
+* ``connection_lost`` fails every pending request with ``RemotingConnectError`` chained to
+  the cause. Broken framing closes only this connection.
+* When the transport's write buffer is full (``pause_writing``) reading stops too, so a peer
+  that sends requests without reading replies cannot make us buffer without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, cast
+
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode, code_name
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import (
+    FrameError,
+    HeaderDecodeError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+    ResponseError,
+)
+from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from pocketmq.remoting.transport.hooks import RPCHook
+
+logger = logging.getLogger(__name__)
+
+HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
+#: A request handler: returns the reply, ``None`` (no reply now: oneway, or a held pull that
+#: replies later through ``send_response``), or an awaitable of either.
+Handler = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
+
+#: Too many requests awaiting replies on one connection.
+MAX_PENDING = 65536
+
+
+class Dispatcher(Protocol):
+    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None: ...
+
+    def connection_made(self, conn: RemotingConnection) -> None: ...
+
+    def connection_lost(self, conn: RemotingConnection) -> None: ...
+
+
+class _Pending:
+    __slots__ = ("deadline", "future", "request")
+
+    def __init__(
+        self, future: asyncio.Future[RemotingCommand], deadline: float, request: RemotingCommand
+    ) -> None:
+        self.future = future
+        self.deadline = deadline
+        self.request = request
+
+
+class RemotingConnection(asyncio.Protocol):
+    """One TCP connection (either side)."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._decoder = FrameDecoder(max_frame_size)
+        self._loop = loop or asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.pending: dict[int, _Pending] = {}
+        self.remote_addr = ""
+        self.local_addr = ""
+        #: Per-connection facts the owner wants to keep (client id, language, version ...).
+        self.attrs: dict[str, Any] = {}
+        self.last_read = self.last_write = time.monotonic()
+        self._batch: list[bytes] | None = None
+        self._can_write = True
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._closed = asyncio.Event()
+        self.close_reason: BaseException | None = None
+
+    # ------------------------------------------------------------------ asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport, hence the cast.
+        self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover - not a TCP socket
+                pass
+        self.remote_addr = _format_addr(transport.get_extra_info("peername"))
+        self.local_addr = _format_addr(transport.get_extra_info("sockname"))
+        self._dispatcher.connection_made(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_read = time.monotonic()
+        batch: list[bytes] = []
+        self._batch = batch
+        try:
+            try:
+                commands = self._decoder.feed(data)
+            except HeaderDecodeError as exc:
+                commands = self._recover(exc)
+            for cmd in commands:
+                if cmd.flag & RPC_TYPE_RESPONSE:
+                    entry = self.pending.pop(cmd.opaque, None)
+                    if entry is None:
+                        logger.debug(
+                            "%s: response for unknown opaque %d dropped", self.remote_addr, cmd.opaque
+                        )
+                    elif not entry.future.done():
+                        entry.future.set_result(cmd)
+                else:
+                    self._dispatcher.dispatch(self, cmd)
+        except FrameError as exc:
+            logger.warning("closing %s: %s", self.remote_addr, exc)
+            self.abort(exc)
+        finally:
+            self._batch = None
+            if batch and self.transport is not None:
+                self.transport.writelines(batch)
+                self.last_write = self.last_read
+
+    def _recover(self, exc: HeaderDecodeError) -> list[RemotingCommand]:
+        """A bad header in an intact frame: answer SYSTEM_ERROR if we know to whom, go on."""
+        commands: list[RemotingCommand] = list(exc.decoded)
+        while True:
+            if exc.opaque is None:
+                # Nobody to answer: the peer speaks something else. Process what was valid, then close.
+                logger.warning("closing %s: undecodable header: %s", self.remote_addr, exc)
+                self._loop.call_soon(self.abort, exc)
+                return commands
+            reply = RemotingCommand(
+                ResponseCode.SYSTEM_ERROR, exc.opaque, RPC_TYPE_RESPONSE, f"bad request header: {exc}"
+            )
+            self.send(reply)
+            try:
+                return commands + self._decoder.feed(b"")
+            except HeaderDecodeError as again:
+                commands += again.decoded
+                exc = again
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close_reason = exc
+        self.transport = None
+        pending, self.pending = self.pending, {}
+        err = RemotingConnectError(f"connection to {self.remote_addr} closed" + (f": {exc}" if exc else ""))
+        if exc is not None:
+            err.__cause__ = exc
+        for entry in pending.values():
+            if not entry.future.done():
+                entry.future.set_exception(err)
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_exception(err)
+        self._drain_waiters.clear()
+        self._closed.set()
+        self._dispatcher.connection_lost(self)
+
+    def pause_writing(self) -> None:
+        self._can_write = False
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._can_write = True
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+
+    # --------------------------------------------------------------------------- writing
+    @property
+    def is_active(self) -> bool:
+        return self.transport is not None and not self.transport.is_closing()
+
+    def send(self, cmd: RemotingCommand) -> None:
+        """Write one command (request or reply) without waiting."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
+        head = cmd.encode_header()
+        batch = self._batch
+        if batch is not None:
+            batch.append(head)
+            if cmd.body:
+                batch.append(cmd.body)
+            return
+        if cmd.body:
+            transport.writelines((head, cmd.body))
+        else:
+            transport.write(head)
+        self.last_write = time.monotonic()
+
+    send_response = send
+
+    async def drain(self) -> None:
+        """Wait until the transport accepts writes again."""
+        if self._can_write:
+            return
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    def request(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
+        """Send a request and return the future of its reply (deadline swept by the owner).
+
+        ``cmd.opaque`` must already be set by the owner.
+        """
+        if len(self.pending) >= MAX_PENDING:
+            raise RemotingTooMuchRequestError(
+                f"{len(self.pending)} requests already pending on {self.remote_addr}"
+            )
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self.pending[cmd.opaque] = _Pending(future, time.monotonic() + timeout, cmd)
+        try:
+            self.send(cmd)
+        except BaseException:
+            self.pending.pop(cmd.opaque, None)
+            raise
+        return future
+
+    def oneway(self, cmd: RemotingCommand) -> None:
+        cmd.flag |= RPC_ONEWAY
+        self.send(cmd)
+
+    def expire(self, now: float) -> int:
+        """Fail every pending request whose deadline has passed; returns how many."""
+        expired = [opaque for opaque, entry in self.pending.items() if entry.deadline <= now]
+        for opaque in expired:
+            entry = self.pending.pop(opaque)
+            if not entry.future.done():
+                req = entry.request
+                entry.future.set_exception(
+                    RemotingTimeoutError(
+                        f"wait response on {self.remote_addr} timeout: code={code_name(req.code, response=False)} opaque={opaque}"
+                    )
+                )
+        return len(expired)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+
+def _format_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return f"{addr[0]}:{addr[1]}"
+    return str(addr or "")
+
+
+class ProcessorDispatcher:
+    """Maps request codes to handlers and turns handler outcomes into replies.
+
+    * unknown code → REQUEST_CODE_NOT_SUPPORTED (3), remark ``" request type N not supported"``;
+    * ``ResponseError`` raised → a reply with its code and remark;
+    * any other exception → SYSTEM_ERROR (1) with the exception text, logged once here;
+    * a request with the oneway bit gets no reply (C++/ali-ons never set it, so they get one).
+    """
+
+    def __init__(self, *, hooks: list[RPCHook] | None = None) -> None:
+        self.handlers: dict[int, Handler] = {}
+        self.default_handler: Handler | None = None
+        self.hooks: list[RPCHook] = hooks or []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.on_connect: list[Callable[[RemotingConnection], None]] = []
+        self.on_close: list[Callable[[RemotingConnection], None]] = []
+        self.connections: set[RemotingConnection] = set()
+
+    def register(self, code: int, handler: Handler) -> None:
+        self.handlers[int(code)] = handler
+
+    # Dispatcher protocol -------------------------------------------------------------------
+    def connection_made(self, conn: RemotingConnection) -> None:
+        self.connections.add(conn)
+        for cb in self.on_connect:
+            _safe_call(cb, conn)
+
+    def connection_lost(self, conn: RemotingConnection) -> None:
+        self.connections.discard(conn)
+        for cb in self.on_close:
+            _safe_call(cb, conn)
+
+    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        handler = self.handlers.get(request.code, self.default_handler)
+        if handler is None:
+            self._reply(
+                conn,
+                request,
+                RemotingCommand.response_to(
+                    request,
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                    f" request type {request.code} not supported",
+                ),
+            )
+            return
+        try:
+            for hook in self.hooks:
+                hook.before_request(conn.remote_addr, request)
+            result = handler(conn, request)
+        except Exception as exc:  # the server boundary: every failure becomes a reply
+            self._reply(conn, request, self._error_reply(conn, request, exc))
+            return
+        if result is None or isinstance(result, RemotingCommand):
+            self._reply(conn, request, result)
+        elif inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            self._tasks.add(task)
+            task.add_done_callback(lambda t: self._finish(t, conn, request))
+        else:  # pragma: no cover - a handler bug
+            self._reply(
+                conn, request, self._error_reply(conn, request, TypeError(f"handler returned {result!r}"))
+            )
+
+    def _finish(self, task: asyncio.Future[Any], conn: RemotingConnection, request: RemotingCommand) -> None:
+        self._tasks.discard(task)  # type: ignore[arg-type,unused-ignore]
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            reply: RemotingCommand | None = self._error_reply(conn, request, exc)
+        else:
+            reply = task.result()
+        self._reply(conn, request, reply)
+
+    def _error_reply(
+        self, conn: RemotingConnection, request: RemotingCommand, exc: BaseException
+    ) -> RemotingCommand:
+        if isinstance(exc, ResponseError):
+            return RemotingCommand.response_to(request, exc.response_code, exc.remark)
+        logger.error(
+            "request code=%s from %s failed",
+            code_name(request.code, response=False),
+            conn.remote_addr,
+            exc_info=exc,
+        )
+        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _reply(
+        self, conn: RemotingConnection, request: RemotingCommand, reply: RemotingCommand | None
+    ) -> None:
+        for hook in self.hooks:
+            try:
+                hook.after_response(conn.remote_addr, request, reply)
+            except Exception:
+                logger.exception("rpc hook after_response failed")
+        if reply is None or request.flag & RPC_ONEWAY or not conn.is_active:
+            return
+        reply.opaque = request.opaque
+        reply.flag |= RPC_TYPE_RESPONSE
+        try:
+            conn.send(reply)
+        except Exception:
+            logger.warning("could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+
+def _safe_call(cb: Callable[[RemotingConnection], None], conn: RemotingConnection) -> None:
+    try:
+        cb(conn)
+    except Exception:
+        logger.exception("connection callback %r failed", cb)
