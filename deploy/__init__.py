@@ -1,0 +1,1 @@
+"""Local deployment: the `pocketmq` command (up, cluster, bench) and process launchers."""
