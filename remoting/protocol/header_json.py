@@ -89,7 +89,8 @@ def decode_header(
             on the error whenever it could be read, so the server can answer SYSTEM_ERROR.
     """
     try:
-        obj = (loads or _loads)(bytes(data))
+        # orjson reads memoryviews directly; the stdlib needs bytes.
+        obj = (loads or _loads)(data if HAVE_ORJSON and loads is None else bytes(data))
     except (ValueError, TypeError, RecursionError) as exc:
         raise HeaderDecodeError(f"invalid JSON header: {exc}") from None
     if type(obj) is not dict:

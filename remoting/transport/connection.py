@@ -135,6 +135,7 @@ class RemotingConnection(asyncio.Protocol):
             logger.warning("closing %s: %s", self.remote_addr, exc)
             self.abort(exc)
         finally:
+            # Replies produced while handling this chunk leave together, in one syscall.
             self._batch = None
             if batch and self.transport is not None:
                 self.transport.writelines(batch)
@@ -207,6 +208,8 @@ class RemotingConnection(asyncio.Protocol):
             if cmd.body:
                 batch.append(cmd.body)
             return
+        # Outside data_received we write at once: corking requests until the end of the loop
+        # turn measured slower (client and server fall into lockstep instead of overlapping).
         if cmd.body:
             transport.writelines((head, cmd.body))
         else:
@@ -312,15 +315,13 @@ class ProcessorDispatcher:
     def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         handler = self.handlers.get(request.code, self.default_handler)
         if handler is None:
-            self._reply(
-                conn,
-                request,
-                RemotingCommand.response_to(
-                    request,
-                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                    f" request type {request.code} not supported",
-                ),
-            )
+            # As RocketMQ: answered before any RPC hook runs.
+            if conn.is_active:
+                conn.send(
+                    RemotingCommand.response_to(
+                        request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+                    )
+                )
             return
         try:
             for hook in self.hooks:

@@ -1,0 +1,249 @@
+"""FrameDecoder and command codec: the h11 triad, golden frames, and hostile input."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
+from pocketmq.remoting.protocol.errors import FrameError, FrameTooLargeError, HeaderDecodeError, ProtocolError
+from pocketmq.remoting.protocol.frame import FrameDecoder
+
+# The Java broker's reply to a send, reference §1.2 (extFields order as printed there).
+JAVA_SEND_REPLY_HEADER = (
+    b'{"code":0,"extFields":{"queueId":"1","TRACE_ON":"true","MSG_REGION":"DefaultRegion",'
+    b'"msgId":"0A0A0A0A00002A9F0000000000000F3C","queueOffset":"7"},"flag":1,"language":"JAVA",'
+    b'"opaque":12,"serializeTypeCurrentRPC":"JSON","version":409}'
+)
+
+
+def frame_of(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
+    return struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+
+
+def sample_commands() -> list[RemotingCommand]:
+    return [
+        RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, 1, 0, None, {"topic": "TopicTest"}),
+        RemotingCommand(ResponseCode.SUCCESS, 2, 1, "ok", {"msgId": "AB", "queueId": "3"}, b"\x00\x01body"),
+        RemotingCommand(RequestCode.SEND_MESSAGE_V2, 3, 0, None, {"a": "PG", "b": "T"}, b"x" * 1000, LanguageCode.CPP, 333),
+        RemotingCommand(RequestCode.HEART_BEAT, 4, 2, None, None, None, serialize_type=SerializeType.ROCKETMQ),
+        RemotingCommand(ResponseCode.SYSTEM_ERROR, 5, 1, "ünïcode remark", {"k": "v\u0001w"}, b"", serialize_type=1),
+    ]
+
+
+def same(a: RemotingCommand, b: RemotingCommand) -> None:
+    assert (a.code, a.opaque, a.flag, a.remark, a.language, a.version, a.serialize_type) == (
+        b.code,
+        b.opaque,
+        b.flag,
+        b.remark,
+        b.language,
+        b.version,
+        b.serialize_type,
+    )
+    assert (a.ext_fields or None) == (b.ext_fields or None)
+    assert (a.body or None) == (b.body or None)
+
+
+# ------------------------------------------------------------------------------- the triad
+
+
+def test_decode_whole_buffer() -> None:
+    cmds = sample_commands()
+    stream = b"".join(c.encode() for c in cmds)
+    out = FrameDecoder().feed(stream)
+    assert len(out) == len(cmds)
+    for got, want in zip(out, cmds, strict=True):
+        same(got, want)
+
+
+def test_decode_one_byte_at_a_time() -> None:
+    cmds = sample_commands()
+    stream = b"".join(c.encode() for c in cmds)
+    dec = FrameDecoder()
+    out: list[RemotingCommand] = []
+    for i in range(len(stream)):
+        out += dec.feed(stream[i : i + 1])
+    assert dec.buffered == 0
+    for got, want in zip(out, cmds, strict=True):
+        same(got, want)
+
+
+def test_trailing_bytes_stay_unconsumed() -> None:
+    cmd = sample_commands()[1]
+    data = cmd.encode()
+    dec = FrameDecoder()
+    out = dec.feed(data + data[:7])
+    assert len(out) == 1
+    same(out[0], cmd)
+    assert dec.buffered == 7
+    assert len(dec.feed(data[7:])) == 1
+
+
+# ----------------------------------------------------------------------------- golden frames
+
+
+def test_java_send_reply_golden() -> None:
+    frame = frame_of(JAVA_SEND_REPLY_HEADER)
+    (cmd,) = FrameDecoder().feed(frame)
+    assert cmd.code == 0 and cmd.opaque == 12 and cmd.is_response
+    assert cmd.language == LanguageCode.JAVA and cmd.version == 409
+    assert cmd.ext_fields == {
+        "queueId": "1",
+        "TRACE_ON": "true",
+        "MSG_REGION": "DefaultRegion",
+        "msgId": "0A0A0A0A00002A9F0000000000000F3C",
+        "queueOffset": "7",
+    }
+    # Re-encoding is byte-stable: fastjson key order, every value a string.
+    assert cmd.encode() == frame_of(cmd.encode_header()[8:])
+    again = FrameDecoder().feed(cmd.encode())[0]
+    assert again.encode() == cmd.encode()
+
+
+def test_emitted_header_is_fastjson_shaped() -> None:
+    reply = RemotingCommand.response_to(
+        RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque=9), ext_fields={"msgId": "X", "queueOffset": "7"}
+    )
+    header = json.loads(reply.encode_header()[8:])
+    assert list(header) == sorted(header)
+    assert header["language"] == "JAVA" and header["version"] == 409 and header["flag"] == 1
+    assert all(isinstance(v, str) for v in header["extFields"].values())
+
+
+def test_cpp_and_alions_value_quirks() -> None:
+    # C++: numbers in extFields, empty credentials, trailing newline; ali-ons: booleans.
+    header = (
+        b'{"code":11,"extFields":{"queueId":0,"maxMsgNums":32,"sysFlag":2,"commit":true,"none":null,'
+        b'"Signature":"","AccessKey":"","OnsChannel":"","topic":"T"},"flag":0,"language":"CPP",'
+        b'"opaque":5,"remark":"","version":333}\n'
+    )
+    (cmd,) = FrameDecoder().feed(frame_of(header))
+    assert cmd.ext_fields == {"queueId": "0", "maxMsgNums": "32", "sysFlag": "2", "commit": "true", "topic": "T"}
+    assert cmd.language == LanguageCode.CPP and cmd.version == 333
+
+
+def test_reply_uses_request_serialize_type() -> None:
+    req = RemotingCommand(RequestCode.HEART_BEAT, 77, serialize_type=SerializeType.ROCKETMQ)
+    reply = RemotingCommand.response_to(req, remark="r", ext_fields={"a": "b"})
+    data = reply.encode()
+    assert data[4] == SerializeType.ROCKETMQ
+    same(decode_command(data[4:]), reply)
+
+
+@pytest.mark.parametrize("use_orjson", [True, False])
+def test_json_codec_both_backends(use_orjson: bool) -> None:
+    loads = None if use_orjson else header_json._std_loads
+    dumps = None if use_orjson else header_json._std_dumps
+    raw = header_json.encode_header(10, 0, 409, 3, 0, "é", {"b": "1", "a": "x"}, 0, dumps)
+    assert header_json.decode_header(raw, loads) == (10, 0, 409, 3, 0, "é", {"b": "1", "a": "x"})
+
+
+# ------------------------------------------------------------------------------- bad input
+
+
+def test_two_gib_length_prefix_fails_without_allocating() -> None:
+    dec = FrameDecoder()
+    with pytest.raises(FrameTooLargeError):
+        dec.feed(struct.pack(">i", 0x7FFFFFFF) + b"abc")
+    assert dec.buffered == 0
+    with pytest.raises(FrameError):  # stays broken: the stream cannot be resynchronised
+        dec.feed(b"more")
+
+
+@pytest.mark.parametrize("length", [-1, -(2**31), 0, 3])
+def test_negative_or_tiny_length(length: int) -> None:
+    with pytest.raises(FrameError):
+        FrameDecoder().feed(struct.pack(">i", length) + b"\x00" * 8)
+
+
+def test_configurable_max_frame() -> None:
+    data = RemotingCommand(1, body=b"x" * 2000).encode()
+    with pytest.raises(FrameTooLargeError):
+        FrameDecoder(max_frame_size=1024).feed(data)
+    assert len(FrameDecoder(max_frame_size=4096).feed(data)) == 1
+
+
+def test_header_length_beyond_frame() -> None:
+    frame = struct.pack(">ii", 8, 1000) + b"{}{}"
+    with pytest.raises(HeaderDecodeError) as info:
+        FrameDecoder().feed(frame)
+    assert info.value.opaque is None
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"\xff\xfe not utf8", b"{not json", b"[1,2]", b'"str"', b"{}", b'{"code":"x","opaque":1}'],
+)
+def test_invalid_json_headers(header: bytes) -> None:
+    with pytest.raises(HeaderDecodeError):
+        FrameDecoder().feed(frame_of(header))
+
+
+def test_readable_opaque_is_reported_and_stream_continues() -> None:
+    bad = frame_of(b'{"code":"oops","opaque":42}')
+    good = RemotingCommand(RequestCode.HEART_BEAT, 43).encode()
+    first = RemotingCommand(RequestCode.HEART_BEAT, 41).encode()
+    dec = FrameDecoder()
+    with pytest.raises(HeaderDecodeError) as info:
+        dec.feed(first + bad + good)
+    assert info.value.opaque == 42
+    assert [c.opaque for c in info.value.decoded] == [41]
+    assert [c.opaque for c in dec.feed(b"")] == [43]
+
+
+def test_half_million_field_header_is_rejected_with_opaque() -> None:
+    fields = ",".join(f'"k{i}":"v"' for i in range(500_000))
+    header = b'{"code":10,"opaque":7,"extFields":{' + fields.encode() + b"}}"
+    with pytest.raises(HeaderDecodeError) as info:
+        FrameDecoder().feed(frame_of(header))
+    assert info.value.opaque == 7
+
+
+def test_unknown_serialize_type() -> None:
+    with pytest.raises(HeaderDecodeError):
+        FrameDecoder().feed(frame_of(b"{}", serialize_type=5))
+
+
+def test_truncated_binary_headers() -> None:
+    good = RemotingCommand(10, 1, 0, "remark", {"key": "value"}, serialize_type=1).encode()
+    header_len = struct.unpack_from(">i", good, 4)[0] & 0xFFFFFF
+    header = good[8 : 8 + header_len]
+    for cut in range(len(header)):
+        with pytest.raises(HeaderDecodeError):
+            decode_command(struct.pack(">i", (1 << 24) | cut) + header[:cut])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2048))
+def test_random_bytes_raise_only_protocol_errors(data: bytes) -> None:
+    dec = FrameDecoder(max_frame_size=64 * 1024)
+    try:
+        dec.feed(data)
+    except ProtocolError:
+        pass
+    assert dec.buffered <= len(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    code=st.integers(-(2**15), 2**15 - 1),
+    opaque=st.integers(-(2**31), 2**31 - 1),
+    remark=st.none() | st.text(max_size=50),
+    ext=st.none() | st.dictionaries(st.text(min_size=1, max_size=10), st.text(min_size=1, max_size=20), max_size=5),
+    body=st.binary(max_size=100),
+    stype=st.sampled_from([0, 1]),
+)
+def test_roundtrip_property(code: int, opaque: int, remark: str | None, ext: dict[str, str] | None, body: bytes, stype: int) -> None:
+    for key in ("Signature", "AccessKey", "OnsChannel"):
+        if ext and ext.get(key) == "":
+            del ext[key]
+    cmd = RemotingCommand(code, opaque, 0, remark or None, ext or None, body or None, serialize_type=stype)
+    (got,) = FrameDecoder().feed(cmd.encode())
+    same(got, cmd)

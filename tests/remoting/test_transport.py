@@ -1,0 +1,233 @@
+"""RemotingServer / RemotingClient over real loopback sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import (
+    RemotingConnectError,
+    RemotingTimeoutError,
+    TopicNotExistError,
+)
+from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
+from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
+
+ECHO = 9000
+SLOW = 9001
+FAIL = 9002
+RAISE_CODE = 9003
+HOLD = 9004
+NOTIFY = 9005
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.before: list[int] = []
+        self.after: list[int | None] = []
+
+    def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
+        self.before.append(request.code)
+
+    def after_response(self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        self.after.append(None if response is None else response.code)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RemotingServer]:
+    srv = RemotingServer(RemotingServerConfig(host="127.0.0.1", idle_timeout=0.6, sweep_interval=0.02))
+    held: list[tuple[RemotingConnection, RemotingCommand]] = []
+    srv.register(ECHO, lambda conn, req: RemotingCommand.response_to(req, ext_fields=req.ext_fields, body=req.body))
+
+    async def slow(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(float(req.ext("delay", "0") or 0))
+        return RemotingCommand.response_to(req, remark="slow")
+
+    def fail(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        raise ValueError("boom")
+
+    def raise_code(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        raise TopicNotExistError("topic[X] not exist, apply first please!")
+
+    def hold(conn: RemotingConnection, req: RemotingCommand) -> None:
+        held.append((conn, req))
+
+    srv.register(SLOW, slow)
+    srv.register(FAIL, fail)
+    srv.register(RAISE_CODE, raise_code)
+    srv.register(HOLD, hold)
+    srv.held = held  # type: ignore[attr-defined]
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    cli = RemotingClient(RemotingClientConfig(request_timeout=2.0, sweep_interval=0.02))
+    yield cli
+    await cli.close()
+
+
+def addr(srv: RemotingServer) -> str:
+    return f"127.0.0.1:{srv.port}"
+
+
+async def test_echo_and_body(server: RemotingServer, client: RemotingClient) -> None:
+    body = bytes(range(256)) * 40
+    reply = await client.invoke(addr(server), RemotingCommand.request(ECHO, {"k": "v"}, body))
+    assert reply.code == ResponseCode.SUCCESS and reply.body == body and reply.ext_fields == {"k": "v"}
+    assert reply.is_response and reply.language == 0 and reply.version == 409
+
+
+async def test_unknown_code_gets_3(server: RemotingServer, client: RemotingClient) -> None:
+    reply = await client.invoke(addr(server), RemotingCommand.request(4242))
+    assert reply.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert reply.remark == " request type 4242 not supported"
+
+
+async def test_handler_exception_is_system_error(server: RemotingServer, client: RemotingClient) -> None:
+    reply = await client.invoke(addr(server), RemotingCommand.request(FAIL))
+    assert reply.code == ResponseCode.SYSTEM_ERROR and "boom" in (reply.remark or "")
+    reply = await client.invoke(addr(server), RemotingCommand.request(RAISE_CODE))
+    assert reply.code == ResponseCode.TOPIC_NOT_EXIST and reply.remark == "topic[X] not exist, apply first please!"
+    # The connection survives handler failures.
+    assert (await client.invoke(addr(server), RemotingCommand.request(ECHO))).code == 0
+
+
+async def test_async_handlers_and_pipelining(server: RemotingServer, client: RemotingClient) -> None:
+    slow = client.invoke(addr(server), RemotingCommand.request(SLOW, {"delay": "0.2"}))
+    fast = [client.invoke(addr(server), RemotingCommand.request(ECHO, {"i": str(i)})) for i in range(200)]
+    replies = await asyncio.gather(slow, *fast)
+    assert replies[0].remark == "slow"
+    assert [r.ext_fields["i"] for r in replies[1:]] == [str(i) for i in range(200)]  # type: ignore[index]
+
+
+async def test_timeout_and_late_reply_dropped(server: RemotingServer, client: RemotingClient) -> None:
+    with pytest.raises(RemotingTimeoutError):
+        await client.invoke(addr(server), RemotingCommand.request(SLOW, {"delay": "0.3"}), timeout=0.05)
+    await asyncio.sleep(0.35)  # the late reply arrives and is dropped
+    assert (await client.invoke(addr(server), RemotingCommand.request(ECHO))).code == 0
+
+
+async def test_connection_loss_fails_pending(server: RemotingServer, client: RemotingClient) -> None:
+    pending = asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(HOLD)))
+    await asyncio.sleep(0.1)
+    for conn in list(server.connections):
+        conn.abort()
+    with pytest.raises(RemotingConnectError):
+        await pending
+    # Reconnects transparently.
+    assert (await client.invoke(addr(server), RemotingCommand.request(ECHO))).code == 0
+
+
+async def test_held_request_replied_later(server: RemotingServer, client: RemotingClient) -> None:
+    fut = asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(HOLD)))
+    await asyncio.sleep(0.05)
+    conn, req = server.held.pop()  # type: ignore[attr-defined]
+    assert not fut.done()
+    conn.send_response(RemotingCommand.response_to(req, remark="later"))
+    assert (await fut).remark == "later"
+
+
+async def test_server_initiated_request(server: RemotingServer, client: RemotingClient) -> None:
+    seen: list[str | None] = []
+
+    def on_notify(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        seen.append(req.ext("consumerGroup"))
+        return RemotingCommand.response_to(req, remark="client says hi")
+
+    client.register(NOTIFY, on_notify)
+    await client.invoke(addr(server), RemotingCommand.request(ECHO))
+    (conn,) = server.connections
+    reply = await server.invoke(conn, RemotingCommand.request(NOTIFY, {"consumerGroup": "G"}), timeout=2)
+    assert reply.remark == "client says hi" and seen == ["G"]
+    server.invoke_oneway(conn, RemotingCommand.request(NOTIFY, {"consumerGroup": "H"}))
+    await asyncio.sleep(0.1)
+    assert seen == ["G", "H"]
+
+
+async def test_oneway_gets_no_reply(server: RemotingServer, client: RemotingClient) -> None:
+    await client.invoke_oneway(addr(server), RemotingCommand.request(ECHO))
+    reply = await client.invoke(addr(server), RemotingCommand.request(ECHO, {"after": "1"}))
+    assert reply.ext_fields == {"after": "1"}
+
+
+async def test_rpc_hooks_see_requests_and_replies() -> None:
+    rec = Recorder()
+    srv = RemotingServer(RemotingServerConfig(host="127.0.0.1"), hooks=[rec])
+    srv.register(ECHO, lambda conn, req: RemotingCommand.response_to(req))
+    await srv.start()
+    crec = Recorder()
+    cli = RemotingClient(hooks=[crec])
+    try:
+        await cli.invoke(f"127.0.0.1:{srv.port}", RemotingCommand.request(ECHO))
+        await cli.invoke(f"127.0.0.1:{srv.port}", RemotingCommand.request(77))
+    finally:
+        await cli.close()
+        await srv.stop()
+    assert rec.before == [ECHO] and rec.after == [0]
+    assert crec.before == [ECHO, 77] and crec.after == [0, ResponseCode.REQUEST_CODE_NOT_SUPPORTED]
+
+
+async def raw_connection(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", 0x7FFFFFFF) + b"x" * 100,  # 2 GiB claim
+        struct.pack(">i", -8) + b"x" * 100,  # negative length
+        struct.pack(">ii", 12, 1000) + b"{}" * 10,  # header length beyond frame
+        struct.pack(">ii", 8, 4) + b"\xff\xfe\xfd\xfc",  # invalid UTF-8 header, no opaque
+    ],
+)
+async def test_garbage_closes_only_that_connection(server: RemotingServer, client: RemotingClient, garbage: bytes) -> None:
+    await client.invoke(addr(server), RemotingCommand.request(ECHO))
+    reader, writer = await raw_connection(server.port)
+    writer.write(garbage)
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), 2) == b""  # closed by the server
+    writer.close()
+    # The other client keeps working on its existing connection.
+    reply = await client.invoke(addr(server), RemotingCommand.request(ECHO, {"still": "ok"}))
+    assert reply.ext_fields == {"still": "ok"}
+
+
+async def test_bad_header_with_readable_opaque_gets_system_error(server: RemotingServer) -> None:
+    reader, writer = await raw_connection(server.port)
+    header = b'{"code":"not-a-number","opaque":99}'
+    writer.write(struct.pack(">ii", 4 + len(header), len(header)) + header)
+    writer.write(RemotingCommand(ECHO, 100).encode())
+    prefix = await asyncio.wait_for(reader.readexactly(4), 2)
+    (length,) = struct.unpack(">i", prefix)
+    from pocketmq.remoting.protocol.command import decode_command
+
+    first = decode_command(await reader.readexactly(length))
+    assert first.opaque == 99 and first.code == ResponseCode.SYSTEM_ERROR
+    (length,) = struct.unpack(">i", await reader.readexactly(4))
+    second = decode_command(await reader.readexactly(length))
+    assert second.opaque == 100 and second.code == 0
+    writer.close()
+
+
+async def test_idle_connection_is_closed(server: RemotingServer) -> None:
+    reader, writer = await raw_connection(server.port)
+    assert await asyncio.wait_for(reader.read(), 3) == b""
+    writer.close()
+
+
+async def test_connect_refused_is_connect_error(client: RemotingClient) -> None:
+    srv = RemotingServer(RemotingServerConfig(host="127.0.0.1"))
+    await srv.start()
+    port = srv.port
+    await srv.stop()
+    with pytest.raises(RemotingConnectError):
+        await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO))
