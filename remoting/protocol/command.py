@@ -160,17 +160,26 @@ def decode_command(frame: bytes | memoryview, *, json_loads: Any = None) -> Remo
     if size < 4:
         raise HeaderDecodeError(f"frame of {size} bytes has no header-length word")
     (word,) = _HEADER_WORD.unpack_from(frame, 0)
-    serialize_type = (word >> 24) & 0xFF
     hlen = word & 0xFFFFFF
     if hlen > size - 4:
         raise HeaderDecodeError(f"header length {hlen} exceeds the frame ({size - 4} bytes after the word)")
-    view = memoryview(frame)
-    header = view[4 : 4 + hlen]
-    if serialize_type == SerializeType.JSON:
+    data = bytes(frame)
+    body = data[4 + hlen :] if size > 4 + hlen else None
+    return command_from_header(data[4 : 4 + hlen], (word >> 24) & 0xFF, body, json_loads)
+
+
+def command_from_header(
+    header: bytes | bytearray, serialize_type: int, body: bytes | None, json_loads: Any = None
+) -> RemotingCommand:
+    """Build a command from its header bytes, serialize type and body.
+
+    Raises:
+        HeaderDecodeError: unknown serialize type or invalid header.
+    """
+    if serialize_type == 0:
         code, language, version, opaque, flag, remark, ext = header_json.decode_header(header, json_loads)
-    elif serialize_type == SerializeType.ROCKETMQ:
+    elif serialize_type == 1:
         code, language, version, opaque, flag, remark, ext = header_binary.decode_header(header)
     else:
         raise HeaderDecodeError(f"unknown serialize type {serialize_type}")
-    body = bytes(view[4 + hlen :]) if size > 4 + hlen else None
     return RemotingCommand(code, opaque, flag, remark, ext, body, language, version, serialize_type)

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import struct
 
-from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
+from pocketmq.remoting.protocol.command import RemotingCommand, command_from_header
 from pocketmq.remoting.protocol.errors import FrameError, FrameTooLargeError, HeaderDecodeError
 
 #: RocketMQ's default ``com.rocketmq.remoting.frameMaxLength`` (16 MiB, prefix included).
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 _LENGTH = struct.Struct(">i")
+#: length word + (serializeType << 24 | headerLength) word
+_WORDS = struct.Struct(">ii")
 
 
 class FrameDecoder:
@@ -57,11 +59,12 @@ class FrameDecoder:
         out: list[RemotingCommand] = []
         pos = 0
         end = len(buf)
-        unpack = _LENGTH.unpack_from
+        unpack = _WORDS.unpack_from
         limit = self.max_frame_size - 4
+        view = memoryview(buf)
         try:
             while end - pos >= 4:
-                (length,) = unpack(buf, pos)
+                length, word = unpack(buf, pos) if end - pos >= 8 else (_LENGTH.unpack_from(buf, pos)[0], 0)
                 if length < 4 or length > limit:
                     if length > limit:
                         err: FrameError = FrameTooLargeError(
@@ -70,24 +73,31 @@ class FrameDecoder:
                     else:
                         err = FrameError(f"invalid frame length {length}")
                     self._broken = err
-                    buf.clear()
-                    pos = end = 0
                     raise err
                 stop = pos + 4 + length
                 if stop > end:
                     break
-                # Copy the frame out before decoding: a live memoryview of ``buf`` (kept alive,
-                # e.g., by a traceback) would make the ``del buf[:pos]`` below fail.
-                view = memoryview(buf)
-                frame = view[pos + 4 : stop].tobytes()
-                view.release()
+                hstart = pos + 8
+                bstart = hstart + (word & 0xFFFFFF)
+                serialize_type = (word >> 24) & 0xFF
                 pos = stop
+                if bstart > stop:
+                    raise HeaderDecodeError(
+                        f"header length {word & 0xFFFFFF} exceeds the frame ({length - 4} bytes)"
+                    )
+                # The header is copied (small) and the body copied once, as bytes; no view of
+                # ``buf`` outlives this loop, so the ``del buf[:pos]`` below can resize it.
+                header = buf[hstart:bstart]
+                body = view[bstart:stop].tobytes() if stop > bstart else None
                 try:
-                    out.append(decode_command(frame))
+                    out.append(command_from_header(header, serialize_type, body))
                 except HeaderDecodeError as exc:
                     exc.decoded = out
                     raise
         finally:
-            if pos:
+            view.release()
+            if self._broken is not None:
+                buf.clear()
+            elif pos:
                 del buf[:pos]
         return out

@@ -39,7 +39,7 @@ FIXED_SIZE = _FIXED.size + _I32.size  # + extLen word = 21
 
 
 def decode_header(
-    data: bytes | memoryview,
+    data: bytes | bytearray | memoryview,
 ) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
     """Decode ``(code, language, version, opaque, flag, remark, ext_fields)``.
 

@@ -30,7 +30,7 @@ from pocketmq.remoting.protocol.errors import HeaderDecodeError
 try:  # pragma: no cover - exercised through the module-level switch in tests
     import orjson
 
-    _loads: Callable[[bytes], Any] = orjson.loads
+    _loads: Callable[[Any], Any] = orjson.loads
     _dumps: Callable[[Any], bytes] = orjson.dumps
     HAVE_ORJSON = True
 except ImportError:  # pragma: no cover
@@ -79,8 +79,8 @@ def java_string(value: Any) -> str | None:
 
 
 def decode_header(
-    data: bytes | memoryview,
-    loads: Callable[[bytes], Any] | None = None,
+    data: bytes | bytearray | memoryview,
+    loads: Callable[[Any], Any] | None = None,
 ) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
     """Decode a JSON header into ``(code, language, version, opaque, flag, remark, ext_fields)``.
 
