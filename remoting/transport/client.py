@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -109,29 +110,42 @@ class RemotingClient:
         self._opaque = (self._opaque + 1) & 0x7FFFFFFF
         return self._opaque
 
-    async def invoke(
+    def invoke(
         self, addr: str, request: RemotingCommand, timeout: float | None = None
-    ) -> RemotingCommand:
-        """Send ``request`` to ``addr`` and return the reply, whatever its code.
+    ) -> Awaitable[RemotingCommand]:
+        """Send ``request`` to ``addr``; await the result to get the reply, whatever its code.
 
-        Raises:
+        The common case (connection open, no RPC hooks) returns the reply future itself, with
+        no coroutine in between: this is the hottest call of every client.
+
+        Raises (when awaited):
             RemotingConnectError: cannot connect, or the connection broke before the reply.
             RemotingTimeoutError: no reply within ``timeout`` seconds.
         """
+        conn = self._conns.get(addr)
+        if conn is None or conn.transport is None or self.hooks or not conn._can_write:
+            return self._invoke_slow(addr, request, timeout)
+        request.opaque = self._next_opaque()
+        try:
+            return conn.request(request, self.config.request_timeout if timeout is None else timeout)
+        except RemotingConnectError:
+            return self._invoke_slow(addr, request, timeout)
+
+    async def _invoke_slow(
+        self, addr: str, request: RemotingCommand, timeout: float | None
+    ) -> RemotingCommand:
         conn = self._conns.get(addr)
         if conn is None or conn.transport is None:
             conn = await self.get_connection(addr)
         request.opaque = self._next_opaque()
         hooks = self.hooks
-        if hooks:
-            for hook in hooks:
-                hook.before_request(addr, request)
+        for hook in hooks:
+            hook.before_request(addr, request)
         if not conn._can_write:
             await conn.drain()
         response = await conn.request(request, self.config.request_timeout if timeout is None else timeout)
-        if hooks:
-            for hook in hooks:
-                hook.after_response(addr, request, response)
+        for hook in hooks:
+            hook.after_response(addr, request, response)
         return response
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
