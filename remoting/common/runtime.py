@@ -1,0 +1,155 @@
+"""Process entry point: one event loop, signals, and the blocking-call executor.
+
+:func:`run` is what ``mqnamesrv``/``mqbroker``/``pocketmq up`` call:
+
+* the loop is uvloop's when importable (``asyncio.Runner(loop_factory=uvloop.new_event_loop)``,
+  never the deprecated ``uvloop.install()``), else the stdlib loop;
+* the default executor is a bounded thread pool meant only for GIL-releasing calls (fsync,
+  fallocate, madvise via ctypes, unlinking big files); see STYLE.md §3.7;
+* SIGTERM/SIGINT: the first one calls the graceful ``shutdown`` callback (or cancels ``main``
+  when there is none); a second one cancels ``main`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+__all__ = ["default_executor_workers", "new_event_loop", "run", "uvloop_available"]
+
+
+def uvloop_available() -> bool:
+    """Whether uvloop can be imported on this platform."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def new_event_loop(*, use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
+    """A fresh uvloop loop when available and wanted, else a stdlib loop."""
+    if use_uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+            return loop
+    return asyncio.new_event_loop()
+
+
+def default_executor_workers() -> int:
+    """Threads for blocking syscalls: enough to overlap a few fsyncs, never a crowd (4..16)."""
+    return max(4, min(16, (os.cpu_count() or 1) * 2))
+
+
+class _SignalState:
+    """What the signal handlers do; lives only for one :func:`run` call."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        main_task: asyncio.Task[Any],
+        shutdown: Callable[[], Awaitable[None]] | None,
+    ) -> None:
+        self.loop = loop
+        self.main_task = main_task
+        self.shutdown = shutdown
+        self.count = 0
+        self.shutdown_task: asyncio.Task[None] | None = None
+
+    async def _run_shutdown(self) -> None:
+        assert self.shutdown is not None
+        try:
+            await self.shutdown()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("graceful shutdown failed; cancelling main")
+            self.main_task.cancel()
+
+    def on_signal(self, signum: int) -> None:
+        self.count += 1
+        name = signal.Signals(signum).name
+        if self.count == 1 and self.shutdown is not None:
+            logger.info("received %s: shutting down gracefully", name)
+            # Kept referenced here: the loop holds tasks only weakly.
+            self.shutdown_task = self.loop.create_task(self._run_shutdown(), name="graceful-shutdown")
+            return
+        logger.warning("received %s: cancelling main", name)
+        if self.shutdown_task is not None:
+            self.shutdown_task.cancel()
+        self.main_task.cancel()
+
+
+async def _main_with_signals(
+    main: Callable[[], Coroutine[Any, Any, T]],
+    shutdown: Callable[[], Awaitable[None]] | None,
+    handle_signals: bool,
+) -> T:
+    loop = asyncio.get_running_loop()
+    main_task = loop.create_task(main(), name="main")
+    installed: list[int] = []
+    state = _SignalState(loop, main_task, shutdown)
+    if handle_signals and threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, state.on_signal, int(sig))
+            except (NotImplementedError, RuntimeError):  # pragma: no cover - non-POSIX
+                continue
+            installed.append(int(sig))
+    try:
+        return await main_task
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        pending = state.shutdown_task
+        if pending is not None and not pending.done():
+            # main returned because shutdown asked it to: let shutdown finish its cleanup,
+            # unless main was cancelled (forced exit), in which case shutdown goes too.
+            if main_task.cancelled():
+                pending.cancel()
+            await asyncio.wait({pending}, timeout=30)
+
+
+def run(
+    main: Callable[[], Coroutine[Any, Any, T]],
+    *,
+    shutdown: Callable[[], Awaitable[None]] | None = None,
+    use_uvloop: bool = True,
+    executor_workers: int | None = None,
+    handle_signals: bool = True,
+    debug: bool | None = None,
+) -> T:
+    """Run ``main()`` to completion on a fresh loop and return its result.
+
+    Args:
+        main: factory of the main coroutine (called inside the loop).
+        shutdown: awaited on the first SIGTERM/SIGINT; it should make ``main`` return (e.g. stop
+            the server and set the event ``main`` waits on). ``None``: the first signal cancels main.
+        use_uvloop: prefer uvloop when importable.
+        executor_workers: size of the default executor (:func:`default_executor_workers`).
+        handle_signals: install SIGTERM/SIGINT handlers (only possible on the main thread).
+        debug: asyncio debug mode.
+
+    Raises:
+        asyncio.CancelledError: ``main`` was cancelled by a signal (callers usually exit 0/130).
+        Exception: whatever ``main`` raised.
+    """
+    workers = executor_workers or default_executor_workers()
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pocketmq-io")
+    with asyncio.Runner(debug=debug, loop_factory=lambda: new_event_loop(use_uvloop=use_uvloop)) as runner:
+        runner.get_loop().set_default_executor(executor)
+        return runner.run(_main_with_signals(main, shutdown, handle_signals))

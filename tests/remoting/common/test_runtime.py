@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+
+import pytest
+from pocketmq.remoting.common import runtime
+
+
+def test_run_returns_result_on_uvloop_when_available() -> None:
+    async def main() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    module = runtime.run(main)
+    if runtime.uvloop_available():
+        assert module.startswith("uvloop")
+    else:  # pragma: no cover
+        assert module.startswith("asyncio")
+
+
+def test_stdlib_fallback() -> None:
+    async def main() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    assert runtime.run(main, use_uvloop=False).startswith("asyncio")
+
+
+def test_default_executor_is_bounded_and_named() -> None:
+    async def main() -> str:
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: threading.current_thread().name)
+
+    assert runtime.run(main, executor_workers=2).startswith("pocketmq-io")
+    assert 4 <= runtime.default_executor_workers() <= 16
+
+
+def test_exception_from_main_propagates() -> None:
+    async def main() -> None:
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        runtime.run(main)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_first_signal_runs_graceful_shutdown(sig: signal.Signals) -> None:
+    stopped: list[str] = []
+
+    async def body() -> str:
+        done = asyncio.Event()
+
+        async def shutdown() -> None:
+            stopped.append("shutdown")
+            done.set()
+
+        holder["shutdown"] = shutdown
+        os.kill(os.getpid(), sig)
+        async with asyncio.timeout(5):
+            await done.wait()
+        return "clean"
+
+    holder: dict[str, object] = {}
+
+    async def shutdown_proxy() -> None:
+        fn = holder["shutdown"]
+        assert callable(fn)
+        await fn()
+
+    assert runtime.run(body, shutdown=shutdown_proxy) == "clean"
+    assert stopped == ["shutdown"]
+    # handlers are removed afterwards: SIGINT is Python's default again
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_signal_without_shutdown_cancels_main() -> None:
+    async def main() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(5)
+
+    with pytest.raises(asyncio.CancelledError):
+        runtime.run(main)
+
+
+def test_second_signal_forces_cancellation_when_shutdown_hangs() -> None:
+    async def hanging_shutdown() -> None:
+        await asyncio.sleep(0)
+        os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator
+        await asyncio.sleep(3600)
+
+    async def main() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(5)
+
+    with pytest.raises(asyncio.CancelledError):
+        runtime.run(main, shutdown=hanging_shutdown)
+
+
+def test_failing_shutdown_cancels_main() -> None:
+    async def bad_shutdown() -> None:
+        raise RuntimeError("shutdown bug")
+
+    async def main() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(5)
+
+    with pytest.raises(asyncio.CancelledError):
+        runtime.run(main, shutdown=bad_shutdown)
+
+
+def test_run_off_main_thread_skips_signal_handlers() -> None:
+    result: list[int] = []
+
+    async def main() -> int:
+        return 7
+
+    t = threading.Thread(target=lambda: result.append(runtime.run(main)))
+    t.start()
+    t.join(10)
+    assert result == [7]
