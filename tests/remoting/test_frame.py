@@ -24,16 +24,24 @@ JAVA_SEND_REPLY_HEADER = (
 
 
 def frame_of(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
-    return struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+    return (
+        struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+    )
 
 
 def sample_commands() -> list[RemotingCommand]:
     return [
         RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, 1, 0, None, {"topic": "TopicTest"}),
         RemotingCommand(ResponseCode.SUCCESS, 2, 1, "ok", {"msgId": "AB", "queueId": "3"}, b"\x00\x01body"),
-        RemotingCommand(RequestCode.SEND_MESSAGE_V2, 3, 0, None, {"a": "PG", "b": "T"}, b"x" * 1000, LanguageCode.CPP, 333),
-        RemotingCommand(RequestCode.HEART_BEAT, 4, 2, None, None, None, serialize_type=SerializeType.ROCKETMQ),
-        RemotingCommand(ResponseCode.SYSTEM_ERROR, 5, 1, "ünïcode remark", {"k": "v\u0001w"}, b"", serialize_type=1),
+        RemotingCommand(
+            RequestCode.SEND_MESSAGE_V2, 3, 0, None, {"a": "PG", "b": "T"}, b"x" * 1000, LanguageCode.CPP, 333
+        ),
+        RemotingCommand(
+            RequestCode.HEART_BEAT, 4, 2, None, None, None, serialize_type=SerializeType.ROCKETMQ
+        ),
+        RemotingCommand(
+            ResponseCode.SYSTEM_ERROR, 5, 1, "ünïcode remark", {"k": "v\u0001w"}, b"", serialize_type=1
+        ),
     ]
 
 
@@ -125,7 +133,13 @@ def test_cpp_and_alions_value_quirks() -> None:
         b'"opaque":5,"remark":"","version":333}\n'
     )
     (cmd,) = FrameDecoder().feed(frame_of(header))
-    assert cmd.ext_fields == {"queueId": "0", "maxMsgNums": "32", "sysFlag": "2", "commit": "true", "topic": "T"}
+    assert cmd.ext_fields == {
+        "queueId": "0",
+        "maxMsgNums": "32",
+        "sysFlag": "2",
+        "commit": "true",
+        "topic": "T",
+    }
     assert cmd.language == LanguageCode.CPP and cmd.version == 333
 
 
@@ -236,11 +250,14 @@ def test_random_bytes_raise_only_protocol_errors(data: bytes) -> None:
     code=st.integers(-(2**15), 2**15 - 1),
     opaque=st.integers(-(2**31), 2**31 - 1),
     remark=st.none() | st.text(max_size=50),
-    ext=st.none() | st.dictionaries(st.text(min_size=1, max_size=10), st.text(min_size=1, max_size=20), max_size=5),
+    ext=st.none()
+    | st.dictionaries(st.text(min_size=1, max_size=10), st.text(min_size=1, max_size=20), max_size=5),
     body=st.binary(max_size=100),
     stype=st.sampled_from([0, 1]),
 )
-def test_roundtrip_property(code: int, opaque: int, remark: str | None, ext: dict[str, str] | None, body: bytes, stype: int) -> None:
+def test_roundtrip_property(
+    code: int, opaque: int, remark: str | None, ext: dict[str, str] | None, body: bytes, stype: int
+) -> None:
     for key in ("Signature", "AccessKey", "OnsChannel"):
         if ext and ext.get(key) == "":
             del ext[key]

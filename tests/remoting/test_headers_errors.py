@@ -12,7 +12,9 @@ from pocketmq.remoting.protocol.errors import HeaderFieldError, ResponseError
 from pocketmq.remoting.protocol.header_codec import CommandHeader, _generic_parse
 
 ALL_HEADERS = [
-    obj for obj in vars(headers).values() if isinstance(obj, type) and issubclass(obj, CommandHeader) and obj is not CommandHeader
+    obj
+    for obj in vars(headers).values()
+    if isinstance(obj, type) and issubclass(obj, CommandHeader) and obj is not CommandHeader
 ]
 
 
@@ -57,9 +59,13 @@ def test_java_boolean_and_optional_rules() -> None:
     )
     assert h.subscription is None and h.sub_version == 0 and h.queue_offset == -5
     assert "subscription" not in h.to_ext_fields()
-    d = headers.DeleteSubscriptionGroupRequestHeader.from_ext_fields({"groupName": "G", "removeOffset": "TRUE"})
+    d = headers.DeleteSubscriptionGroupRequestHeader.from_ext_fields(
+        {"groupName": "G", "removeOffset": "TRUE"}
+    )
     assert d.remove_offset is True
-    d = headers.DeleteSubscriptionGroupRequestHeader.from_ext_fields({"groupName": "G", "removeOffset": "yes"})
+    d = headers.DeleteSubscriptionGroupRequestHeader.from_ext_fields(
+        {"groupName": "G", "removeOffset": "yes"}
+    )
     assert d.remove_offset is False  # Boolean.parseBoolean
 
 

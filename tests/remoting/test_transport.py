@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.codes import ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     RemotingConnectError,
@@ -35,7 +35,9 @@ class Recorder:
     def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         self.before.append(request.code)
 
-    def after_response(self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    def after_response(
+        self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None
+    ) -> None:
         self.after.append(None if response is None else response.code)
 
 
@@ -43,7 +45,9 @@ class Recorder:
 async def server() -> AsyncIterator[RemotingServer]:
     srv = RemotingServer(RemotingServerConfig(host="127.0.0.1", idle_timeout=0.6, sweep_interval=0.02))
     held: list[tuple[RemotingConnection, RemotingCommand]] = []
-    srv.register(ECHO, lambda conn, req: RemotingCommand.response_to(req, ext_fields=req.ext_fields, body=req.body))
+    srv.register(
+        ECHO, lambda conn, req: RemotingCommand.response_to(req, ext_fields=req.ext_fields, body=req.body)
+    )
 
     async def slow(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         await asyncio.sleep(float(req.ext("delay", "0") or 0))
@@ -96,7 +100,10 @@ async def test_handler_exception_is_system_error(server: RemotingServer, client:
     reply = await client.invoke(addr(server), RemotingCommand.request(FAIL))
     assert reply.code == ResponseCode.SYSTEM_ERROR and "boom" in (reply.remark or "")
     reply = await client.invoke(addr(server), RemotingCommand.request(RAISE_CODE))
-    assert reply.code == ResponseCode.TOPIC_NOT_EXIST and reply.remark == "topic[X] not exist, apply first please!"
+    assert (
+        reply.code == ResponseCode.TOPIC_NOT_EXIST
+        and reply.remark == "topic[X] not exist, apply first please!"
+    )
     # The connection survives handler failures.
     assert (await client.invoke(addr(server), RemotingCommand.request(ECHO))).code == 0
 
@@ -189,7 +196,9 @@ async def raw_connection(port: int) -> tuple[asyncio.StreamReader, asyncio.Strea
         struct.pack(">ii", 8, 4) + b"\xff\xfe\xfd\xfc",  # invalid UTF-8 header, no opaque
     ],
 )
-async def test_garbage_closes_only_that_connection(server: RemotingServer, client: RemotingClient, garbage: bytes) -> None:
+async def test_garbage_closes_only_that_connection(
+    server: RemotingServer, client: RemotingClient, garbage: bytes
+) -> None:
     await client.invoke(addr(server), RemotingCommand.request(ECHO))
     reader, writer = await raw_connection(server.port)
     writer.write(garbage)
