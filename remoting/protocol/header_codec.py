@@ -8,7 +8,8 @@ hot path).
 
 Wire rules (Java ``RemotingCommand.decodeCommandCustomHeader``): values are strings; ints are
 parsed as decimal (``Integer`` fields must fit int32); booleans follow ``Boolean.parseBoolean``
-(only "true", any case, is true); a missing required field or an unparsable value is an error
+(only "true", any case, is true — plus "1": the C++ client of the ``rocketmq`` 0.4.4 wheel sends
+``"batch":"1"``/``"unitMode":"0"``, and a batch it flags with "1" is a batch); a missing required field or an unparsable value is an error
 (SYSTEM_ERROR, remark naming the field); unknown keys are ignored; ``None`` is never emitted.
 """
 
@@ -106,7 +107,7 @@ def _generic_parse(cls: type[T], ext: Mapping[str, str], *, v2: bool) -> T:
         if kind == "int":
             kwargs[attr] = _parse_int(cls, key, raw, int32)
         elif kind == "bool":
-            kwargs[attr] = raw.lower() == "true"
+            kwargs[attr] = raw == "1" or raw.lower() == "true"
         else:
             kwargs[attr] = raw
     return cls(**kwargs)
@@ -145,7 +146,7 @@ def _gen_parser(
             lines.append(f"{ind}if len(v) < 10 and v.isdigit() and v.isascii(): {attr} = int(v)")
             lines.append(f"{ind}else: {attr} = _parse_int(cls, {key!r}, v, {int32!r})")
         elif kind == "bool":
-            lines.append(f"{ind}{attr} = v == 'true' or v.lower() == 'true'")
+            lines.append(f"{ind}{attr} = v == 'true' or v == '1' or v.lower() == 'true'")
         else:
             lines.append(f"{ind}{attr} = v")
         args.append(f"{attr}={attr}")

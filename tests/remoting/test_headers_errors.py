@@ -67,6 +67,8 @@ def test_java_boolean_and_optional_rules() -> None:
         {"groupName": "G", "removeOffset": "yes"}
     )
     assert d.remove_offset is False  # Boolean.parseBoolean
+    d = headers.DeleteSubscriptionGroupRequestHeader.from_ext_fields({"groupName": "G", "removeOffset": "1"})
+    assert d.remove_offset is True  # the C++ client writes booleans as 1/0
 
 
 @pytest.mark.parametrize(
