@@ -1,0 +1,212 @@
+"""Store benchmark: prints one JSON object.
+
+Measures, on a fresh store in a temp dir (or --dir):
+
+* ``put``: single puts of 128 B / 1 KiB / 4 KiB bodies, ASYNC_FLUSH, services running; the clock
+  stops when reput has dispatched everything to ConsumeQueue + index (so dispatch is included).
+* ``batch``: the same with 32-message ``put_messages`` batches.
+* ``sync_flush``: 1 KiB puts with SYNC_FLUSH and 128 concurrent waiters (group commit).
+* ``get``: ``get_message`` of 32 messages per call over what was written.
+* ``recovery``: abnormal recovery (abort file present, checkpoint lost, so every record is
+  re-validated with CRC and re-dispatched idempotently) of a 1 GiB CommitLog.
+
+Messages are built before the timed section (as a broker would have decoded them already);
+they carry TAGS, KEYS and a UNIQ_KEY like a Java producer's, so two index entries per message.
+``--quick`` uses smaller counts and a 128 MiB recovery. Numbers on a shared 2-core VM are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any
+
+from pocketmq.remoting.protocol.message import UniqIdGenerator, properties_to_string
+from pocketmq.store import MessageInner, MessageStore, MessageStoreConfig
+
+HOST = (b"\x7f\x00\x00\x01", 10911)
+
+
+def _messages(n: int, body_size: int, topic: str = "BenchTopic", queues: int = 8) -> list[MessageInner]:
+    gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05")
+    body = os.urandom(body_size)
+    return [
+        MessageInner(
+            topic=topic,
+            body=body,
+            queue_id=i % queues,
+            properties=properties_to_string(
+                {"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": gen.create(), "WAIT": "true"}
+            ),
+            born_timestamp=1,
+            born_host=HOST,
+            store_host=HOST,
+        )
+        for i in range(n)
+    ]
+
+
+def _config(root: str, **kw: Any) -> MessageStoreConfig:
+    return MessageStoreConfig(store_path_root_dir=root, **kw)
+
+
+async def _drain(store: MessageStore) -> None:
+    """Yield to the reput task until it has dispatched everything (it has no "idle" event)."""
+    while store.dispatch_behind_bytes:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+
+
+async def bench_put(root: str, n: int, body_size: int, batch: int) -> dict[str, float]:
+    store = MessageStore(_config(root))
+    store.load()
+    await store.start()
+    msgs = _messages(n, body_size)
+    groups = [msgs[i : i + batch] for i in range(0, n, batch)] if batch > 1 else []
+    # group batches by queue, as a producer sends a batch to one queue
+    if batch > 1:
+        by_q: dict[int, list[MessageInner]] = {}
+        for m in msgs:
+            by_q.setdefault(m.queue_id, []).append(m)
+        groups = [lst[i : i + batch] for lst in by_q.values() for i in range(0, len(lst), batch)]
+    t0 = time.perf_counter()
+    if batch > 1:
+        put_many = store.put_messages
+        for k, g in enumerate(groups):
+            put_many(g)
+            if k % 8 == 7:
+                await asyncio.sleep(0)  # let reput run, as between network reads
+    else:
+        put = store.put_message
+        for k, m in enumerate(msgs):
+            put(m)
+            if k & 255 == 255:
+                await asyncio.sleep(0)
+    await _drain(store)
+    dt = time.perf_counter() - t0
+    await store.shutdown()
+    return {"msgs_per_s": round(n / dt), "mb_per_s": round(n * body_size / dt / 1e6, 1)}
+
+
+async def bench_sync_flush(root: str, n: int, waiters: int) -> dict[str, float]:
+    store = MessageStore(_config(root, flush_disk_type="SYNC_FLUSH"))
+    store.load()
+    await store.start()
+    msgs = _messages(n, 1024)
+    it = iter(msgs)
+
+    async def worker() -> None:
+        for m in it:
+            r = await store.put_message_async(m)
+            if not r.is_ok:
+                raise RuntimeError(r.status)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(waiters)))
+    await _drain(store)
+    dt = time.perf_counter() - t0
+    await store.shutdown()
+    return {"msgs_per_s": round(n / dt), "waiters": waiters}
+
+
+def bench_get(root: str) -> dict[str, float]:
+    store = MessageStore(_config(root))
+    store.load()
+    t0 = time.perf_counter()
+    total = 0
+    calls = 0
+    for q in range(8):
+        offset = store.get_min_offset_in_queue("BenchTopic", q)
+        while True:
+            g = store.get_message("g", "BenchTopic", q, offset, 32)
+            calls += 1
+            if not g.message_count:
+                break
+            total += g.message_count
+            offset = g.next_begin_offset
+    dt = time.perf_counter() - t0
+    store.close()
+    return {"msgs_per_s": round(total / dt), "messages": total, "calls": calls}
+
+
+def _simulate_crash(root: str) -> None:
+    with open(os.path.join(root, "abort"), "w"):
+        pass
+    os.unlink(os.path.join(root, "checkpoint"))
+
+
+async def bench_recovery(root: str, size: int) -> dict[str, float]:
+    store = MessageStore(_config(root))
+    store.load()
+    await store.start()
+    per = 4096
+    written = 0
+    while written < size:
+        msgs = _messages(per, 1024)
+        for k, m in enumerate(msgs):
+            store.put_message(m)
+            if k & 255 == 255:
+                await asyncio.sleep(0)
+        written = store.get_max_phy_offset()
+    await _drain(store)
+    await store.shutdown()
+    # a crash with a lost checkpoint: every record is re-checked (CRC) and re-dispatched
+    _simulate_crash(root)
+    t0 = time.perf_counter()
+    again = MessageStore(_config(root))
+    again.load()
+    dt = time.perf_counter() - t0
+    assert not again.last_shutdown_clean
+    again.close()
+    return {"commitlog_bytes": written, "seconds": round(dt, 2), "mb_per_s": round(written / dt / 1e6)}
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    base = args.dir or tempfile.mkdtemp(prefix="pocketmq-bench-")
+    n = 50_000 if args.quick else 300_000
+    out: dict[str, Any] = {"python": sys.version.split()[0], "quick": args.quick, "n": n}
+    try:
+        for body in (128, 1024, 4096):
+            root = os.path.join(base, f"put{body}")
+            out[f"put_{body}"] = await bench_put(root, n, body, 1)
+            if body == 1024:
+                out["get_1024"] = bench_get(root)
+            shutil.rmtree(root)
+            root = os.path.join(base, f"batch{body}")
+            out[f"batch32_{body}"] = await bench_put(root, n, body, 32)
+            shutil.rmtree(root)
+        root = os.path.join(base, "sync")
+        out["sync_flush_1024"] = await bench_sync_flush(root, n // 2, 128)
+        shutil.rmtree(root)
+        root = os.path.join(base, "recovery")
+        out["recovery"] = await bench_recovery(root, (128 << 20) if args.quick else (1 << 30))
+        shutil.rmtree(root)
+    finally:
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    return out
+
+
+def run() -> None:
+    import json
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smaller counts, 128 MiB recovery")
+    p.add_argument("--dir", help="work directory (default: a temp dir, removed afterwards)")
+    args = p.parse_args()
+    try:
+        import uvloop
+
+        result = uvloop.run(main(args))
+    except ImportError:  # pragma: no cover
+        result = asyncio.run(main(args))
+    result["loop"] = "uvloop" if "uvloop" in sys.modules else "asyncio"
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    run()

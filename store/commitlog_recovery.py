@@ -1,0 +1,185 @@
+"""Recovery: find the last valid CommitLog record, cut everything after it, make queues agree.
+
+Order (reference §6.6, hardened):
+
+1. ConsumeQueues are loaded and each finds its own end (last three files). A queue with a
+   missing file in the middle is marked for rebuild.
+2. The CommitLog scan start is the third-last segment after a clean shutdown, or - after a
+   crash (``abort`` file present) - the newest segment whose first record was stored before
+   the checkpoint's ``min(physic, logics) - 3 s``; the first segment if none qualifies (e.g. the
+   checkpoint was lost).
+3. Every record from there is validated (magic, sizes, PHYSICALOFFSET, CRC when
+   ``checkCRCOnRecover``) and re-dispatched. Re-dispatch is idempotent: existing units are
+   compared (and repaired if they disagree), missing units and index entries are added. A record
+   whose queue offset lies beyond its queue's end reveals lost ConsumeQueue data; that queue
+   is marked for rebuild.
+4. The CommitLog is truncated at the first invalid record (the stale tail is zeroed so it can
+   never be revived); ConsumeQueue units and index ends beyond that point are dropped.
+5. Queues marked for rebuild are recreated from a scan of the whole CommitLog.
+6. The CommitLog's queue-offset table is rebuilt from the ConsumeQueues' max offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pocketmq.store.checkpoint import StoreCheckpoint
+from pocketmq.store.commitlog import CommitLog
+from pocketmq.store.config import MessageStoreConfig
+from pocketmq.store.cq_table import ConsumeQueueTable
+from pocketmq.store.dispatch import Dispatcher, DispatchRequest, check_message, is_dispatched_to_queue
+from pocketmq.store.index_file import IndexService
+
+logger = logging.getLogger(__name__)
+
+
+def scan_commit_log(
+    commitlog: CommitLog,
+    start_offset: int,
+    on_record: Callable[[DispatchRequest], None] | None,
+    *,
+    check_crc: bool,
+    delay_levels: list[int],
+    stop_offset: int | None = None,
+) -> int:
+    """Walk records from ``start_offset``; returns the offset just past the last valid one."""
+    mfq = commitlog.mfq
+    off = start_offset
+    while stop_offset is None or off < stop_offset:
+        mf = mfq.find_by_offset(off)
+        if mf is None:
+            return off
+        base = mf.file_from_offset
+        pos = off - base
+        mm = mf.mm
+        file_size = mf.file_size
+        while pos < file_size:
+            size, req = check_message(
+                mm, pos, file_size, base + pos, check_crc=check_crc, delay_levels=delay_levels
+            )
+            if req is not None:
+                if on_record is not None:
+                    on_record(req)
+                pos += size
+            elif size > 0:
+                pos = file_size
+            else:
+                if size != 0:
+                    logger.warning("CommitLog %s: invalid record at %d (code %d)", mf.path, base + pos, size)
+                return base + pos
+        off = base + file_size
+    return off
+
+
+def _abnormal_start(commitlog: CommitLog, checkpoint: StoreCheckpoint, config: MessageStoreConfig) -> int:
+    files = commitlog.mfq.files
+    min_ts = checkpoint.min_timestamp(index_safe=config.message_index_safe and config.message_index_enable)
+    levels = config.delay_levels_ms
+    for i in range(len(files) - 1, -1, -1):
+        mf = files[i]
+        _, req = check_message(
+            mf.mm, 0, mf.file_size, mf.file_from_offset, check_crc=True, delay_levels=levels
+        )
+        if req is not None and 0 < req.store_timestamp <= min_ts:
+            logger.info("abnormal recovery starts at %s", mf.path)
+            return i
+    logger.info("abnormal recovery: no segment predates the checkpoint; scanning from the first")
+    return 0
+
+
+def recover(
+    commitlog: CommitLog,
+    cq_table: ConsumeQueueTable,
+    index: IndexService,
+    checkpoint: StoreCheckpoint,
+    dispatcher: Dispatcher,
+    config: MessageStoreConfig,
+    *,
+    abnormal: bool,
+) -> int:
+    """Run steps 1-6 (module docstring); returns the CommitLog's recovered max offset."""
+    broken = cq_table.load()
+    for cq in cq_table:
+        if cq not in broken:
+            cq.recover()
+    rebuild: set[tuple[str, int]] = {(cq.topic, cq.queue_id) for cq in broken}
+    for cq in broken:
+        cq_table.reset_queue(cq)
+
+    files = commitlog.mfq.files
+    levels = config.delay_levels_ms
+    if files:
+        start_idx = _abnormal_start(commitlog, checkpoint, config) if abnormal else max(0, len(files) - 3)
+        start = files[start_idx].file_from_offset
+
+        def on_record(req: DispatchRequest) -> None:
+            key = (req.topic, req.queue_id)
+            if key in rebuild:
+                return
+            if is_dispatched_to_queue(req.sys_flag):
+                cq = cq_table.find(req.topic, req.queue_id)
+                have = cq.max_offset if cq is not None else 0
+                if req.consume_queue_offset > have:
+                    logger.error(
+                        "consume queue %s/%d ends at %d but the CommitLog holds offset %d; rebuilding it",
+                        req.topic, req.queue_id, have, req.consume_queue_offset,
+                    )  # fmt: skip
+                    rebuild.add(key)
+                    return
+            dispatcher.dispatch(req, notify=False)
+
+        process = scan_commit_log(
+            commitlog, start, on_record, check_crc=config.check_crc_on_recover, delay_levels=levels
+        )
+    else:
+        process = 0
+    for mf in commitlog.mfq.truncate_dirty(process):
+        # normally an empty segment that was preallocated ahead of the writer
+        logger.info("deleting CommitLog segment %s beyond the last valid record", mf.path)
+        mf.destroy()
+    if not commitlog.mfq.files:
+        commitlog.mfq.reset_to(process - process % commitlog.file_size)
+    for cq in cq_table:
+        cq.truncate_dirty(process)
+    index.truncate_phy(process)
+
+    if rebuild:
+        _rebuild_queues(commitlog, cq_table, rebuild, process, levels)
+
+    min_phy = commitlog.min_offset
+    for cq in cq_table:
+        cq.correct_min_offset(min_phy)
+    commitlog.rebuild_topic_queue_table(cq_table.max_offsets())
+    dispatcher.reput_from_offset = process
+    index.write_headers()
+    return process
+
+
+def _rebuild_queues(
+    commitlog: CommitLog,
+    cq_table: ConsumeQueueTable,
+    keys: set[tuple[str, int]],
+    stop: int,
+    levels: list[int],
+) -> None:
+    logger.warning("rebuilding %d consume queue(s) from the whole CommitLog", len(keys))
+    for topic, qid in keys:
+        cq = cq_table.find(topic, qid)
+        if cq is not None:
+            cq_table.reset_queue(cq)
+
+    def on_record(req: DispatchRequest) -> None:
+        if (req.topic, req.queue_id) in keys and is_dispatched_to_queue(req.sys_flag):
+            cq = cq_table.find_or_create(req.topic, req.queue_id)
+            cq.put(
+                req.commit_log_offset,
+                req.msg_size,
+                req.tags_code,
+                req.consume_queue_offset,
+                req.store_timestamp,
+            )
+
+    scan_commit_log(
+        commitlog, commitlog.min_offset, on_record, check_crc=False, delay_levels=levels, stop_offset=stop
+    )

@@ -1,0 +1,224 @@
+"""``MessageStoreConfig``: RocketMQ's store keys, spelled and defaulted as in ``MessageStoreConfig.java``.
+
+Python attributes are snake_case; the camelCase Java key is the alias, so a ``broker.conf``
+section loads unchanged (``MessageStoreConfig.model_validate({"flushDiskType": "SYNC_FLUSH"})``).
+Keys whose Java spelling is not what ``to_camel`` produces carry an explicit alias. Unknown keys
+are rejected (``extra="forbid"``). Derived paths are properties, not fields: unlike Java, an
+unset ``storePathCommitLog`` follows ``storePathRootDir``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+CQ_STORE_UNIT_SIZE = 20
+
+_GiB = 1024 * 1024 * 1024
+_MiB = 1024 * 1024
+
+
+class FlushDiskType(enum.StrEnum):
+    SYNC_FLUSH = "SYNC_FLUSH"
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+
+
+class BrokerRole(enum.StrEnum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+def _default_root() -> str:
+    return os.path.join(os.path.expanduser("~"), "store")
+
+
+def parse_delay_levels(spec: str) -> list[int]:
+    """``"1s 5s 1m ..."`` → delay in ms per level (index 0 = level 1); ``ValueError`` on garbage."""
+    units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    out: list[int] = []
+    for tok in spec.split():
+        unit = units.get(tok[-1:])
+        if unit is None or not tok[:-1].isdigit():
+            raise ValueError(f"bad delay level {tok!r} in messageDelayLevel {spec!r}")
+        out.append(int(tok[:-1]) * unit)
+    if not out:
+        raise ValueError("messageDelayLevel is empty")
+    return out
+
+
+class MessageStoreConfig(BaseModel):
+    """Store configuration (sizes in bytes, intervals in ms unless the description says otherwise)."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, use_enum_values=False
+    )
+
+    # -- paths and file sizes
+    store_path_root_dir: str = Field(default_factory=_default_root, description="store root directory")
+    store_path_commit_log: str | None = Field(
+        None, description="CommitLog directory (default root/commitlog)"
+    )
+    store_path_dledger_commit_log: str | None = Field(None, alias="storePathDLedgerCommitLog")
+    mapped_file_size_commit_log: int = Field(_GiB, ge=4096, description="CommitLog segment size, bytes")
+    mapped_file_size_consume_queue: int = Field(
+        300_000 * CQ_STORE_UNIT_SIZE, ge=CQ_STORE_UNIT_SIZE, description="ConsumeQueue file size, bytes"
+    )
+    enable_consume_queue_ext: bool = False
+    mapped_file_size_consume_queue_ext: int = 48 * _MiB
+    bit_map_length_consume_queue_ext: int = 64
+
+    # -- flushing
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log: int = Field(500, ge=1, description="async CommitLog flush period, ms")
+    commit_interval_commit_log: int = 200
+    flush_commit_log_timed: bool = True
+    flush_commit_log_least_pages: int = Field(
+        4, ge=0, description="async flush only if this many dirty pages"
+    )
+    commit_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: int = Field(10_000, description="flush regardless of pages after, ms")
+    commit_commit_log_thorough_interval: int = 200
+    flush_interval_consume_queue: int = Field(1000, ge=1, description="ConsumeQueue/index flush period, ms")
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 60_000
+    flush_least_pages_when_warm_maped_file: int = 1024 // 4 * 16
+    sync_flush_timeout: int = Field(5000, ge=1, description="SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT, ms")
+    flush_delay_offset_interval: int = 10_000
+    use_reentrant_lock_when_put_message: bool = True
+    warm_maped_file_enable: bool = Field(False, description="prefault new segments by writing them")
+    transient_store_pool_enable: bool = False
+    transient_store_pool_size: int = 5
+    fast_fail_if_no_buffer_in_store_pool: bool = False
+    os_page_cache_busy_time_out_mills: int = 1000
+
+    # -- cleanup
+    clean_resource_interval: int = Field(10_000, ge=1, description="cleaner period, ms")
+    delete_commit_log_files_interval: int = 100
+    delete_consume_queue_files_interval: int = 100
+    destroy_maped_file_interval_forcibly: int = 120_000
+    redelete_hanged_file_interval: int = 120_000
+    delete_when: str = Field("04", description="';'-separated hours of day when expired files are deleted")
+    disk_max_used_space_ratio: int = Field(75, ge=10, le=95, description="percent; clean above this")
+    file_reserved_time: int = Field(72, ge=0, description="hours a full CommitLog file is kept")
+    clean_file_forcibly_enable: bool = True
+    # Java reads these two from system properties; here they are ordinary keys.
+    disk_space_warning_level_ratio: float = Field(0.90, gt=0, le=1, description="disk full above this")
+    disk_space_clean_forcibly_ratio: float = Field(0.85, gt=0, le=1, description="delete oldest above this")
+
+    # -- messages, reads, index
+    max_message_size: int = Field(4 * _MiB, ge=1, description="max body size, bytes")
+    check_crc_on_recover: bool = Field(True, alias="checkCRCOnRecover")
+    put_msg_index_hight_water: int = 600_000
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 64 * 1024
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = Field(40, ge=0, le=100)
+    message_index_enable: bool = True
+    max_hash_slot_num: int = Field(5_000_000, ge=1)
+    max_index_num: int = Field(5_000_000 * 4, ge=2)
+    max_msgs_num_batch: int = 64
+    message_index_safe: bool = False
+    default_query_max_num: int = 32
+    disk_fall_recorded: bool = True
+    duplication_enable: bool = False
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    enable_schedule_message_stats: bool = True
+    enable_schedule_async_deliver: bool = False
+    schedule_async_deliver_max_pending_limit: int = 2000
+    schedule_async_deliver_max_resend_num2_blocked: int = 3
+    enable_lmq: bool = False
+    enable_multi_dispatch: bool = False
+    max_lmq_consume_queue_num: int = 20_000
+
+    # -- roles and HA
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    ha_listen_port: int = 10912
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20_000
+    ha_transfer_batch_size: int = 32 * 1024
+    ha_master_address: str | None = None
+    ha_slave_fallbehind_max: int = 256 * _MiB
+    slave_timeout: int = 3000
+    offset_check_in_slave: bool = False
+    debug_lock_enable: bool = False
+    is_enable_batch_push: bool = Field(False, alias="isEnableBatchPush")
+
+    # -- DLedger (accepted so a Java broker.conf loads; DLedger mode itself is not supported)
+    enable_dleger_commit_log: bool = Field(False, alias="enableDLegerCommitLog")
+    dleger_group: str | None = Field(None, alias="dLegerGroup")
+    dleger_peers: str | None = Field(None, alias="dLegerPeers")
+    dleger_self_id: str | None = Field(None, alias="dLegerSelfId")
+    preferred_leader_id: str | None = None
+
+    @field_validator("message_delay_level")
+    @classmethod
+    def _check_delay(cls, v: str) -> str:
+        parse_delay_levels(v)
+        return v
+
+    @field_validator("delete_when")
+    @classmethod
+    def _check_delete_when(cls, v: str) -> str:
+        for part in v.split(";"):
+            if part.strip() and not (part.strip().isdigit() and 0 <= int(part) <= 23):
+                raise ValueError(f"deleteWhen must be ';'-separated hours 0-23, got {v!r}")
+        return v
+
+    @field_validator("store_path_commit_log")
+    @classmethod
+    def _single_path(cls, v: str | None) -> str | None:
+        if v is not None and ";" in v:
+            raise ValueError("multiple CommitLog paths (';') are not supported")
+        return v
+
+    @field_validator("enable_dleger_commit_log")
+    @classmethod
+    def _no_dledger(cls, v: bool) -> bool:
+        if v:
+            raise ValueError("enableDLegerCommitLog=true is not supported")
+        return v
+
+    # -- derived values
+    @property
+    def commit_log_dir(self) -> str:
+        return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def checkpoint_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "abort")
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "lock")
+
+    @property
+    def cq_file_size(self) -> int:
+        """ConsumeQueue file size rounded up to whole 20-byte units, as Java's getter does."""
+        units = -(-self.mapped_file_size_consume_queue // CQ_STORE_UNIT_SIZE)
+        return units * CQ_STORE_UNIT_SIZE
+
+    @property
+    def delay_levels_ms(self) -> list[int]:
+        return parse_delay_levels(self.message_delay_level)
+
+    @property
+    def index_file_size(self) -> int:
+        return 40 + self.max_hash_slot_num * 4 + self.max_index_num * 20

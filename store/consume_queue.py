@@ -1,0 +1,294 @@
+"""``ConsumeQueue``: per (topic, queueId) index of 20-byte units into the CommitLog (layout.py).
+
+Logical offset n lives at byte n*20 of the queue's byte space; files are named by the byte
+offset of their first unit. ``put`` is idempotent: re-dispatching a record whose unit already
+exists is a no-op (or a repair if the unit disagrees), which is what makes recovery re-dispatch
+safe. A queue whose first file starts above offset 0 is padded with blank units
+``(0, 0x7FFFFFFF, 0)``; blank units are never served.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
+
+from pocketmq.store.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
+from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.mapped_file_queue import Allocator, MappedFileQueue
+
+logger = logging.getLogger(__name__)
+
+_BLANK_UNIT = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
+_unpack_unit = CQ_UNIT.unpack_from
+
+
+class ConsumeQueue:
+    def __init__(
+        self, topic: str, queue_id: int, root: str, file_size: int, *, allocator: Allocator | None = None
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.dir = os.path.join(root, topic, str(queue_id))
+        self.file_size = file_size
+        self.mfq = MappedFileQueue(self.dir, file_size, allocator=allocator)
+        #: first servable logical offset (units)
+        self.min_logic_offset = 0
+        #: end (offset + size) of the furthest record referenced
+        self.max_physic_offset = 0
+        #: store timestamp of the last unit written (for the checkpoint)
+        self.last_store_timestamp = 0
+
+    # ---------------------------------------------------------------- load / recover
+
+    def load(self) -> bool:
+        """Map the files; False if a file in the middle is missing (the queue needs a rebuild)."""
+        return not self.mfq.load()
+
+    def recover(self) -> None:
+        """Find the end of valid units in the last three files (Java ``ConsumeQueue.recover``)."""
+        files = self.mfq.files
+        if not files:
+            return
+        start = max(0, len(files) - 3)
+        end_offset = files[start].file_from_offset
+        max_phy = 0
+        for mf in files[start:]:
+            mm = mf.mm
+            pos = 0
+            full = True
+            while pos < mf.file_size:
+                phy, size, _tags = _unpack_unit(mm, pos)
+                if phy < 0 or size <= 0:
+                    full = False
+                    break
+                if size != CQ_BLANK_SIZE:
+                    max_phy = phy + size
+                pos += CQ_UNIT_SIZE
+            end_offset = mf.file_from_offset + pos
+            if not full:
+                break
+        for mf in self.mfq.truncate_dirty(end_offset):
+            mf.destroy()
+        self.max_physic_offset = max_phy
+        self.min_logic_offset = self.mfq.min_offset() // CQ_UNIT_SIZE
+
+    def correct_min_offset(self, min_phy: int) -> None:
+        """First unit whose record is still in the CommitLog (and is not padding)."""
+        first = self.mfq.first
+        if first is None:
+            return
+        mm = first.mm
+        limit = first.wrote_position
+        pos = 0
+        while pos < limit:
+            phy, size, _ = _unpack_unit(mm, pos)
+            if size != CQ_BLANK_SIZE and phy >= min_phy:
+                break
+            pos += CQ_UNIT_SIZE
+        self.min_logic_offset = (first.file_from_offset + pos) // CQ_UNIT_SIZE
+
+    def truncate_dirty(self, phy_offset: int) -> None:
+        """Drop trailing units whose record does not end at or before ``phy_offset``."""
+        files = self.mfq.files
+        while files:
+            last = files[-1]
+            pos = last.wrote_position
+            mm = last.mm
+            while pos > 0:
+                phy, size, _ = _unpack_unit(mm, pos - CQ_UNIT_SIZE)
+                if size == CQ_BLANK_SIZE or phy + size <= phy_offset:
+                    break
+                pos -= CQ_UNIT_SIZE
+            if pos == last.wrote_position:
+                break
+            if pos == 0 and len(files) > 1:
+                self.mfq.files.pop().destroy()
+                files = self.mfq.files
+                continue
+            last.zero_from(pos, last.wrote_position)
+            last.set_positions(pos)
+            break
+        self.max_physic_offset = self._last_physic_end()
+        self.min_logic_offset = min(self.min_logic_offset, self.max_offset)
+
+    def _last_physic_end(self) -> int:
+        for mf in reversed(self.mfq.files):
+            pos = mf.wrote_position
+            while pos > 0:
+                phy, size, _ = _unpack_unit(mf.mm, pos - CQ_UNIT_SIZE)
+                if size != CQ_BLANK_SIZE:
+                    return int(phy + size)
+                pos -= CQ_UNIT_SIZE
+        return 0
+
+    # ---------------------------------------------------------------- write
+
+    def put(self, phy: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int = 0) -> None:
+        """Write the unit for logical offset ``cq_offset`` (idempotent; pads gaps with blanks).
+
+        Raises:
+            OSError: a new file could not be created; nothing was written.
+        """
+        expected = cq_offset * CQ_UNIT_SIZE
+        mfq = self.mfq
+        last = mfq.last
+        cur = last.file_from_offset + last.wrote_position if last is not None else -1
+        if last is not None and expected == cur and not last.is_full:
+            mf = last
+        elif expected < cur:
+            self._check_existing(phy, size, tags_code, cq_offset)
+            return
+        else:
+            mf = self._prepare_append(expected, cur)
+        pos = expected - mf.file_from_offset
+        CQ_UNIT.pack_into(mf.mm, pos, phy, size, tags_code)
+        mf.wrote_position = pos + CQ_UNIT_SIZE
+        end = phy + size
+        self.max_physic_offset = max(self.max_physic_offset, end)
+        if store_timestamp:
+            self.last_store_timestamp = store_timestamp
+
+    def _prepare_append(self, expected: int, cur: int) -> MappedFile:
+        mfq = self.mfq
+        if cur < 0:
+            # empty queue: start at the file holding ``expected``, padded up to it
+            start = expected - expected % self.file_size
+            mf = mfq.create_file(start)
+            self._pad(mf, 0, expected - start)
+            self.min_logic_offset = expected // CQ_UNIT_SIZE
+            return mf
+        if expected > cur:
+            logger.error(
+                "consume queue %s/%d: gap %d..%d padded with blank units",
+                self.topic, self.queue_id, cur // CQ_UNIT_SIZE, expected // CQ_UNIT_SIZE,
+            )  # fmt: skip
+        # pad the gap (if any) file by file, then return the file that will hold ``expected``
+        while True:
+            mf = mfq.last_for_append()
+            file_end = mf.file_end_offset
+            stop = min(expected, file_end)
+            pos = mf.wrote_position
+            if mf.file_from_offset + pos < stop:
+                self._pad(mf, pos, stop - mf.file_from_offset)
+            if expected < file_end:
+                return mf
+
+    @staticmethod
+    def _pad(mf: MappedFile, start: int, end: int) -> None:
+        n = (end - start) // CQ_UNIT_SIZE
+        if n > 0:
+            mf.mm[start:end] = _BLANK_UNIT * n
+        mf.wrote_position = end
+
+    def _check_existing(self, phy: int, size: int, tags_code: int, cq_offset: int) -> None:
+        pos_abs = cq_offset * CQ_UNIT_SIZE
+        mf = self.mfq.find_by_offset(pos_abs)
+        if mf is None:
+            return  # below the first file: already cleaned up
+        pos = pos_abs - mf.file_from_offset
+        if _unpack_unit(mf.mm, pos) != (phy, size, tags_code):
+            logger.warning("consume queue %s/%d: repairing unit %d", self.topic, self.queue_id, cq_offset)
+            CQ_UNIT.pack_into(mf.mm, pos, phy, size, tags_code)
+
+    # ---------------------------------------------------------------- read
+
+    @property
+    def max_offset(self) -> int:
+        """Number of units written (the next logical offset)."""
+        return self.mfq.max_offset() // CQ_UNIT_SIZE
+
+    @property
+    def min_offset(self) -> int:
+        return self.min_logic_offset
+
+    def units_from(self, offset: int, max_units: int) -> bytes | None:
+        """Raw units from ``offset`` to the end of its file (at most ``max_units``); None if no file."""
+        pos_abs = offset * CQ_UNIT_SIZE
+        mf = self.mfq.find_by_offset(pos_abs)
+        if mf is None:
+            return None
+        pos = pos_abs - mf.file_from_offset
+        end = min(mf.wrote_position, pos + max_units * CQ_UNIT_SIZE)
+        if pos >= end:
+            return None
+        return mf.mm[pos:end]
+
+    def get_unit(self, offset: int) -> tuple[int, int, int] | None:
+        if offset < self.min_logic_offset or offset >= self.max_offset:
+            return None
+        pos_abs = offset * CQ_UNIT_SIZE
+        mf = self.mfq.find_by_offset(pos_abs)
+        if mf is None:
+            return None
+        phy, size, tags = _unpack_unit(mf.mm, pos_abs - mf.file_from_offset)
+        if size == CQ_BLANK_SIZE:
+            return None
+        return int(phy), int(size), int(tags)
+
+    def iter_units(self, start: int = 0) -> Iterator[tuple[int, int, int, int]]:
+        """``(logical offset, phy, size, tags)`` of every non-blank unit from ``start``."""
+        for mf in self.mfq.files:
+            base = mf.file_from_offset // CQ_UNIT_SIZE
+            data = mf.mm[: mf.wrote_position]
+            for i, (phy, size, tags) in enumerate(CQ_UNIT.iter_unpack(data)):
+                if base + i >= start and size != CQ_BLANK_SIZE:
+                    yield base + i, phy, size, tags
+
+    def roll_next_file(self, offset: int) -> int:
+        """First logical offset of the file after the one holding ``offset``."""
+        per_file = self.file_size // CQ_UNIT_SIZE
+        return offset + per_file - offset % per_file
+
+    def offset_by_time(self, timestamp: int, store_time_of: Callable[[int], int], min_phy: int) -> int:
+        """First logical offset whose message was stored at or after ``timestamp`` (lower bound).
+
+        Messages already deleted from the CommitLog count as older. Returns ``max_offset`` when
+        every message is older, ``min_offset`` when none is.
+        """
+        lo, hi = self.min_logic_offset, self.max_offset
+        while lo < hi:
+            mid = (lo + hi) // 2
+            unit = self.get_unit(mid)
+            older = True
+            if unit is not None and unit[0] >= min_phy:
+                ts = store_time_of(unit[0])
+                older = ts < 0 or ts < timestamp
+            if older:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    # ---------------------------------------------------------------- cleanup
+
+    def delete_expired(self, min_phy: int) -> int:
+        """Delete whole files (never the last) whose units all point below ``min_phy``."""
+        files = self.mfq.files
+        count = 0
+        while len(files) - count > 1:
+            mf = files[count]
+            last_pos = mf.file_size - CQ_UNIT_SIZE
+            phy, size, _ = _unpack_unit(mf.mm, last_pos)
+            if size != CQ_BLANK_SIZE and phy + size > min_phy:
+                break
+            count += 1
+        for mf in self.mfq.delete_first(count):
+            mf.destroy()
+        if count:
+            self.correct_min_offset(min_phy)
+        return count
+
+    def flush(self) -> None:
+        self.mfq.flush()
+
+    def close(self) -> None:
+        self.mfq.close()
+
+    def destroy(self) -> None:
+        """Delete every file and the queue's directory."""
+        self.mfq.destroy()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.min_logic_offset = 0
+        self.max_physic_offset = 0

@@ -1,0 +1,46 @@
+"""Seams the store calls out through (implemented by the broker; the store imports no broker code)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from pocketmq.store.results import PutMessageStatus
+
+
+class MessageArrivingListener(Protocol):
+    """Called by the reput dispatcher on the loop thread after a record reached its ConsumeQueue.
+
+    ``logic_offset`` is the queue's new max offset (the record's queue offset + 1), as Java's
+    ``notifyMessageArriving`` passes it. ``properties`` parses lazily. Must not block.
+    """
+
+    def arriving(
+        self,
+        topic: str,
+        queue_id: int,
+        logic_offset: int,
+        tags_code: int,
+        store_timestamp: int,
+        filter_bit_map: bytes | None,
+        properties: Mapping[str, str],
+    ) -> None: ...
+
+
+class MessageFilter(Protocol):
+    """Pull-side filter (tag hash / SQL92), evaluated by ``MessageStore.get_message``."""
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool: ...
+
+    def is_matched_by_commit_log(self, buf: bytes) -> bool:
+        """``buf`` is one complete stored record."""
+        ...
+
+
+class ReplicationWaiter(Protocol):
+    """SYNC_MASTER seam (implemented by the HA service): wait until a slave acked ``end_offset``.
+
+    Returns PUT_OK, FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE.
+    """
+
+    async def wait_replicated(self, end_offset: int) -> PutMessageStatus: ...

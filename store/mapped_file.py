@@ -1,0 +1,172 @@
+"""``MappedFile``: one preallocated, memory-mapped segment of a CommitLog / ConsumeQueue / index.
+
+Positions (bytes from the start of this file):
+
+* ``wrote_position`` - end of appended data (the loop thread advances it);
+* ``flushed_position`` - end of data known to be on disk (set after an fsync completed).
+
+The file knows nothing about record formats (RocketMQ's append-callback seam): writers use
+``mm`` directly with ``pack_into`` / slice assignment and then advance ``wrote_position``.
+Reads copy out (``read``) or hand out a ``SelectedBuffer`` that must be released; a file whose
+views are alive is not unmapped (``destroy`` returns False and can be retried).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+
+from pocketmq.store import syscalls
+from pocketmq.store.errors import StoreCorruptError
+from pocketmq.store.layout import file_name_of
+
+# Indirection so fault tests can inject ENOSPC without touching the os module.
+_preallocate = syscalls.preallocate
+
+
+@dataclass(slots=True)
+class SelectedBuffer:
+    """A zero-copy view into a mapped file; call ``release()`` (or use ``with``)."""
+
+    start_offset: int
+    view: memoryview
+    owner: MappedFile
+
+    def release(self) -> None:
+        if self.view is not None:
+            self.view.release()
+            self.owner.ref_count -= 1
+
+    def __enter__(self) -> SelectedBuffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class MappedFile:
+    __slots__ = (
+        "fd",
+        "file_from_offset",
+        "file_size",
+        "flushed_position",
+        "last_store_timestamp",
+        "mm",
+        "path",
+        "ref_count",
+        "wrote_position",
+    )
+
+    def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool) -> None:
+        """Open (or create and preallocate) ``path`` and map it.
+
+        Raises:
+            OSError: the file cannot be created or preallocated (e.g. ENOSPC). A half-created
+                file is removed again.
+            StoreCorruptError: an existing file is larger than ``file_size``.
+        """
+        self.file_from_offset = file_from_offset
+        self.file_size = file_size
+        self.path = path
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.last_store_timestamp = 0
+        self.ref_count = 0
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        existed = os.path.exists(self.path)
+        fd = os.open(self.path, flags, 0o644)
+        try:
+            actual = os.fstat(fd).st_size
+            if actual > file_size:
+                raise StoreCorruptError(self.path, actual, f"file is larger than the configured {file_size}")
+            if actual < file_size or not existed:
+                # new file, or one cut short by a crash/corruption: the missing part reads as zeros
+                _preallocate(fd, file_size)
+            self.mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            if not existed:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            raise
+        self.fd = fd
+
+    @classmethod
+    def in_dir(cls, directory: str, file_from_offset: int, file_size: int, *, create: bool) -> MappedFile:
+        """The segment ``directory/<20-digit offset>``."""
+        return cls(
+            os.path.join(directory, file_name_of(file_from_offset)),
+            file_from_offset,
+            file_size,
+            create=create,
+        )
+
+    # -- positions
+    @property
+    def file_end_offset(self) -> int:
+        return self.file_from_offset + self.file_size
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    def remaining(self) -> int:
+        return self.file_size - self.wrote_position
+
+    def set_positions(self, pos: int) -> None:
+        self.wrote_position = pos
+        self.flushed_position = pos
+
+    # -- io
+    def read(self, pos: int, size: int) -> bytes:
+        return self.mm[pos : pos + size]
+
+    def select(self, pos: int, size: int) -> SelectedBuffer:
+        self.ref_count += 1
+        return SelectedBuffer(self.file_from_offset + pos, memoryview(self.mm)[pos : pos + size], self)
+
+    def fsync(self) -> None:
+        """Blocking; services call it in a worker thread."""
+        syscalls.fsync(self.fd)
+
+    def prefault(self, *, write: bool, start: int = 0) -> None:
+        """Populate page tables from ``start`` (blocking; run it in a worker thread)."""
+        start -= start % 4096
+        syscalls.prefault(self.mm, self.file_size - start, write=write, start=start)
+
+    def zero_from(self, pos: int, end: int | None = None) -> None:
+        """Erase ``[pos, end)`` (default: to the end of the file) so stale bytes cannot be revived."""
+        syscalls.zero_range(self.fd, self.mm, pos, self.file_size if end is None else end)
+
+    # -- lifetime
+    def close(self) -> bool:
+        """Unmap and close; False (nothing done) while views are still exported."""
+        if self.fd < 0:
+            return True
+        try:
+            self.mm.close()
+        except BufferError:
+            return False
+        os.close(self.fd)
+        self.fd = -1
+        return True
+
+    def destroy(self) -> bool:
+        """Close and delete the file; False if views are still alive (retry later)."""
+        if not self.close():
+            return False
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self.fd < 0
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path!r}, wrote={self.wrote_position}, flushed={self.flushed_position})"

@@ -1,0 +1,522 @@
+"""``MessageStore``: the façade the broker uses (see the package docstring for the API contract)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
+from pocketmq.store import commitlog_recovery
+from pocketmq.store.checkpoint import (
+    StoreCheckpoint,
+    StoreLock,
+    abort_file_exists,
+    create_abort_file,
+    remove_abort_file,
+)
+from pocketmq.store.commitlog import CommitLog
+from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from pocketmq.store.cq_table import ConsumeQueueTable
+from pocketmq.store.dispatch import Dispatcher
+from pocketmq.store.errors import IllegalStateError
+from pocketmq.store.index_file import IndexService
+from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC
+from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
+from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.message_inner import MessageInner
+from pocketmq.store.pull import select_messages
+from pocketmq.store.results import (
+    GetMessageStatus,
+    GetResult,
+    PutMessageStatus,
+    PutResult,
+    QueryMessageResult,
+)
+from pocketmq.store.stats import StoreStats
+from pocketmq.store.syscalls import disk_usage_ratio
+
+if TYPE_CHECKING:
+    from pocketmq.store.services import StoreServices
+
+logger = logging.getLogger(__name__)
+
+_RECORD_SIZE_STRUCT_LEN = 4
+_UNPACK_UNITS = CQ_UNIT.iter_unpack
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # pragma: no cover
+        return 8 << 30
+
+
+_REFUSED = PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+
+
+class MessageStore:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        arriving_listener: MessageArrivingListener | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.stats = StoreStats(clock())
+        self.commitlog = CommitLog(config, clock, allocator=self._allocate)
+        self.cq_table = ConsumeQueueTable(config.consume_queue_dir, config.cq_file_size)
+        self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num, clock)
+        self.dispatcher = Dispatcher(self.commitlog, self.cq_table, self.index, config, arriving_listener)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.replication_waiter: ReplicationWaiter | None = None
+        self.last_shutdown_clean = True
+        self.disk_full = False
+        self._lock: StoreLock | None = None
+        self._services: StoreServices | None = None
+        self._state = "new"  # new -> loaded -> running -> closed
+        self._memory_limit = _physical_memory() * config.access_message_in_memory_max_ratio // 100
+        self._wake_reput: Callable[[], None] = _noop
+        self._is_slave = config.broker_role is BrokerRole.SLAVE
+        self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._sync_master = config.broker_role is BrokerRole.SYNC_MASTER
+
+    # ================================================================ lifecycle
+
+    @property
+    def arriving_listener(self) -> MessageArrivingListener | None:
+        return self.dispatcher.listener
+
+    @arriving_listener.setter
+    def arriving_listener(self, listener: MessageArrivingListener | None) -> None:
+        self.dispatcher.listener = listener
+
+    def load(self) -> None:
+        """Lock the directory, map every file and recover (abnormal if ``abort`` exists).
+
+        Raises:
+            StoreLockedError: another process has the store open.
+            StoreCorruptError / OSError: files cannot be opened.
+        """
+        if self._state != "new":
+            raise IllegalStateError(f"load() in state {self._state}")
+        cfg = self.config
+        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        self._lock = StoreLock(cfg.lock_path)
+        try:
+            self._load_locked()
+        except BaseException:
+            self._lock.release()
+            self._lock = None
+            raise
+
+    def _load_locked(self) -> None:
+        cfg = self.config
+        abnormal = abort_file_exists(cfg.abort_path)
+        self.last_shutdown_clean = not abnormal
+        self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        self.commitlog.mfq.load()
+        self.index.load()
+        started = time.monotonic()
+        commitlog_recovery.recover(
+            self.commitlog,
+            self.cq_table,
+            self.index,
+            self.checkpoint,
+            self.dispatcher,
+            cfg,
+            abnormal=abnormal,
+        )
+        logger.info(
+            "store %s recovered (%s) in %.3f s: commitlog [%d, %d), %d queues",
+            cfg.store_path_root_dir, "abnormal" if abnormal else "normal", time.monotonic() - started,
+            self.commitlog.min_offset, self.commitlog.max_offset, len(self.cq_table),
+        )  # fmt: skip
+        create_abort_file(cfg.abort_path)
+        self._state = "loaded"
+
+    async def start(self) -> None:
+        """Start flush / group commit / reput / allocation / cleanup / checkpoint services."""
+        from pocketmq.store.services import StoreServices
+
+        if self._state != "loaded":
+            raise IllegalStateError(f"start() in state {self._state}")
+        self._services = StoreServices(self)
+        self._services.start()
+        self._wake_reput = self._services.reput.wakeup
+        self._state = "running"
+
+    async def shutdown(self) -> None:
+        """Stop services, dispatch what is left, flush everything, write the checkpoint, drop ``abort``."""
+        if self._state == "closed":
+            return
+        self._state = "stopping"
+        services, self._services = self._services, None
+        self._wake_reput = _noop
+        if services is not None:
+            await services.stop()
+        self.close(flush=services is None)
+
+    def close(self, *, flush: bool = True) -> None:
+        """Synchronous clean close (also usable without ``start``): dispatch, flush, checkpoint."""
+        if self._state == "closed":
+            return
+        if self._state == "new":
+            self._state = "closed"
+            return
+        self.dispatcher.do_reput()
+        if flush:
+            self.flush()
+        self.commitlog.mfq.close()
+        self.cq_table.close()
+        self.index.close()
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+        remove_abort_file(self.config.abort_path)
+        if self._lock is not None:
+            self._lock.release()
+        self._state = "closed"
+
+    def flush(self) -> None:
+        """Synchronous fsync of CommitLog, ConsumeQueues, index and checkpoint (blocking)."""
+        cl_ts = self.commitlog.mfq.last.last_store_timestamp if self.commitlog.mfq.last else 0
+        self.commitlog.mfq.flush()
+        logics_ts = self.dispatcher.last_dispatched_timestamp
+        self.cq_table.flush()
+        self.index.flush()
+        cp = self.checkpoint
+        if cp is not None:
+            if cl_ts:
+                cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, cl_ts)
+            if logics_ts:
+                cp.logics_msg_timestamp = max(cp.logics_msg_timestamp, logics_ts)
+                cp.index_msg_timestamp = max(cp.index_msg_timestamp, logics_ts)
+            cp.flush()
+
+    def do_reput(self) -> int:
+        """Dispatch everything appended so far (services do this on their own once started)."""
+        return self.dispatcher.do_reput()
+
+    # ================================================================ writes
+
+    def _refuse(self) -> bool:
+        return self._state not in ("loaded", "running") or self._is_slave or self.disk_full
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append one message now; the flush/replication wait is ``put_message_async``'s job."""
+        if self._refuse():
+            self.stats.put_message_failed_times += 1
+            return _REFUSED
+        result = self.commitlog.put_message(msg)
+        if result.append is not None:
+            self._wake_reput()
+        else:
+            self.stats.put_message_failed_times += 1
+        return result
+
+    def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
+        """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
+        if self._refuse():
+            self.stats.put_message_failed_times += 1
+            return _REFUSED
+        result = self.commitlog.put_messages(msgs)
+        if result.append is not None:
+            self._wake_reput()
+        else:
+            self.stats.put_message_failed_times += 1
+        return result
+
+    async def put_message_async(self, msg: MessageInner) -> PutResult:
+        """``put_message`` + the flush policy (SYNC_FLUSH group commit unless WAIT=false)."""
+        result = self.put_message(msg)
+        append = result.append
+        if append is None or not (self._sync_flush or self._sync_master) or not msg.wait_store_msg_ok:
+            return result
+        services = self._services
+        if self._sync_flush and services is not None and not self._sync_master:
+            # the common SYNC_FLUSH case without an extra coroutine frame
+            if await services.group_commit.wait_flushed(append.wrote_offset + append.wrote_bytes):
+                return result
+            return PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
+        return await self._await_policy(result)
+
+    async def put_messages_async(self, msgs: Sequence[MessageInner]) -> PutResult:
+        result = self.put_messages(msgs)
+        if result.append is None or not msgs[0].wait_store_msg_ok:
+            return result
+        return await self._await_policy(result)
+
+    async def _await_policy(self, result: PutResult) -> PutResult:
+        append = result.append
+        assert append is not None
+        end = append.wrote_offset + append.wrote_bytes
+        status = PutMessageStatus.PUT_OK
+        if self._sync_flush:
+            services = self._services
+            if services is None:
+                self.commitlog.mfq.flush()
+            elif not await services.group_commit.wait_flushed(end):
+                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if self._sync_master and self.replication_waiter is not None:
+            repl = await self.replication_waiter.wait_replicated(end)
+            if repl is not PutMessageStatus.PUT_OK:
+                status = repl
+        if status is PutMessageStatus.PUT_OK:
+            return result
+        return PutResult(status, append)
+
+    def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
+        """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset).
+
+        Returns False on an offset mismatch. Reput dispatches the new records.
+        Raises OSError if a segment cannot be created.
+        """
+        if self._state not in ("loaded", "running"):
+            raise IllegalStateError("store is not open")
+        ok = self.commitlog.append_data(start_offset, data)
+        if ok:
+            self._wake_reput()
+        return ok
+
+    def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None:
+        """HA master seam: raw CommitLog bytes from ``offset`` within its segment."""
+        return self.commitlog.get_data(offset, max_size)
+
+    # ================================================================ reads
+
+    def _correct(self, old: int, new: int) -> int:
+        if not self._is_slave or self.config.offset_check_in_slave:
+            return new
+        return old
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int,
+        max_bytes: int | None = None,
+        message_filter: MessageFilter | None = None,
+    ) -> GetResult:
+        """Read up to ``max_nums`` messages from a queue (Java ``DefaultMessageStore.getMessage``)."""
+        stats = self.stats
+        stats.get_total_times += 1
+        max_phy = self.commitlog.max_offset
+        cq = self.cq_table.find(topic, queue_id)
+        min_o = cq.min_offset if cq is not None else 0
+        max_o = cq.max_offset if cq is not None else 0
+        if cq is None or max_o == 0:
+            stats.get_miss_times += 1
+            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), 0, 0)
+        if offset < min_o:
+            status, nxt = GetMessageStatus.OFFSET_TOO_SMALL, self._correct(offset, min_o)
+        elif offset == max_o:
+            status, nxt = GetMessageStatus.OFFSET_OVERFLOW_ONE, self._correct(offset, offset)
+        elif offset > max_o:
+            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            nxt = self._correct(offset, min_o if min_o == 0 else max_o)
+        else:
+            units = cq.units_from(offset, max(800, max_nums))
+            if units is None:
+                status, nxt = (
+                    GetMessageStatus.OFFSET_FOUND_NULL,
+                    self._correct(offset, cq.roll_next_file(offset)),
+                )
+            else:
+                return self._collect(
+                    units, offset, max_nums, max_bytes, message_filter, min_o, max_o, max_phy
+                )
+        stats.get_miss_times += 1
+        return GetResult(status, nxt, min_o, max_o)
+
+    def _collect(
+        self,
+        units: bytes,
+        offset: int,
+        max_nums: int,
+        max_bytes: int | None,
+        message_filter: MessageFilter | None,
+        min_o: int,
+        max_o: int,
+        max_phy: int,
+    ) -> GetResult:
+        sel = select_messages(
+            units,
+            max_nums,
+            max_bytes,
+            message_filter,
+            self.commitlog.mfq,
+            self.config,
+            self._memory_limit,
+            max_phy,
+        )
+        stats = self.stats
+        if sel.count:
+            stats.get_found_times += 1
+            stats.get_transferred_msg_count += sel.count
+        else:
+            stats.get_miss_times += 1
+        return GetResult(
+            sel.status,
+            self._correct(offset, offset + sel.scanned),
+            min_o,
+            max_o,
+            sel.body,
+            sel.count,
+            max_phy - sel.max_phy_pulling > self._memory_limit,
+            sel.offsets,
+        )
+
+    def look_message_by_offset(self, phy_offset: int, size: int | None = None) -> MessageExt | None:
+        """Decode the record at a CommitLog offset; None if absent or not a valid record."""
+        raw = self.get_message_bytes_by_offset(phy_offset, size)
+        if raw is None:
+            return None
+        try:
+            return decode_message(raw)
+        except MessageDecodeError:
+            return None
+
+    def get_message_bytes_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:
+        """Raw record at a CommitLog offset (VIEW_MESSAGE_BY_ID); size read from the record if None."""
+        if size is None:
+            head = self.commitlog.get_message(phy_offset, _RECORD_SIZE_STRUCT_LEN)
+            if head is None:
+                return None
+            size = int.from_bytes(head, "big", signed=True)
+            if size < 91:
+                return None
+        return self.commitlog.get_message(phy_offset, size)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.cq_table.find(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.cq_table.find(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.cq_table.find(topic, queue_id)
+        unit = cq.get_unit(cq_offset) if cq is not None else None
+        return unit[0] if unit is not None else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """First queue offset whose message was stored at or after ``timestamp`` (ms)."""
+        cq = self.cq_table.find(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp, self.commitlog.pickup_store_timestamp, self.commitlog.min_offset)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        phy = self.get_commit_log_offset_in_queue(topic, queue_id, cq_offset)
+        cq = self.cq_table.find(topic, queue_id)
+        if cq is None or cq.get_unit(cq_offset) is None:
+            return -1
+        return self.commitlog.pickup_store_timestamp(phy)
+
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int | None = None) -> int:
+        """Store time of the oldest message (of one queue, or of the whole CommitLog); -1 if none."""
+        if topic is None or queue_id is None:
+            return self.commitlog.pickup_store_timestamp(self.commitlog.min_offset)
+        return self.get_message_store_timestamp(
+            topic, queue_id, self.get_min_offset_in_queue(topic, queue_id)
+        )
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        """Messages of ``topic`` whose KEYS (or UNIQ_KEY) contain ``key``, stored within [begin, end] ms."""
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        found: list[bytes] = []
+        seen: set[int] = set()
+        # ask for more candidates than wanted: collisions and duplicates are filtered below
+        for phy in self.index.query(topic, key, min(max_num * 4, 4096), begin, end):
+            if phy in seen:
+                continue
+            seen.add(phy)
+            raw = self.get_message_bytes_by_offset(phy)
+            if raw is None:
+                continue
+            try:
+                msg = decode_message(raw, read_body=False)
+            except MessageDecodeError:
+                continue
+            keys = (msg.get_property(MessageConst.KEYS) or "").split(" ")
+            if msg.topic != topic or (key not in keys and msg.uniq_key != key):
+                continue  # hash collision or a stale entry
+            if not begin <= msg.store_timestamp <= end:
+                continue
+            found.append(raw)
+            if len(found) >= max_num:
+                break
+        return QueryMessageResult(found, self.index.last_update_timestamp, self.index.last_update_phy_offset)
+
+    def get_max_phy_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    def get_min_phy_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        return self.dispatcher.behind
+
+    def runtime_info(self) -> dict[str, str]:
+        """RocketMQ runtime-info keys (``putTps``, ``commitLogDiskRatio``, ...), values as strings."""
+        cl = self.commitlog
+        info = self.stats.runtime_info(cl.put_times_total, cl.put_size_total)
+        try:
+            cl_ratio = disk_usage_ratio(self.config.commit_log_dir)
+            cq_ratio = disk_usage_ratio(self.config.store_path_root_dir)
+        except OSError:
+            cl_ratio = cq_ratio = -1.0
+        info.update(
+            {
+                "commitLogDiskRatio": f"{cl_ratio}",
+                f"commitLogDiskRatio_{self.config.commit_log_dir}": f"{cl_ratio}",
+                "consumeQueueDiskRatio": f"{cq_ratio}",
+                "commitLogMinOffset": str(cl.min_offset),
+                "commitLogMaxOffset": str(cl.max_offset),
+                "dispatchBehindBytes": str(self.dispatch_behind_bytes),
+                "remainHowManyDataToFlush": str(cl.mfq.dirty_bytes()),
+                "remainTransientStoreBufferNumbs": "0",
+                "earliestMessageTimeStamp": str(self.get_earliest_message_time()),
+                "pageCacheLockTimeMills": "0",
+            }
+        )
+        return info
+
+    # ================================================================ admin
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Drop the ConsumeQueues (and queue-offset counters) of ``topics``; returns how many existed."""
+        n = 0
+        for topic in list(topics):
+            if self.cq_table.delete_topic(topic):
+                n += 1
+            for key in [k for k in self.commitlog.topic_queue_table if k[0] == topic]:
+                del self.commitlog.topic_queue_table[key]
+        return n
+
+    def clean_unused_topics(self, retain: Iterable[str]) -> int:
+        """Delete the queues of every topic not in ``retain`` (system topics are kept)."""
+        keep = set(retain) | {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"}
+        return self.delete_topics([t for t in self.cq_table.topics() if t not in keep])
+
+    # ================================================================ allocation seam
+
+    def _allocate(self, directory: str, offset: int, size: int) -> MappedFile | None:
+        services = self._services
+        return services.allocate.take(directory, offset, size) if services is not None else None
+
+
+def _noop() -> None:
+    return None

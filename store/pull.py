@@ -1,0 +1,116 @@
+"""The selection loop behind ``MessageStore.get_message`` (Java ``DefaultMessageStore.getMessage``).
+
+Walks ConsumeQueue units from the requested offset, applies the filter (tags code, then the
+record itself), stops at the transfer limits (count, bytes; stricter when the data is "on disk",
+i.e. further than ``accessMessageInMemoryMaxRatio`` of RAM behind the CommitLog end), skips
+units whose record was deleted (MESSAGE_WAS_REMOVING, jumping to the next segment) and copies
+the selected records out of the mapping once, contiguous ranges merged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pocketmq.store.config import MessageStoreConfig
+from pocketmq.store.layout import CQ_BLANK_SIZE, CQ_UNIT
+from pocketmq.store.listener import MessageFilter
+from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.mapped_file_queue import MappedFileQueue
+from pocketmq.store.results import GetMessageStatus
+
+_UNPACK_UNITS = CQ_UNIT.iter_unpack
+
+
+@dataclass(slots=True)
+class Selection:
+    status: GetMessageStatus
+    #: units consumed (the next pull starts this far after the requested offset)
+    scanned: int
+    body: bytes
+    count: int
+    max_phy_pulling: int
+    offsets: list[int] = field(default_factory=list)
+
+
+def select_messages(
+    units: bytes,
+    max_nums: int,
+    max_bytes: int | None,
+    message_filter: MessageFilter | None,
+    mfq: MappedFileQueue,
+    cfg: MessageStoreConfig,
+    mem_limit: int,
+    max_phy: int,
+) -> Selection:
+    status = GetMessageStatus.NO_MATCHED_MESSAGE
+    cap_mem_bytes, cap_mem_count = (
+        cfg.max_transfer_bytes_on_message_in_memory,
+        cfg.max_transfer_count_on_message_in_memory,
+    )
+    cap_disk_bytes, cap_disk_count = (
+        cfg.max_transfer_bytes_on_message_in_disk,
+        cfg.max_transfer_count_on_message_in_disk,
+    )
+    if max_bytes is not None:
+        cap_mem_bytes = min(cap_mem_bytes, max_bytes)
+        cap_disk_bytes = min(cap_disk_bytes, max_bytes)
+    runs: list[tuple[MappedFile, int, int]] = []  # contiguous (file, start, end) ranges
+    last_mf: MappedFile | None = None
+    last_end = -1
+    offsets: list[int] = []
+    total = 0
+    count = 0
+    skip_below = -1
+    max_phy_pulling = 0
+    scanned = 0
+    for phy, size, tags in _UNPACK_UNITS(units):
+        if size == CQ_BLANK_SIZE:
+            scanned += 1
+            continue
+        max_phy_pulling = phy
+        if phy < skip_below:
+            scanned += 1
+            continue
+        if count:
+            if count >= max_nums:
+                break
+            if max_phy - phy > mem_limit:
+                if total + size > cap_disk_bytes or count >= cap_disk_count:
+                    break
+            elif total + size > cap_mem_bytes or count >= cap_mem_count:
+                break
+        scanned += 1
+        if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
+            continue
+        mf = mfq.find_by_offset(phy)
+        pos = phy - mf.file_from_offset if mf is not None else 0
+        if mf is None or pos + size > mf.wrote_position:
+            if not count:
+                status = GetMessageStatus.MESSAGE_WAS_REMOVING
+            skip_below = mfq.roll_next_file(phy)
+            continue
+        if message_filter is not None and not message_filter.is_matched_by_commit_log(
+            mf.mm[pos : pos + size]
+        ):
+            if not count:
+                status = GetMessageStatus.NO_MATCHED_MESSAGE
+            continue
+        if mf is last_mf and pos == last_end:
+            last_end = pos + size
+            runs[-1] = (mf, runs[-1][1], last_end)
+        else:
+            runs.append((mf, pos, pos + size))
+            last_mf, last_end = mf, pos + size
+        offsets.append(phy)
+        total += size
+        count += 1
+        status = GetMessageStatus.FOUND
+        skip_below = -1
+    if count == 0:
+        body = b""
+    elif len(runs) == 1:
+        mf0, a, b = runs[0]
+        body = mf0.mm[a:b]  # one copy out of the mapping
+    else:
+        body = b"".join([r[0].mm[r[1] : r[2]] for r in runs])
+    return Selection(status, scanned, body, count, max_phy_pulling, offsets)

@@ -1,0 +1,117 @@
+"""Status enums and result objects of the store (expected outcomes are values, not exceptions)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from pocketmq.remoting.protocol.message import HostAddress, create_offset_msg_id
+
+
+class AppendMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    END_OF_FILE = "END_OF_FILE"
+    MESSAGE_SIZE_EXCEEDED = "MESSAGE_SIZE_EXCEEDED"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+    @property
+    def is_ok(self) -> bool:
+        """The message is stored (PUT_OK or a flush/replication wait that did not complete)."""
+        return self in _STORED
+
+
+_STORED = frozenset(
+    {
+        PutMessageStatus.PUT_OK,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+    }
+)
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """Where an append landed. ``msg_id`` is built on first access (offset msgId(s))."""
+
+    status: AppendMessageStatus
+    wrote_offset: int = 0
+    wrote_bytes: int = 0
+    store_timestamp: int = 0
+    logics_offset: int = 0
+    msg_num: int = 1
+    store_host: HostAddress = (b"\x7f\x00\x00\x01", 0)
+    #: physical offset of every record of a batch (None for a single message)
+    batch_offsets: list[int] | None = None
+
+    @property
+    def msg_id(self) -> str:
+        """Offset msgId; comma-separated for a batch (as the Java broker replies)."""
+        ip, port = self.store_host
+        if self.batch_offsets is None:
+            return create_offset_msg_id(ip, port, self.wrote_offset)
+        return ",".join(create_offset_msg_id(ip, port, off) for off in self.batch_offsets)
+
+
+@dataclass(slots=True)
+class PutResult:
+    status: PutMessageStatus
+    append: AppendResult | None = None
+
+    @property
+    def is_ok(self) -> bool:
+        return self.status.is_ok
+
+
+@dataclass(slots=True)
+class GetResult:
+    """Answer to ``get_message``: ``body`` is the pull response body (complete records)."""
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    body: bytes = b""
+    message_count: int = 0
+    suggest_pulling_from_slave: bool = False
+    #: commit-log offset of each returned record, in order (for tools and tests)
+    message_offsets: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class QueryMessageResult:
+    """Answer to ``query_message``: raw records plus the index freshness markers."""
+
+    messages: list[bytes]
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.messages)

@@ -1,0 +1,100 @@
+"""``AllocateService``: prepares the next CommitLog segment in a worker thread (etcd file_pipeline).
+
+Creating a segment means open + ``posix_fallocate`` + mmap + prefault (``madvise`` through
+ctypes, so the GIL is released); done inline it would stall the puts on the first touches of a
+fresh segment. When the writer rolls, ``take`` hands over the prepared file (waiting for it if
+the worker is still busy, as Java's ``AllocateMappedFileService`` does) and requests the next
+one. A failed preparation (e.g. ENOSPC) makes ``take`` return None, so the queue creates the
+segment inline and reports the error as a put status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from pocketmq.store.mapped_file import MappedFile
+
+logger = logging.getLogger(__name__)
+
+#: longest the writer waits for a segment already being prepared (Java waits up to 5 s)
+TAKE_TIMEOUT_S = 5.0
+
+
+def _create(directory: str, offset: int, size: int, prefault: bool, warm_write: bool) -> MappedFile:
+    os.makedirs(directory, exist_ok=True)
+    mf = MappedFile.in_dir(directory, offset, size, create=True)
+    if prefault:
+        mf.prefault(write=warm_write)
+    return mf
+
+
+class AllocateService:
+    name = "allocate"
+
+    def __init__(self, executor: ThreadPoolExecutor, *, prefault: bool, warm_write: bool) -> None:
+        self.executor = executor
+        self.prefault = prefault
+        self.warm_write = warm_write
+        self._pending: dict[tuple[str, int], Future[MappedFile]] = {}
+        #: paths of segments this service prepared (already prefaulted)
+        self._prepared: set[str] = set()
+        self._stopped = False
+
+    def request(self, directory: str, offset: int, size: int) -> None:
+        key = (directory, offset)
+        if self._stopped or key in self._pending or os.path.exists(os.path.join(directory, f"{offset:020d}")):
+            return
+        self._pending[key] = self.executor.submit(
+            _create, directory, offset, size, self.prefault, self.warm_write
+        )
+
+    def take(self, directory: str, offset: int, size: int) -> MappedFile | None:
+        """Called by the queue when it needs segment ``offset``."""
+        fut = self._pending.pop((directory, offset), None)
+        mf: MappedFile | None = None
+        if fut is not None:
+            try:
+                mf = fut.result(timeout=TAKE_TIMEOUT_S)
+            except Exception as exc:  # ENOSPC, timeout...: the queue retries inline
+                logger.warning("preallocated CommitLog segment %d unavailable: %s", offset, exc)
+                fut.add_done_callback(_destroy_result)
+                mf = None
+            if mf is not None and mf.file_size != size:
+                mf.destroy()
+                mf = None
+        if mf is not None:
+            self._prepared.add(mf.path)
+        return mf
+
+    def on_created(self, mf: MappedFile) -> None:
+        """The queue added segment ``mf``: prepare the one after it (and, if ``mf`` was made
+        inline, e.g. the very first one, prefault its unwritten rest in the background)."""
+        if self.prefault and mf.path not in self._prepared and not self._stopped:
+            self.executor.submit(_prefault_rest, mf, mf.wrote_position, self.warm_write)
+        self._prepared.discard(mf.path)
+        self.request(os.path.dirname(mf.path), mf.file_end_offset, mf.file_size)
+
+    async def stop(self) -> None:
+        """Wait for preparations in flight, then remove segments prepared but never used
+        (nothing touches the directory after the store has shut down)."""
+        self._stopped = True
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            try:
+                mf = await asyncio.wrap_future(fut)
+            except Exception:  # a failed preparation left nothing behind
+                continue
+            mf.destroy()
+
+
+def _prefault_rest(mf: MappedFile, start: int, warm_write: bool) -> None:
+    if not mf.closed:
+        mf.prefault(write=warm_write, start=start)
+
+
+def _destroy_result(fut: Future[MappedFile]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().destroy()

@@ -1,0 +1,48 @@
+"""``ReputService``: dispatches appended records as soon as a put wakes it (no polling)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from pocketmq.store.dispatch import Dispatcher
+from pocketmq.store.services.base import StoreService
+
+logger = logging.getLogger(__name__)
+
+#: records per slice before yielding to the loop, so puts and pulls are not starved
+BATCH = 2048
+
+
+class ReputService(StoreService):
+    name = "reput"
+
+    def __init__(self, dispatcher: Dispatcher, executor: ThreadPoolExecutor) -> None:
+        # the 1 s period only matters after an error (e.g. ENOSPC creating a ConsumeQueue file)
+        super().__init__(1.0, executor)
+        self.dispatcher = dispatcher
+        self._failing = False
+
+    async def run_once(self) -> None:
+        dispatcher = self.dispatcher
+        while True:
+            try:
+                n = dispatcher.do_reput(BATCH)
+            except OSError as exc:
+                if not self._failing:
+                    logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
+                self._failing = True
+                return
+            if self._failing:
+                logger.info("reput resumed at %d", dispatcher.reput_from_offset)
+                self._failing = False
+            if n < BATCH:
+                return
+            await asyncio.sleep(0)
+
+    async def on_stop(self) -> None:
+        try:
+            self.dispatcher.do_reput()
+        except OSError as exc:
+            logger.error("final reput failed at %d: %s", self.dispatcher.reput_from_offset, exc)

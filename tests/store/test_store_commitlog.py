@@ -1,0 +1,179 @@
+"""CommitLog appends: stored bytes, rolling with BLANK, batches, refusals, HA seam."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from pocketmq.remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
+    MessageConst,
+    decode_message,
+    encode_message,
+    properties_to_string,
+)
+from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus
+from pocketmq.store.layout import file_name_of
+
+from .conftest import BORN_HOST, STORE_HOST, make_msg, pull_all
+
+
+def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
+    store = open_store(clock=clock)
+    msg = make_msg(7, queue_id=2, extra={"X": "y"})
+    r = store.put_message(msg)
+    assert r.status is PutMessageStatus.PUT_OK
+    a = r.append
+    assert a is not None and a.wrote_offset == 0 and a.logics_offset == 0 and a.msg_num == 1
+    assert a.store_timestamp == clock.now
+    raw = store.get_message_bytes_by_offset(0)
+    expected = encode_message(
+        topic="TopicA", body=msg.body, properties=properties_to_string(msg.properties), queue_id=2,  # type: ignore[arg-type]
+        flag=7, queue_offset=0, commit_log_offset=0, born_timestamp=msg.born_timestamp, born_host=BORN_HOST,
+        store_timestamp=clock.now, store_host=STORE_HOST,
+    )  # fmt: skip
+    assert raw == expected
+    assert a.wrote_bytes == len(expected)
+    assert a.msg_id == "0A00000100002A9F0000000000000000"
+    ext = store.look_message_by_offset(0)
+    assert ext is not None and ext.msg_id == a.msg_id and ext.properties["X"] == "y"
+
+
+def test_queue_offsets_are_per_topic_and_queue(open_store):
+    store = open_store()
+    got = [store.put_message(make_msg(i, topic=t, queue_id=q)).append.logics_offset for i, (t, q) in
+           enumerate([("A", 0), ("A", 0), ("A", 1), ("B", 0), ("A", 0), ("B", 0)])]  # type: ignore[union-attr]  # fmt: skip
+    assert got == [0, 1, 0, 0, 2, 1]
+
+
+def test_rolling_writes_a_blank_and_continues_in_the_next_segment(open_store):
+    store = open_store()
+    size = 64 * 1024
+    offsets = []
+    for i in range(400):
+        r = store.put_message(make_msg(i, body_size=500))
+        assert r.status is PutMessageStatus.PUT_OK
+        offsets.append((r.append.wrote_offset, r.append.wrote_bytes))  # type: ignore[union-attr]
+    files = sorted(os.listdir(store.config.commit_log_dir))
+    assert files == [file_name_of(i * size) for i in range(len(files))] and len(files) >= 3
+    for (off, n), (nxt, _) in zip(offsets, offsets[1:], strict=False):
+        if nxt != off + n:  # rolled: the next record starts a new segment
+            assert nxt % size == 0 and nxt == off - off % size + size
+            tail = size - (off + n) % size
+            blank = store.commitlog.get_message(off + n, 8)
+            assert struct.unpack(">ii", blank) == (tail, BLANK_MAGIC_CODE)
+            assert tail < n + 8
+    # every record is readable by offset and a scan across segments sees them all
+    for i, (off, _) in enumerate(offsets):
+        assert store.look_message_by_offset(off).queue_offset == i  # type: ignore[union-attr]
+    store.do_reput()
+    assert store.get_max_offset_in_queue("TopicA", 0) == 400
+
+
+def test_batch_put_assigns_consecutive_offsets_in_one_segment(open_store):
+    store = open_store()
+    store.put_message(make_msg(0))
+    batch = [make_msg(i) for i in range(1, 33)]
+    r = store.put_messages(batch)
+    assert r.status is PutMessageStatus.PUT_OK
+    a = r.append
+    assert a is not None and a.msg_num == 32 and a.logics_offset == 1
+    ids = a.msg_id.split(",")
+    assert len(ids) == 32 and ids[0].endswith(f"{a.wrote_offset:016X}")
+    store.do_reput()
+    g = store.get_message("g", "TopicA", 0, 1, 32)
+    assert g.status is GetMessageStatus.FOUND and g.message_count == 9  # to the end of the 10-unit CQ file
+    assert g.next_begin_offset == 10
+    msgs = pull_all(store, "TopicA", 0, 1)
+    assert [m.queue_offset for m in msgs] == list(range(1, 33))
+    assert [m.body for m in msgs] == [m.body for m in batch]
+    assert sum(m.store_size for m in msgs) == a.wrote_bytes
+
+
+def test_batch_that_does_not_fit_rolls_whole(open_store):
+    store = open_store()
+    while store.commitlog.max_offset < 60 * 1024:
+        store.put_message(make_msg(0, body_size=1000))
+    r = store.put_messages([make_msg(i, body_size=1000) for i in range(8)])
+    assert r.append is not None and r.append.wrote_offset == 64 * 1024
+    assert len({o // (64 * 1024) for o in r.append.batch_offsets}) == 1  # type: ignore[union-attr]
+
+
+def test_refusals_have_clear_statuses(open_store):
+    store = open_store(max_message_size=1000)
+    cases = [
+        (make_msg(0, topic="t" * 128), PutMessageStatus.MESSAGE_ILLEGAL),
+        (make_msg(0, topic=""), PutMessageStatus.MESSAGE_ILLEGAL),
+        (make_msg(0, body_size=1001), PutMessageStatus.MESSAGE_ILLEGAL),
+        (make_msg(0, extra={"big": "x" * 40000}), PutMessageStatus.PROPERTIES_SIZE_EXCEEDED),
+    ]
+    for msg, status in cases:
+        assert store.put_message(msg).status is status
+        assert not store.put_message(msg).is_ok
+    assert (
+        store.put_messages([make_msg(0, queue_id=0), make_msg(1, queue_id=1)]).status
+        is PutMessageStatus.MESSAGE_ILLEGAL
+    )
+    assert store.put_messages([]).status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.get_max_phy_offset() == 0  # nothing was written
+
+
+def test_record_larger_than_a_segment_is_illegal(open_store):
+    store = open_store(max_message_size=1 << 20)
+    assert store.put_message(make_msg(0, body_size=70_000)).status is PutMessageStatus.MESSAGE_ILLEGAL
+
+
+def test_slave_role_refuses_puts(open_store):
+    store = open_store(broker_role="SLAVE")
+    assert store.put_message(make_msg(0)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+def test_properties_string_passes_through_verbatim(open_store):
+    store = open_store()
+    props = "TAGS\x01T\x02KEYS\x01a b\x02"  # C++/ali-ons style trailing separator
+    store.put_message(MessageInner(topic="S", body=b"x", properties=props))
+    raw = store.get_message_bytes_by_offset(0)
+    assert raw is not None and raw.endswith(props.encode())
+    assert decode_message(raw).keys == "a b"
+
+
+def test_prepared_transaction_records_are_not_queued(open_store):
+    store = open_store()
+    half = make_msg(0, sys_flag=0x4)
+    r = store.put_message(half)
+    assert r.append.logics_offset == 0  # type: ignore[union-attr]
+    store.put_message(make_msg(1))
+    store.do_reput()
+    assert store.get_max_offset_in_queue("TopicA", 0) == 1
+    g = store.get_message("g", "TopicA", 0, 0, 10)
+    assert decode_message(g.body).uniq_key == make_msg(1).properties[MessageConst.UNIQ_KEY]  # type: ignore[index]
+
+
+def test_ipv6_hosts_set_the_flags(open_store):
+    store = open_store()
+    msg = make_msg(0)
+    msg.born_host = (bytes(15) + b"\x01", 5)
+    store.put_message(msg)
+    ext = store.look_message_by_offset(0)
+    assert ext is not None and ext.born_host == ("::1", 5) and ext.sys_flag & 0x10
+
+
+def test_ha_append_seam_replicates_byte_for_byte(open_store, tmp_path):
+    master = open_store()
+    for i in range(300):
+        master.put_message(make_msg(i, queue_id=i % 3, body_size=300))
+    master.do_reput()
+    slave = open_store(str(tmp_path / "slave"), broker_role="SLAVE")
+    off = 0
+    while off < master.get_max_phy_offset():
+        chunk = master.get_commit_log_data(off, 777)  # odd chunks cut records anywhere
+        assert chunk
+        assert slave.append_to_commit_log(off, chunk)
+        slave.do_reput()
+        off += len(chunk)
+    assert not slave.append_to_commit_log(off + 1, b"x")  # offset mismatch
+    for q in range(3):
+        assert slave.get_max_offset_in_queue("TopicA", q) == 100
+        a = master.get_message("g", "TopicA", q, 0, 32)
+        b = slave.get_message("g", "TopicA", q, 0, 32)
+        assert a.body == b.body and a.message_count == b.message_count > 0

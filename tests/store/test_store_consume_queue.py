@@ -1,0 +1,239 @@
+"""ConsumeQueue units under rolling, get_message statuses and limits, filters, offset-by-time, delay tagsCode."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import struct
+
+from pocketmq.remoting.protocol.message import decode_message, decode_messages, java_string_hash
+from pocketmq.store import GetMessageStatus, MessageInner
+from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC, file_name_of
+
+from .conftest import make_msg, pull_all
+
+
+def _cq_units(store, topic, qid):
+    d = os.path.join(store.config.consume_queue_dir, topic, str(qid))
+    data = b"".join(pathlib.Path(d, n).read_bytes() for n in sorted(os.listdir(d)))
+    return [u for u in CQ_UNIT.iter_unpack(data) if u[1] > 0]
+
+
+def test_units_match_the_commitlog_across_cq_and_commitlog_rolling(open_store):
+    store = open_store()
+    expected: dict[int, list[tuple[int, int, int]]] = {0: [], 1: [], 2: []}
+    for i in range(600):
+        q = i % 3
+        r = store.put_message(make_msg(i, queue_id=q, body_size=150, tags=f"T{i % 5}"))
+        a = r.append
+        expected[q].append((a.wrote_offset, a.wrote_bytes, java_string_hash(f"T{i % 5}")))  # type: ignore[union-attr]
+    store.do_reput()
+    assert len(os.listdir(store.config.commit_log_dir)) > 1
+    for q in range(3):
+        assert _cq_units(store, "TopicA", q) == expected[q]  # the 20-byte units, byte for byte
+        names = sorted(os.listdir(os.path.join(store.config.consume_queue_dir, "TopicA", str(q))))
+        assert names == [file_name_of(i * 200) for i in range(20)]
+        msgs = pull_all(store, "TopicA", q)
+        assert [m.queue_offset for m in msgs] == list(range(200))
+        assert [m.commit_log_offset for m in msgs] == [u[0] for u in expected[q]]
+
+
+def test_get_message_statuses_follow_java(open_store):
+    store = open_store()
+    g = store.get_message("g", "Nope", 0, 0, 32)
+    assert (g.status, g.next_begin_offset, g.min_offset, g.max_offset) == (
+        GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+        0,
+        0,
+        0,
+    )
+    for i in range(25):
+        store.put_message(make_msg(i))
+    store.do_reput()
+    g = store.get_message("g", "TopicA", 0, 25, 32)
+    assert (g.status, g.next_begin_offset, g.max_offset) == (GetMessageStatus.OFFSET_OVERFLOW_ONE, 25, 25)
+    g = store.get_message("g", "TopicA", 0, 99, 32)
+    assert (g.status, g.next_begin_offset) == (GetMessageStatus.OFFSET_OVERFLOW_BADLY, 0)  # min == 0 -> min
+    g = store.get_message("g", "TopicA", 0, 3, 4)
+    assert (g.status, g.message_count, g.next_begin_offset) == (GetMessageStatus.FOUND, 4, 7)
+    assert [m.queue_offset for m in decode_messages(g.body)] == [3, 4, 5, 6]
+    assert not g.suggest_pulling_from_slave
+    # cut the queue's start as cleanup would: OFFSET_TOO_SMALL, and BADLY now points at max
+    cq = store.cq_table.find("TopicA", 0)
+    cq.min_logic_offset = 10
+    g = store.get_message("g", "TopicA", 0, 2, 32)
+    assert (g.status, g.next_begin_offset) == (GetMessageStatus.OFFSET_TOO_SMALL, 10)
+    g = store.get_message("g", "TopicA", 0, 40, 32)
+    assert (g.status, g.next_begin_offset) == (GetMessageStatus.OFFSET_OVERFLOW_BADLY, 25)
+
+
+def test_offset_found_null_when_the_cq_file_is_gone(open_store):
+    store = open_store()
+    for i in range(25):
+        store.put_message(make_msg(i))
+    store.do_reput()
+    cq = store.cq_table.find("TopicA", 0)
+    first = cq.mfq.delete_first(1)[0]
+    first.destroy()
+    g = store.get_message("g", "TopicA", 0, 3, 32)
+    assert (g.status, g.next_begin_offset) == (GetMessageStatus.OFFSET_FOUND_NULL, 10)
+
+
+def test_message_was_removing_when_commitlog_segment_deleted(open_store):
+    store = open_store()
+    for i in range(300):
+        store.put_message(make_msg(i, body_size=600))
+    store.do_reput()
+    first = store.commitlog.mfq.delete_first(1)[0]
+    first.destroy()
+    g = store.get_message("g", "TopicA", 0, 0, 32)
+    assert g.status is GetMessageStatus.MESSAGE_WAS_REMOVING
+    assert g.next_begin_offset == 10 and g.body == b""
+    # a consumer following next_begin_offset gets every surviving message
+    survivors = pull_all(store, "TopicA", 0)
+    assert survivors and survivors[0].commit_log_offset >= 64 * 1024
+    assert [m.queue_offset for m in survivors] == list(range(survivors[0].queue_offset, 300))
+
+
+class TagFilter:
+    def __init__(self, *tags):
+        self.codes = {java_string_hash(t) for t in tags}
+        self.cl_calls = 0
+
+    def is_matched_by_consume_queue(self, tags_code):
+        return tags_code in self.codes
+
+    def is_matched_by_commit_log(self, buf):
+        self.cl_calls += 1
+        return decode_message(buf).queue_offset % 2 == 0  # a property-style second stage
+
+
+def test_filters_on_consume_queue_and_commit_log(open_store):
+    store = open_store(mapped_file_size_consume_queue=100 * 20)
+    for i in range(60):
+        store.put_message(make_msg(i, tags="A" if i % 3 == 0 else "B"))
+    store.do_reput()
+    f = TagFilter("A")
+    g = store.get_message("g", "TopicA", 0, 0, 32, message_filter=f)
+    assert g.status is GetMessageStatus.FOUND
+    assert [m.queue_offset for m in decode_messages(g.body)] == [i for i in range(60) if i % 6 == 0]
+    assert g.next_begin_offset == 60 and f.cl_calls == 20
+    g = store.get_message("g", "TopicA", 0, 0, 32, message_filter=TagFilter("C"))
+    assert (g.status, g.next_begin_offset, g.body) == (GetMessageStatus.NO_MATCHED_MESSAGE, 60, b"")
+
+
+def test_transfer_limits_count_and_bytes(open_store):
+    store = open_store(mapped_file_size_consume_queue=100 * 20)
+    for i in range(60):
+        store.put_message(make_msg(i, body_size=1000))
+    store.do_reput()
+    g = store.get_message("g", "TopicA", 0, 0, 64)
+    assert g.message_count == 32  # maxTransferCountOnMessageInMemory
+    g = store.get_message("g", "TopicA", 0, 0, 64, max_bytes=5000)
+    assert g.message_count == 4 and len(g.body) <= 5000
+    g = store.get_message("g", "TopicA", 0, 0, 64, max_bytes=10)
+    assert g.message_count == 1  # the first message always goes
+    store2_limits = store.config.model_copy(update={"max_transfer_bytes_on_message_in_memory": 3000})
+    store.config = store2_limits
+    g = store.get_message("g", "TopicA", 0, 0, 64)
+    assert g.message_count == 2 and g.next_begin_offset == 2
+
+
+def test_body_is_one_contiguous_copy_of_records(open_store):
+    store = open_store()
+    for i in range(20):
+        store.put_message(make_msg(i, queue_id=i % 2))
+    store.do_reput()
+    g = store.get_message("g", "TopicA", 1, 0, 32)
+    assert isinstance(g.body, bytes)
+    raws = [store.get_message_bytes_by_offset(o) for o in g.message_offsets]
+    assert g.body == b"".join(raws)  # type: ignore[arg-type]
+
+
+def test_offset_in_queue_by_time_is_a_lower_bound(open_store, clock):
+    store = open_store(clock=clock)
+    stamps = []
+    for i in range(45):
+        stamps.append(clock.now)
+        store.put_message(make_msg(i))
+        clock.advance(1000 if i % 5 == 4 else 0)
+    store.do_reput()
+    by_time = store.get_offset_in_queue_by_time
+    assert by_time("TopicA", 0, 0) == 0
+    assert by_time("TopicA", 0, stamps[0]) == 0
+    assert by_time("TopicA", 0, stamps[7]) == 5  # first of that second
+    assert by_time("TopicA", 0, stamps[7] + 1) == 10
+    assert by_time("TopicA", 0, stamps[-1] + 1) == 45
+    assert by_time("Other", 0, 5) == 0
+    assert store.get_earliest_message_time("TopicA", 0) == stamps[0]
+    assert store.get_message_store_timestamp("TopicA", 0, 12) == stamps[12]
+    assert store.get_message_store_timestamp("TopicA", 0, 99) == -1
+
+
+def test_schedule_topic_tags_code_is_the_delivery_time(open_store, clock):
+    store = open_store(clock=clock, message_delay_level="1s 5s 2m")
+    cases = [("1", 1000), ("2", 5000), ("3", 120_000), ("9", 120_000)]  # levels above max clamp
+    for i, (level, _) in enumerate(cases):
+        msg = make_msg(i, topic=SCHEDULE_TOPIC, queue_id=0, tags="TagA", extra={"DELAY": level})
+        store.put_message(msg)
+    store.put_message(make_msg(9, topic=SCHEDULE_TOPIC, tags="TagA", extra={"DELAY": "x"}))  # bad level
+    store.do_reput()
+    units = _cq_units(store, SCHEDULE_TOPIC, 0)
+    assert [u[2] for u in units[:4]] == [clock.now + d for _, d in cases]
+    assert units[4][2] == java_string_hash("TagA")
+    # a normal topic with DELAY keeps the tag hash: the broker rewrites delayed messages
+    store.put_message(make_msg(10, topic="Plain", extra={"DELAY": "1"}))
+    store.do_reput()
+    assert _cq_units(store, "Plain", 0)[0][2] == java_string_hash("TagA")
+
+
+def test_untagged_messages_have_tags_code_zero(open_store):
+    store = open_store()
+    store.put_message(MessageInner(topic="T", body=b"x"))
+    store.do_reput()
+    assert _cq_units(store, "T", 0) == [(0, store.get_max_phy_offset(), 0)]
+
+
+def test_arriving_listener_is_called_after_dispatch(open_store):
+    calls = []
+
+    class L:
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_timestamp, bitmap, properties):
+            calls.append((topic, queue_id, logic_offset, tags_code, properties.get("KEYS")))
+
+    store = open_store()
+    store.arriving_listener = L()
+    store.put_message(make_msg(0, queue_id=3))
+    store.put_message(make_msg(1, queue_id=3, sys_flag=0x4))  # prepared: not queued, no call
+    assert calls == []
+    store.do_reput()
+    assert calls == [("TopicA", 3, 1, java_string_hash("TagA"), "key-0")]
+
+
+def test_commit_log_offset_in_queue_and_min_max(open_store):
+    store = open_store()
+    offs = [store.put_message(make_msg(i)).append.wrote_offset for i in range(5)]  # type: ignore[union-attr]
+    store.do_reput()
+    assert [store.get_commit_log_offset_in_queue("TopicA", 0, i) for i in range(5)] == offs
+    assert store.get_commit_log_offset_in_queue("TopicA", 0, 5) == 0
+    assert (store.get_min_offset_in_queue("TopicA", 0), store.get_max_offset_in_queue("TopicA", 0)) == (0, 5)
+    assert store.get_min_phy_offset() == 0 and store.get_max_phy_offset() > offs[-1]
+
+
+def test_delete_topics_drops_queues_and_counters(open_store):
+    store = open_store()
+    for i in range(5):
+        store.put_message(make_msg(i, topic="Gone"))
+        store.put_message(make_msg(i, topic="Kept"))
+    store.do_reput()
+    assert store.clean_unused_topics({"Kept"}) == 1
+    assert not os.path.exists(os.path.join(store.config.consume_queue_dir, "Gone"))
+    assert store.get_max_offset_in_queue("Gone", 0) == 0
+    assert store.put_message(make_msg(9, topic="Gone")).append.logics_offset == 0  # type: ignore[union-attr]
+    assert store.get_max_offset_in_queue("Kept", 0) == 5
+    assert store.delete_topics(["Missing"]) == 0
+
+
+def test_cq_unit_layout_is_big_endian_20_bytes():
+    assert CQ_UNIT.size == 20
+    assert CQ_UNIT.pack(1, 2, -3) == struct.pack(">qiq", 1, 2, -3)

@@ -1,0 +1,151 @@
+"""IndexFile / IndexService: key queries, hash collisions, rolling, time windows, crash re-adoption."""
+
+from __future__ import annotations
+
+import os
+
+from pocketmq.remoting.protocol.message import decode_message, java_string_hash
+from pocketmq.store.index_file import IndexFile, index_key_hash
+from pocketmq.store.layout import INDEX_ENTRY, INDEX_HEADER
+
+from .conftest import crash, make_msg
+
+FAR = 2**62
+
+
+def _keys(result):
+    return sorted(decode_message(r).keys for r in result.messages)
+
+
+def test_index_key_hash_is_abs_java_hash():
+    assert index_key_hash("TagA") == 2598919
+    assert index_key_hash("polygenelubricants") == 0  # abs(Integer.MIN_VALUE) overflows -> 0
+    k = "TopicTest#7F0000011234ABCDEF0123456789ABCDEF"
+    assert index_key_hash(k) == abs(java_string_hash(k))
+    assert index_key_hash(k) == index_key_hash(k)  # cached prefix path
+
+
+def test_query_by_key_and_uniq_key(open_store, clock):
+    store = open_store(clock=clock)
+    for i in range(30):
+        store.put_message(make_msg(i, keys=f"order-{i % 10} shared"))
+        clock.advance(10)
+    store.do_reput()
+    r = store.query_message("TopicA", "order-3", 32, 0, FAR)
+    assert _keys(r) == ["order-3 shared"] * 3
+    assert len(store.query_message("TopicA", "shared", 64, 0, FAR).messages) == 30
+    assert len(store.query_message("TopicA", "shared", 5, 0, FAR).messages) == 5
+    uniq = make_msg(17).properties["UNIQ_KEY"]  # type: ignore[index]
+    r = store.query_message("TopicA", uniq, 32, 0, FAR)
+    assert [decode_message(x).queue_offset for x in r.messages] == [17]
+    assert store.query_message("OtherTopic", "order-3", 32, 0, FAR).messages == []
+    assert r.index_last_update_timestamp == clock.now - 10
+    assert r.index_last_update_phyoffset == store.get_commit_log_offset_in_queue("TopicA", 0, 29)
+
+
+def test_hash_collisions_never_leak(open_store):
+    # one slot: every key shares a bucket; "Aa"/"BB" also share the Java hash itself
+    store = open_store(max_hash_slot_num=1, max_index_num=200)
+    assert java_string_hash("TopicA#Aa") == java_string_hash("TopicA#BB")
+    for i in range(40):
+        store.put_message(make_msg(i, keys=["Aa", "BB", f"k{i}"][i % 3]))
+    store.do_reput()
+    assert len(store.query_message("TopicA", "Aa", 64, 0, FAR).messages) == 14
+    assert len(store.query_message("TopicA", "BB", 64, 0, FAR).messages) == 13
+    assert _keys(store.query_message("TopicA", "k5", 64, 0, FAR)) == ["k5"]
+    assert store.query_message("TopicA", "zz", 64, 0, FAR).messages == []
+
+
+def test_index_files_roll_and_queries_span_them(open_store, clock):
+    store = open_store(clock=clock, max_index_num=16)  # 15 usable entries per file
+    for i in range(100):
+        store.put_message(make_msg(i, keys=f"k{i % 7}"))
+        clock.advance(1)
+    store.do_reput()
+    names = sorted(os.listdir(store.config.index_dir))
+    assert len(names) >= 13 and all(len(n) == 17 and n.isdigit() for n in names)
+    for k in range(7):
+        r = store.query_message("TopicA", f"k{k}", 64, 0, FAR)
+        assert len(r.messages) == len(range(k, 100, 7))
+        assert {decode_message(x).keys for x in r.messages} == {f"k{k}"}
+
+
+def test_time_window_uses_store_time(open_store, clock):
+    store = open_store(clock=clock)
+    t0 = clock.now
+    for i in range(10):
+        store.put_message(make_msg(i, keys="k"))
+        clock.advance(1500)
+    store.do_reput()
+    window = store.query_message("TopicA", "k", 64, t0 + 3000, t0 + 7500)
+    assert sorted(decode_message(x).queue_offset for x in window.messages) == [2, 3, 4, 5]
+    assert store.query_message("TopicA", "k", 64, t0 + 100_000, t0 + 200_000).messages == []
+
+
+def test_rollback_records_are_not_indexed_prepared_are(open_store):
+    store = open_store()
+    store.put_message(make_msg(0, keys="tx", sys_flag=0xC))
+    store.put_message(make_msg(1, keys="tx", sys_flag=0x4))
+    store.do_reput()
+    r = store.query_message("TopicA", "tx", 64, 0, FAR)
+    assert [decode_message(x).sys_flag for x in r.messages] == [0x4]
+
+
+def test_index_disabled(open_store):
+    store = open_store(message_index_enable=False)
+    store.put_message(make_msg(0, keys="k"))
+    store.do_reput()
+    assert store.query_message("TopicA", "k", 64, 0, FAR).messages == []
+    assert not os.path.exists(store.config.index_dir)
+
+
+def test_header_layout_and_entry_chain(tmp_path):
+    f = IndexFile(str(tmp_path / "20240101000000000"), 4, 8, create=True)
+    assert f.put_key("a", 100, 1_000_000)
+    assert f.put_key("a", 200, 1_002_500)
+    f.write_header()
+    mm = f.mf.mm
+    assert INDEX_HEADER.unpack_from(mm, 0) == (1_000_000, 1_002_500, 100, 200, 1, 3)
+    h = index_key_hash("a")
+    base = 40 + 4 * 4
+    assert INDEX_ENTRY.unpack_from(mm, base + 20) == (h, 100, 0, 0)
+    assert INDEX_ENTRY.unpack_from(mm, base + 40) == (h, 200, 2, 1)  # seconds, prev = entry 1
+    out: list[int] = []
+    f.select_phy_offsets("a", 10, 0, FAR, out)
+    assert out == [200, 100]
+    for i in range(5):
+        assert f.put_key(f"x{i}", 300 + i, 1_003_000)
+    assert not f.put_key("full", 999, 1_003_000)  # indexCount reached maxIndexNum
+    f.mf.close()
+
+
+def test_entries_written_after_the_last_header_are_adopted_after_a_crash(open_store, tmp_path):
+    root = str(tmp_path / "s")
+    store = open_store(root)
+    for i in range(10):
+        store.put_message(make_msg(i, keys=f"k{i}"))
+    store.do_reput()  # writes the header
+    for i in range(10, 14):
+        store.put_message(make_msg(i, keys=f"k{i}"))
+    f = store.index.files[-1]
+    # dispatch without the end-of-batch header write, then die
+    while store.dispatcher.reput_from_offset < store.get_max_phy_offset():
+        from pocketmq.store.dispatch import check_message
+
+        mf = store.commitlog.mfq.last
+        pos = store.dispatcher.reput_from_offset - mf.file_from_offset
+        size, req = check_message(
+            mf.mm,
+            pos,
+            mf.wrote_position,
+            store.dispatcher.reput_from_offset,
+            check_crc=False,
+            delay_levels=[1000],
+        )
+        store.dispatcher.dispatch(req)
+        store.dispatcher.reput_from_offset += size
+    assert INDEX_HEADER.unpack_from(f.mf.mm, 0)[5] == 21  # header still counts 10 messages x 2 keys (+1)
+    crash(store)
+    again = open_store(root)
+    for i in range(14):
+        assert len(again.query_message("TopicA", f"k{i}", 8, 0, FAR).messages) == 1, i

@@ -1,0 +1,304 @@
+"""Async services: reput wake-up, async flush, group commit, WAIT=false, preallocation, cleanup,
+disk full (injected ENOSPC), shutdown, runtime info; plus the pure retention decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+
+import pytest
+
+from pocketmq.store import MessageStore, PutMessageStatus
+from pocketmq.store import mapped_file as mapped_file_module
+from pocketmq.store.cleanup import count_expired_files, decide, is_time_to_delete
+
+from .conftest import FakeClock, make_msg, pull_all, tiny_config
+
+
+async def _started(root: str, clock=None, **overrides) -> MessageStore:
+    store = (
+        MessageStore(tiny_config(root, **overrides), clock=clock)
+        if clock
+        else MessageStore(tiny_config(root, **overrides))
+    )
+    store.load()
+    await store.start()
+    return store
+
+
+async def _until(cond, timeout=5.0):
+    """Poll store state that has no event of its own (queue ends, flushed offsets)."""
+    async with asyncio.timeout(timeout):
+        while not cond():  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+async def test_reput_dispatches_without_polling_and_notifies(tmp_path):
+    seen = []
+
+    class L:
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_ts, bitmap, props):
+            seen.append(logic_offset)
+
+    store = await _started(str(tmp_path / "s"))
+    store.arriving_listener = L()
+    for i in range(50):
+        store.put_message(make_msg(i))
+    await _until(lambda: store.get_max_offset_in_queue("TopicA", 0) == 50)
+    assert seen == list(range(1, 51))
+    assert store.dispatch_behind_bytes == 0
+    await store.shutdown()
+
+
+async def test_async_flush_advances_flushed_offset_and_checkpoint(tmp_path):
+    store = await _started(str(tmp_path / "s"), flush_commit_log_least_pages=0)
+    for i in range(100):
+        store.put_message(make_msg(i, body_size=500))
+    await _until(lambda: store.commitlog.mfq.flushed_where == store.get_max_phy_offset())
+    await _until(lambda: store.checkpoint.logics_msg_timestamp > 0)  # type: ignore[union-attr]
+    assert store.checkpoint.physic_msg_timestamp > 0  # type: ignore[union-attr]
+    await store.shutdown()
+    assert not (tmp_path / "s" / "abort").exists()
+
+
+async def test_sync_flush_group_commit_with_many_waiters(tmp_path):
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    results = await asyncio.gather(
+        *(store.put_message_async(make_msg(i, queue_id=i % 4)) for i in range(300))
+    )
+    assert all(r.status is PutMessageStatus.PUT_OK for r in results)
+    flushed = store.commitlog.mfq.flushed_where
+    assert all(r.append.wrote_offset + r.append.wrote_bytes <= flushed for r in results)  # type: ignore[union-attr]
+    batch = await store.put_messages_async([make_msg(i) for i in range(8)])
+    assert batch.status is PutMessageStatus.PUT_OK and batch.append.msg_num == 8  # type: ignore[union-attr]
+    await store.shutdown()
+
+
+async def test_wait_false_returns_before_the_flush(tmp_path):
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    msg = make_msg(0, extra={"WAIT": "false"})
+    r = await store.put_message_async(msg)
+    assert r.status is PutMessageStatus.PUT_OK
+    assert store.commitlog.mfq.flushed_where < r.append.wrote_offset + r.append.wrote_bytes  # type: ignore[union-attr]
+    await store.shutdown()
+
+
+async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch):
+    from pocketmq.store.services import flush as flush_module
+
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
+    release = asyncio.Event()
+    real = flush_module._flush_commitlog
+
+    async def stuck(service, commitlog, checkpoint):
+        await release.wait()
+        return await real(service, commitlog, checkpoint)
+
+    monkeypatch.setattr(flush_module, "_flush_commitlog", stuck)
+    r = await store.put_message_async(make_msg(0))
+    assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+    assert r.is_ok and r.append is not None  # stored, just not confirmed on disk
+    release.set()
+    await store.shutdown()
+
+
+async def test_next_segment_is_preallocated(tmp_path):
+    store = await _started(str(tmp_path / "s"))
+    store.put_message(make_msg(0))
+    d = store.config.commit_log_dir
+    await _until(lambda: len(os.listdir(d)) == 2)  # the next segment waits, ready
+    n = 0
+    while store.get_max_phy_offset() < 64 * 1024:
+        store.put_message(make_msg(n, body_size=1000))
+        n += 1
+    await _until(lambda: len(os.listdir(d)) == 3)
+    await store.shutdown()
+    # the unused preallocated segment is removed on shutdown
+    assert sorted(os.listdir(d)) == [f"{0:020d}", f"{64 * 1024:020d}"]
+
+
+async def test_disk_full_enospc_refuses_puts_keeps_reads_and_recovers(tmp_path, monkeypatch):
+    store = await _started(str(tmp_path / "s"))
+    ok = 0
+    real = mapped_file_module._preallocate
+    full = True
+
+    def fake_preallocate(fd, size):
+        if full:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, size)
+
+    # only the first segment exists; make every new file fail from now on
+    await store._services.allocate.stop()  # type: ignore[union-attr]  # no prepared segment to hide the error
+    monkeypatch.setattr(mapped_file_module, "_preallocate", fake_preallocate)
+    statuses = []
+    for i in range(200):
+        r = store.put_message(make_msg(i, queue_id=i % 2, body_size=700))
+        statuses.append(r.status)
+        ok += r.is_ok
+    assert PutMessageStatus.CREATE_MAPEDFILE_FAILED in statuses
+    assert statuses[:ok] == [PutMessageStatus.PUT_OK] * ok  # fails only once the segment is full
+    await _until(
+        lambda: store.get_max_offset_in_queue("TopicA", 0) + store.get_max_offset_in_queue("TopicA", 1) == ok
+    )
+    served = pull_all(store, "TopicA", 0) + pull_all(store, "TopicA", 1)
+    assert len(served) == ok  # reads keep working
+    full = False  # space is back
+    r = store.put_message(make_msg(999, body_size=700))
+    assert r.status is PutMessageStatus.PUT_OK
+    await _until(lambda: store.dispatch_behind_bytes == 0)
+    await store.shutdown()
+    again = MessageStore(tiny_config(str(tmp_path / "s")))
+    again.load()
+    assert len(pull_all(again, "TopicA", 0)) + len(pull_all(again, "TopicA", 1)) == ok + 1
+    again.close()
+
+
+async def test_enospc_creating_a_consume_queue_file_blocks_reput_then_resumes(tmp_path, monkeypatch):
+    store = await _started(str(tmp_path / "s"))
+    real = mapped_file_module._preallocate
+    state = {"full": True}
+
+    def fake(fd, size):
+        if state["full"] and size == store.config.cq_file_size:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, size)
+
+    monkeypatch.setattr(mapped_file_module, "_preallocate", fake)
+    for i in range(5):
+        assert store.put_message(make_msg(i, topic="NewTopic")).is_ok
+    await asyncio.sleep(0.1)
+    assert store.get_max_offset_in_queue("NewTopic", 0) == 0  # not dispatched, nothing skipped
+    assert store.dispatch_behind_bytes > 0
+    state["full"] = False
+    await _until(lambda: store.get_max_offset_in_queue("NewTopic", 0) == 5, timeout=5)
+    assert [m.queue_offset for m in pull_all(store, "NewTopic", 0)] == list(range(5))
+    await store.shutdown()
+
+
+async def test_disk_full_flag_from_the_cleaner(tmp_path, monkeypatch):
+    from pocketmq.store.services import clean as clean_module
+
+    store = await _started(str(tmp_path / "s"))
+    monkeypatch.setattr(clean_module, "disk_usage_ratio", lambda path: 0.95)
+    await store._services.clean.run_once()  # type: ignore[union-attr]
+    assert store.disk_full
+    assert store.put_message(make_msg(0)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    monkeypatch.setattr(clean_module, "disk_usage_ratio", lambda path: 0.10)
+    await store._services.clean.run_once()  # type: ignore[union-attr]
+    assert not store.disk_full
+    assert store.put_message(make_msg(1)).is_ok
+    await store.shutdown()
+
+
+async def test_cleaner_deletes_expired_segments_and_queue_files(tmp_path):
+    clock = FakeClock()
+    root = str(tmp_path / "s")
+    store = await _started(root, clock=clock, file_reserved_time=1, delete_when="04")
+    for i in range(300):
+        store.put_message(make_msg(i, body_size=700))
+    await _until(lambda: store.get_max_offset_in_queue("TopicA", 0) == 300)
+    segs = len(store.commitlog.mfq.files)
+    assert segs >= 4
+    # run a round at 04:xx local time, with files last written 2 h before
+    import time as _t
+
+    lt = _t.localtime(clock.now / 1000)
+    clock.now = int(_t.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday + 1, 4, 30, 0, 0, 0, -1)) * 1000)
+    old = (clock.now - 2 * 3_600_000) / 1000
+    for mf in store.commitlog.mfq.files:
+        os.utime(mf.path, (old, old))
+    store.config = store.config.model_copy(update={"delete_commit_log_files_interval": 0})
+    await store._services.clean.run_once()  # type: ignore[union-attr]
+    assert len(store.commitlog.mfq.files) == 1  # all but the newest
+    min_phy = store.get_min_phy_offset()
+    assert min_phy == (segs - 1) * 64 * 1024
+    survivors = pull_all(store, "TopicA", 0, store.get_min_offset_in_queue("TopicA", 0))
+    assert survivors and all(m.commit_log_offset >= min_phy for m in survivors)
+    assert store.get_min_offset_in_queue("TopicA", 0) == survivors[0].queue_offset
+    assert store.get_max_offset_in_queue("TopicA", 0) == 300
+    cq_files = os.listdir(os.path.join(root, "consumequeue", "TopicA", "0"))
+    assert len(cq_files) < 30
+    await store.shutdown()
+    again = MessageStore(tiny_config(root))
+    again.load()
+    assert again.get_min_offset_in_queue("TopicA", 0) == survivors[0].queue_offset
+    assert [
+        m.queue_offset for m in pull_all(again, "TopicA", 0, again.get_min_offset_in_queue("TopicA", 0))
+    ] == [m.queue_offset for m in survivors]
+    again.close()
+
+
+async def test_runtime_info_keys_and_rates(tmp_path):
+    store = await _started(str(tmp_path / "s"))
+    for i in range(10):
+        store.put_message(make_msg(i))
+    await _until(lambda: store.get_max_offset_in_queue("TopicA", 0) == 10)
+    store.get_message("g", "TopicA", 0, 0, 32)
+    store.get_message("g", "TopicA", 0, 10, 32)
+    store.stats.sample(1000, 0)
+    store.stats.get_found_times += 20
+    store.stats.sample(2000, 50)
+    info = store.runtime_info()
+    for key in ("putTps", "getFoundTps", "getMissTps", "getTotalTps", "putMessageTimesTotal",
+                "putMessageSizeTotal", "commitLogDiskRatio", "dispatchBehindBytes", "commitLogMaxOffset"):  # fmt: skip
+        assert key in info and isinstance(info[key], str)
+    assert info["putMessageTimesTotal"] == "10"
+    assert info["putTps"].split() == ["50.00", "50.00", "50.00"]
+    assert info["getFoundTps"].split()[0] == "20.00"
+    assert 0 <= float(info["commitLogDiskRatio"]) <= 1
+    await store.shutdown()
+    await store.shutdown()  # idempotent
+    assert store.put_message(make_msg(0)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+# ---------------------------------------------------------------- pure retention decisions
+
+
+def test_is_time_to_delete():
+    assert is_time_to_delete("04", 4)
+    assert not is_time_to_delete("04", 5)
+    assert is_time_to_delete("04;16", 16)
+    assert not is_time_to_delete("", 4)
+
+
+@pytest.mark.parametrize(
+    ("hour", "ratio", "expected"),
+    [
+        (4, 0.10, (True, False, False)),  # the daily hour, plenty of space
+        (12, 0.10, (False, False, False)),  # wrong hour, plenty of space
+        (12, 0.80, (True, False, False)),  # above diskMaxUsedSpaceRatio 75
+        (12, 0.86, (True, True, False)),  # above forcibly 0.85: delete even unexpired
+        (12, 0.91, (True, True, True)),  # above warning 0.90: disk full
+        (12, -1.0, (True, False, False)),  # statvfs failed: reclaim
+    ],
+)
+def test_decide(hour, ratio, expected):
+    d = decide(
+        hour=hour, used_ratio=ratio, delete_when="04", disk_max_used_space_ratio=75,
+        disk_space_clean_forcibly_ratio=0.85, disk_space_warning_level_ratio=0.90, clean_file_forcibly_enable=True,
+    )  # fmt: skip
+    assert (d.delete, d.clean_immediately, d.disk_full) == expected
+
+
+def test_decide_forcible_cleaning_can_be_disabled_and_manual_rounds():
+    d = decide(hour=1, used_ratio=0.88, delete_when="04", disk_max_used_space_ratio=75,
+               disk_space_clean_forcibly_ratio=0.85, disk_space_warning_level_ratio=0.9,
+               clean_file_forcibly_enable=False)  # fmt: skip
+    assert d.delete and not d.clean_immediately
+    d = decide(hour=1, used_ratio=0.1, delete_when="04", disk_max_used_space_ratio=75,
+               disk_space_clean_forcibly_ratio=0.85, disk_space_warning_level_ratio=0.9,
+               clean_file_forcibly_enable=True, manual=True)  # fmt: skip
+    assert d.delete and not d.clean_immediately
+
+
+def test_count_expired_files():
+    h = 3_600_000
+    now = 100 * h
+    mt = [now - 80 * h, now - 75 * h, now - 10 * h, now - 80 * h, now]
+    assert count_expired_files(mt, now, 72 * h, clean_immediately=False) == 2  # stops at the first keeper
+    assert count_expired_files(mt, now, 72 * h, clean_immediately=True) == 4  # never the newest
+    assert count_expired_files([now - 99 * h] * 30, now, 72 * h, clean_immediately=False) == 10  # batch max
+    assert count_expired_files([now - 99 * h], now, 72 * h, clean_immediately=True) == 0
+    assert count_expired_files([], now, 0, clean_immediately=True) == 0
