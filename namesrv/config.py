@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 
-from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
 from pydantic import BaseModel, Field
+
+from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
 
 __all__ = ["KNOWN_UNSUPPORTED_KEYS", "NamesrvConfig", "load_namesrv_config"]
 

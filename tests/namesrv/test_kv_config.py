@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pocketmq.namesrv.kv_config import KVConfigManager
 from pocketmq.remoting.common.persist import PersistCorruptError
 

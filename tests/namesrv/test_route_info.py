@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pocketmq.namesrv.config import KNOWN_UNSUPPORTED_KEYS, NamesrvConfig, load_namesrv_config
 from pocketmq.namesrv.kv_config import KVConfigManager
 from pocketmq.namesrv.route_info import RegistrationError, RouteInfoManager

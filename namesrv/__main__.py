@@ -1,0 +1,121 @@
+"""``mqnamesrv``: start a name server (RocketMQ's flags plus ``--set key=value``).
+
+    mqnamesrv [-c conf/namesrv.conf] [-p] [--set key=value ...] [--log-level INFO]
+
+* ``-c``: a RocketMQ ``namesrv.conf`` (Java keys; unsupported Netty/thread-pool keys are accepted
+  with a warning);
+* ``--set``: override any key (repeatable), applied after the file;
+* ``-p``: print the effective config as properties and exit 0.
+
+Listens on ``listenPort`` (9876 by default). A bad key or value, an unusable port or a corrupt KV
+file is one line on stderr naming the problem and a non-zero exit code (2: config, 1: start-up).
+SIGTERM/SIGINT shut down cleanly (connections closed, pending KV changes written); a second
+signal exits at once. On success the line ``The Name Server boot success. serializeType=JSON``
+goes to stdout, as Java's ``mqnamesrv`` prints it.
+
+Logging is configured here only: ``$ROCKETMQ_HOME/conf/logging.json`` (``dictConfig``) or
+``logging.conf`` (``fileConfig``) when present, else plain ``basicConfig`` on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import logging.config
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from pocketmq.namesrv.config import NamesrvConfig, load_namesrv_config
+from pocketmq.remoting.common.config import ConfigError, render_config
+from pocketmq.remoting.common.persist import PersistCorruptError
+from pocketmq.remoting.common.runtime import run
+
+logger = logging.getLogger("pocketmq.namesrv")
+
+__all__ = ["configure_logging", "main", "serve"]
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """``conf/logging.{json,conf}`` under ``$ROCKETMQ_HOME`` if present, else ``basicConfig``."""
+    home = os.environ.get("ROCKETMQ_HOME")
+    if home:
+        conf_dir = Path(home) / "conf"
+        as_json, as_ini = conf_dir / "logging.json", conf_dir / "logging.conf"
+        if as_json.is_file():
+            logging.config.dictConfig(json.loads(as_json.read_text(encoding="utf-8")))
+            return
+        if as_ini.is_file():
+            logging.config.fileConfig(as_ini, disable_existing_loggers=False)
+            return
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None) -> None:
+    """Run a name server until ``stop`` is set (or forever), then shut it down cleanly."""
+    from pocketmq.namesrv.controller import NamesrvController
+
+    controller = NamesrvController(config)
+    stop = stop or asyncio.Event()
+    try:
+        await controller.start()
+        click.echo("The Name Server boot success. serializeType=JSON")
+        await stop.wait()
+    finally:
+        await controller.shutdown()
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-c", "--config-file", "conf", type=click.Path(dir_okay=False), help="namesrv .conf file")
+@click.option(
+    "-p", "--print-config", "print_config", is_flag=True, help="print the effective config and exit"
+)
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override any config key (repeatable)"
+)
+@click.option(
+    "--log-level", default=lambda: os.environ.get("POCKETMQ_LOG_LEVEL", "INFO"), show_default="INFO"
+)
+def main(conf: str | None, print_config: bool, overrides: tuple[str, ...], log_level: str) -> None:
+    """Start a pocketmq name server (RocketMQ 4.x compatible)."""
+    configure_logging(log_level)
+    try:
+        config = load_namesrv_config(conf, overrides)
+    except ConfigError as exc:
+        click.echo(f"mqnamesrv: {exc}", err=True)
+        sys.exit(2)
+    if not config.rocketmq_home and os.environ.get("ROCKETMQ_HOME"):
+        config = config.model_copy(update={"rocketmq_home": os.environ["ROCKETMQ_HOME"]})
+    if print_config:
+        click.echo(render_config(config), nl=False)
+        return
+    stop = asyncio.Event()
+
+    async def shutdown() -> None:
+        stop.set()
+
+    try:
+        run(lambda: serve(config, stop), shutdown=shutdown)
+    except asyncio.CancelledError:
+        sys.exit(130)
+    except PersistCorruptError as exc:
+        click.echo(f"mqnamesrv: kvConfigPath {config.kv_config_path}: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        if exc.filename:  # the KV file or its directory
+            click.echo(f"mqnamesrv: {exc}", err=True)
+        else:
+            where = f"{config.bind_address}:{config.listen_port}"
+            click.echo(f"mqnamesrv: cannot listen on {where} (bindAddress/listenPort): {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
