@@ -1,0 +1,1 @@
+"""Interop tooling: drivers for the real C++ client and ali-ons, frame capture (see README.md)."""
