@@ -1,0 +1,192 @@
+"""Broker-wide admin: codes 25, 26, 28, 315.
+
+=====  ===========================  ======================================================================
+code   request                      behaviour (RocketMQ ``AdminBrokerProcessor``)
+=====  ===========================  ======================================================================
+28     GET_BROKER_RUNTIME_INFO      ``KVTable`` with RocketMQ's key names and value formats (below)
+26     GET_BROKER_CONFIG            every config key as Java properties text; header ``version`` = the
+                                    config's DataVersion JSON
+25     UPDATE_BROKER_CONFIG         properties body applied live; unreadable → 1 ``string2Properties
+                                    error``; ``brokerConfigPath``/``configBlackList`` → 16; unknown key or
+                                    bad value → 1 naming it; ``brokerPermission`` bumps the topic data
+                                    version and re-registers before the reply
+315    VIEW_BROKER_STATS_DATA       ``BrokerStatsData`` of one stats item; 1 ``The stats <N> <K> not exist``
+=====  ===========================  ======================================================================
+
+Runtime-info keys, all strings (``mqadmin clusterList``/``brokerStatus``, the dashboard and
+rocketmq-exporter parse them; the exporter's ``Long.parseLong`` fails on a missing one): the
+store's (``putTps`` = ``"10s 60s 600s"`` rates with two decimals, ``getTransferedTps`` [sic],
+``commitLogDiskRatio``, ``commitLogMinOffset`` ...), ``brokerVersionDesc`` (``V4_9_8``),
+``brokerVersion`` (409), ``msgPutTotal{YesterdayMorning,TodayMorning,TodayNow}`` and the
+``msgGet`` triple, thread-pool queue sizes/capacities/head wait times (pocketmq has no pools:
+sizes and waits 0, capacities Java's defaults), ``remainHowManyDataToFlush`` as
+``humanReadableByteCount`` (``"1.5 KiB"``), ``commitLogDirCapacity`` = ``"Total : 49.1 GiB, Free :
+20.3 GiB."``, ``startAcceptSendRequestTimeStamp``, ``scheduleMessageOffset_<level>`` =
+``"<delay offset>,<max offset>"`` when a schedule service exists. Store keys the store does not
+measure yet (put latency distribution and maxima) are reported as zeros.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from pocketmq.broker.processor.admin_bodies import encode_broker_stats_data
+from pocketmq.broker.processor.admin_common import AdminBase, broker_stats_of, fail, ok
+from pocketmq.broker.stats import human_readable_byte_count, version_desc
+from pocketmq.remoting.common import properties
+from pocketmq.remoting.common.config import ConfigError
+from pocketmq.remoting.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.headers import ViewBrokerStatsDataRequestHeader
+from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC, DataVersion, KVTable
+
+if TYPE_CHECKING:
+    from pocketmq.broker.controller import BrokerController
+
+logger = logging.getLogger("pocketmq.broker.processor.admin")
+
+#: Java ``BrokerConfig.configBlackList`` default.
+CONFIG_BLACK_LIST = frozenset(
+    {"brokerConfigPath", "configBlackList", "broker_config_path", "config_black_list"}
+)
+
+_PUT_DISTRIBUTION = (
+    "[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]", "[500ms~1s]",
+    "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]",
+)  # fmt: skip
+#: Store keys of Java's ``StoreStatsService.getRuntimeInfo`` the store may not report (yet).
+STORE_DEFAULTS = {
+    "putMessageEntireTimeMax": "0",
+    "getMessageEntireTimeMax": "0",
+    "dispatchMaxBuffer": "0",
+    "putMessageDistributeTime": "".join(f"{label}:0 " for label in _PUT_DISTRIBUTION),
+    "putMessageFailedTimes": "0",
+    "remainTransientStoreBufferNumbs": "0",
+    "pageCacheLockTimeMills": "0",
+}
+#: Java ``BrokerConfig`` queue capacities (pocketmq serves from one event loop, no pools).
+POOL_CAPACITIES = {
+    "sendThreadPoolQueueCapacity": "10000",
+    "pullThreadPoolQueueCapacity": "100000",
+    "queryThreadPoolQueueCapacity": "20000",
+    "EndTransactionThreadPoolQueueCapacity": "100000",
+}
+
+
+def _disk_capacity(path: str) -> str | None:
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return None
+    return (
+        f"Total : {human_readable_byte_count(usage.total)}, Free : {human_readable_byte_count(usage.free)}."
+    )
+
+
+def runtime_info(c: BrokerController) -> dict[str, str]:
+    """GET_BROKER_RUNTIME_INFO's table (Java ``prepareRuntimeInfo``)."""
+    store = c.store
+    info = dict(store.runtime_info())
+    for key, value in STORE_DEFAULTS.items():
+        info.setdefault(key, value)
+    day = broker_stats_of(c).record_day()
+    info.update(
+        {
+            "brokerVersionDesc": version_desc(CURRENT_VERSION),
+            "brokerVersion": str(CURRENT_VERSION),
+            "msgPutTotalYesterdayMorning": str(day.msg_put_total_yesterday_morning),
+            "msgPutTotalTodayMorning": str(day.msg_put_total_today_morning),
+            "msgPutTotalTodayNow": str(day.msg_put_total_today_now),
+            "msgGetTotalYesterdayMorning": str(day.msg_get_total_yesterday_morning),
+            "msgGetTotalTodayMorning": str(day.msg_get_total_today_morning),
+            "msgGetTotalTodayNow": str(day.msg_get_total_today_now),
+            "sendThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueSize": "0",
+            "EndTransactionQueueSize": "0",
+            **POOL_CAPACITIES,
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueHeadWaitTimeMills": "0",
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes),
+            "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
+            "startAcceptSendRequestTimeStamp": str(c.config.start_accept_send_request_time_stamp),
+        }
+    )
+    # Java's broker re-renders the store's raw byte count in human-readable form
+    raw = info.get("remainHowManyDataToFlush", "0")
+    info["remainHowManyDataToFlush"] = human_readable_byte_count(int(raw)) if raw.isdigit() else raw
+    capacity = _disk_capacity(c.config.store.store_path_root_dir)
+    if capacity is not None:
+        info["commitLogDirCapacity"] = capacity
+    table = getattr(c.schedule_message_service, "offset_table", None)
+    if isinstance(table, dict):
+        for level, offset in sorted(table.items()):
+            max_offset = store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, int(level) - 1)
+            info[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
+    return info
+
+
+class BrokerAdmin(AdminBase):
+    HANDLERS = {
+        RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
+        RequestCode.GET_BROKER_CONFIG: "get_broker_config",
+        RequestCode.UPDATE_BROKER_CONFIG: "update_broker_config",
+        RequestCode.VIEW_BROKER_STATS_DATA: "view_broker_stats_data",
+    }
+
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        #: Java ``Configuration.dataVersion``: bumped on every accepted update.
+        self.config_version = DataVersion(controller.clock.now_ms(), 0)
+
+    def get_broker_runtime_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        return ok(request, KVTable(runtime_info(self.c)).encode())
+
+    def get_broker_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        text = properties.dumps(self.c.config.properties())
+        return ok(request, text.encode("utf-8"), {"version": self.config_version.encode().decode()})
+
+    async def update_broker_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        if not request.body:
+            return ok(request)
+        try:
+            updates = properties.loads(request.body)
+        except (properties.PropertiesError, UnicodeDecodeError) as exc:
+            return fail(request, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+        if not updates:
+            return ok(request)
+        refused = sorted(k for k in updates if k in CONFIG_BLACK_LIST)
+        if refused:
+            logger.warning(
+                "broker config update refused keys=%s caller=%s", ",".join(refused), conn.remote_addr
+            )
+            return fail(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        c = self.c
+        try:
+            new_config = c.config.with_updates(updates, source="UPDATE_BROKER_CONFIG")
+        except ConfigError as exc:
+            return fail(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        logger.info("updateBrokerConfig, new config: [%s] client: %s", updates, conn.remote_addr)
+        c.update_config(new_config)
+        now = c.clock.now_ms()
+        self.config_version = self.config_version.next_version(now)
+        if "brokerPermission" in updates or "broker_permission" in updates:
+            # name servers rebuild queue data only for a new data version (Java nextVersion())
+            tcm = c.topic_config_manager
+            tcm.data_version = tcm.data_version.next_version(now)
+            await self.register_now()
+        return ok(request)
+
+    def view_broker_stats_data(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        h = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
+        stats = self.stats
+        item = stats.get_stats_item(h.stats_name, h.stats_key)
+        if item is None:
+            return fail(
+                request, ResponseCode.SYSTEM_ERROR, f"The stats <{h.stats_name}> <{h.stats_key}> not exist"
+            )
+        now = stats.now_ms()
+        return ok(request, encode_broker_stats_data(item.minute(now), item.hour(now), item.day(now)))

@@ -1,0 +1,236 @@
+"""Topic administration: codes 17, 21, 202, 215, 300, 305, 306, 316, 329 and 5.x's 351.
+
+=====  ===============================  ==================================================================
+code   request                          behaviour (RocketMQ ``AdminBrokerProcessor``)
+=====  ===============================  ==================================================================
+17     UPDATE_AND_CREATE_TOPIC          slave → 1; invalid name → 1 (TopicValidator remark); system topic
+                                        → 1 ``The topic[T] is conflict with system topic.``; else stored,
+                                        topics.json written, and the broker re-registers with every name
+                                        server *before* replying (so the route exists once mqadmin returns)
+21     GET_ALL_TOPIC_CONFIG             ``TopicConfigSerializeWrapper``
+351    GET_TOPIC_CONFIG (5.x)           ``TopicConfigAndQueueMapping``; 17 ``No topic in this broker. topic: T``
+202    GET_TOPIC_STATS_INFO             per write queue min/max offset and last store time; 17 unknown
+215    DELETE_TOPIC_IN_BROKER           slave → 1; validation as 17; config, consumer offsets, stats and
+                                        the topic's ConsumeQueues are removed (unknown topic: still 0)
+300    QUERY_TOPIC_CONSUME_BY_WHO       online groups subscribed + groups with committed offsets
+305    GET_SYSTEM_TOPIC_LIST_FROM_BROKER  TopicValidator's system topics + this broker's built-ins
+306    CLEAN_EXPIRED_CONSUMEQUEUE       CQ files below the CommitLog start, and queues whose data is gone
+316    CLEAN_UNUSED_TOPIC               ConsumeQueues of topics no longer configured
+329    DELETE_EXPIRED_COMMITLOG         20 rounds of manual expired-file deletion (``executeDeleteFilesManually``)
+=====  ===============================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pocketmq.broker.processor.admin_common import AdminBase, fail, ok
+from pocketmq.remoting.protocol import fastjson
+from pocketmq.remoting.protocol.bodies import GroupList, TopicOffset, TopicStatsTable
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.header_codec import CommandHeader, header, wire
+from pocketmq.remoting.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+)
+from pocketmq.remoting.protocol.route import (
+    RMQ_SYS_SCHEDULE_TOPIC,
+    SYSTEM_TOPICS,
+    TopicConfig,
+    TopicFilterType,
+    TopicList,
+    topic_error,
+)
+
+logger = logging.getLogger("pocketmq.broker.processor.admin")
+
+#: ``RequestCode.GET_TOPIC_CONFIG`` (5.x; not in the 4.x enum).
+GET_TOPIC_CONFIG = 351
+#: Java ``CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES``.
+MANUAL_DELETE_ROUNDS = 20
+MAX_QUEUE_NUMS = 65535
+
+
+@header
+class GetTopicConfigRequestHeader(CommandHeader):
+    topic: str = wire("topic")
+    lo: bool | None = wire("lo", default=None)
+
+
+class TopicAdmin(AdminBase):
+    HANDLERS = {
+        RequestCode.UPDATE_AND_CREATE_TOPIC: "update_and_create_topic",
+        RequestCode.DELETE_TOPIC_IN_BROKER: "delete_topic",
+        RequestCode.GET_ALL_TOPIC_CONFIG: "get_all_topic_config",
+        GET_TOPIC_CONFIG: "get_topic_config",
+        RequestCode.GET_TOPIC_STATS_INFO: "get_topic_stats_info",
+        RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: "query_topic_consume_by_who",
+        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: "get_system_topic_list",
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: "clean_expired_consume_queue",
+        RequestCode.CLEAN_UNUSED_TOPIC: "clean_unused_topic",
+        RequestCode.DELETE_EXPIRED_COMMITLOG: "delete_expired_commit_log",
+    }
+
+    # -- create / delete -------------------------------------------------------------------------
+    def _invalid_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:
+        err = topic_error(topic)
+        if err is not None:
+            return fail(request, ResponseCode.SYSTEM_ERROR, err)
+        if self.c.topic_config_manager.is_system_topic(topic):
+            return fail(
+                request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
+            )
+        return None
+
+    async def update_and_create_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        refused = self.refuse_on_slave(request)
+        if refused is not None:
+            return refused
+        h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        logger.info("update or create topic %s, caller %s", h.topic, conn.remote_addr)
+        bad = self._invalid_topic(request, h.topic)
+        if bad is not None:
+            return bad
+        for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums)):
+            if not 0 <= value <= MAX_QUEUE_NUMS:
+                return fail(
+                    request,
+                    ResponseCode.SYSTEM_ERROR,
+                    f"{name} {value} is out of range [0, {MAX_QUEUE_NUMS}]",
+                )
+        if not 0 <= h.perm <= 15:
+            return fail(request, ResponseCode.SYSTEM_ERROR, f"perm {h.perm} is not a PermName bit set (0-15)")
+        try:
+            filter_type = TopicFilterType(h.topic_filter_type or TopicFilterType.SINGLE_TAG.value)
+        except ValueError:
+            return fail(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"No enum constant TopicFilterType.{h.topic_filter_type} (SINGLE_TAG or MULTI_TAG)",
+            )
+        tc = TopicConfig(
+            h.topic,
+            h.read_queue_nums,
+            h.write_queue_nums,
+            h.perm,
+            filter_type,
+            h.topic_sys_flag or 0,
+            h.order,
+        )
+        tcm = self.c.topic_config_manager
+        tcm.update_topic_config(tc)
+        await self.persist(tcm)
+        # Java registers synchronously (registerIncrementBrokerData): the route exists on reply.
+        await self.register_now()
+        return ok(request)
+
+    async def delete_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        refused = self.refuse_on_slave(request)
+        if refused is not None:
+            return refused
+        h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        logger.info("delete topic %s, caller %s", h.topic, conn.remote_addr)
+        bad = self._invalid_topic(request, h.topic)
+        if bad is not None:
+            return bad
+        c = self.c
+        c.topic_config_manager.delete_topic_config(h.topic)
+        c.consumer_offset_manager.remove_topic(h.topic)
+        c.store.delete_topics([h.topic])
+        self.stats.on_topic_deleted(h.topic)
+        await self.persist(c.topic_config_manager, c.consumer_offset_manager)
+        return ok(request)
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get_all_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        return ok(request, self.c.topic_config_manager.build_serialize_wrapper().encode())
+
+    def get_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        h = GetTopicConfigRequestHeader.from_ext_fields(request.ext_fields)
+        tc = self.c.topic_config_manager.select_topic_config(h.topic)
+        if tc is None:
+            return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
+        return ok(request, fastjson.dumpb(tc.to_json()))
+
+    def get_topic_stats_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        h = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
+        topic = h.topic
+        tc = self.c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store = self.c.store
+        table = TopicStatsTable()
+        for qid in range(tc.write_queue_nums):
+            lo = max(0, store.get_min_offset_in_queue(topic, qid))
+            hi = max(0, store.get_max_offset_in_queue(topic, qid))
+            last = store.get_message_store_timestamp(topic, qid, hi - 1) if hi > 0 else 0
+            table.offset_table[self.mq(topic, qid)] = TopicOffset(lo, hi, last)
+        return ok(request, table.encode())
+
+    def query_topic_consume_by_who(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        h = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
+        groups = self.c.consumer_manager.query_topic_consume_by_who(h.topic)
+        groups |= self.c.consumer_offset_manager.groups_of_topic(h.topic)
+        return ok(request, GroupList(sorted(groups)).encode())
+
+    def get_system_topic_list(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        topics = sorted(SYSTEM_TOPICS | self.c.topic_config_manager.system_topics)
+        return ok(request, TopicList(topics).encode())
+
+    # -- store cleanup triggers ------------------------------------------------------------------
+    def clean_expired_consume_queue(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        logger.warning("invoke cleanExpiredConsumeQueue start (caller %s)", conn.remote_addr)
+        removed = clean_expired_consume_queues(self.c.store)
+        logger.warning("invoke cleanExpiredConsumeQueue end: %d files/queues removed", removed)
+        return ok(request)
+
+    def clean_unused_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        logger.warning("invoke cleanUnusedTopic start (caller %s)", conn.remote_addr)
+        n = self.c.store.clean_unused_topics(self.c.topic_config_manager.topic_config_table.keys())
+        logger.warning("invoke cleanUnusedTopic end: %d topics' queues removed", n)
+        return ok(request)
+
+    def delete_expired_commit_log(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        logger.warning("invoke deleteExpiredCommitLog (caller %s)", conn.remote_addr)
+        clean = getattr(getattr(self.c.store, "_services", None), "clean", None)
+        if clean is None:
+            return fail(request, ResponseCode.SYSTEM_ERROR, "the store's clean service is not running")
+        clean.manual_delete_rounds = MANUAL_DELETE_ROUNDS
+        clean.wakeup()
+        return ok(request)
+
+
+def clean_expired_consume_queues(store: Any) -> int:
+    """Java ``cleanExpiredConsumerQueue`` plus the CQ file sweep of the clean service.
+
+    Files whose units all point below the CommitLog's first offset are deleted; a queue whose
+    last unit points below it holds nothing readable and is dropped with its offset counter (the
+    next write starts it again at 0, as in Java). The schedule topic is left alone. Returns the
+    number of files and queues removed.
+    """
+    min_phy = store.get_min_phy_offset()
+    removed = 0
+    counters: dict[tuple[str, int], int] = store.commitlog.topic_queue_table
+    cq_table = store.cq_table
+    for cq in list(cq_table):
+        if cq.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            continue
+        removed += cq.delete_expired(min_phy)
+        last = cq.get_unit(cq.max_offset - 1) if cq.max_offset > 0 else None
+        if last is None or last[0] + last[1] >= min_phy:
+            continue  # empty (maybe created just now) or still readable
+        logger.info(
+            "consume queue %s/%d is expired (last unit %d < %d); removing",
+            cq.topic,
+            cq.queue_id,
+            last[0],
+            min_phy,
+        )
+        cq_table.reset_queue(cq)
+        counters.pop((cq.topic, cq.queue_id), None)
+        removed += 1
+    return removed

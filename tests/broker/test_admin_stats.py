@@ -1,0 +1,161 @@
+"""Broker statistics (pure): sample windows, lazy sampling, midnight records, formatting helpers."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from pocketmq.broker.stats import (
+    BROKER_PUT_NUMS,
+    GROUP_GET_LATENCY,
+    GROUP_GET_NUMS,
+    SNDBCK_PUT_NUMS,
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    BrokerStats,
+    BrokerStatsManager,
+    StatsItem,
+    human_readable_byte_count,
+    version_desc,
+)
+from pocketmq.remoting.common.clock import FakeClock
+
+T0 = 1_700_000_000_000  # a multiple of 10 s, 10 min and 1 h
+
+
+def test_minute_window_rate_matches_java_sampling():
+    item = StatsItem(T0)
+    # 100 msgs/s for 80 s, in 1 s steps; Java samples every 10 s and keeps the last 7
+    for s in range(80):
+        item.add(T0 + s * 1000, 100, 1)
+    snap = item.minute(T0 + 80_000)
+    # samples at T0+20s..T0+80s: values 2000..8000 -> 6000 over 60 s
+    assert snap.sum == 6000
+    assert snap.tps == pytest.approx(100.0)
+    assert snap.avgpt == pytest.approx(100.0)  # value per call
+
+
+def test_single_sample_gives_zeros_not_nan():
+    item = StatsItem(T0 + 1)
+    item.add(T0 + 2, 5)
+    assert item.minute(T0 + 9_000).tps == 0.0  # no boundary passed yet
+    assert item.minute(T0 + 10_000).sum == 0  # one sample only
+
+
+def test_idle_gap_is_filled_lazily_with_unchanged_values():
+    item = StatsItem(T0)
+    item.add(T0 + 500, 10)
+    # an hour of silence, then a read: the minute window is all equal samples -> no traffic
+    snap = item.minute(T0 + 3_600_000 + 5_000)
+    assert (snap.sum, snap.tps) == (0, 0.0)
+    # the hour window saw the 10 messages between its first and last samples? no: all samples
+    # were taken after the add, so the hour's sum is 0 as well
+    assert item.hour(T0 + 3_600_000 + 5_000).sum == 0
+    # the day window, sampled on the hour, has T0+1h (value 10) only -> one sample -> 0
+    assert item.day(T0 + 3_600_000 + 5_000).sum == 0
+    item.add(T0 + 3_600_000 + 6_000, 30)
+    assert item.day(T0 + 2 * 3_600_000).sum == 30
+    assert item.day(T0 + 2 * 3_600_000).tps == pytest.approx(30 / 3600)
+
+
+def test_hour_and_day_windows():
+    item = StatsItem(T0)
+    for minute in range(130):  # 2h10m, 60 per minute
+        item.add(T0 + minute * 60_000, 60, 1)
+    now = T0 + 130 * 60_000
+    hour = item.hour(now)
+    assert hour.sum == 3600  # the last 7 ten-minute samples span 60 minutes
+    assert hour.tps == pytest.approx(1.0)
+    day = item.day(now)
+    assert day.sum == 3600 and day.tps == pytest.approx(1.0)  # samples at T0+1h and T0+2h
+
+
+def test_manager_feeds_java_named_sets_and_keys():
+    clock = FakeClock(wall_ms=T0)
+    m = BrokerStatsManager("C1", clock.now_ms)
+    for _ in range(30):
+        m.on_put("T", 2, 100)
+        m.on_get("G", "T", 1, 50)
+        clock.advance(1)
+    assert m.get_stats_item(TOPIC_PUT_NUMS, "T").value == 60
+    assert m.get_stats_item(TOPIC_PUT_SIZE, "T").value == 3000
+    assert m.get_stats_item(GROUP_GET_NUMS, "T@G").value == 30
+    broker_put = m.get_stats_item(BROKER_PUT_NUMS, "C1")
+    assert (broker_put.value, broker_put.times) == (60, 0)  # Java adds value only
+    assert m.tps_group_get_nums("G", "T") == pytest.approx(1.0)
+    assert m.tps_topic_put_nums("T") == pytest.approx(2.0)
+    assert m.tps_group_get_nums("other", "T") == 0.0
+    assert m.get_stats_item("NO_SUCH", "T") is None and m.get_stats_item(TOPIC_PUT_NUMS, "x") is None
+    # without store counters the midnight totals come from the broker-wide sets
+    assert m.broker_stats.msg_put_total_today_now == 60
+    assert m.broker_stats.msg_get_total_today_now == 30
+
+
+def test_deleting_topics_and_groups_drops_their_items():
+    m = BrokerStatsManager("C1", FakeClock(wall_ms=T0).now_ms)
+    m.on_put("T", 1, 1)
+    m.on_put("U", 1, 1)
+    m.on_get("G", "T", 1, 1)
+    m.on_get("H", "U", 1, 1)
+    m.on_send_back("G", "T")
+    m.on_get_latency("G", "T", 0, 5)
+    m.on_topic_deleted("T")
+    assert m.get_stats_item(TOPIC_PUT_NUMS, "T") is None and m.get_stats_item(TOPIC_PUT_NUMS, "U")
+    assert m.get_stats_item(GROUP_GET_NUMS, "T@G") is None and m.get_stats_item(GROUP_GET_NUMS, "U@H")
+    assert m.get_stats_item(SNDBCK_PUT_NUMS, "T@G") is None
+    assert m.get_stats_item(GROUP_GET_LATENCY, "0@T@G") is None
+    m.on_group_deleted("H")
+    assert m.get_stats_item(GROUP_GET_NUMS, "U@H") is None
+
+
+def _local_ms(y, mo, d, h=0, mi=0):
+    return int(datetime.datetime(y, mo, d, h, mi).timestamp() * 1000)
+
+
+def test_midnight_records_shift_today_to_yesterday():
+    totals = {"put": 0, "get": 0}
+    now = _local_ms(2024, 3, 10, 15)
+    stats = BrokerStats(lambda: totals["put"], lambda: totals["get"], now)
+    totals.update(put=100, get=40)
+    stats.maybe_record(_local_ms(2024, 3, 10, 23, 59))
+    assert (stats.msg_put_total_today_morning, stats.msg_put_total_yesterday_morning) == (0, 0)
+    stats.maybe_record(_local_ms(2024, 3, 11, 0, 1))
+    assert (stats.msg_put_total_today_morning, stats.msg_get_total_today_morning) == (100, 40)
+    assert stats.msg_put_total_yesterday_morning == 0
+    totals.update(put=250, get=90)
+    stats.maybe_record(_local_ms(2024, 3, 12, 0, 0))
+    assert (stats.msg_put_total_yesterday_morning, stats.msg_put_total_today_morning) == (100, 250)
+    assert (stats.msg_get_total_yesterday_morning, stats.msg_get_total_today_morning) == (40, 90)
+    assert stats.msg_put_total_today_now == 250
+    # two midnights unobserved: nothing changed in between, both mornings equal the totals
+    stats.maybe_record(_local_ms(2024, 3, 14, 9))
+    assert stats.msg_put_total_yesterday_morning == stats.msg_put_total_today_morning == 250
+
+
+@pytest.mark.parametrize(
+    ("ordinal", "name"),
+    [
+        (0, "V3_0_0_SNAPSHOT"),
+        (15, "V3_0_0_FINAL"),
+        (37, "V3_0_11"),
+        (62, "V3_1_8_SNAPSHOT"),
+        (121, "V3_4_9"),
+        (232, "V4_1_0_SNAPSHOT"),
+        (333, "V4_6_0"),
+        (401, "V4_9_4"),
+        (409, "V4_9_8"),
+        (612, "HIGHER_VERSION"),
+        (5000, "HigherVersion"),
+    ],
+)
+def test_version_desc_matches_mqversion_ordinals(ordinal, name):
+    assert version_desc(ordinal) == name
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (5 * 2**30, "5.0 GiB")],
+)
+def test_human_readable_byte_count_like_mixall(n, text):
+    assert human_readable_byte_count(n) == text
