@@ -48,8 +48,8 @@ from pocketmq.remoting.protocol.route import (
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
-#: ``RequestCode.GET_TOPIC_CONFIG`` (5.x; not in the 4.x enum).
-GET_TOPIC_CONFIG = 351
+#: 5.x GET_TOPIC_CONFIG, answered so 5.x admin tools work too.
+GET_TOPIC_CONFIG = RequestCode.GET_TOPIC_CONFIG
 #: Java ``CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES``.
 MANUAL_DELETE_ROUNDS = 20
 MAX_QUEUE_NUMS = 65535

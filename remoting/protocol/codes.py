@@ -147,6 +147,8 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    # 5.x only; answered by our broker so 5.x admin tools work too
+    GET_TOPIC_CONFIG = 351
 
 
 class ResponseCode(IntEnum):
