@@ -174,6 +174,7 @@ def _gen_render(
     return typing.cast(Callable[..., Any], namespace["render"])
 
 
+@typing.dataclass_transform(kw_only_default=True, field_specifiers=(wire,))
 def header(cls: type[T]) -> type[T]:
     """Class decorator: dataclass(slots, kw_only) + generated codecs from the field table."""
     dc = dataclasses.dataclass(slots=True, kw_only=True)(cls)
