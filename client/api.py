@@ -1,0 +1,383 @@
+"""``MQClientAPI``: the one request layer of the SDK (Java ``MQClientAPIImpl``).
+
+It is the only client module that knows request codes and builds custom headers and bodies.
+Every call takes the broker or name server address; a non-success reply becomes the
+registered :class:`ResponseError` subclass (with ``retriable``/``refresh_route`` flags),
+transport failures are ``RemotingTimeoutError`` / ``RemotingConnectError``. Admin calls used
+by ``mqadmin`` live in :mod:`pocketmq.client.api_admin` and share this layer.
+
+Name server calls go to one name server at a time; a transport failure moves to the next
+(Java keeps the chosen namesrv until it fails).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from pocketmq.client._hdr import make
+from pocketmq.client.api_admin import AdminCalls
+from pocketmq.client.consumer.fast_decode import decode_pull_body
+from pocketmq.client.consumer.subscription import SubscriptionData
+from pocketmq.client.errors import RemotingConnectError, RemotingTimeoutError, TopicRouteNotFoundError
+from pocketmq.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
+from pocketmq.client.route import TopicRouteData
+from pocketmq.remoting.protocol import fastjson
+from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import QueryNotFoundError, error_from_response
+from pocketmq.remoting.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    EndTransactionRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    GetRouteInfoRequestHeader,
+    PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, decode_messages
+from pocketmq.remoting.transport.client import RemotingClient
+
+LANGUAGE = LanguageCode.PYTHON
+
+_SEND_STATUS = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+# PullSysFlag bits (reference §5.1)
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+FLAG_LITE_PULL = 0x10
+
+
+def pull_sys_flag(commit: bool, suspend: bool, subscription: bool, lite: bool = False) -> int:
+    return (
+        (FLAG_COMMIT_OFFSET if commit else 0)
+        | (FLAG_SUSPEND if suspend else 0)
+        | (FLAG_SUBSCRIPTION if subscription else 0)
+        | (FLAG_LITE_PULL if lite else 0)
+    )
+
+
+def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list[MessageExt]:
+    """Decode a FOUND reply's body: inflate compressed bodies, re-filter tags exactly.
+
+    Raises:
+        MessageDecodeError: the body is not a sequence of valid records.
+    """
+    body = result.body
+    result.body = None
+    if not body:
+        return []
+    msgs = decode_pull_body(body)
+    for msg in msgs:
+        if msg.sys_flag & COMPRESSED_FLAG:
+            msg.body = zlib.decompress(msg.body)
+    if sub is not None:
+        msgs = sub.filter(msgs)
+    result.msgs = msgs
+    return msgs
+
+
+def _ok(response: RemotingCommand, addr: str) -> RemotingCommand:
+    if response.code != ResponseCode.SUCCESS:
+        raise error_from_response(response.code, response.remark, addr=addr, opaque=response.opaque)
+    return response
+
+
+def _mq_json(mq: MessageQueue) -> dict[str, Any]:
+    return {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}
+
+
+class MQClientAPI(AdminCalls):
+    def __init__(
+        self, remoting: RemotingClient, namesrv_addrs: Sequence[str], timeout_ms: int = 3000
+    ) -> None:
+        self.remoting = remoting
+        self.namesrv_addrs = list(namesrv_addrs)
+        self.timeout = timeout_ms / 1000
+        self._ns_index = 0
+
+    # ------------------------------------------------------------------------ request layer
+    @staticmethod
+    def request(
+        code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None, *, oneway: bool = False
+    ) -> RemotingCommand:
+        return RemotingCommand.request(
+            code, dict(ext) if ext is not None else None, body, language=LANGUAGE, oneway=oneway
+        )
+
+    async def invoke(
+        self, addr: str, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None,
+        timeout: float | None = None,
+    ) -> RemotingCommand:  # fmt: skip
+        """Send one request and return the reply whatever its code."""
+        return await self.remoting.invoke(addr, self.request(code, ext, body), timeout or self.timeout)
+
+    async def invoke_checked(
+        self, addr: str, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None,
+        timeout: float | None = None,
+    ) -> RemotingCommand:  # fmt: skip
+        """:meth:`invoke` raising the registered ResponseError for a non-success reply."""
+        return _ok(await self.invoke(addr, code, ext, body, timeout), addr)
+
+    async def invoke_oneway(
+        self, addr: str, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None
+    ) -> None:
+        await self.remoting.invoke_oneway(addr, self.request(code, ext, body, oneway=True))
+
+    async def invoke_namesrv(
+        self, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None,
+        timeout: float | None = None, addr: str | None = None,
+    ) -> RemotingCommand:  # fmt: skip
+        """Ask one name server (``addr`` or the current one, failing over on transport errors)."""
+        if addr is not None:
+            return await self.invoke(addr, code, ext, body, timeout)
+        if not self.namesrv_addrs:
+            raise RemotingConnectError("no name server address configured")
+        last: Exception | None = None
+        n = len(self.namesrv_addrs)
+        for i in range(n):
+            ns = self.namesrv_addrs[(self._ns_index + i) % n]
+            try:
+                reply = await self.invoke(ns, code, ext, body, timeout)
+            except (RemotingConnectError, RemotingTimeoutError) as exc:
+                last = exc
+                continue
+            self._ns_index = (self._ns_index + i) % n
+            return reply
+        assert last is not None
+        raise last
+
+    async def invoke_namesrv_checked(
+        self, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None,
+        timeout: float | None = None, addr: str | None = None,
+    ) -> RemotingCommand:  # fmt: skip
+        reply = await self.invoke_namesrv(code, ext, body, timeout, addr)
+        return _ok(reply, addr or "namesrv")
+
+    # --------------------------------------------------------------------------------- route
+    async def get_topic_route(self, topic: str, timeout: float | None = None) -> TopicRouteData:
+        """GET_ROUTEINFO_BY_TOPIC.
+
+        Raises:
+            TopicRouteNotFoundError: the name servers know no such topic (code 17).
+        """
+        ext = make(GetRouteInfoRequestHeader, topic=topic, accept_standard_json_only=True).to_ext_fields()
+        reply = await self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext, None, timeout)
+        if reply.code == ResponseCode.TOPIC_NOT_EXIST:
+            raise TopicRouteNotFoundError(topic, reply.remark or "")
+        _ok(reply, "namesrv")
+        if not reply.body:
+            raise TopicRouteNotFoundError(topic, "empty route body")
+        return TopicRouteData.decode(reply.body)
+
+    # ---------------------------------------------------------------------------------- send
+    async def send_message(
+        self, addr: str, mq: MessageQueue, ext: dict[str, str], body: bytes, msg_id: str,
+        timeout: float, *, batch: bool = False,
+    ) -> SendResult:  # fmt: skip
+        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) with a prepared V2 header."""
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        request = RemotingCommand.request(code, ext, body, language=LANGUAGE)
+        response = await self.remoting.invoke(addr, request, timeout)
+        return self.process_send_response(mq, response, msg_id, addr)
+
+    async def send_message_oneway(
+        self, addr: str, ext: dict[str, str], body: bytes, *, batch: bool = False
+    ) -> None:
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        await self.remoting.invoke_oneway(
+            addr, RemotingCommand.request(code, ext, body, language=LANGUAGE, oneway=True)
+        )
+
+    @staticmethod
+    def process_send_response(
+        mq: MessageQueue, response: RemotingCommand, msg_id: str, addr: str
+    ) -> SendResult:
+        status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
+        if status is None:
+            raise error_from_response(response.code, response.remark, addr=addr, opaque=response.opaque)
+        ext = response.ext_fields or {}
+        queue_id = int(ext.get("queueId", mq.queue_id))
+        return SendResult(
+            status,
+            msg_id,
+            ext.get("msgId", ""),
+            MessageQueue(mq.topic, mq.broker_name, queue_id),
+            int(ext.get("queueOffset", -1)),
+            ext.get("transactionId"),
+            ext.get("MSG_REGION", "DefaultRegion"),
+            ext.get("TRACE_ON", "true") != "false",
+        )
+
+    # ---------------------------------------------------------------------------------- pull
+    async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> PullResult:
+        """PULL_MESSAGE; the body stays raw in ``PullResult.body`` (see :func:`decode_pull_result`)."""
+        reply = await self.remoting.invoke(
+            addr,
+            RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields(), language=LANGUAGE),
+            timeout,
+        )
+        status = _PULL_STATUS.get(reply.code)  # type: ignore[call-overload]
+        if status is None:
+            raise error_from_response(reply.code, reply.remark, addr=addr, opaque=reply.opaque)
+        ext = reply.ext_fields or {}
+        return PullResult(
+            status,
+            int(ext.get("nextBeginOffset", header.queue_offset)),
+            int(ext.get("minOffset", 0)),
+            int(ext.get("maxOffset", 0)),
+            [],
+            int(ext.get("suggestWhichBrokerId", 0)),
+            reply.body,
+        )
+
+    # ------------------------------------------------------------------------------- offsets
+    async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
+        """The group's stored offset, or -1 when the broker has none (QUERY_NOT_FOUND)."""
+        ext = make(
+            QueryConsumerOffsetRequestHeader, consumer_group=group, topic=mq.topic, queue_id=mq.queue_id
+        )
+        try:
+            reply = await self.invoke_checked(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext.to_ext_fields())
+        except QueryNotFoundError:
+            return -1
+        return int(reply.ext("offset") or 0)
+
+    async def update_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False
+    ) -> None:
+        ext = make(
+            UpdateConsumerOffsetRequestHeader,
+            consumer_group=group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            commit_offset=offset,
+        ).to_ext_fields()
+        if oneway:
+            await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+        else:
+            await self.invoke_checked(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue) -> int:
+        ext = make(GetMaxOffsetRequestHeader, topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        return int((await self.invoke_checked(addr, RequestCode.GET_MAX_OFFSET, ext)).ext("offset") or 0)
+
+    async def get_min_offset(self, addr: str, mq: MessageQueue) -> int:
+        ext = make(GetMinOffsetRequestHeader, topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        return int((await self.invoke_checked(addr, RequestCode.GET_MIN_OFFSET, ext)).ext("offset") or 0)
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
+        ext = make(SearchOffsetRequestHeader, topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
+        reply = await self.invoke_checked(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext.to_ext_fields())
+        return int(reply.ext("offset") or 0)
+
+    # ----------------------------------------------------------------------- clients, groups
+    async def send_heartbeat(
+        self, addr: str, heartbeat: Mapping[str, Any], timeout: float | None = None
+    ) -> int:
+        """HEART_BEAT; returns the broker's version number."""
+        reply = await self.invoke_checked(
+            addr, RequestCode.HEART_BEAT, None, orjson.dumps(heartbeat), timeout
+        )
+        return reply.version
+
+    async def unregister_client(
+        self, addr: str, client_id: str, producer_group: str | None, consumer_group: str | None
+    ) -> None:
+        ext = make(
+            UnregisterClientRequestHeader,
+            client_id=client_id,
+            producer_group=producer_group,
+            consumer_group=consumer_group,
+        ).to_ext_fields()
+        await self.invoke_checked(addr, RequestCode.UNREGISTER_CLIENT, ext)
+
+    async def get_consumer_id_list(self, addr: str, group: str) -> list[str]:
+        ext = make(GetConsumerListByGroupRequestHeader, consumer_group=group).to_ext_fields()
+        reply = await self.invoke_checked(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, ext)
+        if not reply.body:
+            return []
+        obj = fastjson.decode_object(reply.body, "GetConsumerListByGroupResponseBody")
+        return [str(x) for x in fastjson.get_list(obj, "consumerIdList")]
+
+    async def consumer_send_message_back(
+        self, addr: str, msg: MessageExt, group: str, delay_level: int, max_reconsume_times: int,
+        timeout: float | None = None,
+    ) -> None:  # fmt: skip
+        """CONSUMER_SEND_MSG_BACK: the broker re-stores ``msg`` in %RETRY%group (or the DLQ)."""
+        ext = make(
+            ConsumerSendMsgBackRequestHeader,
+            offset=msg.commit_log_offset,
+            group=group,
+            delay_level=delay_level,
+            origin_msg_id=msg.msg_id,
+            origin_topic=msg.topic,
+            unit_mode=False,
+            max_reconsume_times=max_reconsume_times,
+        ).to_ext_fields()
+        await self.invoke_checked(addr, RequestCode.CONSUMER_SEND_MSG_BACK, ext, None, timeout)
+
+    async def lock_batch_mq(
+        self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue]
+    ) -> set[MessageQueue]:
+        body = orjson.dumps(
+            {"clientId": client_id, "consumerGroup": group, "mqSet": [_mq_json(m) for m in mqs]}
+        )
+        reply = await self.invoke_checked(addr, RequestCode.LOCK_BATCH_MQ, None, body)
+        if not reply.body:
+            return set()
+        obj = fastjson.decode_object(reply.body, "LockBatchResponseBody")
+        return {
+            MessageQueue.from_json(fastjson.as_object(x, "lockOKMQSet[]"))
+            for x in fastjson.get_list(obj, "lockOKMQSet")
+        }
+
+    async def unlock_batch_mq(
+        self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue], *, oneway: bool = False
+    ) -> None:
+        body = orjson.dumps(
+            {"clientId": client_id, "consumerGroup": group, "mqSet": [_mq_json(m) for m in mqs]}
+        )
+        if oneway:
+            await self.invoke_oneway(addr, RequestCode.UNLOCK_BATCH_MQ, None, body)
+        else:
+            await self.invoke_checked(addr, RequestCode.UNLOCK_BATCH_MQ, None, body)
+
+    async def end_transaction_oneway(
+        self, addr: str, header: EndTransactionRequestHeader, remark: str | None = None
+    ) -> None:
+        request = self.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True)
+        request.remark = remark
+        await self.remoting.invoke_oneway(addr, request)
+
+    async def view_message(self, addr: str, commit_log_offset: int) -> MessageExt:
+        reply = await self.invoke_checked(
+            addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(commit_log_offset)}
+        )
+        msgs = decode_messages(reply.body or b"")
+        if not msgs:
+            raise QueryNotFoundError(f"no message at offset {commit_log_offset}", addr=addr)
+        msg = msgs[0]
+        if msg.sys_flag & COMPRESSED_FLAG:
+            msg.body = zlib.decompress(msg.body)
+        return msg

@@ -1,0 +1,166 @@
+"""Client configuration: one frozen pydantic model per client kind (STYLE.md §3.6).
+
+Attribute names are snake_case; the camelCase aliases are RocketMQ's own ``ClientConfig`` /
+``DefaultMQProducer`` / ``DefaultMQPushConsumer`` / ``DefaultLitePullConsumer`` field names, so a
+Java-style properties map loads unchanged. Times are milliseconds and sizes bytes, as in Java;
+defaults equal RocketMQ 4.9's.
+
+The client id is ``ip@instance[@unit]`` (Java ``ClientConfig.buildMQClientId``). The default
+instance name ``DEFAULT`` is replaced by ``<pid>#<random>`` so that every process (and every
+separately configured client in it) gets its own id, as Java's ``changeInstanceNameToPID`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from pocketmq.remoting.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel
+
+DEFAULT_INSTANCE_NAME = "DEFAULT"
+__all__ = [
+    "ClientConfig",
+    "ConsumeFromWhere",
+    "ConsumeType",
+    "ConsumerConfig",
+    "LitePullConsumerConfig",
+    "MessageModel",
+    "ProducerConfig",
+    "PushConsumerConfig",
+    "local_ip",
+]
+
+
+@lru_cache(maxsize=1)
+def local_ip() -> str:
+    """Best-effort local IPv4 address (no packet is sent); ``127.0.0.1`` when unknown."""
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+    return ip if ip and "." in ip else "127.0.0.1"
+
+
+_PROCESS_INSTANCE = f"{os.getpid()}#{secrets.randbelow(1 << 40)}"
+
+
+class ClientConfig(BaseModel):
+    """Settings shared by producers, consumers and the admin client."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    namesrv_addr: str = Field(
+        default_factory=lambda: os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
+        description="name server addresses, 'host:port;host:port' (env NAMESRV_ADDR)",
+    )
+    client_ip: str = Field(default_factory=local_ip, description="address reported in the client id")
+    instance_name: str = Field(default=DEFAULT_INSTANCE_NAME, description="DEFAULT means one per process")
+    unit_name: str | None = None
+    poll_name_server_interval: int = Field(default=30_000, gt=0, description="route refresh, ms")
+    heartbeat_broker_interval: int = Field(default=30_000, gt=0, description="heartbeats, ms")
+    persist_consumer_offset_interval: int = Field(default=5_000, gt=0, description="offset persist, ms")
+    mq_client_api_timeout: int = Field(default=3_000, gt=0, description="admin/offset request timeout, ms")
+    vip_channel_enabled: bool = Field(default=False, description="send to the broker's port-2")
+    access_key: str | None = Field(default=None, description="ACL access key (plain_acl.yml)")
+    secret_key: str | None = Field(default=None, description="ACL secret key")
+
+    @field_validator("namesrv_addr")
+    @classmethod
+    def _check_namesrv(cls, value: str) -> str:
+        addrs = [a.strip() for a in value.split(";") if a.strip()]
+        if not addrs:
+            raise ValueError("namesrvAddr is empty")
+        for addr in addrs:
+            host, sep, port = addr.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"namesrvAddr entry {addr!r} is not host:port")
+        return ";".join(addrs)
+
+    @property
+    def namesrv_list(self) -> list[str]:
+        return self.namesrv_addr.split(";")
+
+    @property
+    def resolved_instance_name(self) -> str:
+        return _PROCESS_INSTANCE if self.instance_name == DEFAULT_INSTANCE_NAME else self.instance_name
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instance[@unit]``: the identity brokers see in heartbeats and rebalances."""
+        cid = f"{self.client_ip}@{self.resolved_instance_name}"
+        return f"{cid}@{self.unit_name}" if self.unit_name else cid
+
+
+class ProducerConfig(ClientConfig):
+    producer_group: str = "DEFAULT_PRODUCER"
+    create_topic_key: str = Field(default="TBW102", description="template topic for auto-creation")
+    default_topic_queue_nums: int = Field(default=4, gt=0)
+    send_msg_timeout: int = Field(default=3_000, gt=0, description="ms, whole send including retries")
+    compress_msg_body_over_howmuch: int = Field(default=4096, ge=0, description="bytes")
+    compress_level: int = Field(default=5, ge=1, le=9, description="zlib level (Java Deflater 5)")
+    retry_times_when_send_failed: int = Field(default=2, ge=0)
+    retry_times_when_send_async_failed: int = Field(default=2, ge=0)
+    retry_another_broker_when_not_store_ok: bool = False
+    max_message_size: int = Field(default=4 * 1024 * 1024, gt=0, description="bytes")
+    send_latency_fault_enable: bool = Field(default=False, description="latency fault tolerance")
+    max_in_flight: int = Field(default=65_535, gt=0, description="send_async/oneway in flight")
+
+
+class ConsumerConfig(ClientConfig):
+    consumer_group: str = "DEFAULT_CONSUMER"
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    consume_timestamp: str | None = Field(default=None, description="yyyyMMddHHmmss; default 30 min ago")
+    max_reconsume_times: int = Field(default=-1, ge=-1, description="-1 means 16")
+    pull_batch_size: int = Field(default=32, gt=0, le=1024)
+    pull_threshold_for_queue: int = Field(default=1000, gt=0, description="cached messages per queue")
+    pull_threshold_size_for_queue: int = Field(default=100, gt=0, description="cached MiB per queue")
+    pull_interval: int = Field(default=0, ge=0, description="ms between pulls of one queue")
+    post_subscription_when_pull: bool = False
+    broker_suspend_max_time_millis: int = Field(default=15_000, gt=0)
+    consumer_timeout_millis_when_suspend: int = Field(default=30_000, gt=0)
+    local_offset_store_dir: str = Field(
+        default_factory=lambda: os.path.join(os.path.expanduser("~"), ".rocketmq_offsets"),
+        description="where broadcasting consumers keep offsets",
+    )
+
+    @field_validator("consumer_group")
+    @classmethod
+    def _check_group(cls, value: str) -> str:
+        from pocketmq.client.route import check_group
+
+        check_group(value)
+        return value
+
+    @property
+    def effective_max_reconsume_times(self) -> int:
+        return 16 if self.max_reconsume_times == -1 else self.max_reconsume_times
+
+
+class PushConsumerConfig(ConsumerConfig):
+    consume_thread_max: int = Field(default=20, gt=0, description="listener calls in flight")
+    consume_message_batch_max_size: int = Field(default=1, gt=0, le=1024)
+    consume_concurrently_max_span: int = Field(default=2000, gt=0)
+    consume_timeout: float = Field(
+        default=15, gt=0, description="minutes; a listener call is cancelled after"
+    )
+    suspend_current_queue_time_millis: int = Field(default=1000, ge=10, le=30_000)
+    rebalance_interval: int = Field(default=20_000, gt=0, description="ms")
+    lock_interval: int = Field(default=20_000, gt=0, description="orderly: broker lock renewal, ms")
+
+
+class LitePullConsumerConfig(ConsumerConfig):
+    pull_batch_size: int = Field(default=10, gt=0, le=1024)
+    auto_commit: bool = True
+    auto_commit_interval_millis: int = Field(default=5_000, ge=1_000)
+    poll_timeout_millis: int = Field(default=5_000, gt=0)
+    pull_threshold_for_all: int = Field(default=10_000, gt=0, description="messages waiting in poll cache")
+    consume_max_span: int = Field(default=2000, gt=0)
+    broker_suspend_max_time_millis: int = Field(default=20_000, gt=0)
+    topic_metadata_check_interval_millis: int = Field(default=30_000, gt=0)
+    rebalance_interval: int = Field(default=20_000, gt=0)

@@ -1,0 +1,1 @@
+"""Consumer side of the SDK: push and lite-pull consumers, rebalance, offsets, consume services."""

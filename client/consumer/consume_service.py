@@ -1,0 +1,195 @@
+"""Concurrent consumption (Java ``ConsumeMessageConcurrentlyService``).
+
+``consume_thread_max`` worker tasks take consume requests (a batch of one queue's messages)
+from one queue and call the listener. Rules:
+
+* retried messages (topic ``%RETRY%group``) are shown under their original topic;
+* a call running past ``consume_timeout`` minutes is cancelled by a sweeper (no per-call
+  timer, STYLE.md §3.8g) and counts as RECONSUME_LATER; exceptions and ``None`` count too;
+* failed messages of a clustering group are sent back to the broker (CONSUMER_SEND_MSG_BACK →
+  ``%RETRY%group`` with a growing delay, DLQ after ``max_reconsume_times``); when the send-back
+  itself fails they are consumed again locally after 5 s with ``reconsume_times + 1``, so nothing
+  is acknowledged unprocessed; broadcasting consumers drop them with a warning (as Java);
+* then the batch leaves the process queue and the queue's offset advances to the smallest
+  offset still in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from pocketmq.client.config import MessageModel
+from pocketmq.client.consumer.listener import (
+    ConcurrentListener,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+)
+from pocketmq.client.consumer.process_queue import ProcessQueue
+from pocketmq.client.message import MessageQueue
+from pocketmq.remoting.common.service import TaskSet
+from pocketmq.remoting.protocol.message import MessageConst, MessageExt
+
+if TYPE_CHECKING:
+    from pocketmq.client.consumer.push import PushConsumer
+
+logger = logging.getLogger(__name__)
+
+RETRY_LOCALLY_DELAY_MS = 5000
+
+
+def reset_retry_topic(msgs: Sequence[MessageExt], retry_topic: str) -> None:
+    for msg in msgs:
+        if msg.topic == retry_topic:
+            real = msg.get_property(MessageConst.RETRY_TOPIC)
+            if real:
+                msg.topic = real
+
+
+class _Slot:
+    __slots__ = ("deadline", "task", "timed_out")
+
+    def __init__(self) -> None:
+        self.deadline = 0.0
+        self.timed_out = False
+        self.task: asyncio.Task[None] | None = None
+
+
+class ConsumeMessageConcurrentlyService:
+    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        cfg = consumer.config
+        self.batch_size = cfg.consume_message_batch_max_size
+        self.timeout = cfg.consume_timeout * 60.0
+        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = asyncio.Queue()
+        self._slots = [_Slot() for _ in range(cfg.consume_thread_max)]
+        self._tasks = TaskSet("consume-concurrently")
+        self._is_coro = inspect.iscoroutinefunction(listener)
+
+    def start(self) -> None:
+        for i, slot in enumerate(self._slots):
+            slot.task = self._tasks.spawn(self._worker(slot), name=f"consume-worker-{i}")
+        self._tasks.spawn(self._sweep(), name="consume-timeout-sweeper")
+
+    async def stop(self) -> None:
+        await self._tasks.cancel_all(timeout=1.0)
+
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
+        size = self.batch_size
+        if len(msgs) <= size:
+            self._queue.put_nowait((msgs, pq, mq))
+            return
+        for i in range(0, len(msgs), size):
+            self._queue.put_nowait((msgs[i : i + size], pq, mq))
+
+    def submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        self.consumer.instance.pull_service.call_later(
+            RETRY_LOCALLY_DELAY_MS, lambda: None if pq.dropped else self.submit(msgs, pq, mq, True)
+        )
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize()
+
+    async def _sweep(self) -> None:
+        interval = min(1.0, max(self.timeout / 4, 0.01))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for slot in self._slots:
+                if slot.deadline and now > slot.deadline and not slot.timed_out and slot.task is not None:
+                    slot.timed_out = True
+                    slot.task.cancel()
+
+    async def _worker(self, slot: _Slot) -> None:
+        get = self._queue.get
+        while True:
+            msgs, pq, mq = await get()
+            if pq.dropped:
+                continue
+            await self._consume(slot, msgs, pq, mq)
+
+    async def _call_listener(
+        self, slot: _Slot, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus | None:
+        slot.deadline = time.monotonic() + self.timeout
+        try:
+            result: Any = self.listener(msgs, ctx)
+            if self._is_coro or inspect.isawaitable(result):
+                result = await result
+            return cast(ConsumeConcurrentlyStatus | None, result)
+        except asyncio.CancelledError:
+            if not slot.timed_out:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            logger.warning(
+                "%s: listener exceeded consume_timeout (%.0fs) on %d message(s) of %s; cancelled, reconsume later",
+                self.consumer.group, self.timeout, len(msgs), ctx.message_queue,
+            )  # fmt: skip
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        except Exception:
+            logger.exception(
+                "%s: listener raised on %d message(s) of %s",
+                self.consumer.group,
+                len(msgs),
+                ctx.message_queue,
+            )
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        finally:
+            slot.deadline = 0.0
+            slot.timed_out = False
+
+    async def _consume(self, slot: _Slot, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        reset_retry_topic(msgs, self.consumer.retry_topic)
+        ctx = ConsumeConcurrentlyContext(mq)
+        status = await self._call_listener(slot, msgs, ctx)
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            if status is not None:
+                logger.warning(
+                    "%s: listener returned %r; treated as RECONSUME_LATER", self.consumer.group, status
+                )
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        pq.last_consume_timestamp = time.monotonic_ns() // 1_000_000
+        self.consumer.stats.record(len(msgs), status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        if pq.dropped:
+            logger.info("%s: %s dropped while consuming; result discarded", self.consumer.group, mq)
+            return
+        await self._process_result(status, ctx, msgs, pq, mq)
+
+    async def _process_result(
+        self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, msgs: list[MessageExt],
+        pq: ProcessQueue, mq: MessageQueue,
+    ) -> None:  # fmt: skip
+        ack = min(ctx.ack_index, len(msgs) - 1) if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS else -1
+        failed = msgs[ack + 1 :]
+        done = msgs
+        if failed:
+            if self.consumer.config.message_model is MessageModel.BROADCASTING:
+                for msg in failed:
+                    logger.warning(
+                        "%s: BROADCASTING consume failed, message dropped: %s",
+                        self.consumer.group,
+                        msg.msg_id,
+                    )
+            else:
+                back_failed = []
+                for msg in failed:
+                    if not await self.consumer.send_message_back(
+                        msg, ctx.delay_level_when_next_consume, mq.broker_name
+                    ):
+                        msg.reconsume_times += 1
+                        back_failed.append(msg)
+                if back_failed:
+                    keep = {m.queue_offset for m in back_failed}
+                    done = [m for m in msgs if m.queue_offset not in keep]
+                    self.submit_later(back_failed, pq, mq)
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update_offset(mq, offset, increase_only=True)

@@ -1,0 +1,495 @@
+"""``PushConsumer``: long-polling consumer with listeners (Java ``DefaultMQPushConsumer``).
+
+Lifecycle: ``subscribe`` topics, ``register_listener`` (concurrent or orderly), ``start``.
+Every pull is a long poll (held up to 15 s by the broker); a reply feeds the queue's
+:class:`ProcessQueue` and the consume service, then the next pull is issued at once. Pulls
+pause (50 ms back-off) while a queue caches more than ``pull_threshold_for_queue`` messages or
+``pull_threshold_size_for_queue`` MiB, or (concurrent mode) spans more than
+``consume_concurrently_max_span`` offsets. Errors back off 3 s (FLOW_CONTROL: 20 ms).
+Clustering groups commit offsets to the broker, broadcasting consumers to a local file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from typing import Any
+
+from pocketmq.client._hdr import make
+from pocketmq.client.api import FLAG_COMMIT_OFFSET, decode_pull_result, pull_sys_flag
+from pocketmq.client.config import MessageModel, PushConsumerConfig
+from pocketmq.client.consumer import push_support
+from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
+from pocketmq.client.consumer.consume_service import ConsumeMessageConcurrentlyService
+from pocketmq.client.consumer.listener import (
+    ConcurrentListener,
+    OrderlyListener,
+)
+from pocketmq.client.consumer.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteBrokerOffsetStore,
+)
+from pocketmq.client.consumer.process_queue import ProcessQueue
+from pocketmq.client.consumer.pull_ops import PullOps
+from pocketmq.client.consumer.pull_service import PullRequest
+from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
+from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
+from pocketmq.client.consumer.stats import ConsumeStats
+from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
+from pocketmq.client.errors import (
+    ClientClosedError,
+    ClientStateError,
+    MessageValidationError,
+    TopicRouteNotFoundError,
+)
+from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.route import check_topic, is_retry_topic, retry_topic
+from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
+from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
+
+logger = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+DELAY_FLOW_CONTROL_MS = 50
+DELAY_EXCEPTION_MS = 3000
+DELAY_BROKER_FLOW_CONTROL_MS = 20
+
+
+class _State(enum.Enum):
+    CREATED = 0
+    RUNNING = 1
+    SHUTDOWN = 2
+
+
+class PushConsumer(PullOps):
+    """A push consumer; ``async with PushConsumer("CG", namesrv=..., listener=fn) as c``.
+
+    Args:
+        group: consumer group.
+        namesrv: name server list (default: env ``NAMESRV_ADDR``).
+        listener: concurrent listener (or orderly with ``orderly=True``); see
+            :mod:`pocketmq.client.consumer.listener`.
+        allocate_strategy: one of :mod:`pocketmq.client.consumer.rebalance`'s strategies.
+        **options: any :class:`PushConsumerConfig` field (``message_model=...``).
+    """
+
+    config: PushConsumerConfig
+
+    def __init__(
+        self,
+        group: str = "DEFAULT_CONSUMER",
+        namesrv: str | None = None,
+        *,
+        listener: ConcurrentListener | OrderlyListener | None = None,
+        orderly: bool = False,
+        allocate_strategy: AllocateStrategy = allocate_averagely,
+        config: PushConsumerConfig | None = None,
+        **options: Any,
+    ) -> None:
+        if config is None:
+            options["consumer_group"] = group
+            if namesrv is not None:
+                options["namesrv_addr"] = namesrv
+            config = PushConsumerConfig(**options)
+        self.config = config
+        self.group = config.consumer_group
+        self.retry_topic = retry_topic(self.group)
+        self.rebalance_interval = config.rebalance_interval / 1000
+        self.allocate_strategy = allocate_strategy
+        self.stats = ConsumeStats()
+        self._subs: dict[str, SubscriptionData] = {}
+        self._listener: ConcurrentListener | OrderlyListener | None = None
+        self._orderly = False
+        self._state = _State.CREATED
+        self._instance: MQClientInstance | None = None
+        self._rebalance: RebalanceImpl | None = None
+        self._offset_store: OffsetStore | None = None
+        self._service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
+        self._paused = False
+        self._suggest: dict[MessageQueue, int] = {}
+        self._start_time = time.time_ns() // 1_000_000
+        if listener is not None:
+            self.register_listener(listener, orderly=orderly)
+
+    # ------------------------------------------------------------------------ configuration
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
+        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``).
+
+        Raises:
+            MessageValidationError: invalid topic or expression.
+        """
+        check_topic(topic)
+        self._subs[topic] = build_subscription(topic, expression, expression_type)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions[topic] = self._subs[topic]
+            self.instance.tasks.spawn(self._refresh_and_heartbeat(topic), name=f"subscribe:{topic}")
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subs.pop(topic, None)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions.pop(topic, None)
+
+    def register_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
+    ) -> None:
+        if self._state is not _State.CREATED:
+            raise ClientStateError("register the listener before start()")
+        if not callable(listener):
+            raise MessageValidationError("listener must be callable")
+        self._listener = listener
+        self._orderly = orderly
+
+    @property
+    def orderly(self) -> bool:
+        return self._orderly
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None or self._state is not _State.RUNNING:
+            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        return self._instance
+
+    @property
+    def rebalance(self) -> RebalanceImpl:
+        assert self._rebalance is not None
+        return self._rebalance
+
+    @property
+    def offset_store(self) -> OffsetStore:
+        assert self._offset_store is not None
+        return self._offset_store
+
+    # ---------------------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Start pulling. Raises ClientStateError without listener/subscription or if restarted."""
+        if self._state is not _State.CREATED:
+            raise ClientStateError(f"consumer {self.group} cannot start in state {self._state.name}")
+        if self._listener is None:
+            raise ClientStateError("no message listener registered")
+        if not self._subs:
+            raise ClientStateError("no subscription: call subscribe() before start()")
+        cfg = self.config
+        inst = await MQClientInstance.acquire(cfg)
+        self._instance = inst
+        clustering = cfg.message_model is MessageModel.CLUSTERING
+        if clustering:
+            self._offset_store = RemoteBrokerOffsetStore(inst, self.group)
+        else:
+            self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
+        await self._offset_store.load()
+        self._rebalance = RebalanceImpl(self, inst, self.group, cfg.message_model, self.allocate_strategy)
+        self._rebalance.subscriptions.update(self._subs)
+        if clustering:
+            self._rebalance.subscriptions[self.retry_topic] = build_subscription(self.retry_topic, "*")
+        if self._orderly:
+            self._service = ConsumeMessageOrderlyService(self, self._listener)  # type: ignore[arg-type]
+        else:
+            self._service = ConsumeMessageConcurrentlyService(self, self._listener)  # type: ignore[arg-type]
+        self._service.start()
+        try:
+            inst.register_consumer(self)
+        except BaseException:
+            await self._service.stop()
+            await inst.release()
+            raise
+        self._state = _State.RUNNING
+        for topic in list(self._rebalance.subscriptions):
+            await self._refresh_route(topic)
+        await inst.send_heartbeat_to_all_brokers()
+        inst.wakeup_rebalance()
+
+    async def _refresh_route(self, topic: str) -> None:
+        try:
+            await self.instance.update_topic_route(topic)
+        except TopicRouteNotFoundError:
+            if not is_retry_topic(topic):
+                logger.warning("%s: topic %s has no route yet", self.group, topic)
+        except Exception as exc:
+            logger.warning("%s: route of %s: %s", self.group, topic, exc)
+
+    async def _refresh_and_heartbeat(self, topic: str) -> None:
+        await self._refresh_route(topic)
+        await self.instance.send_heartbeat_to_all_brokers()
+        self.instance.wakeup_rebalance()
+
+    async def shutdown(self) -> None:
+        """Stop consuming, persist offsets (waiting for the broker), release broker locks."""
+        if self._state is not _State.RUNNING:
+            self._state = _State.SHUTDOWN
+            return
+        inst = self.instance
+        self._state = _State.SHUTDOWN
+        assert self._service is not None and self._rebalance is not None and self._offset_store is not None
+        await self._service.stop()
+        self._rebalance.drop_all()
+        await inst.pull_service.cancel_group(self.group)
+        mqs = list(self._rebalance.process_queue_table)
+        try:
+            await self._offset_store.persist_all(mqs)
+        except Exception:
+            logger.exception("%s: final offset persist failed", self.group)
+        if self._orderly and self.config.message_model is MessageModel.CLUSTERING:
+            await self._rebalance.unlock_all()
+        self._rebalance.process_queue_table.clear()
+        await inst.release(consumer_group=self.group)
+        self._instance = None
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def pause(self) -> None:
+        """Stop pulling (in-flight consumption completes); :meth:`resume` restarts."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    # ------------------------------------------------------------------ ConsumerInner protocol
+    def subscriptions(self) -> list[SubscriptionData]:
+        if self._rebalance is None:
+            return list(self._subs.values())
+        return list(self._rebalance.subscriptions.values())
+
+    def consumer_data(self) -> dict[str, Any]:
+        return {
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeType": "CONSUME_PASSIVELY",
+            "groupName": self.group,
+            "messageModel": self.config.message_model.value,
+            "subscriptionDataSet": [s.to_json() for s in self.subscriptions()],
+            "unitMode": False,
+        }
+
+    def subscribe_info_needs_update(self, topic: str) -> bool:
+        rb = self._rebalance
+        return rb is not None and topic in rb.subscriptions and topic not in rb.topic_subscribe_info
+
+    def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
+        rb = self._rebalance
+        if rb is not None and topic in rb.subscriptions:
+            rb.topic_subscribe_info[topic] = mqs
+
+    async def do_rebalance(self) -> None:
+        if self._state is _State.RUNNING and self._rebalance is not None:
+            await self._rebalance.do_rebalance(self._orderly)
+
+    async def persist_consumer_offset(self) -> None:
+        if self._state is _State.RUNNING and self._rebalance is not None:
+            await self.offset_store.persist_all(list(self._rebalance.process_queue_table), oneway=True)
+
+    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
+        return self.offset_store.clone_offset_table(topic) if self._offset_store else {}
+
+    async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: drop the topic's queues, store the new offsets, rebalance."""
+        rb = self.rebalance
+        self._paused = True
+        try:
+            for mq, pq in list(rb.process_queue_table.items()):
+                if mq.topic == topic:
+                    pq.dropped = True
+                    pq.clear()
+            for mq, offset in table.items():
+                if mq.topic != topic:
+                    continue
+                self.offset_store.update_offset(mq, offset)
+                try:
+                    await self.offset_store.persist(mq)
+                except Exception as exc:
+                    logger.warning("%s: persisting reset offset of %s: %s", self.group, mq, exc)
+                rb.process_queue_table.pop(mq, None)
+        finally:
+            self._paused = False
+        self.instance.wakeup_rebalance()
+
+    def running_info(self) -> dict[str, Any]:
+        return push_support.running_info(self)
+
+    async def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
+        return await push_support.consume_message_directly(self, msg, broker_name)
+
+    # -------------------------------------------------------------------- RebalanceHost protocol
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        store = self.offset_store
+        if self._orderly and self.config.message_model is MessageModel.CLUSTERING:
+            assert isinstance(self._service, ConsumeMessageOrderlyService)
+            lock = self._service.queue_lock(mq)
+            try:
+                async with asyncio.timeout(1.0):
+                    await lock.acquire()
+            except TimeoutError:
+                pq.try_unlock_times += 1
+                logger.info("%s: %s is being consumed; unlock deferred", self.group, mq)
+                return False
+            try:
+                await store.persist(mq)
+                store.remove_offset(mq)
+                await self.rebalance.unlock(mq, oneway=True)
+            finally:
+                lock.release()
+            return True
+        await store.persist(mq)
+        store.remove_offset(mq)
+        return True
+
+    def dispatch_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int, locked: bool) -> None:
+        req = PullRequest(self.group, mq, pq, offset, previously_locked=locked)
+        self.instance.pull_service.execute_now(req)
+
+    def message_queue_changed(
+        self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+    ) -> None:
+        # Heartbeat at once so brokers learn a new subscription version quickly.
+        self.instance.tasks.spawn(
+            self.instance.send_heartbeat_to_all_brokers(), name="heartbeat-after-rebalance"
+        )
+
+    def remove_dirty_offset(self, mq: MessageQueue) -> None:
+        self.offset_store.remove_offset(mq)
+
+    # --------------------------------------------------------------------------------- pulls
+    def _later(self, req: PullRequest, delay_ms: int) -> None:
+        if self._state is _State.RUNNING:
+            self.instance.pull_service.execute_later(req, delay_ms)
+
+    def _again(self, req: PullRequest) -> None:
+        if self._state is not _State.RUNNING:
+            return
+        if self.config.pull_interval > 0:
+            self.instance.pull_service.execute_later(req, self.config.pull_interval)
+        else:
+            self.instance.pull_service.execute_now(req)
+
+    async def pull_message(self, req: PullRequest) -> None:
+        """One pull of ``req``'s queue; always ends by scheduling the next one (or dropping it)."""
+        try:
+            await self._pull_message(req)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # A bug must not end this queue's pull chain: log it and try again later.
+            logger.exception("%s: pull of %s failed unexpectedly", self.group, req.message_queue)
+            self._later(req, DELAY_EXCEPTION_MS)
+
+    async def _pull_message(self, req: PullRequest) -> None:
+        pq = req.process_queue
+        if pq.dropped or self._state is not _State.RUNNING:
+            return None
+        cfg = self.config
+        mq = req.message_queue
+        pq.last_pull_timestamp = now_ms()
+        if self._paused:
+            return self._later(req, 1000)
+        if (
+            pq.msg_count > cfg.pull_threshold_for_queue
+            or pq.msg_size > cfg.pull_threshold_size_for_queue * MIB
+        ):
+            return self._later(req, DELAY_FLOW_CONTROL_MS)
+        if self._orderly:
+            if not pq.locked:
+                return self._later(req, DELAY_EXCEPTION_MS)
+            if not req.previously_locked:
+                offset = await self.compute_pull_from_where(mq)
+                if offset < 0:
+                    return self._later(req, DELAY_EXCEPTION_MS)
+                req.previously_locked = True
+                req.next_offset = offset
+        elif pq.max_span() > cfg.consume_concurrently_max_span:
+            return self._later(req, DELAY_FLOW_CONTROL_MS)
+        sub = self.rebalance.subscriptions.get(mq.topic)
+        if sub is None:
+            return self._later(req, DELAY_EXCEPTION_MS)
+        commit_offset = 0
+        if cfg.message_model is MessageModel.CLUSTERING:
+            commit_offset = self.offset_store.table.get(mq, 0)
+        inst = self.instance
+        found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
+        if found is None:
+            await self._refresh_route(mq.topic)
+            found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
+            if found is None:
+                return self._later(req, DELAY_EXCEPTION_MS)
+        addr, is_slave = found
+        flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
+        if is_slave:
+            flag &= ~FLAG_COMMIT_OFFSET
+        header = make(
+            PullMessageRequestHeader,
+            consumer_group=self.group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=req.next_offset,
+            max_msg_nums=cfg.pull_batch_size,
+            sys_flag=flag,
+            commit_offset=commit_offset,
+            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
+            subscription=sub.sub_string,
+            sub_version=sub.sub_version,
+            expression_type=sub.expression_type,
+        )
+        try:
+            result = await inst.api.pull_message(
+                addr, header, cfg.consumer_timeout_millis_when_suspend / 1000
+            )
+        except FlowControlError:
+            return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
+        except (ResponseError, OSError) as exc:
+            if self._state is _State.RUNNING and not pq.dropped:
+                logger.warning("%s: pull %s at %d failed: %s", self.group, mq, req.next_offset, exc)
+            return self._later(req, DELAY_EXCEPTION_MS)
+        self._suggest[mq] = result.suggest_which_broker_id
+        if pq.dropped:
+            return None
+        status = result.status
+        if status is PullStatus.FOUND:
+            try:
+                msgs = decode_pull_result(result, sub)
+            except (MessageDecodeError, ValueError) as exc:
+                logger.error("%s: undecodable pull body from %s for %s: %s", self.group, addr, mq, exc)
+                return self._later(req, DELAY_EXCEPTION_MS)
+            self.stats.record_pull(len(msgs))
+            req.next_offset = result.next_begin_offset
+            if msgs:
+                dispatch = pq.put_messages(msgs)
+                assert self._service is not None
+                self._service.submit(msgs, pq, mq, dispatch)
+            return self._again(req)
+        if status is PullStatus.OFFSET_ILLEGAL:
+            logger.warning(
+                "%s: offset %d of %s is illegal, moving to %d",
+                self.group,
+                req.next_offset,
+                mq,
+                result.next_begin_offset,
+            )
+            req.next_offset = result.next_begin_offset
+            pq.dropped = True
+            inst.tasks.spawn(
+                self._fix_illegal_offset(mq, result.next_begin_offset), name=f"offset-illegal:{mq.queue_id}"
+            )
+            return None
+        req.next_offset = result.next_begin_offset
+        if pq.msg_count == 0:
+            self.offset_store.update_offset(mq, result.next_begin_offset, increase_only=True)
+        return self._again(req)
+
+    async def _fix_illegal_offset(self, mq: MessageQueue, offset: int) -> None:
+        await asyncio.sleep(1.0)
+        self.offset_store.update_offset(mq, offset)
+        await self.offset_store.persist(mq)
+        self.rebalance.process_queue_table.pop(mq, None)
+        self.instance.wakeup_rebalance()
+
+    # ---------------------------------------------------------------------------- send back
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
+        """CONSUMER_SEND_MSG_BACK; on failure re-send to %RETRY%group ourselves (as Java)."""
+        return await push_support.send_message_back(self, msg, delay_level, broker_name)

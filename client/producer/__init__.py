@@ -1,0 +1,1 @@
+"""Producer side of the SDK: :class:`Producer`, queue selectors and the fault strategy."""

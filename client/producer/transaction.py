@@ -1,0 +1,104 @@
+"""Transactional messages, 4.x half-message design (reference §7.3).
+
+1. the half message is sent with ``TRAN_MSG=true``, ``PGROUP=<group>`` and the prepared sysFlag;
+2. the local transaction runs; an exception counts as UNKNOW (the broker will ask later);
+3. END_TRANSACTION (oneway) commits (8), rolls back (12) or leaves it unknown (0);
+4. for unresolved halves the broker sends CHECK_TRANSACTION_STATE; the producer's
+   ``transaction_checker`` answers and END_TRANSACTION goes back with ``fromTransactionCheck``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from pocketmq.client._hdr import make
+from pocketmq.client.errors import BrokerNotFoundError, MessageValidationError
+from pocketmq.client.message import Message, SendResult
+from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from pocketmq.remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id
+
+if TYPE_CHECKING:
+    from pocketmq.client.producer.producer import Producer
+
+logger = logging.getLogger(__name__)
+
+
+class TransactionState(enum.Enum):
+    COMMIT_MESSAGE = 8
+    ROLLBACK_MESSAGE = 12
+    UNKNOW = 0
+
+
+TransactionChecker = Callable[[MessageExt], Awaitable[TransactionState]]
+
+
+async def send_in_transaction(
+    producer: Producer,
+    msg: Message,
+    execute_local: Callable[[Message, SendResult], Awaitable[TransactionState]],
+) -> tuple[SendResult, TransactionState]:
+    if msg.delay_level:
+        raise MessageValidationError("transactional messages cannot be delayed")
+    msg.properties[MessageConst.TRAN_MSG] = "true"
+    msg.properties[MessageConst.PGROUP] = producer.group
+    try:
+        result = await producer.send(msg)
+    finally:
+        del msg.properties[MessageConst.TRAN_MSG]
+        del msg.properties[MessageConst.PGROUP]
+    try:
+        state = await execute_local(msg, result)
+    except Exception:
+        logger.exception("local transaction of %s raised; state UNKNOW", result.msg_id)
+        state = TransactionState.UNKNOW
+    await end_transaction(producer, result, state)
+    return result, state
+
+
+async def end_transaction(producer: Producer, result: SendResult, state: TransactionState) -> None:
+    _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
+    addr = producer.instance.find_broker_addr_in_publish(result.message_queue.broker_name)
+    if addr is None:
+        raise BrokerNotFoundError(result.message_queue.broker_name)
+    header = make(
+        EndTransactionRequestHeader,
+        producer_group=producer.group,
+        tran_state_table_offset=result.queue_offset,
+        commit_log_offset=commit_log_offset,
+        commit_or_rollback=state.value,
+        from_transaction_check=False,
+        msg_id=result.msg_id,
+        transaction_id=result.transaction_id or result.msg_id,
+    )
+    await producer.instance.api.end_transaction_oneway(addr, header)
+
+
+async def answer_check(
+    producer: Producer, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+) -> None:
+    checker = producer.transaction_checker
+    if checker is None:
+        logger.warning(
+            "CHECK_TRANSACTION_STATE for %s but producer %s has no checker", header.msg_id, producer.group
+        )
+        return
+    try:
+        state = await checker(msg)
+    except Exception:
+        logger.exception("transaction checker raised for %s", header.msg_id)
+        state = TransactionState.UNKNOW
+    uniq = msg.get_property(MessageConst.UNIQ_KEY) or header.msg_id or ""
+    end = make(
+        EndTransactionRequestHeader,
+        producer_group=producer.group,
+        tran_state_table_offset=header.tran_state_table_offset,
+        commit_log_offset=header.commit_log_offset,
+        commit_or_rollback=state.value,
+        from_transaction_check=True,
+        msg_id=uniq,
+        transaction_id=header.transaction_id or uniq,
+    )
+    await producer.instance.api.end_transaction_oneway(broker_addr, end)

@@ -1,0 +1,243 @@
+"""Blocking facade over the asyncio SDK, for code that is not async (e.g. the Spark source).
+
+All clients of a process share one background thread running an event loop (uvloop when
+available); each blocking call submits a coroutine to it and waits for the result. After a
+``fork`` (Spark's Python workers) the child gets a fresh loop thread on first use.
+
+Example::
+
+    from pocketmq.client import Message
+    from pocketmq.client.sync import SyncProducer, SyncLitePullConsumer
+
+    with SyncProducer("PG", namesrv="127.0.0.1:9876") as producer:
+        print(producer.send(Message("TopicTest", b"hi")).msg_id)
+
+    with SyncLitePullConsumer("CG", namesrv="127.0.0.1:9876") as consumer:
+        consumer.subscribe("TopicTest")
+        consumer.start()
+        for msg in consumer.poll(timeout=1.0):
+            print(msg.body)
+
+Listeners of :class:`SyncPushConsumer` are plain functions; they run in a worker thread
+so that a blocking listener never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, TypeVar
+
+from pocketmq.client.consumer.lite_pull import LitePullConsumer
+from pocketmq.client.consumer.push import PushConsumer
+from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
+from pocketmq.client.producer.producer import Producer
+from pocketmq.remoting.common.runtime import new_event_loop
+from pocketmq.remoting.protocol.message import MessageExt
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        ready = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+        def run() -> None:
+            loop = new_event_loop()
+            asyncio.set_event_loop(loop)
+            self.loop = loop
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+        self.thread = threading.Thread(target=run, name="pocketmq-sync-loop", daemon=True)
+        self.thread.start()
+        ready.wait()
+
+    def stop(self) -> None:
+        loop = self.loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(loop.stop)
+            self.thread.join(timeout=5.0)
+
+
+_lock = threading.Lock()
+_runner: _LoopThread | None = None
+
+
+def _loop_thread() -> _LoopThread:
+    global _runner
+    with _lock:
+        if _runner is None or _runner.pid != os.getpid() or not _runner.thread.is_alive():
+            _runner = _LoopThread()
+        return _runner
+
+
+@atexit.register
+def _shutdown_loop() -> None:
+    runner = _runner
+    if runner is not None and runner.pid == os.getpid():
+        runner.stop()
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on the shared loop thread and wait for its result.
+
+    Raises:
+        TimeoutError: no result within ``timeout`` seconds (the coroutine is cancelled).
+        RuntimeError: called from the loop thread itself (would deadlock).
+    """
+    runner = _loop_thread()
+    assert runner.loop is not None
+    if threading.current_thread() is runner.thread:
+        coro.close()
+        raise RuntimeError("pocketmq.client.sync called from its own event loop thread")
+    fut = asyncio.run_coroutine_threadsafe(coro, runner.loop)
+    try:
+        return fut.result(timeout)
+    except concurrent.futures.TimeoutError:
+        fut.cancel()
+        raise TimeoutError(f"operation did not finish within {timeout}s") from None
+
+
+class SyncProducer:
+    """Blocking :class:`Producer`; same arguments."""
+
+    def __init__(self, group: str = "DEFAULT_PRODUCER", namesrv: str | None = None, **options: Any) -> None:
+        self.producer = Producer(group, namesrv, **options)
+
+    def start(self) -> None:
+        run(self.producer.start())
+
+    def shutdown(self) -> None:
+        run(self.producer.shutdown())
+
+    def __enter__(self) -> SyncProducer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def send(self, msg: Message, **kwargs: Any) -> SendResult:
+        return run(self.producer.send(msg, **kwargs))
+
+    def send_batch(self, msgs: Sequence[Message], **kwargs: Any) -> SendResult:
+        return run(self.producer.send_batch(msgs, **kwargs))
+
+    def send_oneway(self, msg: Message, **kwargs: Any) -> None:
+        run(self.producer.send_oneway(msg, **kwargs))
+
+
+class SyncLitePullConsumer:
+    """Blocking :class:`LitePullConsumer`; same arguments."""
+
+    def __init__(self, group: str = "DEFAULT_CONSUMER", namesrv: str | None = None, **options: Any) -> None:
+        self.consumer = LitePullConsumer(group, namesrv, **options)
+
+    def start(self) -> None:
+        run(self.consumer.start())
+
+    def shutdown(self) -> None:
+        run(self.consumer.shutdown())
+
+    def __enter__(self) -> SyncLitePullConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self.consumer.subscribe(topic, expression)
+
+    def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
+        async def do() -> None:
+            self.consumer.assign(mqs, expression)
+
+        run(do())
+
+    def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        return run(self.consumer.poll(timeout))
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        run(self.consumer.seek(mq, offset))
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        run(self.consumer.seek_to_begin(mq))
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        run(self.consumer.seek_to_end(mq))
+
+    def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        run(self.consumer.commit_sync(offsets))
+
+    def committed(self, mq: MessageQueue) -> int:
+        return run(self.consumer.committed(mq))
+
+    def pause(self, mqs: Iterable[MessageQueue]) -> None:
+        self.consumer.pause(list(mqs))
+
+    def resume(self, mqs: Iterable[MessageQueue]) -> None:
+        async def do() -> None:
+            self.consumer.resume(list(mqs))
+
+        run(do())
+
+    def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
+        return run(self.consumer.fetch_message_queues(topic))
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        return run(self.consumer.min_offset(mq))
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        return run(self.consumer.max_offset(mq))
+
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return run(self.consumer.offset_for_timestamp(mq, timestamp_ms))
+
+    def pull(
+        self, mq: MessageQueue, offset: int, max_nums: int = 32, expression: str = "*", timeout: float = 10.0
+    ) -> PullResult:
+        """One direct pull (no process queue, no offset bookkeeping)."""
+        return run(self.consumer.pull(mq, offset, max_nums, expression, timeout=timeout), timeout + 5.0)
+
+
+class SyncPushConsumer:
+    """Push consumer whose listener is a plain (blocking) function run in a worker thread."""
+
+    def __init__(
+        self,
+        group: str = "DEFAULT_CONSUMER",
+        namesrv: str | None = None,
+        *,
+        listener: Callable[[list[MessageExt], Any], Any],
+        orderly: bool = False,
+        **options: Any,
+    ) -> None:
+        async def bridge(msgs: list[MessageExt], ctx: Any) -> Any:
+            return await asyncio.get_running_loop().run_in_executor(None, listener, msgs, ctx)
+
+        self.consumer = PushConsumer(group, namesrv, listener=bridge, orderly=orderly, **options)
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self.consumer.subscribe(topic, expression)
+
+    def start(self) -> None:
+        run(self.consumer.start())
+
+    def shutdown(self) -> None:
+        run(self.consumer.shutdown())
+
+    def __enter__(self) -> SyncPushConsumer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import pytest
+
+from pocketmq.client.consumer.fast_decode import decode_pull_body
+from pocketmq.remoting.protocol.message import MessageDecodeError, decode_messages, encode_message
+
+
+def fields(msgs):
+    return [
+        (m.store_size, m.magic, m.body_crc, m.queue_id, m.flag, m.queue_offset, m.commit_log_offset, m.sys_flag,
+         m.born_timestamp, m.born_host, m.store_timestamp, m.store_host, m.reconsume_times,
+         m.prepared_transaction_offset, m.body, m.topic, m.properties_str, m.msg_id)
+        for m in msgs
+    ]  # fmt: skip
+
+
+def sample() -> bytes:
+    recs = [
+        encode_message(topic="T", body=b"a" * 10, queue_offset=1, commit_log_offset=2**40, properties={"TAGS": "x"},
+                       born_host=(b"\x0a\x00\x00\x01", 5555), store_host=(b"\xc0\xa8\x01\x02", 10911)),
+        encode_message(topic="Tö", body=b"", queue_offset=2, properties="K\x01v\x02"),
+        encode_message(topic="T6", body=b"v6", born_host=(b"\x00" * 15 + b"\x01", 1), store_host=(b"\x7f\x00\x00\x01", 2)),
+        encode_message(topic="T", body=b"z" * 3000, reconsume_times=3, sys_flag=1, flag=-7),
+    ]  # fmt: skip
+    return b"".join(recs)
+
+
+def test_same_result_as_the_shared_decoder() -> None:
+    body = sample()
+    assert fields(decode_pull_body(body)) == fields(decode_messages(body))
+    assert fields(decode_pull_body(body)) == fields(decode_messages(body))  # caches warm
+    assert decode_pull_body(b"") == []
+
+
+@pytest.mark.parametrize("cut", [1, 8, 50, 95, -1])
+def test_truncated_or_garbage_raises(cut: int) -> None:
+    body = sample()
+    with pytest.raises(MessageDecodeError):
+        decode_pull_body(body[:cut] if cut > 0 else body + b"\x00\x00\x00\x10junk")
+    bad = bytearray(body)
+    bad[4] ^= 0xFF  # magic
+    with pytest.raises(MessageDecodeError):
+        decode_pull_body(bytes(bad))

@@ -1,0 +1,195 @@
+"""Producer logic against a fake instance (real MQClientAPI over a fake remoting layer)."""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+
+import pytest
+
+from pocketmq.client import Message, MessageQueue, Producer, SendStatus
+from pocketmq.client.api import MQClientAPI
+from pocketmq.client.errors import (
+    ClientClosedError,
+    MessageValidationError,
+    RemotingConnectError,
+    SendFailedError,
+)
+from pocketmq.client.producer.producer import _State
+from pocketmq.client.route import QueueData, TopicPublishInfo, TopicRouteData
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.errors import MessageIllegalError
+from pocketmq.remoting.protocol.message import decode_batch, string_to_properties
+
+from .fakes import FakeRemoting, as_any, reply
+
+QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(2)]
+
+
+class FakeInstance:
+    def __init__(self, handler) -> None:
+        self.remoting = FakeRemoting(handler)
+        self.api = MQClientAPI(as_any(self.remoting), ["ns:1"])
+        self.route_refreshes = 0
+
+    def find_broker_addr_in_publish(self, name: str) -> str:
+        return f"{name}:10911"
+
+    async def update_topic_route(self, topic: str, **kw) -> bool:
+        self.route_refreshes += 1
+        return False
+
+
+def make_producer(handler, **options) -> tuple[Producer, FakeInstance]:
+    producer = Producer("PG", namesrv="127.0.0.1:9876", **options)
+    inst = FakeInstance(handler)
+    producer._instance = as_any(inst)
+    producer._state = _State.RUNNING
+    route = TopicRouteData([QueueData("broker-a", 2, 2, 6), QueueData("broker-b", 2, 2, 6)], [])
+    producer._publish["T"] = TopicPublishInfo(list(QUEUES), route=route, have_route=True, index=0)
+    return producer, inst
+
+
+def ok(addr, req=None, queue_offset: int = 1):
+    if req is None:
+        req = addr
+    return reply(
+        0,
+        {
+            "msgId": "7F0000010000277F0000000000000000",
+            "queueId": req.ext_fields["e"],
+            "queueOffset": str(queue_offset),
+        },
+    )
+
+
+async def test_connection_failure_retries_on_another_broker() -> None:
+    def handler(addr, req):
+        if addr.startswith("broker-a"):
+            return RemotingConnectError(f"connect to {addr} refused")
+        return ok(req)
+
+    producer, inst = make_producer(handler)
+    for _ in range(10):
+        res = await producer.send(Message("T", b"hello"))
+        assert res.message_queue.broker_name == "broker-b"
+        assert res.send_status is SendStatus.SEND_OK
+
+
+async def test_retriable_reply_is_retried_and_refresh_route_flag_refreshes() -> None:
+    codes = iter([ResponseCode.SYSTEM_BUSY, ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUCCESS])
+
+    def handler(addr, req):
+        code = next(codes)
+        return ok(addr, req) if code == 0 else reply(code, remark=f"code {code}")
+
+    producer, inst = make_producer(handler)
+    res = await producer.send(Message("T", b"x"))
+    assert res.send_status is SendStatus.SEND_OK
+    assert len(inst.remoting.requests) == 3
+    assert inst.route_refreshes == 1  # only TOPIC_NOT_EXIST asks for a route refresh
+
+
+async def test_non_retriable_reply_raises_at_once() -> None:
+    producer, inst = make_producer(lambda a, r: reply(ResponseCode.MESSAGE_ILLEGAL, remark="bad props"))
+    with pytest.raises(MessageIllegalError, match="bad props"):
+        await producer.send(Message("T", b"x"))
+    assert len(inst.remoting.requests) == 1
+
+
+async def test_all_attempts_failing_lists_every_error() -> None:
+    producer, inst = make_producer(
+        lambda a, r: reply(ResponseCode.SYSTEM_ERROR, remark="boom"), retry_times_when_send_failed=3
+    )
+    with pytest.raises(SendFailedError) as info:
+        await producer.send(Message("T", b"x"))
+    assert len(info.value.errors) == 4 and len(inst.remoting.requests) == 4
+
+
+async def test_request_header_compression_and_uniq_key() -> None:
+    producer, inst = make_producer(ok)
+    body = b"a" * 5000
+    res = await producer.send(
+        Message("T", body, tags="TagA", keys=["k1", "k2"], properties={"p": "v"}, delay_level=3)
+    )
+    addr, req = inst.remoting.requests[-1]
+    ext = req.ext_fields
+    assert req.code == RequestCode.SEND_MESSAGE_V2
+    assert (
+        ext["a"] == "PG"
+        and ext["b"] == "T"
+        and ext["c"] == "TBW102"
+        and ext["f"] == "1"
+        and ext["n"] == addr.split(":")[0]
+    )
+    assert zlib.decompress(req.body) == body
+    props = string_to_properties(ext["i"])
+    assert (
+        props["TAGS"] == "TagA" and props["KEYS"] == "k1 k2" and props["DELAY"] == "3" and props["p"] == "v"
+    )
+    assert props["UNIQ_KEY"] == res.msg_id and len(res.msg_id) == 32
+    await producer.send(Message("T", b"small"))
+    assert inst.remoting.requests[-1][1].ext_fields["f"] == "0"
+
+
+async def test_sharding_key_and_explicit_queue() -> None:
+    producer, inst = make_producer(ok)
+    queues = {
+        (await producer.send(Message("T", b"x"), sharding_key="order-7")).message_queue for _ in range(5)
+    }
+    assert len(queues) == 1
+    res = await producer.send(Message("T", b"x"), queue=QUEUES[3])
+    assert res.message_queue == QUEUES[3]
+
+
+async def test_batch_is_one_request() -> None:
+    producer, inst = make_producer(
+        lambda a, r: reply(0, {"msgId": "A,B,C", "queueId": "0", "queueOffset": "10"})
+    )
+    res = await producer.send_batch([Message("T", f"m{i}".encode(), tags="t") for i in range(3)])
+    req = inst.remoting.requests[-1][1]
+    assert req.code == RequestCode.SEND_BATCH_MESSAGE and req.ext_fields["m"] == "true"
+    items = decode_batch(req.body)
+    assert [i.body for i in items] == [b"m0", b"m1", b"m2"]
+    uniq = [string_to_properties(i.properties_str)["UNIQ_KEY"] for i in items]
+    assert res.msg_id == ",".join(uniq) and res.offset_msg_id == "A,B,C"
+    with pytest.raises(MessageValidationError, match="same topic"):
+        await producer.send_batch([Message("T", b"x"), Message("U", b"y")])
+    with pytest.raises(MessageValidationError, match="batch size"):
+        await producer.send_batch([Message("T", b"x" * 3_000_000), Message("T", b"y" * 3_000_000)])
+
+
+async def test_bad_input_is_rejected_before_sending() -> None:
+    producer, inst = make_producer(ok, max_message_size=1024)
+    for bad, match in [
+        (Message("T", b""), "length is zero"),
+        (Message("T", b"x" * 1025), "over the max"),
+        (Message("bad topic", b"x"), "illegal characters"),
+        (Message("TBW102", b"x"), "default topic"),
+        (Message("T", b"x", properties={"k": "a\x01b"}), "separator"),
+    ]:
+        with pytest.raises(MessageValidationError, match=match):
+            await producer.send(bad)
+    assert inst.remoting.requests == []
+
+
+async def test_send_async_future_and_callback() -> None:
+    producer, inst = make_producer(ok)
+    got = []
+    futs = [producer.send_async(Message("T", b"x"), lambda r, e: got.append((r, e))) for _ in range(5)]
+    results = await asyncio.gather(*futs)
+    await asyncio.sleep(0)
+    assert all(r.send_status is SendStatus.SEND_OK for r in results)
+    assert len(got) == 5 and all(e is None for _, e in got)
+    assert not producer._inflight
+
+
+async def test_closed_producer_raises() -> None:
+    producer = Producer("PG", namesrv="127.0.0.1:9876")
+    with pytest.raises(ClientClosedError):
+        await producer.send(Message("T", b"x"))
+    with pytest.raises(ClientClosedError):
+        producer.send_async(Message("T", b"x"))
+    await producer.shutdown()
+    with pytest.raises(ClientClosedError):
+        await producer.send_oneway(Message("T", b"x"))
