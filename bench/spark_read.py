@@ -1,0 +1,283 @@
+"""Spark source throughput: an AvailableNow read of stored messages, printed as JSON.
+
+Setup (not timed): a name server and two brokers as separate processes on 127.0.0.1, a topic
+with ``--queues`` queues per broker (default 8, so 16 in all), ``--messages`` messages of
+``--body-size`` bytes (default 1M x 1 KiB) sent in batches, then a local[2] SparkSession and a
+small warm-up batch read and AvailableNow query (Python workers started, JIT warm).
+
+Timed: ``spark.readStream.format("rocketmq")`` from earliest with ``Trigger.AvailableNow`` to
+the ``noop`` sink, from ``start()`` to termination; then the same range as a batch read.
+
+The brokers' per-pull caps (RocketMQ: 32 messages / 256 KiB from memory) are raised with
+``--broker-cap`` so one pull can return ``--pull-batch-size`` messages: a Python pull loop only
+keeps up when every pull returns a few hundred messages (SPARK_SOURCE.md §2.5). Run with
+``--broker-cap 32 --pull-batch-size 32`` for RocketMQ's defaults.
+
+    .venv/bin/python bench/spark_read.py [--messages 1000000] [--queues 8] [--pull-batch-size 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+TOPIC = "SparkBench"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"port {port} not listening after {timeout}s")
+
+
+def write_topic_config(store_root: str, queues: int) -> None:
+    """Pre-create the topic the RocketMQ way: the broker loads config/topics.json at start."""
+    os.makedirs(os.path.join(store_root, "config"))
+    table = {
+        TOPIC: {"order": False, "perm": 6, "readQueueNums": queues, "topicFilterType": "SINGLE_TAG",
+                "topicName": TOPIC, "topicSysFlag": 0, "writeQueueNums": queues},
+    }  # fmt: skip
+    doc = {"dataVersion": {"counter": 1, "timestamp": int(time.time() * 1000)}, "topicConfigTable": table}
+    with open(os.path.join(store_root, "config", "topics.json"), "w") as f:
+        json.dump(doc, f)
+
+
+def start_servers(root: str, cap: int, queues: int) -> tuple[list[subprocess.Popen[bytes]], str, list[str]]:
+    py = sys.executable
+    ns_port = free_port()
+    ns_dir = os.path.join(root, "namesrv")
+    os.makedirs(ns_dir)
+    ns_cmd = [py, "-m", "pocketmq.namesrv", "--log-level", "WARNING", "--set", f"listenPort={ns_port}",
+              "--set", f"kvConfigPath={ns_dir}/kvConfig.json", "--set", f"configStorePath={ns_dir}/namesrv.properties"]  # fmt: skip
+    procs = [subprocess.Popen(ns_cmd)]
+    wait_port(ns_port, procs[0])
+    namesrv = f"127.0.0.1:{ns_port}"
+    addrs = []
+    for name in ("broker-a", "broker-b"):
+        write_topic_config(os.path.join(root, name), queues)
+        port = free_port()
+        args = {
+            "brokerName": name, "brokerIP1": "127.0.0.1", "listenHost": "127.0.0.1", "listenPort": port,
+            "fastListenEnable": "false", "haListenPort": free_port(), "storePathRootDir": os.path.join(root, name),
+            "maxTransferCountOnMessageInMemory": cap, "maxTransferBytesOnMessageInMemory": max(cap, 32) * 8192,
+        }  # fmt: skip
+        cmd = [py, "-m", "pocketmq.broker", "-n", namesrv, "--log-level", "WARNING"]
+        for k, v in args.items():
+            cmd += ["--set", f"{k}={v}"]
+        procs.append(subprocess.Popen(cmd))
+        wait_port(port, procs[-1])
+        addrs.append(f"127.0.0.1:{port}")
+    return procs, namesrv, addrs
+
+
+async def produce(namesrv: str, total: int, queues: int, body_size: int) -> None:
+    from pocketmq.client import Message, Producer
+    from pocketmq.client.message import MessageQueue
+
+    body = b"x" * body_size
+    mqs = [MessageQueue(TOPIC, b, q) for b in ("broker-a", "broker-b") for q in range(queues)]
+    per_queue = total // len(mqs)
+    batch = max(1, 64 * 1024 // (body_size + 100))
+    async with Producer("spark-bench", namesrv=namesrv) as producer:
+
+        async def fill(mq: MessageQueue) -> None:
+            for lo in range(0, per_queue, batch):
+                n = min(batch, per_queue - lo)
+                await producer.send_batch([Message(TOPIC, body, tags="T") for _ in range(n)], queue=mq)
+
+        await asyncio.gather(*(fill(mq) for mq in mqs))
+
+
+def tree_cpu_seconds() -> float:
+    """CPU time (user + system) of this process and all its descendants (Linux /proc; 0 elsewhere).
+
+    The box is often shared: rows per CPU-second of *our* processes (JVM, Python workers,
+    brokers) says more than wall time when other programs compete for the cores.
+    """
+    try:
+        hz = os.sysconf("SC_CLK_TCK")
+        stats: dict[int, tuple[int, float]] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / hz)
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (ppid, _) in stats.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return sum(stats[p][1] for p in mine if p in stats)
+
+
+def stored(namesrv: str) -> int:
+    from pocketmq.spark.metadata import ClusterClient
+
+    snap = ClusterClient([namesrv]).snapshot([TOPIC], strict=True)
+    return sum(s.max_offset - s.min_offset for s in snap.queues.values())
+
+
+def spark_session() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    import pkgutil
+
+    if not any(m.name == "pyspark_rocketmq" for m in pkgutil.iter_modules()):  # editable install
+        shim = tempfile.mkdtemp(prefix="pocketmq-shim-")
+        here = os.path.dirname(os.path.abspath(__file__))
+        os.symlink(
+            os.path.join(here, "..", "spark", "pyspark_rocketmq"), os.path.join(shim, "pyspark_rocketmq")
+        )
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (shim, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="RocketMQ Spark source read throughput")
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--queues", type=int, default=8, help="queues per broker (2 brokers)")
+    ap.add_argument("--body-size", type=int, default=1024)
+    ap.add_argument("--pull-batch-size", type=int, default=1024)
+    ap.add_argument("--broker-cap", type=int, default=1024, help="broker maxTransferCountOnMessageInMemory")
+    args = ap.parse_args()
+    root = tempfile.mkdtemp(prefix="pocketmq-spark-bench-")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs, namesrv, _ = start_servers(root, args.broker_cap, args.queues)
+        t = time.perf_counter()
+        asyncio.run(produce(namesrv, args.messages, args.queues, args.body_size))
+        produce_s = time.perf_counter() - t
+        expected = (args.messages // (2 * args.queues)) * 2 * args.queues
+        deadline = time.monotonic() + 60
+        while stored(namesrv) < expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+        t = time.perf_counter()
+        spark = spark_session()
+        session_s = time.perf_counter() - t
+        opts = {"nameServer": namesrv, "topic": TOPIC, "pullBatchSize": str(args.pull_batch_size)}
+        # Warm-up, not timed: a small batch read and a small AvailableNow query (its own
+        # checkpoint) start the Python workers and warm the JIT on both code paths.
+        per_queue = expected // (2 * args.queues)
+        warm_end = {TOPIC: {b: {str(q): 1000 for q in range(args.queues)} for b in ("broker-a", "broker-b")}}
+        warm_start = {
+            TOPIC: {
+                b: {str(q): per_queue - 1000 for q in range(args.queues)} for b in ("broker-a", "broker-b")
+            }
+        }
+        t = time.perf_counter()
+        spark.read.format("rocketmq").options(**opts).option(
+            "endingOffsets", json.dumps(warm_end)
+        ).load().count()
+        (
+            spark.readStream.format("rocketmq").options(**opts).option("startingOffsets", json.dumps(warm_start)).load()
+            .writeStream.format("noop").option("checkpointLocation", os.path.join(root, "warm-cp"))
+            .trigger(availableNow=True).start().awaitTermination()
+        )  # fmt: skip
+        warmup_s = time.perf_counter() - t
+
+        cp = os.path.join(root, "checkpoint")
+        cpu = tree_cpu_seconds()
+        t = time.perf_counter()
+        query = (
+            spark.readStream.format("rocketmq").options(**opts).option("startingOffsets", "earliest").load()
+            .writeStream.format("noop").option("checkpointLocation", cp).trigger(availableNow=True).start()
+        )  # fmt: skip
+        query.awaitTermination()
+        stream_s = time.perf_counter() - t
+        stream_cpu = tree_cpu_seconds() - cpu
+        stream_rows = sum(p["numInputRows"] for p in query.recentProgress)
+
+        cpu = tree_cpu_seconds()
+        t = time.perf_counter()
+        spark.read.format("rocketmq").options(**opts).load().write.format("noop").mode("overwrite").save()
+        batch_s = time.perf_counter() - t
+        batch_cpu = tree_cpu_seconds() - cpu
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else -1.0
+        spark.stop()
+        mb = args.body_size / 1e6
+        print(
+            json.dumps(
+                {
+                    "bench": "spark_read",
+                    "messages": expected,
+                    "body_bytes": args.body_size,
+                    "queues": 2 * args.queues,
+                    "brokers": 2,
+                    "pull_batch_size": args.pull_batch_size,
+                    "broker_cap": args.broker_cap,
+                    "produce_s": round(produce_s, 2),
+                    "session_start_s": round(session_s, 2),
+                    "warmup_s": round(warmup_s, 2),
+                    "stream_available_now": {
+                        "rows": stream_rows,
+                        "seconds": round(stream_s, 2),
+                        "rows_per_s": round(stream_rows / stream_s),
+                        "mb_per_s": round(stream_rows * mb / stream_s, 1),
+                        "cpu_s": round(stream_cpu, 2),
+                        "rows_per_cpu_s": round(stream_rows / stream_cpu) if stream_cpu else None,
+                    },
+                    "batch_read": {
+                        "rows": expected,
+                        "seconds": round(batch_s, 2),
+                        "rows_per_s": round(expected / batch_s),
+                        "cpu_s": round(batch_cpu, 2),
+                        "rows_per_cpu_s": round(expected / batch_cpu) if batch_cpu else None,
+                    },
+                    "cores": os.cpu_count(),
+                    "load_avg_1m": round(load, 2),
+                }
+            )
+        )
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""Blocking remoting client for Spark's Python processes, with a per-process connection pool.
+
+Spark runs ``read()`` in reused Python worker processes and the planner in a long-lived
+process of its own; neither has an event loop, and a forked worker must not inherit one. So
+this module speaks the RocketMQ frame protocol (reference §1.1) over plain blocking sockets,
+reusing the sans-IO codec of :mod:`pocketmq.remoting.protocol`:
+
+* :class:`BlockingConnection`: one socket. ``send`` assigns the opaque and writes the frame;
+  ``receive`` reads frames until the reply with that opaque arrives (stale replies to an
+  abandoned request are dropped). Replies keep their body as a ``memoryview`` of the receive
+  buffer, so a pull body is never copied before it is decoded. Several requests may be in
+  flight (``invoke_many`` pipelines them; the pull loop sends the next pull before decoding the
+  current body).
+* :class:`ConnectionPool`: idle connections per broker address, thread-safe (the planner asks
+  brokers in parallel threads), reset after a fork. A connection that saw any error is closed,
+  never returned. The process-wide pool is :func:`pool`; connections survive across tasks
+  because Spark reuses its Python workers (pitfall 10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+from pocketmq.remoting.protocol.codes import RPC_TYPE_RESPONSE
+from pocketmq.remoting.protocol.command import RemotingCommand, command_from_header
+from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
+from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
+
+_LENGTH = struct.Struct(">i")
+_WORD = struct.Struct(">i")
+#: Idle connections kept per address (a worker reads a handful of queues of one broker at a time).
+MAX_IDLE_PER_ADDR = 4
+
+
+class BlockingConnection:
+    """One TCP connection to a broker or name server."""
+
+    __slots__ = ("_len_buf", "_opaque", "addr", "broken", "pid", "sock")
+
+    def __init__(self, addr: str, connect_timeout: float) -> None:
+        host, _, port_s = addr.rpartition(":")
+        try:
+            port = int(port_s)
+        except ValueError:
+            raise RemotingConnectError(f"invalid address {addr!r}") from None
+        try:
+            self.sock = socket.create_connection((host.strip("[]"), port), timeout=connect_timeout)
+        except OSError as exc:
+            raise RemotingConnectError(f"connect to {addr} failed: {exc}") from exc
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.addr = addr
+        self.pid = os.getpid()
+        self.broken = False
+        self._opaque = 0
+        self._len_buf = bytearray(4)
+
+    def close(self) -> None:
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def send(self, cmd: RemotingCommand) -> int:
+        """Write ``cmd`` with a fresh opaque; returns the opaque."""
+        self._opaque = (self._opaque + 1) & 0x7FFFFFFF
+        cmd.opaque = self._opaque
+        head = cmd.encode_header()
+        try:
+            self.sock.settimeout(None)
+            if cmd.body:
+                self.sock.sendall(head + cmd.body)
+            else:
+                self.sock.sendall(head)
+        except OSError as exc:
+            self.close()
+            raise RemotingConnectError(f"send to {self.addr} failed: {exc}") from exc
+        return cmd.opaque
+
+    def _read_into(self, view: memoryview, deadline: float) -> None:
+        got = 0
+        n = len(view)
+        sock = self.sock
+        while got < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close()
+                raise RemotingTimeoutError(f"no reply from {self.addr} in time")
+            sock.settimeout(remaining)
+            try:
+                k = sock.recv_into(view[got:])
+            except TimeoutError:
+                self.close()
+                raise RemotingTimeoutError(f"no reply from {self.addr} in time") from None
+            except OSError as exc:
+                self.close()
+                raise RemotingConnectError(f"read from {self.addr} failed: {exc}") from exc
+            if k == 0:
+                self.close()
+                raise RemotingConnectError(f"connection to {self.addr} closed by the peer")
+            got += k
+
+    def receive(self, opaque: int, timeout: float) -> tuple[RemotingCommand, memoryview]:
+        """The reply to ``opaque`` and its body (empty view when there is none).
+
+        Raises:
+            RemotingTimeoutError: nothing within ``timeout`` seconds (the connection is closed).
+            RemotingConnectError: the connection broke or sent an unusable frame.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            self._read_into(memoryview(self._len_buf), deadline)
+            (length,) = _LENGTH.unpack_from(self._len_buf)
+            if length < 4 or length > DEFAULT_MAX_FRAME_SIZE:
+                self.close()
+                raise RemotingConnectError(f"{self.addr} sent a frame of invalid length {length}")
+            frame = bytearray(length)
+            view = memoryview(frame)
+            self._read_into(view, deadline)
+            (word,) = _WORD.unpack_from(frame)
+            hlen = word & 0xFFFFFF
+            if 4 + hlen > length:
+                self.close()
+                raise RemotingConnectError(f"{self.addr} sent a header longer than its frame")
+            try:
+                cmd = command_from_header(bytes(view[4 : 4 + hlen]), (word >> 24) & 0xFF, None)
+            except ValueError as exc:
+                self.close()
+                raise RemotingConnectError(f"{self.addr} sent an undecodable header: {exc}") from exc
+            if cmd.flag & RPC_TYPE_RESPONSE and cmd.opaque == opaque:
+                return cmd, view[4 + hlen :]
+            # a late reply to an abandoned request, or a server-initiated request: not ours
+
+    def invoke(self, cmd: RemotingCommand, timeout: float) -> tuple[RemotingCommand, memoryview]:
+        return self.receive(self.send(cmd), timeout)
+
+    def invoke_many(self, cmds: Sequence[RemotingCommand], timeout: float) -> list[RemotingCommand]:
+        """Pipeline ``cmds`` (all written first) and return the replies in order (bodies dropped)."""
+        opaques = [self.send(c) for c in cmds]
+        deadline = time.monotonic() + timeout
+        return [self.receive(o, max(0.001, deadline - time.monotonic()))[0] for o in opaques]
+
+
+class ConnectionPool:
+    """Idle :class:`BlockingConnection` objects per address; safe across threads and forks."""
+
+    def __init__(self, connect_timeout: float = 3.0) -> None:
+        self.connect_timeout = connect_timeout
+        self._idle: dict[str, list[BlockingConnection]] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def _take(self, addr: str) -> BlockingConnection | None:
+        with self._lock:
+            if self._pid != os.getpid():  # forked: the parent's sockets are not ours
+                self._idle = {}
+                self._pid = os.getpid()
+            idle = self._idle.get(addr)
+            return idle.pop() if idle else None
+
+    def _give(self, conn: BlockingConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(conn.addr, [])
+            if conn.pid == os.getpid() and len(idle) < MAX_IDLE_PER_ADDR:
+                idle.append(conn)
+                return
+        conn.close()
+
+    @contextlib.contextmanager
+    def connection(self, addr: str) -> Iterator[BlockingConnection]:
+        """A connection to ``addr`` for the block; returned to the pool unless it broke."""
+        conn = self._take(addr) or BlockingConnection(addr, self.connect_timeout)
+        try:
+            yield conn
+        except BaseException:
+            conn.close()
+            raise
+        if conn.broken:
+            conn.close()
+        else:
+            self._give(conn)
+
+    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> tuple[RemotingCommand, bytes]:
+        """One request/reply; a pooled connection the peer closed meanwhile is retried once, fresh."""
+        for attempt in (0, 1):
+            conn = self._take(addr) if attempt == 0 else None
+            fresh = conn is None
+            if conn is None:
+                conn = BlockingConnection(addr, self.connect_timeout)
+            try:
+                reply, body = conn.invoke(cmd, timeout)
+                data = bytes(body)
+            except RemotingConnectError:
+                conn.close()
+                if fresh:
+                    raise
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            self._give(conn)
+            return reply, data
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def invoke_many(
+        self, addr: str, cmds: Sequence[RemotingCommand], timeout: float
+    ) -> list[RemotingCommand]:
+        for attempt in (0, 1):
+            conn = self._take(addr) if attempt == 0 else None
+            fresh = conn is None
+            if conn is None:
+                conn = BlockingConnection(addr, self.connect_timeout)
+            try:
+                replies = conn.invoke_many(cmds, timeout)
+            except RemotingConnectError:
+                conn.close()
+                if fresh:
+                    raise
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            self._give(conn)
+            return replies
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def discard(self, addr: str) -> None:
+        """Close the idle connections to ``addr`` (one broke: the peer probably restarted)."""
+        with self._lock:
+            idle = self._idle.pop(addr, [])
+        for conn in idle:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+
+
+_POOL: ConnectionPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def pool() -> ConnectionPool:
+    """The process-wide pool (created on first use, recreated after a fork)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._pid != os.getpid():
+            _POOL = ConnectionPool()
+        return _POOL

@@ -1,0 +1,168 @@
+"""Pull body -> Arrow rows: values, filtering, offset checks and the Spark schema (no Spark session)."""
+
+from __future__ import annotations
+
+import zlib
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from pocketmq.remoting.protocol.message import (
+    COMPRESSED_FLAG,
+    create_offset_msg_id,
+    encode_message,
+    pack_host_ip,
+)
+from pocketmq.spark.errors import ReadError
+from pocketmq.spark.rows import COLUMNS, Columns, arrow_schema, schema_ddl
+
+STORE = (pack_host_ip("10.0.0.7"), 10911)
+
+
+def rec(
+    offset: int,
+    body: bytes = b"hello",
+    *,
+    topic: str = "T",
+    queue_id: int = 3,
+    props: dict[str, str] | None = None,
+    **kw: int,
+) -> bytes:
+    return encode_message(
+        topic=topic, body=body, properties=props or {}, queue_id=queue_id, queue_offset=offset,
+        commit_log_offset=1000 + offset * 200, born_timestamp=1_700_000_000_123 + offset,
+        store_timestamp=1_700_000_000_500 + offset, born_host=(pack_host_ip("192.168.1.2"), 5555),
+        store_host=STORE, **kw,
+    )  # fmt: skip
+
+
+def spark_type(kind: str) -> object:
+    return {
+        "STRING": StringType(),
+        "INT": IntegerType(),
+        "BIGINT": LongType(),
+        "BINARY": BinaryType(),
+        "TIMESTAMP": TimestampType(),
+    }[kind]
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_arrow_schema_is_what_pyspark_expects(include: bool) -> None:
+    fields = [StructField(name, spark_type(kind)) for name, kind in COLUMNS]  # type: ignore[arg-type]
+    if include:
+        fields.append(StructField("properties", MapType(StringType(), StringType())))
+    assert arrow_schema(include).equals(to_arrow_schema(StructType(fields), timezone="UTC"))
+    assert schema_ddl(include).startswith(
+        "topic STRING, brokerName STRING, queueId INT, queueOffset BIGINT, body BINARY"
+    )
+    assert schema_ddl(include).endswith("MAP<STRING, STRING>") == include
+
+
+def test_values_of_every_column() -> None:
+    cols = Columns("T", "broker-a", 3, include_properties=True)
+    body = rec(
+        7,
+        b"payload",
+        props={"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABC123", "x": "y"},
+        flag=9,
+        reconsume_times=2,
+    )
+    body += rec(8, b"second")  # no properties at all
+    assert cols.decode(body, 7, 100, None, None) == 9
+    batch = cols.to_batch()
+    assert batch.schema.equals(arrow_schema(True)) and batch.num_rows == 2
+    row = batch.to_pylist()[0]
+    assert row["topic"] == "T" and row["brokerName"] == "broker-a" and row["queueId"] == 3
+    assert (
+        row["queueOffset"] == 7
+        and row["body"] == b"payload"
+        and row["flag"] == 9
+        and row["reconsumeTimes"] == 2
+    )
+    assert (row["tags"], row["keys"], row["msgId"]) == ("TagA", "k1 k2", "ABC123")
+    assert row["commitLogOffset"] == 1000 + 7 * 200
+    assert int(row["bornTimestamp"].timestamp() * 1000) == 1_700_000_000_130
+    assert int(row["storeTimestamp"].timestamp() * 1000) == 1_700_000_000_507
+    assert row["bornHost"] == "192.168.1.2:5555" and row["storeHost"] == "10.0.0.7:10911"
+    assert dict(row["properties"]) == {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABC123", "x": "y"}
+    second = batch.to_pylist()[1]
+    assert second["tags"] is None and second["keys"] is None and dict(second["properties"]) == {}
+    # no UNIQ_KEY: the offset msgId (store host + commit-log offset), as the Java consumer shows
+    assert second["msgId"] == create_offset_msg_id(STORE[0], STORE[1], 1000 + 8 * 200)
+    assert len(cols) == 0  # to_batch cleared the columns
+
+
+def test_compressed_body_is_inflated_and_ipv6_hosts_decode() -> None:
+    raw = b"x" * 5000
+    body = rec(0, zlib.compress(raw), sys_flag=COMPRESSED_FLAG)
+    body += encode_message(
+        topic="T",
+        body=b"v6",
+        queue_id=3,
+        queue_offset=1,
+        store_host=(pack_host_ip("::1"), 7),
+        born_host=(pack_host_ip("fe80::2"), 8),
+    )
+    cols = Columns("T", "b", 3, include_properties=False)
+    cols.decode(body, 0, 10, None, None)
+    rows = cols.to_batch().to_pylist()
+    assert rows[0]["body"] == raw and rows[0]["sysFlag"] & COMPRESSED_FLAG
+    assert (
+        rows[1]["body"] == b"v6"
+        and rows[1]["storeHost"] == "[::1]:7"
+        and rows[1]["bornHost"] == "[fe80::2]:8"
+    )
+    assert "properties" not in cols.to_batch().schema.names
+
+
+def test_exact_tag_filter_and_until_cut() -> None:
+    body = b"".join(rec(i, props={"TAGS": tag}) for i, tag in enumerate(["A", "B", "AB", "A", "A"]))
+    cols = Columns("T", "b", 3, include_properties=False)
+    # rows at offset >= until are cut; filtered rows still advance the expected offset
+    assert cols.decode(body, 0, 4, frozenset({"A"}), None) == 4
+    assert cols.to_batch().column("queueOffset").to_pylist() == [0, 3]
+
+
+def test_gaps_are_reported_without_filter() -> None:
+    body = rec(5) + rec(6) + rec(9)
+    gaps: list[tuple[int, int]] = []
+    cols = Columns("T", "b", 3, include_properties=False)
+    assert cols.decode(body, 4, 100, None, lambda a, b: gaps.append((a, b))) == 10
+    assert gaps == [(4, 5), (7, 9)]
+
+
+@pytest.mark.parametrize(
+    ("body", "expect", "fragment"),
+    [
+        (rec(5) + rec(5), 5, "offsets must increase"),
+        (rec(3), 4, "where offset >= 4"),
+        (rec(4, queue_id=2), 4, "queue 2"),
+        (rec(4, topic="OTHER"), 4, "another topic"),
+        (rec(4)[:-3], 4, "bad record"),
+        (b"\x00" * 120, 4, "bad record"),
+        (rec(4)[:50], 4, "truncated record"),
+    ],
+)
+def test_inconsistent_bodies_raise(body: bytes, expect: int, fragment: str) -> None:
+    with pytest.raises(ReadError, match=fragment):
+        Columns("T", "b", 3, include_properties=False).decode(body, expect, 100, None, None)
+
+
+def test_memoryview_input_and_many_rows() -> None:
+    body = b"".join(rec(i, bytes([i % 256]) * 1024, props={"TAGS": "t"}) for i in range(500))
+    cols = Columns("T", "b", 3, include_properties=False)
+    cols.decode(memoryview(bytearray(body)), 0, 500, None, None)
+    batch = cols.to_batch()
+    assert batch.num_rows == 500 and batch.column("body")[499].as_py() == bytes([499 % 256]) * 1024
+    assert isinstance(batch, pa.RecordBatch)
