@@ -20,6 +20,7 @@ Rules (Java ``ProcessQueue``):
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -172,8 +173,17 @@ class ProcessQueue:
     def is_pull_expired(self, now_ms: int) -> bool:
         return now_ms - self.last_pull_timestamp > PULL_MAX_IDLE_TIME
 
-    def info(self) -> dict[str, object]:
-        """Java ``ProcessQueueInfo`` fields for ConsumerRunningInfo."""
+    def info(
+        self, *, now_monotonic_ms: int | None = None, now_wall_ms: int | None = None
+    ) -> dict[str, object]:
+        """Java ``ProcessQueueInfo`` fields for ConsumerRunningInfo.
+
+        Our timestamps are monotonic; Java reports epoch milliseconds, so they are shifted by
+        the current wall-minus-monotonic difference (tools print them as dates).
+        """
+        mono = time.monotonic_ns() // 1_000_000 if now_monotonic_ms is None else now_monotonic_ms
+        wall = time.time_ns() // 1_000_000 if now_wall_ms is None else now_wall_ms
+        shift = wall - mono
         tree = self.msg_tree
         return {
             "cachedMsgCount": self.msg_count,
@@ -183,9 +193,9 @@ class ProcessQueue:
             "commitOffset": 0,
             "droped": self.dropped,
             "locked": self.locked,
-            "lastLockTimestamp": self.last_lock_timestamp,
-            "lastPullTimestamp": self.last_pull_timestamp,
-            "lastConsumeTimestamp": self.last_consume_timestamp,
+            "lastLockTimestamp": self.last_lock_timestamp + shift if self.last_lock_timestamp else 0,
+            "lastPullTimestamp": self.last_pull_timestamp + shift,
+            "lastConsumeTimestamp": self.last_consume_timestamp + shift,
             "transactionMsgCount": len(self.consuming_tree),
             "tryUnlockTimes": self.try_unlock_times,
         }
