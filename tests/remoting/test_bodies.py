@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.bodies import (
     Connection,

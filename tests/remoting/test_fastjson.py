@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.bodies import MessageQueue
 from pocketmq.remoting.protocol.fastjson import BodyFormatError, FrozenDict

@@ -5,6 +5,7 @@ import struct
 import zlib
 
 import pytest
+
 from pocketmq.remoting.protocol import route
 from pocketmq.remoting.protocol.fastjson import BodyFormatError
 from pocketmq.remoting.protocol.route import (

@@ -3,6 +3,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from pydantic import BaseModel, Field
+
 from pocketmq.remoting.common import properties
 from pocketmq.remoting.common.config import (
     CONFIG_MODEL_CONFIG,
@@ -17,7 +19,6 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     render_config,
 )
-from pydantic import BaseModel, Field
 
 
 class FlushDiskType(enum.Enum):

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from pocketmq.remoting.common import persist
 from pocketmq.remoting.common.persist import PersistCorruptError
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pocketmq.remoting.common import properties
 from pocketmq.remoting.common.properties import PropertiesError, PropertyEntry
 

@@ -6,6 +6,7 @@ import signal
 import threading
 
 import pytest
+
 from pocketmq.remoting.common import runtime
 
 

@@ -4,6 +4,7 @@ import asyncio
 import logging
 
 import pytest
+
 from pocketmq.remoting.common.service import Service, TaskSet
 
 

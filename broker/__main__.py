@@ -1,0 +1,109 @@
+"""``mqbroker``: start a broker (RocketMQ's flags plus ``--set key=value``).
+
+    mqbroker [-c conf/broker-a.conf] [-n 127.0.0.1:9876] [-p | -m] [--set key=value ...]
+
+``-p`` prints every effective config key and exits, ``-m`` only the important ones (as
+RocketMQ). A bad key or value is a startup error that names it (exit code 2). SIGTERM/SIGINT
+shut the broker down cleanly: held pulls answered, unregistered from the name servers, store
+flushed, metadata persisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+
+import click
+
+from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
+from pocketmq.remoting.common.runtime import run
+
+logger = logging.getLogger("pocketmq.broker")
+
+IMPORTANT_KEYS = (
+    "brokerClusterName", "brokerName", "brokerId", "brokerIP1", "listenPort", "namesrvAddr",
+    "storePathRootDir", "brokerRole", "flushDiskType", "autoCreateTopicEnable", "mappedFileSizeCommitLog",
+)  # fmt: skip
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def serve(config: BrokerConfig, stop: asyncio.Event | None = None) -> None:
+    """Run a broker until ``stop`` is set (or forever), then shut it down cleanly."""
+    from pocketmq.broker.controller import BrokerController
+
+    controller = BrokerController(config)
+    stop = stop or asyncio.Event()
+    await controller.start()
+    # Java's mqbroker prints this line to stdout; scripts wait for it.
+    ns = f" and name server is {config.namesrv_addr}" if config.namesrv_addr else ""
+    click.echo(
+        f"The broker[{config.broker_name}, {controller.broker_addr}] boot success. serializeType=JSON{ns}"
+    )
+    try:
+        await stop.wait()
+    finally:
+        await controller.shutdown()
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-c", "--config-file", "conf", type=click.Path(dir_okay=False), help="broker .conf file")
+@click.option(
+    "-n", "--namesrv-addr", "namesrv", help="name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876"
+)
+@click.option("-p", "--print-config", "print_all", is_flag=True, help="print all config keys and exit")
+@click.option(
+    "-m", "--print-important-config", "print_important", is_flag=True, help="print important keys and exit"
+)
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override any config key (repeatable)"
+)
+@click.option(
+    "--log-level", default=lambda: os.environ.get("POCKETMQ_LOG_LEVEL", "INFO"), show_default="INFO"
+)
+def main(
+    conf: str | None,
+    namesrv: str | None,
+    print_all: bool,
+    print_important: bool,
+    overrides: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Start a pocketmq broker (RocketMQ 4.x compatible)."""
+    configure_logging(log_level)
+    try:
+        config = load_broker_config(conf, overrides, namesrv_addr=namesrv)
+    except ConfigError as exc:
+        click.echo(f"mqbroker: {exc}", err=True)
+        sys.exit(2)
+    if print_all or print_important:
+        props = config.properties()
+        for key, value in props.items():
+            if print_all or key in IMPORTANT_KEYS:
+                click.echo(f"{key}={value}")
+        return
+    stop = asyncio.Event()
+
+    async def shutdown() -> None:
+        stop.set()
+
+    logger.info("advertised address %s:%d (brokerIP1)", config.broker_ip1, config.listen_port)
+    try:
+        run(lambda: serve(config, stop), shutdown=shutdown)
+    except asyncio.CancelledError:
+        sys.exit(130)
+    except OSError as exc:
+        click.echo(f"mqbroker: {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,227 @@
+"""Producer and consumer channel tables (pure: time is an argument, side effects are results).
+
+Rules (RocketMQ ``ProducerManager`` / ``ConsumerManager`` / ``ConsumerGroupInfo``):
+
+* registrations are keyed by connection (the client's TCP channel); a heartbeat refreshes
+  ``last_update_ms``; a channel silent for ``channel_expired_timeout`` (120 s) is evicted by
+  :meth:`scan_not_active_channel`, a closed channel at once by :meth:`do_channel_close_event`;
+* a consumer group's membership "changes" when a new channel joins, one leaves, or its
+  subscribed topic set changes (a newer ``subVersion`` replaces a subscription silently);
+  the caller then sends NOTIFY_CONSUMER_IDS_CHANGED to the group's remaining channels;
+* ``consumer_ids`` is sorted and de-duplicated: every broker must return the same list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pocketmq.remoting.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+)
+
+#: ``ConsumerManager.CHANNEL_EXPIRED_TIMEOUT``
+CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
+
+
+@dataclass(slots=True, eq=False)
+class ClientChannelInfo:
+    conn: Any
+    client_id: str
+    language: int
+    version: int
+    last_update_ms: int
+    remote_addr: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class ConsumerGroupInfo:
+    group_name: str
+    consume_type: ConsumeType
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
+    channels: dict[Any, ClientChannelInfo] = field(default_factory=dict)
+    subscription_table: dict[str, SubscriptionData] = field(default_factory=dict)
+    last_update_ms: int = 0
+
+    def find_subscription_data(self, topic: str) -> SubscriptionData | None:
+        return self.subscription_table.get(topic)
+
+    def client_ids(self) -> list[str]:
+        return sorted({info.client_id for info in self.channels.values()})
+
+    def all_channels(self) -> list[Any]:
+        return list(self.channels)
+
+    def find_channel_by_client_id(self, client_id: str) -> ClientChannelInfo | None:
+        for info in self.channels.values():
+            if info.client_id == client_id:
+                return info
+        return None
+
+    def update_channel(
+        self,
+        info: ClientChannelInfo,
+        consume_type: ConsumeType,
+        message_model: MessageModel,
+        consume_from_where: ConsumeFromWhere,
+    ) -> bool:
+        """Add or refresh a channel; True when it is new (membership changed)."""
+        self.consume_type = consume_type
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        old = self.channels.get(info.conn)
+        updated = False
+        if old is None:
+            self.channels[info.conn] = info
+            updated = True
+        elif old.client_id != info.client_id:
+            # The same connection now claims another client id: take the new one.
+            self.channels[info.conn] = info
+        else:
+            old.last_update_ms = info.last_update_ms
+            old.language = info.language
+            old.version = info.version
+        self.last_update_ms = info.last_update_ms
+        return updated
+
+    def update_subscription(self, subs: Iterable[SubscriptionData], now_ms: int) -> bool:
+        """Merge the heartbeat's subscriptions; True when the topic set changed."""
+        updated = False
+        seen: set[str] = set()
+        for sub in subs:
+            seen.add(sub.topic)
+            old = self.subscription_table.get(sub.topic)
+            if old is None:
+                self.subscription_table[sub.topic] = sub
+                updated = True
+            elif sub.sub_version > old.sub_version or (sub != old and sub.sub_version == old.sub_version):
+                self.subscription_table[sub.topic] = sub
+        for topic in [t for t in self.subscription_table if t not in seen]:
+            del self.subscription_table[topic]
+            updated = True
+        self.last_update_ms = now_ms
+        return updated
+
+
+class ConsumerManager:
+    def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
+        self.consumer_table: dict[str, ConsumerGroupInfo] = {}
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+
+    def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
+        return self.consumer_table.get(group)
+
+    def find_subscription_data(self, group: str, topic: str) -> SubscriptionData | None:
+        info = self.consumer_table.get(group)
+        return info.find_subscription_data(topic) if info is not None else None
+
+    def register_consumer(
+        self,
+        group: str,
+        info: ClientChannelInfo,
+        consume_type: ConsumeType,
+        message_model: MessageModel,
+        consume_from_where: ConsumeFromWhere,
+        subs: Iterable[SubscriptionData],
+    ) -> bool:
+        """Register or refresh; True when the group's membership or topic set changed."""
+        cgi = self.consumer_table.get(group)
+        if cgi is None:
+            cgi = ConsumerGroupInfo(group, consume_type, message_model, consume_from_where)
+            self.consumer_table[group] = cgi
+        r1 = cgi.update_channel(info, consume_type, message_model, consume_from_where)
+        r2 = cgi.update_subscription(subs, info.last_update_ms)
+        return r1 or r2
+
+    def unregister_consumer(self, group: str, conn: Any) -> bool:
+        """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
+        cgi = self.consumer_table.get(group)
+        if cgi is None or cgi.channels.pop(conn, None) is None:
+            return False
+        if not cgi.channels:
+            del self.consumer_table[group]
+        return True
+
+    def do_channel_close_event(self, conn: Any) -> list[str]:
+        """Forget ``conn`` everywhere; returns the groups whose membership changed."""
+        changed: list[str] = []
+        for group, cgi in list(self.consumer_table.items()):
+            if cgi.channels.pop(conn, None) is not None:
+                changed.append(group)
+                if not cgi.channels:
+                    del self.consumer_table[group]
+        return changed
+
+    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
+        """Evict channels silent longer than the expiry; returns ``(group, channel)`` pairs."""
+        expired: list[tuple[str, ClientChannelInfo]] = []
+        limit = self.channel_expired_timeout_ms
+        for group, cgi in list(self.consumer_table.items()):
+            for conn, info in list(cgi.channels.items()):
+                if now_ms - info.last_update_ms > limit:
+                    del cgi.channels[conn]
+                    expired.append((group, info))
+            if not cgi.channels:
+                del self.consumer_table[group]
+        return expired
+
+    def query_topic_consume_by_who(self, topic: str) -> set[str]:
+        return {g for g, cgi in self.consumer_table.items() if topic in cgi.subscription_table}
+
+
+class ProducerManager:
+    def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
+        self.group_channel_table: dict[str, dict[Any, ClientChannelInfo]] = {}
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+
+    def register_producer(self, group: str, info: ClientChannelInfo) -> None:
+        channels = self.group_channel_table.setdefault(group, {})
+        old = channels.get(info.conn)
+        if old is None or old.client_id != info.client_id:
+            channels[info.conn] = info
+        else:
+            old.last_update_ms = info.last_update_ms
+
+    def unregister_producer(self, group: str, conn: Any) -> bool:
+        channels = self.group_channel_table.get(group)
+        if channels is None or channels.pop(conn, None) is None:
+            return False
+        if not channels:
+            del self.group_channel_table[group]
+        return True
+
+    def do_channel_close_event(self, conn: Any) -> list[str]:
+        groups: list[str] = []
+        for group, channels in list(self.group_channel_table.items()):
+            if channels.pop(conn, None) is not None:
+                groups.append(group)
+                if not channels:
+                    del self.group_channel_table[group]
+        return groups
+
+    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
+        expired: list[tuple[str, ClientChannelInfo]] = []
+        limit = self.channel_expired_timeout_ms
+        for group, channels in list(self.group_channel_table.items()):
+            for conn, info in list(channels.items()):
+                if now_ms - info.last_update_ms > limit:
+                    del channels[conn]
+                    expired.append((group, info))
+            if not channels:
+                del self.group_channel_table[group]
+        return expired
+
+    def get_channels(self, group: str) -> list[ClientChannelInfo]:
+        return list(self.group_channel_table.get(group, {}).values())
+
+    def get_available_channel(self, group: str) -> ClientChannelInfo | None:
+        """A live channel of ``group`` (for CHECK_TRANSACTION_STATE)."""
+        for info in self.group_channel_table.get(group, {}).values():
+            if getattr(info.conn, "is_active", True):
+                return info
+        return None

@@ -1,0 +1,307 @@
+"""``BrokerConfig``: RocketMQ's broker keys, spelled and defaulted as in ``BrokerConfig.java``.
+
+A Java ``broker.conf`` is one flat properties file that mixes the keys of four Java classes
+(``BrokerConfig``, ``NettyServerConfig``, ``NettyClientConfig``, ``MessageStoreConfig``).
+:func:`load_broker_config` splits it: broker and server keys go to :class:`BrokerSettings`,
+store keys to :class:`~pocketmq.store.config.MessageStoreConfig`, Java keys pocketmq does not
+implement are accepted with a warning, and anything else is a startup error naming the key.
+
+Order (DESIGN.md §5): defaults (``NAMESRV_ADDR`` / ``ROCKETMQ_HOME`` from the environment act as
+defaults, as in Java) → the ``.conf`` file → ``-n`` → ``--set key=value`` overrides.
+
+Derived values, as ``BrokerStartup`` derives them: ``haListenPort`` = ``listenPort + 1`` unless
+set; ``brokerIP2`` = ``brokerIP1`` unless set; ``registerNameServerPeriod`` clamped to 10-60 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from pocketmq.remoting.common.config import (
+    CONFIG_MODEL_CONFIG,
+    ConfigError,
+    apply_config,
+    config_properties,
+    load_configs,
+    parse_overrides,
+    read_conf_file,
+)
+from pocketmq.store.config import MessageStoreConfig
+
+__all__ = [
+    "FOREIGN_KEYS",
+    "BrokerConfig",
+    "BrokerSettings",
+    "ConfigError",
+    "load_broker_config",
+    "local_address",
+]
+
+_GiB = 1024 * 1024 * 1024
+
+
+def local_address() -> str:
+    """A non-loopback IPv4 address of this host, as RocketMQ's ``RemotingUtil.getLocalAddress``.
+
+    Falls back to ``127.0.0.1`` when the host has none. No packet is sent: a UDP ``connect``
+    only asks the kernel which source address it would route from.
+    """
+    with contextlib.suppress(OSError):
+        for ip in socket.gethostbyname_ex(socket.gethostname())[2]:
+            if not ip.startswith("127."):
+                return ip
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("10.255.255.255", 1))
+        ip = s.getsockname()[0]
+        if ip and not ip.startswith("127.") and ip != "0.0.0.0":
+            return str(ip)
+    return "127.0.0.1"
+
+
+def _default_broker_name() -> str:
+    # Java: RemotingUtil/localHostName(), "DEFAULT_BROKER" if unknown.
+    try:
+        return socket.gethostname() or "DEFAULT_BROKER"
+    except OSError:  # pragma: no cover
+        return "DEFAULT_BROKER"
+
+
+class BrokerSettings(BaseModel):
+    """Scalar broker + remoting-server keys (Java ``BrokerConfig`` and ``NettyServerConfig``)."""
+
+    model_config = CONFIG_MODEL_CONFIG
+
+    # -- identity and addresses
+    rocketmq_home: str | None = Field(
+        default_factory=lambda: os.environ.get("ROCKETMQ_HOME"), description="ROCKETMQ_HOME"
+    )
+    namesrv_addr: str | None = Field(
+        default_factory=lambda: os.environ.get("NAMESRV_ADDR") or None,
+        description="';'-separated name server addresses (default: $NAMESRV_ADDR)",
+    )
+    broker_ip1: str = Field(
+        default_factory=local_address, alias="brokerIP1", description="advertised IP (clients connect here)"
+    )
+    broker_ip2: str | None = Field(None, alias="brokerIP2", description="HA address IP (default brokerIP1)")
+    broker_name: str = Field(default_factory=_default_broker_name, min_length=1)
+    broker_cluster_name: str = Field("DefaultCluster", min_length=1)
+    broker_id: int = Field(0, ge=0, description="0 = master, > 0 = slave")
+    broker_permission: int = Field(6, ge=0, le=15, description="PermName bits: 4 read, 2 write, 1 inherit")
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+
+    # -- remoting server (NettyServerConfig)
+    listen_port: int = Field(10911, ge=0, le=65535, description="0 = an ephemeral port (tests)")
+    listen_host: str = Field("0.0.0.0", description="pocketmq: interface to bind")
+    server_channel_max_idle_time_seconds: int = Field(120, ge=1)
+    fast_listen_enable: bool = Field(
+        True, description="pocketmq: also serve on listenPort-2 (RocketMQ's VIP channel), not for pulls"
+    )
+
+    # -- topics and groups
+    default_topic_queue_nums: int = Field(8, ge=1, le=1024)
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    trace_topic_enable: bool = False
+    reject_transaction_message: bool = False
+
+    # -- offsets, polling, clients
+    flush_consumer_offset_interval: int = Field(5000, ge=1, description="ms")
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = Field(1000, ge=1, description="ms")
+    notify_consumer_ids_changed_enable: bool = True
+    max_held_pulls_per_queue: int = Field(
+        1024, ge=1, description="pocketmq: long-polling requests held per queue before SYSTEM_BUSY"
+    )
+    channel_expired_timeout: int = Field(120_000, ge=1000, description="pocketmq: client channel expiry, ms")
+    slave_read_enable: bool = False
+    enable_property_filter: bool = False
+    filter_support_retry: bool = False
+    start_accept_send_request_time_stamp: int = 0
+
+    # -- name server registration
+    register_name_server_period: int = Field(30_000, description="ms, clamped to 10000..60000")
+    register_broker_timeout_mills: int = Field(6000, ge=1)
+    compressed_register: bool = False
+    force_register: bool = True
+
+    # -- transactions (used by the transaction services)
+    transaction_time_out: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
+
+    # -- misc
+    acl_enable: bool = False
+    store_reply_message_enable: bool = True
+
+    @field_validator("namesrv_addr")
+    @classmethod
+    def _check_namesrv(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        for addr in v.split(";"):
+            host, sep, port = addr.strip().rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"name server address {addr!r} is not host:port")
+        return v.strip()
+
+    @property
+    def namesrv_addr_list(self) -> list[str]:
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+    @property
+    def register_period_ms(self) -> int:
+        """``registerNameServerPeriod`` clamped as ``BrokerController`` does (10-60 s)."""
+        return max(10_000, min(60_000, self.register_name_server_period))
+
+
+#: Java keys of BrokerConfig / NettyServerConfig / NettyClientConfig that pocketmq accepts and ignores.
+FOREIGN_KEYS: frozenset[str] = frozenset(
+    {
+        "brokerConfigPath", "messageStorePlugIn", "sendMessageThreadPoolNums", "putMessageFutureThreadPoolNums",
+        "pullMessageThreadPoolNums", "processReplyMessageThreadPoolNums", "queryMessageThreadPoolNums",
+        "adminBrokerThreadPoolNums", "clientManageThreadPoolNums", "consumerManageThreadPoolNums",
+        "heartbeatThreadPoolNums", "endTransactionThreadPoolNums", "flushConsumerOffsetHistoryInterval",
+        "fetchNamesrvAddrByAddressServer", "sendThreadPoolQueueCapacity", "putThreadPoolQueueCapacity",
+        "pullThreadPoolQueueCapacity", "replyThreadPoolQueueCapacity", "queryThreadPoolQueueCapacity",
+        "clientManagerThreadPoolQueueCapacity", "consumerManagerThreadPoolQueueCapacity",
+        "heartbeatThreadPoolQueueCapacity", "endTransactionPoolQueueCapacity", "highSpeedMode",
+        "commercialEnable", "commercialTimerCount", "commercialTransCount", "commercialBigCount",
+        "commercialBaseCount", "transferMsgByHeap", "maxDelayTime", "disableConsumeIfConsumerReadSlowly",
+        "consumerFallbehindThreshold", "brokerFastFailureEnable", "waitTimeMillsInSendQueue",
+        "waitTimeMillsInPullQueue", "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue",
+        "enableCalcFilterBitMap", "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter",
+        "filterDataCleanTimeSpan", "filterServerNums", "isolateLogEnable", "autoDeleteUnusedStats",
+        "traceTopicName", "enableDetailStat", "useTLS", "accessMessageInMemoryMaxRatio",
+        "transactionOpMsgMaxSize", "transactionOpBatchInterval", "isDelayOffsetPersistNeeded",
+        "compatibleWithOldNameSrv", "enableSlaveActingMaster", "checkAliveInterval", "enableControllerMode",
+        "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+        "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverSocketSndBufSize",
+        "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector",
+        "writeBufferHighWaterMark", "writeBufferLowWaterMark", "serverSocketBacklog",
+        "clientWorkerThreads", "clientCallbackExecutorThreads", "clientOnewaySemaphoreValue",
+        "clientAsyncSemaphoreValue", "connectTimeoutMillis", "channelNotActiveInterval",
+        "clientChannelMaxIdleTimeSeconds", "clientSocketSndBufSize", "clientSocketRcvBufSize",
+        "clientPooledByteBufAllocatorEnable", "clientCloseSocketIfTimeout", "maxMessageSizeCheck",
+    }
+)  # fmt: skip
+
+
+class BrokerConfig(BrokerSettings):
+    """The whole broker configuration: broker keys plus the nested store config (``store``).
+
+    Build it with :func:`load_broker_config` (files, overrides) or directly in tests:
+    ``BrokerConfig(brokerName="b", store=MessageStoreConfig(storePathRootDir=str(tmp)))``.
+    """
+
+    store: MessageStoreConfig = Field(default_factory=MessageStoreConfig)
+
+    # -- derived values
+    @property
+    def broker_addr(self) -> str:
+        """``brokerIP1:listenPort``: what clients dial and what name servers advertise."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.store.ha_listen_port}"
+
+    @property
+    def max_message_size(self) -> int:
+        return self.store.max_message_size
+
+    @property
+    def config_dir(self) -> str:
+        """``<storePathRootDir>/config``: topics.json, subscriptionGroup.json, consumerOffset.json."""
+        return os.path.join(self.store.store_path_root_dir, "config")
+
+    @property
+    def is_slave(self) -> bool:
+        return self.store.broker_role.value == "SLAVE"
+
+    def properties(self) -> dict[str, str]:
+        """Every key as a Java string (``-p``, GET_BROKER_CONFIG): broker keys, then store keys."""
+        out = config_properties(BrokerSettings.model_validate(self._settings_dict()))
+        out.update(config_properties(self.store))
+        return out
+
+    def _settings_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in BrokerSettings.model_fields}
+
+    def with_updates(self, updates: Mapping[str, str], *, source: str = "update") -> BrokerConfig:
+        """A copy with ``key=value`` strings applied to whichever part knows each key.
+
+        Raises:
+            ConfigError: an unknown key or a bad value (this config is unchanged: it is frozen).
+        """
+        broker_items: dict[str, str] = {}
+        store_items: dict[str, str] = {}
+        store_keys = _spellings(MessageStoreConfig)
+        broker_keys = _spellings(BrokerSettings)
+        for key, value in updates.items():
+            if key in store_keys:
+                store_items[key] = value
+            if key in broker_keys or key not in store_keys:
+                broker_items[key] = value
+        settings = apply_config(
+            BrokerSettings.model_validate(self._settings_dict()),
+            broker_items,
+            known_foreign_keys=FOREIGN_KEYS,
+            source=source,
+        )
+        store = apply_config(self.store, store_items, source=source) if store_items else self.store
+        return _combine(settings, store)
+
+
+def _spellings(model_cls: type[BaseModel]) -> set[str]:
+    from pydantic.alias_generators import to_camel
+
+    out: set[str] = set()
+    for name, info in model_cls.model_fields.items():
+        out.update((name, to_camel(name)))
+        if isinstance(info.alias, str):
+            out.add(info.alias)
+    return out
+
+
+def _combine(settings: BrokerSettings, store: MessageStoreConfig) -> BrokerConfig:
+    data = {name: getattr(settings, name) for name in BrokerSettings.model_fields}
+    return BrokerConfig.model_validate({**data, "store": store})
+
+
+def load_broker_config(
+    conf_path: str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] = (),
+    *,
+    namesrv_addr: str | None = None,
+) -> BrokerConfig:
+    """Build the broker config from defaults, ``conf_path``, ``-n`` and ``key=value`` overrides.
+
+    Raises:
+        ConfigError: unreadable file, unknown key (named, with its file and line) or bad value.
+    """
+    file_items = read_conf_file(conf_path) if conf_path is not None else []
+    extra = [f"namesrvAddr={namesrv_addr}"] if namesrv_addr is not None else []
+    extra.extend(overrides)
+    override_items = parse_overrides(extra)
+    items = file_items + override_items
+    keys = {item.key for item in items}
+    # BrokerStartup derives the HA port from the listen port unless it is set explicitly.
+    if not keys & {"haListenPort", "ha_listen_port"}:
+        port = next((i.value for i in reversed(items) if i.key in ("listenPort", "listen_port")), None)
+        if port is not None and port.strip().isdigit() and int(port) > 0:
+            extra.append(f"haListenPort={int(port) + 1}")
+    settings, store = load_configs(
+        [BrokerSettings, MessageStoreConfig], conf_path, extra, known_foreign_keys=FOREIGN_KEYS
+    )
+    assert isinstance(settings, BrokerSettings) and isinstance(store, MessageStoreConfig)
+    return _combine(settings, store)

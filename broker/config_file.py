@@ -1,0 +1,95 @@
+"""Base of the broker's JSON metadata managers (topics.json, subscriptionGroup.json, consumerOffset.json).
+
+Rules (RocketMQ ``ConfigManager`` without its locks):
+
+* the table lives on the event loop and changes synchronously; a change sets ``dirty``;
+* :meth:`snapshot` serialises on the loop (a consistent picture, no lock needed) and the
+  blocking write (temp file, fsync, rename, ``.bak``) runs in the default executor through
+  :meth:`persist_async`; :meth:`persist` is the blocking form for shutdown and tests;
+* :meth:`load` is tolerant: a missing file is a first start, an unreadable one falls back to
+  ``.bak`` (:mod:`pocketmq.remoting.common.persist`), and both broken is a startup error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from pocketmq.remoting.common import persist
+
+logger = logging.getLogger(__name__)
+
+
+class ConfigFileManager:
+    """A table persisted atomically as one JSON file."""
+
+    #: File name under the broker's config directory.
+    file_name = ""
+
+    def __init__(self, config_dir: str | None, *, fsync: bool = True) -> None:
+        self.path = os.path.join(config_dir, self.file_name) if config_dir else None
+        self.fsync = fsync
+        self.dirty = False
+        self._writing: asyncio.Future[None] | None = None
+
+    # -- to override ---------------------------------------------------------------------------
+    def encode(self) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, data: bytes) -> None:
+        """Replace the table with the file content; raises (any ``Exception``) on a bad file."""
+        raise NotImplementedError
+
+    # -- persistence -----------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Load the file (or its ``.bak``); False when neither exists.
+
+        Raises:
+            persist.PersistCorruptError: the file and its backup are both unreadable.
+        """
+        if self.path is None:
+            return False
+        if persist.load_bytes(self.path, self._decode_ok) is None:
+            return False
+        self.dirty = False
+        logger.info("loaded %s", self.path)
+        return True
+
+    def _decode_ok(self, data: bytes) -> bool:
+        self.decode(data)
+        return True
+
+    def snapshot(self) -> bytes:
+        self.dirty = False
+        return self.encode()
+
+    def persist(self) -> None:
+        """Write the table now (blocking)."""
+        if self.path is None:
+            return
+        persist.atomic_write_bytes(self.path, self.snapshot(), fsync=self.fsync)
+
+    async def persist_async(self) -> None:
+        """Snapshot on the loop, write in the executor; one write at a time, in order."""
+        if self.path is None:
+            self.dirty = False
+            return
+        while self._writing is not None:
+            await asyncio.shield(self._writing)
+        data = self.snapshot()
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(None, self._write, data)
+        self._writing = fut
+        try:
+            await asyncio.shield(fut)
+        except BaseException:
+            self.dirty = True
+            raise
+        finally:
+            if self._writing is fut:
+                self._writing = None
+
+    def _write(self, data: bytes) -> None:
+        assert self.path is not None
+        persist.atomic_write_bytes(self.path, data, fsync=self.fsync)

@@ -1,0 +1,384 @@
+"""``BrokerController``: the broker's composition root (store, managers, processors, services).
+
+Start order: metadata files → store recovery → remoting servers (main port, and the VIP port
+``listenPort-2`` when enabled) → store services → long polling → first registration with every
+name server → periodic services (registration every ``registerNameServerPeriod``, consumer
+offsets every ``flushConsumerOffsetInterval``, metadata when dirty, client-channel expiry).
+
+Shutdown (SIGTERM) is the reverse and loses nothing acknowledged: held pulls are answered,
+servers stop accepting, the broker unregisters from its name servers, the store flushes and
+closes, and topics/subscription groups/consumer offsets are persisted.
+
+Attributes other processors use (admin, query, transactions, schedule, HA):
+
+=============================  ============================================================
+``config``                     :class:`BrokerConfig` (``update_config`` swaps it)
+``clock``                      :class:`Clock` (wall ``now_ms``, ``monotonic_ms``)
+``store``                      :class:`MessageStore`
+``topic_config_manager``       :class:`TopicConfigManager`
+``subscription_group_manager`` :class:`SubscriptionGroupManager`
+``consumer_offset_manager``    :class:`ConsumerOffsetManager`
+``consumer_manager``           :class:`ConsumerManager`; ``producer_manager`` likewise
+``rebalance_lock_manager``     :class:`RebalanceLockManager`
+``pull_hold_service``          :class:`PullRequestHoldService`
+``remoting_server``            main :class:`RemotingServer`; ``fast_remoting_server`` or None
+``broker2client``              :class:`Broker2Client` (NOTIFY_CONSUMER_IDS_CHANGED, ...)
+``broker_stats_manager``       None, or an object with ``on_put(topic, nums, size)`` and
+                               ``on_get(group, topic, nums, size)``, fed by send and pull
+``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``
+``schedule_message_service``   None: ``DELAY`` is ignored; set: delayed messages are stored in
+                               ``SCHEDULE_TOPIC_XXXX`` (queue level-1, REAL_TOPIC/REAL_QID)
+``namesrv_api``                :class:`BrokerOuterAPI`
+``broker_addr``/``store_host``  advertised ``ip:port`` and its packed form
+``register_processor``         ``(code, handler, fast=True)`` on both servers
+``trigger_register``           re-register with the name servers soon (coalesced)
+``register_broker_all``        register now (awaitable)
+=============================  ============================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pocketmq.broker.broker2client import Broker2Client
+from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
+from pocketmq.broker.config import BrokerConfig
+from pocketmq.broker.longpolling import PullRequestHoldService
+from pocketmq.broker.namesrv_api import BrokerOuterAPI
+from pocketmq.broker.offset_manager import ConsumerOffsetManager
+from pocketmq.broker.processor.client_manage import ClientManageProcessor
+from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
+from pocketmq.broker.processor.pull import PullMessageProcessor
+from pocketmq.broker.processor.send import SendMessageProcessor
+from pocketmq.broker.rebalance_lock import RebalanceLockManager
+from pocketmq.broker.subscription import SubscriptionGroupManager
+from pocketmq.broker.topic_config import TopicConfigManager
+from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
+from pocketmq.remoting.common.service import Service
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.message import HostAddress, pack_host_ip
+from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
+from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
+from pocketmq.store.message_store import MessageStore
+
+logger = logging.getLogger(__name__)
+
+CLIENT_SCAN_INTERVAL = 10.0
+CONFIG_PERSIST_INTERVAL = 1.0
+
+
+class _Periodic(Service):
+    """A :class:`Service` running one coroutine function."""
+
+    def __init__(
+        self, fn: Callable[[], Awaitable[None]], *, interval: float, initial_delay: float = 0.0, name: str
+    ) -> None:
+        super().__init__(interval=interval, initial_delay=initial_delay, name=name)
+        self._fn = fn
+
+    async def run_once(self) -> None:
+        await self._fn()
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, fsync: bool = True) -> None:
+        self.config = config
+        self.clock = clock
+        cfg_dir = config.config_dir
+        self.topic_config_manager = TopicConfigManager(
+            cfg_dir,
+            broker_name=config.broker_name,
+            cluster_name=config.broker_cluster_name,
+            now_ms=clock.now_ms,
+            auto_create_topic_enable=config.auto_create_topic_enable,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+            cluster_topic_enable=config.cluster_topic_enable,
+            broker_topic_enable=config.broker_topic_enable,
+            trace_topic_enable=config.trace_topic_enable,
+            trace_topic_name=config.msg_trace_topic_name,
+            fsync=fsync,
+        )
+        self.subscription_group_manager = SubscriptionGroupManager(
+            cfg_dir,
+            now_ms=clock.now_ms,
+            auto_create_subscription_group=config.auto_create_subscription_group,
+            fsync=fsync,
+        )
+        self.consumer_offset_manager = ConsumerOffsetManager(cfg_dir, fsync=fsync)
+        self.consumer_manager = ConsumerManager(config.channel_expired_timeout)
+        self.producer_manager = ProducerManager(config.channel_expired_timeout)
+        self.rebalance_lock_manager = RebalanceLockManager()
+        self.store = MessageStore(config.store, clock=clock.now_ms)
+        self.remoting_server = RemotingServer(
+            RemotingServerConfig(
+                host=config.listen_host,
+                port=config.listen_port,
+                idle_timeout=float(config.server_channel_max_idle_time_seconds),
+            )
+        )
+        fast_port = config.listen_port - 2
+        self.fast_remoting_server: RemotingServer | None = None
+        if config.fast_listen_enable and config.listen_port > 2:
+            self.fast_remoting_server = RemotingServer(
+                RemotingServerConfig(
+                    host=config.listen_host,
+                    port=fast_port,
+                    idle_timeout=float(config.server_channel_max_idle_time_seconds),
+                )
+            )
+        self.namesrv_api = BrokerOuterAPI()
+        self.broker2client = Broker2Client(self)
+        self.send_processor = SendMessageProcessor(self)
+        self.pull_processor = PullMessageProcessor(self)
+        self.consumer_manage_processor = ConsumerManageProcessor(self)
+        self.client_manage_processor = ClientManageProcessor(self)
+        self.pull_hold_service = PullRequestHoldService(
+            self.pull_processor.execute_when_wakeup,
+            self.store.get_max_offset_in_queue,
+            max_per_queue=config.max_held_pulls_per_queue,
+            check_interval=5.0 if config.long_polling_enable else config.short_polling_time_mills / 1000,
+        )
+        self.store.arriving_listener = self.pull_hold_service
+        #: Seams filled by later features; None means "not supported yet".
+        self.transactional_message_service: Any = None
+        self.schedule_message_service: Any = None
+        #: ``BrokerStatsManager`` (set by the admin processors): ``on_put`` / ``on_get`` per request.
+        self.broker_stats_manager: Any = None
+        self.store_host: HostAddress = (pack_host_ip(config.broker_ip1), config.listen_port)
+        self.broker_addr = config.broker_addr
+        self._services: list[Service] = []
+        self._register_service = _Periodic(
+            self._register_periodically,
+            interval=config.register_period_ms / 1000,
+            initial_delay=config.register_period_ms / 1000,
+            name="register-broker",
+        )
+        self.last_register_result: RegisterBrokerResult | None = None
+        self._started = False
+        self._stopped = False
+        self.topic_config_manager.on_change = self._on_topic_change
+        self._register_processors()
+
+    # ------------------------------------------------------------------------- processors
+    def register_processor(self, code: int, handler: Handler, *, fast: bool = True) -> None:
+        """Serve ``code`` on the main port and (unless ``fast=False``) on the VIP port."""
+        self.remoting_server.register(code, handler)
+        if fast and self.fast_remoting_server is not None:
+            self.fast_remoting_server.register(code, handler)
+
+    def _register_processors(self) -> None:
+        self.send_processor.register()
+        self.pull_processor.register()
+        self.consumer_manage_processor.register()
+        self.client_manage_processor.register()
+        for module, fn in (
+            ("pocketmq.broker.processor.admin", "register_admin_processors"),
+            ("pocketmq.broker.processor.query", "register_query_processors"),
+        ):
+            try:
+                mod = importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+                logger.debug("%s not available", module)
+                continue
+            getattr(mod, fn)(self)
+        for server in self._servers():
+            server.dispatcher.on_close.append(self._on_channel_close)
+
+    def _servers(self) -> list[RemotingServer]:
+        return [s for s in (self.remoting_server, self.fast_remoting_server) if s is not None]
+
+    # -------------------------------------------------------------------------- lifecycle
+    def load(self) -> None:
+        """Metadata files and store recovery (blocking; called by :meth:`start`)."""
+        self.topic_config_manager.load()
+        self.subscription_group_manager.load()
+        self.consumer_offset_manager.load()
+        self.store.load()
+
+    async def start(self) -> None:
+        """Load, listen, start services and register with the name servers.
+
+        Raises:
+            OSError: a port cannot be bound or store files cannot be opened.
+            StoreLockedError: another process has this store open.
+        """
+        if self._started:
+            raise RuntimeError("broker already started")
+        self._started = True
+        cfg = self.config
+        try:
+            self.load()
+            await self.remoting_server.start()
+        except BaseException:
+            # Leave nothing half-open: a port clash must not leave the store locked with an
+            # abort file (the next start would run the slower abnormal recovery).
+            await self.remoting_server.stop()
+            self.store.close()
+            self._stopped = True
+            raise
+        if cfg.listen_port == 0:
+            # Ephemeral port (tests): advertise what the kernel picked.
+            port = self.remoting_server.port
+            self.store_host = (pack_host_ip(cfg.broker_ip1), port)
+            self.broker_addr = f"{cfg.broker_ip1}:{port}"
+        if self.fast_remoting_server is not None:
+            try:
+                await self.fast_remoting_server.start()
+            except OSError as exc:
+                logger.warning(
+                    "VIP port %d unavailable (%s); serving on %d only",
+                    cfg.listen_port - 2,
+                    exc,
+                    cfg.listen_port,
+                )
+                self.fast_remoting_server = None
+        await self.store.start()
+        self.pull_hold_service.start()
+        self._services = [
+            self._register_service,
+            _Periodic(self._flush_offsets, interval=cfg.flush_consumer_offset_interval / 1000, name="offset-flush"),
+            _Periodic(self._persist_config, interval=CONFIG_PERSIST_INTERVAL, name="config-persist"),
+            _Periodic(self._scan_clients, interval=CLIENT_SCAN_INTERVAL, initial_delay=CLIENT_SCAN_INTERVAL, name="client-scan"),
+        ]  # fmt: skip
+        for service in self._services:
+            service.start()
+        logger.info(
+            "The broker[%s, %s] boot success. cluster=%s brokerId=%d role=%s flush=%s store=%s name server=%s",
+            cfg.broker_name, self.broker_addr, cfg.broker_cluster_name, cfg.broker_id,
+            cfg.store.broker_role.value, cfg.store.flush_disk_type.value, cfg.store.store_path_root_dir,
+            cfg.namesrv_addr or "(none)",
+        )  # fmt: skip
+        await self.register_broker_all()
+
+    async def shutdown(self) -> None:
+        """Clean shutdown: answer held pulls, stop serving, unregister, flush and persist."""
+        if self._stopped or not self._started:
+            self._stopped = True
+            return
+        self._stopped = True
+        cfg = self.config
+        for service in reversed(self._services):
+            await service.stop(grace=2.0)
+        await self.pull_hold_service.stop()
+        for server in self._servers():
+            await server.stop()
+        if cfg.namesrv_addr_list:
+            await self.namesrv_api.unregister_broker_all(
+                cfg.namesrv_addr_list,
+                cluster_name=cfg.broker_cluster_name,
+                broker_addr=self.broker_addr,
+                broker_name=cfg.broker_name,
+                broker_id=cfg.broker_id,
+            )
+        try:
+            await self.store.shutdown()
+        finally:
+            # Metadata is written even if the store's last flush failed (e.g. a full disk).
+            loop = asyncio.get_running_loop()
+            for mgr in (
+                self.consumer_offset_manager,
+                self.topic_config_manager,
+                self.subscription_group_manager,
+            ):
+                try:
+                    await loop.run_in_executor(None, mgr.persist)
+                except OSError:
+                    logger.exception("could not persist %s at shutdown", mgr.path)
+            await self.namesrv_api.close()
+        logger.info("The broker[%s, %s] shut down", cfg.broker_name, self.broker_addr)
+
+    # ----------------------------------------------------------------------- registration
+    def trigger_register(self) -> None:
+        """Register with the name servers as soon as possible (coalesces bursts of changes)."""
+        if self._register_service.is_running:
+            self._register_service.wakeup()
+
+    def _on_topic_change(self) -> None:
+        self.trigger_register()
+
+    async def _register_periodically(self) -> None:
+        await self.register_broker_all()
+
+    async def register_broker_all(self) -> None:
+        """Send REGISTER_BROKER with the current topic table to every name server."""
+        cfg = self.config
+        addrs = cfg.namesrv_addr_list
+        if not addrs:
+            return
+        wrapper = self.topic_config_manager.build_serialize_wrapper()
+        perm = cfg.broker_permission
+        if not (PermName.is_writeable(perm) and PermName.is_readable(perm)):
+            wrapper.topic_config_table = {
+                name: TopicConfig(name, tc.read_queue_nums, tc.write_queue_nums, perm, tc.topic_filter_type,
+                                  tc.topic_sys_flag, tc.order)
+                for name, tc in wrapper.topic_config_table.items()
+            }  # fmt: skip
+        result = await self.namesrv_api.register_broker_all(
+            addrs,
+            cluster_name=cfg.broker_cluster_name,
+            broker_addr=self.broker_addr,
+            broker_name=cfg.broker_name,
+            broker_id=cfg.broker_id,
+            ha_server_addr=cfg.ha_server_addr,
+            wrapper=wrapper,
+            compressed=cfg.compressed_register,
+            timeout=cfg.register_broker_timeout_mills / 1000,
+        )
+        if result is not None and result.kv_table is not None:
+            self.topic_config_manager.update_order_topic_config(set(result.kv_table.table))
+        self.last_register_result = result
+
+    # --------------------------------------------------------------------------- services
+    async def _flush_offsets(self) -> None:
+        if self.consumer_offset_manager.dirty:
+            await self.consumer_offset_manager.persist_async()
+
+    async def _persist_config(self) -> None:
+        for mgr in (self.topic_config_manager, self.subscription_group_manager):
+            if mgr.dirty:
+                await mgr.persist_async()
+
+    async def _scan_clients(self) -> None:
+        now = self.clock.monotonic_ms()
+        for group, info in self.consumer_manager.scan_not_active_channel(now):
+            logger.warning("consumer %s of group %s expired (no heartbeat); closing", info.client_id, group)
+            _close(info.conn)
+            self.broker2client.notify_consumer_ids_changed(group)
+        for group, info in self.producer_manager.scan_not_active_channel(now):
+            logger.warning("producer %s of group %s expired (no heartbeat); closing", info.client_id, group)
+            _close(info.conn)
+
+    def _on_channel_close(self, conn: RemotingConnection) -> None:
+        self.pull_hold_service.drop_connection(conn)
+        self.producer_manager.do_channel_close_event(conn)
+        for group in self.consumer_manager.do_channel_close_event(conn):
+            self.broker2client.notify_consumer_ids_changed(group)
+
+    # ------------------------------------------------------------------------------ config
+    def update_config(self, config: BrokerConfig) -> None:
+        """Adopt an updated config (UPDATE_BROKER_CONFIG); re-register if the permission changed."""
+        old, self.config = self.config, config
+        if old.broker_permission != config.broker_permission or old.namesrv_addr != config.namesrv_addr:
+            self.trigger_register()
+
+    @property
+    def store_path(self) -> str:
+        return os.path.abspath(self.config.store.store_path_root_dir)
+
+
+def _close(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:  # pragma: no cover - closing a dead transport
+        logger.debug("close failed", exc_info=True)
+
+
+__all__ = ["BrokerController", "RemotingCommand"]

@@ -1,0 +1,288 @@
+"""Long polling: pulls that found nothing wait here until a message arrives or they time out.
+
+Rules (RocketMQ ``PullRequestHoldService``, event-driven instead of polled):
+
+1. A pull that would be answered PULL_NOT_FOUND (19) with the SUSPEND flag set is *held*
+   under ``(topic, queueId)`` with ``pull_from_offset`` = its queue offset and a deadline of
+   ``suspendTimeoutMillis`` (``shortPollingTimeMills`` when long polling is disabled).
+2. When reput dispatches a message to that queue the store calls
+   :meth:`PullRequestHoldService.notify_message_arriving`; every held request whose offset is
+   now below the queue's max offset and whose tag filter accepts the message's tagsCode is
+   re-executed at once (never held again) and answered.
+3. A held request whose deadline passes is re-executed and answered with whatever the queue
+   has (normally 19 / NO_NEW_MSG). One timer, armed for the earliest deadline, does this; a
+   slow safety sweep (5 s, or ``shortPollingTimeMills``) re-checks every queue's max offset.
+4. At most ``max_per_queue`` requests are held per queue; beyond that the pull is answered at
+   once. A closed connection's requests are dropped.
+
+:class:`PullRequestTable` holds the decisions (no loop, no clock: times are arguments);
+:class:`PullRequestHoldService` adds the timer and the re-execution callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.store.listener import MessageFilter
+
+logger = logging.getLogger(__name__)
+
+#: ``(topic, queue_id)``
+QueueKey = tuple[str, int]
+
+
+@dataclass(slots=True, eq=False)
+class HeldPull:
+    """One suspended PULL_MESSAGE request."""
+
+    conn: Any
+    request: RemotingCommand
+    topic: str
+    queue_id: int
+    pull_from_offset: int
+    deadline_ms: int
+    #: the pull's filter (``is_matched_by_consume_queue``); ``None`` accepts everything.
+    message_filter: MessageFilter | None = None
+    done: bool = field(default=False, repr=False)
+
+    def matches(self, tags_code: int | None) -> bool:
+        if tags_code is None or self.message_filter is None:
+            return True
+        return self.message_filter.is_matched_by_consume_queue(tags_code)
+
+
+class PullRequestTable:
+    """The held requests per queue, plus a deadline heap. Pure: callers pass the time."""
+
+    def __init__(self, max_per_queue: int = 1024) -> None:
+        self.max_per_queue = max_per_queue
+        self._by_queue: dict[QueueKey, list[HeldPull]] = {}
+        self._deadlines: list[tuple[int, int, HeldPull]] = []
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_queue.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._by_queue)
+
+    def queues(self) -> list[QueueKey]:
+        return list(self._by_queue)
+
+    def held(self, topic: str, queue_id: int) -> list[HeldPull]:
+        return list(self._by_queue.get((topic, queue_id), ()))
+
+    def hold(self, req: HeldPull) -> bool:
+        """Hold ``req``; False (nothing held) when its queue already has ``max_per_queue``."""
+        key = (req.topic, req.queue_id)
+        lst = self._by_queue.get(key)
+        if lst is None:
+            lst = self._by_queue[key] = []
+        elif len(lst) >= self.max_per_queue:
+            return False
+        lst.append(req)
+        heapq.heappush(self._deadlines, (req.deadline_ms, next(self._seq), req))
+        return True
+
+    def _remove(self, req: HeldPull) -> None:
+        req.done = True
+        key = (req.topic, req.queue_id)
+        lst = self._by_queue.get(key)
+        if lst is not None:
+            try:
+                lst.remove(req)
+            except ValueError:
+                pass
+            if not lst:
+                del self._by_queue[key]
+
+    def take_arrived(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tags_code: int | None = None,
+        current_max_offset: Callable[[str, int], int] | None = None,
+    ) -> list[HeldPull]:
+        """Remove and return the requests of this queue that the arrival satisfies.
+
+        ``max_offset`` is the queue's max offset after the arrival (next offset to write);
+        when a request is at or past it, ``current_max_offset`` (if given) is asked again,
+        as Java does, in case the notification is older than the request.
+        """
+        lst = self._by_queue.get((topic, queue_id))
+        if not lst:
+            return []
+        ready: list[HeldPull] = []
+        for req in lst:
+            newest = max_offset
+            if newest <= req.pull_from_offset and current_max_offset is not None:
+                newest = current_max_offset(topic, queue_id)
+            if newest > req.pull_from_offset and req.matches(tags_code):
+                ready.append(req)
+        for req in ready:
+            self._remove(req)
+        return ready
+
+    def take_expired(self, now_ms: int) -> list[HeldPull]:
+        """Remove and return every request whose deadline is ``<= now_ms``."""
+        out: list[HeldPull] = []
+        heap = self._deadlines
+        while heap and heap[0][0] <= now_ms:
+            _, _, req = heapq.heappop(heap)
+            if not req.done:
+                self._remove(req)
+                out.append(req)
+        return out
+
+    def next_deadline(self) -> int | None:
+        heap = self._deadlines
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def drop_connection(self, conn: Any) -> int:
+        """Forget every request of ``conn`` (closed); returns how many."""
+        dropped = [r for lst in self._by_queue.values() for r in lst if r.conn is conn]
+        for req in dropped:
+            self._remove(req)
+        return len(dropped)
+
+    def take_all(self) -> list[HeldPull]:
+        out = [r for lst in self._by_queue.values() for r in lst]
+        for req in out:
+            self._remove(req)
+        self._deadlines.clear()
+        return out
+
+
+class PullRequestHoldService:
+    """The loop side of long polling: deadline timer, safety sweep, re-execution.
+
+    Args:
+        execute: re-runs a held pull *without* suspending and sends its reply (the pull
+            processor's ``execute_when_wakeup``); must not raise.
+        max_offset_of: ``(topic, queue_id) → max offset`` (the store).
+        check_interval: seconds between safety sweeps over every held queue.
+    """
+
+    def __init__(
+        self,
+        execute: Callable[[HeldPull], None],
+        max_offset_of: Callable[[str, int], int],
+        *,
+        max_per_queue: int = 1024,
+        check_interval: float = 5.0,
+    ) -> None:
+        self.table = PullRequestTable(max_per_queue)
+        self._execute = execute
+        self._max_offset_of = max_offset_of
+        self._check_interval = check_interval
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._sweeper = self._loop.create_task(self._sweep(), name="pull-hold-sweeper")
+
+    async def stop(self) -> None:
+        """Answer every held request now (they get their normal reply) and stop the timers."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            try:
+                await self._sweeper
+            except asyncio.CancelledError:
+                pass
+            self._sweeper = None
+        for req in self.table.take_all():
+            self._run(req)
+
+    def now_ms(self) -> int:
+        loop = self._loop or asyncio.get_running_loop()
+        return int(loop.time() * 1000)
+
+    # -- holding ---------------------------------------------------------------------------------
+    def suspend(self, req: HeldPull) -> bool:
+        """Hold ``req`` (its ``deadline_ms`` on :meth:`now_ms`'s clock); False if the queue is full."""
+        if not self.table.hold(req):
+            return False
+        self._arm(req.deadline_ms)
+        return True
+
+    def notify_message_arriving(
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
+    ) -> None:
+        """Wake the requests of ``topic:queue_id`` that a message with ``tags_code`` satisfies."""
+        if not self.table:
+            return
+        for req in self.table.take_arrived(topic, queue_id, max_offset, tags_code, self._max_offset_of):
+            self._run(req)
+
+    def arriving(
+        self,
+        topic: str,
+        queue_id: int,
+        logic_offset: int,
+        tags_code: int,
+        store_timestamp: int,
+        filter_bit_map: bytes | None,
+        properties: Mapping[str, str],
+    ) -> None:
+        """The store's ``MessageArrivingListener``: called by reput for each dispatched message."""
+        if self.table:
+            self.notify_message_arriving(topic, queue_id, logic_offset, tags_code)
+
+    def drop_connection(self, conn: Any) -> None:
+        self.table.drop_connection(conn)
+
+    # -- timers ----------------------------------------------------------------------------------
+    def _arm(self, deadline_ms: int) -> None:
+        loop = self._loop or asyncio.get_running_loop()
+        self._loop = loop
+        at = deadline_ms / 1000
+        if self._timer is not None and self._timer_at is not None and self._timer_at <= at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = loop.call_at(at, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        for req in self.table.take_expired(self.now_ms()):
+            self._run(req)
+        nxt = self.table.next_deadline()
+        if nxt is not None:
+            self._arm(nxt)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self._check_interval)
+            for topic, queue_id in self.table.queues():
+                try:
+                    max_offset = self._max_offset_of(topic, queue_id)
+                except Exception:
+                    logger.exception("max offset of %s:%d failed", topic, queue_id)
+                    continue
+                for req in self.table.take_arrived(topic, queue_id, max_offset):
+                    self._run(req)
+
+    def _run(self, req: HeldPull) -> None:
+        try:
+            self._execute(req)
+        except Exception:
+            logger.exception("re-executing held pull %s:%d failed", req.topic, req.queue_id)

@@ -1,0 +1,136 @@
+"""Client registration: HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
+LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42).
+
+HEART_BEAT (``ClientManageProcessor.heartBeat``): for each consumer group, the group's config is
+found (auto-created when allowed) and its ``%RETRY%<group>`` topic created with
+``retryQueueNums`` queues; the consumer is registered with subscriptions whose tag codes are
+recomputed server-side (C++ sends garbage ``codeSet``); a membership change notifies the group's
+consumers (NOTIFY_CONSUMER_IDS_CHANGED). Producers are registered per group. A malformed body is
+answered SYSTEM_ERROR naming the bad field.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pocketmq.broker.client_manager import ClientChannelInfo
+from pocketmq.remoting.protocol.bodies import (
+    ExpressionType,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    SubscriptionData,
+    UnlockBatchRequestBody,
+)
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import RemoteSystemError, SubscriptionParseFailedError
+from pocketmq.remoting.protocol.fastjson import BodyFormatError, decode_object, get_dict, get_str
+from pocketmq.remoting.protocol.headers import UnregisterClientRequestHeader
+from pocketmq.remoting.protocol.route import PermName, TopicSysFlag, retry_topic
+
+if TYPE_CHECKING:
+    from pocketmq.broker.controller import BrokerController
+
+
+class ClientManageProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.c = controller
+
+    def register(self) -> None:
+        reg = self.c.register_processor
+        reg(RequestCode.HEART_BEAT, self.heart_beat)
+        reg(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
+        reg(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
+        reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
+        reg(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
+
+    def heart_beat(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            data = HeartbeatData.decode(request.body or b"")
+        except BodyFormatError as exc:
+            raise RemoteSystemError(f"bad heartbeat body: {exc}") from None
+        c = self.c
+        now = c.clock.monotonic_ms()
+        info = ClientChannelInfo(
+            conn, data.client_id, request.language, request.version, now, conn.remote_addr
+        )
+        for cd in data.consumer_data_set:
+            sgc = c.subscription_group_manager.find_subscription_group_config(cd.group_name)
+            notify = True
+            if sgc is not None:
+                notify = sgc.notify_consumer_ids_changed_enable
+                sys_flag = TopicSysFlag.build(False, True) if cd.unit_mode else 0
+                c.topic_config_manager.create_topic_in_send_message_back_method(
+                    retry_topic(cd.group_name),
+                    sgc.retry_queue_nums,
+                    PermName.PERM_READ | PermName.PERM_WRITE,
+                    sys_flag,
+                )
+            changed = c.consumer_manager.register_consumer(
+                cd.group_name,
+                ClientChannelInfo(
+                    conn, data.client_id, request.language, request.version, now, conn.remote_addr
+                ),
+                cd.consume_type,
+                cd.message_model,
+                cd.consume_from_where,
+                cd.subscription_data_set,
+            )
+            if changed and notify:
+                c.broker2client.notify_consumer_ids_changed(cd.group_name)
+        for pd in data.producer_data_set:
+            c.producer_manager.register_producer(
+                pd.group_name,
+                ClientChannelInfo(conn, info.client_id, info.language, info.version, now, info.remote_addr),
+            )
+        return RemotingCommand.response_to(request)
+
+    def unregister_client(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        h = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.c
+        if h.producer_group:
+            c.producer_manager.unregister_producer(h.producer_group, conn)
+        if h.consumer_group:
+            sgc = c.subscription_group_manager.find_subscription_group_config(h.consumer_group)
+            notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
+            if c.consumer_manager.unregister_consumer(h.consumer_group, conn) and notify:
+                c.broker2client.notify_consumer_ids_changed(h.consumer_group)
+        return RemotingCommand.response_to(request)
+
+    def check_client_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            obj = decode_object(request.body or b"", "checkClientRequestBody")
+            raw = get_dict(obj, "subscriptionData")
+            sub = SubscriptionData.from_json(raw) if raw else None
+            get_str(obj, "group", "")
+        except BodyFormatError as exc:
+            raise RemoteSystemError(f"bad check client config body: {exc}") from None
+        if sub is None or sub.expression_type == ExpressionType.TAG.value:
+            return RemotingCommand.response_to(request)
+        if not self.c.config.enable_property_filter:
+            raise RemoteSystemError(
+                f"The broker does not support consumer to filter message by {sub.expression_type}"
+            )
+        raise SubscriptionParseFailedError(f"{sub.expression_type} filtering is not supported by pocketmq")
+
+    def lock_batch_mq(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            body = LockBatchRequestBody.decode(request.body or b"")
+        except BodyFormatError as exc:
+            raise RemoteSystemError(f"bad lock body: {exc}") from None
+        c = self.c
+        granted = c.rebalance_lock_manager.try_lock_batch(
+            body.consumer_group, body.mq_set, body.client_id, c.clock.monotonic_ms()
+        )
+        return RemotingCommand.response_to(
+            request, ResponseCode.SUCCESS, None, None, LockBatchResponseBody(granted).encode()
+        )
+
+    def unlock_batch_mq(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            body = UnlockBatchRequestBody.decode(request.body or b"")
+        except BodyFormatError as exc:
+            raise RemoteSystemError(f"bad unlock body: {exc}") from None
+        self.c.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return RemotingCommand.response_to(request)

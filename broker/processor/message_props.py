@@ -1,0 +1,118 @@
+"""Message properties as the send path stores them (pure string work on ``k\x01v\x02...``).
+
+* :func:`stored_properties`: the request's properties minus ``WAIT``, plus ``CLUSTER`` (what a
+  Java broker stores), and whether the sender waits for the flush;
+* :func:`join_batch_properties`: a batch item's properties with the header's appended
+  (``MessageExtBatchEncoder``: one separator between them);
+* :func:`apply_delay_level`: the ``SCHEDULE_TOPIC_XXXX`` rewrite of a ``DELAY`` message.
+"""
+
+from __future__ import annotations
+
+from pocketmq.remoting.protocol.message import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    MessageConst,
+    get_property,
+)
+from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC
+from pocketmq.store.message_inner import MessageInner
+
+__all__ = [
+    "CLUSTER_KEY",
+    "DELAY_KEY",
+    "TRAN_KEY",
+    "WAIT_KEY",
+    "apply_delay_level",
+    "has_delay",
+    "join_batch_properties",
+    "stored_properties",
+    "strip_property",
+]
+
+WAIT_KEY = MessageConst.WAIT + NAME_VALUE_SEPARATOR
+TRAN_KEY = MessageConst.TRAN_MSG + NAME_VALUE_SEPARATOR
+DELAY_KEY = MessageConst.DELAY + NAME_VALUE_SEPARATOR
+CLUSTER_KEY = MessageConst.CLUSTER + NAME_VALUE_SEPARATOR
+
+
+def strip_property(props: str, key: str) -> tuple[str, str | None]:
+    """``props`` without the ``key`` entry (and its separator), and that entry's value."""
+    needle = key + NAME_VALUE_SEPARATOR
+    if props.startswith(needle):
+        start = 0
+    else:
+        i = props.find(PROPERTY_SEPARATOR + needle)
+        if i < 0:
+            return props, None
+        start = i + 1
+    end = props.find(PROPERTY_SEPARATOR, start)
+    value = props[start + len(needle) : end if end >= 0 else len(props)]
+    if end < 0:
+        rest = props[: max(0, start - 1)]
+    else:
+        rest = props[:start] + props[end + 1 :]
+    return rest, value
+
+
+def stored_properties(props: str | None, cluster: str) -> tuple[str, bool]:
+    """What a Java broker stores: the request's properties minus WAIT, plus CLUSTER.
+
+    Returns ``(properties, wait_store_msg_ok)``.
+    """
+    props = props or ""
+    wait = True
+    if WAIT_KEY in props:
+        props, value = strip_property(props, MessageConst.WAIT)
+        if value is not None:
+            wait = value.lower() == "true"
+    if CLUSTER_KEY in props:
+        props, _ = strip_property(props, MessageConst.CLUSTER)
+    props = props.rstrip(PROPERTY_SEPARATOR)
+    if props:
+        return f"{props}{PROPERTY_SEPARATOR}{CLUSTER_KEY}{cluster}", wait
+    return f"{CLUSTER_KEY}{cluster}", wait
+
+
+def apply_delay_level(inner: MessageInner, max_level: int) -> None:
+    """A normal message with ``DELAY`` > 0 goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1``.
+
+    ``REAL_TOPIC`` / ``REAL_QID`` keep where it belongs; a level above ``max_level`` is clamped
+    (Java ``CommitLog.putMessage``). Only applied when a schedule service delivers them.
+    """
+    if inner.sys_flag & TRANSACTION_ROLLBACK_TYPE not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+        return
+    props = inner.properties_string()
+    raw = get_property(props, MessageConst.DELAY)
+    try:
+        level = int(raw) if raw is not None else 0
+    except ValueError:
+        return
+    if level <= 0 or max_level <= 0:
+        return
+    if level > max_level:
+        props, _ = strip_property(props, MessageConst.DELAY)
+        props = join_batch_properties(props, f"{DELAY_KEY}{max_level}")
+        level = max_level
+    real = f"{MessageConst.REAL_TOPIC}{NAME_VALUE_SEPARATOR}{inner.topic}{PROPERTY_SEPARATOR}"
+    real += f"{MessageConst.REAL_QID}{NAME_VALUE_SEPARATOR}{inner.queue_id}"
+    inner.properties = join_batch_properties(props, real)
+    inner.topic = RMQ_SYS_SCHEDULE_TOPIC
+    inner.queue_id = level - 1
+
+
+def join_batch_properties(item: str, batch: str) -> str:
+    """A batch item's properties with the header's appended (Java ``MessageExtBatchEncoder``)."""
+    if not batch:
+        return item
+    if item and not item.endswith(PROPERTY_SEPARATOR):
+        return item + PROPERTY_SEPARATOR + batch
+    return item + batch
+
+
+def has_delay(props: str) -> bool:
+    value = get_property(props, MessageConst.DELAY)
+    return value is not None and value.strip() not in ("", "0")

@@ -1,0 +1,228 @@
+"""PULL_MESSAGE (11): tag-hash filtering, commit-offset flag, long-polling suspend.
+
+Checks and codes (``PullMessageProcessor.processRequest``):
+
+====  =========================================================================================
+code  condition
+====  =========================================================================================
+16    broker not readable; group ``consumeEnable=false``; topic not readable; broadcast
+      consumption of a group with ``consumeBroadcastEnable=false``
+26    unknown group and ``autoCreateSubscriptionGroup=false``
+17    unknown topic
+1     ``queueId`` outside ``[0, readQueueNums)``; SQL92 without ``enablePropertyFilter``
+24    no SUBSCRIPTION flag and no heartbeat subscription for the topic
+25    heartbeat ``subVersion`` older than the request's
+====  =========================================================================================
+
+Store status → reply (reference §5.2): FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20;
+OFFSET_OVERFLOW_ONE / OFFSET_FOUND_NULL 19; OFFSET_TOO_SMALL / OFFSET_OVERFLOW_BADLY 21;
+NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE 21 unless the request offset is 0 (then 19).
+Every reply carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset``, ``maxOffset``
+and the status name as remark. A 19 with SUSPEND set is held (:mod:`pocketmq.broker.longpolling`)
+and answered later; the COMMIT_OFFSET side effect happens only on the first execution.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pocketmq.broker.filter import TagMessageFilter, build_subscription
+from pocketmq.broker.longpolling import HeldPull
+from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import (
+    NoPermissionError,
+    RemoteSystemError,
+    ResponseError,
+    SubscriptionGroupNotExistError,
+    SubscriptionNotExistError,
+    SubscriptionNotLatestError,
+    SubscriptionParseFailedError,
+    TopicNotExistError,
+)
+from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.route import MASTER_ID, PermName
+from pocketmq.store.results import GetMessageStatus
+
+if TYPE_CHECKING:
+    from pocketmq.broker.controller import BrokerController
+
+logger = logging.getLogger(__name__)
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+
+_S = GetMessageStatus
+_STATUS_CODE: dict[GetMessageStatus, int] = {
+    _S.FOUND: ResponseCode.SUCCESS,
+    _S.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    _S.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    _S.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    _S.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    _S.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    _S.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+class PullMessageProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.c = controller
+
+    def register(self) -> None:
+        # Java serves pulls only on the main port, never on the VIP port.
+        self.c.register_processor(RequestCode.PULL_MESSAGE, self.process, fast=False)
+
+    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand | None:
+        return self.process_request(conn, request, allow_suspend=True)
+
+    def execute_when_wakeup(self, held: HeldPull) -> None:
+        """Re-run a held pull without suspending and send its reply (long-polling callback)."""
+        conn = held.conn
+        if not conn.is_active:
+            return
+        try:
+            response = self.process_request(conn, held.request, allow_suspend=False)
+        except ResponseError as exc:
+            response = RemotingCommand.response_to(held.request, exc.response_code, exc.remark)
+        except Exception as exc:
+            logger.exception("held pull %s:%d failed", held.topic, held.queue_id)
+            response = RemotingCommand.response_to(held.request, ResponseCode.SYSTEM_ERROR, str(exc))
+        if response is not None and conn.is_active:
+            conn.send_response(response)
+
+    # ------------------------------------------------------------------------------------------
+    def process_request(
+        self, conn: Any, request: RemotingCommand, *, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        c = self.c
+        cfg = c.config
+        header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if not PermName.is_readable(cfg.broker_permission):
+            raise NoPermissionError(f"the broker[{cfg.broker_ip1}] pulling message is forbidden")
+        group = header.consumer_group
+        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            raise SubscriptionGroupNotExistError(f"subscription group [{group}] does not exist")
+        if not sgc.consume_enable:
+            raise NoPermissionError(f"subscription group no permission, {group}")
+        sys_flag = header.sys_flag
+        has_suspend = bool(sys_flag & FLAG_SUSPEND)
+        has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
+        has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
+        topic = header.topic
+        tc = c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!")
+        if not PermName.is_readable(tc.perm):
+            raise NoPermissionError(f"the topic[{topic}] pulling message is forbidden")
+        queue_id = header.queue_id
+        if queue_id < 0 or queue_id >= tc.read_queue_nums:
+            raise RemoteSystemError(
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{tc.read_queue_nums}] consumer:[{conn.remote_addr}]"
+            )
+        sub = self._subscription(header, has_subscription, sgc.consume_broadcast_enable)
+        if sub.expression_type != ExpressionType.TAG.value and not cfg.enable_property_filter:
+            raise RemoteSystemError(
+                f"The broker does not support consumer to filter message by {sub.expression_type}"
+            )
+        message_filter = TagMessageFilter(sub)
+        result = c.store.get_message(
+            group,
+            topic,
+            queue_id,
+            header.queue_offset,
+            header.max_msg_nums,
+            # An accept-all filter goes as None: the store then makes no per-record filter calls.
+            message_filter=None if message_filter.accepts_all else message_filter,
+        )
+        status = result.status
+        code: int
+        if status is _S.NO_MESSAGE_IN_QUEUE or status is _S.NO_MATCHED_LOGIC_QUEUE:
+            code = ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _STATUS_CODE.get(status, ResponseCode.SYSTEM_ERROR)
+        suggest = sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else MASTER_ID
+        if not cfg.slave_read_enable:
+            suggest = MASTER_ID
+        next_begin = result.next_begin_offset
+        if cfg.is_slave:
+            if not cfg.slave_read_enable:
+                suggest = MASTER_ID
+            if code == ResponseCode.PULL_OFFSET_MOVED and not cfg.store.offset_check_in_slave:
+                next_begin = header.queue_offset
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
+
+        response: RemotingCommand | None = None
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
+            timeout = (
+                header.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
+            )
+            hold = c.pull_hold_service
+            held = HeldPull(
+                conn,
+                request,
+                topic,
+                queue_id,
+                header.queue_offset,
+                hold.now_ms() + max(0, timeout),
+                None if message_filter.accepts_all else message_filter,
+            )
+            if not hold.suspend(held):
+                response = self._response(request, code, status.name, suggest, next_begin, result)
+        else:
+            if code == ResponseCode.PULL_OFFSET_MOVED:
+                logger.warning(
+                    "PULL_OFFSET_MOVED: group=%s topic=%s queue=%d requested=%d next=%d min=%d max=%d",
+                    group, topic, queue_id, header.queue_offset, next_begin, result.min_offset, result.max_offset,
+                )  # fmt: skip
+            response = self._response(request, code, status.name, suggest, next_begin, result)
+            stats = c.broker_stats_manager
+            if stats is not None and code == ResponseCode.SUCCESS:
+                stats.on_get(group, topic, result.message_count, len(result.body))
+
+        if allow_suspend and has_commit and not cfg.is_slave:
+            c.consumer_offset_manager.commit_offset(group, topic, queue_id, header.commit_offset)
+        return response
+
+    def _subscription(
+        self, header: PullMessageRequestHeader, has_subscription: bool, broadcast_enable: bool
+    ) -> SubscriptionData:
+        topic = header.topic
+        if has_subscription:
+            try:
+                return build_subscription(
+                    topic, header.subscription, header.expression_type, header.sub_version
+                )
+            except Exception as exc:
+                raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
+        cgi = self.c.consumer_manager.get_consumer_group_info(header.consumer_group)
+        if cgi is None:
+            raise SubscriptionNotExistError("the consumer's group info not exist")
+        if not broadcast_enable and cgi.message_model is MessageModel.BROADCASTING:
+            raise NoPermissionError(
+                f"the consumer group[{header.consumer_group}] can not consume by broadcast way"
+            )
+        sub = cgi.find_subscription_data(topic)
+        if sub is None:
+            raise SubscriptionNotExistError("the consumer's subscription not exist")
+        if sub.sub_version < header.sub_version:
+            raise SubscriptionNotLatestError("the consumer's subscription not latest")
+        return sub
+
+    @staticmethod
+    def _response(
+        request: RemotingCommand, code: int, remark: str, suggest: int, next_begin: int, result: Any
+    ) -> RemotingCommand:
+        ext = {
+            "suggestWhichBrokerId": str(suggest),
+            "nextBeginOffset": str(next_begin),
+            "minOffset": str(result.min_offset),
+            "maxOffset": str(result.max_offset),
+        }
+        body = result.body if code == ResponseCode.SUCCESS and result.body else None
+        return RemotingCommand.response_to(request, code, remark, ext, body)

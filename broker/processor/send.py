@@ -1,0 +1,407 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and V2 with ``m=true``.
+
+Checks, in RocketMQ's order (``AbstractSendMessageProcessor.msgCheck`` + ``SendMessageProcessor``),
+with RocketMQ's codes and remarks:
+
+====  =========================================================================================
+code  condition
+====  =========================================================================================
+14    the broker is a slave (SERVICE_NOT_AVAILABLE)
+1     before ``startAcceptSendRequestTimeStamp``
+16    broker not writable and the topic is an order topic
+1     topic blank, with characters outside ``[%|a-zA-Z0-9_-]`` or longer than 127
+16    topic in the not-allowed-to-send set (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_*, ...), or a topic
+      without PERM_WRITE
+17    unknown topic and no auto-create (template missing or without PERM_INHERIT)
+1     queueId >= max(readQueueNums, writeQueueNums)
+26    ``%RETRY%<group>`` whose group does not exist (and no auto-create)
+13    body longer than ``maxMessageSize``; properties longer than 32767 bytes; bad batch body;
+      a batch to a ``%RETRY%`` topic
+16    a transactional half message while ``rejectTransactionMessage`` (or no transaction service)
+====  =========================================================================================
+
+Stored properties = the request's, minus ``WAIT``, plus ``CLUSTER``. Batch records get the
+header's properties appended to their own (reference §4.6). The put is synchronous on the loop;
+only a flush/replication wait (SYNC_FLUSH, SYNC_MASTER) makes the handler return an awaitable.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from pocketmq.broker.processor.common import born_host_of
+from pocketmq.broker.processor.message_props import (
+    DELAY_KEY,
+    TRAN_KEY,
+    apply_delay_level,
+    has_delay,
+    join_batch_properties,
+    stored_properties,
+    strip_property,
+)
+from pocketmq.remoting.protocol.codes import (
+    CURRENT_VERSION,
+    RPC_TYPE_RESPONSE,
+    VERSION_MAX_RECONSUME_HEADER,
+    LanguageCode,
+    RequestCode,
+    ResponseCode,
+)
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import (
+    MessageIllegalError,
+    NoPermissionError,
+    RemoteSystemError,
+    ServiceNotAvailableError,
+    SubscriptionGroupNotExistError,
+    TopicNotExistError,
+)
+from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
+from pocketmq.remoting.protocol.message import (
+    MAX_PROPERTIES_LENGTH,
+    MULTI_TAGS_FLAG,
+    HostAddress,
+    MessageConst,
+    MessageDecodeError,
+    decode_batch,
+    get_property,
+)
+from pocketmq.remoting.protocol.route import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    PermName,
+    TopicConfig,
+    TopicFilterType,
+    TopicSysFlag,
+    dlq_topic,
+    is_not_allowed_send_topic,
+    topic_error,
+)
+from pocketmq.store.config import BrokerRole, FlushDiskType
+from pocketmq.store.message_inner import MessageInner
+from pocketmq.store.results import AppendResult, PutMessageStatus, PutResult
+
+if TYPE_CHECKING:
+    from pocketmq.broker.config import BrokerConfig
+    from pocketmq.broker.controller import BrokerController
+
+DLQ_NUMS_PER_GROUP = 1
+
+_ILLEGAL_REMARK = (
+    "the message is illegal, maybe msg body or properties length not matched. "
+    "msg body length limit 128k, msg properties length limit 32k."
+)
+_STATUS_REPLY: dict[PutMessageStatus, tuple[int, str | None]] = {
+    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, server is busy or broken.",
+    ),
+    PutMessageStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now. It may be caused by one of the following reasons: "
+        "the broker's disk is full, messages are put to the slave, message store has been shut down, etc.",
+    ),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (
+        ResponseCode.SYSTEM_ERROR,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    ),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+class _Settings:
+    """Per-config values of the hot path, recomputed when the controller's config object changes."""
+
+    __slots__ = (
+        "cfg", "cluster", "is_slave", "max_body", "policy_waits", "region", "start_accept", "trace_on", "writable",
+    )  # fmt: skip
+
+    def __init__(self, cfg: BrokerConfig) -> None:
+        self.cfg = cfg
+        self.cluster = cfg.broker_cluster_name
+        self.region = cfg.region_id
+        self.trace_on = "true" if cfg.trace_on else "false"
+        self.is_slave = cfg.is_slave
+        self.max_body = cfg.store.max_message_size
+        self.start_accept = cfg.start_accept_send_request_time_stamp
+        self.writable = PermName.is_writeable(cfg.broker_permission)
+        # Whether a stored message waits for a flush (SYNC_FLUSH) or a slave (SYNC_MASTER).
+        self.policy_waits = (
+            cfg.store.flush_disk_type is FlushDiskType.SYNC_FLUSH
+            or cfg.store.broker_role is BrokerRole.SYNC_MASTER
+        )
+
+
+class SendMessageProcessor:
+    """Owns the send codes; ``controller`` supplies config, managers and the store."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.c = controller
+        self._s = _Settings(controller.config)
+        self._rng = random.Random()
+        #: Topic names that passed the name checks (valid, not a system topic): checked once.
+        self._ok_topics: set[str] = set()
+        self._msgid_prefix: tuple[HostAddress, str] | None = None
+
+    def _settings(self) -> _Settings:
+        s = self._s
+        if s.cfg is not self.c.config:
+            s = self._s = _Settings(self.c.config)
+        return s
+
+    def register(self) -> None:
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            self.c.register_processor(code, self.process)
+
+    # ------------------------------------------------------------------------------- entry
+    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if request.code == RequestCode.SEND_MESSAGE:
+            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        else:
+            header = SendMessageRequestHeader.from_ext_fields_v2(request.ext_fields)
+        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
+            return self._send_batch(conn, request, header)
+        return self._send_single(conn, request, header)
+
+    # -------------------------------------------------------------------------------- checks
+    def check(self, conn: Any, header: SendMessageRequestHeader) -> TopicConfig:
+        """``msgCheck``: the topic's config (auto-created if allowed), or raise the error reply."""
+        c = self.c
+        s = self._settings()
+        topic = header.topic
+        if s.is_slave:
+            raise ServiceNotAvailableError(
+                f"the broker[{s.cfg.broker_ip1}] is a slave: sending message is forbidden"
+            )
+        if s.start_accept and c.clock.now_ms() < s.start_accept:
+            raise RemoteSystemError(f"broker unable to service, until {s.start_accept}")
+        tcm = c.topic_config_manager
+        if not s.writable and tcm.is_order_topic(topic):
+            raise NoPermissionError(f"the broker[{s.cfg.broker_ip1}] sending message is forbidden")
+        if topic not in self._ok_topics:
+            err = topic_error(topic)
+            if err is not None:
+                raise RemoteSystemError(err)
+            if is_not_allowed_send_topic(topic):
+                raise NoPermissionError(f"Sending message to topic[{topic}] is forbidden.")
+            if len(self._ok_topics) > 100_000:  # bounded: topic names come from clients
+                self._ok_topics.clear()
+            self._ok_topics.add(topic)
+        tc = tcm.select_topic_config(topic)
+        if tc is None:
+            sys_flag = 0
+            if header.unit_mode:
+                is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+                sys_flag = TopicSysFlag.build(not is_retry, is_retry)
+            tc = tcm.create_topic_in_send_message_method(
+                topic, header.default_topic, header.default_topic_queue_nums, sys_flag
+            )
+            if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc = tcm.create_topic_in_send_message_back_method(
+                    topic, 1, PermName.PERM_READ | PermName.PERM_WRITE, sys_flag
+                )
+            if tc is None:
+                raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!")
+        if not tc.perm & PermName.PERM_WRITE:
+            # Java leaves this to the route (producers only pick writable queues); a client that
+            # sends anyway gets the pull side's answer instead of a silently accepted message.
+            raise NoPermissionError(f"the topic[{topic}] sending message is forbidden")
+        if header.queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+            raise RemoteSystemError(
+                f"request queueId[{header.queue_id}] is illegal, {tc} Producer: {conn.remote_addr}"
+            )
+        return tc
+
+    def _retry_and_dlq(
+        self, request: RemotingCommand, header: SendMessageRequestHeader, inner: MessageInner, tc: TopicConfig
+    ) -> TopicConfig:
+        """``handleRetryAndDLQ``: a ``%RETRY%`` send past its max reconsume times goes to the DLQ."""
+        topic = header.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+            sgc = self.c.subscription_group_manager.find_subscription_group_config(group)
+            if sgc is None:
+                raise SubscriptionGroupNotExistError(f"subscription group not exist, {group}")
+            max_times = sgc.retry_max_times
+            if request.version >= VERSION_MAX_RECONSUME_HEADER and header.max_reconsume_times is not None:
+                max_times = header.max_reconsume_times
+            if (header.reconsume_times or 0) >= max_times:
+                new_topic = dlq_topic(group)
+                tc = self.c.topic_config_manager.create_topic_in_send_message_back_method(
+                    new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_READ | PermName.PERM_WRITE, 0
+                )
+                inner.topic = new_topic
+                inner.queue_id = self._rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
+                props, _ = strip_property(inner.properties_string(), MessageConst.DELAY)
+                inner.properties = props
+        if tc.topic_filter_type == TopicFilterType.MULTI_TAG:
+            inner.sys_flag |= MULTI_TAGS_FLAG
+        return tc
+
+    # -------------------------------------------------------------------------------- single
+    def _send_single(
+        self, conn: Any, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        tc = self.check(conn, header)
+        c = self.c
+        s = self._s
+        body = request.body or b""
+        if len(body) > s.max_body:
+            raise MessageIllegalError(_ILLEGAL_REMARK)
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
+        props, wait = stored_properties(header.properties, s.cluster)
+        if len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH:
+            raise MessageIllegalError(_ILLEGAL_REMARK)
+        inner = MessageInner(
+            header.topic,
+            body,
+            queue_id,
+            header.flag,
+            props,
+            header.sys_flag,
+            header.born_timestamp,
+            born_host_of(conn),
+            c.store_host,
+            header.reconsume_times or 0,
+        )
+        if (
+            header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            or tc.topic_filter_type is TopicFilterType.MULTI_TAG
+        ):
+            self._retry_and_dlq(request, header, inner, tc)
+        if DELAY_KEY in props and c.schedule_message_service is not None:
+            apply_delay_level(inner, len(c.config.store.delay_levels_ms))
+        if TRAN_KEY in props:
+            tran = get_property(props, MessageConst.TRAN_MSG)
+            if (
+                tran is not None
+                and tran.lower() == "true"
+                and not (inner.reconsume_times > 0 and has_delay(props))
+            ):
+                return self._prepare_transaction(request, inner, queue_id, wait)
+        if wait and s.policy_waits:
+            return self._reply_after(request, c.store.put_message_async(inner), queue_id, inner.topic)
+        return self._reply(request, c.store.put_message(inner), queue_id, inner.topic)
+
+    def _prepare_transaction(
+        self, request: RemotingCommand, inner: MessageInner, queue_id: int, wait: bool
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        cfg = self.c.config
+        service = self.c.transactional_message_service
+        if cfg.reject_transaction_message or service is None:
+            raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
+        result = service.prepare_message(inner)
+        if isinstance(result, PutResult):
+            return self._reply(request, result, queue_id, inner.topic)
+        return self._reply_after(request, result, queue_id, inner.topic)
+
+    # --------------------------------------------------------------------------------- batch
+    def _send_batch(
+        self, conn: Any, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        tc = self.check(conn, header)
+        topic = header.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise MessageIllegalError(f"batch request does not support retry group {topic}")
+        c = self.c
+        try:
+            items = decode_batch(request.body or b"")
+        except MessageDecodeError as exc:
+            raise MessageIllegalError(f"the batch body is illegal: {exc}") from None
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
+        s = self._s
+        batch_props, wait = stored_properties(header.properties, s.cluster)
+        sys_flag = header.sys_flag
+        if tc.topic_filter_type == TopicFilterType.MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        max_size = s.max_body
+        born = born_host_of(conn)
+        store_host = c.store_host
+        born_ts = header.born_timestamp
+        reconsume = header.reconsume_times or 0
+        msgs: list[MessageInner] = []
+        for item in items:
+            if len(item.body) > max_size:
+                raise MessageIllegalError(_ILLEGAL_REMARK)
+            props = join_batch_properties(item.properties_str, batch_props)
+            msgs.append(
+                MessageInner(
+                    topic,
+                    item.body,
+                    queue_id,
+                    item.flag,
+                    props,
+                    sys_flag,
+                    born_ts,
+                    born,
+                    store_host,
+                    reconsume,
+                )
+            )
+        if wait and s.policy_waits:
+            return self._reply_after(request, c.store.put_messages_async(msgs), queue_id, topic)
+        return self._reply(request, c.store.put_messages(msgs), queue_id, topic)
+
+    # ------------------------------------------------------------------------------- replies
+    async def _reply_after(
+        self, request: RemotingCommand, pending: Awaitable[PutResult], queue_id: int, topic: str
+    ) -> RemotingCommand:
+        return self._reply(request, await pending, queue_id, topic)
+
+    def _reply(
+        self, request: RemotingCommand, result: PutResult, queue_id: int, topic: str
+    ) -> RemotingCommand:
+        status = result.status
+        append = result.append
+        s = self._s
+        stats = self.c.broker_stats_manager
+        if stats is not None and append is not None:
+            stats.on_put(topic, append.msg_num, append.wrote_bytes)
+        if status is PutMessageStatus.PUT_OK and append is not None:
+            # The hot path: one dict literal, the reply built directly.
+            ext = {
+                "MSG_REGION": s.region,
+                "TRACE_ON": s.trace_on,
+                "msgId": self._msg_id(append),
+                "queueId": str(queue_id),
+                "queueOffset": str(append.logics_offset),
+            }
+            return RemotingCommand(
+                ResponseCode.SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None,
+                LanguageCode.JAVA, CURRENT_VERSION, request.serialize_type,
+            )  # fmt: skip
+        code, remark = _STATUS_REPLY.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        ext = {"MSG_REGION": s.region, "TRACE_ON": s.trace_on}
+        if append is not None and status.is_ok:
+            ext["msgId"] = self._msg_id(append)
+            ext["queueId"] = str(queue_id)
+            ext["queueOffset"] = str(append.logics_offset)
+        return RemotingCommand.response_to(request, code, remark, ext)
+
+    def _msg_id(self, append: AppendResult) -> str:
+        """Offset msgId(s): the store host's hex prefix is computed once per host."""
+        cached = self._msgid_prefix
+        host = append.store_host
+        if cached is None or cached[0] != host:
+            if len(host[0]) != 4:
+                return append.msg_id
+            cached = self._msgid_prefix = (
+                host,
+                (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper(),
+            )
+        prefix = cached[1]
+        offsets = append.batch_offsets
+        if offsets is None:
+            return f"{prefix}{append.wrote_offset:016X}"
+        return ",".join([f"{prefix}{off:016X}" for off in offsets])

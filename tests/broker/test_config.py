@@ -1,0 +1,122 @@
+"""BrokerConfig: RocketMQ keys and defaults, the flat-file split, overrides and errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config, local_address
+from pocketmq.store.config import BrokerRole, FlushDiskType
+
+JAVA_BROKER_CONF = """\
+brokerClusterName = DefaultCluster
+brokerName = broker-a
+brokerId = 0
+deleteWhen = 04
+fileReservedTime = 48
+brokerRole = ASYNC_MASTER
+flushDiskType = ASYNC_FLUSH
+# keys of NettyServerConfig / BrokerConfig that pocketmq does not implement
+sendMessageThreadPoolNums=16
+serverWorkerThreads=8
+listenPort=10921
+brokerIP1=10.1.2.3
+mappedFileSizeCommitLog=1048576
+storePathRootDir=/tmp/pocketmq-conf-test
+"""
+
+
+def test_defaults_are_rocketmq_defaults(monkeypatch):
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    c = BrokerConfig(brokerName="b")
+    assert (c.broker_cluster_name, c.broker_id, c.listen_port, c.broker_permission) == (
+        "DefaultCluster",
+        0,
+        10911,
+        6,
+    )
+    assert c.auto_create_topic_enable and c.auto_create_subscription_group and c.long_polling_enable
+    assert (c.default_topic_queue_nums, c.register_name_server_period, c.flush_consumer_offset_interval) == (
+        8,
+        30000,
+        5000,
+    )
+    assert c.short_polling_time_mills == 1000 and c.max_message_size == 4 * 1024 * 1024
+    assert (
+        c.store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+        and c.store.broker_role is BrokerRole.ASYNC_MASTER
+    )
+    assert c.namesrv_addr is None
+    assert c.broker_ip1 == local_address()  # a non-loopback IPv4 when the host has one
+
+
+def test_java_broker_conf_loads_and_splits(tmp_path):
+    path = tmp_path / "broker.conf"
+    path.write_text(JAVA_BROKER_CONF)
+    c = load_broker_config(path, ["flushDiskType=SYNC_FLUSH"], namesrv_addr="127.0.0.1:9876;127.0.0.2:9876")
+    assert c.broker_name == "broker-a" and c.listen_port == 10921 and c.broker_ip1 == "10.1.2.3"
+    assert c.store.file_reserved_time == 48 and c.store.mapped_file_size_commit_log == 1 << 20
+    assert c.store.flush_disk_type is FlushDiskType.SYNC_FLUSH  # --set wins over the file
+    assert c.namesrv_addr_list == ["127.0.0.1:9876", "127.0.0.2:9876"]
+    assert c.store.ha_listen_port == 10922 and c.ha_server_addr == "10.1.2.3:10922"  # derived
+    assert c.broker_addr == "10.1.2.3:10921"
+    assert c.config_dir.endswith("pocketmq-conf-test/config")
+    props = c.properties()
+    assert props["brokerIP1"] == "10.1.2.3" and props["flushDiskType"] == "SYNC_FLUSH"
+
+
+def test_env_namesrv_is_a_default_below_file_and_flag(monkeypatch, tmp_path):
+    monkeypatch.setenv("NAMESRV_ADDR", "1.1.1.1:9876")
+    assert load_broker_config().namesrv_addr == "1.1.1.1:9876"
+    assert load_broker_config(namesrv_addr="2.2.2.2:9876").namesrv_addr == "2.2.2.2:9876"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        (["listenPrt=1"], "did you mean 'listenPort'"),
+        (["listenPort=abc"], "listenPort"),
+        (["brokerId=-1"], "brokerId"),
+        (["namesrvAddr=nohostport"], "namesrvAddr"),
+        (["flushDiskType=FAST"], "flushDiskType"),
+        (["noequals"], "expected key=value"),
+    ],
+)
+def test_bad_keys_and_values_name_the_key(overrides, needle):
+    with pytest.raises(ConfigError) as err:
+        load_broker_config(None, overrides)
+    assert needle in str(err.value)
+
+
+def test_with_updates_routes_keys_to_both_parts():
+    c = BrokerConfig(brokerName="b")
+    d = c.with_updates({"brokerPermission": "4", "maxMessageSize": "2048", "serverWorkerThreads": "3"})
+    assert d.broker_permission == 4 and d.max_message_size == 2048 and c.broker_permission == 6
+    with pytest.raises(ConfigError):
+        c.with_updates({"bogus": "1"})
+
+
+def test_register_period_is_clamped():
+    assert BrokerConfig(brokerName="b", registerNameServerPeriod=1000).register_period_ms == 10_000
+    assert BrokerConfig(brokerName="b", registerNameServerPeriod=600_000).register_period_ms == 60_000
+
+
+def test_mqbroker_print_and_error_exit_codes(tmp_path):
+    path = tmp_path / "broker.conf"
+    path.write_text(JAVA_BROKER_CONF)
+    out = subprocess.run(
+        [sys.executable, "-m", "pocketmq.broker", "-c", str(path), "-p"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "listenPort=10921" in out.stdout and "fileReservedTime=48" in out.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "pocketmq.broker", "--set", "brokerNme=x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "brokerNme" in bad.stderr and "brokerName" in bad.stderr

@@ -1,0 +1,137 @@
+"""The long-polling table (pure, times as arguments) and its service (real loop, no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pocketmq.broker.filter import TagMessageFilter, build_subscription
+from pocketmq.broker.longpolling import HeldPull, PullRequestHoldService, PullRequestTable
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.message import java_string_hash
+
+
+class FakeConn:
+    is_active = True
+
+
+def held(topic="T", qid=0, offset=5, deadline=1000, expr=None, conn=None) -> HeldPull:
+    flt = TagMessageFilter(build_subscription(topic, expr)) if expr else None
+    return HeldPull(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
+
+
+def test_arrival_wakes_only_requests_below_the_new_max():
+    t = PullRequestTable()
+    a, b = held(offset=5), held(offset=7)
+    assert t.hold(a) and t.hold(b)
+    assert t.take_arrived("T", 0, 6) == [a]
+    assert t.held("T", 0) == [b]
+    assert t.take_arrived("T", 1, 100) == []  # other queue
+    assert t.take_arrived("T", 0, 8) == [b]
+    assert not t
+
+
+def test_stale_notification_asks_the_store_again():
+    t = PullRequestTable()
+    a = held(offset=5)
+    t.hold(a)
+    assert t.take_arrived("T", 0, 5, current_max_offset=lambda topic, q: 5) == []
+    assert t.take_arrived("T", 0, 5, current_max_offset=lambda topic, q: 6) == [a]
+
+
+def test_tag_filter_decides_on_arrival_and_sweep_ignores_it():
+    t = PullRequestTable()
+    a = held(expr="TagA || TagB")
+    t.hold(a)
+    assert t.take_arrived("T", 0, 6, java_string_hash("TagC")) == []
+    assert t.take_arrived("T", 0, 6, java_string_hash("TagB")) == [a]
+    t.hold(b := held(expr="TagA"))
+    assert t.take_arrived("T", 0, 6, None) == [b]  # the safety sweep has no tag: re-execute
+
+
+def test_deadlines_expire_in_order_and_skip_answered():
+    t = PullRequestTable()
+    a, b, c = held(deadline=300), held(deadline=100), held(offset=9, deadline=200)
+    for r in (a, b, c):
+        t.hold(r)
+    assert t.next_deadline() == 100
+    assert t.take_expired(99) == []
+    assert t.take_expired(200) == [b, c]
+    t.take_arrived("T", 0, 6)  # answers a
+    assert t.next_deadline() is None
+    assert t.take_expired(10_000) == []
+
+
+def test_bound_per_queue_and_connection_drop():
+    t = PullRequestTable(max_per_queue=2)
+    conn = FakeConn()
+    assert t.hold(held(conn=conn)) and t.hold(held())
+    assert not t.hold(held())
+    assert t.hold(held(qid=1, conn=conn))
+    assert t.drop_connection(conn) == 2
+    assert len(t) == 1
+
+
+async def test_service_wakes_on_arrival_and_on_deadline():
+    answered: list[tuple[str, HeldPull]] = []
+    max_offsets = {("T", 0): 5}
+    svc = PullRequestHoldService(lambda r: answered.append(("run", r)), lambda t, q: max_offsets[(t, q)])
+    svc.start()
+    try:
+        now = svc.now_ms()
+        a = held(offset=5, deadline=now + 60_000)
+        b = held(offset=5, deadline=now + 50)
+        assert svc.suspend(a) and svc.suspend(b)
+        svc.arriving("T", 0, 6, 0, 0, None, {})
+        assert answered == [("run", a), ("run", b)]
+        answered.clear()
+        c = held(offset=6, deadline=svc.now_ms() + 50)
+        svc.suspend(c)
+        await asyncio.sleep(0.2)
+        assert answered == [("run", c)]
+    finally:
+        await svc.stop()
+
+
+async def test_service_stop_answers_everything():
+    answered: list[HeldPull] = []
+    svc = PullRequestHoldService(answered.append, lambda t, q: 0)
+    svc.start()
+    r = held(deadline=svc.now_ms() + 60_000)
+    svc.suspend(r)
+    await svc.stop()
+    assert answered == [r]
+
+
+async def test_service_safety_sweep_catches_missed_notifications():
+    answered: list[HeldPull] = []
+    current = {"max": 5}
+    svc = PullRequestHoldService(answered.append, lambda t, q: current["max"], check_interval=0.05)
+    svc.start()
+    try:
+        r = held(offset=5, deadline=svc.now_ms() + 60_000)
+        svc.suspend(r)
+        await asyncio.sleep(0.12)
+        assert answered == []
+        current["max"] = 6
+        await asyncio.sleep(0.15)
+        assert answered == [r]
+    finally:
+        await svc.stop()
+
+
+async def test_a_failing_execute_does_not_break_the_service():
+    calls: list[HeldPull] = []
+
+    def boom(r: HeldPull) -> None:
+        calls.append(r)
+        raise RuntimeError("boom")
+
+    svc = PullRequestHoldService(boom, lambda t, q: 0)
+    svc.start()
+    try:
+        svc.suspend(a := held(offset=1, deadline=svc.now_ms() + 60_000))
+        svc.suspend(b := held(offset=1, deadline=svc.now_ms() + 60_000))
+        svc.notify_message_arriving("T", 0, 2)
+        assert calls == [a, b]
+    finally:
+        await svc.stop()

@@ -1,0 +1,201 @@
+"""Pure tables: topics, subscription groups, consumer offsets, client channels, queue locks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pocketmq.broker.client_manager import ClientChannelInfo, ConsumerManager, ProducerManager
+from pocketmq.broker.offset_manager import ConsumerOffsetManager
+from pocketmq.broker.rebalance_lock import RebalanceLockManager
+from pocketmq.broker.subscription import SubscriptionGroupManager
+from pocketmq.broker.topic_config import TopicConfigManager
+from pocketmq.remoting.common.clock import FakeClock
+from pocketmq.remoting.common.persist import PersistCorruptError
+from pocketmq.remoting.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumeType,
+    MessageModel,
+    MessageQueue,
+    SubscriptionData,
+)
+from pocketmq.remoting.protocol.route import PermName, TopicConfig
+
+
+def tcm(path=None, **kw) -> TopicConfigManager:
+    clock = FakeClock()
+    return TopicConfigManager(
+        str(path) if path else None,
+        broker_name="broker-a",
+        cluster_name="C1",
+        now_ms=clock.now_ms,
+        fsync=False,
+        **kw,
+    )
+
+
+# ------------------------------------------------------------------------------ topics
+
+
+def test_builtin_topics_like_a_java_broker():
+    m = tcm()
+    t = m.topic_config_table
+    assert t["TBW102"].perm == 7 and t["TBW102"].write_queue_nums == 8
+    assert t["SELF_TEST_TOPIC"].write_queue_nums == 1
+    assert t["SCHEDULE_TOPIC_XXXX"].read_queue_nums == 18
+    assert t["C1"].perm == PermName.PERM_INHERIT | 6 and t["C1"].write_queue_nums == 16
+    assert t["broker-a"].perm == 7 and t["broker-a"].write_queue_nums == 1
+    assert "C1_REPLY_TOPIC" in t and "OFFSET_MOVED_EVENT" in t and "BenchmarkTest" in t
+    assert "TBW102" not in tcm(auto_create_topic_enable=False).topic_config_table
+    assert tcm(cluster_topic_enable=False).topic_config_table["C1"].perm == PermName.PERM_INHERIT
+
+
+def test_auto_create_rules_and_versions():
+    m = tcm()
+    calls = []
+    m.on_change = lambda: calls.append(1)
+    v0 = m.data_version
+    tc = m.create_topic_in_send_message_method("New", "TBW102", 4)
+    assert (tc.read_queue_nums, tc.perm) == (4, 6)
+    assert m.data_version.counter == v0.counter + 1 and m.dirty and calls == [1]
+    assert m.create_topic_in_send_message_method("New", "TBW102", 2) is tc  # exists: unchanged
+    assert m.create_topic_in_send_message_method("X", "missing", 4) is None
+    assert m.create_topic_in_send_message_method("Y", "SELF_TEST_TOPIC", 4) is None  # no INHERIT
+    assert m.create_topic_in_send_message_method("Z", "broker-a", 4).write_queue_nums == 1
+
+
+def test_topics_json_round_trip_and_backup(tmp_path):
+    m = tcm(tmp_path)
+    m.update_topic_config(TopicConfig("Kept", 3, 5, 6, order=True))
+    m.persist()
+    raw = (tmp_path / "topics.json").read_text()
+    assert json.loads(raw)["topicConfigTable"]["Kept"]["writeQueueNums"] == 5
+    m2 = tcm(tmp_path)
+    assert m2.load()
+    assert m2.topic_config_table["Kept"] == TopicConfig("Kept", 3, 5, 6, order=True)
+    assert m2.data_version == m.data_version
+    # a torn main file falls back to the .bak of the previous write
+    m.update_topic_config(TopicConfig("Later", 1, 1))
+    m.persist()
+    (tmp_path / "topics.json").write_text("{garbage")
+    m3 = tcm(tmp_path)
+    assert m3.load() and "Kept" in m3.topic_config_table
+    (tmp_path / "topics.json.bak").write_text("{garbage")
+    with pytest.raises(PersistCorruptError):
+        tcm(tmp_path).load()
+
+
+def test_order_topic_flags_follow_the_kv_table():
+    m = tcm()
+    m.update_topic_config(TopicConfig("O", 4, 4))
+    m.update_order_topic_config({"O"})
+    assert m.is_order_topic("O")
+    m.update_order_topic_config(set())
+    assert not m.is_order_topic("O")
+
+
+# ------------------------------------------------------------------------------ groups
+
+
+def test_subscription_groups_auto_create_and_persist(tmp_path):
+    clock = FakeClock()
+    m = SubscriptionGroupManager(str(tmp_path), now_ms=clock.now_ms, fsync=False)
+    assert m.contains("TOOLS_CONSUMER")
+    g = m.find_subscription_group_config("G1")
+    assert g is not None and g.retry_max_times == 16 and m.dirty
+    m.persist()
+    m2 = SubscriptionGroupManager(str(tmp_path), now_ms=clock.now_ms, fsync=False)
+    assert m2.load() and m2.contains("G1")
+    off = SubscriptionGroupManager(None, now_ms=clock.now_ms, auto_create_subscription_group=False)
+    assert off.find_subscription_group_config("G1") is None
+    assert off.find_subscription_group_config("CID_RMQ_SYS_TRANS") is not None
+
+
+# ------------------------------------------------------------------------------ offsets
+
+
+def test_offsets_commit_query_and_java_file_shape(tmp_path):
+    m = ConsumerOffsetManager(str(tmp_path), fsync=False)
+    assert m.query_offset("G", "T", 0) == -1
+    m.commit_offset("G", "T", 0, 10)
+    m.commit_offset("G", "T", 1, 7)
+    m.commit_offset("G2", "T", 0, 3)
+    assert m.query_offsets("G", "T") == {0: 10, 1: 7}
+    assert m.topics_of_group("G") == {"T"} and m.groups_of_topic("T") == {"G", "G2"}
+    m.persist()
+    text = (tmp_path / "consumerOffset.json").read_text()
+    assert '"T@G":{' in text.replace("\t", "").replace("\n", "") and "0:10" in text  # bare int keys
+    m2 = ConsumerOffsetManager(str(tmp_path), fsync=False)
+    assert m2.load() and m2.query_offset("G", "T", 1) == 7 and not m2.dirty
+
+
+def test_offsets_read_java_written_and_quoted_keys(tmp_path):
+    (tmp_path / "consumerOffset.json").write_text('{\n\t"offsetTable":{\n\t\t"T@G":{0:5,"1":6}\n\t}\n}')
+    m = ConsumerOffsetManager(str(tmp_path), fsync=False)
+    assert m.load() and m.query_offsets("G", "T") == {0: 5, 1: 6}
+    assert m.remove_group("G") == 1 and m.query_offset("G", "T", 0) == -1
+
+
+async def test_persist_async_writes_a_snapshot(tmp_path):
+    m = ConsumerOffsetManager(str(tmp_path), fsync=False)
+    m.commit_offset("G", "T", 0, 1)
+    await m.persist_async()
+    assert not m.dirty and (tmp_path / "consumerOffset.json").exists()
+
+
+# ------------------------------------------------------------------------------ clients
+
+
+def info(conn, cid="c1", t=0) -> ClientChannelInfo:
+    return ClientChannelInfo(conn, cid, 0, 409, t)
+
+
+def reg(m: ConsumerManager, group, conn, subs, t=0, cid="c1") -> bool:
+    return m.register_consumer(
+        group, info(conn, cid, t), ConsumeType.CONSUME_PASSIVELY, MessageModel.CLUSTERING,
+        ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, subs,
+    )  # fmt: skip
+
+
+def test_consumer_membership_changes():
+    m = ConsumerManager(channel_expired_timeout_ms=120_000)
+    a, b = object(), object()
+    s1 = SubscriptionData.build("T", "TagA", sub_version=1)
+    assert reg(m, "G", a, [s1], cid="ca")  # new channel
+    assert not reg(m, "G", a, [s1], t=10, cid="ca")  # refresh
+    assert reg(m, "G", b, [s1], cid="cb")
+    assert m.get_consumer_group_info("G").client_ids() == ["ca", "cb"]
+    s2 = SubscriptionData.build("T", "TagB", sub_version=2)
+    assert not reg(m, "G", a, [s2], cid="ca")  # newer version replaces silently
+    assert m.find_subscription_data("G", "T").tags_set == ("TagB",)
+    assert reg(m, "G", a, [s2, SubscriptionData.build("U", "*")], cid="ca")  # topic set changed
+    assert m.do_channel_close_event(b) == ["G"]
+    assert m.unregister_consumer("G", a) and m.get_consumer_group_info("G") is None
+
+
+def test_channel_expiry_uses_last_heartbeat():
+    m = ConsumerManager(channel_expired_timeout_ms=1000)
+    p = ProducerManager(channel_expired_timeout_ms=1000)
+    a, b = object(), object()
+    reg(m, "G", a, [], t=0)
+    reg(m, "G", b, [], t=800, cid="c2")
+    p.register_producer("PG", info(a, t=0))
+    assert m.scan_not_active_channel(1000) == []
+    expired = m.scan_not_active_channel(1001)
+    assert [(g, i.conn) for g, i in expired] == [("G", a)]
+    assert m.get_consumer_group_info("G").client_ids() == ["c2"]
+    assert [g for g, _ in p.scan_not_active_channel(1001)] == ["PG"] and p.get_channels("PG") == []
+
+
+def test_rebalance_locks():
+    m = RebalanceLockManager(lock_max_live_ms=100)
+    q0, q1 = MessageQueue("T", "b", 0), MessageQueue("T", "b", 1)
+    assert m.try_lock_batch("G", [q0, q1], "c1", 0) == [q0, q1]
+    assert m.try_lock_batch("G", [q0], "c2", 50) == []
+    assert m.try_lock_batch("G", [q0], "c1", 90) == [q0]  # renew
+    assert m.try_lock_batch("G", [q1], "c2", 150) == [q1]  # expired
+    m.unlock_batch("G", [q0], "c2")  # not the owner
+    assert m.is_locked("G", q0, "c1", 100)
+    m.unlock_batch("G", [q0], "c1")
+    assert not m.is_locked("G", q0, "c1", 100)

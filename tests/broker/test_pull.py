@@ -1,0 +1,213 @@
+"""PULL_MESSAGE: statuses, offsets, tag filtering, commit offset and long polling, over the wire."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pocketmq.remoting.protocol.codes import ResponseCode
+from pocketmq.remoting.protocol.message import decode_messages
+from pocketmq.remoting.protocol.route import TopicConfig
+from tests.broker.helpers import Wire, running_broker
+
+NO_SUSPEND = 0x4  # FLAG_SUBSCRIPTION only
+SUSPEND = 0x6
+
+
+async def fill(broker, wire: Wire, topic: str, n: int, tags: str | None = None) -> None:
+    if broker.topic_config_manager.select_topic_config(topic) is None:
+        broker.topic_config_manager.update_topic_config(TopicConfig(topic, 4, 4))
+    for i in range(n):
+        r = await wire.send(topic, f"m{i}".encode(), tags=tags)
+        assert r.code == ResponseCode.SUCCESS
+    await wait_dispatched(broker, topic, n)
+
+
+async def wait_dispatched(broker, topic: str, n: int, queue_id: int = 0) -> None:
+    for _ in range(200):
+        if broker.store.get_max_offset_in_queue(topic, queue_id) >= n:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("reput did not dispatch")
+
+
+async def wait_held(broker, n: int = 1) -> None:
+    for _ in range(400):
+        if len(broker.pull_hold_service.table) >= n:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("pull was not held")
+
+
+def offsets(r) -> tuple[int, int, int, int]:
+    e = r.ext_fields
+    return int(e["suggestWhichBrokerId"]), int(e["nextBeginOffset"]), int(e["minOffset"]), int(e["maxOffset"])
+
+
+async def test_found_and_all_four_offsets(broker, wire):
+    await fill(broker, wire, "P1", 5)
+    r = await wire.pull("P1", 0, 1, max_nums=2, sys_flag=NO_SUSPEND)
+    assert r.code == ResponseCode.SUCCESS and r.remark == "FOUND"
+    assert offsets(r) == (0, 3, 0, 5)
+    assert [m.body for m in decode_messages(r.body)] == [b"m1", b"m2"]
+
+
+async def test_status_table(broker, wire):
+    await fill(broker, wire, "P2", 3)
+    cases = [
+        (3, ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", 3),
+        (9, ResponseCode.PULL_OFFSET_MOVED, "OFFSET_OVERFLOW_BADLY", 0),  # min==0: Java corrects to min
+    ]
+    for offset, code, remark, nxt in cases:
+        r = await wire.pull("P2", 0, offset, sys_flag=NO_SUSPEND)
+        assert (r.code, r.remark, offsets(r)[1]) == (code, remark, nxt)
+        assert set(r.ext_fields) >= {"suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset"}
+    # empty queue of a known topic: 19 at offset 0, 21 elsewhere
+    r = await wire.pull("P2", 1, 0, sys_flag=NO_SUSPEND)
+    assert (r.code, r.remark) == (ResponseCode.PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE")
+    r = await wire.pull("P2", 1, 5, sys_flag=NO_SUSPEND)
+    assert (r.code, offsets(r)[1]) == (ResponseCode.PULL_OFFSET_MOVED, 0)
+
+
+async def test_tag_filter_skips_and_advances(broker, wire):
+    broker.topic_config_manager.update_topic_config(TopicConfig("P3", 1, 1))
+    for tag in ("A", "B", "A", "C"):
+        await wire.send("P3", tag.encode(), tags=tag)
+    await wait_dispatched(broker, "P3", 4)
+    r = await wire.pull("P3", 0, 0, subscription="A || C", sys_flag=NO_SUSPEND)
+    assert [m.body for m in decode_messages(r.body)] == [b"A", b"A", b"C"]
+    assert offsets(r)[1] == 4
+    r = await wire.pull("P3", 0, 1, subscription="Z", sys_flag=NO_SUSPEND)
+    assert (r.code, r.remark, offsets(r)[1]) == (ResponseCode.PULL_RETRY_IMMEDIATELY, "NO_MATCHED_MESSAGE", 4)
+
+
+async def test_subscription_from_heartbeat_when_flag_clear(broker, wire):
+    await fill(broker, wire, "P4", 2, tags="T1")
+    r = await wire.pull("P4", 0, 0, group="HB", sys_flag=0)
+    assert r.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    assert (await wire.heartbeat("c1", consumer_group="HB", topics={"P4": "T2"}, sub_version=5)).code == 0
+    r = await wire.pull("P4", 0, 0, group="HB", sys_flag=0, sub_version=9)
+    assert r.code == ResponseCode.SUBSCRIPTION_NOT_LATEST
+    r = await wire.pull("P4", 0, 0, group="HB", sys_flag=0, sub_version=5)
+    assert r.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # heartbeat says T2, messages are T1
+
+
+async def test_commit_offset_flag_stores_offset_once(broker, wire):
+    await fill(broker, wire, "P5", 2)
+    r = await wire.pull("P5", 0, 2, group="CG5", sys_flag=NO_SUSPEND | 0x1, commit_offset=2)
+    assert r.code == ResponseCode.PULL_NOT_FOUND
+    assert broker.consumer_offset_manager.query_offset("CG5", "P5", 0) == 2
+
+
+async def test_pull_errors(broker, wire):
+    await fill(broker, wire, "P6", 1)
+    r = await wire.pull("NoSuchTopic", 0, 0)
+    assert r.code == ResponseCode.TOPIC_NOT_EXIST
+    r = await wire.pull("P6", 4, 0)
+    assert r.code == ResponseCode.SYSTEM_ERROR and "queueId[4] is illegal" in r.remark
+    broker.topic_config_manager.update_topic_config(TopicConfig("WO", 1, 1, perm=2))
+    r = await wire.pull("WO", 0, 0)
+    assert r.code == ResponseCode.NO_PERMISSION
+
+
+async def test_pull_group_missing_without_auto_create(tmp_path):
+    async with running_broker(str(tmp_path), autoCreateSubscriptionGroup=False) as b:
+        w = Wire(b.broker_addr)
+        try:
+            await w.send("T", b"x")
+            r = await w.pull("T", 0, 0, group="NoGroup", sys_flag=NO_SUSPEND)
+            assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+        finally:
+            await w.close()
+
+
+# ------------------------------------------------------------------------------ long polling
+
+
+async def test_held_pull_is_answered_by_the_next_send(broker, wire):
+    await fill(broker, wire, "LP", 1)
+    events: list[str] = []
+    pull = asyncio.create_task(wire.pull("LP", 0, 1, sys_flag=SUSPEND, suspend_ms=15000))
+    await wait_held(broker)
+    assert len(broker.pull_hold_service.table) == 1
+    assert not pull.done()
+    events.append("send")
+    producer = Wire(broker.broker_addr)
+    try:
+        r = await producer.send("LP", b"wake")
+        assert r.code == ResponseCode.SUCCESS
+        events.append("sent")
+        r = await pull
+        events.append("pulled")
+    finally:
+        await producer.close()
+    assert r.code == ResponseCode.SUCCESS and [m.body for m in decode_messages(r.body)] == [b"wake"]
+    assert events == ["send", "sent", "pulled"]
+    assert not broker.pull_hold_service.table
+
+
+async def test_held_pull_times_out_with_no_new_msg(broker, wire):
+    await fill(broker, wire, "LP2", 1)
+    r = await wire.pull("LP2", 0, 1, sys_flag=SUSPEND, suspend_ms=300)
+    assert (r.code, r.remark, offsets(r)[1]) == (ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", 1)
+    assert not broker.pull_hold_service.table
+
+
+async def test_held_pull_ignores_other_tags_until_a_match(broker, wire):
+    await fill(broker, wire, "LP3", 1, tags="X")
+    pull = asyncio.create_task(
+        wire.pull("LP3", 0, 1, subscription="Want", sys_flag=SUSPEND, suspend_ms=10000)
+    )
+    await wait_held(broker)
+    other = Wire(broker.broker_addr)
+    try:
+        await other.send("LP3", b"no", tags="Other")
+        await wait_dispatched(broker, "LP3", 3 - 1)
+        await asyncio.sleep(0.05)
+        assert not pull.done()
+        await other.send("LP3", b"yes", tags="Want")
+        r = await pull
+    finally:
+        await other.close()
+    assert r.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_messages(r.body)] == [b"yes"]
+
+
+async def test_held_pulls_are_bounded_per_queue(tmp_path):
+    async with running_broker(str(tmp_path), maxHeldPullsPerQueue=2) as b:
+        w = Wire(b.broker_addr)
+        try:
+            await w.send("B", b"x")
+            await wait_dispatched(b, "B", 1)
+            held = [asyncio.create_task(w.pull("B", 0, 1, suspend_ms=10000)) for _ in range(2)]
+            await wait_held(b, 2)
+            r = await w.pull("B", 0, 1, suspend_ms=10000)  # third: answered at once
+            assert r.code == ResponseCode.PULL_NOT_FOUND
+            await w.send("B", b"y")
+            assert [x.code for x in await asyncio.gather(*held)] == [0, 0]
+        finally:
+            await w.close()
+
+
+async def test_shutdown_answers_held_pulls(tmp_path):
+    async with running_broker(str(tmp_path)) as b:
+        w = Wire(b.broker_addr)
+        await w.send("S", b"x")
+        await wait_dispatched(b, "S", 1)
+        pull = asyncio.create_task(w.pull("S", 0, 1, suspend_ms=20000))
+        await wait_held(b)
+        await b.shutdown()
+        r = await pull
+        assert r.code == ResponseCode.PULL_NOT_FOUND
+        await w.close()
+
+
+async def test_short_polling_when_long_polling_disabled(tmp_path):
+    async with running_broker(str(tmp_path), longPollingEnable=False, shortPollingTimeMills=100) as b:
+        w = Wire(b.broker_addr)
+        try:
+            await w.send("SP", b"x")
+            await wait_dispatched(b, "SP", 1)
+            r = await w.pull("SP", 0, 1, suspend_ms=60000, timeout=5)
+            assert r.code == ResponseCode.PULL_NOT_FOUND
+        finally:
+            await w.close()

@@ -1,0 +1,114 @@
+"""``mqbroker`` and ``pocketmq up`` as real processes: serve, SIGTERM = clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.message import decode_messages
+from pocketmq.testing.procs import free_port, servers, wait_port
+from pocketmq.testing.wire import Wire
+
+pytestmark = pytest.mark.integration
+
+
+async def send_pull_commit(broker_addr: str) -> None:
+    wire = Wire(broker_addr)
+    try:
+        r = await wire.send("ProcTopic", b"hello", tags="A", keys="k")
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        for _ in range(100):
+            r = await wire.pull("ProcTopic", 0, 0, sys_flag=0x4)
+            if r.code == ResponseCode.SUCCESS:
+                break
+            await asyncio.sleep(0.02)
+        assert [m.body for m in decode_messages(r.body)] == [b"hello"]
+        r = await wire.call(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": "G", "topic": "ProcTopic", "queueId": "0", "commitOffset": "1"},
+        )
+        assert r.code == ResponseCode.SUCCESS
+    finally:
+        await wire.close()
+
+
+async def route_code(namesrv_addr: str, topic: str) -> int:
+    wire = Wire(namesrv_addr)
+    try:
+        return (await wire.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
+    finally:
+        await wire.close()
+
+
+def test_mqbroker_sigterm_flushes_persists_and_unregisters(tmp_path: Path) -> None:
+    with servers(tmp_path) as s:
+        asyncio.run(send_pull_commit(s.broker.addr))
+        assert (s.store_dir / "abort").exists()  # a running store
+        assert s.broker.stop() == 0
+        assert not (s.store_dir / "abort").exists()
+        assert "ProcTopic@G" in (s.store_dir / "config" / "consumerOffset.json").read_text()
+        assert "ProcTopic" in (s.store_dir / "config" / "topics.json").read_text()
+        assert asyncio.run(route_code(s.namesrv.addr, "TBW102")) == ResponseCode.TOPIC_NOT_EXIST
+        log = s.broker.log_tail()
+        assert "boot success" in log and "127.0.0.1" in log and "unregistered broker broker-a" in log
+
+
+def test_pocketmq_up_serves_and_stops_cleanly(tmp_path: Path) -> None:
+    ns_port, broker_port = free_port(), free_port()
+    argv = [
+        sys.executable, "-m", "pocketmq.deploy", "up", "--data-dir", str(tmp_path / "data"),
+        "--namesrv-port", str(ns_port), "--broker-port", str(broker_port), "--set", "fastListenEnable=false",
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_port(broker_port, proc)  # type: ignore[arg-type]
+        wait_port(ns_port, proc)  # type: ignore[arg-type]
+        asyncio.run(send_pull_commit(f"127.0.0.1:{broker_port}"))
+        assert asyncio.run(route_code(f"127.0.0.1:{ns_port}", "ProcTopic")) == ResponseCode.SUCCESS
+        os.kill(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert (
+        f"name server 127.0.0.1:{ns_port}" in out.decode()
+        and f"broker-a 127.0.0.1:{broker_port}" in out.decode()
+    )
+    data = tmp_path / "data"
+    assert (data / "broker-a" / "config" / "topics.json").exists() and not (
+        data / "broker-a" / "abort"
+    ).exists()
+
+
+def test_mqbroker_bad_config_exits_2(tmp_path: Path) -> None:
+    conf = tmp_path / "b.conf"
+    conf.write_text("brokerName=b\nlistenPort=not-a-port\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "pocketmq.broker", "-c", str(conf)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 2 and "listenPort" in out.stderr and f"{conf}:2" in out.stderr
+
+
+def test_mqbroker_port_in_use_exits_1(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "pocketmq.broker", "--set", f"listenPort={port}", "--set", "listenHost=127.0.0.1",
+             "--set", f"storePathRootDir={tmp_path}", "--set", "fastListenEnable=false"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert out.returncode == 1 and "address already in use" in out.stderr.lower()
+    assert not (tmp_path / "abort").exists()  # the store was closed, not left "running"

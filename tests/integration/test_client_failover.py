@@ -1,0 +1,57 @@
+"""Producer retry across broker groups: one group goes away, sends go on with no caller change."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import pytest_asyncio
+
+from pocketmq.client import Message, Producer, SendStatus
+from pocketmq.testing import Cluster, cluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def loop_clean_at_exit() -> AsyncIterator[None]:
+    """Set up first, torn down last: once every fixture is gone, no task may be left."""
+    yield
+    for _ in range(3):
+        await asyncio.sleep(0)
+    current = asyncio.current_task()
+    leaked = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+    assert not leaked, f"tasks left on the loop: {sorted(t.get_name() for t in leaked)}"
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(step)
+
+
+@pytest.fixture
+async def pmq(tmp_path) -> AsyncIterator[Cluster]:
+    async with cluster(tmp_path / "pmq", brokers=2) as c:
+        yield c
+
+
+@pytest.mark.parametrize("fault_tolerance", [False, True])
+async def test_sends_succeed_on_the_surviving_broker(pmq: Cluster, fault_tolerance: bool) -> None:
+    await pmq.create_topic("Failover", queues=4)
+    async with Producer(
+        "FPG", namesrv=pmq.namesrv_addr, send_latency_fault_enable=fault_tolerance
+    ) as producer:
+        used = {
+            (await producer.send(Message("Failover", b"warm"))).message_queue.broker_name for _ in range(16)
+        }
+        assert used == {"broker-a", "broker-b"}
+        await pmq.stop_broker(1)  # broker-b is gone; the producer's cached route still lists it
+        for i in range(100):
+            res = await producer.send(Message("Failover", b"%d" % i))
+            assert res.send_status is SendStatus.SEND_OK
+            assert res.message_queue.broker_name == "broker-a"

@@ -1,0 +1,108 @@
+"""Orderly consumption: per-queue order kept through suspends and through a rebalance."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import pytest_asyncio
+
+from pocketmq.client import (
+    SUCCESS,
+    SUSPEND_CURRENT_QUEUE_A_MOMENT,
+    ConsumeFromWhere,
+    Message,
+    Producer,
+    PushConsumer,
+)
+from pocketmq.testing import Cluster, cluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def loop_clean_at_exit() -> AsyncIterator[None]:
+    """Set up first, torn down last: once every fixture is gone, no task may be left."""
+    yield
+    for _ in range(3):
+        await asyncio.sleep(0)
+    current = asyncio.current_task()
+    leaked = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+    assert not leaked, f"tasks left on the loop: {sorted(t.get_name() for t in leaked)}"
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(step)
+
+
+KEYS = 8
+PER_KEY = 60
+
+
+@pytest.fixture
+async def pmq(tmp_path) -> AsyncIterator[Cluster]:
+    async with cluster(tmp_path / "pmq") as c:
+        yield c
+
+
+async def produce(c: Cluster, topic: str, start: int, stop: int) -> None:
+    async with Producer("OPG", namesrv=c.namesrv_addr) as producer:
+        for seq in range(start, stop):
+            for k in range(KEYS):
+                await producer.send(Message(topic, f"k{k}:{seq}".encode()), sharding_key=f"k{k}")
+
+
+async def test_orderly_order_survives_suspend_and_rebalance(pmq: Cluster) -> None:
+    await pmq.create_topic("Ordered", queues=4)
+    events: list[tuple[str, str, int, int]] = []  # (consumer, key, seq, queue)
+    suspended: set[bytes] = set()
+
+    def make(name: str) -> PushConsumer:
+        async def listener(msgs, ctx):
+            assert len(msgs) == 1
+            m = msgs[0]
+            if random.random() < 0.05 and m.body not in suspended:
+                suspended.add(m.body)
+                return SUSPEND_CURRENT_QUEUE_A_MOMENT
+            key, seq = m.body.decode().split(":")
+            events.append((name, key, int(seq), m.queue_id))
+            await asyncio.sleep(0)
+            return SUCCESS
+
+        consumer = PushConsumer("OCG", namesrv=pmq.namesrv_addr, listener=listener, orderly=True,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                                instance_name=name, rebalance_interval=1000, suspend_current_queue_time_millis=50)  # fmt: skip
+        consumer.subscribe("Ordered")
+        return consumer
+
+    a = make("A")
+    await a.start()
+    b = make("B")
+    try:
+        await produce(pmq, "Ordered", 0, PER_KEY // 2)
+        await wait_until(lambda: len(events) >= KEYS * PER_KEY // 4)
+        await b.start()  # rebalance moves queues from A to B while A is consuming
+        await wait_until(lambda: any(mq.topic == "Ordered" for mq in b.rebalance.process_queue_table))
+        await produce(pmq, "Ordered", PER_KEY // 2, PER_KEY)
+        await wait_until(lambda: len({(k, s) for _, k, s, _ in events}) >= KEYS * PER_KEY, timeout=60)
+    finally:
+        await b.shutdown()
+        await a.shutdown()
+    per_key: dict[str, list[int]] = defaultdict(list)
+    for _, key, seq, _ in events:
+        per_key[key].append(seq)
+    assert len(per_key) == KEYS
+    for key, seqs in per_key.items():
+        assert seqs == sorted(seqs), f"{key} consumed out of order: {seqs}"
+        assert sorted(set(seqs)) == list(range(PER_KEY)), f"{key} lost messages"
+        assert len(seqs) == len(set(seqs)), f"{key} consumed a message twice: {seqs}"
+    assert {n for n, *_ in events} == {"A", "B"}, "the second consumer never got a queue"
+    assert suspended, "the suspend path was exercised"
