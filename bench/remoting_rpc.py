@@ -70,7 +70,7 @@ def serve(kind: str, port_q: Any, stop_ev: Any) -> None:
             srv.register(ECHO_CODE, lambda conn, req: RemotingCommand.response_to(req, body=req.body))
             await srv.start()
             port_q.put(srv.port)
-        while not stop_ev.is_set():
+        while not stop_ev.is_set():  # noqa: ASYNC110 - a multiprocessing event cannot be awaited
             await asyncio.sleep(0.1)
 
     with asyncio.Runner(loop_factory=new_loop) as runner:

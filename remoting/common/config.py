@@ -31,9 +31,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pocketmq.remoting.common import properties
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
+
+from pocketmq.remoting.common import properties
 
 logger = logging.getLogger(__name__)
 

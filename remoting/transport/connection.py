@@ -319,7 +319,9 @@ class ProcessorDispatcher:
             if conn.is_active:
                 conn.send(
                     RemotingCommand.response_to(
-                        request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+                        request,
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        f" request type {request.code} not supported",
                     )
                 )
             return
