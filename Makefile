@@ -29,8 +29,8 @@ run: install
 	$(BIN)/pocketmq up
 
 lint: install
-	$(BIN)/ruff check remoting store namesrv broker client spark tests bench
-	$(BIN)/ruff format --check remoting store namesrv broker client spark
+	$(BIN)/ruff check remoting store namesrv broker client spark deploy tests bench
+	$(BIN)/ruff format --check remoting store namesrv broker client spark deploy
 
 typecheck: install
 	$(BIN)/mypy -p pocketmq.remoting -p pocketmq.store -p pocketmq.namesrv -p pocketmq.broker -p pocketmq.client -p pocketmq.spark

@@ -145,7 +145,9 @@ def _gen_parser(
             # Fast path for plain decimals; everything else goes through the checked parser.
             # Fast path for plain decimals short enough to be in range (int32: 9 digits, int64:
             # 18 — a 13-digit bornTimestamp takes it); everything else goes through the check.
-            lines.append(f"{ind}if len(v) < {10 if int32 else 19} and v.isdigit() and v.isascii(): {attr} = int(v)")
+            lines.append(
+                f"{ind}if len(v) < {10 if int32 else 19} and v.isdigit() and v.isascii(): {attr} = int(v)"
+            )
             lines.append(f"{ind}else: {attr} = _parse_int(cls, {key!r}, v, {int32!r})")
         elif kind == "bool":
             lines.append(f"{ind}{attr} = v == 'true' or v == '1' or v.lower() == 'true'")
