@@ -89,11 +89,12 @@ Errors: expected outcomes are statuses; :class:`StoreError` subclasses for corru
 cannot be repaired, misuse (:class:`IllegalStateError`) and the lock; ``OSError`` propagates.
 """
 
+from pocketmq.store.clock import now_ms
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from pocketmq.store.errors import IllegalStateError, StoreCorruptError, StoreError, StoreLockedError
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.message_store import MessageStore, now_ms
+from pocketmq.store.message_store import MessageStore
 from pocketmq.store.results import (
     AppendMessageStatus,
     AppendResult,

@@ -29,6 +29,7 @@ from pocketmq.remoting.protocol.message import (
     host_flags,
     properties_to_string,
 )
+from pocketmq.store.clock import _time_ns, now_ms
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.mapped_file import MappedFile
 from pocketmq.store.mapped_file_queue import Allocator, MappedFileQueue
@@ -38,6 +39,8 @@ from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessage
 logger = logging.getLogger(__name__)
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE  # 0xC
+#: transaction types that get queue offset 0 and no ConsumeQueue unit
+_UNCOUNTED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 #: (phy offset, size, topic, queue id, queue offset, store time, sys flag, prepared offset, properties)
 AppendedRecord = tuple[int, int, str, int, int, int, int, int, str]
@@ -45,6 +48,14 @@ _APPENDED_MAX = 200_000
 
 # One shared result per failure status: they carry no per-message data.
 _FAIL = {s: PutResult(s) for s in PutMessageStatus}
+_FAIL_ILLEGAL = _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
+_FAIL_PROPS = _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
+_FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
+_PUT_OK = PutMessageStatus.PUT_OK
+_APPEND_OK = AppendMessageStatus.PUT_OK
+_PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
+_crc32 = zlib.crc32
+_pack_props_len = PROPS_LEN.pack
 
 
 class CommitLog:
@@ -57,6 +68,8 @@ class CommitLog:
     ) -> None:
         self.config = config
         self.clock = clock
+        #: the default clock is inlined on the put path (a Python call per message saved)
+        self._system_clock = clock is now_ms
         self.file_size = config.mapped_file_size_commit_log
         self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, allocator=allocator)
         #: (topic, queue_id) -> next queue offset
@@ -69,7 +82,7 @@ class CommitLog:
         self.put_size_total = 0
         #: dispatch fields of records appended by this process, consumed by reput (saves
         #: decoding them again); bounded: when reput falls far behind it decodes instead
-        self.appended: deque[AppendedRecord] = deque()
+        self.appended: deque[AppendedRecord] = deque(maxlen=_APPENDED_MAX)
 
     # ---------------------------------------------------------------- append
 
@@ -105,163 +118,178 @@ class CommitLog:
         return mf
 
     def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message (synchronous; the flush policy wait is the caller's business)."""
-        head = self._topic_head(msg.topic)
+        """Append one message (synchronous; the flush policy wait is the caller's business).
+
+        The per-message cost of every put (store_bench ``put_*``): one ``pack_into`` for the
+        fixed prefix, one slice assignment for body + topic + properties, and the dispatch
+        fields queued for reput.
+        """
+        topic = msg.topic
+        head = self._topic_heads.get(topic) or self._topic_head(topic)
         if head is None:
-            return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
+            return _FAIL_ILLEGAL
         props = msg.properties
-        if not isinstance(props, str):
-            props = properties_to_string(props)
+        if props.__class__ is not str:
+            props = properties_to_string(props)  # type: ignore[arg-type]
         props_b = props.encode()
         plen = len(props_b)
-        if plen > MAX_PROPERTIES_LENGTH:
-            return _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
         body = msg.body
         blen = len(body)
+        if plen > MAX_PROPERTIES_LENGTH:
+            return _FAIL_PROPS
         if blen > self.max_body:
-            return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
+            return _FAIL_ILLEGAL
         born_ip, born_port = msg.born_host
         store_ip, store_port = msg.store_host
         sys_flag = msg.sys_flag
         if len(born_ip) == 4 and len(store_ip) == 4:
             sys_flag &= ~HOST_FLAGS_MASK
+            prefix = _PREFIX_V4
         else:
             sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-        prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-        size = prefix.size + blen + len(head) + 2 + plen
-        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
-        mf = self._segment_for(size)
-        if mf is None:
-            return _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
+            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+        psize = prefix.size
+        size = psize + blen + len(head) + 2 + plen
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+            if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                return _FAIL_ILLEGAL
+            mf = self._segment_for(size)
+            if mf is None:
+                return _FAIL_CREATE
 
-        key = (msg.topic, msg.queue_id)
+        queue_id = msg.queue_id
+        key = (topic, queue_id)
         tx = sys_flag & _TX_MASK
-        counted = tx not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+        counted = tx not in _UNCOUNTED
         qoff = self.topic_queue_table.get(key, 0) if counted else 0
         pos = mf.wrote_position
         phy = mf.file_from_offset + pos
-        now = self.clock()
+        now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         mm = mf.mm
+        prepared = msg.prepared_transaction_offset
         prefix.pack_into(
-            mm, pos, size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
+            mm, pos, size, MESSAGE_MAGIC_CODE, _crc32(body) & 0x7FFFFFFF, queue_id, msg.flag,
             qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-            msg.reconsume_times, msg.prepared_transaction_offset, blen,
+            msg.reconsume_times, prepared, blen,
         )  # fmt: skip
-        p = pos + prefix.size
-        mm[p : p + blen] = body
-        p += blen
-        mm[p : p + len(head)] = head
-        p += len(head)
-        PROPS_LEN.pack_into(mm, p, plen)
-        mm[p + 2 : p + 2 + plen] = props_b
+        mm[pos + psize : pos + size] = b"".join((body, head, _pack_props_len(plen), props_b))
         mf.wrote_position = pos + size
         mf.last_store_timestamp = now
         if counted:
             self.topic_queue_table[key] = qoff + 1
-        appended = self.appended
-        if len(appended) >= _APPENDED_MAX:
-            appended.clear()
-        appended.append(
-            (phy, size, msg.topic, msg.queue_id, qoff, now, sys_flag, msg.prepared_transaction_offset, props)
-        )
+        # (bounded: the oldest entries fall off and reput decodes those records instead)
+        self.appended.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props))
         self.put_times_total += 1
         self.put_size_total += size
-        return PutResult(
-            PutMessageStatus.PUT_OK,
-            AppendResult(AppendMessageStatus.PUT_OK, phy, size, now, qoff, 1, msg.store_host),
-        )
+        return PutResult(_PUT_OK, AppendResult(_APPEND_OK, phy, size, now, qoff, 1, msg.store_host))
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
-        """Append a batch that shares topic and queue; all records land in one segment."""
+        """Append a batch that shares topic and queue; all records land in one segment.
+
+        The records are encoded into one list of parts and copied into the mapping with one
+        slice assignment; nothing is written unless the whole batch is valid.
+        """
         if not msgs:
-            return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
+            return _FAIL_ILLEGAL
         first = msgs[0]
-        head = self._topic_head(first.topic)
+        topic = first.topic
+        head = self._topic_heads.get(topic) or self._topic_head(topic)
         if head is None:
-            return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
-        encoded: list[tuple[MessageInner, str, bytes, int, int]] = []
-        total = 0
-        for m in msgs:
-            if m.topic != first.topic or m.queue_id != first.queue_id:
-                return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
-            props = m.properties
-            if not isinstance(props, str):
-                props = properties_to_string(props)
-            props_b = props.encode()
-            if len(props_b) > MAX_PROPERTIES_LENGTH:
-                return _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
-            if len(m.body) > self.max_body:
-                return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
-            sys_flag = (m.sys_flag & ~HOST_FLAGS_MASK) | host_flags(m.born_host[0], m.store_host[0])
-            size = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK].size + len(m.body) + len(head) + 2
-            size += len(props_b)
-            encoded.append((m, props, props_b, sys_flag, size))
-            total += size
-        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
-        mf = self._segment_for(total)
-        if mf is None:
-            return _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
-        key = (first.topic, first.queue_id)
-        base_qoff = self.topic_queue_table.get(key, 0)
-        qoff = base_qoff
-        mm = mf.mm
+            return _FAIL_ILLEGAL
+        files = self.mfq.files
+        mf = files[-1] if files else None
         now = self.clock()
-        start_pos = pos = mf.wrote_position
-        offsets: list[int] = []
-        appended = self.appended
-        if len(appended) + len(encoded) >= _APPENDED_MAX:
-            appended.clear()
-        for m, props, props_b, sys_flag, size in encoded:
-            phy = mf.file_from_offset + pos
-            offsets.append(phy)
-            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-            body = m.body
-            blen = len(body)
-            prefix.pack_into(
-                mm, pos, size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag,
-                qoff, phy, sys_flag, m.born_timestamp, m.born_host[0], m.born_host[1], now,
-                m.store_host[0], m.store_host[1], m.reconsume_times, m.prepared_transaction_offset, blen,
-            )  # fmt: skip
-            p = pos + prefix.size
-            mm[p : p + blen] = body
-            p += blen
-            mm[p : p + len(head)] = head
-            p += len(head)
-            PROPS_LEN.pack_into(mm, p, len(props_b))
-            mm[p + 2 : p + 2 + len(props_b)] = props_b
-            appended.append(
-                (
-                    phy,
-                    size,
-                    first.topic,
-                    first.queue_id,
-                    qoff,
-                    now,
-                    sys_flag,
-                    m.prepared_transaction_offset,
-                    props,
-                )
-            )
-            pos += size
-            qoff += 1
-        mf.wrote_position = pos
+        encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position if mf else 0, now)
+        if isinstance(encoded, PutResult):
+            return encoded
+        parts, records, total = encoded
+        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+            if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                return _FAIL_ILLEGAL
+            mf = self._segment_for(total)
+            if mf is None:
+                return _FAIL_CREATE
+            # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
+            encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position, now)
+            assert not isinstance(encoded, PutResult)
+            parts, records, total = encoded
+        pos = mf.wrote_position
+        mf.mm[pos : pos + total] = b"".join(parts)
+        mf.wrote_position = pos + total
         mf.last_store_timestamp = now
-        self.topic_queue_table[key] = qoff
-        self.put_times_total += len(msgs)
+        key = (topic, first.queue_id)
+        base_qoff = records[0][4]
+        self.topic_queue_table[key] = base_qoff + len(records)
+        self.appended.extend(records)
+        self.put_times_total += len(records)
         self.put_size_total += total
         result = AppendResult(
-            AppendMessageStatus.PUT_OK,
-            mf.file_from_offset + start_pos,
+            _APPEND_OK,
+            mf.file_from_offset + pos,
             total,
             now,
             base_qoff,
-            len(msgs),
+            len(records),
             first.store_host,
-            offsets,
+            [r[0] for r in records],
         )
-        return PutResult(PutMessageStatus.PUT_OK, result)
+        return PutResult(_PUT_OK, result)
+
+    def _encode_batch(
+        self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
+    ) -> tuple[list[bytes], list[AppendedRecord], int] | PutResult:
+        """Records of a batch starting at CommitLog offset ``phy``, or the refusal."""
+        first = msgs[0]
+        topic = first.topic
+        queue_id = first.queue_id
+        qoff = self.topic_queue_table.get((topic, queue_id), 0)
+        max_body = self.max_body
+        tail_len = len(head) + 2
+        parts: list[bytes] = []
+        records: list[AppendedRecord] = []
+        start = phy
+        for m in msgs:
+            if m.topic != topic or m.queue_id != queue_id:
+                return _FAIL_ILLEGAL
+            props = m.properties
+            if props.__class__ is not str:
+                props = properties_to_string(props)  # type: ignore[arg-type]
+            props_b = props.encode()
+            plen = len(props_b)
+            body = m.body
+            blen = len(body)
+            if plen > MAX_PROPERTIES_LENGTH:
+                return _FAIL_PROPS
+            if blen > max_body:
+                return _FAIL_ILLEGAL
+            born_ip, born_port = m.born_host
+            store_ip, store_port = m.store_host
+            sys_flag = m.sys_flag
+            if len(born_ip) == 4 and len(store_ip) == 4:
+                sys_flag &= ~HOST_FLAGS_MASK
+                prefix = _PREFIX_V4
+            else:
+                sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
+                prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+            size = prefix.size + blen + tail_len + plen
+            prepared = m.prepared_transaction_offset
+            parts += (
+                prefix.pack(
+                    size, MESSAGE_MAGIC_CODE, _crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
+                    sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
+                    m.reconsume_times, prepared, blen,
+                ),
+                body,
+                head,
+                _pack_props_len(plen),
+                props_b,
+            )  # fmt: skip
+            records.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props))
+            phy += size
+            qoff += 1
+        return parts, records, phy - start
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``).

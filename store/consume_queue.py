@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 _BLANK_UNIT = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
 _unpack_unit = CQ_UNIT.unpack_from
+_pack_unit = CQ_UNIT.pack_into
 
 
 class ConsumeQueue:
@@ -131,6 +132,47 @@ class ConsumeQueue:
         Raises:
             OSError: a new file could not be created; nothing was written.
         """
+        files = self.mfq.files
+        if files:
+            # the hot path: the next unit of the last file (one per dispatched message)
+            mf = files[-1]
+            pos = cq_offset * CQ_UNIT_SIZE - mf.file_from_offset
+            if pos == mf.wrote_position and pos < mf.file_size:
+                _pack_unit(mf.mm, pos, phy, size, tags_code)
+                mf.wrote_position = pos + CQ_UNIT_SIZE
+                end = phy + size
+                if end > self.max_physic_offset:  # noqa: PLR1730 - no builtin call per unit
+                    self.max_physic_offset = end
+                if store_timestamp:
+                    self.last_store_timestamp = store_timestamp
+                return
+        self._put_slow(phy, size, tags_code, cq_offset, store_timestamp)
+
+    def redispatch(self, phy: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int) -> bool:
+        """Recovery: check (repair) or append the unit of ``cq_offset``; False if it lies beyond
+        the queue's end, i.e. units are missing and the queue must be rebuilt."""
+        files = self.mfq.files
+        if not files:
+            if cq_offset > 0:
+                return False
+        else:
+            mf = files[-1]
+            pos = cq_offset * CQ_UNIT_SIZE - mf.file_from_offset
+            wrote = mf.wrote_position
+            if 0 <= pos < wrote:
+                # the common case after a crash: the unit is there; compare it (one unpack)
+                if _unpack_unit(mf.mm, pos) != (phy, size, tags_code):
+                    logger.warning(
+                        "consume queue %s/%d: repairing unit %d", self.topic, self.queue_id, cq_offset
+                    )
+                    _pack_unit(mf.mm, pos, phy, size, tags_code)
+                return True
+            if pos > wrote:
+                return False
+        self.put(phy, size, tags_code, cq_offset, store_timestamp)
+        return True
+
+    def _put_slow(self, phy: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int) -> None:
         expected = cq_offset * CQ_UNIT_SIZE
         mfq = self.mfq
         last = mfq.last
@@ -143,7 +185,7 @@ class ConsumeQueue:
         else:
             mf = self._prepare_append(expected, cur)
         pos = expected - mf.file_from_offset
-        CQ_UNIT.pack_into(mf.mm, pos, phy, size, tags_code)
+        _pack_unit(mf.mm, pos, phy, size, tags_code)
         mf.wrote_position = pos + CQ_UNIT_SIZE
         end = phy + size
         self.max_physic_offset = max(self.max_physic_offset, end)

@@ -19,7 +19,8 @@ class ConsumeQueueTable:
         self.file_size = file_size
         self.allocator = allocator
         self.queues: dict[str, dict[int, ConsumeQueue]] = {}
-        self._flat: dict[tuple[str, int], ConsumeQueue] = {}
+        #: (topic, queue id) -> queue; read directly by the reput fast path
+        self.flat: dict[tuple[str, int], ConsumeQueue] = {}
 
     def load(self) -> list[ConsumeQueue]:
         """Map every queue on disk; returns the queues with a missing file in the middle."""
@@ -40,32 +41,32 @@ class ConsumeQueueTable:
         return broken
 
     def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self._flat.get((topic, queue_id))
+        return self.flat.get((topic, queue_id))
 
     def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
-        cq = self._flat.get((topic, queue_id))
+        cq = self.flat.get((topic, queue_id))
         if cq is None:
             cq = ConsumeQueue(topic, queue_id, self.root, self.file_size, allocator=self.allocator)
-            self._flat[(topic, queue_id)] = cq
+            self.flat[(topic, queue_id)] = cq
             self.queues.setdefault(topic, {})[queue_id] = cq
         return cq
 
     def __iter__(self) -> Iterator[ConsumeQueue]:
-        return iter(list(self._flat.values()))
+        return iter(list(self.flat.values()))
 
     def __len__(self) -> int:
-        return len(self._flat)
+        return len(self.flat)
 
     def topics(self) -> list[str]:
         return list(self.queues)
 
     def max_offsets(self) -> dict[tuple[str, int], int]:
-        return {k: cq.max_offset for k, cq in self._flat.items() if cq.max_offset > 0}
+        return {k: cq.max_offset for k, cq in self.flat.items() if cq.max_offset > 0}
 
     def reset_queue(self, cq: ConsumeQueue) -> ConsumeQueue:
         """Delete a queue's files and return a fresh, empty queue object in its place."""
         cq.destroy()
-        del self._flat[(cq.topic, cq.queue_id)]
+        del self.flat[(cq.topic, cq.queue_id)]
         del self.queues[cq.topic][cq.queue_id]
         return self.find_or_create(cq.topic, cq.queue_id)
 
@@ -75,7 +76,7 @@ class ConsumeQueueTable:
             return False
         for qid, cq in queues.items():
             cq.destroy()
-            del self._flat[(topic, qid)]
+            del self.flat[(topic, qid)]
         shutil.rmtree(os.path.join(self.root, topic), ignore_errors=True)
         return True
 
@@ -87,4 +88,4 @@ class ConsumeQueueTable:
         for cq in self:
             cq.close()
         self.queues.clear()
-        self._flat.clear()
+        self.flat.clear()

@@ -1,7 +1,10 @@
 """``IndexFile`` (hash slots + chained entries, layout.py) and ``IndexService`` (rolling, queries).
 
-Key = ``topic#key``; hash = ``abs(String.hashCode)`` (0 for Integer.MIN_VALUE); slot = hash %
-slotNum. Each entry links to the previous entry of its bucket, so a query walks one chain.
+Key = ``topic#key``; hash = ``abs(String.hashCode)`` (0 for Integer.MIN_VALUE, computed with
+cached heads and tails in ``index_hash``); slot = hash % slotNum. Each entry links to the
+previous entry of its bucket, so a query walks one chain. The slot table is read and written
+through a big-endian ctypes view of the mapping (``MappedFile.aux``), and a record's entries
+are written together (``put_entries``): dispatch writes two per message.
 The header is kept in memory and written back at the end of every dispatch batch; a crash in
 between leaves entries past ``indexCount``, which ``load`` re-adopts by walking forward.
 Queries are verified by the caller against the real message (hash collisions never leak).
@@ -9,13 +12,24 @@ Queries are verified by the caller against the real message (hash collisions nev
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import struct
 import time
-from collections.abc import Callable
-from operator import mul
+from collections.abc import Callable, Sequence
 
-from pocketmq.remoting.protocol.message import java_string_hash
+from pocketmq.store.index_hash import (
+    HEAD_TABLES as _HEAD_TABLES,
+)
+from pocketmq.store.index_hash import (
+    TAIL_TABLE as _TAIL_TABLE,
+)
+from pocketmq.store.index_hash import (
+    index_key_hash,
+    topic_key_hash,
+    topic_key_hashes,
+)
 from pocketmq.store.layout import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
@@ -26,72 +40,16 @@ from pocketmq.store.layout import (
 )
 from pocketmq.store.mapped_file import MappedFile
 
+__all__ = ["IndexFile", "IndexService", "index_key_hash", "topic_key_hash"]
+
 logger = logging.getLogger(__name__)
 
 _MAX_INT = 0x7FFFFFFF
 
-
-_TAIL = 12
-_POW31_TAIL = pow(31, _TAIL, 1 << 32)
-_TAIL_POWERS = tuple(pow(31, k, 1 << 32) for k in range(_TAIL - 1, -1, -1))
-_HEAD_HASHES: dict[str, int] = {}
-
-
-def index_key_hash(key: str) -> int:
-    """``abs(key.hashCode())``, 0 for Integer.MIN_VALUE (Java ``IndexFile.indexKeyHashMethod``).
-
-    Keys are ``topic#key`` and UNIQ_KEYs share a per-producer prefix, so the hash of everything
-    but the last 12 chars is cached: ``h(a + b) = h(a) * 31**len(b) + h(b)`` (mod 2**32).
-    """
-    if len(key) > _TAIL + 2 and key.isascii():
-        head = key[:-_TAIL]
-        hh = _HEAD_HASHES.get(head)
-        if hh is None:
-            hh = java_string_hash(head) & 0xFFFFFFFF
-            if len(_HEAD_HASHES) > 4096:
-                _HEAD_HASHES.clear()
-            _HEAD_HASHES[head] = hh
-        u = (hh * _POW31_TAIL + sum(map(mul, key[-_TAIL:].encode(), _TAIL_POWERS))) & 0xFFFFFFFF
-        h = abs(u - 0x100000000 if u & 0x80000000 else u)
-    else:
-        h = abs(java_string_hash(key))
-    return 0 if h > _MAX_INT else h
-
-
-_POW31 = tuple(pow(31, k, 1 << 32) for k in range(257))
-_TOPIC_HASHES: dict[str, int] = {}
-
-
-def topic_key_hash(topic: str, key: str) -> int:
-    """``index_key_hash(topic + "#" + key)`` without building the string (the hot path)."""
-    n = len(key)
-    if n > 256 or not key.isascii():
-        return index_key_hash(f"{topic}#{key}")
-    th = _TOPIC_HASHES.get(topic)
-    if th is None:
-        th = java_string_hash(topic + "#") & 0xFFFFFFFF
-        if len(_TOPIC_HASHES) > 4096:
-            _TOPIC_HASHES.clear()
-        _TOPIC_HASHES[topic] = th
-    if n > _TAIL + 2:
-        head = key[:-_TAIL]
-        hh = _HEAD_HASHES.get(head)
-        if hh is None:
-            hh = java_string_hash(head) & 0xFFFFFFFF
-            if len(_HEAD_HASHES) > 4096:
-                _HEAD_HASHES.clear()
-            _HEAD_HASHES[head] = hh
-        kh = hh * _POW31_TAIL + sum(map(mul, key[-_TAIL:].encode(), _TAIL_POWERS))
-    else:
-        kh = sum(map(mul, key.encode(), _POW31[n - 1 :: -1])) if n else 0
-    u = (th * _POW31[n] + kh) & 0xFFFFFFFF
-    h = abs(u - 0x100000000 if u & 0x80000000 else u)
-    return 0 if h > _MAX_INT else h
-
-
 _unpack_slot = INDEX_SLOT.unpack_from
 _pack_slot = INDEX_SLOT.pack_into
 _pack_entry = INDEX_ENTRY.pack_into
+_pack_two_entries = struct.Struct(">" + INDEX_ENTRY.format.lstrip(">") * 2).pack_into
 
 
 class IndexFile:
@@ -129,6 +87,9 @@ class IndexFile:
             self.index_count = max(1, min(self.index_count, index_num))
             self._adopt_unrecorded()
         self.mf.set_positions(size)
+        # the slot table as big-endian int32s: one C-level subscript per slot read or write
+        # (vs. position arithmetic + unpack_from / pack_into)
+        self.mf.aux = (ctypes.c_int32.__ctype_be__ * slot_num).from_buffer(self.mf.mm, INDEX_HEADER_SIZE)
 
     @property
     def path(self) -> str:
@@ -194,6 +155,94 @@ class IndexFile:
         self.end_timestamp = store_timestamp
         return True
 
+    def put_entries(self, hashes: Sequence[int], phy_offset: int, store_timestamp: int) -> int:
+        """All index entries of one record; returns how many fit (the rest go to a new file).
+
+        Byte-for-byte what ``put_hashed`` per key writes, with the per-record work (time
+        diff, header counters) done once.
+        """
+        idx = self.index_count
+        if idx <= 1 or idx + len(hashes) > self.index_num:
+            n = 0
+            for h in hashes:
+                if not self.put_hashed(h, phy_offset, store_timestamp):
+                    break
+                n += 1
+            return n
+        begin = self.begin_timestamp
+        diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
+        if diff < 0:
+            diff = 0
+        elif diff > _MAX_INT:
+            diff = _MAX_INT
+        mm = self.mf.mm
+        slot_num = self.slot_num
+        entry_pos = self.entries_base + idx * INDEX_ENTRY_SIZE
+        new_slots = 0
+        slots = self.mf.aux
+        for h in hashes:
+            i1 = h % slot_num
+            slot_value = slots[i1]
+            if slot_value <= 0 or slot_value > idx:
+                slot_value = 0
+                new_slots += 1
+            _pack_entry(mm, entry_pos, h, phy_offset, diff, slot_value)
+            slots[i1] = idx
+            idx += 1
+            entry_pos += INDEX_ENTRY_SIZE
+        self.hash_slot_count += new_slots
+        self.index_count = idx
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        return len(hashes)
+
+    def put_two(self, h1: int, h2: int, phy_offset: int, store_timestamp: int) -> None:
+        """``put_entries((h1, h2), ...)`` for a file with room past its first entry: the one
+        call per dispatched message (UNIQ_KEY + one KEYS token), both entries in one pack."""
+        idx = self.index_count
+        begin = self.begin_timestamp
+        diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
+        if diff < 0:
+            diff = 0
+        elif diff > _MAX_INT:
+            diff = _MAX_INT
+        slot_num = self.slot_num
+        mf = self.mf
+        slots = mf.aux
+        i1 = h1 % slot_num
+        i2 = h2 % slot_num
+        v1 = slots[i1]
+        new_slots = 0
+        if v1 <= 0 or v1 > idx:
+            v1 = 0
+            new_slots = 1
+        if i2 == i1:
+            v2 = idx  # chained to the first entry
+        else:
+            v2 = slots[i2]
+            if v2 <= 0 or v2 > idx + 1:
+                v2 = 0
+                new_slots += 1
+        _pack_two_entries(
+            mf.mm,
+            self.entries_base + idx * INDEX_ENTRY_SIZE,
+            h1,
+            phy_offset,
+            diff,
+            v1,
+            h2,
+            phy_offset,
+            diff,
+            v2,
+        )
+        slots[i1] = idx
+        slots[i2] = idx + 1
+        self.index_count = idx + 2
+        if new_slots:
+            self.hash_slot_count += new_slots
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+
     def is_time_matched(self, begin: int, end: int) -> bool:
         return (
             (begin < self.begin_timestamp and end > self.end_timestamp)
@@ -225,8 +274,10 @@ class IndexFile:
 
     def truncate_phy(self, phy_max: int) -> None:
         """After the CommitLog was cut: new records below the old end must be indexed again."""
-        if self.end_phy_offset > phy_max:
-            self.end_phy_offset = phy_max
+        if self.end_phy_offset > phy_max or (self.end_phy_offset == phy_max > 0 and self.index_count > 1):
+            # entries at or past the cut point index records that are gone: the record that
+            # will be appended at ``phy_max`` must not look "already indexed"
+            self.end_phy_offset = phy_max - 1 if phy_max > 0 else 0
             self.write_header()
 
 
@@ -273,21 +324,57 @@ class IndexService:
     def build_index(
         self, topic: str, phy: int, store_ts: int, uniq_key: str | None, keys: str | None
     ) -> None:
-        """Index one record (skipped if already indexed). Raises OSError if a file cannot be created."""
-        f = self.files[-1] if self.files else None
-        if f is not None and (phy < f.end_phy_offset or (phy == f.end_phy_offset and f.index_count > 1)):
-            return  # already indexed (recovery re-dispatch)
-        if f is None:
+        """Index one record (skipped if already indexed). Raises OSError if a file cannot be created.
+
+        A Java producer's message has a UNIQ_KEY and one KEYS token: that case (two cached
+        hashes, two entries, room in the current file) is done here without intermediate
+        calls or lists, one record per dispatched message; anything else takes
+        ``_build_index``. Both write the same bytes.
+        """
+        files = self.files
+        if files:
+            f = files[-1]
+            end = f.end_phy_offset
+            idx = f.index_count
+            if phy <= end and (phy < end or idx > 1):
+                return  # already indexed (recovery re-dispatch)
+            heads = _HEAD_TABLES.get(topic)
+            if uniq_key and keys and heads is not None and 1 < idx <= f.index_num - 2 and " " not in keys:
+                try:
+                    u1 = (heads[uniq_key[:-4]] + _TAIL_TABLE[uniq_key[-4:]]) & 0xFFFFFFFF
+                    u2 = (heads[keys[:-4]] + _TAIL_TABLE[keys[-4:]]) & 0xFFFFFFFF
+                except KeyError:
+                    pass  # a cache miss: the general path fills the tables
+                else:
+                    h1 = u1 if u1 < 0x80000000 else (0x100000000 - u1) & 0x7FFFFFFF
+                    h2 = u2 if u2 < 0x80000000 else (0x100000000 - u2) & 0x7FFFFFFF
+                    f.put_two(h1, h2, phy, store_ts)
+                    self._dirty = True
+                    return
+        self._build_index(topic, phy, store_ts, uniq_key, keys)
+
+    def _build_index(
+        self, topic: str, phy: int, store_ts: int, uniq_key: str | None, keys: str | None
+    ) -> None:
+        files = self.files
+        hashes = topic_key_hashes(topic, uniq_key, keys)
+        if not hashes:
+            return
+        f = files[-1] if files else self._new_file()
+        done = f.put_entries(hashes, phy, store_ts)
+        while done < len(hashes):
             f = self._new_file()
-        if uniq_key and not f.put_hashed(topic_key_hash(topic, uniq_key), phy, store_ts):
-            f = self._new_file()
-            f.put_hashed(topic_key_hash(topic, uniq_key), phy, store_ts)
-        if keys:
-            for k in keys.split(" ") if " " in keys else (keys,):
-                if k and not f.put_hashed(topic_key_hash(topic, k), phy, store_ts):
-                    f = self._new_file()
-                    f.put_hashed(topic_key_hash(topic, k), phy, store_ts)
+            done += f.put_entries(hashes[done:], phy, store_ts)
         self._dirty = True
+
+    def is_indexed(self, phy: int) -> bool:
+        """Whether the record at ``phy`` is already indexed (what ``build_index`` skips)."""
+        files = self.files
+        if not files:
+            return False
+        f = files[-1]
+        end = f.end_phy_offset
+        return phy < end or (phy == end and f.index_count > 1)
 
     def write_headers(self) -> None:
         if self._dirty and self.files:

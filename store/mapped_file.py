@@ -16,6 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from pocketmq.store import syscalls
 from pocketmq.store.errors import StoreCorruptError
@@ -47,6 +48,7 @@ class SelectedBuffer:
 
 class MappedFile:
     __slots__ = (
+        "aux",
         "fd",
         "file_from_offset",
         "file_size",
@@ -54,6 +56,7 @@ class MappedFile:
         "last_store_timestamp",
         "mm",
         "path",
+        "prefaulted",
         "ref_count",
         "wrote_position",
     )
@@ -73,6 +76,11 @@ class MappedFile:
         self.flushed_position = 0
         self.last_store_timestamp = 0
         self.ref_count = 0
+        #: end of the range a prefault was requested for (the allocation service's window)
+        self.prefaulted = 0
+        #: an owner's typed view over ``mm`` (ctypes ``from_buffer``); dropped by ``close``
+        #: first, because a live export makes ``mmap.close`` fail
+        self.aux: Any = None
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
         existed = os.path.exists(self.path)
         fd = os.open(self.path, flags, 0o644)
@@ -132,10 +140,12 @@ class MappedFile:
         """Blocking; services call it in a worker thread."""
         syscalls.fsync(self.fd)
 
-    def prefault(self, *, write: bool, start: int = 0) -> None:
-        """Populate page tables from ``start`` (blocking; run it in a worker thread)."""
+    def prefault(self, *, write: bool, start: int = 0, end: int | None = None) -> None:
+        """Populate page tables of ``[start, end)`` (blocking; run it in a worker thread)."""
         start -= start % 4096
-        syscalls.prefault(self.mm, self.file_size - start, write=write, start=start)
+        end = self.file_size if end is None else min(end, self.file_size)
+        if end > start:
+            syscalls.prefault(self.mm, end - start, write=write, start=start)
 
     def zero_from(self, pos: int, end: int | None = None) -> None:
         """Erase ``[pos, end)`` (default: to the end of the file) so stale bytes cannot be revived."""
@@ -146,6 +156,7 @@ class MappedFile:
         """Unmap and close; False (nothing done) while views are still exported."""
         if self.fd < 0:
             return True
+        self.aux = None
         try:
             self.mm.close()
         except BufferError:

@@ -12,6 +12,7 @@ from pocketmq.remoting.protocol.message import (
 )
 
 LOCALHOST: HostAddress = (b"\x7f\x00\x00\x01", 0)
+_WAIT_NEEDLE = MessageConst.WAIT + "\x01"
 
 
 @dataclass(slots=True)
@@ -49,5 +50,11 @@ class MessageInner:
     @property
     def wait_store_msg_ok(self) -> bool:
         """``WAIT`` property as Java reads it: absent → True, else ``Boolean.parseBoolean``."""
-        value = self.get_property(MessageConst.WAIT)
+        p = self.properties
+        if isinstance(p, str):
+            if _WAIT_NEEDLE not in p:  # the broker strips WAIT before storing: the common case
+                return True
+            value = get_property(p, MessageConst.WAIT)
+        else:
+            value = p.get(MessageConst.WAIT)
         return value is None or value.lower() == "true"

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
-from pocketmq.store import commitlog_recovery
+from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt, decode_message
+from pocketmq.store import commitlog_recovery, queries
 from pocketmq.store.checkpoint import (
     StoreCheckpoint,
     StoreLock,
@@ -17,6 +17,7 @@ from pocketmq.store.checkpoint import (
     create_abort_file,
     remove_abort_file,
 )
+from pocketmq.store.clock import now_ms
 from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from pocketmq.store.cq_table import ConsumeQueueTable
@@ -36,7 +37,6 @@ from pocketmq.store.results import (
     QueryMessageResult,
 )
 from pocketmq.store.stats import StoreStats
-from pocketmq.store.syscalls import disk_usage_ratio
 
 if TYPE_CHECKING:
     from pocketmq.store.services import StoreServices
@@ -45,10 +45,6 @@ logger = logging.getLogger(__name__)
 
 _RECORD_SIZE_STRUCT_LEN = 4
 _UNPACK_UNITS = CQ_UNIT.iter_unpack
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _physical_memory() -> int:
@@ -79,17 +75,38 @@ class MessageStore:
         self.checkpoint: StoreCheckpoint | None = None
         self.replication_waiter: ReplicationWaiter | None = None
         self.last_shutdown_clean = True
-        self.disk_full = False
+        self._is_slave = config.broker_role is BrokerRole.SLAVE
+        self._disk_full = False
+        #: the put gate, kept equal to ``_refuse() is False`` by the two setters below
+        self._writable = False
         self._lock: StoreLock | None = None
         self._services: StoreServices | None = None
         self._state = "new"  # new -> loaded -> running -> closed
         self._memory_limit = _physical_memory() * config.access_message_in_memory_max_ratio // 100
         self._wake_reput: Callable[[], None] = _noop
-        self._is_slave = config.broker_role is BrokerRole.SLAVE
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._sync_master = config.broker_role is BrokerRole.SYNC_MASTER
 
     # ================================================================ lifecycle
+
+    @property
+    def _state(self) -> str:
+        return self._state_value
+
+    @_state.setter
+    def _state(self, value: str) -> None:
+        self._state_value = value
+        self._writable = not self._refuse()
+
+    @property
+    def disk_full(self) -> bool:
+        """Set by the cleaner above ``diskSpaceWarningLevelRatio``: puts are refused while True."""
+        return self._disk_full
+
+    @disk_full.setter
+    def disk_full(self, value: bool) -> None:
+        self._disk_full = value
+        self._writable = not self._refuse()
 
     @property
     def arriving_listener(self) -> MessageArrivingListener | None:
@@ -151,7 +168,7 @@ class MessageStore:
             raise IllegalStateError(f"start() in state {self._state}")
         self._services = StoreServices(self)
         self._services.start()
-        self._wake_reput = self._services.reput.wakeup
+        self._wake_reput = self._services.reput.wakeup_callable()
         self._state = "running"
 
     async def shutdown(self) -> None:
@@ -208,30 +225,30 @@ class MessageStore:
     # ================================================================ writes
 
     def _refuse(self) -> bool:
-        return self._state not in ("loaded", "running") or self._is_slave or self.disk_full
+        return self._state_value not in ("loaded", "running") or self._is_slave or self._disk_full
 
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append one message now; the flush/replication wait is ``put_message_async``'s job."""
-        if self._refuse():
-            self.stats.put_message_failed_times += 1
-            return _REFUSED
-        result = self.commitlog.put_message(msg)
-        if result.append is not None:
-            self._wake_reput()
+        if self._writable:
+            result = self.commitlog.put_message(msg)
+            if result.append is not None:
+                self._wake_reput()
+                return result
         else:
-            self.stats.put_message_failed_times += 1
+            result = _REFUSED
+        self.stats.put_message_failed_times += 1
         return result
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
-        if self._refuse():
-            self.stats.put_message_failed_times += 1
-            return _REFUSED
-        result = self.commitlog.put_messages(msgs)
-        if result.append is not None:
-            self._wake_reput()
+        if self._writable:
+            result = self.commitlog.put_messages(msgs)
+            if result.append is not None:
+                self._wake_reput()
+                return result
         else:
-            self.stats.put_message_failed_times += 1
+            result = _REFUSED
+        self.stats.put_message_failed_times += 1
         return result
 
     async def put_message_async(self, msg: MessageInner) -> PutResult:
@@ -434,30 +451,7 @@ class MessageStore:
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
         """Messages of ``topic`` whose KEYS (or UNIQ_KEY) contain ``key``, stored within [begin, end] ms."""
-        max_num = min(max_num, self.config.max_msgs_num_batch)
-        found: list[bytes] = []
-        seen: set[int] = set()
-        # ask for more candidates than wanted: collisions and duplicates are filtered below
-        for phy in self.index.query(topic, key, min(max_num * 4, 4096), begin, end):
-            if phy in seen:
-                continue
-            seen.add(phy)
-            raw = self.get_message_bytes_by_offset(phy)
-            if raw is None:
-                continue
-            try:
-                msg = decode_message(raw, read_body=False)
-            except MessageDecodeError:
-                continue
-            keys = (msg.get_property(MessageConst.KEYS) or "").split(" ")
-            if msg.topic != topic or (key not in keys and msg.uniq_key != key):
-                continue  # hash collision or a stale entry
-            if not begin <= msg.store_timestamp <= end:
-                continue
-            found.append(raw)
-            if len(found) >= max_num:
-                break
-        return QueryMessageResult(found, self.index.last_update_timestamp, self.index.last_update_phy_offset)
+        return queries.query_message(self, topic, key, max_num, begin, end)
 
     def get_max_phy_offset(self) -> int:
         return self.commitlog.max_offset
@@ -471,28 +465,7 @@ class MessageStore:
 
     def runtime_info(self) -> dict[str, str]:
         """RocketMQ runtime-info keys (``putTps``, ``commitLogDiskRatio``, ...), values as strings."""
-        cl = self.commitlog
-        info = self.stats.runtime_info(cl.put_times_total, cl.put_size_total)
-        try:
-            cl_ratio = disk_usage_ratio(self.config.commit_log_dir)
-            cq_ratio = disk_usage_ratio(self.config.store_path_root_dir)
-        except OSError:
-            cl_ratio = cq_ratio = -1.0
-        info.update(
-            {
-                "commitLogDiskRatio": f"{cl_ratio}",
-                f"commitLogDiskRatio_{self.config.commit_log_dir}": f"{cl_ratio}",
-                "consumeQueueDiskRatio": f"{cq_ratio}",
-                "commitLogMinOffset": str(cl.min_offset),
-                "commitLogMaxOffset": str(cl.max_offset),
-                "dispatchBehindBytes": str(self.dispatch_behind_bytes),
-                "remainHowManyDataToFlush": str(cl.mfq.dirty_bytes()),
-                "remainTransientStoreBufferNumbs": "0",
-                "earliestMessageTimeStamp": str(self.get_earliest_message_time()),
-                "pageCacheLockTimeMills": "0",
-            }
-        )
-        return info
+        return queries.runtime_info(self)
 
     # ================================================================ admin
 

@@ -31,7 +31,8 @@ class PutMessageStatus(enum.Enum):
     @property
     def is_ok(self) -> bool:
         """The message is stored (PUT_OK or a flush/replication wait that did not complete)."""
-        return self in _STORED
+        # by value: a member's hash is a Python-level Enum.__hash__ call, a str's is cached
+        return self._value_ in _STORED_VALUES
 
 
 _STORED = frozenset(
@@ -42,6 +43,7 @@ _STORED = frozenset(
         PutMessageStatus.SLAVE_NOT_AVAILABLE,
     }
 )
+_STORED_VALUES = frozenset(s.value for s in _STORED)
 
 
 class GetMessageStatus(enum.Enum):

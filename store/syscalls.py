@@ -124,8 +124,15 @@ def fsync(fd: int) -> None:
 
 
 def disk_usage_ratio(path: str) -> float:
-    """Used fraction of the file system holding ``path`` (0.0-1.0), like Java's getDiskPartitionSpaceUsedPercent."""
-    st = os.statvfs(path)
+    """Used fraction of the file system holding ``path`` (0.0-1.0), like Java's getDiskPartitionSpaceUsedPercent.
+
+    A directory not created yet (a fresh store's commitlog/) is measured at its nearest
+    existing parent: same file system, and tools then show a real ratio instead of -1.
+    """
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    st = os.statvfs(probe)
     total = st.f_blocks * st.f_frsize
     if total == 0:
         return 0.0

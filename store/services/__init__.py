@@ -60,9 +60,15 @@ class StoreServices:
         mfq.on_created = self.allocate.on_created
         if mfq.last is not None:
             self.allocate.on_created(mfq.last)
+        self.reput.after_batch = self._advance_prefault
         for s in self._services:
             s.start()
         self.reput.wakeup()
+
+    def _advance_prefault(self) -> None:
+        last = self.store.commitlog.mfq.last
+        if last is not None:
+            self.allocate.advance(last)
 
     async def stop(self) -> None:
         """Reverse start order; reput drains, then the flushers run a last time."""

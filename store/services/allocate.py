@@ -6,6 +6,11 @@ fresh segment. When the writer rolls, ``take`` hands over the prepared file (wai
 the worker is still busy, as Java's ``AllocateMappedFileService`` does) and requests the next
 one. A failed preparation (e.g. ENOSPC) makes ``take`` return None, so the queue creates the
 segment inline and reports the error as a put status.
+
+Prefaulting runs a window ahead of the writer (``advance``, called after each reput batch)
+rather than over the whole 1 GiB at once: populating a segment's page tables costs ~1 s of
+kernel CPU, which on a small machine competes with the loop, and most of it would be for
+pages a lightly loaded broker does not write for hours.
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ logger = logging.getLogger(__name__)
 
 #: longest the writer waits for a segment already being prepared (Java waits up to 5 s)
 TAKE_TIMEOUT_S = 5.0
+#: how far ahead of the writer pages are prefaulted; the next window is requested when the
+#: writer is half way through the current one
+PREFAULT_WINDOW = 64 << 20
 
 
 def _create(directory: str, offset: int, size: int, prefault: bool, warm_write: bool) -> MappedFile:
     os.makedirs(directory, exist_ok=True)
     mf = MappedFile.in_dir(directory, offset, size, create=True)
     if prefault:
-        mf.prefault(write=warm_write)
+        mf.prefault(write=warm_write, end=PREFAULT_WINDOW)
     return mf
 
 
@@ -67,15 +75,27 @@ class AllocateService:
                 mf = None
         if mf is not None:
             self._prepared.add(mf.path)
+            mf.prefaulted = min(PREFAULT_WINDOW, mf.file_size) if self.prefault else mf.file_size
         return mf
 
     def on_created(self, mf: MappedFile) -> None:
         """The queue added segment ``mf``: prepare the one after it (and, if ``mf`` was made
-        inline, e.g. the very first one, prefault its unwritten rest in the background)."""
-        if self.prefault and mf.path not in self._prepared and not self._stopped:
-            self.executor.submit(_prefault_rest, mf, mf.wrote_position, self.warm_write)
+        inline, e.g. the very first one, prefault the window ahead of the writer)."""
+        if mf.path not in self._prepared:
+            mf.prefaulted = mf.wrote_position
+            self.advance(mf)
         self._prepared.discard(mf.path)
         self.request(os.path.dirname(mf.path), mf.file_end_offset, mf.file_size)
+
+    def advance(self, mf: MappedFile) -> None:
+        """Prefault the next window of ``mf`` once the writer is half way through the current one."""
+        if not self.prefault or self._stopped:
+            return
+        mark = mf.prefaulted
+        if mark < mf.file_size and mf.wrote_position + PREFAULT_WINDOW // 2 >= mark:
+            start = max(mark, mf.wrote_position)
+            mf.prefaulted = start + PREFAULT_WINDOW
+            self.executor.submit(_prefault_range, mf, start, start + PREFAULT_WINDOW, self.warm_write)
 
     async def stop(self) -> None:
         """Wait for preparations in flight, then remove segments prepared but never used
@@ -90,9 +110,9 @@ class AllocateService:
             mf.destroy()
 
 
-def _prefault_rest(mf: MappedFile, start: int, warm_write: bool) -> None:
+def _prefault_range(mf: MappedFile, start: int, end: int, warm_write: bool) -> None:
     if not mf.closed:
-        mf.prefault(write=warm_write, start=start)
+        mf.prefault(write=warm_write, start=start, end=end)
 
 
 def _destroy_result(fut: Future[MappedFile]) -> None:

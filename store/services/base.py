@@ -39,6 +39,10 @@ class StoreService:
     def wakeup(self) -> None:
         self._event.set()
 
+    def wakeup_callable(self) -> Callable[[], None]:
+        """``wakeup`` without its own frame (bound ``Event.set``), for per-message callers."""
+        return self._event.set
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"store-{self.name}")
         self._task.add_done_callback(self._done)

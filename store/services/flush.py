@@ -9,6 +9,7 @@ touched from a worker thread.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import time
@@ -29,10 +30,14 @@ logger = logging.getLogger(__name__)
 
 
 def _fsync_all(fds: list[int]) -> None:
+    """fdatasync each fd. Raises OSError (EIO...): the data is then not known to be on disk."""
     for fd in fds:
         try:
             os.fdatasync(fd)
-        except OSError as exc:  # a file deleted meanwhile (its fd closed): nothing left to sync
+        except OSError as exc:
+            if exc.errno != errno.EBADF:
+                raise
+            # a file deleted meanwhile (its fd closed): nothing left to sync
             logger.debug("fdatasync(%d) skipped: %s", fd, exc)
 
 
@@ -82,12 +87,37 @@ class CommitLogFlushService(StoreService):
         await _flush_commitlog(self, self.commitlog, self.checkpoint)
 
 
+#: pause before retrying a failed group-commit fsync
+_FSYNC_RETRY_S = 0.05
+
+
+class _Round:
+    """Waiters that share one fsync: resolved together once ``flushed_where >= end``."""
+
+    __slots__ = ("count", "deadline", "end", "future")
+
+    def __init__(self, future: asyncio.Future[bool], end: int, deadline: float) -> None:
+        self.future = future
+        self.end = end
+        self.deadline = deadline
+        self.count = 0
+
+
 class GroupCommitService(StoreService):
     """SYNC_FLUSH: put waiters are resolved once ``flushed_where`` covers their end offset.
 
-    One fsync serves every waiter that arrived before it started (group commit). Waiters that
-    are still pending after ``syncFlushTimeout`` get False (FLUSH_DISK_TIMEOUT); waiters are
-    FIFO by offset and by deadline, so both sweeps pop from the left.
+    Waiters join the *open round* and all await its one future (no future, queue entry or
+    wake-up per message). One fsync runs at a time, in the executor; it covers everything
+    written when it started and closes the open round. Its completion resolves every round
+    it covered with one ``set_result`` each, and the next fsync starts at once if waiters
+    arrived meanwhile: the waiters split into two groups, one putting while the other's data
+    is being synced.
+
+    An idle service starts an fsync as soon as the open round holds half as many waiters as
+    the last fsync covered (at once for a lone waiter), instead of when the loop gets round to
+    the service task, which with many waiters would be only after all of them had put again.
+    A round still pending ``syncFlushTimeout`` after it opened resolves False
+    (FLUSH_DISK_TIMEOUT). A failed fsync (EIO) leaves its rounds pending; it is retried.
     """
 
     name = "group-commit"
@@ -101,20 +131,54 @@ class GroupCommitService(StoreService):
     ) -> None:
         super().__init__(None, executor)
         self.commitlog = commitlog
+        self.mfq = commitlog.mfq
         self.checkpoint = checkpoint
         self.timeout_s = config.sync_flush_timeout / 1000
-        self._waiters: deque[tuple[int, float, asyncio.Future[bool]]] = deque()
+        self._open: _Round | None = None
+        self._rounds: deque[_Round] = deque()
+        #: the fsync in flight: (its future, the flush plan, last store timestamp it covers)
+        self._inflight: tuple[asyncio.Future[None], list[tuple[MappedFile, int]], int] | None = None
+        self._eager = 1
         self._sweeper: asyncio.Task[None] | None = None
+        self._flushed: asyncio.Future[bool] | None = None
 
     def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        if self.commitlog.mfq.flushed_where >= end_offset:
-            fut.set_result(True)
-            return fut
-        self._waiters.append((end_offset, loop.time() + self.timeout_s, fut))
+        """A future that becomes True once ``end_offset`` is on disk (False on timeout)."""
+        rnd = self._open
+        if rnd is None:
+            if self.mfq.flushed_where >= end_offset:
+                done = self._flushed
+                if done is None:
+                    done = self._flushed = asyncio.get_running_loop().create_future()
+                    done.set_result(True)
+                return done  # awaiting a done future returns at once; safe to share
+            loop = asyncio.get_running_loop()
+            rnd = self._open = _Round(loop.create_future(), end_offset, loop.time() + self.timeout_s)
+            self._rounds.append(rnd)
+            self._event.set()
+        elif end_offset > rnd.end:
+            rnd.end = end_offset
+        rnd.count += 1
+        if self._inflight is None and rnd.count >= self._eager and not self._stopping:
+            self._start_flush()
+        return rnd.future
+
+    @property
+    def pending(self) -> int:
+        """Rounds not resolved yet (tests, runtime info)."""
+        return len(self._rounds)
+
+    def _start_flush(self) -> None:
+        """Close the open round and fsync everything written so far, in the executor."""
+        self._open = None
+        mfq = self.mfq
+        plan = mfq.flush_plan()
+        last = mfq.last
+        ts = last.last_store_timestamp if last is not None else 0
+        fds = [mf.fd for mf, _ in plan if not mf.closed]
+        fut = asyncio.get_running_loop().run_in_executor(self.executor, _fsync_all, fds)
+        self._inflight = (fut, plan, ts)
         self._event.set()
-        return fut
 
     def start(self) -> None:
         super().start()
@@ -123,20 +187,43 @@ class GroupCommitService(StoreService):
         )
 
     async def run_once(self) -> None:
-        waiters = self._waiters
-        while waiters:
-            flushed = await _flush_commitlog(self, self.commitlog, self.checkpoint)
-            while waiters and waiters[0][0] <= flushed:
-                fut = waiters.popleft()[2]
-                if not fut.done():
-                    fut.set_result(True)
-            if waiters and waiters[0][0] > self.commitlog.max_offset:
+        rounds = self._rounds
+        while self._inflight is not None or rounds:
+            if self._inflight is None:
+                self._start_flush()
+            assert self._inflight is not None
+            fut, plan, ts = self._inflight
+            try:
+                await fut
+            except OSError as exc:
+                # nothing is acknowledged; the rounds stay pending (timeouts still apply)
+                logger.error("CommitLog fsync failed: %s (retrying)", exc)
+                if self._stopping:
+                    return  # on_stop makes the last attempt and answers every waiter
+                await asyncio.sleep(_FSYNC_RETRY_S)
+                continue
+            finally:
+                self._inflight = None
+            mfq = self.mfq
+            mfq.commit_flush(plan)
+            cp = self.checkpoint
+            cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, ts)
+            flushed = mfq.flushed_where
+            covered = 0
+            while rounds and rounds[0].end <= flushed and rounds[0] is not self._open:
+                rnd = rounds.popleft()
+                covered += rnd.count
+                if not rnd.future.done():
+                    rnd.future.set_result(True)
+            self._eager = max(1, covered // 2)
+            if rounds and rounds[0] is not self._open and rounds[0].end > self.commitlog.max_offset:
                 # cannot happen unless the log was truncated under the waiter; do not spin
                 self._fail_all()
 
     def _fail_all(self) -> None:
-        while self._waiters:
-            fut = self._waiters.popleft()[2]
+        self._open = None
+        while self._rounds:
+            fut = self._rounds.popleft().future
             if not fut.done():
                 fut.set_result(False)
 
@@ -145,11 +232,13 @@ class GroupCommitService(StoreService):
         while not self._stopping:
             await asyncio.sleep(0.1)
             now = loop.time()
-            waiters = self._waiters
-            while waiters and waiters[0][1] <= now:
-                fut = waiters.popleft()[2]
-                if not fut.done():
-                    fut.set_result(False)
+            rounds = self._rounds
+            while rounds and rounds[0].deadline <= now:
+                rnd = rounds.popleft()
+                if rnd is self._open:
+                    self._open = None
+                if not rnd.future.done():
+                    rnd.future.set_result(False)
 
     async def on_stop(self) -> None:
         if self._sweeper is not None:
@@ -158,11 +247,22 @@ class GroupCommitService(StoreService):
                 await self._sweeper
             except asyncio.CancelledError:
                 pass
-        flushed = await _flush_commitlog(self, self.commitlog, self.checkpoint)
-        while self._waiters:
-            end, _, fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(end <= flushed)
+        if self._inflight is not None:
+            try:
+                await self._inflight[0]
+            except OSError as exc:
+                logger.error("fsync failed while stopping: %s", exc)
+            self._inflight = None
+        self._open = None
+        try:
+            flushed = await _flush_commitlog(self, self.commitlog, self.checkpoint)
+        except OSError as exc:
+            logger.error("final CommitLog fsync failed: %s", exc)
+            flushed = self.mfq.flushed_where
+        while self._rounds:
+            rnd = self._rounds.popleft()
+            if not rnd.future.done():
+                rnd.future.set_result(rnd.end <= flushed)
 
 
 class ConsumeQueueFlushService(StoreService):

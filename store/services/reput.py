@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pocketmq.store.dispatch import Dispatcher
@@ -23,6 +24,8 @@ class ReputService(StoreService):
         super().__init__(1.0, executor)
         self.dispatcher = dispatcher
         self._failing = False
+        #: called after each dispatch batch (the allocation service moves its prefault window)
+        self.after_batch: Callable[[], None] | None = None
 
     async def run_once(self) -> None:
         dispatcher = self.dispatcher
@@ -37,6 +40,8 @@ class ReputService(StoreService):
             if self._failing:
                 logger.info("reput resumed at %d", dispatcher.reput_from_offset)
                 self._failing = False
+            if self.after_batch is not None:
+                self.after_batch()
             if n < BATCH:
                 return
             await asyncio.sleep(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import threading
 
 import pytest
 
@@ -88,18 +89,66 @@ async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypat
     from pocketmq.store.services import flush as flush_module
 
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
-    release = asyncio.Event()
-    real = flush_module._flush_commitlog
+    release = threading.Event()
+    real = flush_module._fsync_all
 
-    async def stuck(service, commitlog, checkpoint):
-        await release.wait()
-        return await real(service, commitlog, checkpoint)
+    def stuck(fds):  # an fsync that hangs (runs in the flush executor)
+        release.wait(10)
+        real(fds)
 
-    monkeypatch.setattr(flush_module, "_flush_commitlog", stuck)
+    monkeypatch.setattr(flush_module, "_fsync_all", stuck)
     r = await store.put_message_async(make_msg(0))
     assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
     assert r.is_ok and r.append is not None  # stored, just not confirmed on disk
     release.set()
+    await store.shutdown()
+
+
+async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch):
+    from pocketmq.store.services import flush as flush_module
+
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=2000)
+    real = flush_module._fsync_all
+    failures = []
+
+    def flaky(fds):  # the first fsync reports EIO: its waiters must not be told "on disk"
+        if not failures:
+            failures.append(1)
+            raise OSError(errno.EIO, "Input/output error")
+        real(fds)
+
+    monkeypatch.setattr(flush_module, "_fsync_all", flaky)
+    r = await store.put_message_async(make_msg(0))
+    assert failures and r.status is PutMessageStatus.PUT_OK  # acknowledged by the retried fsync
+    assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes  # type: ignore[union-attr]
+    await store.shutdown()
+
+
+async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path):
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    fsyncs = 0
+    real = gc.executor.submit
+
+    def counting_submit(fn, *args):
+        nonlocal fsyncs
+        fsyncs += 1
+        return real(fn, *args)
+
+    gc.executor.submit = counting_submit  # type: ignore[method-assign]
+    done = 0
+
+    async def worker(k: int) -> None:
+        nonlocal done
+        for i in range(10):
+            r = await store.put_message_async(make_msg(k * 100 + i, queue_id=k % 4))
+            assert r.status is PutMessageStatus.PUT_OK
+            done += 1
+
+    await asyncio.gather(*(worker(k) for k in range(64)))
+    assert done == 640 and gc.pending == 0
+    # one fsync serves many waiters: far fewer fsyncs than messages
+    assert 2 <= fsyncs < 640 // 4
     await store.shutdown()
 
 
@@ -302,3 +351,39 @@ def test_count_expired_files():
     assert count_expired_files([now - 99 * h] * 30, now, 72 * h, clean_immediately=False) == 10  # batch max
     assert count_expired_files([now - 99 * h], now, 72 * h, clean_immediately=True) == 0
     assert count_expired_files([], now, 0, clean_immediately=True) == 0
+
+
+def test_prefault_window_follows_the_writer(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pocketmq.store.mapped_file import MappedFile
+    from pocketmq.store.services import allocate
+
+    monkeypatch.setattr(allocate, "PREFAULT_WINDOW", 16 * 4096)
+    calls: list[tuple[int, int]] = []
+
+    class Recorder(ThreadPoolExecutor):
+        def submit(self, fn, *args):  # type: ignore[override]
+            if fn is allocate._prefault_range:
+                calls.append((args[1], args[2]))
+            return super().submit(fn, *args)
+
+    ex = Recorder(max_workers=1)
+    service = allocate.AllocateService(ex, prefault=True, warm_write=False)
+    mf = MappedFile(str(tmp_path / f"{0:020d}"), 0, 64 * 4096, create=True)
+    service._prepared.add(mf.path)  # as if it had been prepared: the first window is done
+    assert service.take(str(tmp_path), 0, 64 * 4096) is None  # nothing pending
+    mf.prefaulted = 16 * 4096
+    service.advance(mf)
+    assert calls == []  # the writer has not reached half the window
+    mf.wrote_position = 9 * 4096
+    service.advance(mf)
+    service.advance(mf)  # requested once
+    assert calls == [(16 * 4096, 32 * 4096)]
+    mf.wrote_position = 60 * 4096
+    service.advance(mf)
+    assert calls[-1] == (60 * 4096, 76 * 4096) and mf.prefaulted >= mf.file_size
+    service.advance(mf)
+    assert len(calls) == 2  # nothing left to prefault
+    ex.shutdown(wait=True)
+    mf.close()

@@ -1,0 +1,148 @@
+"""Index key hashes: ``abs(String.hashCode())`` of ``topic#key`` (Java ``IndexFile.indexKeyHashMethod``).
+
+Java's hash is ``h(s) = sum(s[i] * 31**(n-1-i)) mod 2**32`` over UTF-16 code units, which
+composes: ``h(a + b) = h(a) * 31**len(b) + h(b)``. A pure-Python loop over the characters costs
+~1 µs per key (two keys per message), so the hot path never loops over a key:
+
+* the key is split into ``head = key[:-4]`` and a 4-character ``tail``;
+* ``h(topic + "#" + head)`` is cached per topic, and ``h(tail)`` in one shared table;
+* the hash is then ``heads[head] * 31**4 + tails[tail]`` (two dict lookups, ~0.25 µs).
+
+This is fast because real keys share heads: a UNIQ_KEY is 20 hex chars of producer prefix, 8
+of milliseconds-in-month and 4 of counter, so its 28-char head changes once per millisecond
+per producer and its tail is one of 65,536 hex groups; business keys are typically a prefix
+plus a sequence number. A head miss is computed from the head's own head (one level), so a
+UNIQ_KEY whose millisecond changed costs two lookups more, and a random key costs one full
+hash. Tables are bounded (cleared when full) so hostile keys cannot grow memory.
+"""
+
+from __future__ import annotations
+
+from pocketmq.remoting.protocol.message import java_string_hash
+
+__all__ = ["HEAD_TABLES", "TAIL_TABLE", "heads_of", "index_key_hash", "topic_key_hash", "topic_key_hashes"]
+
+_M = 0xFFFFFFFF
+_P4 = pow(31, 4, 1 << 32)
+_MAX_HEADS = 16_384  # per topic
+_MAX_TOPICS = 1024
+_MAX_TAILS = 1 << 17  # 2x the 4-char hex groups
+
+#: topic -> {head: h(topic + "#" + head) * 31**4 mod 2**32} (pre-multiplied: one op less per key)
+_HEADS: dict[str, dict[str, int]] = {}
+#: 4-char string of 4 UTF-16 units -> h(tail); filled on demand from ``_PAIRS``
+_TAILS: dict[str, int] = {}
+#: the tables, for callers that inline the two lookups (``IndexService.build_index``); both
+#: dicts are only ever cleared in place, never replaced, so binding them once is safe. A miss
+#: (KeyError) must go through ``topic_key_hash``, which fills them.
+HEAD_TABLES = _HEADS
+TAIL_TABLE = _TAILS
+#: every 2-char ASCII string -> its hash (16,384 entries, so a tail miss costs no loop)
+_PAIRS: dict[str, int] = {chr(a) + chr(b): a * 31 + b for a in range(128) for b in range(128)}
+
+
+def _fold(u: int) -> int:
+    """Unsigned 32-bit hash -> ``abs(int32)``, 0 for Integer.MIN_VALUE (Java's overflow)."""
+    return u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF
+
+
+def index_key_hash(key: str) -> int:
+    """``abs(key.hashCode())``, 0 for Integer.MIN_VALUE; ``key`` is the full ``topic#key``."""
+    return _fold(java_string_hash(key) & _M)
+
+
+def _tail_hash(tail: str) -> int | None:
+    """h(tail) for a 4-char tail of 4 UTF-16 units; None if it holds an astral char."""
+    t = _TAILS.get(tail)
+    if t is None:
+        a = _PAIRS.get(tail[:2])
+        b = _PAIRS.get(tail[2:])
+        if a is not None and b is not None:
+            t = a * 961 + b
+        else:
+            c = list(map(ord, tail))
+            if max(c) > 0xFFFF:
+                return None  # two UTF-16 units: 31**4 would be the wrong multiplier
+            t = ((c[0] * 31 + c[1]) * 31 + c[2]) * 31 + c[3]  # < 2**32: no wrap-around
+        if len(_TAILS) >= _MAX_TAILS:
+            _TAILS.clear()
+        _TAILS[tail] = t
+    return t
+
+
+def _head_p4(heads: dict[str, int], topic: str, head: str) -> int:
+    """``h(topic + "#" + head) * 31**4`` (mod 2**32), cached in ``heads``."""
+    hp = heads.get(head)
+    if hp is None:
+        t = _tail_hash(head[-4:]) if len(head) >= 4 else None
+        if t is not None:
+            # one level down: the head of the head is usually cached (UNIQ_KEY: the ms changed)
+            inner = head[:-4]
+            ip = heads.get(inner)
+            if ip is None:
+                ip = heads[inner] = (java_string_hash(f"{topic}#{inner}") * _P4) & _M
+            hp = ((ip + t) * _P4) & _M
+        else:
+            hp = (java_string_hash(f"{topic}#{head}") * _P4) & _M
+        if len(heads) >= _MAX_HEADS:
+            heads.clear()
+        heads[head] = hp
+    return hp
+
+
+def heads_of(topic: str) -> dict[str, int]:
+    heads = _HEADS.get(topic)
+    if heads is None:
+        if len(_HEADS) >= _MAX_TOPICS:
+            _HEADS.clear()
+        heads = _HEADS[topic] = {}
+    return heads
+
+
+def _slow(heads: dict[str, int], topic: str, key: str) -> int:
+    if len(key) >= 4:
+        t = _tail_hash(key[-4:])
+        if t is not None:
+            return _fold((_head_p4(heads, topic, key[:-4]) + t) & _M)
+    return _fold(java_string_hash(f"{topic}#{key}") & _M)
+
+
+def topic_key_hash(topic: str, key: str) -> int:
+    """``index_key_hash(topic + "#" + key)`` without building the string (cached, see module doc)."""
+    heads = _HEADS.get(topic)
+    if heads is None:
+        heads = heads_of(topic)
+    hp = heads.get(key[:-4])
+    t = _TAILS.get(key[-4:])
+    if hp is None or t is None:  # (a key shorter than 4 never finds a tail)
+        return _slow(heads, topic, key)
+    u = (hp + t) & 0xFFFFFFFF
+    return u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF
+
+
+def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list[int]:
+    """Hashes of every index key of one record: UNIQ_KEY first, then each KEYS token.
+
+    The per-dispatched-message hot path: subscripts in a ``try`` (a miss raises KeyError,
+    including for keys shorter than 4, whose tail is never in the table).
+    """
+    heads = _HEADS.get(topic)
+    if heads is None:
+        heads = heads_of(topic)
+    tails = _TAILS
+    out: list[int] = []
+    if uniq_key:
+        try:
+            u = (heads[uniq_key[:-4]] + tails[uniq_key[-4:]]) & 0xFFFFFFFF
+            out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+        except KeyError:
+            out.append(_slow(heads, topic, uniq_key))
+    if keys:
+        for k in keys.split(" ") if " " in keys else (keys,):
+            if k:
+                try:
+                    u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                    out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                except KeyError:
+                    out.append(_slow(heads, topic, k))
+    return out

@@ -1,0 +1,350 @@
+"""The write-path fast paths give byte-for-byte what the plain paths give.
+
+Reput dispatches records this process appended without decoding them; recovery re-dispatches
+without building requests; index hashes come from cached heads and tails; a batch is encoded
+in one write. Each is checked here against the straightforward implementation it replaces.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from pocketmq.remoting.protocol.message import (
+    MessageConst,
+    UniqIdGenerator,
+    decode_message,
+    encode_message,
+    get_property,
+    java_string_hash,
+    properties_to_string,
+    tags_hash,
+)
+from pocketmq.store import MessageInner, MessageStore
+from pocketmq.store.dispatch import dispatch_fields, tags_code_of
+from pocketmq.store.index_hash import topic_key_hash, topic_key_hashes
+from pocketmq.store.layout import CQ_UNIT_SIZE
+from pocketmq.store.records import CORRUPT, END, INCOMPLETE, validate_record
+
+from .conftest import BORN_HOST, STORE_HOST, FakeClock, crash, make_msg, tiny_config
+
+FAR = 2**62
+
+
+def _ref_hash(topic: str, key: str) -> int:
+    h = abs(java_string_hash(f"{topic}#{key}"))
+    return 0 if h > 0x7FFFFFFF else h
+
+
+def _files(root: str, sub: str) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    top = os.path.join(root, sub)
+    for d, _, names in os.walk(top):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.relpath(os.path.join(d, n), top)] = f.read()
+    return out
+
+
+def _mixed_messages(n: int) -> list[MessageInner]:
+    """Tags or none, several keys, non-ASCII and astral keys, UNIQ_KEYs, delays, transactions."""
+    gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05", pid=7)
+    out = []
+    for i in range(n):
+        props: dict[str, str] = {MessageConst.UNIQ_KEY: gen.create()}
+        if i % 5:
+            props[MessageConst.TAGS] = ["TagA", "TagB", "标签"][i % 3]
+        props[MessageConst.KEYS] = [f"order-{i}", f"k{i} shared  x", "键-é", "emoji-\U0001f600", "ab"][i % 5]
+        if i % 11 == 0:
+            props[MessageConst.DELAY] = "3"
+        topic = "SCHEDULE_TOPIC_XXXX" if i % 11 == 0 else ("TopicA" if i % 2 else "TopicB")
+        sys_flag = [0, 0, 0, 0x4, 0x8, 0xC][i % 6]  # none, prepared, commit, rollback
+        out.append(
+            MessageInner(
+                topic=topic,
+                body=os.urandom(50 + i % 300),
+                queue_id=i % 3,
+                flag=i,
+                properties=props if i % 2 else properties_to_string(props),
+                sys_flag=sys_flag,
+                born_timestamp=1,
+                born_host=BORN_HOST,
+                store_host=STORE_HOST,
+            )  # fmt: skip
+        )
+    return out
+
+
+def _fill(root: str, msgs: list[MessageInner], *, decode: bool) -> MessageStore:
+    clock = FakeClock()
+    store = MessageStore(tiny_config(root, max_index_num=200), clock=clock)
+    store.load()
+    for k, m in enumerate(msgs):
+        if k % 7 == 6:
+            store.put_messages([m, m])  # a small batch (same topic/queue)
+        else:
+            store.put_message(m)
+        clock.advance(37)
+        if decode:
+            store.commitlog.appended.clear()  # force the decoding reput path
+        if k % 25 == 24:
+            store.do_reput()
+    store.do_reput()
+    return store
+
+
+def test_fast_reput_writes_exactly_what_decoding_reput_writes(tmp_path):
+    msgs = _mixed_messages(300)
+    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
+    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
+    assert fast.dispatcher.last_dispatched_timestamp == slow.dispatcher.last_dispatched_timestamp
+    fast.close()
+    slow.close()
+    assert _files(str(tmp_path / "fast"), "commitlog") == _files(str(tmp_path / "slow"), "commitlog")
+    fq = _files(str(tmp_path / "fast"), "consumequeue")
+    assert fq and fq == _files(str(tmp_path / "slow"), "consumequeue")
+    fi = _files(str(tmp_path / "fast"), "index")
+    assert len(fi) > 1 and fi == _files(str(tmp_path / "slow"), "index")  # rolled at least once
+
+
+def test_recovery_redispatch_repairs_units_and_rebuilds_the_index(tmp_path):
+    root = str(tmp_path / "s")
+    store = _fill(root, _mixed_messages(120), decode=False)
+    store.close()
+    cq = _files(root, "consumequeue")
+    index = _files(root, "index")
+    # crash with damage: a unit's tagsCode flipped, the last unit zeroed, the index gone
+    qdir = os.path.join(root, "consumequeue", "TopicA", "1")
+    for name in (min(os.listdir(qdir)), max(os.listdir(qdir))):  # an older file and the last one
+        with open(os.path.join(qdir, name), "r+b") as f:
+            f.seek(12)
+            f.write(b"\xff" * 8)
+    qdir = os.path.join(root, "consumequeue", "TopicB", "0")
+    with open(os.path.join(qdir, max(os.listdir(qdir))), "r+b") as f:
+        data = f.read()
+        last = max(i for i in range(0, len(data), CQ_UNIT_SIZE) if any(data[i : i + CQ_UNIT_SIZE]))
+        f.seek(last)
+        f.write(bytes(CQ_UNIT_SIZE))
+    with open(os.path.join(root, "abort"), "w"):
+        pass
+    os.unlink(os.path.join(root, "checkpoint"))
+    for name in os.listdir(os.path.join(root, "index")):
+        os.unlink(os.path.join(root, "index", name))
+    again = MessageStore(tiny_config(root, max_index_num=200), clock=FakeClock())
+    again.load()
+    assert not again.last_shutdown_clean
+    again.close()
+    assert _files(root, "consumequeue") == cq
+    assert len(_files(root, "index")) == len(index)  # entries rebuilt (names follow the clock)
+    again = MessageStore(tiny_config(root, max_index_num=200))
+    again.load()
+    first = again.look_message_by_offset(0)
+    assert first is not None and first.uniq_key
+    assert len(again.query_message(first.topic, first.uniq_key, 4, 0, FAR).messages) == 1
+    assert len(again.query_message("TopicA", "x", 64, 0, FAR).messages) > 0
+    again.close()
+
+
+def test_recovery_detects_missing_units_and_rebuilds_the_queue(tmp_path):
+    root = str(tmp_path / "s")
+    store = MessageStore(tiny_config(root))
+    store.load()
+    for i in range(30):
+        store.put_message(make_msg(i, queue_id=0))
+    store.do_reput()
+    crash(store)
+    path = os.path.join(root, "consumequeue", "TopicA", "0", f"{0:020d}")
+    os.truncate(path, 3 * CQ_UNIT_SIZE)  # units 3.. lost, but the CommitLog has them
+    os.unlink(os.path.join(root, "checkpoint"))
+    again = MessageStore(tiny_config(root))
+    again.load()
+    assert again.get_max_offset_in_queue("TopicA", 0) == 30
+    assert again.get_commit_log_offset_in_queue("TopicA", 0, 29) > 0
+    again.close()
+
+
+PROPS_CASES = [
+    "",
+    "TAGS\x01a",
+    "TAGS\x01",
+    "KEYS\x01k1 k2\x02TAGS\x01t\x02UNIQ_KEY\x01U",
+    "XTAGS\x01no\x02TAGS\x01yes",
+    "TAGS\x01first\x02TAGS\x01second",
+    "UNIQ_KEY\x01u\x02",
+    "A\x01b\x02KEYS\x01\x02UNIQ_KEY\x01\x02TAGS\x01x\x02",
+    "TAGSX\x01n\x02KEYSX\x01n",
+    "TAGS\x01a\x01b\x02KEYS\x01c",
+]
+
+
+@pytest.mark.parametrize("props", PROPS_CASES)
+def test_dispatch_fields_agree_with_get_property(props):
+    tags = get_property(props, "TAGS")
+    assert dispatch_fields(props) == (tags, get_property(props, "KEYS"), get_property(props, "UNIQ_KEY"))
+    assert tags_code_of(props) == (tags_hash(tags) if tags else 0)
+
+
+def test_dispatch_fields_random_property_strings():
+    rnd = random.Random(5)
+    alphabet = ["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "X", "é", "\x01", "\x02", "a b", ""]
+    for _ in range(3000):
+        s = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(12)))
+        tags = get_property(s, "TAGS")
+        assert dispatch_fields(s) == (tags, get_property(s, "KEYS"), get_property(s, "UNIQ_KEY")), repr(s)
+        assert tags_code_of(s) == (tags_hash(tags) if tags else 0), repr(s)
+
+
+def test_cached_index_hashes_equal_java_string_hash():
+    rnd = random.Random(11)
+    gen = UniqIdGenerator()
+    alphabet = "abcXYZ019 #-_é中\U0001f600\uffff\ud7ff"
+    for _ in range(20_000):
+        topic = rnd.choice(["T", "TopicA", "t中", "%RETRY%g"])
+        r = rnd.random()
+        if r < 0.3:
+            key = gen.create()
+        elif r < 0.5:
+            key = f"order-{rnd.randrange(100_000)}"
+        else:
+            key = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(12)))
+        assert topic_key_hash(topic, key) == _ref_hash(topic, key), (topic, key)
+        keys = f"{key}  {key[:3]} zz"
+        expected = [_ref_hash(topic, k) for k in ([key] if key else []) + [k for k in keys.split(" ") if k]]
+        assert topic_key_hashes(topic, key, keys) == expected, (topic, key)
+
+
+def test_hash_of_integer_min_value_folds_to_zero():
+    # find a key whose topic#key hash is Integer.MIN_VALUE through the composition rule
+    target = 0x80000000
+    for head in (f"h{i}" for i in range(1000)):
+        hh = java_string_hash(f"T#{head}") & 0xFFFFFFFF
+        need = (target - hh * pow(31, 4, 1 << 32)) % (1 << 32)
+        c0, rest = divmod(need, 31**3)
+        c1, rest = divmod(rest, 31**2)
+        c2, c3 = divmod(rest, 31)
+        if 0 < c0 <= 0xD7FF:  # c1..c3 < 31
+            key = head + "".join(map(chr, (c0, c1, c2, c3)))
+            assert java_string_hash(f"T#{key}") == -0x80000000
+            assert topic_key_hash("T", key) == 0 == _ref_hash("T", key)
+            assert topic_key_hash("T", key) == 0  # cached path
+            return
+    pytest.fail("no MIN_VALUE key constructed")
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [(BORN_HOST, STORE_HOST), ((b"\x00" * 15 + b"\x01", 9), STORE_HOST), (BORN_HOST, (b"\xfe" * 16, 1))],
+)
+def test_validate_record_fields_and_every_truncation(hosts):
+    born, store_host = hosts
+    raw = encode_message(
+        topic="TopicA", body=b"hello body", properties="TAGS\x01t\x02KEYS\x01k", queue_id=3, queue_offset=17,
+        commit_log_offset=4096, sys_flag=0x8, born_host=born, store_timestamp=123, store_host=store_host,
+        prepared_transaction_offset=55,
+    )  # fmt: skip
+    size, fields = validate_record(raw, 0, len(raw), 4096, True)
+    assert size == len(raw)
+    m = decode_message(raw)
+    assert fields == (
+        m.topic,
+        m.queue_id,
+        m.queue_offset,
+        m.sys_flag,
+        m.store_timestamp,
+        55,
+        m.properties_str,
+    )
+    view = memoryview(raw)
+    assert validate_record(raw, 0, len(raw), 4096, True, view) == (size, fields)
+    view.release()
+    for cut in range(1, len(raw)):
+        expected = INCOMPLETE if any(raw[:cut]) else END  # a cut inside a zero TOTALSIZE byte
+        assert validate_record(raw[:cut], 0, cut, 4096, True) == (expected, None), cut
+    assert validate_record(raw, 0, len(raw), 4097, True) == (CORRUPT, None)  # wrong PHYSICALOFFSET
+    bad_crc = raw[:-30] + bytes([raw[-30] ^ 1]) + raw[-29:]
+    if b"hello body" not in bad_crc:  # the flipped byte is in the body
+        assert validate_record(bad_crc, 0, len(raw), 4096, True) == (CORRUPT, None)
+        assert validate_record(bad_crc, 0, len(raw), 4096, False)[0] == len(raw)
+    assert validate_record(bytes(200), 0, 200, 0, True) == (END, None)
+    assert validate_record(b"\x00\x00\x00\x10" + b"\xcb\xd4\x31\x94" + bytes(8), 0, 16, 0, True) == (16, None)
+    assert validate_record(b"\x00\x00\x00\x50\xda\xa3\x20\xa7" + bytes(92), 0, 100, 0, True) == (
+        CORRUPT,
+        None,
+    )
+
+
+def test_batch_is_one_write_of_reference_records(open_store, clock):
+    store = open_store(clock=clock)
+    store.put_message(make_msg(0))  # the batch starts mid-segment
+    batch = [make_msg(i, queue_id=1, extra={"n": str(i)}) for i in range(1, 6)]
+    r = store.put_messages(batch)
+    a = r.append
+    assert a is not None and a.msg_num == 5 and a.logics_offset == 0
+    pos = a.wrote_offset
+    for k, m in enumerate(batch):
+        expected = encode_message(
+            topic="TopicA", body=m.body, properties=properties_to_string(m.properties), queue_id=1,  # type: ignore[arg-type]
+            flag=m.flag, queue_offset=k, commit_log_offset=pos, born_timestamp=m.born_timestamp,
+            born_host=BORN_HOST, store_timestamp=clock.now, store_host=STORE_HOST,
+        )  # fmt: skip
+        assert store.get_message_bytes_by_offset(pos) == expected
+        assert a.batch_offsets is not None and a.batch_offsets[k] == pos
+        pos += len(expected)
+    assert pos == a.wrote_offset + a.wrote_bytes == store.get_max_phy_offset()
+    # an invalid member refuses the whole batch and writes nothing
+    bad = [make_msg(9, queue_id=1), make_msg(10, queue_id=1, extra={"big": "x" * 40_000})]
+    assert not store.put_messages(bad).is_ok
+    assert store.get_max_phy_offset() == pos
+
+
+def test_record_appended_at_the_cut_point_is_indexed(tmp_path):
+    """Index entries may point past the last valid record (index pages reached disk, the
+    record did not); the record appended there after recovery must still be indexed."""
+    root = str(tmp_path / "s")
+    store = MessageStore(tiny_config(root))
+    store.load()
+    for i in range(5):
+        store.put_message(make_msg(i))
+    store.do_reput()
+    last = store.get_commit_log_offset_in_queue("TopicA", 0, 4)
+    crash(store)
+    os.truncate(os.path.join(root, "commitlog", f"{0:020d}"), last)  # the 5th record is lost
+    again = MessageStore(tiny_config(root))
+    again.load()
+    assert again.get_max_phy_offset() == last
+    again.put_message(make_msg(99, keys="fresh"))
+    again.do_reput()
+    assert len(again.query_message("TopicA", "fresh", 4, 0, FAR).messages) == 1
+    again.close()
+
+
+def test_build_index_fast_path_writes_what_per_key_puts_write(tmp_path):
+    """The fused two-key path and the general path against the plain per-key reference."""
+    from pocketmq.store.index_file import IndexService, index_key_hash
+
+    clock = FakeClock()
+    fast = IndexService(str(tmp_path / "fast"), 16, 50, clock)
+    ref = IndexService(str(tmp_path / "ref"), 16, 50, clock)
+    rnd = random.Random(3)
+    gen = UniqIdGenerator(ip=b"\x01\x02\x03\x04", pid=1)
+    phy = 0
+    for i in range(400):
+        topic = rnd.choice(["TopicA", "TopicB"])
+        uniq = gen.create() if rnd.random() < 0.9 else None
+        keys = rnd.choice([f"order-{i}", f"k{i} k{i + 1}", "", None, "é€", f"x{i % 7}"])
+        fast.build_index(topic, phy, clock.now, uniq, keys)
+        # reference: one put per key, rolling to a new file when one is full
+        if not (ref.files and ref.is_indexed(phy)):
+            for k in ([uniq] if uniq else []) + [k for k in (keys or "").split(" ") if k]:
+                f = ref.files[-1] if ref.files else ref._new_file()
+                if not f.put_hashed(index_key_hash(f"{topic}#{k}"), phy, clock.now):
+                    ref._new_file().put_hashed(index_key_hash(f"{topic}#{k}"), phy, clock.now)
+        phy += 100 + i % 50
+        clock.advance(rnd.choice([1, 400, 1500]))
+    assert len(fast.files) > 3
+    ref._dirty = True  # the reference bypassed build_index: have close() write its last header
+    fast.close()
+    ref.close()
+    assert _files(str(tmp_path), "fast") == _files(str(tmp_path), "ref")
