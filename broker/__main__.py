@@ -6,14 +6,22 @@
 RocketMQ). A bad key or value is a startup error that names it (exit code 2). SIGTERM/SIGINT
 shut the broker down cleanly: held pulls answered, unregistered from the name servers, store
 flushed, metadata persisted.
+
+Logging, as ``mqnamesrv``: the first of ``logging.json`` (``dictConfig``), ``logging.ini`` or
+``logging.conf`` (``fileConfig``) found in ``$ROCKETMQ_HOME/conf``, then in the directory of the
+``-c`` file (``conf/broker-a.conf`` → ``conf/logging.ini``); else ``basicConfig`` on stderr at
+``--log-level``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import logging.config
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -28,7 +36,33 @@ IMPORTANT_KEYS = (
 )  # fmt: skip
 
 
-def configure_logging(level: str = "INFO") -> None:
+def _logging_file(conf: str | None) -> Path | None:
+    dirs: list[Path] = []
+    home = os.environ.get("ROCKETMQ_HOME")
+    if home:
+        dirs.append(Path(home) / "conf")
+    if conf:
+        dirs.append(Path(conf).resolve().parent)
+    for d in dirs:
+        for name in ("logging.json", "logging.ini", "logging.conf"):
+            if (d / name).is_file():
+                return d / name
+    return None
+
+
+def configure_logging(level: str = "INFO", conf: str | None = None) -> None:
+    """A logging config file (module docstring) if one exists, else ``basicConfig`` on stderr.
+
+    Raises:
+        ValueError / KeyError / OSError: the file exists but is not a valid logging config.
+    """
+    path = _logging_file(conf)
+    if path is not None:
+        if path.suffix == ".json":
+            logging.config.dictConfig(json.loads(path.read_text(encoding="utf-8")))
+        else:
+            logging.config.fileConfig(path, disable_existing_loggers=False)
+        return
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
@@ -78,7 +112,11 @@ def main(
     log_level: str,
 ) -> None:
     """Start a pocketmq broker (RocketMQ 4.x compatible)."""
-    configure_logging(log_level)
+    try:
+        configure_logging(log_level, conf)
+    except (ValueError, KeyError, OSError) as exc:
+        click.echo(f"mqbroker: bad logging config: {exc!r}", err=True)
+        sys.exit(2)
     try:
         config = load_broker_config(conf, overrides, namesrv_addr=namesrv)
     except ConfigError as exc:

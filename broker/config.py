@@ -9,6 +9,10 @@ implement are accepted with a warning, and anything else is a startup error nami
 Order (DESIGN.md §5): defaults (``NAMESRV_ADDR`` / ``ROCKETMQ_HOME`` from the environment act as
 defaults, as in Java) → the ``.conf`` file → ``-n`` → ``--set key=value`` overrides.
 
+RocketMQ <= 4.2 spelled two store keys ``mapedFileSizeCommitLog`` / ``mapedFileSizeConsumeQueue``;
+both spellings load (the ``mapped`` one wins when a file has both). Keys of RocketMQ 5.x that
+pocketmq does not implement (``timerWheelEnable``, ...) are accepted with a warning.
+
 Derived values, as ``BrokerStartup`` derives them: ``haListenPort`` = ``listenPort + 1`` unless
 set; ``brokerIP2`` = ``brokerIP1`` unless set; ``registerNameServerPeriod`` clamped to 10-60 s.
 """
@@ -143,6 +147,14 @@ class BrokerSettings(BaseModel):
     acl_enable: bool = False
     store_reply_message_enable: bool = True
 
+    # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
+    maped_file_size_commit_log: int | None = Field(
+        None, ge=4096, description="RocketMQ <= 4.2 spelling of mappedFileSizeCommitLog"
+    )
+    maped_file_size_consume_queue: int | None = Field(
+        None, ge=20, description="RocketMQ <= 4.2 spelling of mappedFileSizeConsumeQueue"
+    )
+
     @field_validator("namesrv_addr")
     @classmethod
     def _check_namesrv(cls, v: str | None) -> str | None:
@@ -192,8 +204,18 @@ FOREIGN_KEYS: frozenset[str] = frozenset(
         "clientAsyncSemaphoreValue", "connectTimeoutMillis", "channelNotActiveInterval",
         "clientChannelMaxIdleTimeSeconds", "clientSocketSndBufSize", "clientSocketRcvBufSize",
         "clientPooledByteBufAllocatorEnable", "clientCloseSocketIfTimeout", "maxMessageSizeCheck",
+        # RocketMQ 5.x keys (timer wheel, remote escape, broker liveness in controller mode)
+        "timerWheelEnable", "enableRemoteEscape", "brokerNotActiveTimeoutMillis",
     }
 )  # fmt: skip
+
+#: Old store key spelling → the settings attribute holding it → the store key it sets.
+_MAPED_KEYS: dict[str, tuple[str, str]] = {
+    "maped_file_size_commit_log": ("mapped_file_size_commit_log", "mappedFileSizeCommitLog"),
+    "maped_file_size_consume_queue": ("mapped_file_size_consume_queue", "mappedFileSizeConsumeQueue"),
+}
+_OLD_SPELLINGS = {"mapedFileSizeCommitLog": "mappedFileSizeCommitLog",
+                  "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"}  # fmt: skip
 
 
 class BrokerConfig(BrokerSettings):
@@ -231,6 +253,8 @@ class BrokerConfig(BrokerSettings):
     def properties(self) -> dict[str, str]:
         """Every key as a Java string (``-p``, GET_BROKER_CONFIG): broker keys, then store keys."""
         out = config_properties(BrokerSettings.model_validate(self._settings_dict()))
+        for old in _OLD_SPELLINGS:
+            out.pop(old, None)
         out.update(config_properties(self.store))
         return out
 
@@ -248,6 +272,7 @@ class BrokerConfig(BrokerSettings):
         store_keys = _spellings(MessageStoreConfig)
         broker_keys = _spellings(BrokerSettings)
         for key, value in updates.items():
+            key = _OLD_SPELLINGS.get(key, key)
             if key in store_keys:
                 store_items[key] = value
             if key in broker_keys or key not in store_keys:
@@ -275,6 +300,14 @@ def _spellings(model_cls: type[BaseModel]) -> set[str]:
 
 def _combine(settings: BrokerSettings, store: MessageStoreConfig) -> BrokerConfig:
     data = {name: getattr(settings, name) for name in BrokerSettings.model_fields}
+    moved: dict[str, int] = {}
+    for old, (new, key) in _MAPED_KEYS.items():
+        value = data.pop(old)
+        # the current spelling wins when both were given
+        if value is not None and new not in store.model_fields_set:
+            moved[key] = value
+    if moved:
+        store = MessageStoreConfig.model_validate({**store.model_dump(by_alias=True), **moved})
     return BrokerConfig.model_validate({**data, "store": store})
 
 

@@ -23,11 +23,13 @@ Attributes other processors use (admin, query, transactions, schedule, HA):
 ``pull_hold_service``          :class:`PullRequestHoldService`
 ``remoting_server``            main :class:`RemotingServer`; ``fast_remoting_server`` or None
 ``broker2client``              :class:`Broker2Client` (NOTIFY_CONSUMER_IDS_CHANGED, ...)
-``broker_stats_manager``       None, or an object with ``on_put(topic, nums, size)`` and
-                               ``on_get(group, topic, nums, size)``, fed by send and pull
+``broker_stats_manager``       :class:`BrokerStatsManager`: ``on_put`` (send, schedule re-puts),
+                               ``on_get`` (pull), ``on_send_back``/``on_send_back_dlq``
 ``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``
-``schedule_message_service``   None: ``DELAY`` is ignored; set: delayed messages are stored in
-                               ``SCHEDULE_TOPIC_XXXX`` (queue level-1, REAL_TOPIC/REAL_QID)
+``schedule_message_service``   :class:`ScheduleMessageService` (``max_delay_level``,
+                               ``offset_table``, ``encode()``): delayed messages are stored in
+                               ``SCHEDULE_TOPIC_XXXX`` (queue level-1, REAL_TOPIC/REAL_QID) and
+                               re-put when due (not started on a slave); None: ``DELAY`` ignored
 ``namesrv_api``                :class:`BrokerOuterAPI`
 ``broker_addr``/``store_host``  advertised ``ip:port`` and its packed form
 ``register_processor``         ``(code, handler, fast=True)`` on both servers
@@ -55,7 +57,10 @@ from pocketmq.broker.processor.client_manage import ClientManageProcessor
 from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pocketmq.broker.processor.pull import PullMessageProcessor
 from pocketmq.broker.processor.send import SendMessageProcessor
+from pocketmq.broker.processor.send_back import ConsumerSendMsgBackProcessor
 from pocketmq.broker.rebalance_lock import RebalanceLockManager
+from pocketmq.broker.schedule import ScheduleMessageService
+from pocketmq.broker.stats import BrokerStatsManager
 from pocketmq.broker.subscription import SubscriptionGroupManager
 from pocketmq.broker.topic_config import TopicConfigManager
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
@@ -147,9 +152,23 @@ class BrokerController:
         self.store.arriving_listener = self.pull_hold_service
         #: Seams filled by later features; None means "not supported yet".
         self.transactional_message_service: Any = None
-        self.schedule_message_service: Any = None
-        #: ``BrokerStatsManager`` (set by the admin processors): ``on_put`` / ``on_get`` per request.
-        self.broker_stats_manager: Any = None
+        store = self.store
+        self.broker_stats_manager: BrokerStatsManager | None = BrokerStatsManager(
+            config.broker_cluster_name,
+            clock.now_ms,
+            put_total=lambda: int(store.commitlog.put_times_total),
+            get_total=lambda: int(store.stats.get_transferred_msg_count),
+        )
+        self.schedule_message_service: ScheduleMessageService | None = ScheduleMessageService(
+            self.store,
+            cfg_dir,
+            message_delay_level=config.store.message_delay_level,
+            now_ms=clock.now_ms,
+            flush_interval_ms=config.store.flush_delay_offset_interval,
+            fsync=fsync,
+            stats=self._stats_if_enabled,
+        )
+        self.send_back_processor = ConsumerSendMsgBackProcessor(self)
         self.store_host: HostAddress = (pack_host_ip(config.broker_ip1), config.listen_port)
         self.broker_addr = config.broker_addr
         self._services: list[Service] = []
@@ -174,6 +193,7 @@ class BrokerController:
 
     def _register_processors(self) -> None:
         self.send_processor.register()
+        self.send_back_processor.register()
         self.pull_processor.register()
         self.consumer_manage_processor.register()
         self.client_manage_processor.register()
@@ -202,6 +222,9 @@ class BrokerController:
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
         self.store.load()
+        if self.schedule_message_service is not None:
+            # after recovery: its offsets are checked against the recovered schedule queues
+            self.schedule_message_service.load()
 
     async def start(self) -> None:
         """Load, listen, start services and register with the name servers.
@@ -242,6 +265,9 @@ class BrokerController:
                 self.fast_remoting_server = None
         await self.store.start()
         self.pull_hold_service.start()
+        schedule = self.schedule_message_service
+        if schedule is not None and not cfg.is_slave:
+            schedule.start()
         self._services = [
             self._register_service,
             _Periodic(self._flush_offsets, interval=cfg.flush_consumer_offset_interval / 1000, name="offset-flush"),
@@ -267,6 +293,9 @@ class BrokerController:
         cfg = self.config
         for service in reversed(self._services):
             await service.stop(grace=2.0)
+        if self.schedule_message_service is not None:
+            # stops between two re-puts and writes delayOffset.json: nothing is put twice
+            await self.schedule_message_service.stop(grace=2.0)
         await self.pull_hold_service.stop()
         for server in self._servers():
             await server.stop()
@@ -361,6 +390,10 @@ class BrokerController:
         self.producer_manager.do_channel_close_event(conn)
         for group in self.consumer_manager.do_channel_close_event(conn):
             self.broker2client.notify_consumer_ids_changed(group)
+
+    def _stats_if_enabled(self) -> BrokerStatsManager | None:
+        """The stats manager for schedule re-puts (``enableScheduleMessageStats``)."""
+        return self.broker_stats_manager if self.config.store.enable_schedule_message_stats else None
 
     # ------------------------------------------------------------------------------ config
     def update_config(self, config: BrokerConfig) -> None:

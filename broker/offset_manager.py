@@ -31,6 +31,14 @@ class ConsumerOffsetManager(ConfigFileManager):
 
     # -- updates ---------------------------------------------------------------------------------
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Store a committed offset; a negative one is ignored.
+
+        ali-ons commits ``-1`` every 5 s for queues it has no offset for yet (``offsetTable.get(key)
+        || -1``): that must neither overwrite a real offset nor be stored as one (a stored -1
+        would read as "no offset" anyway).
+        """
+        if offset < 0:
+            return
         key = offset_key(topic, group)
         table = self.offset_table.get(key)
         if table is None:
@@ -70,11 +78,16 @@ class ConsumerOffsetManager(ConfigFileManager):
 
     # -- queries ---------------------------------------------------------------------------------
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
-        """The committed offset, or -1 when the group never committed one for that queue."""
+        """The committed offset, or -1 when the group never committed one for that queue.
+
+        A negative value in a file written by a Java broker (which stores ali-ons' -1) also reads
+        as -1: "no offset".
+        """
         table = self.offset_table.get(offset_key(topic, group))
         if table is None:
             return -1
-        return table.get(queue_id, -1)
+        offset = table.get(queue_id, -1)
+        return offset if offset >= 0 else -1
 
     def query_offsets(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.offset_table.get(offset_key(topic, group), {}))

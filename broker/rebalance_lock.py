@@ -2,6 +2,7 @@
 
 A queue is granted to a client id when it is unlocked, already held by that client (the lock is
 renewed), or its holder has not renewed for ``lock_max_live_ms`` (60 s, reference §7.4).
+:meth:`unlock_all` releases a client's locks in a group (used when it unregisters from the group).
 Pure: time is an argument.
 """
 
@@ -47,6 +48,18 @@ class RebalanceLockManager:
                 del locks[mq]
         if not locks:
             del self.table[group]
+
+    def unlock_all(self, group: str, client_id: str) -> int:
+        """Release every lock ``client_id`` holds in ``group``; returns how many."""
+        locks = self.table.get(group)
+        if not locks:
+            return 0
+        mine = [mq for mq, entry in locks.items() if entry[0] == client_id]
+        for mq in mine:
+            del locks[mq]
+        if not locks:
+            del self.table[group]
+        return len(mine)
 
     def is_locked(self, group: str, mq: MessageQueue, client_id: str, now_ms: int) -> bool:
         return self._holds(group, mq, client_id, now_ms)

@@ -13,8 +13,9 @@ SIGTERM/SIGINT shut down cleanly (connections closed, pending KV changes written
 signal exits at once. On success the line ``The Name Server boot success. serializeType=JSON``
 goes to stdout, as Java's ``mqnamesrv`` prints it.
 
-Logging is configured here only: ``$ROCKETMQ_HOME/conf/logging.json`` (``dictConfig``) or
-``logging.conf`` (``fileConfig``) when present, else plain ``basicConfig`` on stderr.
+Logging is configured here only: ``$ROCKETMQ_HOME/conf/logging.json`` (``dictConfig``),
+``logging.ini`` or ``logging.conf`` (``fileConfig``) when present, else plain ``basicConfig`` on
+stderr.
 """
 
 from __future__ import annotations
@@ -40,17 +41,18 @@ __all__ = ["configure_logging", "main", "serve"]
 
 
 def configure_logging(level: str = "INFO") -> None:
-    """``conf/logging.{json,conf}`` under ``$ROCKETMQ_HOME`` if present, else ``basicConfig``."""
+    """``conf/logging.{json,ini,conf}`` under ``$ROCKETMQ_HOME`` if present, else ``basicConfig``."""
     home = os.environ.get("ROCKETMQ_HOME")
     if home:
         conf_dir = Path(home) / "conf"
-        as_json, as_ini = conf_dir / "logging.json", conf_dir / "logging.conf"
+        as_json = conf_dir / "logging.json"
         if as_json.is_file():
             logging.config.dictConfig(json.loads(as_json.read_text(encoding="utf-8")))
             return
-        if as_ini.is_file():
-            logging.config.fileConfig(as_ini, disable_existing_loggers=False)
-            return
+        for as_ini in (conf_dir / "logging.ini", conf_dir / "logging.conf"):
+            if as_ini.is_file():
+                logging.config.fileConfig(as_ini, disable_existing_loggers=False)
+                return
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",

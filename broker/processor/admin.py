@@ -24,7 +24,8 @@ Common rules: a missing or unparsable header field is SYSTEM_ERROR naming the fi
 subscription-group mutations on a slave are SYSTEM_ERROR with Java's remark; topics.json and
 subscriptionGroup.json are written atomically (temp file, fsync, rename, ``.bak``) before a
 mutation is acknowledged. The stats manager the handlers read (``controller.broker_stats_manager``)
-is created here when the controller has none; the send and pull paths feed it.
+is the controller's (created here only for a controller without one); send, pull, send-back and
+the schedule service feed it.
 """
 
 from __future__ import annotations

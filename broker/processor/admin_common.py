@@ -89,7 +89,7 @@ class AdminBase:
 
 
 def broker_stats_of(controller: BrokerController) -> BrokerStatsManager:
-    """The controller's :class:`BrokerStatsManager` (``broker_stats_manager``); made on first use.
+    """The controller's :class:`BrokerStatsManager` (``broker_stats_manager``); made if it has none.
 
     Its midnight counters read the store's put/transfer totals, as Java's ``BrokerStats`` does.
     """

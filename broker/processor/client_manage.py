@@ -4,9 +4,17 @@ LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42).
 HEART_BEAT (``ClientManageProcessor.heartBeat``): for each consumer group, the group's config is
 found (auto-created when allowed) and its ``%RETRY%<group>`` topic created with
 ``retryQueueNums`` queues; the consumer is registered with subscriptions whose tag codes are
-recomputed server-side (C++ sends garbage ``codeSet``); a membership change notifies the group's
+recomputed server-side (C++ sends garbage ``codeSet``) and, for clustering push consumers, the
+``%RETRY%<group>`` subscription added when missing; a membership change notifies the group's
 consumers (NOTIFY_CONSUMER_IDS_CHANGED). Producers are registered per group. A malformed body is
 answered SYSTEM_ERROR naming the bad field.
+
+LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (``RebalanceLockManager``, reference §7.4): one lock table per
+group; a queue is granted when free, held by the same client id (renewed) or not renewed for
+60 s. Unknown groups are served like known ones (RocketMQ 4.x checks none): code 0 with the
+granted queues. A body that does not parse (or lacks ``consumerGroup``/``clientId``) → 1.
+Unlike RocketMQ, UNREGISTER_CLIENT of a consumer also releases that client's locks in its group
+(a clean shutdown; a dropped connection keeps them until they expire, as RocketMQ).
 """
 
 from __future__ import annotations
@@ -15,10 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.client_manager import ClientChannelInfo
 from pocketmq.remoting.protocol.bodies import (
+    ConsumerData,
+    ConsumeType,
     ExpressionType,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    MessageModel,
     SubscriptionData,
     UnlockBatchRequestBody,
 )
@@ -31,6 +42,26 @@ from pocketmq.remoting.protocol.route import PermName, TopicSysFlag, retry_topic
 
 if TYPE_CHECKING:
     from pocketmq.broker.controller import BrokerController
+
+
+def with_retry_subscription(cd: ConsumerData) -> tuple[SubscriptionData, ...]:
+    """The heartbeat's subscriptions plus ``%RETRY%<group>`` ("*") for a clustering push consumer.
+
+    Java clients subscribe to the retry topic themselves; ali-ons' first heartbeat does not yet,
+    and a client that lost it would never see its retried messages: the broker adds it, so the
+    group's subscription always lists it (consumer connection, consume stats, consumed-by-who).
+    """
+    subs = cd.subscription_data_set
+    if (
+        cd.message_model is not MessageModel.CLUSTERING
+        or cd.consume_type is not ConsumeType.CONSUME_PASSIVELY
+    ):
+        return subs
+    topic = retry_topic(cd.group_name)
+    if any(sub.topic == topic for sub in subs):
+        return subs
+    version = max((sub.sub_version for sub in subs), default=0)
+    return (*subs, SubscriptionData.build(topic, "*", sub_version=version))
 
 
 class ClientManageProcessor:
@@ -75,7 +106,7 @@ class ClientManageProcessor:
                 cd.consume_type,
                 cd.message_model,
                 cd.consume_from_where,
-                cd.subscription_data_set,
+                with_retry_subscription(cd),
             )
             if changed and notify:
                 c.broker2client.notify_consumer_ids_changed(cd.group_name)
@@ -92,6 +123,11 @@ class ClientManageProcessor:
         if h.producer_group:
             c.producer_manager.unregister_producer(h.producer_group, conn)
         if h.consumer_group:
+            # A consumer unregisters when it shuts down, after its last consumption: its queue
+            # locks can go at once. librocketmq 1.x's UNLOCK_BATCH_MQ at shutdown leaves one
+            # queue out, which would otherwise block its successor for the 60 s lock expiry.
+            if h.client_id:
+                c.rebalance_lock_manager.unlock_all(h.consumer_group, h.client_id)
             sgc = c.subscription_group_manager.find_subscription_group_config(h.consumer_group)
             notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
             if c.consumer_manager.unregister_consumer(h.consumer_group, conn) and notify:

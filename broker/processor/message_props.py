@@ -27,6 +27,7 @@ __all__ = [
     "TRAN_KEY",
     "WAIT_KEY",
     "apply_delay_level",
+    "delay_level_of",
     "has_delay",
     "join_batch_properties",
     "stored_properties",
@@ -37,6 +38,8 @@ WAIT_KEY = MessageConst.WAIT + NAME_VALUE_SEPARATOR
 TRAN_KEY = MessageConst.TRAN_MSG + NAME_VALUE_SEPARATOR
 DELAY_KEY = MessageConst.DELAY + NAME_VALUE_SEPARATOR
 CLUSTER_KEY = MessageConst.CLUSTER + NAME_VALUE_SEPARATOR
+REAL_TOPIC_KEY = MessageConst.REAL_TOPIC + NAME_VALUE_SEPARATOR
+REAL_QID_KEY = MessageConst.REAL_QID + NAME_VALUE_SEPARATOR
 
 
 def strip_property(props: str, key: str) -> tuple[str, str | None]:
@@ -77,26 +80,44 @@ def stored_properties(props: str | None, cluster: str) -> tuple[str, bool]:
     return f"{CLUSTER_KEY}{cluster}", wait
 
 
+def delay_level_of(props: str) -> int:
+    """The ``DELAY`` property as Java's ``Integer.parseInt`` reads it (0 when absent).
+
+    Raises:
+        ValueError: the value is not an integer (Java answers SYSTEM_ERROR).
+    """
+    raw = get_property(props, MessageConst.DELAY)
+    if raw is None:
+        return 0
+    digits = raw[1:] if raw[:1] in ("+", "-") else raw
+    if not (digits.isascii() and digits.isdigit()) or not -(2**31) <= int(raw) < 2**31:
+        raise ValueError(f"bad DELAY property {raw!r}: not an integer")
+    return int(raw)
+
+
 def apply_delay_level(inner: MessageInner, max_level: int) -> None:
     """A normal message with ``DELAY`` > 0 goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1``.
 
-    ``REAL_TOPIC`` / ``REAL_QID`` keep where it belongs; a level above ``max_level`` is clamped
-    (Java ``CommitLog.putMessage``). Only applied when a schedule service delivers them.
+    ``REAL_TOPIC`` / ``REAL_QID`` keep where it belongs (replacing any the message carried); a
+    level above ``max_level`` is clamped (Java ``CommitLog.putMessage``); a level <= 0 means no
+    delay. Only applied when a schedule service delivers them.
+
+    Raises:
+        ValueError: ``DELAY`` is not an integer.
     """
     if inner.sys_flag & TRANSACTION_ROLLBACK_TYPE not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
         return
     props = inner.properties_string()
-    raw = get_property(props, MessageConst.DELAY)
-    try:
-        level = int(raw) if raw is not None else 0
-    except ValueError:
-        return
+    level = delay_level_of(props)
     if level <= 0 or max_level <= 0:
         return
     if level > max_level:
         props, _ = strip_property(props, MessageConst.DELAY)
         props = join_batch_properties(props, f"{DELAY_KEY}{max_level}")
         level = max_level
+    for key in (REAL_TOPIC_KEY, REAL_QID_KEY):
+        if key in props:
+            props, _ = strip_property(props, key[:-1])
     real = f"{MessageConst.REAL_TOPIC}{NAME_VALUE_SEPARATOR}{inner.topic}{PROPERTY_SEPARATOR}"
     real += f"{MessageConst.REAL_QID}{NAME_VALUE_SEPARATOR}{inner.queue_id}"
     inner.properties = join_batch_properties(props, real)

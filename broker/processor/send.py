@@ -16,9 +16,14 @@ code  condition
 1     queueId >= max(readQueueNums, writeQueueNums)
 26    ``%RETRY%<group>`` whose group does not exist (and no auto-create)
 13    body longer than ``maxMessageSize``; properties longer than 32767 bytes; bad batch body;
-      a batch to a ``%RETRY%`` topic
+      a batch to a ``%RETRY%`` topic; a batch whose header carries ``DELAY`` > 0
+1     ``DELAY`` that is not an integer (Java's ``Integer.parseInt`` fails)
 16    a transactional half message while ``rejectTransactionMessage`` (or no transaction service)
 ====  =========================================================================================
+
+A ``%RETRY%<group>`` send at or past the group's max reconsume times goes to ``%DLQ%<group>``
+(created write-only, as RocketMQ 4.x). ``DELAY`` > 0 (clamped to the highest level) stores the
+message in ``SCHEDULE_TOPIC_XXXX`` for the schedule service (:mod:`pocketmq.broker.schedule`).
 
 Stored properties = the request's, minus ``WAIT``, plus ``CLUSTER``. Batch records get the
 header's properties appended to their own (reference §4.6). The put is synchronous on the loop;
@@ -36,6 +41,7 @@ from pocketmq.broker.processor.message_props import (
     DELAY_KEY,
     TRAN_KEY,
     apply_delay_level,
+    delay_level_of,
     has_delay,
     join_batch_properties,
     stored_properties,
@@ -234,8 +240,9 @@ class SendMessageProcessor:
                 max_times = header.max_reconsume_times
             if (header.reconsume_times or 0) >= max_times:
                 new_topic = dlq_topic(group)
+                # PERM_WRITE only, as RocketMQ 4.x: a DLQ is read through admin queries
                 tc = self.c.topic_config_manager.create_topic_in_send_message_back_method(
-                    new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_READ | PermName.PERM_WRITE, 0
+                    new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE, 0
                 )
                 inner.topic = new_topic
                 inner.queue_id = self._rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
@@ -279,7 +286,10 @@ class SendMessageProcessor:
         ):
             self._retry_and_dlq(request, header, inner, tc)
         if DELAY_KEY in props and c.schedule_message_service is not None:
-            apply_delay_level(inner, len(c.config.store.delay_levels_ms))
+            try:
+                apply_delay_level(inner, c.schedule_message_service.max_delay_level)
+            except ValueError as exc:
+                raise RemoteSystemError(str(exc)) from None
         if TRAN_KEY in props:
             tran = get_property(props, MessageConst.TRAN_MSG)
             if (
@@ -322,6 +332,9 @@ class SendMessageProcessor:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
         s = self._s
         batch_props, wait = stored_properties(header.properties, s.cluster)
+        if DELAY_KEY in batch_props and _delay_or_error(batch_props) > 0:
+            # CommitLog.asyncPutMessages: a batch cannot be delayed
+            raise MessageIllegalError("batch messages cannot be delayed (DELAY)")
         sys_flag = header.sys_flag
         if tc.topic_filter_type == TopicFilterType.MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
@@ -405,3 +418,10 @@ class SendMessageProcessor:
         if offsets is None:
             return f"{prefix}{append.wrote_offset:016X}"
         return ",".join([f"{prefix}{off:016X}" for off in offsets])
+
+
+def _delay_or_error(props: str) -> int:
+    try:
+        return delay_level_of(props)
+    except ValueError as exc:
+        raise RemoteSystemError(str(exc)) from None

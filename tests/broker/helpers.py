@@ -12,7 +12,15 @@ from pocketmq.broker.controller import BrokerController
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.testing.wire import Wire
 
-__all__ = ["Wire", "broker_config", "running_broker", "tiny_store"]
+__all__ = [
+    "SHORT_DELAYS",
+    "Wire",
+    "broker_config",
+    "pull_until",
+    "query_by_key",
+    "running_broker",
+    "tiny_store",
+]
 
 
 def tiny_store(root: str, **kw: Any) -> MessageStoreConfig:
@@ -50,3 +58,53 @@ async def running_broker(
         yield controller
     finally:
         await controller.shutdown()
+
+
+# ---------------------------------------------------------------- delayed / retried messages
+
+#: 18 levels, all short (tests never wait for RocketMQ's real 10 s .. 2 h delays).
+SHORT_DELAYS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+
+
+async def pull_until(
+    wire: Wire,
+    topic: str,
+    queue_id: int = 0,
+    offset: int = 0,
+    *,
+    group: str = "CG",
+    timeout: float = 15.0,
+    count: int = 1,
+) -> list[Any]:
+    """Pull (no long polling) until at least ``count`` messages from ``offset`` are there."""
+    import asyncio
+    import time
+
+    from pocketmq.remoting.protocol.codes import ResponseCode
+    from pocketmq.remoting.protocol.message import decode_messages
+
+    deadline = time.monotonic() + timeout
+    out: list[Any] = []
+    while True:
+        r = await wire.pull(topic, queue_id, offset + len(out), group=group, sys_flag=0x4)
+        if r.code == ResponseCode.SUCCESS:
+            out.extend(decode_messages(r.body or b""))
+            if len(out) >= count:
+                return out
+            continue
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{len(out)} of {count} messages in {topic}:{queue_id} after {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+async def query_by_key(wire: Wire, topic: str, key: str) -> list[Any]:
+    """QUERY_MESSAGE (the admin lookup that works on a write-only DLQ); [] when not found."""
+    from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+    from pocketmq.remoting.protocol.message import decode_messages
+
+    ext = {"topic": topic, "key": key, "maxNum": "32", "beginTimestamp": "0", "endTimestamp": str(2**62)}
+    r = await wire.call(RequestCode.QUERY_MESSAGE, ext)
+    if r.code == ResponseCode.QUERY_NOT_FOUND:
+        return []
+    assert r.code == ResponseCode.SUCCESS, (r.code, r.remark)
+    return decode_messages(r.body or b"")

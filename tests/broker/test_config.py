@@ -120,3 +120,98 @@ def test_mqbroker_print_and_error_exit_codes(tmp_path):
         timeout=60,
     )
     assert bad.returncode == 2 and "brokerNme" in bad.stderr and "brokerName" in bad.stderr
+
+
+# ------------------------------------------------------------ old and new RocketMQ spellings
+
+
+def test_rocketmq_4_2_maped_spellings_load(tmp_path, caplog):
+    conf = tmp_path / "old.conf"
+    conf.write_text("mapedFileSizeCommitLog=1048576\nmapedFileSizeConsumeQueue=6000\n")
+    cfg = load_broker_config(conf)
+    assert cfg.store.mapped_file_size_commit_log == 1048576
+    assert cfg.store.mapped_file_size_consume_queue == 6000
+    props = cfg.properties()
+    assert props["mappedFileSizeCommitLog"] == "1048576" and "mapedFileSizeCommitLog" not in props
+    # both spellings: the current one wins, wherever it is
+    conf.write_text("mappedFileSizeCommitLog=2097152\nmapedFileSizeCommitLog=1048576\n")
+    assert load_broker_config(conf).store.mapped_file_size_commit_log == 2097152
+    # a bad value names the old key and its line
+    conf.write_text("brokerName=b\nmapedFileSizeConsumeQueue=3\n")
+    with pytest.raises(ConfigError) as err:
+        load_broker_config(conf)
+    assert "mapedFileSizeConsumeQueue" in str(err.value) and f"{conf}:2" in str(err.value)
+    # UPDATE_BROKER_CONFIG accepts it too
+    assert cfg.with_updates({"mapedFileSizeCommitLog": "8192"}).store.mapped_file_size_commit_log == 8192
+
+
+def test_rocketmq_5_keys_are_known_foreign(tmp_path, caplog):
+    conf = tmp_path / "five.conf"
+    conf.write_text("timerWheelEnable=true\nenableRemoteEscape=false\nbrokerNotActiveTimeoutMillis=10000\n")
+    with caplog.at_level("WARNING"):
+        load_broker_config(conf)
+    for key in ("timerWheelEnable", "enableRemoteEscape", "brokerNotActiveTimeoutMillis"):
+        assert any(key in r.getMessage() and "does not implement" in r.getMessage() for r in caplog.records)
+
+
+# ------------------------------------------------------------------------------- logging
+
+LOGGING_INI = """\
+[loggers]
+keys = root
+[handlers]
+keys = h
+[formatters]
+keys = f
+[logger_root]
+level = INFO
+handlers = h
+[handler_h]
+class = StreamHandler
+formatter = f
+args = (sys.stderr,)
+[formatter_f]
+format = FROM-INI %(name)s %(message)s
+"""
+
+
+def test_mqbroker_uses_logging_ini_from_rocketmq_home_or_the_conf_dir(tmp_path):
+    from pocketmq.broker.__main__ import _logging_file
+
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "logging.ini").write_text(LOGGING_INI)
+    side = tmp_path / "side"
+    side.mkdir()
+    (side / "broker.conf").write_text("brokerName=b\n")
+    (side / "logging.ini").write_text(LOGGING_INI.replace("FROM-INI", "SIDE-INI"))
+    import os
+
+    old = os.environ.pop("ROCKETMQ_HOME", None)
+    try:
+        assert _logging_file(str(side / "broker.conf")) == side / "logging.ini"
+        assert _logging_file(None) is None
+        os.environ["ROCKETMQ_HOME"] = str(home)
+        assert _logging_file(str(side / "broker.conf")) == home / "conf" / "logging.ini"
+        (home / "conf" / "logging.json").write_text("{}")
+        assert _logging_file(None) == home / "conf" / "logging.json"
+    finally:
+        os.environ.pop("ROCKETMQ_HOME", None)
+        if old is not None:
+            os.environ["ROCKETMQ_HOME"] = old
+    # applied: the warning about a foreign key comes out in the ini's format
+    (side / "broker.conf").write_text("brokerName=b\nserverWorkerThreads=8\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "pocketmq.broker", "-c", str(side / "broker.conf"), "-p"],
+        capture_output=True, text=True, timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "ROCKETMQ_HOME"},
+    )  # fmt: skip
+    assert out.returncode == 0 and "SIDE-INI" in out.stderr and "serverWorkerThreads" in out.stderr
+    # a broken logging file is a startup error naming it (exit 2), nothing starts
+    (side / "logging.ini").write_text("[loggers]\nkeys = root\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "pocketmq.broker", "-c", str(side / "broker.conf"), "-p"],
+        capture_output=True, text=True, timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "ROCKETMQ_HOME"},
+    )  # fmt: skip
+    assert out.returncode == 2 and "bad logging config" in out.stderr

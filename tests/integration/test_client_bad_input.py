@@ -52,6 +52,25 @@ async def pmq(tmp_path) -> AsyncIterator[Cluster]:
         yield c
 
 
+async def open_dlq_for_reading(pmq: Cluster, group: str) -> None:
+    """%DLQ% topics are created write-only, as in RocketMQ; an operator grants read first
+    (``mqadmin updateTopicPerm -t %DLQ%<group> -p 6``)."""
+    from pocketmq.client.admin.admin import MQAdmin
+
+    await wait_until_dlq_exists(pmq, group)
+    async with MQAdmin(pmq.namesrv_addr) as admin:
+        await admin.update_topic_perm(f"%DLQ%{group}", 6, broker_addr=pmq.brokers[0].broker_addr)
+
+
+async def wait_until_dlq_exists(pmq: Cluster, group: str) -> None:
+    tcm = pmq.brokers[0].topic_config_manager
+    for _ in range(200):
+        if tcm.select_topic_config(f"%DLQ%{group}") is not None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"%DLQ%{group} was never created")
+
+
 async def test_producer_rejects_bad_input(pmq: Cluster) -> None:
     await pmq.create_topic("Exists", queues=2)
     producer = Producer("BPG", namesrv=pmq.namesrv_addr)
@@ -129,6 +148,7 @@ async def test_hanging_listener_is_cancelled_and_its_message_kept(pmq: Cluster) 
         await producer.send(Message("Hang", b"slow"))
         await asyncio.wait_for(started.wait(), 20)
         await wait_until(lambda: bool(cancelled), timeout=10)  # 0.6 s consume timeout
+        await open_dlq_for_reading(pmq, "HCG")
         probe = LitePullConsumer("HProbe", namesrv=pmq.namesrv_addr)
         async with probe:
             mq = MessageQueue("%DLQ%HCG", "broker-a", 0)

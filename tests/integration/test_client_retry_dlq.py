@@ -52,6 +52,25 @@ async def pmq(tmp_path) -> AsyncIterator[Cluster]:
         yield c
 
 
+async def open_dlq_for_reading(pmq: Cluster, group: str) -> None:
+    """%DLQ% topics are created write-only, as in RocketMQ; an operator grants read first
+    (``mqadmin updateTopicPerm -t %DLQ%<group> -p 6``)."""
+    from pocketmq.client.admin.admin import MQAdmin
+
+    await wait_until_dlq_exists(pmq, group)
+    async with MQAdmin(pmq.namesrv_addr) as admin:
+        await admin.update_topic_perm(f"%DLQ%{group}", 6, broker_addr=pmq.brokers[0].broker_addr)
+
+
+async def wait_until_dlq_exists(pmq: Cluster, group: str) -> None:
+    tcm = pmq.brokers[0].topic_config_manager
+    for _ in range(200):
+        if tcm.select_topic_config(f"%DLQ%{group}") is not None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"%DLQ%{group} was never created")
+
+
 async def test_listener_sends_poison_straight_to_dlq(pmq: Cluster) -> None:
     await pmq.create_topic("PoisonT", queues=2)
     deliveries: list[bytes] = []
@@ -70,6 +89,7 @@ async def test_listener_sends_poison_straight_to_dlq(pmq: Cluster) -> None:
         for body in (b"ok1", b"poison", b"ok2"):
             await producer.send(Message("PoisonT", body))
         await wait_until(lambda: {b"ok1", b"ok2", b"poison"} <= set(deliveries))
+        await open_dlq_for_reading(pmq, "PTG")
         dlq = LitePullConsumer("DLQReader", namesrv=pmq.namesrv_addr)
         async with dlq:
             mq = MessageQueue("%DLQ%PTG", "broker-a", 0)
@@ -114,6 +134,7 @@ async def test_retry_then_success_and_poison_to_dlq(pmq: Cluster) -> None:
     assert flaky == [("RetryT", 0), ("RetryT", 1)]  # redelivered once, under its own topic
     assert poison == [("RetryT", 0), ("RetryT", 1), ("RetryT", 2)]  # then no more: DLQ
     assert [b for b, *_ in deliveries].count(b"ok") == 1
+    await open_dlq_for_reading(pmq, "RTG")
     dlq = LitePullConsumer("DLQReader", namesrv=pmq.namesrv_addr)
     async with dlq:
         res = await dlq.pull(MessageQueue("%DLQ%RTG", "broker-a", 0), 0, 32)

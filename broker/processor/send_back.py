@@ -1,0 +1,161 @@
+"""CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume.
+
+Checks and outcomes, in RocketMQ's order (``SendMessageProcessor.asyncConsumerSendMsgBack``):
+
+====  =========================================================================================
+code  condition
+====  =========================================================================================
+26    unknown group and ``autoCreateSubscriptionGroup=false``
+16    broker not writable; the group's ``%RETRY%`` topic not writable
+0     group ``retryQueueNums <= 0``: acknowledged, nothing stored
+1     ``look message by offset failed, <offset>``: no message record at that commit-log offset
+1     the store refused the put (remark = the put status name)
+0     stored
+====  =========================================================================================
+
+The message at ``offset`` is copied: body, flag, sysFlag, born timestamp and host, store host and
+properties kept, ``RETRY_TOPIC`` = its topic unless already set, ``ORIGIN_MESSAGE_ID`` = its own
+unless already set (the offset msgId of the first delivery), ``WAIT=false``, reconsume times + 1.
+
+* ``reconsumeTimes >= max`` or ``delayLevel < 0`` → ``%DLQ%<group>`` queue 0, no delay. ``max`` is
+  the group's ``retryMaxTimes`` (16), or the header's ``maxReconsumeTimes`` when the request's
+  version is ≥ 121 (Java 3.4.9+ and ali-ons send it; the C++ 1.x client sends version 63 and only
+  ``offset``, ``group`` and ``delayLevel``). The DLQ topic is created with 1 queue and
+  ``PERM_WRITE`` only, as RocketMQ 4.x: not pullable until an admin grants read; admin queries
+  (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID) read it.
+* otherwise ``%RETRY%<group>`` (a random one of ``retryQueueNums`` queues, created RW on first
+  use) with delay level ``delayLevel``, or ``3 + reconsumeTimes`` when 0 (clamped to the highest
+  level): stored in ``SCHEDULE_TOPIC_XXXX`` and delivered by the schedule service when due.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from pocketmq.broker.processor.common import host_address
+from pocketmq.broker.processor.message_props import apply_delay_level
+from pocketmq.remoting.protocol.codes import VERSION_MAX_RECONSUME_HEADER, RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import NoPermissionError, SubscriptionGroupNotExistError
+from pocketmq.remoting.protocol.headers import ConsumerSendMsgBackRequestHeader
+from pocketmq.remoting.protocol.message import (
+    MessageConst,
+    MessageExt,
+    pack_host_ip,
+    properties_to_string,
+)
+from pocketmq.remoting.protocol.route import (
+    RMQ_SYS_SCHEDULE_TOPIC,
+    PermName,
+    TopicSysFlag,
+    dlq_topic,
+    retry_topic,
+)
+from pocketmq.store.message_inner import MessageInner
+
+if TYPE_CHECKING:
+    from pocketmq.broker.controller import BrokerController
+
+DLQ_NUMS_PER_GROUP = 1
+#: Java ``delayLevel = 3 + reconsumeTimes`` when the consumer leaves the level to the broker.
+BASE_RETRY_DELAY_LEVEL = 3
+
+
+def _packed(host: tuple[str, int]) -> tuple[bytes, int]:
+    try:
+        return pack_host_ip(host[0]), host[1]
+    except Exception:
+        return host_address(f"{host[0]}:{host[1]}")
+
+
+class ConsumerSendMsgBackProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.c = controller
+        self._rng = random.Random()
+
+    def register(self) -> None:
+        self.c.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
+
+    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        h = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.c
+        cfg = c.config
+        group = h.group
+        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            raise SubscriptionGroupNotExistError(f"subscription group not exist, {group}")
+        if not PermName.is_writeable(cfg.broker_permission):
+            raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending message is forbidden")
+        if sgc.retry_queue_nums <= 0:
+            return RemotingCommand.response_to(request)
+        new_topic = retry_topic(group)
+        sys_flag = TopicSysFlag.build(False, True) if h.unit_mode else 0
+        tcm = c.topic_config_manager
+        tc = tcm.create_topic_in_send_message_back_method(
+            new_topic, sgc.retry_queue_nums, PermName.PERM_WRITE | PermName.PERM_READ, sys_flag
+        )
+        if not PermName.is_writeable(tc.perm):
+            raise NoPermissionError(f"the topic[{new_topic}] sending message is forbidden")
+        queues = max(1, min(sgc.retry_queue_nums, tc.write_queue_nums))
+        queue_id = self._rng.randrange(99999999) % queues
+        msg = c.store.look_message_by_offset(h.offset) if h.offset >= 0 else None
+        if msg is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}"
+            )
+        props = dict(msg.properties)
+        back_topic = props.setdefault(MessageConst.RETRY_TOPIC, msg.topic)
+        max_times = sgc.retry_max_times
+        if request.version >= VERSION_MAX_RECONSUME_HEADER and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        delay_level = h.delay_level
+        to_dlq = msg.reconsume_times >= max_times or delay_level < 0
+        props.pop(MessageConst.DELAY, None)
+        if to_dlq:
+            new_topic = dlq_topic(group)
+            queue_id = self._rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
+            tcm.create_topic_in_send_message_back_method(
+                new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE, 0
+            )
+        else:
+            if delay_level == 0:
+                delay_level = BASE_RETRY_DELAY_LEVEL + msg.reconsume_times
+            props[MessageConst.DELAY] = str(delay_level)
+            # apply_delay_level writes where the message belongs after its delay
+            props.pop(MessageConst.REAL_TOPIC, None)
+            props.pop(MessageConst.REAL_QID, None)
+        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
+        props.pop(MessageConst.WAIT, None)
+        props[MessageConst.WAIT] = "false"
+        inner = self._copy(msg, new_topic, queue_id, properties_to_string(props))
+        schedule = c.schedule_message_service
+        if not to_dlq and schedule is not None:
+            apply_delay_level(inner, schedule.max_delay_level)
+        result = c.store.put_message(inner)
+        if not result.status.is_ok:
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, result.status.name)
+        stats = c.broker_stats_manager
+        if stats is not None:
+            append = result.append
+            if inner.topic == RMQ_SYS_SCHEDULE_TOPIC and append is not None:
+                stats.on_put(inner.topic, 1, append.wrote_bytes)
+            stats.on_send_back(group, back_topic)
+            if to_dlq:
+                stats.on_send_back_dlq(group, back_topic)
+        return RemotingCommand.response_to(request)
+
+    @staticmethod
+    def _copy(msg: MessageExt, topic: str, queue_id: int, props: str) -> MessageInner:
+        return MessageInner(
+            topic,
+            msg.body,
+            queue_id,
+            msg.flag,
+            props,
+            msg.sys_flag,
+            msg.born_timestamp,
+            _packed(msg.born_host),
+            _packed(msg.store_host),
+            msg.reconsume_times + 1,
+        )
