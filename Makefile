@@ -33,7 +33,7 @@ lint: install
 	$(BIN)/ruff format --check remoting store namesrv broker client spark deploy
 
 typecheck: install
-	$(BIN)/mypy -p pocketmq.remoting -p pocketmq.store -p pocketmq.namesrv -p pocketmq.broker -p pocketmq.client -p pocketmq.spark
+	$(BIN)/mypy -p pocketmq.remoting -p pocketmq.store -p pocketmq.namesrv -p pocketmq.broker -p pocketmq.client -p pocketmq.spark -p pocketmq.deploy -p pocketmq.testing
 
 importlint: install
 	PYTHONPATH=.pkg $(BIN)/lint-imports

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -106,6 +107,10 @@ def cluster(flush: str = "ASYNC_FLUSH", brokers: int = 1, queues: int = 8) -> It
             except subprocess.TimeoutExpired:
                 p.kill()
         log.close()
+        # Each run preallocates ~1.5 GB of CommitLog/ConsumeQueue files: never leave them behind
+        # (set POCKETMQ_BENCH_KEEP=1 to inspect a run's store and servers.log).
+        if not os.environ.get("POCKETMQ_BENCH_KEEP"):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_bench(args: list[str], c: Cluster, timeout: float = 600) -> dict[str, object]:

@@ -9,6 +9,10 @@ both sides use uvloop when available. For 1 and 64 requests in flight with a 1 K
 * ``rpc``: ``RemotingClient.invoke`` against a ``RemotingServer`` echo processor (full JSON
   header encode/decode both ways, opaque matching, futures).
 
+Throughput on a shared machine swings with other load, so the CPU time each side spends per
+round trip (client: this process; server: the child, from /proc) is reported as well: it is the
+steadier number to compare changes by.
+
 Prints one JSON object. Usage: ``python bench/remoting_rpc.py [--seconds 3]``.
 """
 
@@ -18,6 +22,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
+import os
 import struct
 import time
 from typing import Any
@@ -112,7 +117,9 @@ class RawClient(asyncio.Protocol):
 async def run_raw(port: int, inflight: int, seconds: float) -> float:
     loop = asyncio.get_running_loop()
     start = time.perf_counter()
-    transport, proto = await loop.create_connection(lambda: RawClient(inflight, start + seconds), "127.0.0.1", port)
+    transport, proto = await loop.create_connection(
+        lambda: RawClient(inflight, start + seconds), "127.0.0.1", port
+    )
     await proto.done
     elapsed = time.perf_counter() - start
     transport.close()
@@ -139,36 +146,53 @@ async def run_rpc(port: int, inflight: int, seconds: float) -> float:
     return count / elapsed
 
 
-def measure(kind: str, seconds: float) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(kind: str, seconds: float) -> tuple[dict[str, float], dict[str, float]]:
+    """(round trips/s, CPU µs per round trip of client and server) for 1 and 64 in flight."""
     ctx = mp.get_context("spawn")
     port_q, stop_ev = ctx.Queue(), ctx.Event()
     proc = ctx.Process(target=serve, args=(kind, port_q, stop_ev), daemon=True)
     proc.start()
     port = port_q.get(timeout=20)
-    out = {}
+    assert proc.pid is not None
+    out: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
             for inflight in (1, 64):
                 fn = run_raw if kind == "raw" else run_rpc
-                out[f"inflight_{inflight}"] = round(runner.run(fn(port, inflight, seconds)))
+                c0, s0 = time.process_time(), _cpu_seconds(proc.pid)
+                rate = runner.run(fn(port, inflight, seconds))
+                c1, s1 = time.process_time(), _cpu_seconds(proc.pid)
+                out[f"inflight_{inflight}"] = round(rate)
+                n = rate * seconds
+                cpu[f"client_{inflight}"] = round((c1 - c0) * 1e6 / n, 2)
+                cpu[f"server_{inflight}"] = round((s1 - s0) * 1e6 / n, 2)
     finally:
         stop_ev.set()
         proc.join(5)
-    return out
+    return out, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()
-    raw = measure("raw", args.seconds)
-    rpc = measure("rpc", args.seconds)
+    raw, raw_cpu = measure("raw", args.seconds)
+    rpc, rpc_cpu = measure("rpc", args.seconds)
     summary = {
         "bench": "remoting_rpc",
         "body_bytes": len(BODY),
         "loop": "uvloop" if new_loop is not asyncio.new_event_loop else "asyncio",
         "raw_echo_per_s": raw,
         "rpc_per_s": rpc,
+        "raw_cpu_us_per_op": raw_cpu,
+        "rpc_cpu_us_per_op": rpc_cpu,
         "rpc_vs_raw_at_64": round(rpc["inflight_64"] / raw["inflight_64"], 3),
         "target_ratio_at_64": 0.70,
     }

@@ -13,7 +13,7 @@ Name server calls go to one name server at a time; a transport failure moves to 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -46,6 +46,12 @@ from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, deco
 from pocketmq.remoting.transport.client import RemotingClient
 
 LANGUAGE = LanguageCode.PYTHON
+# Hot-path enum members as plain module names (``Enum.MEMBER`` is a slow metaclass lookup on
+# CPython 3.11); request codes as plain ints.
+_SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_PULL_MESSAGE = int(RequestCode.PULL_MESSAGE)
+_SEND_OK = SendStatus.SEND_OK
 
 _SEND_STATUS = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -59,6 +65,10 @@ _PULL_STATUS = {
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
     ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
+
+_NO_EXT: dict[str, str] = {}
+#: str(queue_id) of the usual queue ids, to compare the reply's queueId without int().
+_QUEUE_ID_STR = {i: str(i) for i in range(1024)}
 
 # PullSysFlag bits (reference §5.1)
 FLAG_COMMIT_OFFSET = 0x1
@@ -87,10 +97,7 @@ def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list
     result.body = None
     if not body:
         return []
-    msgs = decode_pull_body(body)
-    for msg in msgs:
-        if msg.sys_flag & COMPRESSED_FLAG:
-            msg.body = zlib.decompress(msg.body)
+    msgs = decode_pull_body(body, inflate=True)
     if sub is not None:
         msgs = sub.filter(msgs)
     result.msgs = msgs
@@ -196,10 +203,19 @@ class MQClientAPI(AdminCalls):
         timeout: float, *, batch: bool = False,
     ) -> SendResult:  # fmt: skip
         """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) with a prepared V2 header."""
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        request = RemotingCommand.request(code, ext, body, language=LANGUAGE)
-        response = await self.remoting.invoke(addr, request, timeout)
+        response = await self.send_message_request(addr, ext, body, timeout, batch=batch)
         return self.process_send_response(mq, response, msg_id, addr)
+
+    def send_message_request(
+        self, addr: str, ext: dict[str, str], body: bytes, timeout: float, *, batch: bool = False
+    ) -> Awaitable[RemotingCommand]:
+        """Write SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) and return the reply's awaitable.
+
+        The producer's hot path: no coroutine between the caller and the reply future; pass
+        the reply to :meth:`process_send_response`.
+        """
+        code = _SEND_BATCH_MESSAGE if batch else _SEND_MESSAGE_V2
+        return self.remoting.invoke(addr, RemotingCommand(code, 0, 0, None, ext, body, LANGUAGE), timeout)
 
     async def send_message_oneway(
         self, addr: str, ext: dict[str, str], body: bytes, *, batch: bool = False
@@ -213,20 +229,27 @@ class MQClientAPI(AdminCalls):
     def process_send_response(
         mq: MessageQueue, response: RemotingCommand, msg_id: str, addr: str
     ) -> SendResult:
-        status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
+        code = response.code
+        status = _SEND_OK if code == 0 else _SEND_STATUS.get(code)  # type: ignore[call-overload]
         if status is None:
-            raise error_from_response(response.code, response.remark, addr=addr, opaque=response.opaque)
-        ext = response.ext_fields or {}
-        queue_id = int(ext.get("queueId", mq.queue_id))
+            raise error_from_response(code, response.remark, addr=addr, opaque=response.opaque)
+        ext = response.ext_fields or _NO_EXT
+        get = ext.get
+        qid = get("queueId")
+        if qid is not None and qid != _QUEUE_ID_STR.get(mq.queue_id):
+            mq = MessageQueue(mq.topic, mq.broker_name, int(qid))
+        offset = get("queueOffset")
+        region = get("MSG_REGION")
+        trace = get("TRACE_ON")
         return SendResult(
             status,
             msg_id,
-            ext.get("msgId", ""),
-            MessageQueue(mq.topic, mq.broker_name, queue_id),
-            int(ext.get("queueOffset", -1)),
-            ext.get("transactionId"),
-            ext.get("MSG_REGION", "DefaultRegion"),
-            ext.get("TRACE_ON", "true") != "false",
+            get("msgId", ""),
+            mq,
+            -1 if offset is None else int(offset),
+            get("transactionId"),
+            "DefaultRegion" if region is None else region,
+            trace != "false",
         )
 
     # ---------------------------------------------------------------------------------- pull
@@ -234,7 +257,7 @@ class MQClientAPI(AdminCalls):
         """PULL_MESSAGE; the body stays raw in ``PullResult.body`` (see :func:`decode_pull_result`)."""
         reply = await self.remoting.invoke(
             addr,
-            RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields(), language=LANGUAGE),
+            RemotingCommand(_PULL_MESSAGE, 0, 0, None, header.to_ext_fields(), None, LANGUAGE),
             timeout,
         )
         status = _PULL_STATUS.get(reply.code)  # type: ignore[call-overload]

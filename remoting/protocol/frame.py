@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 
+from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, command_from_header
 from pocketmq.remoting.protocol.errors import FrameError, FrameTooLargeError, HeaderDecodeError
 
@@ -54,17 +55,30 @@ class FrameDecoder:
         if self._broken is not None:
             raise self._broken
         buf = self._buf
-        if data:
-            buf += data
+        # Frames are cut straight out of ``data`` when nothing is buffered (the common case on
+        # a busy connection: a read holds whole frames), so the bytes are not first appended to
+        # the buffer and then deleted from it; only a trailing partial frame is kept.
+        src: bytes | bytearray
+        if buf:
+            if data:
+                buf += data
+            src = buf
+        else:
+            src = data
         out: list[RemotingCommand] = []
+        append = out.append
         pos = 0
-        end = len(buf)
+        end = len(src)
         unpack = _WORDS.unpack_from
         limit = self.max_frame_size - 4
-        view = memoryview(buf)
+        json_decode = header_json.decode_header
+        view = memoryview(src) if src is buf else None
         try:
             while end - pos >= 4:
-                length, word = unpack(buf, pos) if end - pos >= 8 else (_LENGTH.unpack_from(buf, pos)[0], 0)
+                if end - pos >= 8:
+                    length, word = unpack(src, pos)
+                else:
+                    length, word = _LENGTH.unpack_from(src, pos)[0], 0
                 if length < 4 or length > limit:
                     if length > limit:
                         err: FrameError = FrameTooLargeError(
@@ -79,25 +93,38 @@ class FrameDecoder:
                     break
                 hstart = pos + 8
                 bstart = hstart + (word & 0xFFFFFF)
-                serialize_type = (word >> 24) & 0xFF
                 pos = stop
                 if bstart > stop:
                     raise HeaderDecodeError(
                         f"header length {word & 0xFFFFFF} exceeds the frame ({length - 4} bytes)"
                     )
-                # The header is copied (small) and the body copied once, as bytes; no view of
-                # ``buf`` outlives this loop, so the ``del buf[:pos]`` below can resize it.
-                header = buf[hstart:bstart]
-                body = view[bstart:stop].tobytes() if stop > bstart else None
+                # Header and body are copied out (the body once, as bytes): no view of the
+                # buffer outlives this loop, so the buffer can be resized below.
+                header = src[hstart:bstart]
+                body: bytes | None
+                if stop == bstart:
+                    body = None
+                elif view is None:
+                    body = data[bstart:stop]  # src is data: one copy, straight to bytes
+                else:
+                    body = view[bstart:stop].tobytes()
                 try:
-                    out.append(command_from_header(header, serialize_type, body))
+                    if word >> 24 == 0:  # JSON, the common case: skip one call layer
+                        code, language, version, opaque, flag, remark, ext = json_decode(header)
+                        append(RemotingCommand(code, opaque, flag, remark, ext, body, language, version, 0))
+                    else:
+                        append(command_from_header(header, (word >> 24) & 0xFF, body))
                 except HeaderDecodeError as exc:
                     exc.decoded = out
                     raise
         finally:
-            view.release()
+            if view is not None:
+                view.release()
             if self._broken is not None:
                 buf.clear()
-            elif pos:
-                del buf[:pos]
+            elif src is buf:
+                if pos:
+                    del buf[:pos]
+            elif pos < end:
+                buf += src[pos:] if pos else src
         return out

@@ -125,7 +125,7 @@ class RemotingClient:
         conn = self._conns.get(addr)
         if conn is None or conn.transport is None or self.hooks or not conn._can_write:
             return self._invoke_slow(addr, request, timeout)
-        request.opaque = self._next_opaque()
+        self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
         try:
             return conn.request(request, self.config.request_timeout if timeout is None else timeout)
         except RemotingConnectError:

@@ -42,3 +42,35 @@ def test_truncated_or_garbage_raises(cut: int) -> None:
     bad[4] ^= 0xFF  # magic
     with pytest.raises(MessageDecodeError):
         decode_pull_body(bytes(bad))
+
+
+def test_values_that_change_between_records() -> None:
+    # The decoder reuses the previous record's topic/hosts when they repeat: alternate them.
+    hosts = [(b"\x0a\x00\x00\x01", 5555), (b"\x0a\x00\x00\x02", 5555), (b"\x0a\x00\x00\x02", 6666)]
+    recs = [
+        encode_message(
+            topic=("A", "BB", "A", "")[i % 4], body=b"%d" % i, queue_offset=i, commit_log_offset=(i << 33) + 7,
+            born_host=hosts[i % 3], store_host=hosts[(i // 2) % 3], properties={"UNIQ_KEY": f"U{i}"},
+        )
+        for i in range(24)
+    ]  # fmt: skip
+    body = b"".join(recs)
+    assert fields(decode_pull_body(body)) == fields(decode_messages(body))
+    assert fields(decode_pull_body(body)) == fields(decode_messages(body))
+
+
+def test_inflate_compressed_bodies_on_both_paths() -> None:
+    import zlib
+
+    v6 = (b"\x00" * 15 + b"\x01", 1)
+    body = b"".join(
+        [
+            encode_message(topic="T", body=zlib.compress(b"fast" * 100), sys_flag=1, queue_offset=1),
+            encode_message(
+                topic="T", body=zlib.compress(b"slow" * 100), sys_flag=1, born_host=v6, queue_offset=2
+            ),
+            encode_message(topic="T", body=b"plain", queue_offset=3),
+        ]
+    )
+    assert [m.body for m in decode_pull_body(body, inflate=True)] == [b"fast" * 100, b"slow" * 100, b"plain"]
+    assert decode_pull_body(body)[0].body == zlib.compress(b"fast" * 100)  # default: as stored

@@ -193,3 +193,35 @@ async def test_closed_producer_raises() -> None:
     await producer.shutdown()
     with pytest.raises(ClientClosedError):
         await producer.send_oneway(Message("T", b"x"))
+
+
+async def test_batch_properties_are_the_same_on_both_paths() -> None:
+    # Plain messages take a fast path (no properties dict); the string must be the one
+    # properties_to_string builds, as for messages with keys or user properties.
+    from pocketmq.remoting.protocol.message import properties_to_string
+
+    producer, inst = make_producer(
+        lambda a, r: reply(0, {"msgId": "A,B,C,D", "queueId": "0", "queueOffset": "1"})
+    )
+    msgs = [
+        Message("T", b"0", tags="t"),
+        Message("T", b"1"),
+        Message("T", b"2", tags="t", keys="k"),
+        Message("T", b"3", properties={"p": "v"}),
+    ]
+    await producer.send_batch(msgs)
+    items = decode_batch(inst.remoting.requests[-1][1].body)
+    for m, item in zip(msgs, items, strict=True):
+        props = m.wire_properties()
+        props["UNIQ_KEY"] = string_to_properties(item.properties_str)["UNIQ_KEY"]
+        assert item.properties_str == properties_to_string(props)
+
+
+async def test_send_oneway_writes_one_v2_request() -> None:
+    producer, inst = make_producer(ok)
+    await producer.send_oneway(Message("T", b"x", tags="A"))
+    ((addr, req),) = inst.remoting.oneway
+    assert req.code == RequestCode.SEND_MESSAGE_V2 and req.body == b"x"
+    assert req.ext_fields["b"] == "T" and req.ext_fields["n"] == addr.split(":")[0]
+    assert string_to_properties(req.ext_fields["i"])["TAGS"] == "A"
+    assert inst.remoting.requests == []

@@ -264,3 +264,100 @@ def test_roundtrip_property(
     cmd = RemotingCommand(code, opaque, 0, remark or None, ext or None, body or None, serialize_type=stype)
     (got,) = FrameDecoder().feed(cmd.encode())
     same(got, cmd)
+
+
+@pytest.mark.parametrize("ext", [None, {}, {"b": "1", "a": 'é\u0001"\\\n'}])
+@pytest.mark.parametrize("remark", [None, "", 'quote " and ünï'])
+@pytest.mark.parametrize("language", [LanguageCode.JAVA, LanguageCode.PYTHON, 99])
+@pytest.mark.parametrize("stype", [0, 1, 5])
+def test_template_encoder_matches_the_dict_encoder(
+    ext: dict[str, str] | None, remark: str | None, language: int, stype: int
+) -> None:
+    # The fast path renders the fixed keys from a template; it must be byte-identical to
+    # dumping the whole header object (what fastjson, and our golden frames, look like).
+    args = (RequestCode.SEND_MESSAGE_V2, language, 409, -(2**31), 3, remark, ext, stype)
+    fast = header_json.encode_header(*args)
+    assert fast == header_json.encode_header(*args, dumps=header_json._dumps)
+    assert json.loads(fast) == json.loads(header_json.encode_header(*args, dumps=header_json._std_dumps))
+
+
+@pytest.mark.parametrize(
+    ("header", "want"),
+    [
+        # only code and opaque: every other key takes its default (the checked path)
+        (b'{"code":10,"opaque":7}', (10, LanguageCode.JAVA, 0, 7, 0, None, None)),
+        # a language ordinal instead of its name
+        (b'{"code":10,"opaque":7,"flag":0,"version":1,"language":1}', (10, 1, 1, 7, 0, None, None)),
+        # an unknown language name
+        (
+            b'{"code":1,"opaque":2,"flag":1,"version":3,"language":"COBOL"}',
+            (1, LanguageCode.OTHER, 3, 2, 1, None, None),
+        ),
+        # a non-empty credential is kept
+        (
+            b'{"code":1,"opaque":2,"flag":0,"version":3,"language":"CPP","extFields":{"AccessKey":"ak"}}',
+            (1, LanguageCode.CPP, 3, 2, 0, None, {"AccessKey": "ak"}),
+        ),
+    ],
+)
+def test_headers_off_the_fast_path(header: bytes, want: tuple[object, ...]) -> None:
+    assert header_json.decode_header(header) == want
+    assert header_json.decode_header(header, header_json._std_loads) == want
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"code":true,"opaque":1,"flag":0,"version":1,"language":"JAVA"}',
+        b'{"code":1,"opaque":1,"flag":false,"version":1,"language":"JAVA"}',
+        b'{"code":1,"opaque":1,"flag":0,"version":1,"language":"JAVA","remark":5}',
+        b'{"code":1,"opaque":1,"flag":0,"version":1,"language":"JAVA","extFields":[1]}',
+        b'{"code":2147483648,"opaque":1,"flag":0,"version":1,"language":"JAVA"}',
+    ],
+)
+def test_bad_types_are_rejected_with_the_opaque(header: bytes) -> None:
+    with pytest.raises(HeaderDecodeError) as info:
+        header_json.decode_header(header)
+    assert info.value.opaque == 1
+
+
+def test_frames_split_across_reads_at_every_offset() -> None:
+    # The decoder cuts frames straight out of a read when nothing is buffered and keeps only
+    # a partial tail: split a stream of frames at every position, in two reads.
+    stream = b"".join(c.encode() for c in sample_commands())
+    for cut in range(len(stream) + 1):
+        dec = FrameDecoder()
+        got = dec.feed(stream[:cut]) + dec.feed(stream[cut:])
+        assert dec.buffered == 0
+        for a, b in zip(got, sample_commands(), strict=True):
+            same(a, b)
+
+
+# -------------------------------------------------------- custom headers (generated parsers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.integers(-(2**64), 2**64).map(str),
+        st.text(alphabet="0123456789_-+ ١٢x\t", max_size=22),
+    )
+)
+def test_generated_int_parsing_agrees_with_the_checked_parser(raw: str) -> None:
+    # The generated parsers try int() first and fall back to the checked parser: the outcome
+    # (value or HeaderFieldError) must be the checked parser's, for int32 and int64 fields.
+    from pocketmq.remoting.protocol.errors import HeaderFieldError
+    from pocketmq.remoting.protocol.header_codec import _generic_parse
+    from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+
+    ext = {"consumerGroup": "G", "topic": "T", "queueId": raw, "queueOffset": raw, "maxMsgNums": "32",
+           "sysFlag": "2", "commitOffset": "0", "suspendTimeoutMillis": "15000"}  # fmt: skip
+    try:
+        want: object = _generic_parse(PullMessageRequestHeader, ext, v2=False)
+    except HeaderFieldError as exc:
+        want = str(exc)
+    try:
+        got: object = PullMessageRequestHeader.from_ext_fields(ext)
+    except HeaderFieldError as exc:
+        got = str(exc)
+    assert got == want

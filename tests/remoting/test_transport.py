@@ -240,3 +240,68 @@ async def test_connect_refused_is_connect_error(client: RemotingClient) -> None:
     await srv.stop()
     with pytest.raises(RemotingConnectError):
         await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO))
+
+
+class RecordingTransport:
+    """Stands in for the socket transport: records each write call (unit tests of batching)."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[bytes]] = []
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.calls.append([data])
+
+    def writelines(self, seq: list[bytes]) -> None:
+        self.calls.append(list(seq))
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return default
+
+    def opaques(self) -> list[int]:
+        from pocketmq.remoting.protocol.frame import FrameDecoder
+
+        return [c.opaque for c in FrameDecoder().feed(b"".join(b for call in self.calls for b in call))]
+
+
+def recording_connection() -> tuple[RemotingConnection, RecordingTransport]:
+    from pocketmq.remoting.transport.connection import ProcessorDispatcher
+
+    conn = RemotingConnection(ProcessorDispatcher())
+    transport = RecordingTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    return conn, transport
+
+
+async def test_writes_of_one_loop_turn_are_coalesced() -> None:
+    conn, transport = recording_connection()
+    for opaque in range(1, 6):
+        conn.request(RemotingCommand(ECHO, opaque, body=b"body"), 5.0)
+    assert len(transport.calls) == 1  # the first request goes out at once ...
+    await asyncio.sleep(0)
+    assert len(transport.calls) == 2  # ... the other four together, at the next turn
+    conn.send(RemotingCommand(ECHO, 6))
+    assert len(transport.calls) == 3  # a new turn writes at once again
+    assert transport.opaques() == [1, 2, 3, 4, 5, 6]
+    assert len(conn.pending) == 5
+
+
+async def test_replies_join_the_open_batch_in_order_and_close_flushes_it() -> None:
+    conn, transport = recording_connection()
+    conn.request(RemotingCommand(ECHO, 1), 5.0)
+    conn.request(RemotingCommand(ECHO, 2), 5.0)  # batched
+    # A reply arriving in the same turn resolves request 1; a server-initiated request is
+    # answered (no handler: REQUEST_CODE_NOT_SUPPORTED) into the same batch, after request 2.
+    conn.data_received(RemotingCommand(0, 1, 1).encode() + RemotingCommand(4242, 77).encode())
+    assert transport.opaques() == [1, 2, 77]
+    conn.request(RemotingCommand(ECHO, 3), 5.0)
+    conn.close()  # what was batched leaves before the connection closes
+    assert transport.closing and transport.opaques() == [1, 2, 77, 3]
+    await asyncio.sleep(0)
+    assert transport.opaques() == [1, 2, 77, 3]  # nothing written twice

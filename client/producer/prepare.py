@@ -1,0 +1,199 @@
+"""Message preparation for sends (the producer's per-message CPU): validation (Java
+``Validators.checkMessage``), body compression, the properties string with its ``UNIQ_KEY``,
+batch bodies, and the SEND_MESSAGE_V2 header fields of each attempt.
+
+Plain messages (tags at most, no keys or user properties, WAIT true) take a fast path that
+builds the properties string directly instead of a properties dict: the same string
+``properties_to_string`` makes of ``{"TAGS": t, "UNIQ_KEY": u}``.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Sequence
+
+from pocketmq.client.config import ProducerConfig
+from pocketmq.client.errors import MessageValidationError
+from pocketmq.client.message import Message, MessageQueue
+from pocketmq.client.route import check_send_topic, is_retry_topic
+from pocketmq.remoting.protocol.message import (
+    COMPRESSED_FLAG,
+    MAX_PROPERTIES_LENGTH,
+    MessageConst,
+    UniqIdGenerator,
+    encode_batch,
+    pack_host_ip,
+    properties_to_string,
+)
+
+
+class Prepared:
+    """A message encoded once for every attempt: body, sysFlag, properties, ids."""
+
+    __slots__ = (
+        "batch",
+        "body",
+        "flag",
+        "max_reconsume",
+        "msg_id",
+        "props",
+        "reconsume",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self, topic: str, body: bytes, sys_flag: int, flag: int, props: str, msg_id: str, batch: bool
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.sys_flag = sys_flag
+        self.flag = flag
+        self.props = props
+        self.msg_id = msg_id
+        self.batch = batch
+        self.reconsume: str | None = None
+        self.max_reconsume: str | None = None
+
+
+class MessagePreparer:
+    """Turns :class:`Message` objects into :class:`Prepared` sends for one producer."""
+
+    def __init__(self, config: ProducerConfig) -> None:
+        self.group = config.producer_group
+        self._uniq = UniqIdGenerator(pack_host_ip(config.client_ip) if "." in config.client_ip else None)
+        self._valid_topics: set[str] = set()
+        self._create_topic_key = config.create_topic_key
+        self._default_queue_nums = str(config.default_topic_queue_nums)
+        # Copies of the (frozen) config read on every message.
+        self._max_size = config.max_message_size
+        self._compress_over = config.compress_msg_body_over_howmuch
+        self._compress_level = config.compress_level
+
+    def validate(self, msg: Message) -> None:
+        """Raises MessageValidationError for a bad topic, body, delay level or property."""
+        if type(msg) is not Message and not isinstance(msg, Message):
+            raise MessageValidationError(f"expected a Message, got {type(msg).__name__}")
+        if msg.topic not in self._valid_topics:
+            check_send_topic(msg.topic)
+            if len(self._valid_topics) < 10_000:
+                self._valid_topics.add(msg.topic)
+        body = msg.body
+        if type(body) is not bytes and not isinstance(body, bytearray | memoryview):
+            raise MessageValidationError(f"message body must be bytes, got {type(body).__name__}")
+        size = len(body)
+        if not 0 < size <= self._max_size:
+            if size == 0:
+                raise MessageValidationError("the message body length is zero")
+            raise MessageValidationError(
+                f"the message body size {size} is over the max value {self._max_size}"
+            )
+        if msg.delay_level < 0:
+            raise MessageValidationError(f"delay level {msg.delay_level} is negative")
+        if msg.properties:
+            for k, v in msg.properties.items():
+                if not k or "\x01" in k or "\x02" in k or "\x01" in str(v) or "\x02" in str(v):
+                    raise MessageValidationError(f"property {k!r} contains a reserved separator character")
+
+    def prepare(self, msg: Message) -> Prepared:
+        """Validate and encode ``msg`` once for every attempt of its send."""
+        self.validate(msg)
+        body = msg.body
+        if type(body) is not bytes:
+            body = bytes(body)
+        sys_flag = 0
+        if len(body) >= self._compress_over:
+            body = zlib.compress(body, self._compress_level)
+            sys_flag |= COMPRESSED_FLAG
+        if not msg.properties and not msg.keys and not msg.delay_level and msg.wait_store_msg_ok:
+            # The common case, without building a dict: TAGS and UNIQ_KEY only.
+            uniq = self._uniq.create()
+            tags = msg.tags
+            props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+            if tags and ("\x01" in tags or "\x02" in tags):
+                raise MessageValidationError("tags contain a reserved separator character")
+            return Prepared(msg.topic, body, sys_flag, msg.flag, props_str, uniq, False)
+        props = msg.wire_properties()
+        uniq = props.get(MessageConst.UNIQ_KEY) or self._uniq.create()
+        props[MessageConst.UNIQ_KEY] = uniq
+        if props.get(MessageConst.TRAN_MSG) == "true":
+            sys_flag |= 0x4  # TRANSACTION_PREPARED_TYPE
+        retry = is_retry_topic(msg.topic)
+        reconsume = props.pop(MessageConst.RECONSUME_TIME, None) if retry else None
+        max_reconsume = props.pop(MessageConst.MAX_RECONSUME_TIMES, None) if retry else None
+        props_str = properties_to_string(props)
+        if len(props_str) > MAX_PROPERTIES_LENGTH // 3 and len(props_str.encode()) > MAX_PROPERTIES_LENGTH:
+            raise MessageValidationError(f"message properties are longer than {MAX_PROPERTIES_LENGTH} bytes")
+        prepared = Prepared(msg.topic, body, sys_flag, msg.flag, props_str, uniq, False)
+        prepared.reconsume = reconsume
+        prepared.max_reconsume = max_reconsume
+        return prepared
+
+    def prepare_batch(self, msgs: Sequence[Message]) -> Prepared:
+        """One SEND_BATCH_MESSAGE body for ``msgs`` (one topic, no delay, no retry topic).
+
+        Raises:
+            MessageValidationError: empty batch, mixed topics, retry topics, delay levels, or an
+                encoded batch larger than ``max_message_size``.
+        """
+        if not msgs:
+            raise MessageValidationError("a batch needs at least one message")
+        topic = msgs[0].topic
+        retry = is_retry_topic(topic)  # every message must have this topic: checked once
+        create = self._uniq.create
+        ids: list[str] = []
+        items: list[tuple[int, bytes, str]] = []
+        for m in msgs:
+            self.validate(m)
+            if m.topic != topic:
+                raise MessageValidationError("all messages of a batch must have the same topic")
+            if retry:
+                raise MessageValidationError("retry topics are not supported in batches")
+            if m.delay_level > 0:
+                raise MessageValidationError("delay levels are not supported in batches")
+            body = m.body if type(m.body) is bytes else bytes(m.body)
+            tags = m.tags
+            if (
+                not m.properties
+                and not m.keys
+                and m.wait_store_msg_ok
+                and (not tags or ("\x01" not in tags and "\x02" not in tags))
+            ):
+                # The common case, as in _prepare: TAGS and UNIQ_KEY only, no dict built (the
+                # same string properties_to_string makes of them).
+                uniq = create()
+                props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+            else:
+                props = m.wire_properties()
+                uniq = props.get(MessageConst.UNIQ_KEY) or create()
+                props[MessageConst.UNIQ_KEY] = uniq
+                props_str = properties_to_string(props)
+            ids.append(uniq)
+            items.append((m.flag, body, props_str))
+        body = encode_batch(items)
+        if len(body) > self._max_size:
+            raise MessageValidationError(f"the batch size {len(body)} is over the max value {self._max_size}")
+        wait = "true" if all(m.wait_store_msg_ok for m in msgs) else "false"
+        return Prepared(topic, body, 0, 0, f"WAIT\x01{wait}", ",".join(ids), True)
+
+    def ext(self, p: Prepared, mq: MessageQueue) -> dict[str, str]:
+        """The SEND_MESSAGE_V2 header (short names) of one attempt on ``mq``."""
+        ext = {
+            "a": self.group,
+            "b": p.topic,
+            "c": self._create_topic_key,
+            "d": self._default_queue_nums,
+            "e": str(mq.queue_id),
+            "f": str(p.sys_flag),
+            "g": str(time.time_ns() // 1_000_000),
+            "h": str(p.flag),
+            "i": p.props,
+            "j": p.reconsume or "0",
+            "k": "false",
+            "m": "true" if p.batch else "false",
+            "n": mq.broker_name,
+        }
+        if p.max_reconsume is not None:
+            ext["l"] = p.max_reconsume
+        return ext
