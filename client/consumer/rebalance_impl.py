@@ -28,6 +28,7 @@ from pocketmq.client.consumer.rebalance import AllocateStrategy
 from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.message import MessageQueue
 from pocketmq.client.route import MASTER_ID
+from pocketmq.remoting.protocol.errors import RemotingError
 
 if TYPE_CHECKING:
     from pocketmq.client.instance import MQClientInstance
@@ -84,6 +85,10 @@ class RebalanceImpl:
                     await self._rebalance_topic(topic, is_order)
                 except asyncio.CancelledError:
                     raise
+                except RemotingError as exc:
+                    # Expected now and then (a broker restarting, our own unregister racing a
+                    # rebalance at shutdown): one line, retried at the next rebalance.
+                    logger.warning("rebalance of %s/%s failed: %s", self.group, topic, exc)
                 except Exception:
                     logger.exception("rebalance of %s/%s failed", self.group, topic)
             await self._truncate_not_my_topics()
