@@ -113,9 +113,13 @@ def test_failed_message_comes_back_through_the_retry_topic(procs: Servers, clien
             assert d["topic"] == topic and d["tags"] == "TagR" and d["keys"].startswith("r")
             if d["reconsume_times"] > 0:
                 assert d["properties"].get("RETRY_TOPIC") == topic
-    assert sorted(d["body"] for ds in deliveries.values() for d in ds if d["acked"]) == [
-        f"msg-{i}" for i in range(N)
-    ]
+    acked_bodies = sorted(d["body"] for ds in deliveries.values() for d in ds if d["acked"])
+    if client == "cpp":
+        # librocketmq 1.x sends back the whole pulled batch when one message of it fails, so a
+        # message it had already acked may come again (at-least-once): every one acked, maybe twice.
+        assert sorted(set(acked_bodies)) == [f"msg-{i}" for i in range(N)]
+    else:
+        assert acked_bodies == [f"msg-{i}" for i in range(N)]
 
 
 @pytest.mark.parametrize("client", CLIENTS)
