@@ -39,7 +39,7 @@ importlint: install
 	PYTHONPATH=.pkg $(BIN)/lint-imports
 
 test: install js-deps lint typecheck importlint
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -rR --reruns 2 --reruns-delay 1 $(PYTEST_ARGS) tests
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
