@@ -42,7 +42,7 @@ test: install js-deps lint typecheck importlint
 	$(BIN)/python -m pytest -q -p no:cacheprovider -rR --reruns 2 --reruns-delay 1 $(PYTEST_ARGS) tests
 
 bench: install
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in bench/*.py; do grep -q "__main__" $$b || continue; echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(JS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
