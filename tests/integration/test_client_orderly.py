@@ -8,7 +8,6 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-import pytest_asyncio
 
 from pocketmq.client import (
     SUCCESS,
@@ -19,19 +18,9 @@ from pocketmq.client import (
     PushConsumer,
 )
 from pocketmq.testing import Cluster, cluster
+from tests.integration.support import loop_clean_at_exit  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.integration
-
-
-@pytest_asyncio.fixture(autouse=True)
-async def loop_clean_at_exit() -> AsyncIterator[None]:
-    """Set up first, torn down last: once every fixture is gone, no task may be left."""
-    yield
-    for _ in range(3):
-        await asyncio.sleep(0)
-    current = asyncio.current_task()
-    leaked = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-    assert not leaked, f"tasks left on the loop: {sorted(t.get_name() for t in leaked)}"
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
