@@ -16,16 +16,15 @@ Logging, as ``mqnamesrv``: the first of ``logging.json`` (``dictConfig``), ``log
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import logging.config
 import os
 import sys
-from pathlib import Path
 
 import click
 
 from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
+from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.runtime import run
 
 logger = logging.getLogger("pocketmq.broker")
@@ -34,40 +33,6 @@ IMPORTANT_KEYS = (
     "brokerClusterName", "brokerName", "brokerId", "brokerIP1", "listenPort", "namesrvAddr",
     "storePathRootDir", "brokerRole", "flushDiskType", "autoCreateTopicEnable", "mappedFileSizeCommitLog",
 )  # fmt: skip
-
-
-def _logging_file(conf: str | None) -> Path | None:
-    dirs: list[Path] = []
-    home = os.environ.get("ROCKETMQ_HOME")
-    if home:
-        dirs.append(Path(home) / "conf")
-    if conf:
-        dirs.append(Path(conf).resolve().parent)
-    for d in dirs:
-        for name in ("logging.json", "logging.ini", "logging.conf"):
-            if (d / name).is_file():
-                return d / name
-    return None
-
-
-def configure_logging(level: str = "INFO", conf: str | None = None) -> None:
-    """A logging config file (module docstring) if one exists, else ``basicConfig`` on stderr.
-
-    Raises:
-        ValueError / KeyError / OSError: the file exists but is not a valid logging config.
-    """
-    path = _logging_file(conf)
-    if path is not None:
-        if path.suffix == ".json":
-            logging.config.dictConfig(json.loads(path.read_text(encoding="utf-8")))
-        else:
-            logging.config.fileConfig(path, disable_existing_loggers=False)
-        return
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
-        stream=sys.stderr,
-    )
 
 
 async def serve(config: BrokerConfig, stop: asyncio.Event | None = None) -> None:

@@ -14,50 +14,30 @@ signal exits at once. On success the line ``The Name Server boot success. serial
 goes to stdout, as Java's ``mqnamesrv`` prints it.
 
 Logging is configured here only: ``$ROCKETMQ_HOME/conf/logging.json`` (``dictConfig``),
-``logging.ini`` or ``logging.conf`` (``fileConfig``) when present, else plain ``basicConfig`` on
+``logging.ini`` or ``logging.conf`` (``fileConfig``), also looked for beside the ``-c`` file
+(:mod:`pocketmq.remoting.common.logsetup`), else plain ``basicConfig`` on
 stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import logging.config
 import os
 import sys
-from pathlib import Path
 
 import click
 
 from pocketmq.namesrv.config import NamesrvConfig, load_namesrv_config
 from pocketmq.remoting.common.config import ConfigError, render_config
+from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.persist import PersistCorruptError
 from pocketmq.remoting.common.runtime import run
 
 logger = logging.getLogger("pocketmq.namesrv")
 
 __all__ = ["configure_logging", "main", "serve"]
-
-
-def configure_logging(level: str = "INFO") -> None:
-    """``conf/logging.{json,ini,conf}`` under ``$ROCKETMQ_HOME`` if present, else ``basicConfig``."""
-    home = os.environ.get("ROCKETMQ_HOME")
-    if home:
-        conf_dir = Path(home) / "conf"
-        as_json = conf_dir / "logging.json"
-        if as_json.is_file():
-            logging.config.dictConfig(json.loads(as_json.read_text(encoding="utf-8")))
-            return
-        for as_ini in (conf_dir / "logging.ini", conf_dir / "logging.conf"):
-            if as_ini.is_file():
-                logging.config.fileConfig(as_ini, disable_existing_loggers=False)
-                return
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
-        stream=sys.stderr,
-    )
 
 
 async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None) -> None:
@@ -87,7 +67,7 @@ async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None) -> Non
 )
 def main(conf: str | None, print_config: bool, overrides: tuple[str, ...], log_level: str) -> None:
     """Start a pocketmq name server (RocketMQ 4.x compatible)."""
-    configure_logging(log_level)
+    configure_logging(log_level, conf)
     try:
         config = load_namesrv_config(conf, overrides)
     except ConfigError as exc:

@@ -176,7 +176,7 @@ format = FROM-INI %(name)s %(message)s
 
 
 def test_mqbroker_uses_logging_ini_from_rocketmq_home_or_the_conf_dir(tmp_path):
-    from pocketmq.broker.__main__ import _logging_file
+    from pocketmq.remoting.common.logsetup import logging_file as _logging_file
 
     home = tmp_path / "home"
     (home / "conf").mkdir(parents=True)

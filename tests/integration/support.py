@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
+from pocketmq.testing import Cluster
+
 
 @pytest_asyncio.fixture(autouse=True)
 async def loop_clean_at_exit() -> AsyncIterator[None]:
@@ -17,3 +19,22 @@ async def loop_clean_at_exit() -> AsyncIterator[None]:
     current = asyncio.current_task()
     leaked = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
     assert not leaked, f"tasks left on the loop: {sorted(t.get_name() for t in leaked)}"
+
+
+async def open_dlq_for_reading(pmq: Cluster, group: str) -> None:
+    """%DLQ% topics are created write-only, as in RocketMQ; an operator grants read first
+    (``mqadmin updateTopicPerm -t %DLQ%<group> -p 6``)."""
+    from pocketmq.client.admin.admin import MQAdmin
+
+    await wait_until_dlq_exists(pmq, group)
+    async with MQAdmin(pmq.namesrv_addr) as admin:
+        await admin.update_topic_perm(f"%DLQ%{group}", 6, broker_addr=pmq.brokers[0].broker_addr)
+
+
+async def wait_until_dlq_exists(pmq: Cluster, group: str) -> None:
+    tcm = pmq.brokers[0].topic_config_manager
+    for _ in range(200):
+        if tcm.select_topic_config(f"%DLQ%{group}") is not None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"%DLQ%{group} was never created")

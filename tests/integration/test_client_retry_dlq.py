@@ -21,7 +21,7 @@ from pocketmq.client import (
     PushConsumer,
 )
 from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit  # noqa: F401 - autouse fixture
+from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.integration
 
@@ -39,25 +39,6 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step:
 async def pmq(tmp_path) -> AsyncIterator[Cluster]:
     async with cluster(tmp_path / "pmq") as c:
         yield c
-
-
-async def open_dlq_for_reading(pmq: Cluster, group: str) -> None:
-    """%DLQ% topics are created write-only, as in RocketMQ; an operator grants read first
-    (``mqadmin updateTopicPerm -t %DLQ%<group> -p 6``)."""
-    from pocketmq.client.admin.admin import MQAdmin
-
-    await wait_until_dlq_exists(pmq, group)
-    async with MQAdmin(pmq.namesrv_addr) as admin:
-        await admin.update_topic_perm(f"%DLQ%{group}", 6, broker_addr=pmq.brokers[0].broker_addr)
-
-
-async def wait_until_dlq_exists(pmq: Cluster, group: str) -> None:
-    tcm = pmq.brokers[0].topic_config_manager
-    for _ in range(200):
-        if tcm.select_topic_config(f"%DLQ%{group}") is not None:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"%DLQ%{group} was never created")
 
 
 async def test_listener_sends_poison_straight_to_dlq(pmq: Cluster) -> None:
