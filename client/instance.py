@@ -262,20 +262,30 @@ class MQClientInstance:
             return changed
 
     def _apply_route(self, topic: str, route: TopicRouteData) -> None:
+        unknown = False  # a broker that has not had our heartbeat yet
         for bd in route.broker_datas:
             self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+            unknown = unknown or any(a not in self.broker_versions for a in bd.broker_addrs.values())
         publish = to_publish_info(topic, route)
         for p in self.producers.values():
             p.update_publish_info(topic, publish)
+        subscribed = False
         if self.consumers:
             subscribe = to_subscribe_info(topic, route)
-            subscribed = False
             for c in self.consumers.values():
                 subscribed = subscribed or c.subscribe_info_needs_update(topic)
                 c.update_subscribe_info(topic, subscribe)
-            if subscribed:
-                self.wakeup_rebalance()  # first route of a subscribed topic: assign queues now
         self.topic_routes[topic] = route
+        if subscribed or (unknown and self.consumers):
+            # First route of a subscribed topic (e.g. created after the consumer started), or
+            # a broker we never announced ourselves to: heartbeat first (a broker answers a
+            # rebalance's member query with "no consumer for this group" until then), then
+            # assign queues at once rather than at the next 20 s rebalance.
+            self.tasks.spawn(self._announce_and_rebalance(), name="heartbeat-new-route")
+
+    async def _announce_and_rebalance(self) -> None:
+        await self.send_heartbeat_to_all_brokers()
+        self.wakeup_rebalance()
 
     def find_broker_addr_in_publish(self, broker_name: str) -> str | None:
         addrs = self.broker_addrs.get(broker_name)

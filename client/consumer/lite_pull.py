@@ -117,6 +117,7 @@ class LitePullConsumer(PullOps):
         self._instance: MQClientInstance | None = None
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalanceImpl | None = None
+        self._announced = False  # first heartbeat sent: rebalances may ask for the members
         self._last_commit = time.monotonic()
 
     # ------------------------------------------------------------------------ configuration
@@ -187,6 +188,7 @@ class LitePullConsumer(PullOps):
         for topic in list(self._subs):
             await self._route(topic)
         await inst.send_heartbeat_to_all_brokers()
+        self._announced = True
         for mq, st in self._queues.items():
             self._start_pull(mq, st)
         if not self._assigned_mode:
@@ -457,7 +459,12 @@ class LitePullConsumer(PullOps):
             rb.topic_subscribe_info[topic] = mqs
 
     async def do_rebalance(self) -> None:
-        if self._state is _RUNNING and self._rebalance is not None and not self._assigned_mode:
+        if (
+            self._state is _RUNNING
+            and self._announced
+            and self._rebalance is not None
+            and not self._assigned_mode
+        ):
             await self._rebalance.do_rebalance(False)
 
     async def persist_consumer_offset(self) -> None:

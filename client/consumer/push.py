@@ -119,6 +119,9 @@ class PushConsumer(PullOps):
         self._offset_store: OffsetStore | None = None
         self._service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         self._paused = False
+        # Set once the brokers know this consumer (first heartbeat sent): a rebalance before
+        # that asks a broker for the group's members and gets "no consumer for this group".
+        self._announced = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
         if listener is not None:
@@ -206,9 +209,11 @@ class PushConsumer(PullOps):
             await inst.release()
             raise
         self._state = _RUNNING
+        # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
             await self._refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
+        self._announced = True
         inst.wakeup_rebalance()
 
     async def _refresh_route(self, topic: str) -> None:
@@ -287,7 +292,7 @@ class PushConsumer(PullOps):
             rb.topic_subscribe_info[topic] = mqs
 
     async def do_rebalance(self) -> None:
-        if self._state is _RUNNING and self._rebalance is not None:
+        if self._state is _RUNNING and self._announced and self._rebalance is not None:
             await self._rebalance.do_rebalance(self._orderly)
 
     async def persist_consumer_offset(self) -> None:
@@ -298,26 +303,19 @@ class PushConsumer(PullOps):
         return self.offset_store.clone_offset_table(topic) if self._offset_store else {}
 
     async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET: drop the topic's queues, store the new offsets, rebalance."""
-        rb = self.rebalance
-        self._paused = True
-        try:
-            for mq, pq in list(rb.process_queue_table.items()):
-                if mq.topic == topic:
-                    pq.dropped = True
-                    pq.clear()
-            for mq, offset in table.items():
-                if mq.topic != topic:
-                    continue
-                self.offset_store.update_offset(mq, offset)
-                try:
-                    await self.offset_store.persist(mq)
-                except Exception as exc:
-                    logger.warning("%s: persisting reset offset of %s: %s", self.group, mq, exc)
-                rb.process_queue_table.pop(mq, None)
-        finally:
-            self._paused = False
-        self.instance.wakeup_rebalance()
+        """RESET_CONSUMER_CLIENT_OFFSET (Java ``MQClientInstance.resetOffset``).
+
+        Each broker pushes only its own queues, one push after another, so a push touches only
+        the queues it names: dropping the topic's other queues would also drop the ones the
+        previous push already re-created, and a dropped queue left in the table is never
+        pulled again. The work runs under the rebalance lock (Java: ``synchronized``) so no
+        rebalance re-creates a queue from a pre-reset offset half-way through. The reset
+        offsets win: the old process queues are dropped first (pull replies and consume
+        results for them are discarded), the new offsets are written to the broker (waiting for
+        the reply), then the queues leave the table and the rebalance re-creates them from the
+        stored offsets.
+        """
+        await push_support.reset_offset(self, topic, table)
 
     def running_info(self) -> dict[str, Any]:
         return push_support.running_info(self)

@@ -1,5 +1,5 @@
 """Less frequent duties of :class:`PushConsumer`, kept out of the pull/consume module:
-ConsumerRunningInfo, CONSUME_MESSAGE_DIRECTLY and sending failed messages back.
+ConsumerRunningInfo, CONSUME_MESSAGE_DIRECTLY, offset resets and sending failed messages back.
 
 Send-back: CONSUMER_SEND_MSG_BACK asks the broker to re-store the message in ``%RETRY%group``
 (or the DLQ); when that request fails, the message is re-sent to ``%RETRY%group`` by the
@@ -28,6 +28,30 @@ if TYPE_CHECKING:
     from pocketmq.client.consumer.push import PushConsumer
 
 logger = logging.getLogger(__name__)
+
+
+async def reset_offset(consumer: PushConsumer, topic: str, table: dict[MessageQueue, int]) -> None:
+    """See :meth:`PushConsumer.reset_offset`."""
+    rb = consumer.rebalance
+    async with rb.table_lock:
+        mine = [mq for mq in rb.process_queue_table if mq.topic == topic and mq in table]
+        for mq in mine:
+            pq = rb.process_queue_table[mq]
+            pq.dropped = True
+            pq.clear()
+        store = consumer.offset_store
+        for mq in mine:
+            store.update_offset(mq, table[mq])
+        try:
+            await store.persist_all(mine, prune=False)
+        except Exception as exc:
+            logger.warning("%s: persisting reset offsets of %s: %s", consumer.group, topic, exc)
+        for mq in mine:
+            rb.process_queue_table.pop(mq, None)
+        logger.info("%s: offsets of %d queue(s) of %s reset", consumer.group, len(mine), topic)
+    inst = consumer._instance
+    if inst is not None:
+        inst.wakeup_rebalance()
 
 
 def running_info(consumer: PushConsumer) -> dict[str, Any]:

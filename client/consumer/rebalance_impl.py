@@ -76,10 +76,11 @@ class RebalanceImpl:
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info: dict[str, set[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
-        self._lock = asyncio.Lock()
+        # Held by a rebalance and by an offset reset: neither sees the other half-done.
+        self.table_lock = asyncio.Lock()
 
     async def do_rebalance(self, is_order: bool) -> None:
-        async with self._lock:
+        async with self.table_lock:
             for topic in list(self.subscriptions):
                 try:
                     await self._rebalance_topic(topic, is_order)

@@ -225,3 +225,112 @@ async def test_send_oneway_writes_one_v2_request() -> None:
     assert req.ext_fields["b"] == "T" and req.ext_fields["n"] == addr.split(":")[0]
     assert string_to_properties(req.ext_fields["i"])["TAGS"] == "A"
     assert inst.remoting.requests == []
+
+
+class FutureRemoting(FakeRemoting):
+    """The real client's fast path: the request is written at call time and the reply is a
+    future, resolved on a later loop turn."""
+
+    def invoke(self, addr, request, timeout=None):  # type: ignore[override]
+        self.requests.append((addr, request))
+        fut = asyncio.get_running_loop().create_future()
+        answer = self.handler(addr, request)
+
+        def resolve() -> None:
+            if isinstance(answer, Exception):
+                fut.set_exception(answer)
+            else:
+                answer.opaque = request.opaque
+                fut.set_result(answer)
+
+        asyncio.get_running_loop().call_soon(resolve)
+        return fut
+
+
+def make_future_producer(handler, **options) -> tuple[Producer, FakeInstance]:
+    producer, inst = make_producer(handler, **options)
+    inst.remoting = FutureRemoting(handler)
+    inst.api = MQClientAPI(as_any(inst.remoting), ["ns:1"])
+    return producer, inst
+
+
+async def test_send_async_writes_before_returning_and_completes_without_a_task() -> None:
+    producer, inst = make_future_producer(ok)
+    tasks_before = len(asyncio.all_tasks())
+    fut = producer.send_async(Message("T", b"x"))
+    assert len(inst.remoting.requests) == 1  # on the wire already: no loop turn in between
+    assert len(asyncio.all_tasks()) == tasks_before
+    res = await fut
+    assert res.send_status is SendStatus.SEND_OK and res.message_queue == QUEUES[1]
+    assert res.msg_id == string_to_properties(inst.remoting.requests[0][1].ext_fields["i"])["UNIQ_KEY"]
+    # round robin goes on from there, on both paths
+    assert (await producer.send(Message("T", b"y"))).message_queue == QUEUES[2]
+    assert (await producer.send_async(Message("T", b"z"))).message_queue == QUEUES[3]
+
+
+async def test_send_async_first_attempt_failures_follow_the_retry_rules() -> None:
+    # transport failure on broker-a: the retry goes to broker-b
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
+    )
+    producer._publish["T"].index = -1  # first pick: broker-a
+    got = []
+    res = await producer.send_async(Message("T", b"x"), lambda r, e: got.append((r, e)))
+    await asyncio.sleep(0)
+    assert res.message_queue.broker_name == "broker-b" and len(inst.remoting.requests) == 2
+    assert got == [(res, None)] and not producer._inflight
+
+    # retriable reply with the refresh flag: route refreshed, then retried
+    codes = iter([ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUCCESS])
+    producer, inst = make_future_producer(
+        lambda a, r: ok(a, r) if next(codes) == 0 else reply(ResponseCode.TOPIC_NOT_EXIST, remark="gone")
+    )
+    assert (await producer.send_async(Message("T", b"x"))).send_status is SendStatus.SEND_OK
+    assert len(inst.remoting.requests) == 2 and inst.route_refreshes == 1
+
+    # non-retriable reply: raised as is, no second attempt
+    producer, inst = make_future_producer(lambda a, r: reply(ResponseCode.MESSAGE_ILLEGAL, remark="bad"))
+    with pytest.raises(MessageIllegalError, match="bad"):
+        await producer.send_async(Message("T", b"x"))
+    assert len(inst.remoting.requests) == 1
+
+    # every attempt failing: SendFailedError listing each one
+    producer, inst = make_future_producer(
+        lambda a, r: reply(ResponseCode.SYSTEM_ERROR, remark="boom"), retry_times_when_send_async_failed=2
+    )
+    with pytest.raises(SendFailedError) as info:
+        await producer.send_async(Message("T", b"x"))
+    assert len(info.value.errors) == 3 and len(inst.remoting.requests) == 3
+
+    # no retries configured: the one failure, wrapped as the general path does
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused"), retry_times_when_send_async_failed=0
+    )
+    with pytest.raises(SendFailedError) as info:
+        await producer.send_async(Message("T", b"x"))
+    assert len(info.value.errors) == 1 and isinstance(info.value.__cause__, RemotingConnectError)
+
+
+async def test_send_async_not_stored_status_retries_on_another_broker_when_asked() -> None:
+    def handler(addr, req):
+        if addr.startswith("broker-a"):
+            return reply(ResponseCode.FLUSH_DISK_TIMEOUT, {"msgId": "X", "queueId": "0", "queueOffset": "1"})
+        return ok(req)
+
+    producer, inst = make_future_producer(handler, retry_another_broker_when_not_store_ok=True)
+    producer._publish["T"].index = -1
+    res = await producer.send_async(Message("T", b"x"))
+    assert res.send_status is SendStatus.SEND_OK and res.message_queue.broker_name == "broker-b"
+    producer, inst = make_future_producer(handler)
+    producer._publish["T"].index = -1
+    res = await producer.send_async(Message("T", b"x"))
+    assert res.send_status is SendStatus.FLUSH_DISK_TIMEOUT and len(inst.remoting.requests) == 1
+
+
+async def test_send_async_cancelled_by_the_caller() -> None:
+    producer, inst = make_future_producer(ok)
+    fut = producer.send_async(Message("T", b"x"))
+    fut.cancel()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert fut.cancelled() and not producer._inflight

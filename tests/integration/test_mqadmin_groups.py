@@ -18,6 +18,7 @@ from pocketmq.testing import Cluster, cluster
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli, arun_script  # noqa: E402
+from tests.integration.support import loop_clean_at_exit  # noqa: E402, F401 - autouse fixture
 
 pytestmark = pytest.mark.integration
 
