@@ -11,9 +11,12 @@ both sides use uvloop when available. For 1 and 64 requests in flight with a 1 K
 
 Throughput on a shared machine swings with other load, so the CPU time each side spends per
 round trip (client: this process; server: the child, from /proc) is reported as well: it is the
-steadier number to compare changes by.
+steadier number to compare changes by. For the same reason the two are measured in alternating
+rounds (raw, rpc, raw, rpc, ...): each round's ratio compares runs a few seconds apart, and the
+reported figures are the medians over the rounds (per-round ratios and the load average are
+printed too, to tell a quiet run from a noisy one).
 
-Prints one JSON object. Usage: ``python bench/remoting_rpc.py [--seconds 3]``.
+Prints one JSON object. Usage: ``python bench/remoting_rpc.py [--seconds 2] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import statistics
 import struct
 import time
 from typing import Any
@@ -181,19 +185,35 @@ def measure(kind: str, seconds: float) -> tuple[dict[str, float], dict[str, floa
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating raw/rpc rounds")
     args = parser.parse_args()
-    raw, raw_cpu = measure("raw", args.seconds)
-    rpc, rpc_cpu = measure("rpc", args.seconds)
+    load_start = os.getloadavg()[0]
+    runs: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {"raw": [], "rpc": []}
+    ratios: list[float] = []
+    for _ in range(max(1, args.rounds)):
+        for kind in ("raw", "rpc"):
+            runs[kind].append(measure(kind, args.seconds))
+        ratios.append(runs["rpc"][-1][0]["inflight_64"] / runs["raw"][-1][0]["inflight_64"])
+
+    def med(kind: str, part: int) -> dict[str, float]:
+        return {
+            key: round(statistics.median(run[part][key] for run in runs[kind]), 2 if part else None)
+            for key in runs[kind][0][part]
+        }
+
     summary = {
         "bench": "remoting_rpc",
         "body_bytes": len(BODY),
         "loop": "uvloop" if new_loop is not asyncio.new_event_loop else "asyncio",
-        "raw_echo_per_s": raw,
-        "rpc_per_s": rpc,
-        "raw_cpu_us_per_op": raw_cpu,
-        "rpc_cpu_us_per_op": rpc_cpu,
-        "rpc_vs_raw_at_64": round(rpc["inflight_64"] / raw["inflight_64"], 3),
+        "rounds": len(ratios),
+        "raw_echo_per_s": med("raw", 0),
+        "rpc_per_s": med("rpc", 0),
+        "raw_cpu_us_per_op": med("raw", 1),
+        "rpc_cpu_us_per_op": med("rpc", 1),
+        "rpc_vs_raw_at_64": round(statistics.median(ratios), 3),
+        "rpc_vs_raw_at_64_per_round": [round(r, 3) for r in ratios],
+        "loadavg_1min": [round(load_start, 2), round(os.getloadavg()[0], 2)],
         "target_ratio_at_64": 0.70,
     }
     print(json.dumps(summary))

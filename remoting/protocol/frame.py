@@ -28,6 +28,7 @@ DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 _LENGTH = struct.Struct(">i")
 #: length word + (serializeType << 24 | headerLength) word
 _WORDS = struct.Struct(">ii")
+_new = object.__new__
 
 
 class FrameDecoder:
@@ -55,68 +56,100 @@ class FrameDecoder:
         if self._broken is not None:
             raise self._broken
         buf = self._buf
-        # Frames are cut straight out of ``data`` when nothing is buffered (the common case on
-        # a busy connection: a read holds whole frames), so the bytes are not first appended to
-        # the buffer and then deleted from it; only a trailing partial frame is kept.
-        src: bytes | bytearray
-        if buf:
-            if data:
-                buf += data
-            src = buf
-        else:
-            src = data
         out: list[RemotingCommand] = []
-        append = out.append
-        pos = 0
+        if not buf:
+            # The common case on a busy connection: frames are cut straight out of ``data``
+            # (one copy per body) and only a trailing partial frame is kept.
+            self._split(data, 0, out)
+            return out
+        if len(buf) < 4 or not data:  # rare: the length word itself was split
+            buf += data
+            self._split(buf, 0, out)
+            return out
+        # A frame left partial by the previous read (its length was checked when buffered):
+        # complete it with just the bytes it lacks, then go on in ``data`` itself, so a large
+        # read is never copied into the buffer and shifted out of it again.
+        (length,) = _LENGTH.unpack_from(buf)
+        if length < 4 or length > self.max_frame_size - 4:  # only after a HeaderDecodeError
+            buf.clear()
+            self._fail(length)
+        need = 4 + length - len(buf)
+        if need <= 0:  # whole frames already buffered (a HeaderDecodeError stopped the scan)
+            buf += data
+            self._split(buf, 0, out)
+            return out
+        if need > len(data):
+            buf += data
+            return out
+        buf += memoryview(data)[:need]
+        try:
+            self._split(buf, 0, out)
+        except HeaderDecodeError:
+            buf += memoryview(data)[need:]  # what follows the bad frame, for ``feed(b"")``
+            raise
+        self._split(data, need, out)
+        return out
+
+    def _split(self, src: bytes | bytearray, pos: int, out: list[RemotingCommand]) -> None:
+        """Append every complete frame of ``src[pos:]`` to ``out``; keep the rest in the buffer."""
+        buf = self._buf
         end = len(src)
+        append = out.append
         unpack = _WORDS.unpack_from
         limit = self.max_frame_size - 4
         json_decode = header_json.decode_header
+        new = _new
+        command = RemotingCommand
+        # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
+        # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
         try:
-            while end - pos >= 4:
-                if end - pos >= 8:
-                    length, word = unpack(src, pos)
-                else:
-                    length, word = _LENGTH.unpack_from(src, pos)[0], 0
+            while end - pos >= 8:
+                length, word = unpack(src, pos)
                 if length < 4 or length > limit:
-                    if length > limit:
-                        err: FrameError = FrameTooLargeError(
-                            f"frame length {length} exceeds max frame size {self.max_frame_size}"
-                        )
-                    else:
-                        err = FrameError(f"invalid frame length {length}")
-                    self._broken = err
-                    raise err
+                    self._fail(length)
                 stop = pos + 4 + length
                 if stop > end:
                     break
-                hstart = pos + 8
-                bstart = hstart + (word & 0xFFFFFF)
-                pos = stop
+                bstart = pos + 8 + (word & 0xFFFFFF)
                 if bstart > stop:
+                    pos = stop
                     raise HeaderDecodeError(
                         f"header length {word & 0xFFFFFF} exceeds the frame ({length - 4} bytes)"
                     )
-                # Header and body are copied out (the body once, as bytes): no view of the
-                # buffer outlives this loop, so the buffer can be resized below.
-                header = src[hstart:bstart]
+                header = src[pos + 8 : bstart]
                 body: bytes | None
                 if stop == bstart:
                     body = None
                 elif view is None:
-                    body = data[bstart:stop]  # src is data: one copy, straight to bytes
+                    body = src[bstart:stop]  # type: ignore[assignment]  # src is bytes here
                 else:
                     body = view[bstart:stop].tobytes()
+                pos = stop
                 try:
-                    if word >> 24 == 0:  # JSON, the common case: skip one call layer
-                        code, language, version, opaque, flag, remark, ext = json_decode(header)
-                        append(RemotingCommand(code, opaque, flag, remark, ext, body, language, version, 0))
+                    if word >> 24 == 0:  # JSON, the common case: no call layers, slots filled directly
+                        cmd = new(command)
+                        (
+                            cmd.code,
+                            cmd.language,
+                            cmd.version,
+                            cmd.opaque,
+                            cmd.flag,
+                            cmd.remark,
+                            cmd.ext_fields,
+                        ) = json_decode(header)
+                        cmd.body = body
+                        cmd.serialize_type = 0
+                        append(cmd)
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))
                 except HeaderDecodeError as exc:
                     exc.decoded = out
                     raise
+            if 4 <= end - pos < 8:  # a split prefix: check the length before buffering it
+                (length,) = _LENGTH.unpack_from(src, pos)
+                if length < 4 or length > limit:
+                    self._fail(length)
         finally:
             if view is not None:
                 view.release()
@@ -126,5 +159,14 @@ class FrameDecoder:
                 if pos:
                     del buf[:pos]
             elif pos < end:
-                buf += src[pos:] if pos else src
-        return out
+                buf += memoryview(src)[pos:] if pos else src
+
+    def _fail(self, length: int) -> None:
+        """Mark the stream broken by an impossible length prefix and raise."""
+        err: FrameError
+        if length > self.max_frame_size - 4:
+            err = FrameTooLargeError(f"frame length {length} exceeds max frame size {self.max_frame_size}")
+        else:
+            err = FrameError(f"invalid frame length {length}")
+        self._broken = err
+        raise err

@@ -67,6 +67,12 @@ _TPL_EXT_REMARK = (
     b'"serializeTypeCurrentRPC":"%b","version":%d}'
 )
 _SERIALIZE_NAMES = ("JSON", "ROCKETMQ")
+#: The same two templates with serializeTypeCurrentRPC JSON already filled in, for
+#: ``RemotingCommand.encode_header``'s inline fast path (no remark, JSON, orjson present).
+TPL_JSON = _TPL.replace(b'"%b","version"', b'"JSON","version"')
+TPL_EXT_JSON = _TPL_EXT.replace(b'"%b","version"', b'"JSON","version"')
+LANGUAGE_BYTES = _LANGUAGE_BYTES
+dumps = _dumps
 #: Credential keys the C++ client always sends, empty when no ACL is configured.
 _EMPTY_MEANS_ABSENT = frozenset(("Signature", "AccessKey", "OnsChannel"))
 

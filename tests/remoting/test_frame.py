@@ -361,3 +361,104 @@ def test_generated_int_parsing_agrees_with_the_checked_parser(raw: str) -> None:
     except HeaderFieldError as exc:
         got = str(exc)
     assert got == want
+
+
+@pytest.mark.parametrize("ext", [None, {}, {"b": "1", "a": 'é\u0001"\\\n'}])
+@pytest.mark.parametrize("remark", [None, "", "ok"])
+@pytest.mark.parametrize("language", [LanguageCode.JAVA, LanguageCode.PYTHON, 99])
+@pytest.mark.parametrize("stype", [0, 1])
+def test_command_encoder_matches_the_header_codec(
+    ext: dict[str, str] | None, remark: str | None, language: int, stype: int
+) -> None:
+    # RemotingCommand.encode_header renders its common case (JSON, no remark) inline from the
+    # codec's templates: the bytes must be what the codec itself produces.
+    cmd = RemotingCommand(
+        RequestCode.SEND_MESSAGE_V2, 2**31 - 1, 1, remark, ext, b"body", language, 409, stype
+    )
+    head = cmd.encode_header()
+    total, word = struct.unpack_from(">ii", head)
+    header = head[8:]
+    assert (total, word) == (4 + len(header) + 4, (stype << 24) | len(header))
+    if stype == 0:
+        assert header == header_json.encode_header(
+            RequestCode.SEND_MESSAGE_V2, language, 409, 2**31 - 1, 1, remark, ext
+        )
+    (got,) = FrameDecoder().feed(head + b"body")
+    if stype == 0 and language == 99:  # JSON names the language: an unknown one reads back as OTHER
+        cmd.language = LanguageCode.OTHER
+    if stype == 1 and remark == "":  # the binary header has no empty remark, as in Java
+        cmd.remark = None
+    same(got, cmd)
+
+
+def test_partial_frame_completed_by_a_read_that_carries_a_bad_header() -> None:
+    good = RemotingCommand(RequestCode.SEND_MESSAGE, 1, body=b"a" * 300).encode()
+    bad = frame_of(b'{"code":1,"opaque":42,"flag":0,"version":1,"language":"JAVA","remark":5}', b"zz")
+    after = RemotingCommand(RequestCode.SEND_MESSAGE, 3, body=b"c").encode()
+    dec = FrameDecoder()
+    # the first read ends inside the bad frame; the second completes it and carries the next
+    assert [c.opaque for c in dec.feed(good + bad[:20])] == [1]
+    with pytest.raises(HeaderDecodeError) as info:
+        dec.feed(bad[20:] + after)
+    assert info.value.opaque == 42 and info.value.decoded == []
+    assert [c.opaque for c in dec.feed(b"")] == [3]
+    assert dec.buffered == 0
+    # and when the partial frame is good, the frames after it come straight from the read
+    assert [c.opaque for c in dec.feed(good[:50])] == []
+    assert [c.opaque for c in dec.feed(good[50:] + after + good[:7])] == [1, 3]
+    assert dec.buffered == 7
+
+
+def test_oversize_prefix_behind_a_bad_header_fails_on_the_next_read() -> None:
+    # A bad header stops the scan, so the length behind it is checked by the next feed,
+    # whatever that feed carries: the claim is rejected, never awaited.
+    bad = frame_of(b'{"code":1,"opaque":42,"remark":5}')
+    dec = FrameDecoder()
+    with pytest.raises(HeaderDecodeError):
+        dec.feed(bad + struct.pack(">ii", 2**31 - 1, 0))
+    with pytest.raises(FrameTooLargeError):
+        dec.feed(b"x" * 10)
+    assert dec.buffered == 0
+    with pytest.raises(FrameTooLargeError):
+        dec.feed(b"")
+
+
+def test_header_template_cache_stays_bounded_and_exact() -> None:
+    from pocketmq.remoting.protocol import command
+
+    for code in range(command._MAX_TEMPLATES + 10):
+        cmd = RemotingCommand(code, code * 7, 1, None, {"k": "%d%b"} if code % 2 else None)
+        assert cmd.encode_header()[8:] == header_json.encode_header(
+            code, cmd.language, cmd.version, cmd.opaque, 1, None, cmd.ext_fields
+        )
+        assert len(command._json_templates) <= command._MAX_TEMPLATES
+
+
+def test_more_data_instead_of_empty_feed_after_a_bad_header() -> None:
+    # After a HeaderDecodeError whole frames may still be buffered; a caller that feeds new
+    # bytes instead of b"" gets them all, in order.
+    bad = frame_of(b'{"code":1,"opaque":42,"remark":5}')
+    frames = [RemotingCommand(RequestCode.SEND_MESSAGE, i, body=b"b" * i).encode() for i in range(1, 5)]
+    dec = FrameDecoder()
+    with pytest.raises(HeaderDecodeError):
+        dec.feed(bad + frames[0] + frames[1] + frames[2][:5])
+    assert [c.opaque for c in dec.feed(frames[2][5:] + frames[3])] == [1, 2, 3, 4]
+    assert dec.buffered == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2000), max_size=8))
+def test_frames_split_into_many_reads(cuts: list[int]) -> None:
+    # Partial frames completed from the next read, several frames per read, reads smaller
+    # than a length word: every split of the stream decodes to the same commands.
+    stream = b"".join(c.encode() for c in sample_commands()) * 2
+    points = sorted({min(c, len(stream)) for c in cuts})
+    dec = FrameDecoder()
+    got: list[RemotingCommand] = []
+    start = 0
+    for point in [*points, len(stream)]:
+        got += dec.feed(stream[start:point])
+        start = point
+    assert dec.buffered == 0
+    for a, b in zip(got, sample_commands() * 2, strict=True):
+        same(a, b)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -305,3 +306,41 @@ async def test_replies_join_the_open_batch_in_order_and_close_flushes_it() -> No
     assert transport.closing and transport.opaques() == [1, 2, 77, 3]
     await asyncio.sleep(0)
     assert transport.opaques() == [1, 2, 77, 3]  # nothing written twice
+
+
+async def test_reply_to_a_cancelled_request_is_dropped() -> None:
+    conn, transport = recording_connection()
+    first = conn.request(RemotingCommand(ECHO, 1), 5.0)
+    second = conn.request(RemotingCommand(ECHO, 2), 5.0)
+    first.cancel()  # e.g. the caller wrapped the await in its own timeout
+    conn.data_received(RemotingCommand(0, 1, 1).encode() + RemotingCommand(0, 2, 1, "ok").encode())
+    assert second.result().remark == "ok"
+    assert conn.pending == {}
+
+
+async def test_batched_requests_take_their_deadline_from_the_turn() -> None:
+    conn, transport = recording_connection()
+    before = time.monotonic()
+    conn.request(RemotingCommand(ECHO, 1), 5.0)  # written at once: reads the clock
+    late = conn.request(RemotingCommand(ECHO, 2), 0.5)  # batched: the turn's clock read
+    assert before + 0.5 <= conn.pending[2][1] <= time.monotonic() + 0.5
+    assert conn.expire(time.monotonic()) == 0
+    assert conn.expire(time.monotonic() + 0.6) == 1
+    with pytest.raises(RemotingTimeoutError):
+        late.result()
+    assert list(conn.pending) == [1]
+
+
+async def test_writes_after_close_fail_even_while_a_batch_is_open() -> None:
+    conn, transport = recording_connection()
+    conn.request(RemotingCommand(ECHO, 1), 5.0)
+    conn.request(RemotingCommand(ECHO, 2), 5.0)  # batched
+    conn.close()
+    assert transport.opaques() == [1, 2]
+    with pytest.raises(RemotingConnectError):
+        conn.send(RemotingCommand(ECHO, 3))
+    with pytest.raises(RemotingConnectError):
+        conn.request(RemotingCommand(ECHO, 4), 5.0)
+    assert sorted(conn.pending) == [1, 2]
+    await asyncio.sleep(0)
+    assert transport.opaques() == [1, 2]
