@@ -10,9 +10,10 @@ and rolled-back transaction records get queue offset 0 and do not advance the co
 from __future__ import annotations
 
 import logging
-import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -31,6 +32,8 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store.clock import _time_ns, now_ms
 from pocketmq.store.config import MessageStoreConfig
+from pocketmq.store.crc import FAST_CRC_MIN as _LONG
+from pocketmq.store.crc import crc32_long, crc32_short
 from pocketmq.store.mapped_file import MappedFile
 from pocketmq.store.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.message_inner import MessageInner
@@ -42,8 +45,12 @@ _TX_MASK = TRANSACTION_ROLLBACK_TYPE  # 0xC
 #: transaction types that get queue offset 0 and no ConsumeQueue unit
 _UNCOUNTED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
-#: (phy offset, size, topic, queue id, queue offset, store time, sys flag, prepared offset, properties)
-AppendedRecord = tuple[int, int, str, int, int, int, int, int, str]
+#: sizes and properties of the records of a batch put (in order)
+BatchFields = tuple[list[int], list[str]]
+#: (phy offset, size, topic, queue id, queue offset, store time, sys flag, prepared offset,
+#: properties, None) for one record; for a batch put, size is the batch's total size, queue
+#: offset the first record's, properties "" and the last field the records' ``BatchFields``
+AppendedRecord = tuple[int, int, str, int, int, int, int, int, str, BatchFields | None]
 _APPENDED_MAX = 200_000
 
 # One shared result per failure status: they carry no per-message data.
@@ -54,8 +61,21 @@ _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
-_crc32 = zlib.crc32
+_crc32 = crc32_short
+_crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
+
+
+@dataclass(slots=True)
+class _Encoded:
+    """An encoded batch: record parts, sizes, properties, total size and the sysFlag of every
+    record (one int when they share it, which makes the batch one reput entry)."""
+
+    parts: list[bytes]
+    sizes: list[int]
+    props: list[str]
+    total: int
+    flags: int | list[int]
 
 
 class CommitLog:
@@ -170,7 +190,7 @@ class CommitLog:
         mm = mf.mm
         prepared = msg.prepared_transaction_offset
         prefix.pack_into(
-            mm, pos, size, MESSAGE_MAGIC_CODE, _crc32(body) & 0x7FFFFFFF, queue_id, msg.flag,
+            mm, pos, size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id, msg.flag,
             qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
             msg.reconsume_times, prepared, blen,
         )  # fmt: skip
@@ -180,7 +200,7 @@ class CommitLog:
         if counted:
             self.topic_queue_table[key] = qoff + 1
         # (bounded: the oldest entries fall off and reput decodes those records instead)
-        self.appended.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props))
+        self.appended.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
         self.put_times_total += 1
         self.put_size_total += size
         return PutResult(_PUT_OK, AppendResult(_APPEND_OK, phy, size, now, qoff, 1, msg.store_host))
@@ -189,7 +209,9 @@ class CommitLog:
         """Append a batch that shares topic and queue; all records land in one segment.
 
         The records are encoded into one list of parts and copied into the mapping with one
-        slice assignment; nothing is written unless the whole batch is valid.
+        slice assignment; nothing is written unless the whole batch is valid. Reput gets the
+        whole batch as one ``appended`` entry (``BatchFields``) when its records share their
+        sysFlag (a broker batch always does), else one entry per record.
         """
         if not msgs:
             return _FAIL_ILLEGAL
@@ -200,11 +222,11 @@ class CommitLog:
             return _FAIL_ILLEGAL
         files = self.mfq.files
         mf = files[-1] if files else None
-        now = self.clock()
+        now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position if mf else 0, now)
         if isinstance(encoded, PutResult):
             return encoded
-        parts, records, total = encoded
+        total = encoded.total
         if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
             if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
                 return _FAIL_ILLEGAL
@@ -212,43 +234,69 @@ class CommitLog:
             if mf is None:
                 return _FAIL_CREATE
             # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
-            encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position, now)
-            assert not isinstance(encoded, PutResult)
-            parts, records, total = encoded
+            again = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position, now)
+            assert not isinstance(again, PutResult)
+            encoded = again
         pos = mf.wrote_position
-        mf.mm[pos : pos + total] = b"".join(parts)
+        mf.mm[pos : pos + total] = b"".join(encoded.parts)
         mf.wrote_position = pos + total
         mf.last_store_timestamp = now
-        key = (topic, first.queue_id)
-        base_qoff = records[0][4]
-        self.topic_queue_table[key] = base_qoff + len(records)
-        self.appended.extend(records)
-        self.put_times_total += len(records)
+        queue_id = first.queue_id
+        key = (topic, queue_id)
+        sizes = encoded.sizes
+        n = len(sizes)
+        base_qoff = self.topic_queue_table.get(key, 0)
+        self.topic_queue_table[key] = base_qoff + n
+        phy = mf.file_from_offset + pos
+        offsets = list(accumulate(sizes, initial=phy))
+        offsets.pop()
+        flags = encoded.flags
+        if isinstance(flags, int):
+            self.appended.append(
+                (phy, total, topic, queue_id, base_qoff, now, flags, 0, "", (sizes, encoded.props))
+            )
+        else:
+            q = base_qoff
+            for off, size, flag, m, props in zip(offsets, sizes, flags, msgs, encoded.props, strict=True):
+                self.appended.append(
+                    (off, size, topic, queue_id, q, now, flag, m.prepared_transaction_offset, props, None)
+                )
+                q += 1
+        self.put_times_total += n
         self.put_size_total += total
-        result = AppendResult(
-            _APPEND_OK,
-            mf.file_from_offset + pos,
-            total,
-            now,
-            base_qoff,
-            len(records),
-            first.store_host,
-            [r[0] for r in records],
-        )
+        result = AppendResult(_APPEND_OK, phy, total, now, base_qoff, n, first.store_host, offsets)
         return PutResult(_PUT_OK, result)
 
     def _encode_batch(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
-    ) -> tuple[list[bytes], list[AppendedRecord], int] | PutResult:
-        """Records of a batch starting at CommitLog offset ``phy``, or the refusal."""
+    ) -> _Encoded | PutResult:
+        """Records of a batch starting at CommitLog offset ``phy``, or the refusal.
+
+        Per message: one ``pack`` of the prefix, the CRC and the properties encoding; what
+        the messages of a broker batch share (hosts, sysFlag, topic) is worked out once.
+        """
         first = msgs[0]
         topic = first.topic
         queue_id = first.queue_id
         qoff = self.topic_queue_table.get((topic, queue_id), 0)
         max_body = self.max_body
         tail_len = len(head) + 2
+        born = first.born_host
+        store = first.store_host
+        born_ip, born_port = born
+        store_ip, store_port = store
+        sys_flag = (first.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
+        prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+        pack = prefix.pack
+        fixed = prefix.size + tail_len
+        crc32 = _crc32_long if min(len(m.body) for m in msgs) >= _LONG else _crc32
+        pack_len = _pack_props_len
         parts: list[bytes] = []
-        records: list[AppendedRecord] = []
+        add = parts.extend
+        sizes: list[int] = []
+        props_list: list[str] = []
+        base_flag = first.sys_flag
+        uniform = True
         start = phy
         for m in msgs:
             if m.topic != topic or m.queue_id != queue_id:
@@ -264,32 +312,75 @@ class CommitLog:
                 return _FAIL_PROPS
             if blen > max_body:
                 return _FAIL_ILLEGAL
-            born_ip, born_port = m.born_host
-            store_ip, store_port = m.store_host
-            sys_flag = m.sys_flag
-            if len(born_ip) == 4 and len(store_ip) == 4:
-                sys_flag &= ~HOST_FLAGS_MASK
-                prefix = _PREFIX_V4
-            else:
-                sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-                prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-            size = prefix.size + blen + tail_len + plen
-            prepared = m.prepared_transaction_offset
-            parts += (
-                prefix.pack(
-                    size, MESSAGE_MAGIC_CODE, _crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
-                    sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-                    m.reconsume_times, prepared, blen,
-                ),
-                body,
-                head,
-                _pack_props_len(plen),
-                props_b,
+            if (
+                m.sys_flag != base_flag
+                or not (m.born_host is born or m.born_host == born)
+                or not (m.store_host is store or m.store_host == store)
+            ):
+                uniform = False
+                break
+            size = fixed + blen + plen
+            add(
+                (
+                    pack(
+                        size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
+                        sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
+                        m.reconsume_times, m.prepared_transaction_offset, blen,
+                    ),
+                    body,
+                    head,
+                    pack_len(plen),
+                    props_b,
+                )
             )  # fmt: skip
-            records.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props))
+            sizes.append(size)
+            props_list.append(props)
             phy += size
             qoff += 1
-        return parts, records, phy - start
+        if uniform:
+            return _Encoded(parts, sizes, props_list, phy - start, sys_flag)
+        return self._encode_mixed(msgs, head, start, now)
+
+    def _encode_mixed(
+        self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
+    ) -> _Encoded | PutResult:
+        """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker)."""
+        queue_id = msgs[0].queue_id
+        qoff = self.topic_queue_table.get((msgs[0].topic, queue_id), 0)
+        parts: list[bytes] = []
+        sizes: list[int] = []
+        props_list: list[str] = []
+        flags: list[int] = []
+        start = phy
+        for m in msgs:
+            props = m.properties_string()
+            props_b = props.encode()
+            if len(props_b) > MAX_PROPERTIES_LENGTH:
+                return _FAIL_PROPS
+            if len(m.body) > self.max_body:
+                return _FAIL_ILLEGAL
+            born_ip, born_port = m.born_host
+            store_ip, store_port = m.store_host
+            sys_flag = (m.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
+            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+            size = prefix.size + len(m.body) + len(head) + 2 + len(props_b)
+            parts += (
+                prefix.pack(
+                    size, MESSAGE_MAGIC_CODE, _crc32(m.body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
+                    sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
+                    m.reconsume_times, m.prepared_transaction_offset, len(m.body),
+                ),
+                m.body,
+                head,
+                _pack_props_len(len(props_b)),
+                props_b,
+            )  # fmt: skip
+            sizes.append(size)
+            props_list.append(props)
+            flags.append(sys_flag)
+            phy += size
+            qoff += 1
+        return _Encoded(parts, sizes, props_list, phy - start, flags)
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``).

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import struct
 from collections.abc import Callable, Iterator
+from itertools import accumulate, chain
 
 from pocketmq.store.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
 from pocketmq.store.mapped_file import MappedFile
@@ -23,6 +25,17 @@ logger = logging.getLogger(__name__)
 _BLANK_UNIT = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
 _unpack_unit = CQ_UNIT.unpack_from
 _pack_unit = CQ_UNIT.pack_into
+#: n -> the struct of n consecutive units (batch dispatch); small n only, see ``_units_struct``
+_RUNS: dict[int, struct.Struct] = {}
+
+
+def _units_struct(n: int) -> struct.Struct:
+    st = _RUNS.get(n)
+    if st is None:
+        st = struct.Struct(">" + "qiq" * n)
+        if n <= 256:
+            _RUNS[n] = st
+    return st
 
 
 class ConsumeQueue:
@@ -147,6 +160,32 @@ class ConsumeQueue:
                     self.last_store_timestamp = store_timestamp
                 return
         self._put_slow(phy, size, tags_code, cq_offset, store_timestamp)
+
+    def put_run(self, phy: int, sizes: list[int], tags_codes: list[int], cq_offset: int, ts: int) -> bool:
+        """Units of consecutive records (a batch put) appended with one ``pack_into``.
+
+        False, with nothing written, unless they are exactly the next units of the last file
+        and fit in it; the caller then ``put``s them one by one.
+        """
+        files = self.mfq.files
+        if not files:
+            return False
+        mf = files[-1]
+        pos = cq_offset * CQ_UNIT_SIZE - mf.file_from_offset
+        n = len(sizes)
+        end_pos = pos + n * CQ_UNIT_SIZE
+        if pos != mf.wrote_position or end_pos > mf.file_size:
+            return False
+        offsets = list(accumulate(sizes, initial=phy))
+        end = offsets[-1]
+        units = _units_struct(n)
+        units.pack_into(mf.mm, pos, *chain.from_iterable(zip(offsets, sizes, tags_codes, strict=False)))
+        mf.wrote_position = end_pos
+        if end > self.max_physic_offset:  # noqa: PLR1730
+            self.max_physic_offset = end
+        if ts:
+            self.last_store_timestamp = ts
+        return True
 
     def redispatch(self, phy: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int) -> bool:
         """Recovery: check (repair) or append the unit of ``cq_offset``; False if it lies beyond

@@ -10,7 +10,7 @@ at a CommitLog position are a valid record) and returns ``(size, request)``:
 * ``CORRUPT``                             - anything else (bad magic, sizes, CRC, offset, UTF-8).
 
 Records appended by this process skip all of that: ``CommitLog.appended`` hands reput their
-dispatch fields, and ``_reput_appended`` dispatches them without decoding anything.
+dispatch fields, and ``reput_fast.reput_appended`` dispatches them without decoding anything.
 
 ``Dispatcher.do_reput`` runs synchronously on the loop: it decodes from ``reput_from_offset``
 up to the CommitLog's written end, appends ConsumeQueue units, index entries, and notifies the
@@ -20,15 +20,11 @@ arriving listener. ``store/services/reput.py`` drives it when a put sets the wak
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pocketmq.remoting.protocol.message import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    MessageConst,
-    get_property,
-    string_to_properties,
     tags_hash,
 )
 from pocketmq.store.commitlog import CommitLog
@@ -37,7 +33,9 @@ from pocketmq.store.cq_table import ConsumeQueueTable
 from pocketmq.store.index_file import IndexService
 from pocketmq.store.layout import SCHEDULE_TOPIC
 from pocketmq.store.listener import MessageArrivingListener
+from pocketmq.store.props_fields import LazyProperties, deliver_time, dispatch_fields, tags_code_of
 from pocketmq.store.records import CORRUPT, END, INCOMPLETE, Buf, validate_record
+from pocketmq.store.reput_fast import reput_appended
 
 __all__ = [
     "CORRUPT",
@@ -54,15 +52,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE
-#: TAGS value -> tagsCode for the fast path (bounded; ``tags_hash`` has its own cache too)
-_TAG_CODES: dict[str, int] = {}
-_DELAY = MessageConst.DELAY
-_TAGS_NEEDLE = "\x02TAGS\x01"
-_KEYS_NEEDLE = "\x02KEYS\x01"
-_UNIQ_NEEDLE = "\x02UNIQ_KEY\x01"
-_ROLLBACK = TRANSACTION_ROLLBACK_TYPE
-#: prepared and rolled-back transaction records get no ConsumeQueue unit
-_UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
 @dataclass(slots=True)
@@ -79,70 +68,6 @@ class DispatchRequest:
     sys_flag: int
     prepared_transaction_offset: int
     properties_str: str
-
-
-class LazyProperties(Mapping[str, str]):
-    """Properties of a dispatched record, parsed only if the listener looks at them."""
-
-    __slots__ = ("_d", "_s")
-
-    def __init__(self, s: str) -> None:
-        self._s = s
-        self._d: dict[str, str] | None = None
-
-    def _dict(self) -> dict[str, str]:
-        if self._d is None:
-            self._d = string_to_properties(self._s)
-        return self._d
-
-    def __getitem__(self, key: str) -> str:
-        return self._dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._dict())
-
-    def __len__(self) -> int:
-        return len(self._dict())
-
-
-def _tag_code(tags: str) -> int:
-    if len(_TAG_CODES) > 4096:
-        _TAG_CODES.clear()
-    code = _TAG_CODES[tags] = tags_hash(tags)
-    return code
-
-
-def tags_code_of(props: str) -> int:
-    """The hash of the TAGS property (first occurrence, as ``get_property``); 0 without tags."""
-    if props.startswith("TAGS\x01"):
-        a = 5
-    else:
-        a = props.find(_TAGS_NEEDLE)
-        if a < 0:
-            return 0
-        a += 6
-    e = props.find("\x02", a)
-    tags = props[a:e] if e >= 0 else props[a:]
-    if not tags:
-        return 0
-    code = _TAG_CODES.get(tags)
-    return _tag_code(tags) if code is None else code
-
-
-def dispatch_fields(props: str) -> tuple[str | None, str | None, str | None]:
-    """``(TAGS, KEYS, UNIQ_KEY)`` of a properties string (first occurrence, as ``get_property``).
-
-    One framing string and three ``find`` calls instead of three ``get_property`` calls: the
-    separators around the string make every value end at a separator.
-    """
-    s = f"\x02{props}\x02"
-    i = s.find(_TAGS_NEEDLE)
-    tags = s[i + 6 : s.find("\x02", i + 6)] if i >= 0 else None
-    i = s.find(_KEYS_NEEDLE)
-    keys = s[i + 6 : s.find("\x02", i + 6)] if i >= 0 else None
-    i = s.find(_UNIQ_NEEDLE)
-    uniq = s[i + 10 : s.find("\x02", i + 10)] if i >= 0 else None
-    return tags, keys, uniq
 
 
 def check_message(
@@ -184,25 +109,10 @@ def make_request(
         if tags:
             tags_code = tags_hash(tags)
         if topic == SCHEDULE_TOPIC:
-            tags_code = _deliver_time(props, store_ts, delay_levels, tags_code)
+            tags_code = deliver_time(props, store_ts, delay_levels, tags_code)
     return DispatchRequest(
         topic, queue_id, phy, size, tags_code, store_ts, queue_offset, keys, uniq, sys_flag, prepared, props
     )
-
-
-def _deliver_time(props: str, store_ts: int, delay_levels: list[int], default: int) -> int:
-    """tagsCode of a SCHEDULE_TOPIC_XXXX unit: store time + the level's delay (Java semantics)."""
-    raw = get_property(props, _DELAY)
-    if raw is None:
-        return default
-    try:
-        level = int(raw)
-    except ValueError:
-        return default
-    level = min(level, len(delay_levels))
-    if level <= 0:
-        return default
-    return store_ts + delay_levels[level - 1]
 
 
 def is_dispatched_to_queue(sys_flag: int) -> bool:
@@ -236,6 +146,8 @@ class Dispatcher:
         #: store time of the last dispatched record (checkpoint logics/index timestamps)
         self.last_dispatched_timestamp = 0
         self.dispatched_total = 0
+        #: index entries of a fast-path slice whose write failed (``reput_fast``): retried first
+        self.index_backlog: tuple[list[int], list[int], list[int]] | None = None
 
     @property
     def behind(self) -> int:
@@ -283,11 +195,14 @@ class Dispatcher:
         delay_levels = self.delay_levels
         dispatch = self.dispatch
         n = 0
+        if self.index_backlog is not None:
+            self.index.put_hashes(*self.index_backlog)
+            self.index_backlog = None
         try:
             while n < budget:
                 off = self.reput_from_offset
                 if pending and pending[0][0] <= off:
-                    got = self._reput_appended(budget - n)
+                    got = reput_appended(self, budget - n)
                     if got:
                         n += got
                         continue
@@ -327,68 +242,4 @@ class Dispatcher:
         finally:
             self.dispatched_total += n
             self.index.write_headers()
-        return n
-
-    def _reput_appended(self, budget: int) -> int:
-        """Fast path over ``CommitLog.appended``: no decoding, no ``DispatchRequest``.
-
-        Does exactly what ``make_request`` + ``dispatch`` do, inlined: this loop is the
-        per-message cost of dispatch (store_bench ``put_*``), so globals and attributes are
-        bound to locals once per call. A record whose ConsumeQueue or index write raised is
-        put back and retried by the next call.
-        """
-        pending = self.commitlog.appended
-        off = self.reput_from_offset
-        popleft = pending.popleft
-        while pending and pending[0][0] < off:  # dispatched by the decoding path already
-            popleft()
-        if not pending or pending[0][0] != off:
-            return 0
-        queues = self.cq_table.flat
-        find_or_create = self.cq_table.find_or_create
-        build_index = self.index.build_index if self.index_enable else None
-        listener = self.listener
-        tag_codes = _TAG_CODES
-        fields = dispatch_fields
-        n = 0
-        last_ts = 0
-        try:
-            while pending and n < budget:
-                rec = popleft()
-                phy, size, topic, qid, qoff, ts, sys_flag, _prepared, props = rec
-                if phy != off:
-                    pending.appendleft(rec)
-                    break
-                try:
-                    keys = uniq = None
-                    tags_code = 0
-                    if props:
-                        tags, keys, uniq = fields(props)
-                        if tags:
-                            code = tag_codes.get(tags)
-                            tags_code = _tag_code(tags) if code is None else code
-                        if topic == SCHEDULE_TOPIC:
-                            tags_code = _deliver_time(props, ts, self.delay_levels, tags_code)
-                    tx = sys_flag & 0xC
-                    queued = tx not in _UNQUEUED
-                    if queued:
-                        cq = queues.get((topic, qid))
-                        if cq is None:
-                            cq = find_or_create(topic, qid)
-                        cq.put(phy, size, tags_code, qoff, ts)
-                    if build_index is not None and tx != _ROLLBACK and (uniq or keys):
-                        build_index(topic, phy, ts, uniq, keys)
-                    if queued and listener is not None:
-                        self.reput_from_offset = phy + size
-                        listener.arriving(topic, qid, qoff + 1, tags_code, ts, None, LazyProperties(props))
-                except BaseException:
-                    pending.appendleft(rec)
-                    raise
-                off = phy + size
-                last_ts = ts
-                n += 1
-        finally:
-            self.reput_from_offset = off
-            if n:
-                self.last_dispatched_timestamp = last_ts
         return n

@@ -50,6 +50,17 @@ _unpack_slot = INDEX_SLOT.unpack_from
 _pack_slot = INDEX_SLOT.pack_into
 _pack_entry = INDEX_ENTRY.pack_into
 _pack_two_entries = struct.Struct(">" + INDEX_ENTRY.format.lstrip(">") * 2).pack_into
+_ENTRY_FMT = INDEX_ENTRY.format.lstrip(">")
+#: n -> the struct of n consecutive entries (n <= _RUN)
+_RUNS: dict[int, struct.Struct] = {}
+_RUN = 256
+
+
+def _entries_struct(n: int) -> struct.Struct:
+    st = _RUNS.get(n)
+    if st is None:
+        st = _RUNS[n] = struct.Struct(">" + _ENTRY_FMT * n)
+    return st
 
 
 class IndexFile:
@@ -195,6 +206,57 @@ class IndexFile:
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
         return len(hashes)
+
+    def put_hashes(self, hashes: list[int], phys: list[int], tss: list[int]) -> bool:
+        """Entries of consecutive records (one reput slice), packed in runs of ``_RUN`` entries.
+
+        ``phys[i]`` and ``tss[i]`` are the record and store time of ``hashes[i]``. False, with
+        nothing written, unless the file has room past its first entry for all of them; the
+        bytes are what ``put_hashed`` per key writes.
+        """
+        idx = self.index_count
+        n = len(hashes)
+        if idx <= 1 or idx + n > self.index_num:
+            return False
+        begin = self.begin_timestamp
+        slot_num = self.slot_num
+        mf = self.mf
+        slots = mf.aux
+        args: list[int] = []
+        add = args.extend
+        new_slots = 0
+        i = idx
+        last_ts = -1
+        diff = 0
+        for h, phy, ts in zip(hashes, phys, tss, strict=True):
+            if ts != last_ts:
+                last_ts = ts
+                diff = (ts - begin) // 1000 if begin > 0 else 0
+                if diff < 0:
+                    diff = 0
+                elif diff > _MAX_INT:
+                    diff = _MAX_INT
+            s = h % slot_num
+            v = slots[s]
+            if v <= 0 or v > i:
+                v = 0
+                new_slots += 1
+            add((h, phy, diff, v))
+            slots[s] = i
+            i += 1
+        mm = mf.mm
+        pos = self.entries_base + idx * INDEX_ENTRY_SIZE
+        if n <= _RUN:
+            _entries_struct(n).pack_into(mm, pos, *args)
+        else:
+            for k in range(0, n, _RUN):
+                m = min(_RUN, n - k)
+                _entries_struct(m).pack_into(mm, pos + k * INDEX_ENTRY_SIZE, *args[k * 4 : (k + m) * 4])
+        self.hash_slot_count += new_slots
+        self.index_count = i
+        self.end_phy_offset = phys[-1]
+        self.end_timestamp = tss[-1]
+        return True
 
     def put_two(self, h1: int, h2: int, phy_offset: int, store_timestamp: int) -> None:
         """``put_entries((h1, h2), ...)`` for a file with room past its first entry: the one
@@ -366,6 +428,48 @@ class IndexService:
             f = self._new_file()
             done += f.put_entries(hashes[done:], phy, store_ts)
         self._dirty = True
+
+    def put_hashes(self, hashes: list[int], phys: list[int], tss: list[int]) -> None:
+        """Index entries of consecutive records (reput's fast path collects a slice's);
+        ``phys[i]`` and ``tss[i]`` are the record and store time of ``hashes[i]``. Records
+        already indexed are skipped, so a failed call can be repeated whole.
+
+        Raises:
+            OSError: a new index file could not be created.
+        """
+        n = len(hashes)
+        i = 0
+        while i < n:
+            files = self.files
+            f = files[-1] if files else None
+            if f is not None and f.index_count > 1 and phys[i] > f.end_phy_offset:
+                # as many whole records as the file has room for, in one go
+                j = min(n, i + f.index_num - f.index_count)
+                if j < n:
+                    while j > i and phys[j] == phys[j - 1]:
+                        j -= 1
+                if j > i:
+                    if i == 0 and j == n:
+                        f.put_hashes(hashes, phys, tss)
+                    else:
+                        f.put_hashes(hashes[i:j], phys[i:j], tss[i:j])
+                    self._dirty = True
+                    i = j
+                    continue
+            # one record on its own: a new or full file, or a record indexed already
+            phy = phys[i]
+            j = i + 1
+            while j < n and phys[j] == phy:
+                j += 1
+            if not self.is_indexed(phy):
+                part = hashes[i:j]
+                f = f if f is not None else self._new_file()
+                done = f.put_entries(part, phy, tss[i])
+                while done < len(part):
+                    f = self._new_file()
+                    done += f.put_entries(part[done:], phy, tss[i])
+                self._dirty = True
+            i = j
 
     def is_indexed(self, phy: int) -> bool:
         """Whether the record at ``phy`` is already indexed (what ``build_index`` skips)."""

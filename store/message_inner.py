@@ -13,6 +13,7 @@ from pocketmq.remoting.protocol.message import (
 
 LOCALHOST: HostAddress = (b"\x7f\x00\x00\x01", 0)
 _WAIT_NEEDLE = MessageConst.WAIT + "\x01"
+_TRUE = "true"
 
 
 @dataclass(slots=True)
@@ -52,8 +53,14 @@ class MessageInner:
         """``WAIT`` property as Java reads it: absent → True, else ``Boolean.parseBoolean``."""
         p = self.properties
         if isinstance(p, str):
-            if _WAIT_NEEDLE not in p:  # the broker strips WAIT before storing: the common case
+            i = p.find(_WAIT_NEEDLE)
+            if i < 0:  # the broker strips WAIT before storing: the common case
                 return True
+            # a Java producer's "WAIT\x01true" (per put on the SYNC_FLUSH path): no parse
+            if (i == 0 or p[i - 1] == "\x02") and p.startswith(_TRUE, i + 5):
+                end = i + 9
+                if len(p) == end or p[end] == "\x02":
+                    return True
             value = get_property(p, MessageConst.WAIT)
         else:
             value = p.get(MessageConst.WAIT)

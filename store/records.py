@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import mmap
 import struct
-import zlib
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -39,6 +38,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_V4,
     SIZE_MAGIC,
 )
+from pocketmq.store.crc import FAST_CRC_MIN, crc32_long, crc32_short
 
 __all__ = ["CORRUPT", "END", "INCOMPLETE", "RecordFields", "validate_record"]
 
@@ -72,7 +72,8 @@ assert _SCAN_V4.size == RECORD_PREFIX_V4.size
 _V4_SIZE = _SCAN_V4.size
 _unpack_v4 = _SCAN_V4.unpack_from
 _unpack_props_len = PROPS_LEN.unpack_from
-_crc32 = zlib.crc32
+_crc32 = crc32_short
+_crc32_long = crc32_long
 _TOPICS: dict[bytes, str] = {}
 
 
@@ -133,7 +134,7 @@ def validate_record(
         return CORRUPT, None
     if check_crc:
         body = view[p : p + body_len] if view is not None else buf[p : p + body_len]
-        if _crc32(body) & 0x7FFFFFFF != crc:
+        if (_crc32_long if body_len >= FAST_CRC_MIN else _crc32)(body) & 0x7FFFFFFF != crc:
             return CORRUPT, None
     p += body_len
     topic_len = buf[p]

@@ -12,6 +12,7 @@ import asyncio
 import errno
 import logging
 import os
+import sys
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -89,6 +90,23 @@ class CommitLogFlushService(StoreService):
 
 #: pause before retrying a failed group-commit fsync
 _FSYNC_RETRY_S = 0.05
+#: GIL switch interval while group commit runs (see ``GroupCommitService.start``)
+SWITCH_INTERVAL_S = 0.0005
+#: [services that lowered it, the interval before the first did]
+_switch_state: list[float] = [0, 0.0]
+
+
+def _lower_switch_interval() -> None:
+    if _switch_state[0] == 0:
+        _switch_state[1] = sys.getswitchinterval()
+        sys.setswitchinterval(min(_switch_state[1], SWITCH_INTERVAL_S))
+    _switch_state[0] += 1
+
+
+def _restore_switch_interval() -> None:
+    _switch_state[0] -= 1
+    if _switch_state[0] == 0:
+        sys.setswitchinterval(_switch_state[1])
 
 
 class _Round:
@@ -141,6 +159,7 @@ class GroupCommitService(StoreService):
         self._eager = 1
         self._sweeper: asyncio.Task[None] | None = None
         self._flushed: asyncio.Future[bool] | None = None
+        self._switch_lowered = False
 
     def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]:
         """A future that becomes True once ``end_offset`` is on disk (False on timeout)."""
@@ -185,6 +204,13 @@ class GroupCommitService(StoreService):
         self._sweeper = asyncio.get_running_loop().create_task(
             self._sweep(), name="store-group-commit-timeouts"
         )
+        # An fsync that returned waits for the GIL before its waiters can be answered; while
+        # the loop is busy putting, CPython hands the GIL over only every switch interval
+        # (5 ms by default), which is several fsyncs' time and stalls the group-commit
+        # pipeline. 0.5 ms: store_bench sync_flush 33-58k -> 47-66k msgs/s, loop CPU per
+        # message unchanged. Process-wide, so only lowered, and put back on stop.
+        _lower_switch_interval()
+        self._switch_lowered = True
 
     async def run_once(self) -> None:
         rounds = self._rounds
@@ -241,6 +267,9 @@ class GroupCommitService(StoreService):
                     rnd.future.set_result(False)
 
     async def on_stop(self) -> None:
+        if self._switch_lowered:
+            self._switch_lowered = False
+            _restore_switch_interval()
         if self._sweeper is not None:
             self._sweeper.cancel()
             try:

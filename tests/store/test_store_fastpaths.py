@@ -348,3 +348,140 @@ def test_build_index_fast_path_writes_what_per_key_puts_write(tmp_path):
     fast.close()
     ref.close()
     assert _files(str(tmp_path), "fast") == _files(str(tmp_path), "ref")
+
+
+def _fill_batches(
+    root: str, msgs: list[MessageInner], *, decode: bool, listener: object = None
+) -> MessageStore:
+    """Batch puts of 1..37 messages (same topic and queue within a batch), some singles."""
+    clock = FakeClock()
+    store = MessageStore(tiny_config(root, max_index_num=300), clock=clock)
+    store.load()
+    store.arriving_listener = listener  # type: ignore[assignment]
+    rnd = random.Random(5)
+    by_key: dict[tuple[str, int], list[MessageInner]] = {}
+    for m in msgs:
+        by_key.setdefault((m.topic, m.queue_id), []).append(m)
+    groups = list(by_key.values())
+    k = 0
+    while any(groups):
+        g = groups[k % len(groups)]
+        k += 1
+        take = rnd.choice([1, 2, 5, 13, 37])
+        part, g[:] = g[:take], g[take:]
+        if not part:
+            continue
+        r = store.put_messages(part) if take > 1 else store.put_message(part[0])
+        assert r.is_ok
+        clock.advance(rnd.choice([0, 1, 900]))
+        if decode:
+            store.commitlog.appended.clear()
+        if k % 9 == 0:
+            store.do_reput()
+    store.do_reput()
+    return store
+
+
+def test_batch_reput_fast_path_writes_exactly_what_decoding_writes(tmp_path):
+    """Batch entries (one ``appended`` entry per batch, one pack per ConsumeQueue run, index
+    entries collected per slice) against decoding, with CQ and index files rolling inside
+    batches, transaction batches, the schedule topic and every key shape."""
+    msgs = _mixed_messages(900)
+    for m in msgs[::4]:
+        m.queue_id = 0  # long same-queue runs, so batches of 37 happen
+    fast = _fill_batches(str(tmp_path / "fast"), msgs, decode=False)
+    slow = _fill_batches(str(tmp_path / "slow"), msgs, decode=True)
+    assert fast.dispatcher.last_dispatched_timestamp == slow.dispatcher.last_dispatched_timestamp
+    assert fast.dispatcher.reput_from_offset == slow.dispatcher.reput_from_offset == fast.get_max_phy_offset()
+    fast.close()
+    slow.close()
+    assert _files(str(tmp_path / "fast"), "commitlog") == _files(str(tmp_path / "slow"), "commitlog")
+    fq = _files(str(tmp_path / "fast"), "consumequeue")
+    assert len(fq) > 20 and fq == _files(str(tmp_path / "slow"), "consumequeue")
+    fi = _files(str(tmp_path / "fast"), "index")
+    assert len(fi) > 3 and fi == _files(str(tmp_path / "slow"), "index")
+
+
+def test_batch_reput_notifies_the_listener_per_message(tmp_path):
+    calls: list[tuple[str, int, int, int, str | None]] = []
+
+    class L:
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_timestamp, bitmap, properties):  # type: ignore[no-untyped-def]
+            calls.append((topic, queue_id, logic_offset, tags_code, properties.get("KEYS")))
+
+    store = MessageStore(tiny_config(str(tmp_path / "s")))
+    store.load()
+    store.arriving_listener = L()
+    batch = [make_msg(i, queue_id=2, tags=["TagA", None, "TagB"][i % 3]) for i in range(5)]
+    store.put_messages(batch)
+    store.do_reput()
+    codes = [tags_hash("TagA"), 0, tags_hash("TagB"), tags_hash("TagA"), 0]
+    assert calls == [("TopicA", 2, i + 1, codes[i], f"key-{i}") for i in range(5)]
+    store.close()
+
+
+def test_batch_of_mixed_hosts_and_flags_is_stored_and_dispatched_per_record(tmp_path):
+    store = MessageStore(tiny_config(str(tmp_path / "s")))
+    store.load()
+    v6 = (b"\x00" * 15 + b"\x01", 9876)
+    batch = [make_msg(0, queue_id=1), make_msg(1, queue_id=1), make_msg(2, queue_id=1, sys_flag=0x4)]
+    batch[1].born_host = v6
+    r = store.put_messages(batch)
+    assert r.is_ok and r.append is not None and r.append.msg_num == 3
+    offs = r.append.batch_offsets
+    assert offs is not None
+    store.do_reput()
+    # the prepared record takes a queue offset but gets no unit (as per-record puts do)
+    assert store.get_max_offset_in_queue("TopicA", 1) == 2
+    for k in (0, 1):
+        got = decode_message(store.get_message_bytes_by_offset(offs[k]))  # type: ignore[arg-type]
+        assert got.queue_offset == k and bool(got.sys_flag & 0x10) == (k == 1)  # BORNHOST_V6_FLAG
+    assert store.get_commit_log_offset_in_queue("TopicA", 1, 1) == offs[1]
+    store.close()
+
+
+def test_index_write_failure_keeps_entries_and_retries_them(tmp_path, monkeypatch):
+    """A new index file that cannot be created (ENOSPC) blocks reput's index writes; the
+    entries are kept and written by the next reput, before anything newer."""
+    import errno
+
+    from pocketmq.store.index_file import IndexService
+
+    store = MessageStore(tiny_config(str(tmp_path / "s"), max_index_num=21))  # 10 records a file
+    store.load()
+    real = IndexService._new_file
+    fail = {"on": False}
+
+    def new_file(self: IndexService):  # type: ignore[no-untyped-def]
+        if fail["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self)
+
+    monkeypatch.setattr(IndexService, "_new_file", new_file)
+    for i in range(5):
+        store.put_message(make_msg(i, keys=f"k{i}"))
+    store.do_reput()
+    fail["on"] = True
+    store.put_messages([make_msg(i, keys=f"k{i}") for i in range(5, 30)])
+    with pytest.raises(OSError):
+        store.do_reput()
+    assert store.dispatcher.index_backlog is not None
+    with pytest.raises(OSError):
+        store.do_reput()
+    fail["on"] = False
+    store.put_message(make_msg(30, keys="k30"))
+    store.do_reput()
+    assert store.dispatcher.index_backlog is None
+    for i in range(31):
+        assert len(store.query_message("TopicA", f"k{i}", 4, 0, FAR).messages) == 1, i
+    store.close()
+
+
+def test_wait_store_msg_ok_fast_check_agrees_with_get_property():
+    rnd = random.Random(1)
+    parts = ["WAIT", "XWAIT", "true", "TRUE", "false", "trueX", "a", "", "\x01", "\x02"]
+    for _ in range(20_000):
+        p = "".join(rnd.choice(parts) for _ in range(rnd.randint(0, 6)))
+        value = get_property(p, "WAIT")
+        expected = value is None or value.lower() == "true"
+        assert MessageInner("t", b"", properties=p).wait_store_msg_ok == expected, repr(p)

@@ -76,6 +76,20 @@ async def test_sync_flush_group_commit_with_many_waiters(tmp_path):
     await store.shutdown()
 
 
+async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path):
+    """fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
+    import sys
+
+    before = sys.getswitchinterval()
+    a = await _started(str(tmp_path / "a"), flush_disk_type="SYNC_FLUSH")
+    b = await _started(str(tmp_path / "b"), flush_disk_type="SYNC_FLUSH")
+    assert sys.getswitchinterval() <= 0.0005
+    await a.shutdown()
+    assert sys.getswitchinterval() <= 0.0005  # b still runs
+    await b.shutdown()
+    assert sys.getswitchinterval() == before
+
+
 async def test_wait_false_returns_before_the_flush(tmp_path):
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
     msg = make_msg(0, extra={"WAIT": "false"})

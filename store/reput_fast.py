@@ -1,0 +1,258 @@
+"""Reput fast path: dispatch the records this process appended from their put-time fields.
+
+``CommitLog.appended`` holds, in CommitLog order, one entry per single put and one per batch
+put (``BatchFields``: the records' sizes and properties). When the dispatcher is exactly at an
+entry's offset, the entry is dispatched without decoding anything: tagsCode, KEYS and
+UNIQ_KEY come from the properties string (parsed inline, as ``props_fields.dispatch_fields``),
+index hashes from the cached heads and tails of ``index_hash``. A batch writes its
+ConsumeQueue units with one ``pack_into`` (``ConsumeQueue.put_run``) and its index entries with
+another (``IndexService.put_hashes``). Whatever is unusual (a transaction batch, the schedule
+topic) is split back into per-record entries. This is the per-message cost of dispatch
+(store_bench ``put_*`` and ``batch32_*``), so globals and attributes are bound to locals.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from pocketmq.store.commitlog import AppendedRecord, BatchFields
+from pocketmq.store.index_hash import TAIL_TABLE, heads_of, topic_key_hash
+from pocketmq.store.layout import SCHEDULE_TOPIC
+from pocketmq.store.props_fields import (
+    KEYS_NEEDLE,
+    TAG_CODES,
+    TAGS_NEEDLE,
+    UNIQ_NEEDLE,
+    LazyProperties,
+    deliver_time,
+    tag_code,
+)
+
+if TYPE_CHECKING:
+    from pocketmq.store.dispatch import Dispatcher
+
+__all__ = ["reput_appended"]
+
+_TX_MASK = TRANSACTION_ROLLBACK_TYPE
+_ROLLBACK = TRANSACTION_ROLLBACK_TYPE
+#: prepared and rolled-back transaction records get no ConsumeQueue unit
+_UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+def reput_appended(d: Dispatcher, budget: int) -> int:
+    """Dispatch ``appended`` entries from ``d.reput_from_offset``; 0 if none starts there.
+
+    ConsumeQueue units are written per record; index entries are collected and written
+    together at the end (``IndexService.put_hashes``). A record whose ConsumeQueue write
+    raised is put back and retried by the next call; entries whose index write raised stay
+    in ``d.index_backlog``, which ``do_reput`` retries first (both writes are idempotent).
+    ``last_dispatched_timestamp`` (the checkpoint's index time) only moves once the index
+    is written. A batch counts whole against ``budget``.
+    """
+    pending = d.commitlog.appended
+    off = d.reput_from_offset
+    popleft = pending.popleft
+    while pending and pending[0][0] < off:  # dispatched by the decoding path already
+        popleft()
+    if not pending or pending[0][0] != off:
+        return 0
+    queues = d.cq_table.flat
+    find_or_create = d.cq_table.find_or_create
+    indexed = d.index_enable
+    listener = d.listener
+    tag_codes = TAG_CODES
+    tails = TAIL_TABLE
+    hashes: list[int] = []
+    hphys: list[int] = []
+    htss: list[int] = []
+    add_hash = hashes.append
+    add_phy = hphys.append
+    add_ts = htss.append
+    last_topic = None
+    heads: dict[str, int] = {}
+    n = 0
+    last_ts = 0
+    try:
+        while pending and n < budget:
+            rec = popleft()
+            phy, size, topic, qid, qoff, ts, sys_flag, _prepared, props, batch = rec
+            if phy != off:
+                pending.appendleft(rec)
+                break
+            if topic is not last_topic:
+                heads = heads_of(topic)
+                last_topic = topic
+            if batch is not None:
+                try:
+                    done = _dispatch_batch(d, rec, batch, heads, hashes, hphys, htss)
+                except BaseException:
+                    pending.appendleft(rec)
+                    raise
+                if not done:
+                    pending.extendleft(reversed(_split(rec, batch)))
+                    continue
+                off = phy + size
+                last_ts = ts
+                n += done
+                continue
+            try:
+                tags_code = 0
+                tx = sys_flag & _TX_MASK
+                if props:
+                    s = f"\x02{props}\x02"
+                    i = s.find(TAGS_NEEDLE)
+                    if i >= 0:
+                        tags = s[i + 6 : s.find("\x02", i + 6)]
+                        if tags:
+                            code = tag_codes.get(tags)
+                            tags_code = tag_code(tags) if code is None else code
+                    if topic == SCHEDULE_TOPIC:
+                        tags_code = deliver_time(props, ts, d.delay_levels, tags_code)
+                    if indexed and tx != _ROLLBACK:
+                        # the index hashes of UNIQ_KEY and each KEYS token, as topic_key_hashes
+                        i = s.find(UNIQ_NEEDLE)
+                        if i >= 0:
+                            k = s[i + 10 : s.find("\x02", i + 10)]
+                            if k:
+                                try:
+                                    u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                    add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                                except KeyError:
+                                    add_hash(topic_key_hash(topic, k))
+                                add_phy(phy)
+                                add_ts(ts)
+                        i = s.find(KEYS_NEEDLE)
+                        if i >= 0:
+                            keys = s[i + 6 : s.find("\x02", i + 6)]
+                            for k in keys.split(" ") if " " in keys else (keys,):
+                                if k:
+                                    try:
+                                        u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                        add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                                    except KeyError:
+                                        add_hash(topic_key_hash(topic, k))
+                                    add_phy(phy)
+                                    add_ts(ts)
+                if tx not in _UNQUEUED:
+                    cq = queues.get((topic, qid))
+                    if cq is None:
+                        cq = find_or_create(topic, qid)
+                    cq.put(phy, size, tags_code, qoff, ts)
+                    if listener is not None:
+                        d.reput_from_offset = phy + size
+                        listener.arriving(topic, qid, qoff + 1, tags_code, ts, None, LazyProperties(props))
+            except BaseException:
+                # not dispatched: drop the index entries collected for it, retry it whole
+                while hphys and hphys[-1] == phy:
+                    hphys.pop()
+                    hashes.pop()
+                    htss.pop()
+                pending.appendleft(rec)
+                raise
+            off = phy + size
+            last_ts = ts
+            n += 1
+    finally:
+        d.reput_from_offset = off
+        if hashes:
+            d.index_backlog = (hashes, hphys, htss)
+            d.index.put_hashes(hashes, hphys, htss)
+            d.index_backlog = None
+        if n:
+            d.last_dispatched_timestamp = last_ts
+    return n
+
+
+def _split(rec: AppendedRecord, batch: BatchFields) -> list[AppendedRecord]:
+    """A batch entry as one entry per record (for what ``_dispatch_batch`` does not handle)."""
+    phy, _total, topic, qid, qoff, ts, sys_flag, _prepared, _props, _ = rec
+    out: list[AppendedRecord] = []
+    for size, props in zip(*batch, strict=True):
+        out.append((phy, size, topic, qid, qoff, ts, sys_flag, 0, props, None))
+        phy += size
+        qoff += 1
+    return out
+
+
+def _dispatch_batch(
+    d: Dispatcher,
+    rec: AppendedRecord,
+    batch: BatchFields,
+    heads: dict[str, int],
+    hashes: list[int],
+    hphys: list[int],
+    htss: list[int],
+) -> int:
+    """One batch put: its records' ConsumeQueue units (one ``pack_into``), arrival notices,
+    and index hashes added to ``hashes``/``hphys``/``htss`` (written by the caller).
+
+    Returns the number of records, or 0 (nothing done) for a batch of transaction records
+    or on the schedule topic, which the caller splits into per-record entries.
+    """
+    phy, total, topic, qid, qoff, ts, sys_flag, _prepared, _props, _ = rec
+    if sys_flag & _TX_MASK in _UNQUEUED or topic == SCHEDULE_TOPIC:
+        return 0
+    sizes, props_list = batch
+    tag_codes = TAG_CODES
+    indexed = d.index_enable
+    tails = TAIL_TABLE
+    add_hash = hashes.append
+    add_phy = hphys.append
+    codes: list[int] = []
+    n_hashes = len(hashes)
+    p = phy
+    for props, size in zip(props_list, sizes, strict=True):
+        code = 0
+        if props:
+            s = f"\x02{props}\x02"
+            i = s.find(TAGS_NEEDLE)
+            if i >= 0:
+                tags = s[i + 6 : s.find("\x02", i + 6)]
+                if tags:
+                    c = tag_codes.get(tags)
+                    code = tag_code(tags) if c is None else c
+            if indexed:
+                i = s.find(UNIQ_NEEDLE)
+                if i >= 0:
+                    k = s[i + 10 : s.find("\x02", i + 10)]
+                    if k:
+                        try:
+                            u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                            add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                        except KeyError:
+                            add_hash(topic_key_hash(topic, k))
+                        add_phy(p)
+                i = s.find(KEYS_NEEDLE)
+                if i >= 0:
+                    keys = s[i + 6 : s.find("\x02", i + 6)]
+                    for k in keys.split(" ") if " " in keys else (keys,):
+                        if k:
+                            try:
+                                u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                            except KeyError:
+                                add_hash(topic_key_hash(topic, k))
+                            add_phy(p)
+        codes.append(code)
+        p += size
+    cq = d.cq_table.flat.get((topic, qid))
+    try:
+        if cq is None:
+            cq = d.cq_table.find_or_create(topic, qid)
+        if not cq.put_run(phy, sizes, codes, qoff, ts):
+            p = phy
+            for k_, (size, code) in enumerate(zip(sizes, codes, strict=True)):
+                cq.put(p, size, code, qoff + k_, ts)
+                p += size
+    except BaseException:
+        del hashes[n_hashes:]
+        del hphys[n_hashes:]
+        raise
+    htss.extend([ts] * (len(hashes) - n_hashes))
+    listener = d.listener
+    if listener is not None:
+        d.reput_from_offset = phy + total
+        for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
+            listener.arriving(topic, qid, k_, code, ts, None, LazyProperties(props))
+    return len(sizes)
