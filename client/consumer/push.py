@@ -12,6 +12,7 @@ Clustering groups commit offsets to the broker, broadcasting consumers to a loca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 import time
@@ -238,6 +239,12 @@ class PushConsumer(PullOps):
         inst = self.instance
         self._state = _State.SHUTDOWN
         assert self._service is not None and self._rebalance is not None and self._offset_store is not None
+        # Let a rebalance or offset reset under way finish first (they see SHUTDOWN and start
+        # no pulls), so the final persist below covers the final table.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.mq_client_api_timeout / 1000):
+                async with self._rebalance.table_lock:
+                    pass
         await self._service.stop()
         self._rebalance.drop_all()
         await inst.pull_service.cancel_group(self.group)
@@ -303,18 +310,7 @@ class PushConsumer(PullOps):
         return self.offset_store.clone_offset_table(topic) if self._offset_store else {}
 
     async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET (Java ``MQClientInstance.resetOffset``).
-
-        Each broker pushes only its own queues, one push after another, so a push touches only
-        the queues it names: dropping the topic's other queues would also drop the ones the
-        previous push already re-created, and a dropped queue left in the table is never
-        pulled again. The work runs under the rebalance lock (Java: ``synchronized``) so no
-        rebalance re-creates a queue from a pre-reset offset half-way through. The reset
-        offsets win: the old process queues are dropped first (pull replies and consume
-        results for them are discarded), the new offsets are written to the broker (waiting for
-        the reply), then the queues leave the table and the rebalance re-creates them from the
-        stored offsets.
-        """
+        """RESET_CONSUMER_CLIENT_OFFSET; see :func:`push_support.reset_offset`."""
         await push_support.reset_offset(self, topic, table)
 
     def running_info(self) -> dict[str, Any]:
@@ -348,12 +344,17 @@ class PushConsumer(PullOps):
         return True
 
     def dispatch_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int, locked: bool) -> None:
+        if self._state is not _RUNNING:  # a rebalance that was under way when shutdown began
+            pq.dropped = True
+            return
         req = PullRequest(self.group, mq, pq, offset, previously_locked=locked)
         self.instance.pull_service.execute_now(req)
 
     def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
+        if self._state is not _RUNNING:
+            return
         # Heartbeat at once so brokers learn a new subscription version quickly.
         self.instance.tasks.spawn(
             self.instance.send_heartbeat_to_all_brokers(), name="heartbeat-after-rebalance"

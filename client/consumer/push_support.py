@@ -31,7 +31,18 @@ logger = logging.getLogger(__name__)
 
 
 async def reset_offset(consumer: PushConsumer, topic: str, table: dict[MessageQueue, int]) -> None:
-    """See :meth:`PushConsumer.reset_offset`."""
+    """RESET_CONSUMER_CLIENT_OFFSET (Java ``MQClientInstance.resetOffset``).
+
+    Each broker pushes only its own queues, one push after another, so a push touches only
+    the queues it names: dropping the topic's other queues would also drop the ones the
+    previous push already re-created, and a dropped queue left in the table is never
+    pulled again. The work runs under the rebalance lock (Java: ``synchronized``) so no
+    rebalance re-creates a queue from a pre-reset offset half-way through. The reset
+    offsets win: the old process queues are dropped first (pull replies and consume
+    results for them are discarded), the new offsets are written to the broker (waiting for
+    the reply), then the queues leave the table and the rebalance re-creates them from the
+    stored offsets.
+    """
     rb = consumer.rebalance
     async with rb.table_lock:
         mine = [mq for mq in rb.process_queue_table if mq.topic == topic and mq in table]

@@ -25,9 +25,9 @@ import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
-from pocketmq.client.api import MQClientAPI
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import (
     BrokerNotFoundError,
@@ -42,7 +42,7 @@ from pocketmq.client.errors import (
 )
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.message import Message, MessageQueue, SendResult, SendStatus
-from pocketmq.client.producer import transaction
+from pocketmq.client.producer import async_send, transaction
 from pocketmq.client.producer.fault import MQFaultStrategy
 from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
@@ -368,121 +368,16 @@ class Producer:
             raise RemotingTooMuchRequestError(f"{len(self._inflight)} async sends in flight")
         p = self._prep.prepare(msg)
         budget = self._timeout if timeout is None else timeout
-        fut = self._send_now(p, budget)
+        fut = async_send.send_now(self, p, budget)
         if fut is None:
             fut = asyncio.ensure_future(self._send_with_retries(p, budget, self._attempts_async))
         self._track(fut, callback)
         return fut
 
-    def _send_now(self, p: Prepared, budget: float) -> asyncio.Future[SendResult] | None:
-        """send_async's common case (route and connection ready, no fault strategy): write the
-        first attempt before returning and finish it in a reply callback, with no task and no
-        loop turn between the call and the request leaving; a failed attempt continues in
-        :meth:`_send_with_retries`. ``None``: take the general path."""
-        info = self._publish.get(p.topic)
-        inst = self._instance
-        if info is None or not info.message_queues or self._fault.enabled or self._vip or inst is None:
-            return None
-        queues = info.message_queues
-        mq = queues[(info.index + 1) % len(queues)]
-        addr = inst.find_broker_addr_in_publish(mq.broker_name)
-        if addr is None:
-            return None
-        api = inst.api
-        try:
-            reply = api.send_message_request(addr, self._prep.ext(p, mq), p.body, budget, batch=p.batch)
-        except Exception:
-            return None  # e.g. too many requests pending: the general path reports it in the future
-        info.index += 1
-        if not isinstance(reply, asyncio.Future):  # connection not open yet: the slow path's coroutine
-            return asyncio.ensure_future(self._first_attempt(p, budget, mq, addr, reply))
-        out: asyncio.Future[SendResult] = reply.get_loop().create_future()
-        begin = time.monotonic()
-        reply.add_done_callback(lambda r: self._first_reply(out, p, budget, begin, mq, addr, r))
-        return out
-
-    async def _first_attempt(
-        self, p: Prepared, budget: float, mq: MessageQueue, addr: str, reply: Awaitable[Any]
-    ) -> SendResult:
-        begin = time.monotonic()
-        try:
-            result = MQClientAPI.process_send_response(mq, await reply, p.msg_id, addr)
-        except (RemotingConnectError, RemotingTimeoutError, BrokerNotFoundError) as exc:
-            return await self._retry_after(p, budget, begin, mq, exc)
-        except ResponseError as exc:
-            if not exc.retriable:
-                raise
-            return await self._retry_after(p, budget, begin, mq, exc)
-        if result.send_status is not _SEND_OK and self._retry_on_status():
-            return await self._retry_after(p, budget, begin, mq, None)
-        return result
-
-    def _first_reply(
-        self, out: asyncio.Future[SendResult], p: Prepared, budget: float, begin: float,
-        mq: MessageQueue, addr: str, reply: asyncio.Future[Any],
-    ) -> None:  # fmt: skip
-        if reply.cancelled():
-            out.cancel()
-            return
-        exc = reply.exception()
-        if out.done():  # cancelled by the caller: nothing to deliver (exception retrieved)
-            return
-        retry: BaseException | None = None
-        if exc is None:
-            try:
-                result = MQClientAPI.process_send_response(mq, reply.result(), p.msg_id, addr)
-            except Exception as err:
-                exc = err
-            else:
-                if result.send_status is _SEND_OK or not self._retry_on_status():
-                    out.set_result(result)
-                    return
-        if exc is not None:
-            transport = isinstance(exc, RemotingConnectError | RemotingTimeoutError | BrokerNotFoundError)
-            if not transport and not (isinstance(exc, ResponseError) and exc.retriable):
-                out.set_exception(exc)
-                return
-            retry = exc
-        if self._attempts_async <= 1:
-            failed = SendFailedError(p.topic, [retry] if retry else [])
-            failed.__cause__ = retry
-            out.set_exception(failed)
-            return
-        if retry is not None and not isinstance(retry, ResponseError):
-            logger.info("send to %s failed (attempt 1): %s", mq, retry)
-        task = asyncio.ensure_future(self._retry_after(p, budget, begin, mq, retry))
-        task.add_done_callback(lambda t: _chain(t, out))
-
-    def _retry_after(
-        self, p: Prepared, budget: float, begin: float, mq: MessageQueue, exc: BaseException | None
-    ) -> Awaitable[SendResult]:
-        return self._send_with_retries(
-            p, budget, self._attempts_async - 1, begin=begin, errors=[] if exc is None else [exc],
-            last_broker=mq.broker_name, refresh=isinstance(exc, ResponseError) and exc.refresh_route,
-        )  # fmt: skip
-
-    def _retry_on_status(self) -> bool:
-        return self.config.retry_another_broker_when_not_store_ok and self._attempts_async > 1
-
     def _track(self, fut: asyncio.Future[SendResult], callback: SendCallback | None) -> None:
         self._inflight.add(fut)
-
-        def done(f: asyncio.Future[SendResult]) -> None:
-            self._inflight.discard(f)
-            if callback is None:
-                if not f.cancelled():
-                    f.exception()  # retrieved: the caller owns the future
-                return
-            if f.cancelled():
-                callback(None, asyncio.CancelledError())
-                return
-            exc = f.exception()
-            try:
-                callback(None if exc else f.result(), exc)
-            except Exception:
-                logger.exception("send callback raised")
-
-        fut.add_done_callback(done)
+        # partial of a module function, not a closure per send (STYLE.md §3.8)
+        fut.add_done_callback(partial(_sent, self._inflight, callback))
 
     async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
         """Write the request and return; no reply, no retry (Java ``sendOneway``)."""
@@ -524,14 +419,20 @@ class Producer:
         return await transaction.send_in_transaction(self, msg, execute_local)
 
 
-def _chain(task: asyncio.Future[SendResult], out: asyncio.Future[SendResult]) -> None:
-    if out.done():
-        if not task.cancelled():
-            task.exception()  # retrieved: the caller gave up on this send
+def _sent(
+    inflight: set[asyncio.Future[Any]], callback: SendCallback | None, f: asyncio.Future[SendResult]
+) -> None:
+    """Done callback of a send_async future: forget it, then run the user's callback."""
+    inflight.discard(f)
+    if callback is None:
+        if not f.cancelled():
+            f.exception()  # retrieved: the caller owns the future
         return
-    if task.cancelled():
-        out.cancel()
-    elif (exc := task.exception()) is not None:
-        out.set_exception(exc)
-    else:
-        out.set_result(task.result())
+    if f.cancelled():
+        callback(None, asyncio.CancelledError())
+        return
+    exc = f.exception()
+    try:
+        callback(None if exc else f.result(), exc)
+    except Exception:
+        logger.exception("send callback raised")

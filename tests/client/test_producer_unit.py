@@ -182,6 +182,9 @@ async def test_send_async_future_and_callback() -> None:
     assert all(r.send_status is SendStatus.SEND_OK for r in results)
     assert len(got) == 5 and all(e is None for _, e in got)
     assert not producer._inflight
+    # this fake answers through a coroutine, as remoting does while a connection is not open:
+    # send_async drops it unstarted and takes the general path, so each message goes out once
+    assert len(inst.remoting.requests) == 5
 
 
 async def test_closed_producer_raises() -> None:

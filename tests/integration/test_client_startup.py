@@ -1,0 +1,89 @@
+"""Consumer start-up order (RocketMQ: routes, a heartbeat to every broker, then the first
+rebalance) and a topic whose route only appears after the consumer started."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
+from pocketmq.testing import Cluster, cluster
+
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.integration.support import loop_clean_at_exit  # noqa: E402, F401 - autouse fixture
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def two(tmp_path) -> AsyncIterator[Cluster]:
+    async with cluster(tmp_path / "c", brokers=2) as c:
+        yield c
+
+
+async def wait_until(check: Callable[[], bool], timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+def consumer(c: Cluster, group: str, topic: str, got: list[Any]) -> PushConsumer:
+    async def listener(msgs: list[Any], ctx: Any) -> Any:
+        got.extend(msgs)
+        return CONSUME_SUCCESS
+
+    # Periodic rebalances and heartbeats far away: only the start-up sequence can assign queues.
+    pc = PushConsumer(
+        group, namesrv=c.namesrv_addr, listener=listener,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        rebalance_interval=120_000, heartbeat_broker_interval=120_000,
+    )  # fmt: skip
+    pc.subscribe(topic, "*")
+    return pc
+
+
+async def send(c: Cluster, topic: str, n: int) -> None:
+    async with Producer("PG-start", namesrv=c.namesrv_addr) as producer:
+        for i in range(n):
+            await producer.send(Message(topic, b"m-%d" % i))
+
+
+async def test_start_announces_before_the_first_rebalance(two: Cluster, caplog: Any) -> None:
+    await two.create_topic("Up", queues=2)
+    await send(two, "Up", 8)
+    got: list[Any] = []
+    caplog.set_level(logging.INFO, logger="pocketmq.client")
+    async with consumer(two, "CG-up", "Up", got) as pc:
+        await wait_until(lambda: len(got) >= 8, 15.0)
+        assert len(pc.rebalance.process_queue_table) == 4 + 2  # 2 x 2 queues + a %RETRY% queue per broker
+    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not noisy, [r.getMessage() for r in noisy]
+
+
+async def test_topic_routed_after_start_is_consumed_without_waiting_for_a_period(
+    two: Cluster, caplog: Any
+) -> None:
+    got: list[Any] = []
+    caplog.set_level(logging.INFO, logger="pocketmq.client")
+    async with consumer(two, "CG-late", "Late", got):
+        # no route yet: the start-up heartbeat reached no broker of this topic
+        await asyncio.sleep(0.3)
+        await two.create_topic("Late", queues=2)
+        await send(two, "Late", 6)
+        # the route poll (1 s while a subscribed topic has none) finds it; the client announces
+        # itself to the new brokers, then rebalances at once
+        await wait_until(lambda: len(got) >= 6, 15.0)
+    failed = [
+        r.getMessage() for r in caplog.records if "rebalance" in r.getMessage() and "failed" in r.getMessage()
+    ]
+    assert not failed  # no rebalance ever asked a broker that did not know the group yet
