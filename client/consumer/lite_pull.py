@@ -439,20 +439,6 @@ class LitePullConsumer(PullOps):
     def subscriptions(self) -> list[SubscriptionData]:
         return [] if self._assigned_mode else list(self._subs.values())
 
-    def consumer_data(self) -> dict[str, Any]:
-        return {
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeType": "CONSUME_ACTIVELY",
-            "groupName": self.group,
-            "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [s.to_json() for s in self.subscriptions()],
-            "unitMode": False,
-        }
-
-    def subscribe_info_needs_update(self, topic: str) -> bool:
-        rb = self._rebalance
-        return rb is not None and topic in rb.subscriptions and topic not in rb.topic_subscribe_info
-
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in self._subs:

@@ -23,6 +23,7 @@ from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 if TYPE_CHECKING:
     from pocketmq.client.config import ConsumerConfig
     from pocketmq.client.consumer.offset_store import OffsetStore
+    from pocketmq.client.consumer.rebalance_impl import RebalanceImpl
     from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,28 @@ class PullOps:
     group: str
     config: ConsumerConfig
     _suggest_ops: dict[MessageQueue, int]
+    _rebalance: RebalanceImpl | None
+    #: heartbeat consumeType: CONSUME_PASSIVELY (push) or CONSUME_ACTIVELY (pull)
+    CONSUME_TYPE = "CONSUME_ACTIVELY"
+
+    def subscriptions(self) -> list[SubscriptionData]:
+        raise NotImplementedError
+
+    def consumer_data(self) -> dict[str, Any]:
+        """This consumer's entry in a HEART_BEAT body's consumerDataSet."""
+        return {
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeType": self.CONSUME_TYPE,
+            "groupName": self.group,
+            "messageModel": self.config.message_model.value,
+            "subscriptionDataSet": [s.to_json() for s in self.subscriptions()],
+            "unitMode": False,
+        }
+
+    def subscribe_info_needs_update(self, topic: str) -> bool:
+        """True for a subscribed topic whose queues the rebalance has not seen yet."""
+        rb = self._rebalance
+        return rb is not None and topic in rb.subscriptions and topic not in rb.topic_subscribe_info
 
     @property
     def instance(self) -> MQClientInstance:

@@ -87,6 +87,8 @@ class PushConsumer(PullOps):
         **options: any :class:`PushConsumerConfig` field (``message_model=...``).
     """
 
+    CONSUME_TYPE = "CONSUME_PASSIVELY"
+
     config: PushConsumerConfig
 
     def __init__(
@@ -278,20 +280,6 @@ class PushConsumer(PullOps):
         if self._rebalance is None:
             return list(self._subs.values())
         return list(self._rebalance.subscriptions.values())
-
-    def consumer_data(self) -> dict[str, Any]:
-        return {
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeType": "CONSUME_PASSIVELY",
-            "groupName": self.group,
-            "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [s.to_json() for s in self.subscriptions()],
-            "unitMode": False,
-        }
-
-    def subscribe_info_needs_update(self, topic: str) -> bool:
-        rb = self._rebalance
-        return rb is not None and topic in rb.subscriptions and topic not in rb.topic_subscribe_info
 
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
