@@ -5,6 +5,9 @@ the rest of a segment (record + 8 bytes) leaves a BLANK (remaining size + BLANK_
 goes to the start of the next segment; a batch always lands in one segment. Queue offsets are
 assigned here from ``topic_queue_table`` (rebuilt from the ConsumeQueues on recovery); prepared
 and rolled-back transaction records get queue offset 0 and do not advance the counter.
+
+Every put also queues its dispatch fields in ``appended`` (one entry per single put, one per
+batch put), so reput (``reput_fast``) dispatches this process's records without decoding them.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ BatchFields = tuple[list[int], list[str]]
 #: offset the first record's, properties "" and the last field the records' ``BatchFields``
 AppendedRecord = tuple[int, int, str, int, int, int, int, int, str, BatchFields | None]
 _APPENDED_MAX = 200_000
+#: nor entries further than this behind the newest (batch entries, see ``put_messages``)
+_APPENDED_MAX_BYTES = 256 << 20
 
 # One shared result per failure status: they carry no per-message data.
 _FAIL = {s: PutResult(s) for s in PutMessageStatus}
@@ -251,10 +256,14 @@ class CommitLog:
         offsets = list(accumulate(sizes, initial=phy))
         offsets.pop()
         flags = encoded.flags
+        appended = self.appended
         if isinstance(flags, int):
-            self.appended.append(
+            appended.append(
                 (phy, total, topic, queue_id, base_qoff, now, flags, 0, "", (sizes, encoded.props))
             )
+            # a batch entry holds many records: bound what reput may lag behind by bytes too
+            while phy - appended[0][0] > _APPENDED_MAX_BYTES:
+                appended.popleft()
         else:
             q = base_qoff
             for off, size, flag, m, props in zip(offsets, sizes, flags, msgs, encoded.props, strict=True):

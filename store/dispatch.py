@@ -33,7 +33,14 @@ from pocketmq.store.cq_table import ConsumeQueueTable
 from pocketmq.store.index_file import IndexService
 from pocketmq.store.layout import SCHEDULE_TOPIC
 from pocketmq.store.listener import MessageArrivingListener
-from pocketmq.store.props_fields import LazyProperties, deliver_time, dispatch_fields, tags_code_of
+from pocketmq.store.props_fields import (
+    NO_PROPERTIES,
+    LazyProperties,
+    deliver_time,
+    dispatch_fields,
+    tags_code_of,
+    wants_properties,
+)
 from pocketmq.store.records import CORRUPT, END, INCOMPLETE, Buf, validate_record
 from pocketmq.store.reput_fast import reput_appended
 
@@ -176,7 +183,7 @@ class Dispatcher:
         if notify and queued and listener is not None:
             listener.arriving(
                 req.topic, req.queue_id, req.consume_queue_offset + 1, req.tags_code, req.store_timestamp,
-                None, LazyProperties(req.properties_str),
+                None, LazyProperties(req.properties_str) if wants_properties(listener) else NO_PROPERTIES,
             )  # fmt: skip
 
     def do_reput(self, budget: int = 1 << 62) -> int:

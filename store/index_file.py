@@ -3,8 +3,9 @@
 Key = ``topic#key``; hash = ``abs(String.hashCode)`` (0 for Integer.MIN_VALUE, computed with
 cached heads and tails in ``index_hash``); slot = hash % slotNum. Each entry links to the
 previous entry of its bucket, so a query walks one chain. The slot table is read and written
-through a big-endian ctypes view of the mapping (``MappedFile.aux``), and a record's entries
-are written together (``put_entries``): dispatch writes two per message.
+through a big-endian ctypes view of the mapping (``MappedFile.aux``). Reput's fast path
+writes the entries of a whole slice of records with a few ``pack_into`` calls (``put_hashes``);
+recovery and the decoding path write a record's entries together (``put_entries``).
 The header is kept in memory and written back at the end of every dispatch batch; a crash in
 between leaves entries past ``indexCount``, which ``load`` re-adopts by walking forward.
 Queries are verified by the caller against the real message (hash collisions never leak).
@@ -19,12 +20,6 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 
-from pocketmq.store.index_hash import (
-    HEAD_TABLES as _HEAD_TABLES,
-)
-from pocketmq.store.index_hash import (
-    TAIL_TABLE as _TAIL_TABLE,
-)
 from pocketmq.store.index_hash import (
     index_key_hash,
     topic_key_hash,
@@ -49,7 +44,6 @@ _MAX_INT = 0x7FFFFFFF
 _unpack_slot = INDEX_SLOT.unpack_from
 _pack_slot = INDEX_SLOT.pack_into
 _pack_entry = INDEX_ENTRY.pack_into
-_pack_two_entries = struct.Struct(">" + INDEX_ENTRY.format.lstrip(">") * 2).pack_into
 _ENTRY_FMT = INDEX_ENTRY.format.lstrip(">")
 #: n -> the struct of n consecutive entries (n <= _RUN)
 _RUNS: dict[int, struct.Struct] = {}
@@ -258,53 +252,6 @@ class IndexFile:
         self.end_timestamp = tss[-1]
         return True
 
-    def put_two(self, h1: int, h2: int, phy_offset: int, store_timestamp: int) -> None:
-        """``put_entries((h1, h2), ...)`` for a file with room past its first entry: the one
-        call per dispatched message (UNIQ_KEY + one KEYS token), both entries in one pack."""
-        idx = self.index_count
-        begin = self.begin_timestamp
-        diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
-        if diff < 0:
-            diff = 0
-        elif diff > _MAX_INT:
-            diff = _MAX_INT
-        slot_num = self.slot_num
-        mf = self.mf
-        slots = mf.aux
-        i1 = h1 % slot_num
-        i2 = h2 % slot_num
-        v1 = slots[i1]
-        new_slots = 0
-        if v1 <= 0 or v1 > idx:
-            v1 = 0
-            new_slots = 1
-        if i2 == i1:
-            v2 = idx  # chained to the first entry
-        else:
-            v2 = slots[i2]
-            if v2 <= 0 or v2 > idx + 1:
-                v2 = 0
-                new_slots += 1
-        _pack_two_entries(
-            mf.mm,
-            self.entries_base + idx * INDEX_ENTRY_SIZE,
-            h1,
-            phy_offset,
-            diff,
-            v1,
-            h2,
-            phy_offset,
-            diff,
-            v2,
-        )
-        slots[i1] = idx
-        slots[i2] = idx + 1
-        self.index_count = idx + 2
-        if new_slots:
-            self.hash_slot_count += new_slots
-        self.end_phy_offset = phy_offset
-        self.end_timestamp = store_timestamp
-
     def is_time_matched(self, begin: int, end: int) -> bool:
         return (
             (begin < self.begin_timestamp and end > self.end_timestamp)
@@ -386,39 +333,16 @@ class IndexService:
     def build_index(
         self, topic: str, phy: int, store_ts: int, uniq_key: str | None, keys: str | None
     ) -> None:
-        """Index one record (skipped if already indexed). Raises OSError if a file cannot be created.
+        """Index one record (skipped if already indexed): UNIQ_KEY, then each KEYS token.
+        Recovery and the decoding reput path call this per record; reput's fast path
+        collects a slice's hashes for ``put_hashes`` instead (same bytes).
 
-        A Java producer's message has a UNIQ_KEY and one KEYS token: that case (two cached
-        hashes, two entries, room in the current file) is done here without intermediate
-        calls or lists, one record per dispatched message; anything else takes
-        ``_build_index``. Both write the same bytes.
+        Raises:
+            OSError: a new index file could not be created.
         """
         files = self.files
-        if files:
-            f = files[-1]
-            end = f.end_phy_offset
-            idx = f.index_count
-            if phy <= end and (phy < end or idx > 1):
-                return  # already indexed (recovery re-dispatch)
-            heads = _HEAD_TABLES.get(topic)
-            if uniq_key and keys and heads is not None and 1 < idx <= f.index_num - 2 and " " not in keys:
-                try:
-                    u1 = (heads[uniq_key[:-4]] + _TAIL_TABLE[uniq_key[-4:]]) & 0xFFFFFFFF
-                    u2 = (heads[keys[:-4]] + _TAIL_TABLE[keys[-4:]]) & 0xFFFFFFFF
-                except KeyError:
-                    pass  # a cache miss: the general path fills the tables
-                else:
-                    h1 = u1 if u1 < 0x80000000 else (0x100000000 - u1) & 0x7FFFFFFF
-                    h2 = u2 if u2 < 0x80000000 else (0x100000000 - u2) & 0x7FFFFFFF
-                    f.put_two(h1, h2, phy, store_ts)
-                    self._dirty = True
-                    return
-        self._build_index(topic, phy, store_ts, uniq_key, keys)
-
-    def _build_index(
-        self, topic: str, phy: int, store_ts: int, uniq_key: str | None, keys: str | None
-    ) -> None:
-        files = self.files
+        if files and self.is_indexed(phy):
+            return  # recovery re-dispatch
         hashes = topic_key_hashes(topic, uniq_key, keys)
         if not hashes:
             return

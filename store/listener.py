@@ -13,6 +13,8 @@ class MessageArrivingListener(Protocol):
 
     ``logic_offset`` is the queue's new max offset (the record's queue offset + 1), as Java's
     ``notifyMessageArriving`` passes it. ``properties`` parses lazily. Must not block.
+    A listener whose ``needs_properties`` attribute is false gets an empty mapping instead
+    (saves an object per dispatched message).
     """
 
     def arriving(

@@ -55,6 +55,9 @@ def _physical_memory() -> int:
 
 
 _REFUSED = PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+# enum members as module constants: a member read is an attribute lookup (~80 ns) per put
+_PUT_OK = PutMessageStatus.PUT_OK
+_FLUSH_DISK_TIMEOUT = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 
 class MessageStore:
@@ -262,7 +265,7 @@ class MessageStore:
             # the common SYNC_FLUSH case without an extra coroutine frame
             if await services.group_commit.wait_flushed(append.wrote_offset + append.wrote_bytes):
                 return result
-            return PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
+            return PutResult(_FLUSH_DISK_TIMEOUT, append)
         return await self._await_policy(result)
 
     async def put_messages_async(self, msgs: Sequence[MessageInner]) -> PutResult:
@@ -275,18 +278,18 @@ class MessageStore:
         append = result.append
         assert append is not None
         end = append.wrote_offset + append.wrote_bytes
-        status = PutMessageStatus.PUT_OK
+        status = _PUT_OK
         if self._sync_flush:
             services = self._services
             if services is None:
                 self.commitlog.mfq.flush()
             elif not await services.group_commit.wait_flushed(end):
-                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+                status = _FLUSH_DISK_TIMEOUT
         if self._sync_master and self.replication_waiter is not None:
             repl = await self.replication_waiter.wait_replicated(end)
-            if repl is not PutMessageStatus.PUT_OK:
+            if repl is not _PUT_OK:
                 status = repl
-        if status is PutMessageStatus.PUT_OK:
+        if status is _PUT_OK:
             return result
         return PutResult(status, append)
 

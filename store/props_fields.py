@@ -10,6 +10,7 @@ per-record loops (``reput_fast``) inline exactly this; ``dispatch_fields`` is th
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from pocketmq.remoting.protocol.message import (
     MessageConst,
@@ -19,6 +20,7 @@ from pocketmq.remoting.protocol.message import (
 )
 
 __all__ = [
+    "NO_PROPERTIES",
     "KEYS_NEEDLE",
     "TAGS_NEEDLE",
     "TAG_CODES",
@@ -28,6 +30,7 @@ __all__ = [
     "dispatch_fields",
     "tag_code",
     "tags_code_of",
+    "wants_properties",
 ]
 
 #: TAGS value -> tagsCode (bounded; ``tags_hash`` has its own cache too)
@@ -36,6 +39,8 @@ TAGS_NEEDLE = "\x02TAGS\x01"
 KEYS_NEEDLE = "\x02KEYS\x01"
 UNIQ_NEEDLE = "\x02UNIQ_KEY\x01"
 _DELAY = MessageConst.DELAY
+#: what a listener that does not read properties gets (``MessageArrivingListener``)
+NO_PROPERTIES: Mapping[str, str] = MappingProxyType({})
 
 
 class LazyProperties(Mapping[str, str]):
@@ -60,6 +65,11 @@ class LazyProperties(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._dict())
+
+
+def wants_properties(listener: object) -> bool:
+    """Whether a ``MessageArrivingListener`` reads the properties it is given."""
+    return bool(getattr(listener, "needs_properties", True))
 
 
 def tag_code(tags: str) -> int:

@@ -21,12 +21,14 @@ from pocketmq.store.index_hash import TAIL_TABLE, heads_of, topic_key_hash
 from pocketmq.store.layout import SCHEDULE_TOPIC
 from pocketmq.store.props_fields import (
     KEYS_NEEDLE,
+    NO_PROPERTIES,
     TAG_CODES,
     TAGS_NEEDLE,
     UNIQ_NEEDLE,
     LazyProperties,
     deliver_time,
     tag_code,
+    wants_properties,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
     find_or_create = d.cq_table.find_or_create
     indexed = d.index_enable
     listener = d.listener
+    lazy = wants_properties(listener)
     tag_codes = TAG_CODES
     tails = TAIL_TABLE
     hashes: list[int] = []
@@ -69,7 +72,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
     add_hash = hashes.append
     add_phy = hphys.append
     add_ts = htss.append
-    last_topic = None
+    last_topic: str | None = None
     heads: dict[str, int] = {}
     n = 0
     last_ts = 0
@@ -80,7 +83,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
             if phy != off:
                 pending.appendleft(rec)
                 break
-            if topic is not last_topic:
+            if topic != last_topic:  # (equal, not identical: a broker decodes each topic anew)
                 heads = heads_of(topic)
                 last_topic = topic
             if batch is not None:
@@ -141,7 +144,15 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
                     cq.put(phy, size, tags_code, qoff, ts)
                     if listener is not None:
                         d.reput_from_offset = phy + size
-                        listener.arriving(topic, qid, qoff + 1, tags_code, ts, None, LazyProperties(props))
+                        listener.arriving(
+                            topic,
+                            qid,
+                            qoff + 1,
+                            tags_code,
+                            ts,
+                            None,
+                            LazyProperties(props) if lazy else NO_PROPERTIES,
+                        )
             except BaseException:
                 # not dispatched: drop the index entries collected for it, retry it whole
                 while hphys and hphys[-1] == phy:
@@ -253,6 +264,9 @@ def _dispatch_batch(
     listener = d.listener
     if listener is not None:
         d.reput_from_offset = phy + total
+        lazy = wants_properties(listener)
         for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
-            listener.arriving(topic, qid, k_, code, ts, None, LazyProperties(props))
+            listener.arriving(
+                topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES
+            )
     return len(sizes)

@@ -320,8 +320,8 @@ def test_record_appended_at_the_cut_point_is_indexed(tmp_path):
     again.close()
 
 
-def test_build_index_fast_path_writes_what_per_key_puts_write(tmp_path):
-    """The fused two-key path and the general path against the plain per-key reference."""
+def test_build_index_writes_what_per_key_puts_write(tmp_path):
+    """``build_index`` (cached hashes, a record's entries together) against plain per-key puts."""
     from pocketmq.store.index_file import IndexService, index_key_hash
 
     clock = FakeClock()
@@ -485,3 +485,25 @@ def test_wait_store_msg_ok_fast_check_agrees_with_get_property():
         value = get_property(p, "WAIT")
         expected = value is None or value.lower() == "true"
         assert MessageInner("t", b"", properties=p).wait_store_msg_ok == expected, repr(p)
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_listener_without_needs_properties_gets_an_empty_mapping(tmp_path, decode):
+    seen: list[tuple[int, int]] = []
+
+    class L:
+        needs_properties = False
+
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_timestamp, bitmap, properties):  # type: ignore[no-untyped-def]
+            seen.append((logic_offset, len(properties)))
+
+    store = MessageStore(tiny_config(str(tmp_path / "s")))
+    store.load()
+    store.arriving_listener = L()
+    store.put_message(make_msg(0))
+    store.put_messages([make_msg(1), make_msg(2)])
+    if decode:
+        store.commitlog.appended.clear()
+    store.do_reput()
+    assert seen == [(1, 0), (2, 0), (3, 0)]
+    store.close()
