@@ -11,6 +11,13 @@ no name server); this process is the producer and the consumer, on uvloop when a
 * ``batched``: SEND_MESSAGE_V2 ``m=true`` batches of ``--batch`` 1 KB messages (the C++ form),
   ``--inflight`` / 4 batches in flight, msg/s.
 
+Each test also reports CPU time per message: ``broker_cpu_us`` (the broker process's user+system
+time over the test, from ``/proc/<pid>/stat``; needs the spawned broker or ``--broker-pid``) and
+``client_cpu_us`` (this process). On a shared box these are steadier than msg/s.
+``--uniq-key`` gives every throughput message its own ``UNIQ_KEY`` property, as the SDK's
+producer does (the store then indexes each one). ``--flush sync`` starts the broker with
+``flushDiskType=SYNC_FLUSH`` (group commit).
+
 Targets (issue 5): p50 <= 500 µs, p99 <= 1.5 ms; >= 50k msg/s single; >= 150k msg/s batched.
 Prints one JSON object. Usage: ``python bench/e2e_latency.py [--seconds 10] [--rate 2000]``.
 """
@@ -53,8 +60,42 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of ``pid`` (Linux ``/proc``), or None when unknown."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    # after the ")" of comm: state is field 0, utime field 11, stime field 12
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+class CpuMeter:
+    """CPU µs per message of the broker process and of this one over one test."""
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.pid = broker_pid
+        self.broker0 = process_cpu_s(broker_pid)
+        self.client0 = time.process_time()
+
+    def result(self, messages: int) -> dict[str, float | None]:
+        n = max(1, messages)
+        b1 = process_cpu_s(self.pid)
+        broker = None if b1 is None or self.broker0 is None else round((b1 - self.broker0) * 1e6 / n, 2)
+        return {
+            "broker_cpu_us": broker,
+            "client_cpu_us": round((time.process_time() - self.client0) * 1e6 / n, 2),
+        }
+
+
 @contextlib.contextmanager
-def broker_process(store_dir: str) -> Any:
+def broker_process(store_dir: str, flush: str = "async") -> Any:
     port = free_port()
     argv = [
         sys.executable, "-m", "pocketmq.broker",
@@ -62,6 +103,7 @@ def broker_process(store_dir: str) -> Any:
         "--set", "fastListenEnable=false", "--set", f"storePathRootDir={store_dir}",
         "--set", "mappedFileSizeCommitLog=268435456", "--set", "maxHashSlotNum=500000",
         "--set", "maxIndexNum=2000000", "--log-level", "WARNING",
+        "--set", f"flushDiskType={'SYNC_FLUSH' if flush == 'sync' else 'ASYNC_FLUSH'}",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     try:
@@ -74,7 +116,7 @@ def broker_process(store_dir: str) -> Any:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("broker did not start") from None
                 time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", proc.pid
     finally:
         proc.terminate()
         try:
@@ -114,7 +156,7 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[k]
 
 
-async def latency(addr: str, rate: int, seconds: float) -> dict[str, Any]:
+async def latency(addr: str, rate: int, seconds: float, broker_pid: int | None) -> dict[str, Any]:
     topic = f"BenchLat{os.getpid()}"
     producer, consumer = RemotingClient(), RemotingClient()
     await ensure_topic(producer, addr, topic, 1)
@@ -149,6 +191,7 @@ async def latency(addr: str, rate: int, seconds: float) -> dict[str, Any]:
 
     consumer_task = asyncio.create_task(consume())
     await asyncio.sleep(0.2)  # let the first pull be held
+    meter = CpuMeter(broker_pid)
     pad = b"x" * (BODY_SIZE - SEQ.size)
     interval = 1 / rate
     t_start = time.perf_counter()
@@ -173,6 +216,7 @@ async def latency(addr: str, rate: int, seconds: float) -> dict[str, Any]:
         async with asyncio.timeout(10):
             await done.wait()
     done.set()
+    cpu = meter.result(len(lat_ns))
     consumer_task.cancel()
     with contextlib.suppress(BaseException):
         await consumer_task
@@ -188,37 +232,58 @@ async def latency(addr: str, rate: int, seconds: float) -> dict[str, Any]:
         "p90_us": round(percentile(us, 90), 1),
         "p99_us": round(percentile(us, 99), 1),
         "max_us": round(us[-1], 1) if us else None,
+        **cpu,
     }
 
 
-async def throughput(addr: str, seconds: float, inflight: int, batch: int) -> dict[str, Any]:
+async def throughput(
+    addr: str, seconds: float, inflight: int, batch: int, broker_pid: int | None, uniq_key: bool = False
+) -> dict[str, Any]:
     topic = f"BenchTp{'B' if batch > 1 else 'S'}{os.getpid()}"
     client = RemotingClient()
     await ensure_topic(client, addr, topic, 8)
-    body = b"x" * BODY_SIZE
-    payload = encode_batch([(0, body, "TAGS\x01bench")] * batch) if batch > 1 else body
+    body_1k = b"x" * BODY_SIZE
+    payload = encode_batch([(0, body_1k, "TAGS\x01bench")] * batch) if batch > 1 else body_1k
     per_request = batch if batch > 1 else 1
     deadline = time.perf_counter() + seconds
     count = 0
     errors = 0
+    # --uniq-key: every message carries its own UNIQ_KEY, as the SDK's do (the store indexes it)
+    uniq_prefix = f"7F000001{os.getpid():08X}"
+    seq = 0
+
+    def request(ext: dict[str, str]) -> RemotingCommand:
+        nonlocal seq
+        ext = dict(ext)
+        body = payload
+        if uniq_key:
+            if batch > 1:
+                keys = [f"TAGS\x01bench\x02UNIQ_KEY\x01{uniq_prefix}{seq + i:016X}" for i in range(batch)]
+                body = encode_batch([(0, body_1k, k) for k in keys])
+            else:
+                ext["i"] += f"\x02UNIQ_KEY\x01{uniq_prefix}{seq:016X}"
+            seq += per_request
+        return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
     async def worker(qid: int) -> None:
         nonlocal count, errors
         ext = send_ext(topic, qid, batch > 1)
         while time.perf_counter() < deadline:
-            r = await client.invoke(
-                addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(ext), payload)
-            )
+            r = await client.invoke(addr, request(ext))
             if r.code == ResponseCode.SUCCESS:
                 count += per_request
             else:
                 errors += 1
 
+    meter = CpuMeter(broker_pid)
     t0 = time.perf_counter()
     await asyncio.gather(*(worker(i % 8) for i in range(inflight)))
     elapsed = time.perf_counter() - t0
+    cpu = meter.result(count)
     await client.close()
-    return {"inflight": inflight, "batch": batch, "msgs_per_s": round(count / elapsed), "errors": errors}
+    return {
+        "inflight": inflight, "batch": batch, "msgs_per_s": round(count / elapsed), "errors": errors, **cpu,
+    }  # fmt: skip
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -227,15 +292,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "body_bytes": BODY_SIZE,
         "loop": "uvloop" if new_loop is not asyncio.new_event_loop else "asyncio",
     }
-    addr = args.broker
-    async with _broker(addr) as addr:
+    async with _broker(args.broker, args.broker_pid, args.flush) as (addr, pid):
         out["broker"] = addr
+        out["flush"] = args.flush if not args.broker else None
         if "latency" in args.only:
-            out["latency"] = await latency(addr, args.rate, args.seconds)
+            out["latency"] = await latency(addr, args.rate, args.seconds, pid)
         if "single" in args.only:
-            out["single"] = await throughput(addr, args.tp_seconds, args.inflight, 1)
+            out["single"] = await throughput(addr, args.tp_seconds, args.inflight, 1, pid, args.uniq_key)
         if "batched" in args.only:
-            out["batched"] = await throughput(addr, args.tp_seconds, max(1, args.inflight // 4), args.batch)
+            out["batched"] = await throughput(
+                addr, args.tp_seconds, max(1, args.inflight // 4), args.batch, pid, args.uniq_key
+            )
     lat = out.get("latency", {})
     out["targets"] = {
         "p50_le_500us": lat.get("p50_us", 1e9) <= 500,
@@ -247,17 +314,22 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _broker(addr: str | None) -> AsyncIterator[str]:
+async def _broker(addr: str | None, pid: int | None, flush: str) -> AsyncIterator[tuple[str, int | None]]:
     if addr:
-        yield addr
+        yield addr, pid
         return
-    with tempfile.TemporaryDirectory(prefix="pocketmq-bench-") as d, broker_process(d) as spawned:
+    with tempfile.TemporaryDirectory(prefix="pocketmq-bench-") as d, broker_process(d, flush) as spawned:
         yield spawned
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--broker", help="use a running broker at host:port instead of spawning one")
+    ap.add_argument("--broker-pid", type=int, help="that broker's pid (for its CPU time per message)")
+    ap.add_argument("--uniq-key", action="store_true", help="a UNIQ_KEY per message, as the SDK sends")
+    ap.add_argument(
+        "--flush", choices=["async", "sync"], default="async", help="spawned broker's flushDiskType"
+    )
     ap.add_argument("--rate", type=int, default=2000)
     ap.add_argument("--seconds", type=float, default=10.0, help="latency test duration")
     ap.add_argument("--tp-seconds", type=float, default=5.0, help="each throughput test's duration")

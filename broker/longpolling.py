@@ -50,6 +50,8 @@ class HeldPull:
     deadline_ms: int
     #: the pull's filter (``is_matched_by_consume_queue``); ``None`` accepts everything.
     message_filter: MessageFilter | None = None
+    #: the request's parsed header (re-used when the pull is woken); None: parse again
+    header: Any = field(default=None, repr=False)
     done: bool = field(default=False, repr=False)
 
     def matches(self, tags_code: int | None) -> bool:
@@ -64,6 +66,8 @@ class PullRequestTable:
     def __init__(self, max_per_queue: int = 1024) -> None:
         self.max_per_queue = max_per_queue
         self._by_queue: dict[QueueKey, list[HeldPull]] = {}
+        #: the same dict, read-only for the hold service's per-message emptiness check
+        self.by_queue: Mapping[QueueKey, list[HeldPull]] = self._by_queue
         self._deadlines: list[tuple[int, int, HeldPull]] = []
         self._seq = itertools.count()
 
@@ -173,6 +177,10 @@ class PullRequestHoldService:
         check_interval: seconds between safety sweeps over every held queue.
     """
 
+    #: the store's arriving listener never reads properties (tag filtering uses tagsCode): the
+    #: store may then skip building a lazy properties object per dispatched message
+    needs_properties = False
+
     def __init__(
         self,
         execute: Callable[[HeldPull], None],
@@ -182,6 +190,7 @@ class PullRequestHoldService:
         check_interval: float = 5.0,
     ) -> None:
         self.table = PullRequestTable(max_per_queue)
+        self._held = self.table.by_queue
         self._execute = execute
         self._max_offset_of = max_offset_of
         self._check_interval = check_interval
@@ -242,7 +251,8 @@ class PullRequestHoldService:
         properties: Mapping[str, str],
     ) -> None:
         """The store's ``MessageArrivingListener``: called by reput for each dispatched message."""
-        if self.table:
+        # the held-request dict itself, not ``self.table`` (its __bool__ is a Python call per message)
+        if self._held:
             self.notify_message_arriving(topic, queue_id, logic_offset, tags_code)
 
     def drop_connection(self, conn: Any) -> None:

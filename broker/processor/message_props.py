@@ -40,6 +40,7 @@ DELAY_KEY = MessageConst.DELAY + NAME_VALUE_SEPARATOR
 CLUSTER_KEY = MessageConst.CLUSTER + NAME_VALUE_SEPARATOR
 REAL_TOPIC_KEY = MessageConst.REAL_TOPIC + NAME_VALUE_SEPARATOR
 REAL_QID_KEY = MessageConst.REAL_QID + NAME_VALUE_SEPARATOR
+_WAIT_KEY_LEN = len(WAIT_KEY)
 
 
 def strip_property(props: str, key: str) -> tuple[str, str | None]:
@@ -68,10 +69,22 @@ def stored_properties(props: str | None, cluster: str) -> tuple[str, bool]:
     """
     props = props or ""
     wait = True
-    if WAIT_KEY in props:
-        props, value = strip_property(props, MessageConst.WAIT)
-        if value is not None:
-            wait = value.lower() == "true"
+    if WAIT_KEY in props:  # (`in` first: cheaper than find() for the many sends without WAIT)
+        i = props.find(WAIT_KEY)
+        if i == 0 or props[i - 1] == PROPERTY_SEPARATOR:
+            # the entry itself (the common case, inlined): cut it and its separator
+            end = props.find(PROPERTY_SEPARATOR, i)
+            if end < 0:
+                value = props[i + _WAIT_KEY_LEN :]
+                props = props[: max(0, i - 1)]
+            else:
+                value = props[i + _WAIT_KEY_LEN : end]
+                props = props[:i] + props[end + 1 :]
+            wait = value == "true" or value.lower() == "true"
+        else:  # "WAIT\x01" inside another key (e.g. "XWAIT"): the general search
+            props, found = strip_property(props, MessageConst.WAIT)
+            if found is not None:
+                wait = found.lower() == "true"
     if CLUSTER_KEY in props:
         props, _ = strip_property(props, MessageConst.CLUSTER)
     props = props.rstrip(PROPERTY_SEPARATOR)

@@ -20,6 +20,10 @@ NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE 21 unless the request offset is 0 (
 Every reply carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset``, ``maxOffset``
 and the status name as remark. A 19 with SUSPEND set is held (:mod:`pocketmq.broker.longpolling`)
 and answered later; the COMMIT_OFFSET side effect happens only on the first execution.
+
+A held pull keeps its parsed header (and the filter of a subscription it carried), so waking
+it re-runs the checks and the store read but not the parsing. Subscriptions carried by pulls
+are parsed once per distinct (topic, expression, type, version) and cached.
 """
 
 from __future__ import annotations
@@ -56,6 +60,20 @@ FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 FLAG_CLASS_FILTER = 0x8
 
+# Enum members hoisted: a class attribute read of an Enum costs ~80 ns, a module global ~20.
+_TAG = ExpressionType.TAG.value
+_BROADCASTING = MessageModel.BROADCASTING
+_SUCCESS = int(ResponseCode.SUCCESS)
+_PULL_NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
+_PULL_OFFSET_MOVED = int(ResponseCode.PULL_OFFSET_MOVED)
+_PULL_RETRY_IMMEDIATELY = int(ResponseCode.PULL_RETRY_IMMEDIATELY)
+_SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
+_PERM_READ = int(PermName.PERM_READ)
+_NO_MESSAGE_IN_QUEUE = GetMessageStatus.NO_MESSAGE_IN_QUEUE
+_NO_MATCHED_LOGIC_QUEUE = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+#: distinct carried subscriptions kept parsed (cleared when full: keys come from clients)
+_SUB_CACHE_MAX = 4096
+
 _S = GetMessageStatus
 _STATUS_CODE: dict[GetMessageStatus, int] = {
     _S.FOUND: ResponseCode.SUCCESS,
@@ -71,6 +89,10 @@ _STATUS_CODE: dict[GetMessageStatus, int] = {
 class PullMessageProcessor:
     def __init__(self, controller: BrokerController) -> None:
         self.c = controller
+        #: (topic, expression, type, version) -> the parsed subscription and its filter
+        self._carried: dict[
+            tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter]
+        ] = {}
 
     def register(self) -> None:
         # Java serves pulls only on the main port, never on the VIP port.
@@ -85,23 +107,30 @@ class PullMessageProcessor:
         if not conn.is_active:
             return
         try:
-            response = self.process_request(conn, held.request, allow_suspend=False)
+            response = self.process_request(conn, held.request, allow_suspend=False, header=held.header)
         except ResponseError as exc:
             response = RemotingCommand.response_to(held.request, exc.response_code, exc.remark)
         except Exception as exc:
             logger.exception("held pull %s:%d failed", held.topic, held.queue_id)
-            response = RemotingCommand.response_to(held.request, ResponseCode.SYSTEM_ERROR, str(exc))
+            response = RemotingCommand.response_to(held.request, _SYSTEM_ERROR, str(exc))
         if response is not None and conn.is_active:
             conn.send_response(response)
 
     # ------------------------------------------------------------------------------------------
     def process_request(
-        self, conn: Any, request: RemotingCommand, *, allow_suspend: bool
+        self,
+        conn: Any,
+        request: RemotingCommand,
+        *,
+        allow_suspend: bool,
+        header: PullMessageRequestHeader | None = None,
     ) -> RemotingCommand | None:
+        """Run one pull; ``header`` is the request's already parsed header (a held pull's)."""
         c = self.c
         cfg = c.config
-        header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
-        if not PermName.is_readable(cfg.broker_permission):
+        if header is None:
+            header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if not cfg.broker_permission & _PERM_READ:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] pulling message is forbidden")
         group = header.consumer_group
         sgc = c.subscription_group_manager.find_subscription_group_config(group)
@@ -117,7 +146,7 @@ class PullMessageProcessor:
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
             raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!")
-        if not PermName.is_readable(tc.perm):
+        if not tc.perm & _PERM_READ:
             raise NoPermissionError(f"the topic[{topic}] pulling message is forbidden")
         queue_id = header.queue_id
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
@@ -125,12 +154,15 @@ class PullMessageProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[{conn.remote_addr}]"
             )
-        sub = self._subscription(header, has_subscription, sgc.consume_broadcast_enable)
-        if sub.expression_type != ExpressionType.TAG.value and not cfg.enable_property_filter:
+        if has_subscription:
+            sub, message_filter = self._carried_subscription(header)
+        else:
+            sub = self._subscription(header, sgc.consume_broadcast_enable)
+            message_filter = TagMessageFilter(sub)
+        if sub.expression_type != _TAG and not cfg.enable_property_filter:
             raise RemoteSystemError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}"
             )
-        message_filter = TagMessageFilter(sub)
         result = c.store.get_message(
             group,
             topic,
@@ -142,10 +174,10 @@ class PullMessageProcessor:
         )
         status = result.status
         code: int
-        if status is _S.NO_MESSAGE_IN_QUEUE or status is _S.NO_MATCHED_LOGIC_QUEUE:
-            code = ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        if status is _NO_MESSAGE_IN_QUEUE or status is _NO_MATCHED_LOGIC_QUEUE:
+            code = _PULL_OFFSET_MOVED if header.queue_offset != 0 else _PULL_NOT_FOUND
         else:
-            code = _STATUS_CODE.get(status, ResponseCode.SYSTEM_ERROR)
+            code = _STATUS_CODE.get(status, _SYSTEM_ERROR)
         suggest = sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else MASTER_ID
         if not cfg.slave_read_enable:
             suggest = MASTER_ID
@@ -153,12 +185,12 @@ class PullMessageProcessor:
         if cfg.is_slave:
             if not cfg.slave_read_enable:
                 suggest = MASTER_ID
-            if code == ResponseCode.PULL_OFFSET_MOVED and not cfg.store.offset_check_in_slave:
+            if code == _PULL_OFFSET_MOVED and not cfg.store.offset_check_in_slave:
                 next_begin = header.queue_offset
-                code = ResponseCode.PULL_RETRY_IMMEDIATELY
+                code = _PULL_RETRY_IMMEDIATELY
 
         response: RemotingCommand | None = None
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
+        if code == _PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = (
                 header.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
             )
@@ -171,39 +203,48 @@ class PullMessageProcessor:
                 header.queue_offset,
                 hold.now_ms() + max(0, timeout),
                 None if message_filter.accepts_all else message_filter,
+                header,
             )
             if not hold.suspend(held):
                 response = self._response(request, code, status.name, suggest, next_begin, result)
         else:
-            if code == ResponseCode.PULL_OFFSET_MOVED:
+            if code == _PULL_OFFSET_MOVED:
                 logger.warning(
                     "PULL_OFFSET_MOVED: group=%s topic=%s queue=%d requested=%d next=%d min=%d max=%d",
                     group, topic, queue_id, header.queue_offset, next_begin, result.min_offset, result.max_offset,
                 )  # fmt: skip
             response = self._response(request, code, status.name, suggest, next_begin, result)
             stats = c.broker_stats_manager
-            if stats is not None and code == ResponseCode.SUCCESS:
+            if stats is not None and code == _SUCCESS:
                 stats.on_get(group, topic, result.message_count, len(result.body))
 
         if allow_suspend and has_commit and not cfg.is_slave:
             c.consumer_offset_manager.commit_offset(group, topic, queue_id, header.commit_offset)
         return response
 
-    def _subscription(
-        self, header: PullMessageRequestHeader, has_subscription: bool, broadcast_enable: bool
-    ) -> SubscriptionData:
-        topic = header.topic
-        if has_subscription:
+    def _carried_subscription(
+        self, header: PullMessageRequestHeader
+    ) -> tuple[SubscriptionData, TagMessageFilter]:
+        """The subscription a pull carries (FLAG_SUBSCRIPTION), parsed once per distinct one."""
+        key = (header.topic, header.subscription, header.expression_type, header.sub_version)
+        cached = self._carried.get(key)
+        if cached is None:
             try:
-                return build_subscription(
-                    topic, header.subscription, header.expression_type, header.sub_version
-                )
+                sub = build_subscription(*key)
             except Exception as exc:
                 raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
+            if len(self._carried) >= _SUB_CACHE_MAX:
+                self._carried.clear()
+            cached = self._carried[key] = (sub, TagMessageFilter(sub))
+        return cached
+
+    def _subscription(self, header: PullMessageRequestHeader, broadcast_enable: bool) -> SubscriptionData:
+        """The subscription from the group's heartbeat (a pull without FLAG_SUBSCRIPTION)."""
+        topic = header.topic
         cgi = self.c.consumer_manager.get_consumer_group_info(header.consumer_group)
         if cgi is None:
             raise SubscriptionNotExistError("the consumer's group info not exist")
-        if not broadcast_enable and cgi.message_model is MessageModel.BROADCASTING:
+        if not broadcast_enable and cgi.message_model is _BROADCASTING:
             raise NoPermissionError(
                 f"the consumer group[{header.consumer_group}] can not consume by broadcast way"
             )
@@ -224,5 +265,5 @@ class PullMessageProcessor:
             "minOffset": str(result.min_offset),
             "maxOffset": str(result.max_offset),
         }
-        body = result.body if code == ResponseCode.SUCCESS and result.body else None
+        body = result.body if code == _SUCCESS and result.body else None
         return RemotingCommand.response_to(request, code, remark, ext, body)

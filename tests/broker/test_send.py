@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from pocketmq.broker.processor.flush_replies import group_commit_of
 from pocketmq.broker.processor.message_props import join_batch_properties, stored_properties, strip_property
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.message import (
@@ -47,6 +48,23 @@ def test_stored_properties_drop_wait_add_cluster():
     assert wait is False
     assert stored_properties(None, "C1") == ("CLUSTER\x01C1", True)
     assert stored_properties("CLUSTER\x01old\x02A\x01b", "C1") == ("A\x01b\x02CLUSTER\x01C1", True)
+
+
+@pytest.mark.parametrize(
+    ("props", "stored", "wait"),
+    [
+        ("WAIT\x01true\x02TAGS\x01t", "TAGS\x01t\x02CLUSTER\x01C", True),
+        ("WAIT\x01TRUE", "CLUSTER\x01C", True),
+        ("TAGS\x01t\x02WAIT\x01false", "TAGS\x01t\x02CLUSTER\x01C", False),
+        ("A\x01b\x02WAIT\x01true\x02K\x01v\x02", "A\x01b\x02K\x01v\x02CLUSTER\x01C", True),
+        # "WAIT\x01" first found inside another key: the real entry further on is the one cut
+        ("XWAIT\x01a\x02WAIT\x01False\x02", "XWAIT\x01a\x02CLUSTER\x01C", False),
+        ("XWAIT\x01a", "XWAIT\x01a\x02CLUSTER\x01C", True),
+        ("WAIT\x01", "CLUSTER\x01C", False),
+    ],
+)
+def test_stored_properties_wait_positions(props, stored, wait):
+    assert stored_properties(props, "C") == (stored, wait)
 
 
 def test_join_batch_properties_inserts_separator_once():
@@ -125,6 +143,48 @@ async def test_sync_flush_waits_and_replies(tmp_path):
             assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "0"
             r = await w.send("Sync", b"nowait", props={"WAIT": "false"})
             assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "1"
+        finally:
+            await w.close()
+
+
+async def test_sync_flush_answers_concurrent_sends_once_flushed(tmp_path):
+    """Many sends in flight share group-commit rounds; each is answered once its bytes are flushed."""
+    async with running_broker(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as b:
+        # the per-round reply path is the one exercised (not the put_message_async fallback)
+        assert group_commit_of(b.store) is not None
+        w = Wire(b.broker_addr)
+        mfq = b.store.commitlog.mfq
+        try:
+
+            async def single(i: int) -> tuple[int, int, int]:
+                r = await w.send("SyncMany", b"m%03d" % i, queue_id=i % 2)
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                # the reply came after the flush: the record's offset is below the flushed position
+                *_, phy = decode_offset_msg_id(r.ext_fields["msgId"])
+                return int(r.ext_fields["queueId"]), int(r.ext_fields["queueOffset"]), phy
+
+            async def batch(i: int) -> list[int]:
+                body = encode_batch([(0, b"b%03d-%d" % (i, k), "TAGS\x01t") for k in range(3)])
+                hdr = {"a": "PG", "b": "SyncMany", "c": "TBW102", "d": "4", "e": "2", "f": "0", "g": "1",
+                       "h": "0", "i": "WAIT\x01true", "m": "true"}  # fmt: skip
+                r = await w.call(RequestCode.SEND_MESSAGE_V2, hdr, body)
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                offsets = [decode_offset_msg_id(m)[2] for m in r.ext_fields["msgId"].split(",")]
+                assert len(offsets) == 3 and max(offsets) < mfq.flushed_where
+                return offsets
+
+            results = await asyncio.gather(*(single(i) for i in range(60)), *(batch(i) for i in range(5)))
+            singles = results[:60]
+            flushed = mfq.flushed_where
+            assert all(phy < flushed for _, _, phy in singles)
+            for q in (0, 1):
+                assert sorted(off for qid, off, _ in singles if qid == q) == list(range(30))
+            assert len({phy for _, _, phy in singles}) == 60
+            msgs = await pull_all(w, "SyncMany", 2)
+            assert len(msgs) == 15 and [m.queue_offset for m in msgs] == list(range(15))
+            # WAIT=false is answered at once, as before
+            r = await w.send("SyncMany", b"nowait", props={"WAIT": "false"})
+            assert r.code == ResponseCode.SUCCESS
         finally:
             await w.close()
 

@@ -1,0 +1,119 @@
+"""A batch send's body split straight into :class:`MessageInner` objects (one pass, no item objects).
+
+Body layout (Java ``MessageDecoder.encodeMessages``; items back to back, big-endian):
+
+======  =====  ==============================================================
+offset  bytes  field
+======  =====  ==============================================================
+0       4      TOTALSIZE: this item's size, header included
+4       4      MAGICCODE (0, ignored)
+8       4      BODYCRC (0, ignored)
+12      4      FLAG
+16      4      BODYLENGTH
+20      n      BODY
+20+n    2      PROPERTIESLENGTH (== TOTALSIZE - 22 - BODYLENGTH)
+22+n    m      PROPERTIES (``k\\x01v\\x02...``, UTF-8)
+======  =====  ==============================================================
+
+Every message of the batch shares topic, queue, sysFlag, born time/host and reconsume times
+(the request header's); its stored properties are its own with the header's appended
+(``MessageExtBatchEncoder``: one ``\\x02`` between them). Inconsistent items raise
+:class:`MessageIllegalError` with RocketMQ's MESSAGE_ILLEGAL code.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from pocketmq.remoting.protocol.errors import MessageIllegalError
+from pocketmq.remoting.protocol.message import PROPERTY_SEPARATOR, HostAddress
+from pocketmq.store.message_inner import MessageInner
+
+ITEM_HEAD = struct.Struct(
+    ">"
+    "i"  # TOTALSIZE
+    "i"  # MAGICCODE
+    "i"  # BODYCRC
+    "i"  # FLAG
+    "i"  # BODYLENGTH
+)
+_HEAD = ITEM_HEAD.size
+#: header + the 2-byte properties length: the smallest item
+_MIN_ITEM = _HEAD + 2
+_MAX_PROPS = 32767
+
+
+def _illegal(detail: str) -> MessageIllegalError:
+    return MessageIllegalError(f"the batch body is illegal: {detail}")
+
+
+def batch_messages(
+    data: bytes,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: HostAddress,
+    store_host: HostAddress,
+    reconsume_times: int,
+    header_props: str,
+    max_body: int,
+    body_too_long: str,
+) -> list[MessageInner]:
+    """The batch's messages; ``header_props`` (non-empty) is appended to each one's properties.
+
+    Raises:
+        MessageIllegalError: a truncated or inconsistent item, properties that are not UTF-8,
+            or a body longer than ``max_body`` (remark ``body_too_long``).
+    """
+    n = len(data)
+    if n == 0:
+        raise _illegal("empty batch body")
+    out: list[MessageInner] = []
+    append = out.append
+    unpack = ITEM_HEAD.unpack_from
+    sep = PROPERTY_SEPARATOR
+    pos = 0
+    while pos < n:
+        if n - pos < _MIN_ITEM:
+            raise _illegal(f"truncated batch item at {pos}")
+        total, _, _, flag, body_len = unpack(data, pos)
+        if total < _MIN_ITEM or total > n - pos:
+            raise _illegal(f"batch item at {pos}: total size {total} out of range")
+        props_len = total - _MIN_ITEM - body_len
+        if body_len < 0 or props_len < 0:
+            raise _illegal(f"batch item at {pos}: body length {body_len} out of range")
+        p = pos + _HEAD + body_len
+        # the 2-byte length must say what TOTALSIZE implies (a Java short: at most 32767)
+        if props_len > _MAX_PROPS or (data[p] << 8 | data[p + 1]) != props_len:
+            raise _illegal(f"batch item at {pos}: properties length inconsistent")
+        if body_len > max_body:
+            raise MessageIllegalError(body_too_long)
+        end = pos + total
+        if props_len:
+            try:
+                props = data[p + 2 : end].decode()
+            except UnicodeDecodeError:
+                raise _illegal(f"batch item at {pos}: properties are not UTF-8") from None
+            if props[-1] != sep:
+                props = f"{props}{sep}{header_props}"
+            else:
+                props += header_props
+        else:
+            props = header_props
+        append(
+            MessageInner(
+                topic,
+                data[pos + _HEAD : p],
+                queue_id,
+                flag,
+                props,
+                sys_flag,
+                born_timestamp,
+                born_host,
+                store_host,
+                reconsume_times,
+            )
+        )
+        pos = end
+    return out
