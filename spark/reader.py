@@ -48,7 +48,7 @@ from pocketmq.spark.errors import ReadError
 from pocketmq.spark.metadata import ClusterClient, broker_addresses
 from pocketmq.spark.offsets import QueueKey
 from pocketmq.spark.planning import DataLoss, DataLossPolicy, LossKind
-from pocketmq.spark.rows import BATCH_ROWS, Columns
+from pocketmq.spark.rows import BATCH_BYTES, BATCH_ROWS, Columns
 from pocketmq.spark.wire import BlockingConnection, pool
 
 logger = logging.getLogger("pocketmq.spark")
@@ -93,7 +93,7 @@ class _RangeReader:
         self.addrs = addrs
         self.tags = settings.tags
         self.policy = DataLossPolicy(settings.fail_on_data_loss)
-        self.cols = Columns(key.topic, key.broker_name, key.queue_id, settings.include_properties)
+        self.cols = Columns(key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags)
         self.timeout = settings.timeout_ms / 1000
         self.ext = {
             "consumerGroup": settings.group,
@@ -161,7 +161,9 @@ class _RangeReader:
                     except Exception as route_exc:  # the name server may be the problem too
                         failures.append(f"route refresh: {route_exc}")
         if len(self.cols):
-            yield self.cols.to_batch()
+            batch = self.cols.to_batch()
+            if batch.num_rows:
+                yield batch
         if self.policy.skipped_total:
             logger.warning(
                 "queue %s: skipped %d lost offsets while reading [%d, %d)",
@@ -174,7 +176,7 @@ class _RangeReader:
         stalled_since: float | None = None
         backoff = 0.005
         while True:
-            reply, body = conn.receive(pending, self.timeout)
+            reply, frame, body_at, body_end = conn.receive_frame(pending, self.timeout)
             code = reply.code
             ext = reply.ext_fields or {}
             try:
@@ -192,9 +194,9 @@ class _RangeReader:
                 self.offset = nb
                 if nb < self.until:
                     pending = self._send(conn)  # the broker works on it while we decode
-                expect = cols.decode(
-                    body, start, self.until, self.tags, None if self.tags is not None else self._on_gap
-                )
+                # decoded in the connection's receive buffer, before the next reply lands in it
+                on_gap = None if self.tags is not None else self._on_gap
+                expect = cols.decode(frame, start, self.until, on_gap, body_at, body_end)
                 end = min(nb, self.until)
                 if self.tags is None and expect < end:
                     self.policy.handle(
@@ -202,8 +204,10 @@ class _RangeReader:
                     )
                 stalled_since = None
                 backoff = 0.005
-                if len(cols) >= BATCH_ROWS:
-                    yield cols.to_batch()
+                if len(cols) >= BATCH_ROWS or cols.nbytes >= BATCH_BYTES:
+                    batch = cols.to_batch()
+                    if batch.num_rows:
+                        yield batch
                 if nb >= self.until:
                     return
                 continue

@@ -2,9 +2,23 @@
 
 A pull body is a run of CommitLog records (layout in :mod:`pocketmq.remoting.protocol.message`,
 reference §4.1). The generic ``decode_messages`` builds one object per message; this hot path
-instead walks the records once with the shared precompiled prefix ``Struct`` and appends each
-field straight to a column list (STYLE.md §3.8), then :meth:`Columns.to_batch` makes one Arrow
-``RecordBatch`` per few thousand rows (yielding Arrow is about 4x faster than tuples, pitfall 12).
+does as little per record in Python as it can (STYLE.md §3.8), and the rest per batch:
+
+* per record (:meth:`Columns.decode`, fast path, straight from the connection's receive
+  buffer): one unpack of the IPv4 prefix ``Struct``, one of a per-topic ``Struct`` for
+  TOPICLEN+TOPIC / PROPERTIESLENGTH after the body, the checks, the prefix fields onto one flat
+  list, the body appended to one batch-wide ``bytearray`` (its only copy before Arrow takes the
+  buffer as is) and the encoded properties sliced;
+* per batch (:meth:`Columns.to_batch`, one Arrow ``RecordBatch`` per ~4k rows: yielding Arrow is
+  about 4x faster than tuples, pitfall 12): strided slices of the flat list become the integer
+  columns, the body offsets are a cumulative sum of BODYLENGTH, Arrow kernels split the
+  properties and pick TAGS / KEYS / UNIQ_KEY, host strings come from a cache, and the tag
+  filter is one ``is_in`` + ``filter``.
+
+A body with anything unusual (IPv6 hosts, a compressed body, an offset gap, a malformed
+record) is decoded again record by record by the checked path, which raises the precise error.
+Measured (1 KiB messages, 1024 per pull, pull loop included): 1.8 CPU µs per row, against 2.8
+for the previous one-pass decoder that appended every field to its own list.
 
 Rows (``properties`` only with ``includeProperties=true``)::
 
@@ -35,14 +49,13 @@ below the requested offset; a jump without a tag filter is reported through ``on
 
 from __future__ import annotations
 
-import array
-import itertools
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
@@ -55,6 +68,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
     RECORD_PREFIX_V4,
     format_host_ip,
+    get_property,
     string_to_properties,
 )
 from pocketmq.spark.errors import ReadError
@@ -79,8 +93,9 @@ COLUMNS = (
 )
 PROPERTIES_COLUMN = ("properties", "MAP<STRING, STRING>")
 
-#: Rows per Arrow batch handed to Spark.
+#: An Arrow batch is handed to Spark after this many rows or pulled bytes, whichever comes first.
 BATCH_ROWS = 4096
+BATCH_BYTES = 32 << 20
 
 _TS = pa.timestamp("us", tz="UTC")  # what pyspark's to_arrow_schema makes of TimestampType
 _TS_MS = pa.timestamp("ms", tz="UTC")
@@ -107,62 +122,116 @@ def arrow_schema(include_properties: bool) -> pa.Schema:
 
 
 _MSGID_TAIL = struct.Struct(">iq")
-_TAGS = "TAGS" + NAME_VALUE_SEPARATOR
-_KEYS = "KEYS" + NAME_VALUE_SEPARATOR
-_UNIQ = "UNIQ_KEY" + NAME_VALUE_SEPARATOR
 _V4_SIZE = RECORD_PREFIX_V4.size
+_UNPACK_V4 = RECORD_PREFIX_V4.unpack_from
+#: records that take the checked path: IPv6 hosts (other prefix layout) or a compressed body
+_SLOW_FLAGS = HOST_FLAGS_MASK | COMPRESSED_FLAG
+#: positions in a record prefix tuple (the same in every ``RECORD_PREFIX_STRUCTS`` layout)
+_QID, _QOFF, _SYSFLAG, _BODY_LEN = 3, 5, 7, 16
+_NFIELDS = len(RECORD_PREFIX_V4.unpack(bytes(RECORD_PREFIX_V4.size)))
+_PROPERTY_NEEDLES = (
+    "TAGS" + NAME_VALUE_SEPARATOR,
+    "KEYS" + NAME_VALUE_SEPARATOR,
+    "UNIQ_KEY" + NAME_VALUE_SEPARATOR,
+)
+_INT32_NULL = pa.scalar(None, pa.int32())
 
 
-def _prop(props: str, needle: str) -> str | None:
-    """One property value from the encoded string (needle = key + separator)."""
-    if props.startswith(needle):
-        start = len(needle)
-    else:
-        i = props.find(PROPERTY_SEPARATOR + needle)
-        if i < 0:
-            return None
-        start = i + 1 + len(needle)
-    end = props.find(PROPERTY_SEPARATOR, start)
-    return props[start:] if end < 0 else props[start:end]
+def _binary(values: list[bytes | bytearray]) -> pa.Array:
+    """One binary array (a single copy of the values, in C)."""
+    arr = pa.array(values, pa.binary())
+    if isinstance(arr, pa.ChunkedArray):  # over 2 GiB: a 32-bit offset overflow, raised here
+        arr = arr.combine_chunks()
+    return arr
+
+
+def _property_column(items: pa.Array, parents: pa.Array, needle: str, n: int) -> pa.Array | None:
+    """The value of the first ``needle`` item of every row (null when absent), or ``None``
+    when a row repeats the key (the caller then searches the strings one by one)."""
+    hit = pc.starts_with(items, needle)
+    rows = parents.filter(hit)
+    m = len(rows)
+    if m == 0:
+        return pa.nulls(n, pa.string())
+    if m > 1 and not pc.all(pc.greater(rows[1:], rows[:-1])).as_py():
+        return None
+    # cut the ASCII needle off at byte level (10x cheaper than utf8_slice_codeunits; still UTF-8)
+    values = pc.binary_slice(items.filter(hit).view(pa.binary()), len(needle), 2**31 - 1).view(pa.string())
+    if m == n:  # strictly increasing row numbers, one per row: every row has the key
+        return values
+    present = pc.is_in(pa.array(range(n), pa.int32()), value_set=rows.cast(pa.int32()))
+    index = pc.subtract(pc.cumulative_sum(present.cast(pa.int32())), 1)
+    return values.take(pc.if_else(present, index, _INT32_NULL))
+
+
+def property_columns(props: pa.Array) -> list[pa.Array]:
+    """``tags``, ``keys`` and the UNIQ_KEY (null when absent) from encoded property strings.
+
+    Same answer as ``get_property`` (the first ``key\\x01value`` item, the value running to the
+    next ``\\x02``), computed with Arrow kernels over the split items instead of per row.
+    """
+    n = len(props)
+    items = pc.split_pattern(props, PROPERTY_SEPARATOR)
+    flat = pc.list_flatten(items)
+    parents = pc.list_parent_indices(items)
+    out = []
+    for needle in _PROPERTY_NEEDLES:
+        column = _property_column(flat, parents, needle, n)
+        if column is None:
+            key = needle[:-1]
+            column = pa.array([get_property(s, key) for s in props.to_pylist()], pa.string())
+        out.append(column)
+    return out
 
 
 class Columns:
-    """Column lists for one partition's rows, appended to by :meth:`decode`."""
+    """Rows of one partition, appended to by :meth:`decode`, turned into Arrow by :meth:`to_batch`.
+
+    Per record :meth:`decode` keeps only the prefix fields (on one flat list), the body (on one
+    bytearray) and the encoded properties (a slice); everything else (prefix fields into
+    columns, property lookups, host strings, the tag filter) happens once per batch in
+    :meth:`to_batch`, mostly inside Arrow kernels. Bodies with anything unusual (IPv6 hosts, compressed bodies, gaps,
+    malformed records) go through a record-by-record checked path with the precise errors.
+    """
 
     __slots__ = (
-        "_hosts", "body", "born_host", "born_ts", "broker_name", "flag", "include_properties", "keys",
-        "msg_id", "phy", "props", "qoff", "queue_id", "reconsume", "schema", "store_host", "store_ts",
-        "sys_flag", "tags", "topic", "topic_bytes",
+        "_hosts", "_tag_set", "_tail", "_tail_fixed", "_tail_head", "body", "broker_name", "fields", "include_properties",
+        "nbytes", "props", "queue_id", "schema", "topic", "topic_bytes",
     )  # fmt: skip
 
-    def __init__(self, topic: str, broker_name: str, queue_id: int, include_properties: bool) -> None:
+    def __init__(
+        self,
+        topic: str,
+        broker_name: str,
+        queue_id: int,
+        include_properties: bool,
+        tags_filter: frozenset[str] | None = None,
+    ) -> None:
         self.topic = topic
         self.topic_bytes = topic.encode()
         self.broker_name = broker_name
         self.queue_id = queue_id
         self.include_properties = include_properties
         self.schema = arrow_schema(include_properties)
+        self._tag_set = None if tags_filter is None else pa.array(sorted(tags_filter), pa.string())
+        # TOPICLEN, TOPIC and PROPERTIESLENGTH right after the body
+        tlen = len(self.topic_bytes)  # a 1-byte TOPICLEN: a longer name never takes the fast path
+        self._tail_head = bytes([tlen]) + self.topic_bytes if tlen < 256 else None
+        self._tail = struct.Struct(f">{1 + tlen}sh")  # TOPICLEN + TOPIC, PROPERTIESLENGTH
+        self._tail_fixed = _V4_SIZE + 3 + tlen
         self._hosts: dict[tuple[bytes, int], str] = {}
-        self._reset()
-
-    def _reset(self) -> None:
-        self.qoff: list[int] = []
-        self.body: list[bytes] = []
-        self.keys: list[str | None] = []
-        self.tags: list[str | None] = []
-        self.msg_id: list[str] = []
-        self.phy: list[int] = []
-        self.born_ts: list[int] = []
-        self.store_ts: list[int] = []
-        self.born_host: list[str] = []
-        self.store_host: list[str] = []
-        self.reconsume: list[int] = []
-        self.flag: list[int] = []
-        self.sys_flag: list[int] = []
-        self.props: list[list[tuple[str, str]]] = []
+        # the prefix fields of every record, flat (17 per record); flat lists of ints and bytes
+        # are never scanned by the cyclic GC, a list of tuples would be
+        self.fields: list[Any] = []
+        # bodies back to back (their lengths are the BODYLENGTH prefix fields): one copy out of
+        # the pull buffer, and Arrow takes the buffer as it is
+        self.body = bytearray()
+        self.props: list[bytes | bytearray] = []
+        self.nbytes = 0  # pull body bytes decoded since the last batch
 
     def __len__(self) -> int:
-        return len(self.qoff)
+        """Rows decoded so far (before the tag filter, which :meth:`to_batch` applies)."""
+        return len(self.props)
 
     def _host(self, ip: bytes, port: int) -> str:
         key = (ip, port)
@@ -177,15 +246,18 @@ class Columns:
         buf: bytes | bytearray | memoryview,
         expect: int,
         until: int,
-        tags_filter: frozenset[str] | None,
         on_gap: Callable[[int, int], None] | None,
+        begin: int = 0,
+        end: int | None = None,
     ) -> int:
-        """Append the records of ``buf`` with ``expect <= queueOffset < until``.
+        """Append the records of ``buf[begin:end]`` with ``expect <= queueOffset < until``.
 
         Args:
             expect: the offset the pull asked for; records must start at or after it.
-            tags_filter: exact tags to keep (``None`` keeps everything).
-            on_gap: called with ``(expected, found)`` when an unfiltered read skips offsets.
+            on_gap: called with ``(expected, found)`` when offsets are skipped; without it,
+                holes are allowed (a server-side tag filter leaves them).
+            begin, end: the pull body's bounds in ``buf`` (a connection's receive buffer is
+                decoded in place: every value is copied out, nothing refers to ``buf`` after).
 
         Returns:
             The next expected offset (last record's offset + 1, or ``expect`` when empty).
@@ -193,146 +265,186 @@ class Columns:
         Raises:
             ReadError: a malformed record, a foreign topic or queue, or offsets that do not increase.
         """
-        # One copy of the whole body up front: bytes slicing, ``startswith`` and ``find`` are
-        # much cheaper than the same operations on a memoryview.
-        data = buf if isinstance(buf, bytes) else bytes(buf)
+        if isinstance(buf, memoryview):  # slices of a view would be views: copy once instead
+            buf, begin, end = bytes(buf[begin:end]), 0, None
+        if end is None:
+            end = len(buf)
+        self.nbytes += end - begin
+        mark, body_mark = len(self.props), len(self.body)
+        with memoryview(buf) as view:
+            nxt = self._decode_fast(buf, view, begin, end, expect, until, on_gap is not None)
+        if nxt is None:  # something unusual: undo and go record by record
+            del self.fields[mark * _NFIELDS :], self.body[body_mark:], self.props[mark:]
+            data = buf if begin == 0 and end == len(buf) else buf[begin:end]
+            nxt = self._decode_checked(data, expect, until, on_gap)
+        return nxt
+
+    def _decode_fast(
+        self,
+        data: bytes | bytearray,
+        view: memoryview,
+        pos: int,
+        n: int,
+        expect: int,
+        until: int,
+        contiguous: bool,
+    ) -> int | None:
+        """The common case (IPv4 hosts, plain bodies, increasing offsets); ``None`` otherwise.
+
+        Everything the loop touches is a local: this runs once per message.
+        """
+        unpack, magic, slow, v4 = _UNPACK_V4, MESSAGE_MAGIC_CODE, _SLOW_FLAGS, _V4_SIZE
+        tail_of = self._tail.unpack_from
+        head = self._tail_head
+        fixed = self._tail_fixed
+        qid = self.queue_id
+        add_fields, add_props = self.fields.extend, self.props.append
+        bodies = self.body
+        nxt = expect
+        try:
+            while pos < n:
+                r = unpack(data, pos)
+                total = r[0]
+                body_len = r[16]
+                if r[1] != magic or r[7] & slow or total > n - pos:
+                    return None
+                q = r[5]
+                if q >= until:  # the checked path would still reject a bad body length here
+                    if not 0 <= body_len <= total - v4 - 3:
+                        return None
+                    break
+                if (q != nxt and (contiguous or q < nxt)) or r[3] != qid:
+                    return None
+                body_end = pos + v4 + body_len
+                topic, plen = tail_of(data, body_end)
+                end = pos + total
+                # plen >= 0 and the sizes adding up also bound body_len from above
+                if topic != head or plen != total - fixed - body_len or (plen | body_len) < 0:
+                    return None
+                add_fields(r)
+                bodies += view[pos + v4 : body_end]
+                add_props(data[end - plen : end])
+                nxt = q + 1
+                pos = end
+        except struct.error:  # a truncated record
+            return None
+        return nxt
+
+    def _decode_checked(
+        self, data: bytes | bytearray, expect: int, until: int, on_gap: Callable[[int, int], None] | None
+    ) -> int:
         n = len(data)
         pos = 0
-        unpack_v4 = RECORD_PREFIX_V4.unpack_from
-        props_len_of = PROPS_LEN.unpack_from
         topic_bytes = self.topic_bytes
         tlen = len(topic_bytes)
-        my_qid = self.queue_id
-        include_props = self.include_properties
-        qoffs, bodies, keys, tags_col, ids, phys = (
-            self.qoff,
-            self.body,
-            self.keys,
-            self.tags,
-            self.msg_id,
-            self.phy,
-        )
-        born_ts, store_ts, born_h, store_h = self.born_ts, self.store_ts, self.born_host, self.store_host
-        recs, flags, sysflags, props_col = self.reconsume, self.flag, self.sys_flag, self.props
-        last_born: tuple[bytes, int, str] = (b"", -1, "")
-        last_store: tuple[bytes, int, str] = (b"", -1, "")
         while pos < n:
             if n - pos < RECORD_MIN_SIZE:
                 raise self._bad(f"truncated record at byte {pos}")
-            (total, magic, _, qid, flag, qoff, phy, sys_flag, b_ts, b_ip, b_port, s_ts, s_ip, s_port, reconsume, _,
-             body_len) = unpack_v4(data, pos)  # fmt: skip
+            r = _UNPACK_V4(data, pos)
+            total, magic, sys_flag = r[0], r[1], r[_SYSFLAG]
             if magic != MESSAGE_MAGIC_CODE or total < RECORD_MIN_SIZE or total > n - pos:
                 raise self._bad(f"bad record at byte {pos} (magic {magic & 0xFFFFFFFF:#x}, size {total})")
-            if sys_flag & HOST_FLAGS_MASK:
-                prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+            if prefix is not RECORD_PREFIX_V4:
                 if total < prefix.size + 3:
                     raise self._bad(f"record at byte {pos} too small for its hosts")
-                (_, _, _, qid, flag, qoff, phy, sys_flag, b_ts, b_ip, b_port, s_ts, s_ip, s_port, reconsume, _,
-                 body_len) = prefix.unpack_from(data, pos)  # fmt: skip
-                p = pos + prefix.size
-            else:
-                p = pos + _V4_SIZE
+                r = prefix.unpack_from(data, pos)
+            qid, qoff, body_len = r[_QID], r[_QOFF], r[_BODY_LEN]
+            p = pos + prefix.size
             end = pos + total
             if body_len < 0 or p + body_len + 3 > end:
                 raise self._bad(f"body length {body_len} out of range at byte {pos}")
             if qoff >= until:
                 return expect
-            if qoff < expect or qid != my_qid:
+            if qoff < expect or qid != self.queue_id:
                 raise self._bad(
                     f"the broker returned queue {qid} offset {qoff} where offset >= {expect} was expected (offsets must increase)"
                 )
             if qoff > expect and on_gap is not None:
                 on_gap(expect, qoff)
             expect = qoff + 1
-            body_start = p
+            body = data[p : p + body_len]
             p += body_len
             if data[p] != tlen or not data.startswith(topic_bytes, p + 1):
                 raise self._bad(f"offset {qoff} belongs to another topic")
             p += 1 + tlen
-            (plen,) = props_len_of(data, p)
+            (plen,) = PROPS_LEN.unpack_from(data, p)
             p += 2
             if plen < 0 or p + plen != end:
                 raise self._bad(f"offset {qoff}: properties length {plen} inconsistent with the record size")
-            props = data[p:end].decode("utf-8", "replace")
-            pos = end
-            # TAGS / KEYS / UNIQ_KEY straight from the encoded string (key \x01 value \x02 ...)
-            i = props.find(_TAGS)
-            if i == 0 or (i > 0 and props[i - 1] == PROPERTY_SEPARATOR):
-                j = props.find(PROPERTY_SEPARATOR, i + 5)
-                tag: str | None = props[i + 5 :] if j < 0 else props[i + 5 : j]
-            else:
-                tag = None if i < 0 else _prop(props, _TAGS)
-            if tags_filter is not None and tag not in tags_filter:
-                continue
-            body = data[body_start : body_start + body_len]
             if sys_flag & COMPRESSED_FLAG:
                 try:
                     body = zlib.decompress(body)
                 except zlib.error as exc:
                     raise self._bad(f"offset {qoff}: bad compressed body: {exc}") from None
-            qoffs.append(qoff)
-            bodies.append(body)
-            tags_col.append(tag)
-            keys.append(_prop(props, _KEYS) if "KEYS\x01" in props else None)
-            i = props.find(_UNIQ)
-            if i == 0 or (i > 0 and props[i - 1] == PROPERTY_SEPARATOR):
-                j = props.find(PROPERTY_SEPARATOR, i + 9)
-                ids.append(props[i + 9 :] if j < 0 else props[i + 9 : j])
-            else:
-                uniq = _prop(props, _UNIQ) if i > 0 else None
-                ids.append(uniq if uniq else (s_ip + _MSGID_TAIL.pack(s_port, phy)).hex().upper())
-            phys.append(phy)
-            born_ts.append(b_ts)
-            store_ts.append(s_ts)
-            if b_port != last_born[1] or b_ip != last_born[0]:
-                last_born = (b_ip, b_port, self._host(b_ip, b_port))
-            born_h.append(last_born[2])
-            if s_port != last_store[1] or s_ip != last_store[0]:
-                last_store = (s_ip, s_port, self._host(s_ip, s_port))
-            store_h.append(last_store[2])
-            recs.append(reconsume)
-            flags.append(flag)
-            sysflags.append(sys_flag)
-            if include_props:
-                props_col.append(list(string_to_properties(props).items()))
+            if len(body) != body_len:  # inflated: the batch takes body lengths from BODYLENGTH
+                r = (*r[:_BODY_LEN], len(body), *r[_BODY_LEN + 1 :])
+            self.fields.extend(r)
+            self.body += body
+            self.props.append(data[p:end])
+            pos = end
         return expect
 
     def _bad(self, what: str) -> ReadError:
         return ReadError(f"queue {self.topic}/{self.broker_name}/{self.queue_id}: {what}")
 
+    def _body_column(self, lengths: Sequence[int]) -> pa.Array:
+        offsets = pc.cumulative_sum_checked(pa.array([0, *lengths], pa.int32()))  # > 2 GiB raises
+        return pa.Array.from_buffers(
+            pa.binary(), len(lengths), [None, offsets.buffers()[1], pa.py_buffer(self.body)]
+        )
+
+    def _host_column(self, ips: Sequence[bytes], ports: Sequence[int]) -> pa.Array:
+        n = len(ips)
+        if n and ips.count(ips[0]) == n and ports.count(ports[0]) == n:  # one host: the usual case
+            return pa.repeat(pa.scalar(self._host(ips[0], ports[0]), pa.string()), n)
+        distinct = set(zip(ips, ports, strict=True))
+        names = {key: self._host(*key) for key in distinct}
+        return pa.array([names[key] for key in zip(ips, ports, strict=True)], pa.string())
+
     def to_batch(self) -> pa.RecordBatch:
-        """The rows so far as one RecordBatch (matching :func:`arrow_schema`); then clears them."""
-        n = len(self.qoff)
-        bodies = self.body
-        # binary column straight from one joined buffer + offsets (no per-value conversion)
-        offsets = array.array("i", [0])
-        offsets.extend(itertools.accumulate(map(len, bodies)))
-        if offsets[-1] >= 2**31 - 1:
-            body_arr = pa.array(bodies, pa.large_binary()).cast(pa.binary())  # fails loudly: too big
-        else:
-            body_arr = pa.Array.from_buffers(
-                pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(bodies))]
-            )
+        """The rows so far as one RecordBatch (matching :func:`arrow_schema`, tag filter applied);
+        then clears them. The batch may be empty when the filter dropped every row."""
+        n = len(self.props)
+        flat = self.fields
+        cols = [flat[i::_NFIELDS] for i in range(_NFIELDS)]
+        (_, _, _, _, flag, qoff, phy, sys_flag, born_ts, born_ip, born_port, store_ts, store_ip, store_port,
+         reconsume, _, body_len) = cols  # fmt: skip
+        props_bin = _binary(self.props)
+        try:
+            props = props_bin.cast(pa.string())
+        except pa.ArrowInvalid:  # not UTF-8: decode as before, with replacement characters
+            props = pa.array([p.decode("utf-8", "replace") for p in self.props], pa.string())
+        tags, keys, uniq = property_columns(props)
+        if uniq.null_count or (n and pc.min(pc.binary_length(uniq)).as_py() == 0):
+            ids = uniq.to_pylist()
+            for i, value in enumerate(ids):
+                if not value:  # no UNIQ_KEY: the offset msgId, as the Java consumer's getMsgId
+                    ids[i] = (store_ip[i] + _MSGID_TAIL.pack(store_port[i], phy[i])).hex().upper()
+            uniq = pa.array(ids, pa.string())
         arrays: list[Any] = [
             pa.repeat(pa.scalar(self.topic, pa.string()), n),
             pa.repeat(pa.scalar(self.broker_name, pa.string()), n),
             pa.repeat(pa.scalar(self.queue_id, pa.int32()), n),
-            pa.array(self.qoff, pa.int64()),
-            body_arr,
-            pa.array(self.keys, pa.string()),
-            pa.array(self.tags, pa.string()),
-            pa.array(self.msg_id, pa.string()),
-            pa.array(self.phy, pa.int64()),
-            pa.array(self.born_ts, pa.int64()).cast(_TS_MS).cast(_TS),
-            pa.array(self.store_ts, pa.int64()).cast(_TS_MS).cast(_TS),
-            pa.array(self.born_host, pa.string()),
-            pa.array(self.store_host, pa.string()),
-            pa.array(self.reconsume, pa.int32()),
-            pa.array(self.flag, pa.int32()),
-            pa.array(self.sys_flag, pa.int32()),
+            pa.array(qoff, pa.int64()),
+            self._body_column(body_len),
+            keys,
+            tags,
+            uniq,
+            pa.array(phy, pa.int64()),
+            pa.array(born_ts, _TS_MS).cast(_TS),
+            pa.array(store_ts, _TS_MS).cast(_TS),
+            self._host_column(born_ip, born_port),
+            self._host_column(store_ip, store_port),
+            pa.array(reconsume, pa.int32()),
+            pa.array(flag, pa.int32()),
+            pa.array(sys_flag, pa.int32()),
         ]
         if self.include_properties:
-            arrays.append(pa.array(self.props, pa.map_(pa.string(), pa.string())))
+            maps = [list(string_to_properties(s).items()) for s in props.to_pylist()]
+            arrays.append(pa.array(maps, pa.map_(pa.string(), pa.string())))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        self._reset()
+        if self._tag_set is not None:
+            batch = batch.filter(pc.is_in(tags, value_set=self._tag_set))
+        self.fields, self.body, self.props, self.nbytes = [], bytearray(), [], 0
         return batch

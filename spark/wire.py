@@ -7,9 +7,11 @@ reusing the sans-IO codec of :mod:`pocketmq.remoting.protocol`:
 
 * :class:`BlockingConnection`: one socket. ``send`` assigns the opaque and writes the frame;
   ``receive`` reads frames until the reply with that opaque arrives (stale replies to an
-  abandoned request are dropped). Replies keep their body as a ``memoryview`` of the receive
-  buffer, so a pull body is never copied before it is decoded. Several requests may be in
-  flight (``invoke_many`` pipelines them; the pull loop sends the next pull before decoding the
+  abandoned request are dropped). Frames are read into one receive buffer per connection,
+  reused from reply to reply (a pull reply is about a megabyte: no fresh allocation per pull),
+  and the body is handed out without a copy (``receive_frame``: buffer + bounds, ``receive``: a
+  view), valid until the next receive on that connection. Several requests may be in flight
+  (``invoke_many`` pipelines them; the pull loop sends the next pull before decoding the
   current body).
 * :class:`ConnectionPool`: idle connections per broker address, thread-safe (the planner asks
   brokers in parallel threads), reset after a fork. A connection that saw any error is closed,
@@ -41,7 +43,7 @@ MAX_IDLE_PER_ADDR = 4
 class BlockingConnection:
     """One TCP connection to a broker or name server."""
 
-    __slots__ = ("_len_buf", "_opaque", "addr", "broken", "pid", "sock")
+    __slots__ = ("_buf", "_len_buf", "_opaque", "addr", "broken", "pid", "sock")
 
     def __init__(self, addr: str, connect_timeout: float) -> None:
         host, _, port_s = addr.rpartition(":")
@@ -59,6 +61,7 @@ class BlockingConnection:
         self.broken = False
         self._opaque = 0
         self._len_buf = bytearray(4)
+        self._buf = bytearray()
 
     def close(self) -> None:
         self.broken = True
@@ -105,7 +108,15 @@ class BlockingConnection:
             got += k
 
     def receive(self, opaque: int, timeout: float) -> tuple[RemotingCommand, memoryview]:
-        """The reply to ``opaque`` and its body (empty view when there is none).
+        """The reply to ``opaque`` and its body (empty view when there is none; valid until the
+        next receive on this connection)."""
+        cmd, frame, start, end = self.receive_frame(opaque, timeout)
+        return cmd, memoryview(frame)[start:end]
+
+    def receive_frame(self, opaque: int, timeout: float) -> tuple[RemotingCommand, bytearray, int, int]:
+        """The reply to ``opaque``, the receive buffer and its body's bounds in it.
+
+        The buffer is reused by the next receive on this connection: decode or copy the body first.
 
         Raises:
             RemotingTimeoutError: nothing within ``timeout`` seconds (the connection is closed).
@@ -118,8 +129,10 @@ class BlockingConnection:
             if length < 4 or length > DEFAULT_MAX_FRAME_SIZE:
                 self.close()
                 raise RemotingConnectError(f"{self.addr} sent a frame of invalid length {length}")
-            frame = bytearray(length)
-            view = memoryview(frame)
+            frame = self._buf
+            if len(frame) < length:
+                frame = self._buf = bytearray(length)
+            view = memoryview(frame)[:length]
             self._read_into(view, deadline)
             (word,) = _WORD.unpack_from(frame)
             hlen = word & 0xFFFFFF
@@ -132,7 +145,7 @@ class BlockingConnection:
                 self.close()
                 raise RemotingConnectError(f"{self.addr} sent an undecodable header: {exc}") from exc
             if cmd.flag & RPC_TYPE_RESPONSE and cmd.opaque == opaque:
-                return cmd, view[4 + hlen :]
+                return cmd, frame, 4 + hlen, length
             # a late reply to an abandoned request, or a server-initiated request: not ours
 
     def invoke(self, cmd: RemotingCommand, timeout: float) -> tuple[RemotingCommand, memoryview]:
