@@ -62,7 +62,7 @@ class FrameDecoder:
             # (one copy per body) and only a trailing partial frame is kept.
             self._split(data, 0, out)
             return out
-        if len(buf) < 4 or not data:  # rare: the length word itself was split
+        if len(buf) < 4 or not data:  # rare: a split length word, or feed(b"") after a bad header
             buf += data
             self._split(buf, 0, out)
             return out

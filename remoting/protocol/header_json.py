@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover
     HAVE_ORJSON = False
 
     def _loads(data: bytes) -> Any:
-        return json.loads(data)
+        return json.loads(bytes(data))  # the stdlib reads neither memoryviews nor slices of them
 
     def _dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
@@ -108,8 +108,8 @@ def decode_header(
             on the error whenever it could be read, so the server can answer SYSTEM_ERROR.
     """
     try:
-        # orjson reads memoryviews directly; the stdlib needs bytes.
-        obj = (loads or _loads)(data if HAVE_ORJSON and loads is None else bytes(data))
+        # orjson reads bytearrays and memoryviews directly; a given ``loads`` gets bytes.
+        obj = _loads(data) if loads is None else loads(bytes(data))
     except (ValueError, TypeError, RecursionError) as exc:
         raise HeaderDecodeError(f"invalid JSON header: {exc}") from None
     # Fast path: what every well-behaved peer sends, checked in as few operations as possible
@@ -132,8 +132,8 @@ def decode_header(
         and type(version) is int
         and type(lang) is str
         and (remark is None or type(remark) is str)
-        and _INT32_MIN <= opaque <= _INT32_MAX
-        and _INT32_MIN <= code <= _INT32_MAX
+        and -0x80000000 <= opaque <= 0x7FFFFFFF  # int32, as literals: no global lookups
+        and -0x80000000 <= code <= 0x7FFFFFFF
     ):
         if raw_ext is None:
             return code, _LANGUAGE_BY_NAME.get(lang, _OTHER), version, opaque, flag, remark, None

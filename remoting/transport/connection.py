@@ -13,8 +13,8 @@ Rules:
   at the start of the next turn (``call_soon``). So a burst of N requests costs two syscalls
   instead of N, while the peer already works on the first one (corking everything until the
   end of the turn measured slower: both sides fall into lockstep instead of overlapping).
-* Timeouts are deadlines stored on the pending entry; the owner (client or server) runs one
-  sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``), instead of a timer per call.
+* Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
+  read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
 * ``connection_lost`` fails every pending request with ``RemotingConnectError`` chained to
   the cause. Broken framing closes only this connection.
 * When the transport's write buffer is full (``pause_writing``) reading stops too, so a peer
