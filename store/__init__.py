@@ -31,6 +31,12 @@ Writes (on the loop thread; the store is single-writer and takes no locks)
     ``put_messages(msgs)`` / ``await put_messages_async(msgs)``   a batch sharing topic and queue:
                              consecutive queue offsets, one segment; ``append.msg_id`` is the
                              comma-separated offset msgIds, ``append.msg_num`` the count.
+    ``put_batch(template, items)`` / ``await put_batch_async(...)``   the same batch given as
+                             the shared fields once (``template``: a ``MessageInner`` whose body,
+                             flag and properties are ignored) + ``(flag, body, properties str)``
+                             items (``BatchItem``; body may be a memoryview); same bytes on disk.
+                             ``put_batch_async`` always applies the flush policy (WAIT is the
+                             caller's: for a batch, the request header's).
     ``append_to_commit_log(start_offset, data) -> bool``    HA slave: raw replicated bytes at the
                              current max phy offset (False on mismatch); reput dispatches them.
     Refusals: SERVICE_NOT_AVAILABLE (not open, SLAVE role, disk full), MESSAGE_ILLEGAL (topic
@@ -89,6 +95,7 @@ Errors: expected outcomes are statuses; :class:`StoreError` subclasses for corru
 cannot be repaired, misuse (:class:`IllegalStateError`) and the lock; ``OSError`` propagates.
 """
 
+from pocketmq.store.batch_encode import BatchItem
 from pocketmq.store.clock import now_ms
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from pocketmq.store.errors import IllegalStateError, StoreCorruptError, StoreError, StoreLockedError
@@ -108,6 +115,7 @@ from pocketmq.store.results import (
 __all__ = [
     "AppendMessageStatus",
     "AppendResult",
+    "BatchItem",
     "BrokerRole",
     "FlushDiskType",
     "GetMessageStatus",

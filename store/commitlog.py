@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 
 from pocketmq.remoting.protocol.message import (
@@ -30,9 +29,12 @@ from pocketmq.remoting.protocol.message import (
     SIZE_MAGIC,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    HostAddress,
     host_flags,
     properties_to_string,
 )
+from pocketmq.store.batch_encode import ILLEGAL, BatchItem, encode_items
+from pocketmq.store.batch_encode import Encoded as _Encoded
 from pocketmq.store.clock import _time_ns, now_ms
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.crc import FAST_CRC_MIN as _LONG
@@ -69,18 +71,6 @@ _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
 _crc32 = crc32_short
 _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
-
-
-@dataclass(slots=True)
-class _Encoded:
-    """An encoded batch: record parts, sizes, properties, total size and the sysFlag of every
-    record (one int when they share it, which makes the batch one reput entry)."""
-
-    parts: list[bytes]
-    sizes: list[int]
-    props: list[str]
-    total: int
-    flags: int | list[int]
 
 
 class CommitLog:
@@ -242,11 +232,57 @@ class CommitLog:
             again = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position, now)
             assert not isinstance(again, PutResult)
             encoded = again
+        return self._write(mf, encoded, topic, first.queue_id, now, first.store_host, msgs)
+
+    def put_batch(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
+        """``put_messages`` for messages given as ``(flag, body, properties)`` items sharing
+        ``template``'s topic, queue, sysFlag, born time/host, store host and reconsume times
+        (``batch_encode``); the same bytes as ``put_messages`` of the equivalent messages."""
+        if not items:
+            return _FAIL_ILLEGAL
+        topic = template.topic
+        head = self._topic_heads.get(topic) or self._topic_head(topic)
+        if head is None:
+            return _FAIL_ILLEGAL
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
+        qoff = self.topic_queue_table.get((topic, template.queue_id), 0)
+        phy = mf.file_from_offset + mf.wrote_position if mf else 0
+        encoded = encode_items(template, items, head, phy, qoff, now, self.max_body)
+        if encoded.__class__ is int:
+            return _FAIL_ILLEGAL if encoded == ILLEGAL else _FAIL_PROPS
+        assert isinstance(encoded, _Encoded)
+        total = encoded.total
+        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+            if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                return _FAIL_ILLEGAL
+            mf = self._segment_for(total)
+            if mf is None:
+                return _FAIL_CREATE
+            # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
+            phy = mf.file_from_offset + mf.wrote_position
+            again = encode_items(template, items, head, phy, qoff, now, self.max_body)
+            assert isinstance(again, _Encoded)
+            encoded = again
+        return self._write(mf, encoded, topic, template.queue_id, now, template.store_host, None)
+
+    def _write(
+        self,
+        mf: MappedFile,
+        encoded: _Encoded,
+        topic: str,
+        queue_id: int,
+        now: int,
+        store_host: HostAddress,
+        msgs: Sequence[MessageInner] | None,
+    ) -> PutResult:
+        """Copy an encoded batch into ``mf`` with one slice assignment and queue it for reput."""
+        total = encoded.total
         pos = mf.wrote_position
         mf.mm[pos : pos + total] = b"".join(encoded.parts)
         mf.wrote_position = pos + total
         mf.last_store_timestamp = now
-        queue_id = first.queue_id
         key = (topic, queue_id)
         sizes = encoded.sizes
         n = len(sizes)
@@ -265,6 +301,7 @@ class CommitLog:
             while phy - appended[0][0] > _APPENDED_MAX_BYTES:
                 appended.popleft()
         else:
+            assert msgs is not None  # mixed flags only come from put_messages
             q = base_qoff
             for off, size, flag, m, props in zip(offsets, sizes, flags, msgs, encoded.props, strict=True):
                 self.appended.append(
@@ -273,7 +310,7 @@ class CommitLog:
                 q += 1
         self.put_times_total += n
         self.put_size_total += total
-        result = AppendResult(_APPEND_OK, phy, total, now, base_qoff, n, first.store_host, offsets)
+        result = AppendResult(_APPEND_OK, phy, total, now, base_qoff, n, store_host, offsets)
         return PutResult(_PUT_OK, result)
 
     def _encode_batch(
@@ -300,7 +337,7 @@ class CommitLog:
         fixed = prefix.size + tail_len
         crc32 = _crc32_long if min(len(m.body) for m in msgs) >= _LONG else _crc32
         pack_len = _pack_props_len
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         add = parts.extend
         sizes: list[int] = []
         props_list: list[str] = []
@@ -356,7 +393,7 @@ class CommitLog:
         """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker)."""
         queue_id = msgs[0].queue_id
         qoff = self.topic_queue_table.get((msgs[0].topic, queue_id), 0)
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         sizes: list[int] = []
         props_list: list[str] = []
         flags: list[int] = []

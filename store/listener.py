@@ -15,6 +15,12 @@ class MessageArrivingListener(Protocol):
     ``notifyMessageArriving`` passes it. ``properties`` parses lazily. Must not block.
     A listener whose ``needs_properties`` attribute is false gets an empty mapping instead
     (saves an object per dispatched message).
+
+    Optional: a listener with ``needs_properties`` false may also define
+    ``arriving_batch(topic, queue_id, first_logic_offset, tags_codes, store_timestamp)``; the
+    fast reput path then calls it once per batch put (records ``k`` of the batch: logic offset
+    ``first_logic_offset + k``, tagsCode ``tags_codes[k]``, no bitmap) instead of ``arriving``
+    per record (~0.2 µs per message when nothing is held).
     """
 
     def arriving(

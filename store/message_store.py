@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt, decode_message
+from pocketmq.remoting.protocol.message import MessageExt
 from pocketmq.store import commitlog_recovery, queries
+from pocketmq.store.batch_encode import BatchItem
 from pocketmq.store.checkpoint import (
     StoreCheckpoint,
     StoreLock,
@@ -24,7 +25,6 @@ from pocketmq.store.cq_table import ConsumeQueueTable
 from pocketmq.store.dispatch import Dispatcher
 from pocketmq.store.errors import IllegalStateError
 from pocketmq.store.index_file import IndexService
-from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.mapped_file import MappedFile
 from pocketmq.store.message_inner import MessageInner
@@ -40,11 +40,9 @@ from pocketmq.store.stats import StoreStats
 
 if TYPE_CHECKING:
     from pocketmq.store.services import StoreServices
+    from pocketmq.store.services.flush import RoundFuture
 
 logger = logging.getLogger(__name__)
-
-_RECORD_SIZE_STRUCT_LEN = 4
-_UNPACK_UNITS = CQ_UNIT.iter_unpack
 
 
 def _physical_memory() -> int:
@@ -244,15 +242,31 @@ class MessageStore:
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
-        if self._writable:
-            result = self.commitlog.put_messages(msgs)
-            if result.append is not None:
-                self._wake_reput()
-                return result
+        return self._track(self.commitlog.put_messages(msgs) if self._writable else _REFUSED)
+
+    def _track(self, result: PutResult) -> PutResult:
+        """A batch put's result: wake reput, or count the failure."""
+        if result.append is not None:
+            self._wake_reput()
         else:
-            result = _REFUSED
-        self.stats.put_message_failed_times += 1
+            self.stats.put_message_failed_times += 1
         return result
+
+    def put_batch(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
+        """``put_messages`` of ``(flag, body, properties)`` items sharing ``template``'s other
+        fields (``batch_encode``): no ``MessageInner`` per message, bodies copied once."""
+        return self._track(self.commitlog.put_batch(template, items) if self._writable else _REFUSED)
+
+    def flush_waiter(self, result: PutResult) -> RoundFuture | None:
+        """The shared future (``asyncio.Future[bool]``) of the SYNC_FLUSH group-commit round
+        covering ``result``'s end offset: True once flushed, False on ``syncFlushTimeout``.
+        Puts of a burst share it (register the highest end offset once). None when no wait
+        applies: ASYNC_FLUSH, store not started, failed put. Not SYNC_MASTER replication."""
+        append = result.append
+        services = self._services
+        if append is None or not self._sync_flush or services is None:
+            return None
+        return services.group_commit.wait_flushed(append.wrote_offset + append.wrote_bytes)
 
     async def put_message_async(self, msg: MessageInner) -> PutResult:
         """``put_message`` + the flush policy (SYNC_FLUSH group commit unless WAIT=false)."""
@@ -271,6 +285,13 @@ class MessageStore:
     async def put_messages_async(self, msgs: Sequence[MessageInner]) -> PutResult:
         result = self.put_messages(msgs)
         if result.append is None or not msgs[0].wait_store_msg_ok:
+            return result
+        return await self._await_policy(result)
+
+    async def put_batch_async(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
+        """``put_batch`` + the flush/replication policy (the caller has checked ``WAIT``)."""
+        result = self.put_batch(template, items)
+        if result.append is None:
             return result
         return await self._await_policy(result)
 
@@ -398,24 +419,11 @@ class MessageStore:
 
     def look_message_by_offset(self, phy_offset: int, size: int | None = None) -> MessageExt | None:
         """Decode the record at a CommitLog offset; None if absent or not a valid record."""
-        raw = self.get_message_bytes_by_offset(phy_offset, size)
-        if raw is None:
-            return None
-        try:
-            return decode_message(raw)
-        except MessageDecodeError:
-            return None
+        return queries.look_message_by_offset(self, phy_offset, size)
 
     def get_message_bytes_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:
         """Raw record at a CommitLog offset (VIEW_MESSAGE_BY_ID); size read from the record if None."""
-        if size is None:
-            head = self.commitlog.get_message(phy_offset, _RECORD_SIZE_STRUCT_LEN)
-            if head is None:
-                return None
-            size = int.from_bytes(head, "big", signed=True)
-            if size < 91:
-                return None
-        return self.commitlog.get_message(phy_offset, size)
+        return queries.message_bytes_by_offset(self, phy_offset, size)
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.cq_table.find(topic, queue_id)
@@ -474,18 +482,11 @@ class MessageStore:
 
     def delete_topics(self, topics: Iterable[str]) -> int:
         """Drop the ConsumeQueues (and queue-offset counters) of ``topics``; returns how many existed."""
-        n = 0
-        for topic in list(topics):
-            if self.cq_table.delete_topic(topic):
-                n += 1
-            for key in [k for k in self.commitlog.topic_queue_table if k[0] == topic]:
-                del self.commitlog.topic_queue_table[key]
-        return n
+        return queries.delete_topics(self, topics)
 
     def clean_unused_topics(self, retain: Iterable[str]) -> int:
         """Delete the queues of every topic not in ``retain`` (system topics are kept)."""
-        keep = set(retain) | {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"}
-        return self.delete_topics([t for t in self.cq_table.topics() if t not in keep])
+        return queries.clean_unused_topics(self, retain)
 
     # ================================================================ allocation seam
 

@@ -1,10 +1,13 @@
-"""Read-side helpers of ``MessageStore`` that are not on a hot path: key queries, runtime info."""
+"""Helpers of ``MessageStore`` that are not on a hot path: key queries, records by offset,
+runtime info, topic deletion."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, decode_message
+from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
+from pocketmq.store.layout import SCHEDULE_TOPIC
 from pocketmq.store.results import QueryMessageResult
 from pocketmq.store.syscalls import disk_usage_ratio
 
@@ -66,3 +69,40 @@ def runtime_info(store: MessageStore) -> dict[str, str]:
         }
     )
     return info
+
+
+def look_message_by_offset(store: MessageStore, phy_offset: int, size: int | None) -> MessageExt | None:
+    raw = message_bytes_by_offset(store, phy_offset, size)
+    if raw is None:
+        return None
+    try:
+        return decode_message(raw)
+    except MessageDecodeError:
+        return None
+
+
+def message_bytes_by_offset(store: MessageStore, phy_offset: int, size: int | None) -> bytes | None:
+    if size is None:
+        head = store.commitlog.get_message(phy_offset, 4)  # the record's TOTALSIZE
+        if head is None:
+            return None
+        size = int.from_bytes(head, "big", signed=True)
+        if size < 91:  # smaller than any record (empty body, 1-byte topic, no properties)
+            return None
+    return store.commitlog.get_message(phy_offset, size)
+
+
+def delete_topics(store: MessageStore, topics: Iterable[str]) -> int:
+    n = 0
+    table = store.commitlog.topic_queue_table
+    for topic in list(topics):
+        if store.cq_table.delete_topic(topic):
+            n += 1
+        for key in [k for k in table if k[0] == topic]:
+            del table[key]
+    return n
+
+
+def clean_unused_topics(store: MessageStore, retain: Iterable[str]) -> int:
+    keep = set(retain) | {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"}
+    return delete_topics(store, [t for t in store.cq_table.topics() if t not in keep])

@@ -265,6 +265,10 @@ def _dispatch_batch(
     if listener is not None:
         d.reput_from_offset = phy + total
         lazy = wants_properties(listener)
+        per_batch = None if lazy else getattr(listener, "arriving_batch", None)
+        if per_batch is not None:
+            per_batch(topic, qid, qoff + 1, codes, ts)
+            return len(sizes)
         for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
             listener.arriving(
                 topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES

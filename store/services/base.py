@@ -1,9 +1,13 @@
 """``StoreService``: an asyncio task that runs ``run_once`` on a period or when woken up.
 
 The asyncio counterpart of RocketMQ's ``ServiceThread`` without its 1 ms polling: ``wakeup()``
-sets an event, the loop waits on it with the service's interval as timeout. ``run_once`` holds
-the logic and can be awaited directly in tests. Unexpected errors are logged and the loop goes
-on after a short pause; cancellation is never swallowed.
+sets an event and the loop waits on it with a plain ``event.wait()``. A periodic service keeps
+one ``call_later`` timer that sets the same event and is re-armed only when it fires, rather
+than an ``asyncio.timeout`` armed per wait: that context manager (a timer handle, a cancel
+and a reschedule per wake-up) was 8-10% of a broker's CPU for the reput service, which is
+woken by every put. ``run_once`` holds the logic and can be awaited directly in tests.
+Unexpected errors are logged and the loop goes on after a short pause; cancellation is never
+swallowed.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class StoreService:
         self._event = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def run_once(self) -> None:
         raise NotImplementedError
@@ -51,17 +56,19 @@ class StoreService:
         if not task.cancelled() and task.exception() is not None:
             logger.error("store service %s died", self.name, exc_info=task.exception())
 
+    def _tick(self) -> None:
+        """The period elapsed: wake the loop and re-arm (one timer handle per period)."""
+        self._timer = None
+        if not self._stopping and self.interval_s is not None:
+            self._event.set()
+            self._timer = asyncio.get_running_loop().call_later(self.interval_s, self._tick)
+
     async def _run(self) -> None:
         event = self._event
+        if self.interval_s is not None:
+            self._timer = asyncio.get_running_loop().call_later(self.interval_s, self._tick)
         while not self._stopping:
-            if self.interval_s is None:
-                await event.wait()
-            else:
-                try:
-                    async with asyncio.timeout(self.interval_s):
-                        await event.wait()
-                except TimeoutError:
-                    pass
+            await event.wait()
             event.clear()
             if self._stopping:
                 break
@@ -76,6 +83,9 @@ class StoreService:
     async def stop(self) -> None:
         """Stop the loop (a run in progress completes first), then run ``on_stop``."""
         self._stopping = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._event.set()
         if self._task is not None:
             try:

@@ -109,6 +109,11 @@ def _restore_switch_interval() -> None:
         sys.setswitchinterval(_switch_state[1])
 
 
+#: what ``MessageStore.flush_waiter`` hands out: a round's shared future (the type lives here
+#: because only the services may import asyncio)
+RoundFuture = asyncio.Future[bool]
+
+
 class _Round:
     """Waiters that share one fsync: resolved together once ``flushed_where >= end``."""
 

@@ -14,16 +14,20 @@ logger = logging.getLogger(__name__)
 
 #: records per slice before yielding to the loop, so puts and pulls are not starved
 BATCH = 2048
+#: pause before dispatching again after an OSError
+RETRY_S = 1.0
 
 
 class ReputService(StoreService):
     name = "reput"
 
     def __init__(self, dispatcher: Dispatcher, executor: ThreadPoolExecutor) -> None:
-        # the 1 s period only matters after an error (e.g. ENOSPC creating a ConsumeQueue file)
-        super().__init__(1.0, executor)
+        # no period: puts wake it; a 1 s retry is armed only after an error (e.g. ENOSPC
+        # creating a ConsumeQueue file)
+        super().__init__(None, executor)
         self.dispatcher = dispatcher
         self._failing = False
+        self._retry: asyncio.TimerHandle | None = None
         #: called after each dispatch batch (the allocation service moves its prefault window)
         self.after_batch: Callable[[], None] | None = None
 
@@ -36,6 +40,8 @@ class ReputService(StoreService):
                 if not self._failing:
                     logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
                 self._failing = True
+                if self._retry is None and not self._stopping:
+                    self._retry = asyncio.get_running_loop().call_later(RETRY_S, self._retry_now)
                 return
             if self._failing:
                 logger.info("reput resumed at %d", dispatcher.reput_from_offset)
@@ -46,7 +52,14 @@ class ReputService(StoreService):
                 return
             await asyncio.sleep(0)
 
+    def _retry_now(self) -> None:
+        self._retry = None
+        self.wakeup()
+
     async def on_stop(self) -> None:
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
         try:
             self.dispatcher.do_reput()
         except OSError as exc:

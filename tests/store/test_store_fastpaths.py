@@ -22,13 +22,13 @@ from pocketmq.remoting.protocol.message import (
     properties_to_string,
     tags_hash,
 )
-from pocketmq.store import MessageInner, MessageStore
+from pocketmq.store import MessageInner, MessageStore, PutMessageStatus
 from pocketmq.store.dispatch import dispatch_fields, tags_code_of
 from pocketmq.store.index_hash import topic_key_hash, topic_key_hashes
 from pocketmq.store.layout import CQ_UNIT_SIZE
 from pocketmq.store.records import CORRUPT, END, INCOMPLETE, validate_record
 
-from .conftest import BORN_HOST, STORE_HOST, FakeClock, crash, make_msg, tiny_config
+from .conftest import BORN_HOST, STORE_HOST, FakeClock, crash, make_msg, pull_all, tiny_config
 
 FAR = 2**62
 
@@ -506,4 +506,78 @@ def test_listener_without_needs_properties_gets_an_empty_mapping(tmp_path, decod
         store.commitlog.appended.clear()
     store.do_reput()
     assert seen == [(1, 0), (2, 0), (3, 0)]
+    store.close()
+
+
+def test_put_batch_items_store_the_same_bytes_as_put_messages(tmp_path):
+    """put_batch (shared template + (flag, body, props) items, bodies as memoryviews) writes
+    byte for byte what put_messages writes for the equivalent MessageInners, across segment
+    rolls, and dispatches the same CQ units and index entries; oversize items are refused."""
+    stores = []
+    for name in ("messages", "items"):
+        clock = FakeClock()
+        store = MessageStore(tiny_config(str(tmp_path / name)), clock=clock)
+        store.load()
+        stores.append(store)
+    a, b = stores
+    for round_ in range(20):  # 20 x 10 x ~1 KiB: several 64 KiB segments, BLANKs included
+        msgs = [make_msg(round_ * 10 + i, body_size=700 + 37 * i, queue_id=1) for i in range(10)]
+        for m in msgs:
+            m.sys_flag = 0x40
+            m.born_timestamp = 1_700_000_000_123
+            m.properties = properties_to_string(m.properties)  # type: ignore[arg-type]
+        ra = a.put_messages(msgs)
+        data = b"".join(m.body for m in msgs)
+        view, pos, items = memoryview(data), 0, []
+        for m in msgs:
+            items.append((m.flag, view[pos : pos + len(m.body)], m.properties))
+            pos += len(m.body)
+        rb = b.put_batch(msgs[0], items)
+        assert ra.is_ok and rb.is_ok
+        assert ra.append.batch_offsets == rb.append.batch_offsets  # type: ignore[union-attr]
+        assert ra.append.logics_offset == rb.append.logics_offset  # type: ignore[union-attr]
+    a.do_reput()
+    b.do_reput()
+    assert len(a.commitlog.mfq.files) > 2
+    assert a.get_max_phy_offset() == b.get_max_phy_offset()
+    for fa, fb in zip(a.commitlog.mfq.files, b.commitlog.mfq.files, strict=True):
+        assert bytes(fa.mm[: fa.wrote_position]) == bytes(fb.mm[: fb.wrote_position])
+    assert pull_all(a, "TopicA", 1) == pull_all(b, "TopicA", 1)
+    ka = a.query_message("TopicA", "key-57", 10, 0, 1 << 62)
+    kb = b.query_message("TopicA", "key-57", 10, 0, 1 << 62)
+    assert ka.messages == kb.messages and len(kb.messages) == 1
+    big = b.put_batch(msgs[0], [(0, b"x" * (b.config.max_message_size + 1), "")])
+    assert big.status is PutMessageStatus.MESSAGE_ILLEGAL
+    props = b.put_batch(msgs[0], [(0, b"x", "K\x01" + "v" * 40000)])
+    assert props.status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert b.put_batch(msgs[0], []).status is PutMessageStatus.MESSAGE_ILLEGAL
+    for s in stores:
+        s.close()
+
+
+def test_a_batch_put_reaches_arriving_batch_once_with_every_records_offset_and_tags_code(tmp_path):
+    """A listener with needs_properties False and arriving_batch gets one call per batch put
+    (records' offsets first+k, their tagsCodes); single puts still come through arriving."""
+    calls: list[tuple] = []
+
+    class L:
+        needs_properties = False
+
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_ts, bitmap, props):
+            calls.append(("one", topic, queue_id, logic_offset, tags_code))
+
+        def arriving_batch(self, topic, queue_id, first, codes, store_ts):
+            assert store_ts > 0
+            calls.append(("batch", topic, queue_id, first, list(codes)))
+
+    store = MessageStore(tiny_config(str(tmp_path / "s")))
+    store.load()
+    store.arriving_listener = L()
+    store.put_message(make_msg(0, queue_id=2))
+    store.put_messages([make_msg(i, queue_id=2, tags=t) for i, t in enumerate(("TagA", None, "TagB"), 1)])
+    store.do_reput()
+    assert calls == [
+        ("one", "TopicA", 2, 1, tags_hash("TagA")),
+        ("batch", "TopicA", 2, 2, [tags_hash("TagA"), 0, tags_hash("TagB")]),
+    ]
     store.close()

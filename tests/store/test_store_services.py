@@ -401,3 +401,24 @@ def test_prefault_window_follows_the_writer(tmp_path, monkeypatch):
     assert len(calls) == 2  # nothing left to prefault
     ex.shutdown(wait=True)
     mf.close()
+
+
+async def test_flush_waiter_is_the_shared_round_future_or_none(tmp_path):
+    loaded = MessageStore(tiny_config(str(tmp_path / "l"), flush_disk_type="SYNC_FLUSH"))
+    loaded.load()  # not started: no group commit, no wait applies
+    assert loaded.flush_waiter(loaded.put_message(make_msg(0))) is None
+    loaded.close()
+    async_store = await _started(str(tmp_path / "a"))
+    assert async_store.flush_waiter(async_store.put_message(make_msg(0))) is None
+    await async_store.shutdown()
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    first = store.put_message(make_msg(1))
+    second = store.put_messages([make_msg(2), make_msg(3)])
+    fut = store.flush_waiter(second)
+    assert fut is not None and await fut is True
+    assert store.commitlog.mfq.flushed_where >= second.append.wrote_offset + second.append.wrote_bytes  # type: ignore[union-attr]
+    done = store.flush_waiter(first)  # already covered: a done future
+    assert done is not None and done.done() and done.result() is True
+    refused = store.put_message(make_msg(4, topic=""))
+    assert refused.append is None and store.flush_waiter(refused) is None
+    await store.shutdown()
