@@ -255,6 +255,14 @@ class PullRequestHoldService:
         if self._held:
             self.notify_message_arriving(topic, queue_id, logic_offset, tags_code)
 
+    def arriving_batch(
+        self, topic: str, queue_id: int, first_offset: int, tags_codes: list[int], store_timestamp: int
+    ) -> None:
+        """``arriving`` for the records of one batch put (one call from the store, not one each)."""
+        if self._held:
+            for offset, code in enumerate(tags_codes, first_offset):
+                self.notify_message_arriving(topic, queue_id, offset, code)
+
     def drop_connection(self, conn: Any) -> None:
         self.table.drop_connection(conn)
 

@@ -1,4 +1,4 @@
-"""A batch send's body split straight into :class:`MessageInner` objects (one pass, no item objects).
+"""A batch send's body split into ``(flag, body, properties)`` items for ``MessageStore.put_batch``.
 
 Body layout (Java ``MessageDecoder.encodeMessages``; items back to back, big-endian):
 
@@ -27,6 +27,7 @@ import struct
 
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import PROPERTY_SEPARATOR, HostAddress
+from pocketmq.store.batch_encode import BatchItem
 from pocketmq.store.message_inner import MessageInner
 
 ITEM_HEAD = struct.Struct(
@@ -60,7 +61,28 @@ def batch_messages(
     max_body: int,
     body_too_long: str,
 ) -> list[MessageInner]:
-    """The batch's messages; ``header_props`` (non-empty) is appended to each one's properties.
+    """The batch's messages as :class:`MessageInner` objects (tools, tests; the send path
+    uses :func:`batch_items` with ``MessageStore.put_batch``). Raises as ``batch_items``."""
+    return [
+        MessageInner(
+            topic,
+            bytes(body),
+            queue_id,
+            flag,
+            props,
+            sys_flag,
+            born_timestamp,
+            born_host,
+            store_host,
+            reconsume_times,
+        )
+        for flag, body, props in batch_items(data, header_props, max_body, body_too_long)
+    ]
+
+
+def batch_items(data: bytes, header_props: str, max_body: int, body_too_long: str) -> list[BatchItem]:
+    """The batch's ``(flag, body, properties)`` items; ``header_props`` (non-empty) is appended
+    to each one's properties. Bodies are memoryviews into ``data`` (copied once, by the store).
 
     Raises:
         MessageIllegalError: a truncated or inconsistent item, properties that are not UTF-8,
@@ -69,10 +91,11 @@ def batch_messages(
     n = len(data)
     if n == 0:
         raise _illegal("empty batch body")
-    out: list[MessageInner] = []
+    out: list[BatchItem] = []
     append = out.append
     unpack = ITEM_HEAD.unpack_from
     sep = PROPERTY_SEPARATOR
+    view = memoryview(data)
     pos = 0
     while pos < n:
         if n - pos < _MIN_ITEM:
@@ -101,19 +124,6 @@ def batch_messages(
                 props += header_props
         else:
             props = header_props
-        append(
-            MessageInner(
-                topic,
-                data[pos + _HEAD : p],
-                queue_id,
-                flag,
-                props,
-                sys_flag,
-                born_timestamp,
-                born_host,
-                store_host,
-                reconsume_times,
-            )
-        )
+        append((flag, view[pos + _HEAD : p], props))
         pos = end
     return out

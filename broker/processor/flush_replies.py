@@ -5,10 +5,10 @@ How a SYNC_FLUSH send (``WAIT`` true, no SYNC_MASTER replication) is answered:
 1. the send processor puts the message synchronously and hands the put here (:meth:`add`);
    the handler returns no reply, as a held pull does;
 2. the puts of one loop turn (every request decoded from the reads of that turn) are
-   registered with the store's group commit together, once, for the turn's highest end
-   offset, by a callback run right after the turn. Registering each put as it happened would
-   let the first one start an fsync that covers only itself, splitting the turn's sends over
-   two fsyncs;
+   registered with the store's group commit together (``MessageStore.flush_waiter``), once,
+   for the turn's highest end offset, by a callback run right after the turn. Registering
+   each put as it happened would let the first one start an fsync that covers only itself,
+   splitting the turn's sends over two fsyncs;
 3. one done-callback per round answers every send the round covers, in arrival order:
    SUCCESS when flushed, FLUSH_DISK_TIMEOUT when the round timed out (``syncFlushTimeout``),
    SYSTEM_ERROR if the store failed the round; nothing when it was cancelled (store shutdown),
@@ -37,20 +37,11 @@ Waiter = tuple[Any, RemotingCommand, PutResult, int, str]
 ReplyFn = Callable[[RemotingCommand, PutResult, int, str], RemotingCommand]
 
 
-class GroupCommit(Protocol):
-    """The store's SYNC_FLUSH group commit: one shared future per round, True once flushed."""
+class FlushWaiter(Protocol):
+    """The store's SYNC_FLUSH seam (``MessageStore.flush_waiter``): one shared future per
+    group-commit round, True once flushed; None when no wait applies."""
 
-    def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]: ...
-
-
-def group_commit_of(store: Any) -> GroupCommit | None:
-    """The store's group-commit service, or None (not started, or replaced by another design).
-
-    ``MessageStore`` has no public per-round seam yet, so this is the one place that reaches
-    into its services; with None every SYNC_FLUSH send takes ``put_message_async`` instead.
-    """
-    gc = getattr(getattr(store, "_services", None), "group_commit", None)
-    return gc if callable(getattr(gc, "wait_flushed", None)) else None
+    def flush_waiter(self, result: PutResult) -> asyncio.Future[bool] | None: ...
 
 
 class FlushReplies:
@@ -59,21 +50,25 @@ class FlushReplies:
     def __init__(self, reply: ReplyFn) -> None:
         self._reply = reply
         self._turn: list[Waiter] = []
+        #: the turn's put with the highest end offset (one registration covers the turn)
+        self._turn_last: PutResult | None = None
         self._turn_end = 0
-        self._turn_gc: GroupCommit | None = None
+        self._turn_store: FlushWaiter | None = None
         self._rounds: dict[asyncio.Future[bool], list[Waiter]] = {}
 
-    def add(self, gc: GroupCommit, conn: Any, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
+    def add(self, store: FlushWaiter, conn: Any, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
         """Answer this successful put (``result.append`` set) once its bytes are flushed."""
         append = result.append
         assert append is not None
         turn = self._turn
         if not turn:
-            self._turn_gc = gc
+            self._turn_store = store
             asyncio.get_running_loop().call_soon(self._register_turn)
         turn.append((conn, request, result, queue_id, topic))
         end = append.wrote_offset + append.wrote_bytes
-        self._turn_end = max(self._turn_end, end)
+        if end > self._turn_end:
+            self._turn_end = end
+            self._turn_last = result
 
     @property
     def waiting(self) -> int:
@@ -82,16 +77,20 @@ class FlushReplies:
 
     def _register_turn(self) -> None:
         waiters, self._turn = self._turn, []
-        end, self._turn_end = self._turn_end, 0
-        gc, self._turn_gc = self._turn_gc, None
-        if not waiters or gc is None:
+        last, self._turn_last = self._turn_last, None
+        self._turn_end = 0
+        store, self._turn_store = self._turn_store, None
+        if not waiters or store is None or last is None:
             return
         try:
-            fut = gc.wait_flushed(end)
+            fut = store.flush_waiter(last)
         except Exception as exc:  # a store bug must still answer the senders
             logger.exception("group commit registration failed")
             fut = asyncio.get_running_loop().create_future()
             fut.set_exception(exc)
+        if fut is None:  # no wait applies (the store stopped its services meanwhile)
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_result(True)
         if fut.done():
             self._answer(fut, waiters)
             return

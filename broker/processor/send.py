@@ -38,9 +38,9 @@ import random
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pocketmq.broker.processor.batch_body import batch_messages
+from pocketmq.broker.processor.batch_body import batch_items
 from pocketmq.broker.processor.common import born_host_of
-from pocketmq.broker.processor.flush_replies import FlushReplies, GroupCommit, group_commit_of
+from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
     DELAY_KEY,
     TRAN_KEY,
@@ -339,10 +339,9 @@ class SendMessageProcessor:
             ):
                 return self._prepare_transaction(request, inner, queue_id, wait)
         if wait and s.policy_waits:
-            gc = group_commit_of(c.store) if s.sync_flush_only else None
-            if gc is None:
+            if not s.sync_flush_only:
                 return self._reply_after(request, c.store.put_message_async(inner), queue_id, inner.topic)
-            return self._put_then_flush(gc, conn, request, c.store.put_message(inner), queue_id, inner.topic)
+            return self._put_then_flush(conn, request, c.store.put_message(inner), queue_id, inner.topic)
         result = c.store.put_message(inner)
         if (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None:
             self._dispatch_now()
@@ -380,32 +379,24 @@ class SendMessageProcessor:
         sys_flag = header.sys_flag
         if tc.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
-        msgs = batch_messages(
-            request.body or b"",
-            topic,
-            queue_id,
-            sys_flag,
-            header.born_timestamp,
-            born_host_of(conn),
-            c.store_host,
-            header.reconsume_times or 0,
-            batch_props,
-            s.max_body,
-            _ILLEGAL_REMARK,
-        )
+        items = batch_items(request.body or b"", batch_props, s.max_body, _ILLEGAL_REMARK)
+        # the shared fields once; the store encodes the items against them (no MessageInner each)
+        template = MessageInner(
+            topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),
+            c.store_host, header.reconsume_times or 0,
+        )  # fmt: skip
+        store = c.store
         if wait and s.policy_waits:
-            gc = group_commit_of(c.store) if s.sync_flush_only else None
-            if gc is None:
-                return self._reply_after(request, c.store.put_messages_async(msgs), queue_id, topic)
-            return self._put_then_flush(gc, conn, request, c.store.put_messages(msgs), queue_id, topic)
-        result = c.store.put_messages(msgs)
+            if not s.sync_flush_only:
+                return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
+            return self._put_then_flush(conn, request, store.put_batch(template, items), queue_id, topic)
+        result = store.put_batch(template, items)
         if (topic, queue_id) in self._held_pulls and result.append is not None:
             self._dispatch_now()
         return self._reply(request, result, queue_id, topic)
 
     def _put_then_flush(
         self,
-        gc: GroupCommit,
         conn: Any,
         request: RemotingCommand,
         result: PutResult,
@@ -415,7 +406,7 @@ class SendMessageProcessor:
         """A failed put is answered now; a stored one once its round is flushed (FlushReplies)."""
         if result.append is None:
             return self._reply(request, result, queue_id, topic)
-        self.flush_replies.add(gc, conn, request, result, queue_id, topic)
+        self.flush_replies.add(self.c.store, conn, request, result, queue_id, topic)
         return None  # answered by FlushReplies, like a held pull
 
     # ------------------------------------------------------------------------------- replies

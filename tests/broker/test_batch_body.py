@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from pocketmq.broker.processor.batch_body import ITEM_HEAD, batch_messages
+from pocketmq.broker.processor.batch_body import ITEM_HEAD, batch_items, batch_messages
 from pocketmq.remoting.protocol.codes import ResponseCode
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import encode_batch
@@ -73,3 +73,16 @@ def test_body_over_the_limit_uses_the_given_remark():
     with pytest.raises(MessageIllegalError) as info:
         split(encode_batch([(0, b"ok", ""), (0, b"x" * 11, "")]), max_body=10)
     assert info.value.remark == "too long"
+
+
+def test_batch_items_are_flag_body_view_and_properties_as_the_store_takes_them():
+    data = encode_batch([(1, b"a", "TAGS\x01t"), (2, b"", ""), (3, b"ccc", "K\x01v\x02")])
+    items = batch_items(data, "CLUSTER\x01C", 1024, "too long")
+    assert [(f, bytes(b), p) for f, b, p in items] == [
+        (1, b"a", "TAGS\x01t\x02CLUSTER\x01C"),
+        (2, b"", "CLUSTER\x01C"),
+        (3, b"ccc", "K\x01v\x02CLUSTER\x01C"),
+    ]
+    assert all(type(b) is memoryview and b.obj is data for _, b, _ in items)  # no copy yet
+    with pytest.raises(MessageIllegalError, match="too long"):
+        batch_items(data, "CLUSTER\x01C", 2, "too long")

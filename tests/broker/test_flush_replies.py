@@ -17,8 +17,10 @@ class Rounds:
         self.registered: list[int] = []
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
-    def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]:
-        self.registered.append(end_offset)
+    def flush_waiter(self, result: PutResult) -> asyncio.Future[bool] | None:
+        append = result.append
+        assert append is not None
+        self.registered.append(append.wrote_offset + append.wrote_bytes)
         return self.future
 
 

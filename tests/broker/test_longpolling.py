@@ -135,3 +135,20 @@ async def test_a_failing_execute_does_not_break_the_service():
         assert calls == [a, b]
     finally:
         await svc.stop()
+
+
+async def test_service_arriving_batch_wakes_by_each_records_offset_and_tag():
+    answered: list[HeldPull] = []
+    svc = PullRequestHoldService(answered.append, lambda t, q: 9)
+    svc.start()
+    try:
+        now = svc.now_ms()
+        tag_b = held(offset=5, deadline=now + 60_000, expr="TagB")
+        tag_c = held(offset=5, deadline=now + 60_000, expr="TagC")
+        svc.arriving_batch("T", 0, 6, [], 0)  # empty batch: nothing
+        svc.arriving_batch("T", 1, 6, [java_string_hash("TagB")], 0)  # other queue
+        assert svc.suspend(tag_b) and svc.suspend(tag_c)
+        svc.arriving_batch("T", 0, 6, [java_string_hash("TagA"), java_string_hash("TagB")], 0)
+        assert answered == [tag_b]  # TagC still held: no record of the batch matched it
+    finally:
+        await svc.stop()

@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from pocketmq.broker.processor.flush_replies import group_commit_of
 from pocketmq.broker.processor.message_props import join_batch_properties, stored_properties, strip_property
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.message import (
@@ -16,6 +15,7 @@ from pocketmq.remoting.protocol.message import (
     properties_to_string,
 )
 from pocketmq.remoting.protocol.route import TopicConfig
+from pocketmq.store import MessageInner
 from tests.broker.helpers import Wire, query_by_key, running_broker
 
 
@@ -150,8 +150,9 @@ async def test_sync_flush_waits_and_replies(tmp_path):
 async def test_sync_flush_answers_concurrent_sends_once_flushed(tmp_path):
     """Many sends in flight share group-commit rounds; each is answered once its bytes are flushed."""
     async with running_broker(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as b:
-        # the per-round reply path is the one exercised (not the put_message_async fallback)
-        assert group_commit_of(b.store) is not None
+        # the per-round reply path is the one exercised: the store offers a round future
+        probe = b.store.flush_waiter(b.store.put_message(MessageInner("SyncProbe", b"p")))
+        assert probe is not None and await probe
         w = Wire(b.broker_addr)
         mfq = b.store.commitlog.mfq
         try:
