@@ -1,13 +1,38 @@
-"""Shared by the client integration tests: import ``loop_clean_at_exit`` to activate it."""
+"""Shared by the client integration tests: import ``loop_clean_at_exit`` to activate it.
+(The two-broker ``two`` fixture lives in conftest.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest_asyncio
 
+from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, PushConsumer
 from pocketmq.testing import Cluster
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(step)
+
+
+def collecting_consumer(c: Cluster, group: str, topic: str, got: list[Any], **options: Any) -> PushConsumer:
+    """A push consumer from the first offset whose listener appends every message to ``got``."""
+
+    async def listener(msgs: list[Any], ctx: Any) -> Any:
+        got.extend(msgs)
+        return CONSUME_SUCCESS
+
+    options.setdefault("consume_from_where", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    pc = PushConsumer(group, namesrv=c.namesrv_addr, listener=listener, **options)
+    pc.subscribe(topic, "*")
+    return pc
 
 
 @pytest_asyncio.fixture(autouse=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,18 +21,9 @@ from pocketmq.client import (
     TopicRouteNotFoundError,
 )
 from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading  # noqa: F401 - autouse fixture
+from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading, wait_until  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(step)
 
 
 @pytest.fixture

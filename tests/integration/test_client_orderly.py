@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,18 +18,9 @@ from pocketmq.client import (
     PushConsumer,
 )
 from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit  # noqa: F401 - autouse fixture
+from tests.integration.support import loop_clean_at_exit, wait_until  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(step)
 
 
 KEYS = 8

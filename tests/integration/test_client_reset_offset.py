@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
+from pocketmq.client import Message, Producer, PushConsumer
 from pocketmq.client.admin.admin import MQAdmin
 from pocketmq.client.message import MessageQueue
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
 
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.integration.support import loop_clean_at_exit  # noqa: E402, F401 - autouse fixture
+from tests.integration.support import collecting_consumer, loop_clean_at_exit, wait_until  # noqa: E402, F401 - fixtures
 
 pytestmark = pytest.mark.integration
 
@@ -32,32 +31,10 @@ TOPIC = "ResetT"
 GROUP = "CG-reset"
 
 
-@pytest.fixture
-async def two(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "c", brokers=2) as c:
-        yield c
-
-
-async def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
-
-
 async def start_consumer(c: Cluster, got: list[Any]) -> PushConsumer:
-    async def listener(msgs: list[Any], ctx: Any) -> Any:
-        got.extend(msgs)
-        return CONSUME_SUCCESS
-
-    pc = PushConsumer(
-        GROUP, namesrv=c.namesrv_addr, listener=listener,
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        persist_consumer_offset_interval=50, rebalance_interval=1000,
-    )  # fmt: skip
-    pc.subscribe(TOPIC, "*")
+    pc = collecting_consumer(
+        c, GROUP, TOPIC, got, persist_consumer_offset_interval=50, rebalance_interval=1000
+    )
     await pc.start()
     return pc
 

@@ -6,51 +6,28 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
-from pocketmq.testing import Cluster, cluster
+from pocketmq.client import ConsumeFromWhere, Message, Producer, PushConsumer
+from pocketmq.testing import Cluster
 
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli, arun_script  # noqa: E402
-from tests.integration.support import loop_clean_at_exit  # noqa: E402, F401 - autouse fixture
+from tests.integration.support import collecting_consumer, loop_clean_at_exit, wait_until  # noqa: E402, F401 - fixtures
 
 pytestmark = pytest.mark.integration
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 
 
-@pytest.fixture
-async def two(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "c", brokers=2) as c:
-        yield c
-
-
-async def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
-
-
 def consumer(c: Cluster, group: str, topic: str, got: list[Any]) -> PushConsumer:
-    async def listener(msgs: list[Any], ctx: Any) -> Any:
-        got.extend(msgs)
-        return CONSUME_SUCCESS
-
-    pc = PushConsumer(
-        group, namesrv=c.namesrv_addr, listener=listener, consume_from_where=FIRST,
-        persist_consumer_offset_interval=200, rebalance_interval=1000,
-    )  # fmt: skip
-    pc.subscribe(topic, "*")
-    return pc
+    return collecting_consumer(
+        c, group, topic, got, persist_consumer_offset_interval=200, rebalance_interval=1000
+    )
 
 
 async def send(c: Cluster, topic: str, n: int, tag: str = "TagA") -> dict[tuple[str, int], int]:

@@ -6,26 +6,19 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer, SendResult
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
 
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli, arun_script  # noqa: E402
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def two(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "c", brokers=2) as c:
-        yield c
 
 
 async def send_all(c: Cluster, topic: str, msgs: list[Message]) -> list[SendResult]:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pocketmq.client import Message, Producer
 from pocketmq.client.admin import MQAdmin
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
 
 # tests/integration is not a package: make the repository root importable for tests.* helpers
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
@@ -21,12 +21,6 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
 from tests.client.admin.cli_helpers import arun_cli, arun_script  # noqa: E402
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def two(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "c", brokers=2) as c:
-        yield c
 
 
 async def wait_for(check: Callable[[], object], timeout: float = 10.0) -> None:
