@@ -11,6 +11,13 @@ Prefaulting runs a window ahead of the writer (``advance``, called after each re
 rather than over the whole 1 GiB at once: populating a segment's page tables costs ~1 s of
 kernel CPU, which on a small machine competes with the loop, and most of it would be for
 pages a lightly loaded broker does not write for hours.
+
+The segment being written is mapped ``MADV_RANDOM``: with mmap readahead the kernel fills the
+page cache with large folios (ext4, seen on Linux 6.18), dirty state is kept per folio, and every
+SYNC_FLUSH fdatasync then wrote back whole large folios for a few KB of new messages: 18x the
+bytes (1.27 GB for 69 MB of appends) and 1-1.5 ms per fsync instead of 0.25 ms. Random advice
+makes faults allocate single pages. Once the writer has moved on, the full segment gets
+``MADV_NORMAL`` back, so consumers catching up from disk still get readahead.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import logging
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from pocketmq.store import syscalls
 from pocketmq.store.mapped_file import MappedFile
 
 logger = logging.getLogger(__name__)
@@ -29,11 +37,21 @@ TAKE_TIMEOUT_S = 5.0
 #: how far ahead of the writer pages are prefaulted; the next window is requested when the
 #: writer is half way through the current one
 PREFAULT_WINDOW = 64 << 20
+#: madvise advice values (linux/mman.h)
+MADV_NORMAL = 0
+MADV_RANDOM = 1
+
+
+def _advise(mf: MappedFile, advice: int) -> None:
+    """Readahead advice for the whole mapping (best effort: a no-op where unsupported)."""
+    if not mf.closed:
+        syscalls.madvise(mf.mm, 0, mf.file_size, advice)
 
 
 def _create(directory: str, offset: int, size: int, prefault: bool, warm_write: bool) -> MappedFile:
     os.makedirs(directory, exist_ok=True)
     mf = MappedFile.in_dir(directory, offset, size, create=True)
+    _advise(mf, MADV_RANDOM)  # before the prefault, which would otherwise read ahead
     if prefault:
         mf.prefault(write=warm_write, end=PREFAULT_WINDOW)
     return mf
@@ -50,6 +68,8 @@ class AllocateService:
         #: paths of segments this service prepared (already prefaulted)
         self._prepared: set[str] = set()
         self._stopped = False
+        #: the segment being written (mapped MADV_RANDOM until the next one takes over)
+        self._writing: MappedFile | None = None
 
     def request(self, directory: str, offset: int, size: int) -> None:
         key = (directory, offset)
@@ -82,8 +102,12 @@ class AllocateService:
         """The queue added segment ``mf``: prepare the one after it (and, if ``mf`` was made
         inline, e.g. the very first one, prefault the window ahead of the writer)."""
         if mf.path not in self._prepared:
+            _advise(mf, MADV_RANDOM)
             mf.prefaulted = mf.wrote_position
             self.advance(mf)
+        prev, self._writing = self._writing, mf
+        if prev is not None and prev is not mf:
+            _advise(prev, MADV_NORMAL)
         self._prepared.discard(mf.path)
         self.request(os.path.dirname(mf.path), mf.file_end_offset, mf.file_size)
 

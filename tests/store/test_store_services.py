@@ -181,6 +181,38 @@ async def test_next_segment_is_preallocated(tmp_path):
     assert sorted(os.listdir(d)) == [f"{0:020d}", f"{64 * 1024:020d}"]
 
 
+def _vm_flags(path: str) -> list[str]:
+    """VmFlags of this process's mapping of ``path`` (``/proc/self/smaps``)."""
+    with open("/proc/self/smaps") as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith(path):
+            for flags in lines[i + 1 :]:
+                if flags.startswith("VmFlags:"):
+                    return flags.split()[1:]
+    raise AssertionError(f"{path} is not mapped")
+
+
+async def test_segment_being_written_is_mapped_random_then_normal(tmp_path):
+    """Readahead would put large folios under the writer, and each SYNC_FLUSH fdatasync would
+    write whole folios back; a full segment gets readahead back for catch-up reads."""
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    assert (await store.put_message_async(make_msg(0))).status is PutMessageStatus.PUT_OK
+    d = store.config.commit_log_dir
+    first = os.path.join(d, f"{0:020d}")
+    assert "rr" in _vm_flags(first)
+    n = 1
+    while store.get_max_phy_offset() < 64 * 1024:
+        store.put_message(make_msg(n, body_size=1000))
+        n += 1
+    second = os.path.join(d, f"{64 * 1024:020d}")
+    assert "rr" in _vm_flags(second)  # prepared by the allocator: advised before its prefault
+    assert "rr" not in _vm_flags(first)
+    r = await store.put_message_async(make_msg(n))
+    assert r.status is PutMessageStatus.PUT_OK
+    await store.shutdown()
+
+
 async def test_disk_full_enospc_refuses_puts_keeps_reads_and_recovers(tmp_path, monkeypatch):
     store = await _started(str(tmp_path / "s"))
     ok = 0
