@@ -45,8 +45,10 @@ class StoreServices:
         self.housekeeping = HousekeepingService(store, io)
         # Next segments are prefaulted off the loop (READ: clean page-cache pages; WRITE only
         # with warmMapedFileEnable, as Java's warm-up writes zeros).
-        self.allocate = AllocateService(io, prefault=True, warm_write=cfg.warm_maped_file_enable)
         sync = cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.allocate = AllocateService(
+            io, prefault=True, warm_write=cfg.warm_maped_file_enable, random_writer=sync
+        )
         self._services: list[StoreService] = [
             self.reput,
             self.group_commit if sync else self.commitlog_flush,

@@ -213,6 +213,15 @@ async def test_segment_being_written_is_mapped_random_then_normal(tmp_path):
     await store.shutdown()
 
 
+async def test_async_flush_keeps_default_readahead_on_the_segment_being_written(tmp_path):
+    """ASYNC_FLUSH flushes rarely and in bulk: no per-page faults for the prefault thread."""
+    store = await _started(str(tmp_path / "s"), flush_disk_type="ASYNC_FLUSH")
+    assert store.put_message(make_msg(0)).status is PutMessageStatus.PUT_OK
+    first = os.path.join(store.config.commit_log_dir, f"{0:020d}")
+    assert "rr" not in _vm_flags(first)
+    await store.shutdown()
+
+
 async def test_disk_full_enospc_refuses_puts_keeps_reads_and_recovers(tmp_path, monkeypatch):
     store = await _started(str(tmp_path / "s"))
     ok = 0
