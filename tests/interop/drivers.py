@@ -219,8 +219,16 @@ def consume_argv(
     return [*argv, *extra]
 
 
+#: where drivers without an explicit ``log_dir`` keep their logs; tests/interop/conftest.py points
+#: it into pytest's temporary directory (the last few runs are kept there for post-mortems, older
+#: ones are removed by pytest) instead of leaving one directory per driver run in /tmp
+LOG_ROOT: Path | None = None
+
+
 def _new_log_dir(log_dir: Path | None, client: Client) -> Path:
-    path = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix=f"pocketmq-{client}-"))
+    path = (
+        log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix=f"pocketmq-{client}-", dir=LOG_ROOT))
+    )
     path.mkdir(parents=True, exist_ok=True)
     return path
 
