@@ -129,7 +129,7 @@ class LitePullConsumer(PullOps):
         self._subs[topic] = build_subscription(topic, expression)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
-            self.instance.tasks.spawn(self._route_and_rebalance(topic), name=f"lite-subscribe:{topic}")
+            self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}")
 
     def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
         """Consume exactly these queues (no rebalance); replaces the previous assignment."""
@@ -186,24 +186,13 @@ class LitePullConsumer(PullOps):
             raise
         self._state = _RUNNING
         for topic in list(self._subs):
-            await self._route(topic)
+            await self.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         for mq, st in self._queues.items():
             self._start_pull(mq, st)
         if not self._assigned_mode:
             inst.wakeup_rebalance()
-
-    async def _route(self, topic: str) -> None:
-        try:
-            await self.instance.update_topic_route(topic)
-        except Exception as exc:
-            logger.warning("%s: route of %s: %s", self.group, topic, exc)
-
-    async def _route_and_rebalance(self, topic: str) -> None:
-        await self._route(topic)
-        await self.instance.send_heartbeat_to_all_brokers()
-        self.instance.wakeup_rebalance()
 
     async def shutdown(self) -> None:
         """Stop pulling; commit (auto-commit mode) and persist offsets; leave the instance."""

@@ -51,6 +51,23 @@ class PullOps:
             "unitMode": False,
         }
 
+    async def refresh_route(self, topic: str) -> None:
+        """Refresh ``topic``'s route; failures are logged (the periodic refresh retries)."""
+        try:
+            await self.instance.update_topic_route(topic)
+        except TopicRouteNotFoundError:
+            if not is_retry_topic(topic):
+                logger.warning("%s: topic %s has no route yet", self.group, topic)
+        except Exception as exc:
+            logger.warning("%s: route of %s: %s", self.group, topic, exc)
+
+    async def refresh_route_and_rebalance(self, topic: str) -> None:
+        """A topic subscribed while running: route, heartbeat (brokers learn the subscription),
+        then rebalance at once instead of at the next period."""
+        await self.refresh_route(topic)
+        await self.instance.send_heartbeat_to_all_brokers()
+        self.instance.wakeup_rebalance()
+
     def subscribe_info_needs_update(self, topic: str) -> bool:
         """True for a subscribed topic whose queues the rebalance has not seen yet."""
         rb = self._rebalance

@@ -44,11 +44,10 @@ from pocketmq.client.errors import (
     ClientClosedError,
     ClientStateError,
     MessageValidationError,
-    TopicRouteNotFoundError,
 )
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.message import MessageQueue, PullStatus
-from pocketmq.client.route import check_topic, is_retry_topic, retry_topic
+from pocketmq.client.route import check_topic, retry_topic
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
@@ -141,7 +140,7 @@ class PushConsumer(PullOps):
         self._subs[topic] = build_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
-            self.instance.tasks.spawn(self._refresh_and_heartbeat(topic), name=f"subscribe:{topic}")
+            self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"subscribe:{topic}")
 
     def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
@@ -214,24 +213,10 @@ class PushConsumer(PullOps):
         self._state = _RUNNING
         # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
-            await self._refresh_route(topic)
+            await self.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         inst.wakeup_rebalance()
-
-    async def _refresh_route(self, topic: str) -> None:
-        try:
-            await self.instance.update_topic_route(topic)
-        except TopicRouteNotFoundError:
-            if not is_retry_topic(topic):
-                logger.warning("%s: topic %s has no route yet", self.group, topic)
-        except Exception as exc:
-            logger.warning("%s: route of %s: %s", self.group, topic, exc)
-
-    async def _refresh_and_heartbeat(self, topic: str) -> None:
-        await self._refresh_route(topic)
-        await self.instance.send_heartbeat_to_all_brokers()
-        self.instance.wakeup_rebalance()
 
     async def shutdown(self) -> None:
         """Stop consuming, persist offsets (waiting for the broker), release broker locks."""
@@ -423,7 +408,7 @@ class PushConsumer(PullOps):
         inst = self.instance
         found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
         if found is None:
-            await self._refresh_route(mq.topic)
+            await self.refresh_route(mq.topic)
             found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
             if found is None:
                 return self._later(req, DELAY_EXCEPTION_MS)
