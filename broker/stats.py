@@ -267,6 +267,7 @@ class BrokerStatsManager:
         item.times += times
 
     # -- feeding -------------------------------------------------------------------------------
+    # on_put/on_get run once per send/pull: they inline what _add does (a call less per item).
     def on_put(self, topic: str, nums: int, size: int) -> None:
         """``incTopicPutNums`` + ``incTopicPutSize`` + ``incBrokerPutNums`` for one stored send."""
         now = self.now_ms()
