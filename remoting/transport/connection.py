@@ -13,6 +13,7 @@ Rules:
   at the start of the next turn (``call_soon``). So a burst of N requests costs two syscalls
   instead of N, while the peer already works on the first one (corking everything until the
   end of the turn measured slower: both sides fall into lockstep instead of overlapping).
+  For the same reason a batch is written as soon as it holds ``MAX_BATCH_PARTS`` buffers.
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
   read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
 * ``connection_lost`` fails every pending request with ``RemotingConnectError`` chained to
@@ -24,7 +25,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import socket
 import time
@@ -40,10 +40,8 @@ from pocketmq.remoting.protocol.errors import (
     RemotingConnectError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
-    ResponseError,
 )
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
-from pocketmq.remoting.transport.hooks import RPCHook
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +61,11 @@ Handler = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
 
 #: Too many requests awaiting replies on one connection.
 MAX_PENDING = 65536
+#: An open write batch is written once it holds this many buffers (a frame is one or two), so
+#: a burst (128 sends woken by one read of replies) reaches the peer in slices it can start
+#: on while the rest is produced, instead of all at once at the end of the turn: at 128 SYNC
+#: sends in flight the sender and the broker fell into lockstep (26k -> 34k msgs/s).
+MAX_BATCH_PARTS = 64
 
 #: A request awaiting its reply: (future, deadline, request). A plain tuple: one is built per
 #: request, and a tuple costs a fraction of a class instance.
@@ -235,6 +238,8 @@ class RemotingConnection(asyncio.Protocol):
             body = cmd.body
             if body:
                 out.append(body)
+            if len(out) >= MAX_BATCH_PARTS:
+                self._write_batch(out)
             return
         self._write(head, cmd.body)
 
@@ -259,6 +264,13 @@ class RemotingConnection(asyncio.Protocol):
         self.last_write = self._batch_time = _monotonic()
         self._out = []
         self._loop.call_soon(self._flush)
+
+    def _write_batch(self, out: list[bytes]) -> None:
+        """Write an open batch that reached ``MAX_BATCH_PARTS`` now; it stays open (emptied)."""
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.writelines(out)
+        out.clear()
 
     def _flush(self) -> None:
         out, self._out = self._out, None
@@ -304,6 +316,8 @@ class RemotingConnection(asyncio.Protocol):
             body = cmd.body
             if body:
                 out.append(body)
+            if len(out) >= MAX_BATCH_PARTS:
+                self._write_batch(out)
             return future
         opaque = cmd.opaque
         pending[opaque] = (future, _monotonic() + timeout, cmd)
@@ -352,146 +366,3 @@ def _format_addr(addr: Any) -> str:
     if isinstance(addr, tuple) and len(addr) >= 2:
         return f"{addr[0]}:{addr[1]}"
     return str(addr or "")
-
-
-class ProcessorDispatcher:
-    """Maps request codes to handlers and turns handler outcomes into replies.
-
-    * unknown code → REQUEST_CODE_NOT_SUPPORTED (3), remark ``" request type N not supported"``;
-    * ``ResponseError`` raised → a reply with its code and remark;
-    * any other exception → SYSTEM_ERROR (1) with the exception text, logged once here;
-    * a request with the oneway bit gets no reply (C++/ali-ons never set it, so they get one).
-    """
-
-    def __init__(self, *, hooks: list[RPCHook] | None = None) -> None:
-        self.handlers: dict[int, Handler] = {}
-        self.default_handler: Handler | None = None
-        self.hooks: list[RPCHook] = hooks or []
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.on_connect: list[Callable[[RemotingConnection], None]] = []
-        self.on_close: list[Callable[[RemotingConnection], None]] = []
-        self.connections: set[RemotingConnection] = set()
-
-    def register(self, code: int, handler: Handler) -> None:
-        self.handlers[int(code)] = handler
-
-    # Dispatcher protocol -------------------------------------------------------------------
-    def connection_made(self, conn: RemotingConnection) -> None:
-        self.connections.add(conn)
-        for cb in self.on_connect:
-            _safe_call(cb, conn)
-
-    def connection_lost(self, conn: RemotingConnection) -> None:
-        self.connections.discard(conn)
-        for cb in self.on_close:
-            _safe_call(cb, conn)
-
-    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
-        handler = self.handlers.get(request.code, self.default_handler)
-        if handler is None:
-            # As RocketMQ: answered before any RPC hook runs.
-            if conn.is_active:
-                conn.send(
-                    RemotingCommand.response_to(
-                        request,
-                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                        f" request type {request.code} not supported",
-                    )
-                )
-            return
-        hooks = self.hooks
-        try:
-            if hooks:
-                for hook in hooks:
-                    hook.before_request(conn.remote_addr, request)
-            result = handler(conn, request)
-        except Exception as exc:  # the server boundary: every failure becomes a reply
-            self._reply(conn, request, self._error_reply(conn, request, exc))
-            return
-        if type(result) is RemotingCommand and not hooks:
-            # The hot path (a synchronous reply, no hooks): _reply inlined.
-            if request.flag & _RPC_ONEWAY:
-                return
-            result.opaque = request.opaque
-            result.flag |= _RPC_TYPE_RESPONSE
-            try:
-                conn.send(result)
-            except RemotingConnectError:
-                pass  # the peer is gone: nobody to answer
-            except Exception:
-                logger.warning(
-                    "could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True
-                )
-        elif result is None or isinstance(result, RemotingCommand):
-            self._reply(conn, request, result)
-        elif type(result) is _CoroutineType or inspect.isawaitable(result):
-            # One task that awaits the handler and replies itself: no done-callback round
-            # through the loop and no closure per request.
-            task = conn._loop.create_task(self._complete(conn, request, result))
-            self._tasks.add(task)
-        else:  # pragma: no cover - a handler bug
-            self._reply(
-                conn, request, self._error_reply(conn, request, TypeError(f"handler returned {result!r}"))
-            )
-
-    async def _complete(
-        self,
-        conn: RemotingConnection,
-        request: RemotingCommand,
-        pending: Awaitable[RemotingCommand | None],
-    ) -> None:
-        """Await an asynchronous handler's outcome and reply (cancelled: no reply)."""
-        try:
-            try:
-                reply = await pending
-            except Exception as exc:
-                reply = self._error_reply(conn, request, exc)
-            self._reply(conn, request, reply)
-        finally:
-            self._tasks.discard(_current_task())  # type: ignore[arg-type,unused-ignore]
-
-    def _error_reply(
-        self, conn: RemotingConnection, request: RemotingCommand, exc: BaseException
-    ) -> RemotingCommand:
-        if isinstance(exc, ResponseError):
-            return RemotingCommand.response_to(request, exc.response_code, exc.remark)
-        logger.error(
-            "request code=%s from %s failed",
-            code_name(request.code, response=False),
-            conn.remote_addr,
-            exc_info=exc,
-        )
-        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-
-    def _reply(
-        self, conn: RemotingConnection, request: RemotingCommand, reply: RemotingCommand | None
-    ) -> None:
-        for hook in self.hooks:
-            try:
-                hook.after_response(conn.remote_addr, request, reply)
-            except Exception:
-                logger.exception("rpc hook after_response failed")
-        if reply is None or request.flag & _RPC_ONEWAY or conn._closing:
-            return
-        reply.opaque = request.opaque
-        reply.flag |= _RPC_TYPE_RESPONSE
-        try:
-            conn.send(reply)
-        except RemotingConnectError:
-            pass  # the peer is gone: nobody to answer
-        except Exception:
-            logger.warning("could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True)
-
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
-
-
-def _safe_call(cb: Callable[[RemotingConnection], None], conn: RemotingConnection) -> None:
-    try:
-        cb(conn)
-    except Exception:
-        logger.exception("connection callback %r failed", cb)

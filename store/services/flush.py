@@ -17,6 +17,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+from pocketmq.store.aio_fsync import AioFsync, open_aio_fsync
 from pocketmq.store.checkpoint import StoreCheckpoint
 from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
@@ -88,6 +89,8 @@ class CommitLogFlushService(StoreService):
         await _flush_commitlog(self, self.commitlog, self.checkpoint)
 
 
+#: io_submit errors that mean kernel AIO fdatasync will never work here
+_AIO_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP})
 #: pause before retrying a failed group-commit fsync
 _FSYNC_RETRY_S = 0.05
 #: GIL switch interval while group commit runs (see ``GroupCommitService.start``)
@@ -130,8 +133,10 @@ class GroupCommitService(StoreService):
     """SYNC_FLUSH: put waiters are resolved once ``flushed_where`` covers their end offset.
 
     Waiters join the *open round* and all await its one future (no future, queue entry or
-    wake-up per message). One fsync runs at a time, in the executor; it covers everything
-    written when it started and closes the open round. Its completion resolves every round
+    wake-up per message). One fsync runs at a time, queued to the kernel through Linux AIO
+    (``aio_fsync``: no thread, so no wait for the GIL before it starts or after it ends) or,
+    where that is unavailable, in the executor; it covers everything written when it started
+    and closes the open round. Its completion resolves every round
     it covered with one ``set_result`` each, and the next fsync starts at once if waiters
     arrived meanwhile: the waiters split into two groups, one putting while the other's data
     is being synced.
@@ -144,6 +149,8 @@ class GroupCommitService(StoreService):
     """
 
     name = "group-commit"
+    #: fdatasync through kernel AIO where it works (tests switch it off to cover the thread)
+    use_aio = True
 
     def __init__(
         self,
@@ -165,6 +172,11 @@ class GroupCommitService(StoreService):
         self._sweeper: asyncio.Task[None] | None = None
         self._flushed: asyncio.Future[bool] | None = None
         self._switch_lowered = False
+        #: kernel AIO fdatasync (no thread, no GIL hand-over), None: fsync in the executor
+        self._aio: AioFsync | None = None
+        self._aio_done: asyncio.Future[None] | None = None
+        self._aio_left = 0
+        self._aio_error: OSError | None = None
 
     def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]:
         """A future that becomes True once ``end_offset`` is on disk (False on timeout)."""
@@ -200,15 +212,53 @@ class GroupCommitService(StoreService):
         last = mfq.last
         ts = last.last_store_timestamp if last is not None else 0
         fds = [mf.fd for mf, _ in plan if not mf.closed]
-        fut = asyncio.get_running_loop().run_in_executor(self.executor, _fsync_all, fds)
+        loop = asyncio.get_running_loop()
+        aio = self._aio
+        fut: asyncio.Future[None] | None = None
+        if aio is not None and fds:
+            try:
+                aio.submit(fds)
+            except OSError as exc:
+                if exc.errno in _AIO_UNSUPPORTED:  # for good: an older kernel, a seccomp filter
+                    logger.info("kernel AIO fdatasync unavailable (%s): fsync in a thread", exc)
+                    self._close_aio()
+                else:  # e.g. EAGAIN: this round goes through the thread
+                    logger.debug("io_submit failed (%s): fsync in a thread", exc)
+            else:
+                fut = self._aio_done = loop.create_future()
+                self._aio_left = len(fds)
+                self._aio_error = None
+        if fut is None:
+            fut = loop.run_in_executor(self.executor, _fsync_all, fds)
         self._inflight = (fut, plan, ts)
         self._event.set()
 
+    def _on_aio(self) -> None:
+        """The eventfd is readable: count the finished fdatasyncs, resolve the flush."""
+        aio = self._aio
+        if aio is None:
+            return
+        for res in aio.reap():
+            self._aio_left -= 1
+            if res < 0 and -res != errno.EBADF and self._aio_error is None:
+                self._aio_error = OSError(-res, f"fdatasync: {os.strerror(-res)}")
+        fut = self._aio_done
+        if fut is not None and self._aio_left <= 0:
+            self._aio_done = None
+            if not fut.done():
+                if self._aio_error is not None:
+                    fut.set_exception(self._aio_error)
+                else:
+                    fut.set_result(None)
+
     def start(self) -> None:
         super().start()
-        self._sweeper = asyncio.get_running_loop().create_task(
-            self._sweep(), name="store-group-commit-timeouts"
-        )
+        loop = asyncio.get_running_loop()
+        self._sweeper = loop.create_task(self._sweep(), name="store-group-commit-timeouts")
+        if self.use_aio:
+            self._aio = open_aio_fsync()
+            if self._aio is not None:
+                loop.add_reader(self._aio.fd, self._on_aio)
         # An fsync that returned waits for the GIL before its waiters can be answered; while
         # the loop is busy putting, CPython hands the GIL over only every switch interval
         # (5 ms by default), which is several fsyncs' time and stalls the group-commit
@@ -297,6 +347,13 @@ class GroupCommitService(StoreService):
             rnd = self._rounds.popleft()
             if not rnd.future.done():
                 rnd.future.set_result(rnd.end <= flushed)
+        self._close_aio()
+
+    def _close_aio(self) -> None:
+        aio, self._aio = self._aio, None
+        if aio is not None:
+            asyncio.get_running_loop().remove_reader(aio.fd)
+            aio.close()
 
 
 class ConsumeQueueFlushService(StoreService):

@@ -272,7 +272,7 @@ class RecordingTransport:
 
 
 def recording_connection() -> tuple[RemotingConnection, RecordingTransport]:
-    from pocketmq.remoting.transport.connection import ProcessorDispatcher
+    from pocketmq.remoting.transport.dispatcher import ProcessorDispatcher
 
     conn = RemotingConnection(ProcessorDispatcher())
     transport = RecordingTransport()
@@ -291,6 +291,26 @@ async def test_writes_of_one_loop_turn_are_coalesced() -> None:
     assert len(transport.calls) == 3  # a new turn writes at once again
     assert transport.opaques() == [1, 2, 3, 4, 5, 6]
     assert len(conn.pending) == 5
+
+
+async def test_a_large_batch_is_written_in_slices_of_max_parts() -> None:
+    from pocketmq.remoting.transport.connection import MAX_BATCH_PARTS
+
+    conn, transport = recording_connection()
+    n = MAX_BATCH_PARTS + 20  # requests with bodies: two buffers each
+    for opaque in range(1, n + 1):
+        conn.request(RemotingCommand(ECHO, opaque, body=b"body"), 5.0)
+    # the first at once, then a slice each time the open batch reaches MAX_BATCH_PARTS buffers
+    sizes = [sum(1 for _ in call) for call in transport.calls]
+    assert sizes[0] == 2 and all(size == MAX_BATCH_PARTS for size in sizes[1:])
+    await asyncio.sleep(0)  # the rest at the next turn, once
+    assert len(transport.calls) == 1 + (2 * (n - 1)) // MAX_BATCH_PARTS + 1
+    assert transport.opaques() == list(range(1, n + 1))
+    # replies produced while handling one read are sliced the same way, and stay in order
+    conn2, transport2 = recording_connection()
+    reads = b"".join(RemotingCommand(4242, k, body=b"x").encode() for k in range(1, n + 1))
+    conn2.data_received(reads)  # unknown code: each gets REQUEST_CODE_NOT_SUPPORTED
+    assert transport2.opaques() == list(range(1, n + 1))
 
 
 async def test_replies_join_the_open_batch_in_order_and_close_flushes_it() -> None:
