@@ -13,7 +13,9 @@ Rules:
   at the start of the next turn (``call_soon``). So a burst of N requests costs two syscalls
   instead of N, while the peer already works on the first one (corking everything until the
   end of the turn measured slower: both sides fall into lockstep instead of overlapping).
-  For the same reason a batch is written as soon as it holds ``MAX_BATCH_PARTS`` buffers.
+  For the same reason a batch is written as soon as it holds ``MAX_BATCH_PARTS`` buffers, and
+  a large read is handled ``PER_TURN`` commands per loop turn (in order; reading pauses while
+  ``MAX_BACKLOG`` commands wait), so completions and other peers are served in between.
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
   read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
 * ``connection_lost`` fails every pending request with ``RemotingConnectError`` chained to
@@ -67,6 +69,14 @@ MAX_PENDING = 65536
 #: sends in flight the sender and the broker fell into lockstep (26k -> 34k msgs/s).
 MAX_BATCH_PARTS = 64
 
+#: Commands handled per loop turn; the rest of a large read waits for the next turns
+#: (``call_soon``), so I/O completions (an fsync done, replies from another peer) and other
+#: connections are served in between instead of after a whole 256 KB read.
+#: At 128 SYNC_FLUSH sends in flight: 26-31k -> 32-39k msgs/s (paired runs, shared box).
+PER_TURN = 32
+#: Reading pauses while this many commands of earlier reads are waiting.
+MAX_BACKLOG = 4096
+
 #: A request awaiting its reply: (future, deadline, request). A plain tuple: one is built per
 #: request, and a tuple costs a fraction of a class instance.
 _Pending = tuple["asyncio.Future[RemotingCommand]", float, RemotingCommand]
@@ -113,6 +123,10 @@ class RemotingConnection(asyncio.Protocol):
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._closed = asyncio.Event()
         self.close_reason: BaseException | None = None
+        #: commands of a large read not handled yet (``PER_TURN``); reading paused above
+        #: ``MAX_BACKLOG`` of them
+        self._backlog: list[RemotingCommand] | None = None
+        self._backlog_paused = False
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -130,15 +144,55 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_read = self._batch_time = _monotonic()
-        # Replies produced while handling this chunk join one batch (the loop turn's batch
-        # when one is already open), written at the end in one syscall.
-        opened = self._out
-        batch = self._out = opened if opened is not None else []
         try:
             try:
                 commands = self._decoder.feed(data)
             except HeaderDecodeError as exc:
                 commands = self._recover(exc)
+        except FrameError as exc:
+            logger.warning("closing %s: %s", self.remote_addr, exc)
+            self.abort(exc)
+            return
+        backlog = self._backlog
+        if backlog is not None:  # an earlier read is still being handled: keep the order
+            backlog += commands
+            commands = []
+        elif len(commands) > PER_TURN:
+            backlog = self._backlog = commands[PER_TURN:]
+            del commands[PER_TURN:]
+            self._loop.call_soon(self._next_slice)
+        transport = self.transport
+        if backlog is not None and len(backlog) > MAX_BACKLOG and not self._backlog_paused and transport:
+            self._backlog_paused = True
+            transport.pause_reading()
+        if commands:
+            self._handle(commands)
+
+    def _next_slice(self) -> None:
+        """Handle the next ``PER_TURN`` commands of a large read (see ``PER_TURN``)."""
+        backlog = self._backlog
+        if backlog is None or self.transport is None:
+            self._backlog = None
+            return
+        if len(backlog) > PER_TURN:
+            commands = backlog[:PER_TURN]
+            del backlog[:PER_TURN]
+            self._loop.call_soon(self._next_slice)
+        else:
+            commands, self._backlog = backlog, None
+            if self._backlog_paused:
+                self._backlog_paused = False
+                if self._can_write and not self.transport.is_closing():
+                    self.transport.resume_reading()
+        self._batch_time = _monotonic()
+        self._handle(commands)
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
+        # Replies produced while handling these join one batch (the loop turn's batch when
+        # one is already open), written at the end in one syscall.
+        opened = self._out
+        batch = self._out = opened if opened is not None else []
+        try:
             pop = self.pending.pop
             dispatch = self._dispatcher.dispatch
             for cmd in commands:
@@ -155,9 +209,6 @@ class RemotingConnection(asyncio.Protocol):
                             pass
                 else:
                     dispatch(self, cmd)
-        except FrameError as exc:
-            logger.warning("closing %s: %s", self.remote_addr, exc)
-            self.abort(exc)
         finally:
             self._out = opened
             if batch:
@@ -212,7 +263,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._can_write = True
-        if self.transport is not None and not self.transport.is_closing():
+        if self.transport is not None and not self.transport.is_closing() and not self._backlog_paused:
             self.transport.resume_reading()
         for waiter in self._drain_waiters:
             if not waiter.done():

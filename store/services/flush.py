@@ -17,12 +17,12 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from pocketmq.store.aio_fsync import AioFsync, open_aio_fsync
 from pocketmq.store.checkpoint import StoreCheckpoint
 from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.cq_table import ConsumeQueueTable
 from pocketmq.store.dispatch import Dispatcher
+from pocketmq.store.fsync_process import FsyncProcess
 from pocketmq.store.index_file import IndexService
 from pocketmq.store.layout import OS_PAGE_SIZE
 from pocketmq.store.mapped_file import MappedFile
@@ -89,11 +89,9 @@ class CommitLogFlushService(StoreService):
         await _flush_commitlog(self, self.commitlog, self.checkpoint)
 
 
-#: io_submit errors that mean kernel AIO fdatasync will never work here
-_AIO_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP})
 #: pause before retrying a failed group-commit fsync
 _FSYNC_RETRY_S = 0.05
-#: GIL switch interval while group commit runs (see ``GroupCommitService.start``)
+#: GIL switch interval while group commit fsyncs in a thread (see ``GroupCommitService._use_thread``)
 SWITCH_INTERVAL_S = 0.0005
 #: [services that lowered it, the interval before the first did]
 _switch_state: list[float] = [0, 0.0]
@@ -133,11 +131,10 @@ class GroupCommitService(StoreService):
     """SYNC_FLUSH: put waiters are resolved once ``flushed_where`` covers their end offset.
 
     Waiters join the *open round* and all await its one future (no future, queue entry or
-    wake-up per message). One fsync runs at a time, queued to the kernel through Linux AIO
-    (``aio_fsync``: no thread, so no wait for the GIL before it starts or after it ends) or,
-    where that is unavailable, in the executor; it covers everything written when it started
-    and closes the open round. Its completion resolves every round
-    it covered with one ``set_result`` each, and the next fsync starts at once if waiters
+    wake-up per message). One fsync runs at a time, in a helper process (``fsync_process``:
+    no wait for the GIL before it starts or after it ends) or, if that cannot run, in the
+    executor; it covers everything written when it started and closes the open round. Its
+    completion resolves every round it covered with one ``set_result`` each, and the next fsync starts at once if waiters
     arrived meanwhile: the waiters split into two groups, one putting while the other's data
     is being synced.
 
@@ -149,8 +146,8 @@ class GroupCommitService(StoreService):
     """
 
     name = "group-commit"
-    #: fdatasync through kernel AIO where it works (tests switch it off to cover the thread)
-    use_aio = True
+    #: fdatasync in a helper process (tests switch it off to inject faults into the thread's)
+    use_process = True
 
     def __init__(
         self,
@@ -172,11 +169,9 @@ class GroupCommitService(StoreService):
         self._sweeper: asyncio.Task[None] | None = None
         self._flushed: asyncio.Future[bool] | None = None
         self._switch_lowered = False
-        #: kernel AIO fdatasync (no thread, no GIL hand-over), None: fsync in the executor
-        self._aio: AioFsync | None = None
-        self._aio_done: asyncio.Future[None] | None = None
-        self._aio_left = 0
-        self._aio_error: OSError | None = None
+        #: the fsync helper process (None: fsync in the executor) and its request's future
+        self._proc: FsyncProcess | None = None
+        self._proc_done: asyncio.Future[None] | None = None
 
     def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]:
         """A future that becomes True once ``end_offset`` is on disk (False on timeout)."""
@@ -213,59 +208,71 @@ class GroupCommitService(StoreService):
         ts = last.last_store_timestamp if last is not None else 0
         fds = [mf.fd for mf, _ in plan if not mf.closed]
         loop = asyncio.get_running_loop()
-        aio = self._aio
+        proc = self._proc
         fut: asyncio.Future[None] | None = None
-        if aio is not None and fds:
+        if proc is not None and plan:
             try:
-                aio.submit(fds)
+                proc.request([mf.path for mf, _ in plan])
             except OSError as exc:
-                if exc.errno in _AIO_UNSUPPORTED:  # for good: an older kernel, a seccomp filter
-                    logger.info("kernel AIO fdatasync unavailable (%s): fsync in a thread", exc)
-                    self._close_aio()
-                else:  # e.g. EAGAIN: this round goes through the thread
-                    logger.debug("io_submit failed (%s): fsync in a thread", exc)
+                logger.error("fsync process unusable (%s): fsync in a thread from now on", exc)
+                self._use_thread()
             else:
-                fut = self._aio_done = loop.create_future()
-                self._aio_left = len(fds)
-                self._aio_error = None
+                fut = self._proc_done = loop.create_future()
         if fut is None:
             fut = loop.run_in_executor(self.executor, _fsync_all, fds)
         self._inflight = (fut, plan, ts)
         self._event.set()
 
-    def _on_aio(self) -> None:
-        """The eventfd is readable: count the finished fdatasyncs, resolve the flush."""
-        aio = self._aio
-        if aio is None:
+    def _on_proc(self) -> None:
+        """The helper answered (or exited): resolve the fsync in flight."""
+        proc = self._proc
+        if proc is None:
             return
-        for res in aio.reap():
-            self._aio_left -= 1
-            if res < 0 and -res != errno.EBADF and self._aio_error is None:
-                self._aio_error = OSError(-res, f"fdatasync: {os.strerror(-res)}")
-        fut = self._aio_done
-        if fut is not None and self._aio_left <= 0:
-            self._aio_done = None
-            if not fut.done():
-                if self._aio_error is not None:
-                    fut.set_exception(self._aio_error)
-                else:
-                    fut.set_result(None)
+        results = proc.results()
+        if results == []:
+            return  # spurious wake-up
+        fut, self._proc_done = self._proc_done, None
+        if results is None:
+            logger.error("fsync process %d exited: fsync in a thread from now on", proc.pid)
+            self._use_thread()
+            error: OSError | None = OSError(errno.EIO, "fsync process exited")
+        else:
+            code = next((r for r in results if r), 0)
+            error = OSError(code, f"fdatasync: {os.strerror(code)}") if code else None
+        if fut is not None and not fut.done():
+            if error is not None:
+                fut.set_exception(error)  # not acknowledged: run_once retries the round
+            else:
+                fut.set_result(None)
+
+    def _use_thread(self) -> None:
+        """Give up the helper process: later fsyncs run in the executor."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            asyncio.get_running_loop().remove_reader(proc.fd)
+            proc.close()
+        if not self._switch_lowered and not self._stopping:
+            # An fsync that returned in the thread waits for the GIL before its waiters can
+            # be answered; while the loop is busy putting, CPython hands the GIL over only
+            # every switch interval (5 ms by default), which is several fsyncs' time.
+            # 0.5 ms: store_bench sync_flush 33-58k -> 47-66k msgs/s (thread path).
+            # Process-wide, so only lowered, and put back on stop.
+            _lower_switch_interval()
+            self._switch_lowered = True
 
     def start(self) -> None:
         super().start()
         loop = asyncio.get_running_loop()
         self._sweeper = loop.create_task(self._sweep(), name="store-group-commit-timeouts")
-        if self.use_aio:
-            self._aio = open_aio_fsync()
-            if self._aio is not None:
-                loop.add_reader(self._aio.fd, self._on_aio)
-        # An fsync that returned waits for the GIL before its waiters can be answered; while
-        # the loop is busy putting, CPython hands the GIL over only every switch interval
-        # (5 ms by default), which is several fsyncs' time and stalls the group-commit
-        # pipeline. 0.5 ms: store_bench sync_flush 33-58k -> 47-66k msgs/s, loop CPU per
-        # message unchanged. Process-wide, so only lowered, and put back on stop.
-        _lower_switch_interval()
-        self._switch_lowered = True
+        if self.use_process:
+            try:
+                self._proc = FsyncProcess()
+            except OSError as exc:
+                logger.error("cannot start the fsync process (%s): fsync in a thread", exc)
+            else:
+                loop.add_reader(self._proc.fd, self._on_proc)
+                return
+        self._use_thread()
 
     async def run_once(self) -> None:
         rounds = self._rounds
@@ -347,13 +354,10 @@ class GroupCommitService(StoreService):
             rnd = self._rounds.popleft()
             if not rnd.future.done():
                 rnd.future.set_result(rnd.end <= flushed)
-        self._close_aio()
-
-    def _close_aio(self) -> None:
-        aio, self._aio = self._aio, None
-        if aio is not None:
-            asyncio.get_running_loop().remove_reader(aio.fd)
-            aio.close()
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            asyncio.get_running_loop().remove_reader(proc.fd)
+            proc.close()
 
 
 class ConsumeQueueFlushService(StoreService):

@@ -259,6 +259,14 @@ class RecordingTransport:
     def is_closing(self) -> bool:
         return self.closing
 
+    reading = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
     def close(self) -> None:
         self.closing = True
 
@@ -310,7 +318,39 @@ async def test_a_large_batch_is_written_in_slices_of_max_parts() -> None:
     conn2, transport2 = recording_connection()
     reads = b"".join(RemotingCommand(4242, k, body=b"x").encode() for k in range(1, n + 1))
     conn2.data_received(reads)  # unknown code: each gets REQUEST_CODE_NOT_SUPPORTED
+    for _ in range(4):  # (handled PER_TURN commands per loop turn)
+        await asyncio.sleep(0)
     assert transport2.opaques() == list(range(1, n + 1))
+
+
+async def test_a_large_read_is_handled_per_turn_slices_in_order() -> None:
+    from pocketmq.remoting.transport import connection as connection_module
+    from pocketmq.remoting.transport.connection import PER_TURN
+
+    conn, transport = recording_connection()
+    n = 3 * PER_TURN + 5
+    # server-side requests with no handler: each is answered REQUEST_CODE_NOT_SUPPORTED
+    frames = [RemotingCommand(4242, k).encode() for k in range(1, n + 1)]
+    conn.data_received(b"".join(frames[: n - 10]))
+    assert transport.opaques() == list(range(1, PER_TURN + 1))  # one slice in this turn
+    conn.data_received(b"".join(frames[n - 10 :]))  # a later read waits behind the backlog
+    assert transport.opaques() == list(range(1, PER_TURN + 1))
+    for _ in range(4):
+        await asyncio.sleep(0)
+    assert transport.opaques() == list(range(1, n + 1))  # all answered, in arrival order
+    assert conn._backlog is None and transport.reading
+    # a peer that keeps sending while a backlog waits has its reads paused, then resumed
+    conn2, transport2 = recording_connection()
+    old = connection_module.MAX_BACKLOG
+    connection_module.MAX_BACKLOG = 2 * PER_TURN
+    try:
+        conn2.data_received(b"".join(RemotingCommand(4242, k).encode() for k in range(1, 4 * PER_TURN)))
+        assert not transport2.reading
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert transport2.reading and transport2.opaques() == list(range(1, 4 * PER_TURN))
+    finally:
+        connection_module.MAX_BACKLOG = old
 
 
 async def test_replies_join_the_open_batch_in_order_and_close_flushes_it() -> None:

@@ -76,10 +76,13 @@ async def test_sync_flush_group_commit_with_many_waiters(tmp_path):
     await store.shutdown()
 
 
-async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path):
-    """fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
+async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path, monkeypatch):
+    """Thread fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
     import sys
 
+    from pocketmq.store.services import flush as flush_module
+
+    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)
     before = sys.getswitchinterval()
     a = await _started(str(tmp_path / "a"), flush_disk_type="SYNC_FLUSH")
     b = await _started(str(tmp_path / "b"), flush_disk_type="SYNC_FLUSH")
@@ -102,7 +105,7 @@ async def test_wait_false_returns_before_the_flush(tmp_path):
 async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch):
     from pocketmq.store.services import flush as flush_module
 
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_aio", False)  # (AIO: test_group_commit_aio)
+    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)  # (the process: test_fsync_process)
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
     release = threading.Event()
     real = flush_module._fsync_all
@@ -122,7 +125,7 @@ async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypat
 async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch):
     from pocketmq.store.services import flush as flush_module
 
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_aio", False)  # (AIO: test_group_commit_aio)
+    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)  # (the process: test_fsync_process)
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=2000)
     real = flush_module._fsync_all
     failures = []
@@ -143,7 +146,7 @@ async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monk
 async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, monkeypatch):
     from pocketmq.store.services import flush as flush_module
 
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_aio", False)  # (AIO: test_group_commit_aio)
+    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)  # (the process: test_fsync_process)
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
     gc = store._services.group_commit  # type: ignore[union-attr]
     fsyncs = 0

@@ -1,0 +1,220 @@
+"""SYNC_FLUSH group commit through the fsync helper process (store/fsync_process.py).
+
+The thread path is covered by test_store_services.py (those tests switch the process off to
+inject faults into ``_fsync_all``); here the same guarantees hold with the helper: waiters are
+answered only after their bytes are synced, an fsync error is retried and never acknowledged,
+a stuck fsync times out, a helper that dies hands over to the thread without acknowledging
+anything, and the helper never outlives the broker (also when it is killed with -9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from pocketmq.store import MessageStore, PutMessageStatus
+from pocketmq.store.fsync_process import FsyncProcess
+from pocketmq.store.services import flush as flush_module
+
+from .conftest import make_msg, tiny_config
+
+
+async def _started(root: str, **overrides: object) -> MessageStore:
+    store = MessageStore(tiny_config(root, flush_disk_type="SYNC_FLUSH", **overrides))
+    store.load()
+    await store.start()
+    return store
+
+
+def _answer(proc: FsyncProcess) -> list[int] | None:
+    ready, _, _ = select.select([proc.fd], [], [], 5.0)
+    assert ready, "the fsync process did not answer within 5 s"
+    return proc.results()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not reaped by its parent yet) counts as gone
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ", 1)[1][0] != "Z"
+
+
+def test_helper_syncs_each_path_and_reports_errors(tmp_path):
+    proc = FsyncProcess()
+    try:
+        paths = []
+        for i in range(3):
+            path = tmp_path / f"seg{i}"
+            path.write_bytes(b"x" * 5000)
+            paths.append(str(path))
+        assert proc.results() == []  # nothing asked: nothing to read, no blocking
+        proc.request(paths)
+        assert _answer(proc) == [0, 0, 0]
+        # a segment deleted meanwhile counts as synced (as EBADF does for the thread)
+        os.unlink(paths[0])
+        proc.request(paths)
+        assert _answer(proc) == [0, 0, 0]
+        # a path that cannot be opened for another reason reports its errno
+        proc.request([str(tmp_path / "seg1" / "not-a-dir")])
+        assert _answer(proc) == [errno.ENOTDIR]
+    finally:
+        proc.close()
+    assert not _alive(proc.pid)
+    with pytest.raises(OSError):
+        proc.request(paths)  # closed
+
+
+async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, monkeypatch):
+    threaded: list[list[int]] = []
+    real = flush_module._fsync_all
+
+    def recording(fds: list[int]) -> None:
+        threaded.append(fds)
+        real(fds)
+
+    monkeypatch.setattr(flush_module, "_fsync_all", recording)
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    requests: list[list[str]] = []
+    real_request = gc._proc.request
+
+    def counting(paths: list[str]) -> None:
+        requests.append(list(paths))
+        real_request(paths)
+
+    gc._proc.request = counting  # type: ignore[method-assign]
+
+    async def worker(k: int) -> None:
+        for i in range(20):
+            r = await store.put_message_async(make_msg(k * 100 + i, queue_id=k % 4))
+            assert r.status is PutMessageStatus.PUT_OK
+            assert r.append is not None
+            # answered only once synced: the flushed position covers this message
+            assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
+
+    await asyncio.gather(*(worker(k) for k in range(32)))
+    assert gc.pending == 0
+    assert 1 <= len(requests) < 640 // 4  # group commit: one fsync serves many waiters
+    segments = {mf.path for mf in store.commitlog.mfq.files}
+    assert {p for r in requests for p in r} <= segments and len(segments) > 1  # rolled meanwhile
+    commitlog_fds = {mf.fd for mf in store.commitlog.mfq.files}
+    # no CommitLog fsync went through the thread (ConsumeQueue/index flushes still do)
+    assert not any(commitlog_fds & set(fds) for fds in threaded)
+    pid = gc._proc.pid
+    await store.shutdown()
+    assert gc._proc is None and not _alive(pid)  # the helper is reaped on stop
+
+
+async def test_helper_fsync_error_is_retried_not_acknowledged(tmp_path):
+    store = await _started(str(tmp_path / "s"), sync_flush_timeout=3000)
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    real_results = gc._proc.results
+    failed: list[int] = []
+
+    def eio_once() -> list[int] | None:
+        results = real_results()
+        if results and not failed:
+            failed.append(1)
+            return [errno.EIO] + results[1:]
+        return results
+
+    gc._proc.results = eio_once  # type: ignore[method-assign]
+    r = await store.put_message_async(make_msg(0))
+    assert failed, "the injected EIO was not seen"
+    assert r.status is PutMessageStatus.PUT_OK  # acknowledged only by the retried fsync
+    assert r.append is not None
+    assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
+    await store.shutdown()
+
+
+async def test_a_stuck_helper_fsync_times_out_as_flush_disk_timeout(tmp_path):
+    store = await _started(str(tmp_path / "s"), sync_flush_timeout=100)
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    os.kill(gc._proc.pid, signal.SIGSTOP)  # the helper hangs (as in an fsync of a dead disk)
+    try:
+        r = await store.put_message_async(make_msg(0))
+        assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        assert r.is_ok and r.append is not None  # stored, not confirmed on disk
+    finally:
+        os.kill(gc._proc.pid, signal.SIGCONT)
+    r = await store.put_message_async(make_msg(1))
+    assert r.status is PutMessageStatus.PUT_OK  # going again once the fsync returned
+    await store.shutdown()
+
+
+async def test_helper_killed_hands_over_to_the_thread_without_false_acks(tmp_path, monkeypatch):
+    store = await _started(str(tmp_path / "s"), sync_flush_timeout=3000)
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    r = await store.put_message_async(make_msg(0))
+    assert r.status is PutMessageStatus.PUT_OK
+    threaded: list[list[int]] = []
+    real = flush_module._fsync_all
+
+    def recording(fds: list[int]) -> None:
+        threaded.append(fds)
+        real(fds)
+
+    monkeypatch.setattr(flush_module, "_fsync_all", recording)
+    pid = gc._proc.pid
+    os.kill(pid, signal.SIGKILL)
+    for i in range(1, 4):
+        r = await store.put_message_async(make_msg(i))
+        assert r.status is PutMessageStatus.PUT_OK
+        assert r.append is not None
+        assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
+    assert gc._proc is None and threaded  # synced by the thread from then on
+    assert not _alive(pid)  # reaped, not left a zombie
+    await store.shutdown()
+
+
+def test_helper_exits_when_the_broker_is_killed(tmp_path):
+    """kill -9 of the process that owns the store: the helper sees its socket close and exits."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys, time
+        sys.path[:0] = {sys.path!r}
+        from tests.store.conftest import tiny_config
+        from pocketmq.store import MessageStore
+
+        async def main():
+            store = MessageStore(tiny_config({str(tmp_path / "s")!r}, flush_disk_type="SYNC_FLUSH"))
+            store.load()
+            await store.start()
+            print(store._services.group_commit._proc.pid, flush=True)
+            await asyncio.sleep(60)
+
+        asyncio.run(main())
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, cwd=os.getcwd())
+    try:
+        assert owner.stdout is not None
+        helper = int(owner.stdout.readline())
+        assert _alive(helper)
+        owner.kill()
+        owner.wait(10)
+        deadline = time.monotonic() + 5
+        while _alive(helper) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # orphaned, it is re-parented and reaped by init; either way it must not keep running
+        assert not _alive(helper)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
