@@ -49,7 +49,10 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster(flush: str = "ASYNC_FLUSH", brokers: int = 1, queues: int = 8) -> Iterator[Cluster]:
+def cluster(
+    flush: str = "ASYNC_FLUSH", brokers: int = 1, queues: int = 8, sets: tuple[str, ...] = ()
+) -> Iterator[Cluster]:
+    """Name server + ``brokers`` brokers; ``sets`` are extra broker ``key=value`` settings."""
     tmp = tempfile.mkdtemp(prefix="pocketmq-bench-")
     log = open(os.path.join(tmp, "servers.log"), "wb")  # noqa: SIM115
     ns_port = free_port()
@@ -87,6 +90,7 @@ def cluster(flush: str = "ASYNC_FLUSH", brokers: int = 1, queues: int = 8) -> It
                         f"defaultTopicQueueNums={queues}",
                         "--set",
                         "fastListenEnable=false",
+                        *(arg for kv in sets for arg in ("--set", kv)),
                         "--log-level",
                         "WARNING",
                     ],

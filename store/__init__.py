@@ -91,6 +91,13 @@ logic_offset, tags_code, store_timestamp, filter_bit_map, properties)`` is calle
 the loop after each record reaches its ConsumeQueue (``logic_offset`` = queue offset + 1, as
 Java); :class:`MessageFilter`; :class:`ReplicationWaiter`.
 
+Index process (``indexProcessEnable``, pocketmq's own key, default off): ``start`` hands the
+IndexFiles to a child process (``index_proc``, started after recovery; ``index_child`` is the
+store's side) so the index is built on another core; reput then writes ConsumeQueues only.
+Messages are consumable as soon as reput dispatched them and findable by key once the child
+indexed them; ``dispatch_behind_bytes`` counts both. Queries, cleanup and the checkpoint's
+indexMsgTimestamp follow the child; ``shutdown`` lets it finish. Same files, same bytes.
+
 Errors: expected outcomes are statuses; :class:`StoreError` subclasses for corruption that
 cannot be repaired, misuse (:class:`IllegalStateError`) and the lock; ``OSError`` propagates.
 """

@@ -42,6 +42,7 @@ from pocketmq.store.dispatch import (
     tags_code_of,
 )
 from pocketmq.store.index_file import IndexService
+from pocketmq.store.index_scan import settle_last_files
 from pocketmq.store.layout import SCHEDULE_TOPIC
 from pocketmq.store.records import END, validate_record
 
@@ -181,7 +182,9 @@ def _lost_units(key: tuple[str, int], have: int, qoff: int, rebuild: set[tuple[s
 
 def _abnormal_start(commitlog: CommitLog, checkpoint: StoreCheckpoint, config: MessageStoreConfig) -> int:
     files = commitlog.mfq.files
-    min_ts = checkpoint.min_timestamp(index_safe=config.message_index_safe and config.message_index_enable)
+    # the index process may lag reput: its flushed time bounds what the scan must re-index
+    index_safe = config.message_index_safe or config.index_process_enable
+    min_ts = checkpoint.min_timestamp(index_safe=index_safe and config.message_index_enable)
     levels = config.delay_levels_ms
     for i in range(len(files) - 1, -1, -1):
         mf = files[i]
@@ -206,6 +209,9 @@ def recover(
     abnormal: bool,
 ) -> int:
     """Run steps 1-6 (module docstring); returns the CommitLog's recovered max offset."""
+    # a crash inside a slice can leave slots pointing past the last entry written, or the
+    # last record of a full file half-indexed (then redone: it is recent, so in the scan)
+    redo = settle_last_files(index.files)
     broken = cq_table.load()
     for cq in cq_table:
         if cq not in broken:
@@ -219,6 +225,9 @@ def recover(
     if files:
         start_idx = _abnormal_start(commitlog, checkpoint, config) if abnormal else max(0, len(files) - 3)
         start = files[start_idx].file_from_offset
+        redo_file = commitlog.mfq.find_by_offset(redo) if redo is not None else None
+        if redo_file is not None and redo_file.file_from_offset < start:
+            start = redo_file.file_from_offset
 
         process = redispatch_scan(
             commitlog, start, cq_table, index, dispatcher, rebuild,

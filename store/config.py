@@ -120,6 +120,11 @@ class MessageStoreConfig(BaseModel):
     max_transfer_count_on_message_in_disk: int = 8
     access_message_in_memory_max_ratio: int = Field(40, ge=0, le=100)
     message_index_enable: bool = True
+    # pocketmq's own key (RocketMQ has none): build the index in a second process
+    # (store/index_proc.py) so it runs on another core; reput then writes ConsumeQueues only
+    index_process_enable: bool = Field(
+        False, description="pocketmq only: build IndexFiles in a child process (needs messageIndexEnable)"
+    )
     max_hash_slot_num: int = Field(5_000_000, ge=1)
     max_index_num: int = Field(5_000_000 * 4, ge=2)
     max_msgs_num_batch: int = 64

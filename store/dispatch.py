@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 from pocketmq.remoting.protocol.message import (
     TRANSACTION_PREPARED_TYPE,
@@ -132,6 +133,16 @@ def is_indexed(sys_flag: int) -> bool:
     return sys_flag & _TX_MASK != TRANSACTION_ROLLBACK_TYPE
 
 
+class IndexChild(Protocol):
+    """What the dispatcher reads of a running index process (``index_child.IndexProcess``)."""
+
+    @property
+    def indexed(self) -> int: ...
+
+    @property
+    def flushed_timestamp(self) -> int: ...
+
+
 class Dispatcher:
     """Reput core: turns CommitLog records into ConsumeQueue units and index entries."""
 
@@ -155,10 +166,23 @@ class Dispatcher:
         self.dispatched_total = 0
         #: index entries of a fast-path slice whose write failed (``reput_fast``): retried first
         self.index_backlog: tuple[list[int], list[int], list[int]] | None = None
+        #: the index process while it builds the index (then ``index_enable`` is off)
+        self.index_child: IndexChild | None = None
 
     @property
     def behind(self) -> int:
-        return max(0, self.commitlog.max_offset - self.reput_from_offset)
+        """Bytes written but not yet dispatched - or not yet indexed by the index process."""
+        off = self.reput_from_offset
+        child = self.index_child
+        if child is not None:
+            off = min(off, child.indexed)
+        return max(0, self.commitlog.max_offset - off)
+
+    def index_timestamp(self) -> int:
+        """The checkpoint's indexMsgTimestamp once the index files are flushed: the last
+        dispatched record's, or what the index process has flushed."""
+        child = self.index_child
+        return self.last_dispatched_timestamp if child is None else child.flushed_timestamp
 
     def dispatch(self, req: DispatchRequest, *, notify: bool = True) -> None:
         """One record to its ConsumeQueue and the index. Raises OSError if a file cannot be made."""

@@ -25,6 +25,7 @@ from pocketmq.store.index_hash import (
     topic_key_hash,
     topic_key_hashes,
 )
+from pocketmq.store.index_ipc import wait_unlocked
 from pocketmq.store.layout import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
@@ -72,7 +73,15 @@ class IndexFile:
     )
 
     def __init__(
-        self, path: str, slot_num: int, index_num: int, *, create: bool, end_phy: int = 0, end_ts: int = 0
+        self,
+        path: str,
+        slot_num: int,
+        index_num: int,
+        *,
+        create: bool,
+        end_phy: int = 0,
+        end_ts: int = 0,
+        adopt: bool = True,
     ) -> None:
         size = INDEX_HEADER_SIZE + slot_num * INDEX_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
         self.mf = MappedFile(path, 0, size, create=create)
@@ -87,10 +96,9 @@ class IndexFile:
             self.index_count = 1
             self.write_header()
         else:
-            (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
-             self.hash_slot_count, self.index_count) = INDEX_HEADER.unpack_from(self.mf.mm, 0)  # fmt: skip
-            self.index_count = max(1, min(self.index_count, index_num))
-            self._adopt_unrecorded()
+            self.read_header()
+            if adopt:  # (False: trust the header and write nothing; the index process may own it)
+                self._adopt_unrecorded()
         self.mf.set_positions(size)
         # the slot table as big-endian int32s: one C-level subscript per slot read or write
         # (vs. position arithmetic + unpack_from / pack_into)
@@ -103,6 +111,11 @@ class IndexFile:
     @property
     def is_full(self) -> bool:
         return self.index_count >= self.index_num
+
+    def read_header(self) -> None:
+        (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+         self.hash_slot_count, self.index_count) = INDEX_HEADER.unpack_from(self.mf.mm, 0)  # fmt: skip
+        self.index_count = max(1, min(self.index_count, self.index_num))
 
     def write_header(self) -> None:
         INDEX_HEADER.pack_into(
@@ -300,17 +313,37 @@ class IndexService:
         self._dirty = False
         #: files that filled up and still need an fsync (the flush service drains it)
         self.full_unflushed: list[IndexFile] = []
+        #: True while the index process writes the files: then only read, after ``sync``
+        self.shared = False
 
-    def load(self) -> None:
+    def sync(self) -> None:
+        """Re-read the last known file's header, open files created since (by the index process)."""
+        files = self.files
+        if files:
+            files[-1].read_header()
+        try:
+            names = sorted(n for n in os.listdir(self.dir) if len(n) == 17 and n.isdigit())
+        except FileNotFoundError:
+            return
+        last = os.path.basename(files[-1].path) if files else ""
+        for name in names:
+            if name > last:
+                path = os.path.join(self.dir, name)
+                files.append(IndexFile(path, self.slot_num, self.index_num, create=False, adopt=False))
+
+    def load(self, *, adopt: bool = True) -> None:
+        """Map every file; ``adopt``: take back entries past a header (else they are redone)."""
         if not os.path.isdir(self.dir):
             return
-        for name in sorted(os.listdir(self.dir)):
-            if len(name) == 17 and name.isdigit():
-                self.files.append(
-                    IndexFile(os.path.join(self.dir, name), self.slot_num, self.index_num, create=False)
-                )
+        if not wait_unlocked(self.dir, 10.0):  # an index process of a killed store still runs
+            logger.error("index process of %s still running after 10 s; loading anyway", self.dir)
+        for name in sorted(n for n in os.listdir(self.dir) if len(n) == 17 and n.isdigit()):
+            path = os.path.join(self.dir, name)
+            self.files.append(IndexFile(path, self.slot_num, self.index_num, create=False, adopt=adopt))
 
-    def _new_file(self) -> IndexFile:
+    def _new_file(self, done: int = 0) -> IndexFile:
+        """``done``: keys of the record already in the full file; if none, the new file ends one
+        past its last record (a crash before its first entry then re-indexes nothing twice)."""
         os.makedirs(self.dir, exist_ok=True)
         now = self.clock()
         last = self.files[-1] if self.files else None
@@ -322,7 +355,8 @@ class IndexService:
             now += 1  # two files in the same millisecond
         f = IndexFile(
             path, self.slot_num, self.index_num, create=True,
-            end_phy=last.end_phy_offset if last else 0, end_ts=last.end_timestamp if last else 0,
+            end_phy=last.end_phy_offset + (done == 0) if last else 0,
+            end_ts=last.end_timestamp if last else 0,
         )  # fmt: skip
         if last is not None:
             last.write_header()
@@ -349,7 +383,7 @@ class IndexService:
         f = files[-1] if files else self._new_file()
         done = f.put_entries(hashes, phy, store_ts)
         while done < len(hashes):
-            f = self._new_file()
+            f = self._new_file(done)
             done += f.put_entries(hashes[done:], phy, store_ts)
         self._dirty = True
 
@@ -390,7 +424,7 @@ class IndexService:
                 f = f if f is not None else self._new_file()
                 done = f.put_entries(part, phy, tss[i])
                 while done < len(part):
-                    f = self._new_file()
+                    f = self._new_file(done)
                     done += f.put_entries(part[done:], phy, tss[i])
                 self._dirty = True
             i = j
@@ -411,6 +445,8 @@ class IndexService:
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         """Candidate physical offsets, newest file first."""
+        if self.shared:
+            self.sync()
         out: list[int] = []
         key_full = f"{topic}#{key}"
         for f in reversed(self.files):
@@ -422,10 +458,14 @@ class IndexService:
 
     @property
     def last_update_timestamp(self) -> int:
+        if self.shared:
+            self.sync()
         return self.files[-1].end_timestamp if self.files else 0
 
     @property
     def last_update_phy_offset(self) -> int:
+        if self.shared:
+            self.sync()
         return self.files[-1].end_phy_offset if self.files else 0
 
     def truncate_phy(self, phy_max: int) -> None:
@@ -434,6 +474,8 @@ class IndexService:
 
     def delete_expired(self, min_phy: int) -> int:
         """Delete files (never the last) whose entries all point below ``min_phy``."""
+        if self.shared:
+            self.sync()  # (the index process only writes the last file and new ones)
         n = 0
         while len(self.files) > 1 and self.files[0].end_phy_offset < min_phy:
             f = self.files.pop(0)

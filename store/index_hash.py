@@ -20,7 +20,16 @@ from __future__ import annotations
 
 from pocketmq.remoting.protocol.message import java_string_hash
 
-__all__ = ["HEAD_TABLES", "TAIL_TABLE", "heads_of", "index_key_hash", "topic_key_hash", "topic_key_hashes"]
+__all__ = [
+    "HEAD_TABLES",
+    "TAIL_TABLE",
+    "fold_hash",
+    "heads_of",
+    "key_parts",
+    "index_key_hash",
+    "topic_key_hash",
+    "topic_key_hashes",
+]
 
 _M = 0xFFFFFFFF
 _P4 = pow(31, 4, 1 << 32)
@@ -97,6 +106,23 @@ def heads_of(topic: str) -> dict[str, int]:
             _HEADS.clear()
         heads = _HEADS[topic] = {}
     return heads
+
+
+def key_parts(topic: str, key: str) -> tuple[int, int] | None:
+    """``(h(topic#head) * 31**4, h(tail))`` of a key split as the module doc says (cached in
+    the tables), so that its hash is ``fold_hash(sum)``; None for a key that does not split
+    (shorter than 4, or an astral character in the tail). ``index_scan`` mirrors these parts in
+    tables keyed by bytes."""
+    if len(key) >= 4:
+        t = _tail_hash(key[-4:])
+        if t is not None:
+            return _head_p4(heads_of(topic), topic, key[:-4]), t
+    return None
+
+
+def fold_hash(u: int) -> int:
+    """``abs(int32)`` of an unsigned sum of key parts (any non-negative int)."""
+    return _fold(u & _M)
 
 
 def _slow(heads: dict[str, int], topic: str, key: str) -> int:

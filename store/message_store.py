@@ -142,7 +142,7 @@ class MessageStore:
         self.last_shutdown_clean = not abnormal
         self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
         self.commitlog.mfq.load()
-        self.index.load()
+        self.index.load(adopt=not cfg.index_process_enable)
         started = time.monotonic()
         commitlog_recovery.recover(
             self.commitlog,
@@ -216,7 +216,7 @@ class MessageStore:
                 cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, cl_ts)
             if logics_ts:
                 cp.logics_msg_timestamp = max(cp.logics_msg_timestamp, logics_ts)
-                cp.index_msg_timestamp = max(cp.index_msg_timestamp, logics_ts)
+                cp.index_msg_timestamp = max(cp.index_msg_timestamp, self.dispatcher.index_timestamp())
             cp.flush()
 
     def do_reput(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,15 @@ from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlu
 from pocketmq.store.services.reput import ReputService
 
 if TYPE_CHECKING:
+    from pocketmq.store.index_child import IndexProcess
     from pocketmq.store.message_store import MessageStore
 
 __all__ = ["StoreServices"]
+
+logger = logging.getLogger(__name__)
+
+#: how long shutdown waits for the index process to catch up, flush and exit
+INDEX_STOP_TIMEOUT_S = 30.0
 
 
 class StoreServices:
@@ -56,30 +63,68 @@ class StoreServices:
             self.clean,
             self.housekeeping,
         ]
+        self.index_proc: IndexProcess | None = None
+        self._index_watch: StoreService | None = None
 
     def start(self) -> None:
         mfq = self.store.commitlog.mfq
         mfq.on_created = self.allocate.on_created
         if mfq.last is not None:
             self.allocate.on_created(mfq.last)
-        self.reput.after_batch = self._advance_prefault
+        self.reput.after_batch = self._after_reput
+        cfg = self.store.config
+        if cfg.index_process_enable and cfg.message_index_enable:
+            self._start_index_process()
         for s in self._services:
             s.start()
         self.reput.wakeup()
 
-    def _advance_prefault(self) -> None:
+    def _start_index_process(self) -> None:
+        from pocketmq.store.index_child import IndexProcess
+        from pocketmq.store.services.indexproc import IndexProcService
+
+        store = self.store
+        proc = IndexProcess(store.config, store.commitlog, store.index, store.dispatcher)
+        try:
+            proc.start()
+        except OSError as exc:
+            logger.error("index process could not be started (%s): indexing in process", exc)
+            proc.close()
+            return
+        self.index_proc = proc
+        self._index_watch = IndexProcService(proc, self.flush_executor)
+        self._services.append(self._index_watch)
+
+    def _after_reput(self) -> None:
         last = self.store.commitlog.mfq.last
         if last is not None:
             self.allocate.advance(last)
+        if self.index_proc is not None:
+            self.index_proc.publish(self.store.dispatcher.reput_from_offset)
 
     async def stop(self) -> None:
         """Reverse start order; reput drains, then the flushers run a last time."""
         self.store.commitlog.mfq.on_created = None
-        order = [self.clean, self.housekeeping, self.reput, *self._services[1:3]]
-        for s in order:
+        loop = asyncio.get_running_loop()
+        first: list[StoreService] = [self.clean, self.housekeeping, self.reput]
+        for s in first:
+            await s.stop()
+        proc = self.index_proc
+        if proc is not None:
+            if self._index_watch is not None:
+                await self._index_watch.stop()
+            # everything is dispatched: the child indexes the rest and flushes, then the
+            # store owns the index files again (and indexes what a dead child left)
+            proc.request_stop()
+            await loop.run_in_executor(None, proc.wait, INDEX_STOP_TIMEOUT_S)
+            try:
+                proc.close()
+            except (OSError, ValueError) as exc:  # e.g. ENOSPC for a new index file
+                logger.error("indexing what the index process left failed: %s", exc)
+            self.index_proc = None
+        for s in self._services[1:3]:
             await s.stop()
         await self.allocate.stop()
-        loop = asyncio.get_running_loop()
         # the final full flush (fsync of every file) also runs off the loop
         await loop.run_in_executor(self.flush_executor, self.store.flush)
         for ex in (self.flush_executor, self.io_executor):

@@ -385,6 +385,7 @@ class ConsumeQueueFlushService(StoreService):
 
     async def run_once(self) -> None:
         ts = self.dispatcher.last_dispatched_timestamp
+        index_ts = self.dispatcher.index_timestamp()
         plans: list[list[tuple[MappedFile, int]]] = []
         queues = []
         for cq in self.cq_table:
@@ -395,20 +396,19 @@ class ConsumeQueueFlushService(StoreService):
         self.index.write_headers()
         fds = [mf.fd for plan in plans for mf, _ in plan if not mf.closed]
         index_files = list(self.index.full_unflushed)
-        if self.index.files:
+        if self.index.files and not self.index.shared:  # (else the index process flushes it)
             index_files.append(self.index.files[-1])
         fds += [f.mf.fd for f in index_files if not f.mf.closed]
         if fds:
             await self.in_thread(_fsync_all, fds)
         for cq, plan in zip(queues, plans, strict=True):
             cq.mfq.commit_flush(plan)
-        for f in index_files[:-1] if self.index.files else index_files:
+        for f in index_files:
             if f in self.index.full_unflushed:
                 self.index.full_unflushed.remove(f)
         cp = self.checkpoint
-        if ts > cp.logics_msg_timestamp:
-            cp.logics_msg_timestamp = ts
-            cp.index_msg_timestamp = ts
+        cp.logics_msg_timestamp = max(cp.logics_msg_timestamp, ts)
+        cp.index_msg_timestamp = max(cp.index_msg_timestamp, index_ts)
         cp.write()
         if not cp.mf.closed:
             await self.in_thread(_fsync_all, [cp.mf.fd])

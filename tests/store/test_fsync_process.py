@@ -41,6 +41,19 @@ def _answer(proc: FsyncProcess) -> list[int] | None:
     return proc.results()
 
 
+def _record_thread_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The fd lists the executor's ``_fsync_all`` is called with from now on."""
+    threaded: list[list[int]] = []
+    real = flush_module._fsync_all
+
+    def recording(fds: list[int]) -> None:
+        threaded.append(fds)
+        real(fds)
+
+    monkeypatch.setattr(flush_module, "_fsync_all", recording)
+    return threaded
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -77,14 +90,7 @@ def test_helper_syncs_each_path_and_reports_errors(tmp_path):
 
 
 async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, monkeypatch):
-    threaded: list[list[int]] = []
-    real = flush_module._fsync_all
-
-    def recording(fds: list[int]) -> None:
-        threaded.append(fds)
-        real(fds)
-
-    monkeypatch.setattr(flush_module, "_fsync_all", recording)
+    threaded = _record_thread_fsyncs(monkeypatch)
     store = await _started(str(tmp_path / "s"))
     gc = store._services.group_commit  # type: ignore[union-attr]
     assert gc._proc is not None
@@ -163,14 +169,7 @@ async def test_helper_killed_hands_over_to_the_thread_without_false_acks(tmp_pat
     assert gc._proc is not None
     r = await store.put_message_async(make_msg(0))
     assert r.status is PutMessageStatus.PUT_OK
-    threaded: list[list[int]] = []
-    real = flush_module._fsync_all
-
-    def recording(fds: list[int]) -> None:
-        threaded.append(fds)
-        real(fds)
-
-    monkeypatch.setattr(flush_module, "_fsync_all", recording)
+    threaded = _record_thread_fsyncs(monkeypatch)
     pid = gc._proc.pid
     os.kill(pid, signal.SIGKILL)
     for i in range(1, 4):

@@ -452,10 +452,10 @@ def test_index_write_failure_keeps_entries_and_retries_them(tmp_path, monkeypatc
     real = IndexService._new_file
     fail = {"on": False}
 
-    def new_file(self: IndexService):  # type: ignore[no-untyped-def]
+    def new_file(self: IndexService, *args):  # type: ignore[no-untyped-def]
         if fail["on"]:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self)
+        return real(self, *args)
 
     monkeypatch.setattr(IndexService, "_new_file", new_file)
     for i in range(5):
