@@ -215,6 +215,21 @@ def test_cached_index_hashes_equal_java_string_hash():
         assert topic_key_hashes(topic, key, keys) == expected, (topic, key)
 
 
+def test_prefilled_hex_tails_give_the_java_hash_and_are_filled_by_the_dispatcher(tmp_path):
+    from pocketmq.store import MessageStore
+    from pocketmq.store.index_hash import TAIL_TABLE, prefill_hex_tails
+
+    TAIL_TABLE.clear()
+    MessageStore(tiny_config(str(tmp_path / "s"))).close()  # the dispatcher fills the table
+    assert len(TAIL_TABLE) >= 65536 and "0000" in TAIL_TABLE and "FFFF" in TAIL_TABLE
+    prefill_hex_tails()  # idempotent
+    rnd = random.Random(5)
+    for tail in ("0000", "FFFF", "9A0F", *(f"{rnd.randrange(65536):04X}" for _ in range(2000))):
+        assert TAIL_TABLE[tail] == java_string_hash(tail) & 0xFFFFFFFF, tail
+        key = "0A000005" + "1234" + "DEADBEEF" + "0011AABB" + tail  # a UNIQ_KEY's shape
+        assert topic_key_hash("TopicA", key) == _ref_hash("TopicA", key)
+
+
 def test_hash_of_integer_min_value_folds_to_zero():
     # find a key whose topic#key hash is Integer.MIN_VALUE through the composition rule
     target = 0x80000000
