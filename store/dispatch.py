@@ -32,7 +32,6 @@ from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.cq_table import ConsumeQueueTable
 from pocketmq.store.index_file import IndexService
-from pocketmq.store.index_hash import prefill_hex_tails
 from pocketmq.store.layout import SCHEDULE_TOPIC
 from pocketmq.store.listener import MessageArrivingListener
 from pocketmq.store.props_fields import (
@@ -160,8 +159,6 @@ class Dispatcher:
         self.index = index
         self.listener = listener
         self.index_enable = config.message_index_enable
-        if self.index_enable and not config.index_process_enable:
-            prefill_hex_tails()
         self.delay_levels = config.delay_levels_ms
         self.reput_from_offset = 0
         #: store time of the last dispatched record (checkpoint logics/index timestamps)

@@ -4,15 +4,19 @@ Java's hash is ``h(s) = sum(s[i] * 31**(n-1-i)) mod 2**32`` over UTF-16 code uni
 composes: ``h(a + b) = h(a) * 31**len(b) + h(b)``. A pure-Python loop over the characters costs
 ~1 µs per key (two keys per message), so the hot path never loops over a key:
 
-* the key is split into ``head = key[:-4]`` and a 4-character ``tail``;
-* ``h(topic + "#" + head)`` is cached per topic, and ``h(tail)`` in one shared table;
-* the hash is then ``heads[head] * 31**4 + tails[tail]`` (two dict lookups, ~0.25 µs).
+* the key is split into ``head = key[:-2]`` and a 2-character ``tail``;
+* ``h(topic + "#" + head)`` is cached per topic, and ``h(tail)`` is in one shared table that
+  holds every pair of ASCII characters from the start (BMP pairs are added on demand);
+* the hash is then ``heads[head] * 31**2 + tails[tail]`` (two dict lookups, ~0.25 µs).
 
 This is fast because real keys share heads: a UNIQ_KEY is 20 hex chars of producer prefix, 8
-of milliseconds-in-month and 4 of counter, so its 28-char head changes once per millisecond
-per producer and its tail is one of 65,536 hex groups; business keys are typically a prefix
-plus a sequence number. A head miss is computed from the head's own head (one level), so a
-UNIQ_KEY whose millisecond changed costs two lookups more, and a random key costs one full
+of milliseconds-in-month and 4 of counter, so its 30-char head changes every 256 messages or
+millisecond per producer; business keys are typically a prefix plus a sequence number. Two
+characters, not four: the tails a broker touches (hex and digit pairs) are a few hundred
+entries that stay in the CPU cache, where a 4-character tail table (65,536 hex groups alone)
+missed it on most lookups (measured 300-390 vs 260 ns per key with a scan polluting the
+cache). A head miss is computed from the head's own head (one level), so a UNIQ_KEY whose
+counter byte or millisecond changed costs two lookups more, and a random key costs one full
 hash. Tables are bounded (cleared when full) so hostile keys cannot grow memory.
 """
 
@@ -27,28 +31,27 @@ __all__ = [
     "heads_of",
     "key_parts",
     "index_key_hash",
-    "prefill_hex_tails",
     "topic_key_hash",
     "topic_key_hashes",
 ]
 
 _M = 0xFFFFFFFF
-_P4 = pow(31, 4, 1 << 32)
+_P2 = 961  # 31**2
 _MAX_HEADS = 16_384  # per topic
 _MAX_TOPICS = 1024
-_MAX_TAILS = 1 << 17  # 2x the 4-char hex groups
+_MAX_TAILS = 1 << 15  # the 16,384 ASCII pairs, and as many others
 
-#: topic -> {head: h(topic + "#" + head) * 31**4 mod 2**32} (pre-multiplied: one op less per key)
+#: topic -> {head: h(topic + "#" + head) * 31**2 mod 2**32} (pre-multiplied: one op less per key)
 _HEADS: dict[str, dict[str, int]] = {}
-#: 4-char string of 4 UTF-16 units -> h(tail); filled on demand from ``_PAIRS``
-_TAILS: dict[str, int] = {}
+#: every 2-char ASCII string -> its hash (16,384 entries); other pairs of 2 UTF-16 units are
+#: added on demand (``_tail_hash``)
+_ASCII_PAIRS: dict[str, int] = {chr(a) + chr(b): a * 31 + b for a in range(128) for b in range(128)}
+_TAILS: dict[str, int] = dict(_ASCII_PAIRS)
 #: the tables, for callers that inline the two lookups (``IndexService.build_index``); both
 #: dicts are only ever cleared in place, never replaced, so binding them once is safe. A miss
 #: (KeyError) must go through ``topic_key_hash``, which fills them.
 HEAD_TABLES = _HEADS
 TAIL_TABLE = _TAILS
-#: every 2-char ASCII string -> its hash (16,384 entries, so a tail miss costs no loop)
-_PAIRS: dict[str, int] = {chr(a) + chr(b): a * 31 + b for a in range(128) for b in range(128)}
 
 
 def _fold(u: int) -> int:
@@ -61,60 +64,35 @@ def index_key_hash(key: str) -> int:
     return _fold(java_string_hash(key) & _M)
 
 
-def prefill_hex_tails() -> None:
-    """Put every 4-digit upper-case hex tail (65,536) in the tail table, once per process.
-
-    A UNIQ_KEY ends in a 16-bit counter, so without this a new broker takes the miss path
-    (KeyError, ``_slow``: ~3 us) once for each counter value: a fifth of the first 300k
-    messages (SYNC_FLUSH SDK bench: ~1 us per message of broker CPU). Costs ~15 ms and a few
-    MB; called by the dispatcher when the index is on.
-    """
-    if len(_TAILS) >= 65536 and "FFFF" in _TAILS and "0000" in _TAILS:
-        return
-    hexd = "0123456789ABCDEF"
-    pairs = [(a + b, ord(a) * 31 + ord(b)) for a in hexd for b in hexd]
-    tails = _TAILS
-    if len(tails) + 65536 > _MAX_TAILS:
-        tails.clear()
-    for hi, hv in pairs:
-        hv *= 961
-        for lo, lv in pairs:
-            tails[hi + lo] = hv + lv
-
-
 def _tail_hash(tail: str) -> int | None:
-    """h(tail) for a 4-char tail of 4 UTF-16 units; None if it holds an astral char."""
+    """h(tail) for a 2-char tail of 2 UTF-16 units; None if it holds an astral char."""
     t = _TAILS.get(tail)
     if t is None:
-        a = _PAIRS.get(tail[:2])
-        b = _PAIRS.get(tail[2:])
-        if a is not None and b is not None:
-            t = a * 961 + b
-        else:
-            c = list(map(ord, tail))
-            if max(c) > 0xFFFF:
-                return None  # two UTF-16 units: 31**4 would be the wrong multiplier
-            t = ((c[0] * 31 + c[1]) * 31 + c[2]) * 31 + c[3]  # < 2**32: no wrap-around
+        a, b = map(ord, tail)
+        if a > 0xFFFF or b > 0xFFFF:
+            return None  # two UTF-16 units each: 31**2 would be the wrong multiplier
+        t = a * 31 + b  # < 2**32: no wrap-around
         if len(_TAILS) >= _MAX_TAILS:
             _TAILS.clear()
+            _TAILS.update(_ASCII_PAIRS)
         _TAILS[tail] = t
     return t
 
 
-def _head_p4(heads: dict[str, int], topic: str, head: str) -> int:
-    """``h(topic + "#" + head) * 31**4`` (mod 2**32), cached in ``heads``."""
+def _head_p2(heads: dict[str, int], topic: str, head: str) -> int:
+    """``h(topic + "#" + head) * 31**2`` (mod 2**32), cached in ``heads``."""
     hp = heads.get(head)
     if hp is None:
-        t = _tail_hash(head[-4:]) if len(head) >= 4 else None
+        t = _tail_hash(head[-2:]) if len(head) >= 2 else None
         if t is not None:
-            # one level down: the head of the head is usually cached (UNIQ_KEY: the ms changed)
-            inner = head[:-4]
+            # one level down: the head of the head is usually cached (UNIQ_KEY: a new counter byte)
+            inner = head[:-2]
             ip = heads.get(inner)
             if ip is None:
-                ip = heads[inner] = (java_string_hash(f"{topic}#{inner}") * _P4) & _M
-            hp = ((ip + t) * _P4) & _M
+                ip = heads[inner] = (java_string_hash(f"{topic}#{inner}") * _P2) & _M
+            hp = ((ip + t) * _P2) & _M
         else:
-            hp = (java_string_hash(f"{topic}#{head}") * _P4) & _M
+            hp = (java_string_hash(f"{topic}#{head}") * _P2) & _M
         if len(heads) >= _MAX_HEADS:
             heads.clear()
         heads[head] = hp
@@ -131,14 +109,14 @@ def heads_of(topic: str) -> dict[str, int]:
 
 
 def key_parts(topic: str, key: str) -> tuple[int, int] | None:
-    """``(h(topic#head) * 31**4, h(tail))`` of a key split as the module doc says (cached in
+    """``(h(topic#head) * 31**2, h(tail))`` of a key split as the module doc says (cached in
     the tables), so that its hash is ``fold_hash(sum)``; None for a key that does not split
-    (shorter than 4, or an astral character in the tail). ``index_scan`` mirrors these parts in
+    (shorter than 2, or an astral character in the tail). ``index_scan`` mirrors these parts in
     tables keyed by bytes."""
-    if len(key) >= 4:
-        t = _tail_hash(key[-4:])
+    if len(key) >= 2:
+        t = _tail_hash(key[-2:])
         if t is not None:
-            return _head_p4(heads_of(topic), topic, key[:-4]), t
+            return _head_p2(heads_of(topic), topic, key[:-2]), t
     return None
 
 
@@ -148,10 +126,10 @@ def fold_hash(u: int) -> int:
 
 
 def _slow(heads: dict[str, int], topic: str, key: str) -> int:
-    if len(key) >= 4:
-        t = _tail_hash(key[-4:])
+    if len(key) >= 2:
+        t = _tail_hash(key[-2:])
         if t is not None:
-            return _fold((_head_p4(heads, topic, key[:-4]) + t) & _M)
+            return _fold((_head_p2(heads, topic, key[:-2]) + t) & _M)
     return _fold(java_string_hash(f"{topic}#{key}") & _M)
 
 
@@ -160,9 +138,9 @@ def topic_key_hash(topic: str, key: str) -> int:
     heads = _HEADS.get(topic)
     if heads is None:
         heads = heads_of(topic)
-    hp = heads.get(key[:-4])
-    t = _TAILS.get(key[-4:])
-    if hp is None or t is None:  # (a key shorter than 4 never finds a tail)
+    hp = heads.get(key[:-2])
+    t = _TAILS.get(key[-2:])
+    if hp is None or t is None:  # (a key shorter than 2 never finds a tail)
         return _slow(heads, topic, key)
     u = (hp + t) & 0xFFFFFFFF
     return u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF
@@ -172,7 +150,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
     """Hashes of every index key of one record: UNIQ_KEY first, then each KEYS token.
 
     The per-dispatched-message hot path: subscripts in a ``try`` (a miss raises KeyError,
-    including for keys shorter than 4, whose tail is never in the table).
+    including for keys shorter than 2, whose tail is never in the table).
     """
     heads = _HEADS.get(topic)
     if heads is None:
@@ -181,7 +159,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
     out: list[int] = []
     if uniq_key:
         try:
-            u = (heads[uniq_key[:-4]] + tails[uniq_key[-4:]]) & 0xFFFFFFFF
+            u = (heads[uniq_key[:-2]] + tails[uniq_key[-2:]]) & 0xFFFFFFFF
             out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
         except KeyError:
             out.append(_slow(heads, topic, uniq_key))
@@ -189,7 +167,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
         for k in keys.split(" ") if " " in keys else (keys,):
             if k:
                 try:
-                    u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                    u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                     out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                 except KeyError:
                     out.append(_slow(heads, topic, k))

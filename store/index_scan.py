@@ -59,33 +59,30 @@ _UNIQ = b"\x02" + _UNIQ_NAME
 _KEYS = b"\x02" + _KEYS_NAME
 _MAX_TOPICS = 1024
 _MAX_HEADS = 16_384
-_MAX_TAILS = 1 << 17
+_MAX_TAILS = 1 << 15
 #: (mapping, CommitLog offset of its first byte, file size), or None past the end
 SegmentFinder = Callable[[int], "tuple[mmap.mmap, int, int] | None"]
 
 
 class KeyHashCache:
-    """``index_hash``'s head and tail tables keyed by bytes: ``h = fold(heads[key[:-4]] +
-    tails[key[-4:]])``. Only tails of 4 ASCII bytes without a separator are stored, so a key
-    shorter than 4 (whose 4-byte slice reaches into ``NAME\\x01``) never hits."""
+    """``index_hash``'s head and tail tables keyed by bytes: ``h = fold(heads[key[:-2]] +
+    tails[key[-2:]])``. Only tails of 2 ASCII bytes without a separator are stored, so a key
+    shorter than 2 (whose 2-byte slice reaches into ``NAME\\x01``) never hits."""
 
     __slots__ = ("tails", "topics")
 
     def __init__(self) -> None:
-        #: topic bytes -> (topic, {head bytes: h(topic#head) * 31**4})
+        #: topic bytes -> (topic, {head bytes: h(topic#head) * 31**2})
         self.topics: dict[bytes, tuple[str, dict[bytes, int]]] = {}
         self.tails: dict[bytes, int] = {}
 
     def prefill(self) -> None:
-        """Every 4-digit upper-case hex tail (65,536: a UNIQ_KEY ends in a 16-bit counter, so
-        a new process would otherwise miss on each of them once; decimal tails included)."""
-        digits = b"0123456789ABCDEF"
-        pairs = {(a, b): a * 31 + b for a in digits for b in digits}
+        """Every 2-byte ASCII tail without a separator (the str table has them from the start)."""
+        ok = [c for c in range(128) if c not in (1, 2)]
         tails = self.tails
-        for (a, b), hi in pairs.items():
-            hi *= 961
-            for (c, d), lo in pairs.items():
-                tails[bytes((a, b, c, d))] = hi + lo
+        for a in ok:
+            for b in ok:
+                tails[bytes((a, b))] = a * 31 + b
 
     def topic(self, raw: bytes) -> tuple[str, dict[bytes, int]]:
         t = self.topics.get(raw)
@@ -102,15 +99,16 @@ class KeyHashCache:
             key = kb.decode()
         except UnicodeDecodeError:
             return -1
-        tail = kb[-4:]
-        if len(kb) >= 4 and tail.isascii() and b"\x01" not in tail and b"\x02" not in tail:
+        tail = kb[-2:]
+        if len(kb) >= 2 and tail.isascii() and b"\x01" not in tail and b"\x02" not in tail:
             parts = key_parts(topic, key)
             if parts is not None:
                 if len(heads) >= _MAX_HEADS:
                     heads.clear()
                 if len(self.tails) >= _MAX_TAILS:
                     self.tails.clear()
-                heads[kb[:-4]], self.tails[tail] = parts
+                    self.prefill()
+                heads[kb[:-2]], self.tails[tail] = parts
                 return fold_hash(parts[0] + parts[1])
         return topic_key_hash(topic, key)
 
@@ -186,7 +184,7 @@ def scan_keys(
                     j = end
                 if j > a:
                     try:
-                        u = (heads[mm[a : j - 4]] + tails[mm[j - 4 : j]]) & 0xFFFFFFFF
+                        u = (heads[mm[a : j - 2]] + tails[mm[j - 2 : j]]) & 0xFFFFFFFF
                         add_h(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                         add_p(phy)
                         add_t(ts)
@@ -209,7 +207,7 @@ def scan_keys(
                     for k in kb.split(b" ") if b" " in kb else (kb,):
                         if k:
                             try:
-                                u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                 add_h(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                 add_p(phy)
                                 add_t(ts)

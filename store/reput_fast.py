@@ -119,7 +119,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
                             k = s[i + 10 : s.find("\x02", i + 10)]
                             if k:
                                 try:
-                                    u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                    u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                     add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                 except KeyError:
                                     add_hash(topic_key_hash(topic, k))
@@ -131,7 +131,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
                             for k in keys.split(" ") if " " in keys else (keys,):
                                 if k:
                                     try:
-                                        u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                        u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                         add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                     except KeyError:
                                         add_hash(topic_key_hash(topic, k))
@@ -229,7 +229,7 @@ def _dispatch_batch(
                     k = s[i + 10 : s.find("\x02", i + 10)]
                     if k:
                         try:
-                            u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                            u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                             add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                         except KeyError:
                             add_hash(topic_key_hash(topic, k))
@@ -240,7 +240,7 @@ def _dispatch_batch(
                     for k in keys.split(" ") if " " in keys else (keys,):
                         if k:
                             try:
-                                u = (heads[k[:-4]] + tails[k[-4:]]) & 0xFFFFFFFF
+                                u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                 add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                             except KeyError:
                                 add_hash(topic_key_hash(topic, k))

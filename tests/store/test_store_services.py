@@ -105,7 +105,9 @@ async def test_wait_false_returns_before_the_flush(tmp_path):
 async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch):
     from pocketmq.store.services import flush as flush_module
 
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)  # (the process: test_fsync_process)
+    monkeypatch.setattr(
+        flush_module.GroupCommitService, "use_process", False
+    )  # (the process: test_fsync_process)
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
     release = threading.Event()
     real = flush_module._fsync_all
@@ -125,7 +127,9 @@ async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypat
 async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch):
     from pocketmq.store.services import flush as flush_module
 
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)  # (the process: test_fsync_process)
+    monkeypatch.setattr(
+        flush_module.GroupCommitService, "use_process", False
+    )  # (the process: test_fsync_process)
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=2000)
     real = flush_module._fsync_all
     failures = []
@@ -146,7 +150,9 @@ async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monk
 async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, monkeypatch):
     from pocketmq.store.services import flush as flush_module
 
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)  # (the process: test_fsync_process)
+    monkeypatch.setattr(
+        flush_module.GroupCommitService, "use_process", False
+    )  # (the process: test_fsync_process)
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
     gc = store._services.group_commit  # type: ignore[union-attr]
     fsyncs = 0
