@@ -8,6 +8,7 @@ decoded, tag-filtered messages and the next offset.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.client._hdr import make
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class PullOps:
+class PullOps(ABC):
     group: str
     config: ConsumerConfig
     _suggest_ops: dict[MessageQueue, int]
@@ -37,8 +38,9 @@ class PullOps:
     #: heartbeat consumeType: CONSUME_PASSIVELY (push) or CONSUME_ACTIVELY (pull)
     CONSUME_TYPE = "CONSUME_ACTIVELY"
 
+    @abstractmethod
     def subscriptions(self) -> list[SubscriptionData]:
-        raise NotImplementedError
+        """What the consumer subscribes to (heartbeat subscriptionDataSet)."""
 
     def consumer_data(self) -> dict[str, Any]:
         """This consumer's entry in a HEART_BEAT body's consumerDataSet."""
@@ -74,12 +76,14 @@ class PullOps:
         return rb is not None and topic in rb.subscriptions and topic not in rb.topic_subscribe_info
 
     @property
+    @abstractmethod
     def instance(self) -> MQClientInstance:
-        raise NotImplementedError
+        """The shared client instance (routes, connections, heartbeats)."""
 
     @property
+    @abstractmethod
     def offset_store(self) -> OffsetStore:
-        raise NotImplementedError
+        """Where consumed offsets are kept (broker or local file)."""
 
     async def _master_addr(self, mq: MessageQueue) -> str:
         return await self.instance.find_broker_addr_for_offsets(mq.broker_name)
