@@ -100,7 +100,7 @@ class KeyHashCache:
         except UnicodeDecodeError:
             return -1
         tail = kb[-2:]
-        if len(kb) >= 2 and tail.isascii() and b"\x01" not in tail and b"\x02" not in tail:
+        if len(kb) >= 2 and tail.isascii() and 1 not in tail and 2 not in tail:
             parts = key_parts(topic, key)
             if parts is not None:
                 if len(heads) >= _MAX_HEADS:
@@ -204,7 +204,7 @@ def scan_keys(
                     j = end
                 if j > a:
                     kb = mm[a:j]
-                    for k in kb.split(b" ") if b" " in kb else (kb,):
+                    for k in kb.split(b" ") if 32 in kb else (kb,):  # (32: b" " would first fail as an int)
                         if k:
                             try:
                                 u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
