@@ -80,6 +80,7 @@ class IndexProcess:
             "--slots", str(cfg.max_hash_slot_num), "--entries", str(cfg.max_index_num),
             "--start", str(start), "--flush-ms", str(cfg.flush_interval_consume_queue),
             "--wake-fd", str(wake), "--parent-fd", str(r),
+            "--log-level", logging.getLevelName(logger.getEffectiveLevel()),
         ]  # fmt: skip
         # PR_SET_PDEATHSIG fires when the spawning *thread* exits: only the main thread's
         # lifetime is the process's (the pipe's EOF covers the other cases)

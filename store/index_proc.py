@@ -230,12 +230,19 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--wake-fd", type=int, required=True)
     p.add_argument("--parent-fd", type=int, required=True)
     p.add_argument("--pdeathsig", action="store_true")
+    p.add_argument("--log-level", default="INFO", help="the store's effective level (DEBUG, INFO, ...)")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # the servers' stderr format (``remoting.common.logsetup``) at the store's level; "index
+    # process" in each line tells it from the broker's own lines on the same stream
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format=f"%(asctime)s %(levelname)-5s [%(name)s] (index process {os.getpid()}) %(message)s",
+        stream=sys.stderr,
+    )
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is the store's to handle
     if args.pdeathsig:
         _die_with_parent()
