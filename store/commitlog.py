@@ -113,8 +113,11 @@ class CommitLog:
             self._topic_heads[topic] = head
         return head
 
-    def _segment_for(self, size: int) -> MappedFile | None:
-        """The segment with room for ``size`` bytes + a blank, rolling (BLANK) if needed."""
+    def _segment_for(self, size: int) -> MappedFile | PutResult:
+        """The segment with room for ``size`` bytes + a blank, rolling (BLANK) if needed; a
+        failed put if no segment can hold that much or the next one cannot be created."""
+        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return _FAIL_ILLEGAL
         mf = self.mfq.last
         if mf is not None and mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
             return mf
@@ -128,7 +131,7 @@ class CommitLog:
             if not self.create_failed:
                 logger.error("cannot create CommitLog segment in %s: %s", self.mfq.dir, exc)
             self.create_failed = True
-            return None
+            return _FAIL_CREATE
         self.create_failed = False
         return mf
 
@@ -168,11 +171,10 @@ class CommitLog:
         files = self.mfq.files
         mf = files[-1] if files else None
         if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
-            if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-                return _FAIL_ILLEGAL
-            mf = self._segment_for(size)
-            if mf is None:
-                return _FAIL_CREATE
+            got = self._segment_for(size)
+            if isinstance(got, PutResult):
+                return got
+            mf = got
 
         queue_id = msg.queue_id
         key = (topic, queue_id)
@@ -223,11 +225,10 @@ class CommitLog:
             return encoded
         total = encoded.total
         if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
-            if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-                return _FAIL_ILLEGAL
-            mf = self._segment_for(total)
-            if mf is None:
-                return _FAIL_CREATE
+            got = self._segment_for(total)
+            if isinstance(got, PutResult):
+                return got
+            mf = got
             # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
             again = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position, now)
             assert not isinstance(again, PutResult)
@@ -255,11 +256,10 @@ class CommitLog:
         assert isinstance(encoded, _Encoded)
         total = encoded.total
         if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
-            if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-                return _FAIL_ILLEGAL
-            mf = self._segment_for(total)
-            if mf is None:
-                return _FAIL_CREATE
+            got = self._segment_for(total)
+            if isinstance(got, PutResult):
+                return got
+            mf = got
             # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
             phy = mf.file_from_offset + mf.wrote_position
             again = encode_items(template, items, head, phy, qoff, now, self.max_body)
