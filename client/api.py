@@ -70,22 +70,6 @@ _NO_EXT: dict[str, str] = {}
 #: str(queue_id) of the usual queue ids, to compare the reply's queueId without int().
 _QUEUE_ID_STR = {i: str(i) for i in range(1024)}
 
-# PullSysFlag bits (reference §5.1)
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
-FLAG_LITE_PULL = 0x10
-
-
-def pull_sys_flag(commit: bool, suspend: bool, subscription: bool, lite: bool = False) -> int:
-    return (
-        (FLAG_COMMIT_OFFSET if commit else 0)
-        | (FLAG_SUSPEND if suspend else 0)
-        | (FLAG_SUBSCRIPTION if subscription else 0)
-        | (FLAG_LITE_PULL if lite else 0)
-    )
-
 
 def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list[MessageExt]:
     """Decode a FOUND reply's body: inflate compressed bodies, re-filter tags exactly.

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 from pocketmq.broker.filter import TagMessageFilter, build_subscription
 from pocketmq.broker.longpolling import HeldPull
 from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
-from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.codes import (
+    FLAG_COMMIT_OFFSET,
+    FLAG_SUBSCRIPTION,
+    FLAG_SUSPEND,
+    RequestCode,
+    ResponseCode,
+)
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     NoPermissionError,
@@ -55,10 +61,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
 
 # Enum members hoisted: a class attribute read of an Enum costs ~80 ns, a module global ~20.
 _TAG = ExpressionType.TAG.value

@@ -21,10 +21,11 @@ from pocketmq.client._hdr import make
 from pocketmq.client.admin.base import MQAdminError
 from pocketmq.client.admin.groups import GroupAdmin
 from pocketmq.client.admin.model import MessageTrack, QueueRange
-from pocketmq.client.api import decode_pull_result, pull_sys_flag
+from pocketmq.client.api import decode_pull_result
 from pocketmq.client.consumer.subscription import build_subscription
 from pocketmq.client.message import MessageQueue, PullStatus, SendResult
 from pocketmq.remoting.protocol import fastjson
+from pocketmq.remoting.protocol.codes import pull_sys_flag
 from pocketmq.remoting.protocol.errors import ConsumerNotOnlineError, RemotingError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.message import (

@@ -12,13 +12,14 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.client._hdr import make
-from pocketmq.client.api import decode_pull_result, pull_sys_flag
+from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import ConsumeFromWhere
 from pocketmq.client.consumer.offset_store import ReadOffsetType
 from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
 from pocketmq.client.errors import BrokerNotFoundError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult
 from pocketmq.client.route import MASTER_ID, is_retry_topic, to_subscribe_info
+from pocketmq.remoting.protocol.codes import pull_sys_flag
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 
 if TYPE_CHECKING:

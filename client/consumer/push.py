@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from pocketmq.client._hdr import make
-from pocketmq.client.api import FLAG_COMMIT_OFFSET, decode_pull_result, pull_sys_flag
+from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import MessageModel, PushConsumerConfig
 from pocketmq.client.consumer import push_support
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
@@ -48,6 +48,7 @@ from pocketmq.client.errors import (
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.route import check_topic, retry_topic
+from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt

@@ -198,3 +198,22 @@ def code_name(code: int, *, response: bool) -> str:
         return enum(code).name
     except ValueError:
         return str(code)
+
+
+# PullSysFlag bits of PULL_MESSAGE's sysFlag header (reference §5.1); the one definition that the
+# broker's pull processor and the client's pull request both read.
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+FLAG_LITE_PULL = 0x10
+
+
+def pull_sys_flag(commit: bool, suspend: bool, subscription: bool, lite: bool = False) -> int:
+    """The sysFlag a client sends with PULL_MESSAGE."""
+    return (
+        (FLAG_COMMIT_OFFSET if commit else 0)
+        | (FLAG_SUSPEND if suspend else 0)
+        | (FLAG_SUBSCRIPTION if subscription else 0)
+        | (FLAG_LITE_PULL if lite else 0)
+    )

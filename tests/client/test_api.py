@@ -6,19 +6,20 @@ import orjson
 import pytest
 
 from pocketmq.client._hdr import make
-from pocketmq.client.api import (
+from pocketmq.client.api import MQClientAPI, decode_pull_result
+from pocketmq.client.consumer.subscription import build_subscription
+from pocketmq.client.errors import RemotingConnectError, TopicRouteNotFoundError
+from pocketmq.client.message import MessageQueue, PullStatus, SendStatus
+from pocketmq.remoting.protocol.codes import (
     FLAG_COMMIT_OFFSET,
     FLAG_LITE_PULL,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
-    MQClientAPI,
-    decode_pull_result,
+    LanguageCode,
+    RequestCode,
+    ResponseCode,
     pull_sys_flag,
 )
-from pocketmq.client.consumer.subscription import build_subscription
-from pocketmq.client.errors import RemotingConnectError, TopicRouteNotFoundError
-from pocketmq.client.message import MessageQueue, PullStatus, SendStatus
-from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.errors import NoPermissionError, SystemBusyError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, encode_message
