@@ -156,8 +156,8 @@ class BrokerController:
         self.broker_stats_manager: BrokerStatsManager | None = BrokerStatsManager(
             config.broker_cluster_name,
             clock.now_ms,
-            put_total=lambda: int(store.commitlog.put_times_total),
-            get_total=lambda: int(store.stats.get_transferred_msg_count),
+            put_total=lambda: store.put_times_total,
+            get_total=lambda: store.transferred_msg_count,
         )
         self.schedule_message_service: ScheduleMessageService | None = ScheduleMessageService(
             self.store,

@@ -83,6 +83,9 @@ Reads
 
 Admin
     ``delete_topics(topics) -> int``, ``clean_unused_topics(retain) -> int`` (DELETE_TOPIC_IN_BROKER),
+    ``clean_expired_consume_queues() -> int``, ``delete_expired_commit_log_now(rounds) -> bool``,
+    ``read_consume_queue(topic, queue_id, index, count) -> ConsumeQueueRead | None``,
+    ``put_times_total`` and ``transferred_msg_count`` (the counters behind BrokerStats),
     ``disk_full`` (set by the cleaner above ``diskSpaceWarningLevelRatio``), ``do_reput()`` and
     ``flush()`` for synchronous use.
 
@@ -104,7 +107,7 @@ cannot be repaired, misuse (:class:`IllegalStateError`) and the lock; ``OSError`
 
 from pocketmq.store.batch_encode import BatchItem
 from pocketmq.store.clock import now_ms
-from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from pocketmq.store.errors import IllegalStateError, StoreCorruptError, StoreError, StoreLockedError
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.message_inner import MessageInner
@@ -112,6 +115,7 @@ from pocketmq.store.message_store import MessageStore
 from pocketmq.store.results import (
     AppendMessageStatus,
     AppendResult,
+    ConsumeQueueRead,
     GetMessageStatus,
     GetResult,
     PutMessageStatus,
@@ -124,6 +128,7 @@ __all__ = [
     "AppendResult",
     "BatchItem",
     "BrokerRole",
+    "ConsumeQueueRead",
     "FlushDiskType",
     "GetMessageStatus",
     "GetResult",
@@ -141,4 +146,5 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "now_ms",
+    "parse_delay_levels",
 ]

@@ -25,11 +25,13 @@ from pocketmq.store.cq_table import ConsumeQueueTable
 from pocketmq.store.dispatch import Dispatcher
 from pocketmq.store.errors import IllegalStateError
 from pocketmq.store.index_file import IndexService
+from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.mapped_file import MappedFile
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.pull import select_messages
 from pocketmq.store.results import (
+    ConsumeQueueRead,
     GetMessageStatus,
     GetResult,
     PutMessageStatus,
@@ -487,6 +489,72 @@ class MessageStore:
     def clean_unused_topics(self, retain: Iterable[str]) -> int:
         """Delete the queues of every topic not in ``retain`` (system topics are kept)."""
         return queries.clean_unused_topics(self, retain)
+
+    def clean_expired_consume_queues(self) -> int:
+        """Java ``cleanExpiredConsumerQueue`` plus the CQ file sweep of the clean service.
+
+        Files whose units all point below the CommitLog's first offset are deleted; a queue whose
+        last unit points below it holds nothing readable and is dropped with its offset counter (the
+        next write starts it again at 0, as in Java). The schedule topic is left alone (its queues
+        hold the delay progress). Returns the number of files and queues removed.
+        """
+        min_phy = self.get_min_phy_offset()
+        removed = 0
+        counters = self.commitlog.topic_queue_table
+        cq_table = self.cq_table
+        for cq in list(cq_table):
+            if cq.topic == SCHEDULE_TOPIC:
+                continue
+            removed += cq.delete_expired(min_phy)
+            last = cq.get_unit(cq.max_offset - 1) if cq.max_offset > 0 else None
+            if last is None or last[0] + last[1] >= min_phy:
+                continue  # empty (maybe created just now) or still readable
+            logger.info(
+                "consume queue %s/%d is expired (last unit %d < %d); removing",
+                cq.topic,
+                cq.queue_id,
+                last[0],
+                min_phy,
+            )
+            cq_table.reset_queue(cq)
+            counters.pop((cq.topic, cq.queue_id), None)
+            removed += 1
+        return removed
+
+    def delete_expired_commit_log_now(self, rounds: int) -> bool:
+        """Java ``executeDeleteFilesManually``: the clean service deletes expired CommitLog
+        segments on its next ``rounds`` runs even before the deletion hour. False when the
+        services are not running (nothing scheduled)."""
+        services = self._services
+        if services is None:
+            return False
+        services.clean.manual_delete_rounds = rounds
+        services.clean.wakeup()
+        return True
+
+    def read_consume_queue(
+        self, topic: str, queue_id: int, index: int, count: int
+    ) -> ConsumeQueueRead | None:
+        """Raw ConsumeQueue units for QUERY_CONSUME_QUEUE: None when the queue does not exist;
+        ``units`` is None when ``index`` is not stored (below the minimum or past the end)."""
+        cq = self.cq_table.find(topic, queue_id)
+        if cq is None:
+            return None
+        units: list[tuple[int, int, int]] | None = []
+        if count > 0:
+            raw = cq.units_from(index, count) if index >= cq.min_offset else None
+            units = None if raw is None else list(CQ_UNIT.iter_unpack(bytes(raw)))
+        return ConsumeQueueRead(cq.min_offset, cq.max_offset, units)
+
+    @property
+    def put_times_total(self) -> int:
+        """Messages stored since start (Java ``putMessageTimesTotal``)."""
+        return int(self.commitlog.put_times_total)
+
+    @property
+    def transferred_msg_count(self) -> int:
+        """Messages returned by ``get_message`` since start (Java ``getTransferedMsgCount``)."""
+        return int(self.stats.get_transferred_msg_count)
 
     # ================================================================ allocation seam
 

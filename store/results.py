@@ -117,3 +117,13 @@ class QueryMessageResult:
     @property
     def body(self) -> bytes:
         return b"".join(self.messages)
+
+
+@dataclass(slots=True)
+class ConsumeQueueRead:
+    """Answer to ``read_consume_queue``: the queue's offset range and the requested units
+    ``(commit-log offset, size, tags code)``; ``units`` is None when the index is not stored."""
+
+    min_offset: int
+    max_offset: int
+    units: list[tuple[int, int, int]] | None

@@ -100,8 +100,8 @@ def broker_stats_of(controller: BrokerController) -> BrokerStatsManager:
     stats = BrokerStatsManager(
         controller.config.broker_cluster_name,
         controller.clock.now_ms,
-        put_total=lambda: int(store.commitlog.put_times_total),
-        get_total=lambda: int(store.stats.get_transferred_msg_count),
+        put_total=lambda: store.put_times_total,
+        get_total=lambda: store.transferred_msg_count,
     )
     setattr(controller, STATS_ATTR, stats)
     return stats

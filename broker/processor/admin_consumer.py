@@ -59,7 +59,6 @@ from pocketmq.remoting.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 from pocketmq.remoting.protocol.message import MessageDecodeError, decode_offset_msg_id
-from pocketmq.store.layout import CQ_UNIT
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
@@ -322,8 +321,8 @@ class ConsumerAdmin(AdminBase):
     def query_consume_queue(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
         c = self.c
-        cq = c.store.cq_table.find(h.topic, h.queue_id)
-        if cq is None:
+        read = c.store.read_consume_queue(h.topic, h.queue_id, h.index, h.count)
+        if read is None:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"{h.queue_id}@{h.topic} is not exist!")
         sub = None
         filter_data = None
@@ -331,14 +330,12 @@ class ConsumerAdmin(AdminBase):
             sub = c.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
             # no SQL92 filter data exists for TAG subscriptions: Java prints its null as "null"
             filter_data = f"{h.consumer_group}@{h.topic} is not online!" if sub is None else "null"
-        units = b""
-        if h.count > 0:
-            raw = cq.units_from(h.index, h.count) if h.index >= cq.min_offset else None
-            if raw is None:
-                return ok_remark(request, f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!")
-            units = bytes(raw)
-        data = [ConsumeQueueData(phy, size, tags) for phy, size, tags in CQ_UNIT.iter_unpack(units)]
-        return ok(request, encode_query_consume_queue(cq.min_offset, cq.max_offset, data, sub, filter_data))
+        if read.units is None:
+            return ok_remark(request, f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!")
+        data = [ConsumeQueueData(phy, size, tags) for phy, size, tags in read.units]
+        return ok(
+            request, encode_query_consume_queue(read.min_offset, read.max_offset, data, sub, filter_data)
+        )
 
 
 def ok_remark(request: RemotingCommand, remark: str) -> RemotingCommand:

@@ -38,7 +38,6 @@ from pocketmq.remoting.protocol.headers import (
     QueryTopicConsumeByWhoRequestHeader,
 )
 from pocketmq.remoting.protocol.route import (
-    RMQ_SYS_SCHEDULE_TOPIC,
     SYSTEM_TOPICS,
     TopicConfig,
     TopicFilterType,
@@ -184,7 +183,7 @@ class TopicAdmin(AdminBase):
     # -- store cleanup triggers ------------------------------------------------------------------
     def clean_expired_consume_queue(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
         logger.warning("invoke cleanExpiredConsumeQueue start (caller %s)", conn.remote_addr)
-        removed = clean_expired_consume_queues(self.c.store)
+        removed = self.c.store.clean_expired_consume_queues()
         logger.warning("invoke cleanExpiredConsumeQueue end: %d files/queues removed", removed)
         return ok(request)
 
@@ -196,41 +195,6 @@ class TopicAdmin(AdminBase):
 
     def delete_expired_commit_log(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
         logger.warning("invoke deleteExpiredCommitLog (caller %s)", conn.remote_addr)
-        clean = getattr(getattr(self.c.store, "_services", None), "clean", None)
-        if clean is None:
+        if not self.c.store.delete_expired_commit_log_now(MANUAL_DELETE_ROUNDS):
             return fail(request, ResponseCode.SYSTEM_ERROR, "the store's clean service is not running")
-        clean.manual_delete_rounds = MANUAL_DELETE_ROUNDS
-        clean.wakeup()
         return ok(request)
-
-
-def clean_expired_consume_queues(store: Any) -> int:
-    """Java ``cleanExpiredConsumerQueue`` plus the CQ file sweep of the clean service.
-
-    Files whose units all point below the CommitLog's first offset are deleted; a queue whose
-    last unit points below it holds nothing readable and is dropped with its offset counter (the
-    next write starts it again at 0, as in Java). The schedule topic is left alone. Returns the
-    number of files and queues removed.
-    """
-    min_phy = store.get_min_phy_offset()
-    removed = 0
-    counters: dict[tuple[str, int], int] = store.commitlog.topic_queue_table
-    cq_table = store.cq_table
-    for cq in list(cq_table):
-        if cq.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            continue
-        removed += cq.delete_expired(min_phy)
-        last = cq.get_unit(cq.max_offset - 1) if cq.max_offset > 0 else None
-        if last is None or last[0] + last[1] >= min_phy:
-            continue  # empty (maybe created just now) or still readable
-        logger.info(
-            "consume queue %s/%d is expired (last unit %d < %d); removing",
-            cq.topic,
-            cq.queue_id,
-            last[0],
-            min_phy,
-        )
-        cq_table.reset_queue(cq)
-        counters.pop((cq.topic, cq.queue_id), None)
-        removed += 1
-    return removed
