@@ -3,9 +3,11 @@
 Two families:
 
 * **Protocol errors** (h11 style). ``LocalProtocolError``: we were asked to build something
-  illegal, or our decoder rejected bytes (raised internally). ``RemoteProtocolError``: the peer
-  sent garbage; the transport converts the decoder's local error into this kind, closes that one
-  connection and keeps serving everybody else.
+  illegal, or our decoder rejected bytes (the codecs raise it; ``FrameDecoder`` records it).
+  ``RemoteProtocolError``: the peer sent garbage. The transport converts the decoder's local
+  errors into this kind at its one receive point (``RemotingConnection.data_received``): it
+  answers a bad header whose opaque it knows with SYSTEM_ERROR, and otherwise logs once and
+  closes that one connection, keeping everybody else served.
 * **Response errors**: one class per RocketMQ response code, registered when the class is
   defined. A server handler raises e.g. ``TopicNotExistError(remark)`` and the server turns it
   into a reply with that code; a client turns a non-success reply back into the class with
@@ -15,7 +17,7 @@ Two families:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pocketmq.remoting.protocol.codes import ResponseCode
 
@@ -33,7 +35,21 @@ class LocalProtocolError(ProtocolError):
 
 
 class RemoteProtocolError(ProtocolError):
-    """The peer sent something illegal; its connection is closed."""
+    """The peer sent something illegal (a local decoder error, as seen by the transport).
+
+    ``__cause__`` is the decoder's ``LocalProtocolError``; ``peer`` names the connection.
+    """
+
+    def __init__(self, message: str, *, peer: str = "") -> None:
+        super().__init__(message)
+        self.peer = peer
+
+    @classmethod
+    def from_local(cls, exc: LocalProtocolError, peer: str) -> RemoteProtocolError:
+        """The remote kind of a decoder error on the connection to ``peer`` (h11's conversion)."""
+        remote = cls(f"{peer} sent bytes we cannot decode: {exc}", peer=peer)
+        remote.__cause__ = exc
+        return remote
 
 
 class FrameError(LocalProtocolError):
@@ -54,8 +70,6 @@ class HeaderDecodeError(LocalProtocolError):
     def __init__(self, message: str, *, opaque: int | None = None) -> None:
         super().__init__(message)
         self.opaque = opaque
-        #: Commands decoded from the same ``feed`` call before the bad frame (set by FrameDecoder).
-        self.decoded: list[Any] = []
 
 
 class RemotingTimeoutError(RemotingError, TimeoutError):

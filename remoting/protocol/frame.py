@@ -5,14 +5,18 @@ parses every complete frame available in one ``feed`` call, and keeps the remain
 allocates what a length prefix claims: a prefix is checked against ``max_frame_size`` before
 any of its bytes are awaited, so a 2 GiB claim fails at once.
 
-Errors:
+``feed`` never raises for what the peer sent. It returns the commands that are complete (an
+empty list: need more data) and records each problem, in stream order, in ``errors`` (the
+local kind of protocol error; the transport turns them into ``RemoteProtocolError`` at its one
+receive point and empties the list):
 
-* ``FrameError`` / ``FrameTooLargeError``: the stream is unusable; the caller closes the
-  connection. Later ``feed`` calls keep raising.
-* ``HeaderDecodeError``: the frame was well delimited but its header is bad. The frame has been
-  consumed; ``error.decoded`` holds the commands decoded before it, and ``error.opaque`` says
-  which request to answer with SYSTEM_ERROR (``None``: close instead). Calling ``feed(b"")``
-  continues with whatever follows.
+* ``HeaderDecodeError`` with an ``opaque``: a well delimited frame whose header is bad. The
+  frame is skipped and the scan goes on, so the frames after it are still returned; the caller
+  answers that opaque with SYSTEM_ERROR.
+* ``FrameError`` / ``FrameTooLargeError`` (broken framing: negative or oversize length) or a
+  ``HeaderDecodeError`` without an opaque (the peer speaks something else): the stream cannot
+  go on. The commands before it are returned, ``broken`` is set to the error (always the last
+  one in ``errors``), the buffer is dropped, and later ``feed`` calls return nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +25,12 @@ import struct
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, command_from_header
-from pocketmq.remoting.protocol.errors import FrameError, FrameTooLargeError, HeaderDecodeError
+from pocketmq.remoting.protocol.errors import (
+    FrameError,
+    FrameTooLargeError,
+    HeaderDecodeError,
+    LocalProtocolError,
+)
 
 #: RocketMQ's default ``com.rocketmq.remoting.frameMaxLength`` (16 MiB, prefix included).
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
@@ -34,12 +43,16 @@ _new = object.__new__
 class FrameDecoder:
     """Split a byte stream into commands. One instance per connection."""
 
-    __slots__ = ("_broken", "_buf", "max_frame_size")
+    __slots__ = ("_buf", "broken", "errors", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_frame_size = max_frame_size
         self._buf = bytearray()
-        self._broken: FrameError | None = None
+        #: Problems found since the caller last emptied this list, in stream order (see the
+        #: module docstring); only the last one can be fatal (it is then ``broken`` too).
+        self.errors: list[LocalProtocolError] = []
+        #: Set once the stream cannot be resynchronised; ``feed`` returns nothing from then on.
+        self.broken: LocalProtocolError | None = None
 
     @property
     def buffered(self) -> int:
@@ -47,14 +60,9 @@ class FrameDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
-        """Add ``data`` and return every command that is now complete.
-
-        Raises:
-            FrameError: broken framing (negative or oversize length); close the connection.
-            HeaderDecodeError: a bad header in an intact frame (see module docstring).
-        """
-        if self._broken is not None:
-            raise self._broken
+        """Add ``data`` and return every command that is now complete (see the module docstring)."""
+        if self.broken is not None:
+            return []
         buf = self._buf
         out: list[RemotingCommand] = []
         if not buf:
@@ -62,32 +70,23 @@ class FrameDecoder:
             # (one copy per body) and only a trailing partial frame is kept.
             self._split(data, 0, out)
             return out
-        if len(buf) < 4 or not data:  # rare: a split length word, or feed(b"") after a bad header
+        if len(buf) < 4:  # rare: a split length word
             buf += data
             self._split(buf, 0, out)
             return out
-        # A frame left partial by the previous read (its length was checked when buffered):
-        # complete it with just the bytes it lacks, then go on in ``data`` itself, so a large
-        # read is never copied into the buffer and shifted out of it again.
+        # A frame left partial by the previous read (its length was checked when buffered, and
+        # the buffer never holds a whole frame between calls): complete it with just the bytes
+        # it lacks, then go on in ``data`` itself, so a large read is never copied into the
+        # buffer and shifted out of it again.
         (length,) = _LENGTH.unpack_from(buf)
-        if length < 4 or length > self.max_frame_size - 4:  # only after a HeaderDecodeError
-            buf.clear()
-            self._fail(length)
         need = 4 + length - len(buf)
-        if need <= 0:  # whole frames already buffered (a HeaderDecodeError stopped the scan)
-            buf += data
-            self._split(buf, 0, out)
-            return out
         if need > len(data):
             buf += data
             return out
         buf += memoryview(data)[:need]
-        try:
-            self._split(buf, 0, out)
-        except HeaderDecodeError:
-            buf += memoryview(data)[need:]  # what follows the bad frame, for ``feed(b"")``
-            raise
-        self._split(data, need, out)
+        self._split(buf, 0, out)
+        if self.broken is None:
+            self._split(data, need, out)
         return out
 
     def _split(self, src: bytes | bytearray, pos: int, out: list[RemotingCommand]) -> None:
@@ -107,16 +106,19 @@ class FrameDecoder:
             while end - pos >= 8:
                 length, word = unpack(src, pos)
                 if length < 4 or length > limit:
-                    self._fail(length)
+                    self._break(self._length_error(length))
+                    return
                 stop = pos + 4 + length
                 if stop > end:
                     break
                 bstart = pos + 8 + (word & 0xFFFFFF)
                 if bstart > stop:
-                    pos = stop
-                    raise HeaderDecodeError(
-                        f"header length {word & 0xFFFFFF} exceeds the frame ({length - 4} bytes)"
+                    self._break(
+                        HeaderDecodeError(
+                            f"header length {word & 0xFFFFFF} exceeds the frame ({length - 4} bytes)"
+                        )
                     )
+                    return
                 header = src[pos + 8 : bstart]
                 body: bytes | None
                 if stop == bstart:
@@ -144,16 +146,19 @@ class FrameDecoder:
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))
                 except HeaderDecodeError as exc:
-                    exc.decoded = out
-                    raise
+                    if exc.opaque is None:  # nobody to answer: the peer speaks something else
+                        self._break(exc)
+                        return
+                    self.errors.append(exc)  # the frame is skipped; the scan goes on
             if 4 <= end - pos < 8:  # a split prefix: check the length before buffering it
                 (length,) = _LENGTH.unpack_from(src, pos)
                 if length < 4 or length > limit:
-                    self._fail(length)
+                    self._break(self._length_error(length))
+                    return
         finally:
             if view is not None:
                 view.release()
-            if self._broken is not None:
+            if self.broken is not None:
                 buf.clear()
             elif src is buf:
                 if pos:
@@ -161,12 +166,12 @@ class FrameDecoder:
             elif pos < end:
                 buf += memoryview(src)[pos:] if pos else src
 
-    def _fail(self, length: int) -> None:
-        """Mark the stream broken by an impossible length prefix and raise."""
-        err: FrameError
+    def _length_error(self, length: int) -> FrameError:
         if length > self.max_frame_size - 4:
-            err = FrameTooLargeError(f"frame length {length} exceeds max frame size {self.max_frame_size}")
-        else:
-            err = FrameError(f"invalid frame length {length}")
-        self._broken = err
-        raise err
+            return FrameTooLargeError(f"frame length {length} exceeds max frame size {self.max_frame_size}")
+        return FrameError(f"invalid frame length {length}")
+
+    def _break(self, err: LocalProtocolError) -> None:
+        """The stream cannot go on: record ``err`` as the last error (the buffer is dropped)."""
+        self.broken = err
+        self.errors.append(err)

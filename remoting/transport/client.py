@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
-from pocketmq.remoting.transport.connection import Handler, RemotingConnection
-from pocketmq.remoting.transport.dispatcher import ProcessorDispatcher
+from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
 from pocketmq.remoting.transport.hooks import RPCHook
 
 logger = logging.getLogger(__name__)

@@ -1,9 +1,12 @@
-"""``RemotingConnection``: an ``asyncio.Protocol`` that owns one TCP connection's bytes and futures.
+"""``RemotingConnection``: an ``asyncio.Protocol`` that owns one TCP connection's bytes and futures,
+and ``ProcessorDispatcher``, the map from request codes to handlers that answers on it.
 
 Used by both sides. Inbound bytes go through the sans-IO ``FrameDecoder``; every complete
 command is either a response (resolves ``pending[opaque]``) or a request (handed to the
 ``Dispatcher``: the server's processors, or a client's handlers for server-initiated requests
-such as NOTIFY_CONSUMER_IDS_CHANGED and CHECK_TRANSACTION_STATE).
+such as NOTIFY_CONSUMER_IDS_CHANGED and CHECK_TRANSACTION_STATE). ``ProcessorDispatcher`` turns
+every handler outcome into a reply on the connection the request came from; it lives here
+because its hot path (a synchronous reply) works on the connection's own batch and loop.
 
 Rules:
 
@@ -19,7 +22,12 @@ Rules:
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
   read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
 * ``connection_lost`` fails every pending request with ``RemotingConnectError`` chained to
-  the cause. Broken framing closes only this connection.
+  the cause.
+* Garbage from the peer: ``data_received`` is the one receive point where the decoder's
+  ``LocalProtocolError``s become ``RemoteProtocolError`` (h11). A bad header whose opaque is
+  readable is answered with SYSTEM_ERROR and the stream goes on; broken framing, or a header
+  without a readable opaque, is logged once and closes only this connection (after the whole
+  frames before it are served), with the ``RemoteProtocolError`` as its ``close_reason``.
 * When the transport's write buffer is full (``pause_writing``) reading stops too, so a peer
   that sends requests without reading replies cannot make us buffer without bound.
 """
@@ -27,6 +35,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import socket
 import time
@@ -37,13 +46,16 @@ from typing import Any, Protocol, cast
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode, code_name
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
-    FrameError,
     HeaderDecodeError,
+    LocalProtocolError,
+    RemoteProtocolError,
     RemotingConnectError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
+    ResponseError,
 )
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from pocketmq.remoting.transport.hooks import RPCHook
 
 logger = logging.getLogger(__name__)
 
@@ -144,15 +156,10 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_read = self._batch_time = _monotonic()
-        try:
-            try:
-                commands = self._decoder.feed(data)
-            except HeaderDecodeError as exc:
-                commands = self._recover(exc)
-        except FrameError as exc:
-            logger.warning("closing %s: %s", self.remote_addr, exc)
-            self.abort(exc)
-            return
+        decoder = self._decoder
+        commands = decoder.feed(data)
+        if decoder.errors:
+            self._remote_protocol_errors(decoder.errors)
         backlog = self._backlog
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
@@ -218,34 +225,39 @@ class RemotingConnection(asyncio.Protocol):
                     self.last_write = self.last_read
                 batch.clear()
 
-    def _recover(self, exc: HeaderDecodeError) -> list[RemotingCommand]:
-        """A bad header in an intact frame: answer SYSTEM_ERROR if we know to whom, go on."""
-        commands: list[RemotingCommand] = list(exc.decoded)
-        while True:
-            if exc.opaque is None:
-                # Nobody to answer: the peer speaks something else. Process what was valid, then close.
-                logger.warning("closing %s: undecodable header: %s", self.remote_addr, exc)
-                self._loop.call_soon(self.abort, exc)
-                return commands
-            reply = RemotingCommand(
-                ResponseCode.SYSTEM_ERROR, exc.opaque, RPC_TYPE_RESPONSE, f"bad request header: {exc}"
-            )
-            self.send(reply)
-            try:
-                return commands + self._decoder.feed(b"")
-            except HeaderDecodeError as again:
-                commands += again.decoded
-                exc = again
+    def _remote_protocol_errors(self, errors: list[LocalProtocolError]) -> None:
+        """The one place where the decoder's local errors become the peer's (h11's conversion).
+
+        A bad header in an intact frame whose opaque is known gets a SYSTEM_ERROR reply and the
+        connection goes on. Anything else means the peer broke the framing or speaks something
+        else: logged once, and the connection is aborted with a ``RemoteProtocolError`` (its
+        ``close_reason``) once the commands decoded before it are handled (they were whole).
+        """
+        for exc in errors:
+            opaque = exc.opaque if isinstance(exc, HeaderDecodeError) else None
+            if opaque is not None:
+                reply = RemotingCommand(
+                    ResponseCode.SYSTEM_ERROR, opaque, RPC_TYPE_RESPONSE, f"bad request header: {exc}"
+                )
+                self.send(reply)
+                continue
+            logger.warning("closing %s: %s", self.remote_addr, exc)
+            self._loop.call_soon(self.abort, RemoteProtocolError.from_local(exc, self.remote_addr))
+        errors.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.close_reason = exc
+        if exc is not None:
+            self.close_reason = exc
+        reason = self.close_reason  # the transport's error, or the one ``abort`` was given
         self.transport = None
         self._out = None
         self._closing = True
         pending, self.pending = self.pending, {}
-        err = RemotingConnectError(f"connection to {self.remote_addr} closed" + (f": {exc}" if exc else ""))
-        if exc is not None:
-            err.__cause__ = exc
+        err = RemotingConnectError(
+            f"connection to {self.remote_addr} closed" + (f": {reason}" if reason else "")
+        )
+        if reason is not None:
+            err.__cause__ = reason
         for future, _deadline, _request in pending.values():
             if not future.done():
                 future.set_exception(err)
@@ -405,7 +417,10 @@ class RemotingConnection(asyncio.Protocol):
             self.transport.close()
 
     def abort(self, exc: BaseException | None = None) -> None:
+        """Close at once, dropping buffered writes; ``exc`` becomes the ``close_reason``."""
         if self.transport is not None:
+            if exc is not None and self.close_reason is None:
+                self.close_reason = exc
             self._closing = True
             self.transport.abort()
 
@@ -417,3 +432,146 @@ def _format_addr(addr: Any) -> str:
     if isinstance(addr, tuple) and len(addr) >= 2:
         return f"{addr[0]}:{addr[1]}"
     return str(addr or "")
+
+
+class ProcessorDispatcher:
+    """Maps request codes to handlers and turns handler outcomes into replies.
+
+    * unknown code → REQUEST_CODE_NOT_SUPPORTED (3), remark ``" request type N not supported"``;
+    * ``ResponseError`` raised → a reply with its code and remark;
+    * any other exception → SYSTEM_ERROR (1) with the exception text, logged once here;
+    * a request with the oneway bit gets no reply (C++/ali-ons never set it, so they get one).
+    """
+
+    def __init__(self, *, hooks: list[RPCHook] | None = None) -> None:
+        self.handlers: dict[int, Handler] = {}
+        self.default_handler: Handler | None = None
+        self.hooks: list[RPCHook] = hooks or []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.on_connect: list[Callable[[RemotingConnection], None]] = []
+        self.on_close: list[Callable[[RemotingConnection], None]] = []
+        self.connections: set[RemotingConnection] = set()
+
+    def register(self, code: int, handler: Handler) -> None:
+        self.handlers[int(code)] = handler
+
+    # Dispatcher protocol -------------------------------------------------------------------
+    def connection_made(self, conn: RemotingConnection) -> None:
+        self.connections.add(conn)
+        for cb in self.on_connect:
+            _safe_call(cb, conn)
+
+    def connection_lost(self, conn: RemotingConnection) -> None:
+        self.connections.discard(conn)
+        for cb in self.on_close:
+            _safe_call(cb, conn)
+
+    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        handler = self.handlers.get(request.code, self.default_handler)
+        if handler is None:
+            # As RocketMQ: answered before any RPC hook runs.
+            if conn.is_active:
+                conn.send(
+                    RemotingCommand.response_to(
+                        request,
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        f" request type {request.code} not supported",
+                    )
+                )
+            return
+        hooks = self.hooks
+        try:
+            if hooks:
+                for hook in hooks:
+                    hook.before_request(conn.remote_addr, request)
+            result = handler(conn, request)
+        except Exception as exc:  # the server boundary: every failure becomes a reply
+            self._reply(conn, request, self._error_reply(conn, request, exc))
+            return
+        if type(result) is RemotingCommand and not hooks:
+            # The hot path (a synchronous reply, no hooks): _reply inlined.
+            if request.flag & _RPC_ONEWAY:
+                return
+            result.opaque = request.opaque
+            result.flag |= _RPC_TYPE_RESPONSE
+            try:
+                conn.send(result)
+            except RemotingConnectError:
+                pass  # the peer is gone: nobody to answer
+            except Exception:
+                logger.warning(
+                    "could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True
+                )
+        elif result is None or isinstance(result, RemotingCommand):
+            self._reply(conn, request, result)
+        elif type(result) is _CoroutineType or inspect.isawaitable(result):
+            # One task that awaits the handler and replies itself: no done-callback round
+            # through the loop and no closure per request.
+            task = conn._loop.create_task(self._complete(conn, request, result))
+            self._tasks.add(task)
+        else:  # pragma: no cover - a handler bug
+            self._reply(
+                conn, request, self._error_reply(conn, request, TypeError(f"handler returned {result!r}"))
+            )
+
+    async def _complete(
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        pending: Awaitable[RemotingCommand | None],
+    ) -> None:
+        """Await an asynchronous handler's outcome and reply (cancelled: no reply)."""
+        try:
+            try:
+                reply = await pending
+            except Exception as exc:
+                reply = self._error_reply(conn, request, exc)
+            self._reply(conn, request, reply)
+        finally:
+            self._tasks.discard(_current_task())  # type: ignore[arg-type,unused-ignore]
+
+    def _error_reply(
+        self, conn: RemotingConnection, request: RemotingCommand, exc: BaseException
+    ) -> RemotingCommand:
+        if isinstance(exc, ResponseError):
+            return RemotingCommand.response_to(request, exc.response_code, exc.remark)
+        logger.error(
+            "request code=%s from %s failed",
+            code_name(request.code, response=False),
+            conn.remote_addr,
+            exc_info=exc,
+        )
+        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _reply(
+        self, conn: RemotingConnection, request: RemotingCommand, reply: RemotingCommand | None
+    ) -> None:
+        for hook in self.hooks:
+            try:
+                hook.after_response(conn.remote_addr, request, reply)
+            except Exception:
+                logger.exception("rpc hook after_response failed")
+        if reply is None or request.flag & _RPC_ONEWAY or conn._closing:
+            return
+        reply.opaque = request.opaque
+        reply.flag |= _RPC_TYPE_RESPONSE
+        try:
+            conn.send(reply)
+        except RemotingConnectError:
+            pass  # the peer is gone: nobody to answer
+        except Exception:
+            logger.warning("could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+
+def _safe_call(cb: Callable[[RemotingConnection], None], conn: RemotingConnection) -> None:
+    try:
+        cb(conn)
+    except Exception:
+        logger.exception("connection callback %r failed", cb)

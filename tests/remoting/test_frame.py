@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
-from pocketmq.remoting.protocol.errors import FrameError, FrameTooLargeError, HeaderDecodeError, ProtocolError
+from pocketmq.remoting.protocol.errors import (
+    FrameError,
+    FrameTooLargeError,
+    HeaderDecodeError,
+    LocalProtocolError,
+    ProtocolError,
+)
 from pocketmq.remoting.protocol.frame import FrameDecoder
 
 # The Java broker's reply to a send, reference §1.2 (extFields order as printed there).
@@ -162,42 +168,63 @@ def test_json_codec_both_backends(use_orjson: bool) -> None:
 # ------------------------------------------------------------------------------- bad input
 
 
+def broken_by(data: bytes, dec: FrameDecoder | None = None) -> LocalProtocolError:
+    """Feed ``data`` that breaks the stream: nothing is returned, the error is recorded last."""
+    dec = dec or FrameDecoder()
+    assert dec.feed(data) == []
+    assert dec.broken is not None and dec.errors[-1] is dec.broken
+    assert dec.buffered == 0
+    return dec.broken
+
+
+def rejected_by(data: bytes) -> HeaderDecodeError:
+    """Feed ``data`` holding one bad header in an intact frame: skipped, recorded, not fatal."""
+    dec = FrameDecoder()
+    assert dec.feed(data) == []
+    assert dec.broken is None
+    (err,) = dec.errors
+    assert isinstance(err, HeaderDecodeError)
+    return err
+
+
 def test_two_gib_length_prefix_fails_without_allocating() -> None:
     dec = FrameDecoder()
-    with pytest.raises(FrameTooLargeError):
-        dec.feed(struct.pack(">i", 0x7FFFFFFF) + b"abc")
-    assert dec.buffered == 0
-    with pytest.raises(FrameError):  # stays broken: the stream cannot be resynchronised
-        dec.feed(b"more")
+    assert isinstance(broken_by(struct.pack(">i", 0x7FFFFFFF) + b"abc", dec), FrameTooLargeError)
+    # stays broken: the stream cannot be resynchronised
+    assert dec.feed(b"more") == [] and isinstance(dec.broken, FrameError) and len(dec.errors) == 1
 
 
 @pytest.mark.parametrize("length", [-1, -(2**31), 0, 3])
 def test_negative_or_tiny_length(length: int) -> None:
-    with pytest.raises(FrameError):
-        FrameDecoder().feed(struct.pack(">i", length) + b"\x00" * 8)
+    assert isinstance(broken_by(struct.pack(">i", length) + b"\x00" * 8), FrameError)
 
 
 def test_configurable_max_frame() -> None:
     data = RemotingCommand(1, body=b"x" * 2000).encode()
-    with pytest.raises(FrameTooLargeError):
-        FrameDecoder(max_frame_size=1024).feed(data)
+    assert isinstance(broken_by(data, FrameDecoder(max_frame_size=1024)), FrameTooLargeError)
     assert len(FrameDecoder(max_frame_size=4096).feed(data)) == 1
 
 
 def test_header_length_beyond_frame() -> None:
     frame = struct.pack(">ii", 8, 1000) + b"{}{}"
-    with pytest.raises(HeaderDecodeError) as info:
-        FrameDecoder().feed(frame)
-    assert info.value.opaque is None
+    err = broken_by(frame)
+    assert isinstance(err, HeaderDecodeError) and err.opaque is None
 
 
 @pytest.mark.parametrize(
     "header",
-    [b"\xff\xfe not utf8", b"{not json", b"[1,2]", b'"str"', b"{}", b'{"code":"x","opaque":1}'],
+    [b"\xff\xfe not utf8", b"{not json", b"[1,2]", b'"str"'],
 )
 def test_invalid_json_headers(header: bytes) -> None:
-    with pytest.raises(HeaderDecodeError):
-        FrameDecoder().feed(frame_of(header))
+    # no readable opaque: nobody to answer, the peer speaks something else
+    err = broken_by(frame_of(header))
+    assert isinstance(err, HeaderDecodeError) and err.opaque is None
+
+
+@pytest.mark.parametrize(("header", "opaque"), [(b"{}", 0), (b'{"code":"x","opaque":1}', 1)])
+def test_invalid_json_headers_with_an_opaque(header: bytes, opaque: int) -> None:
+    # an object without a valid code: answered under its opaque (RocketMQ's default is 0)
+    assert rejected_by(frame_of(header)).opaque == opaque
 
 
 def test_readable_opaque_is_reported_and_stream_continues() -> None:
@@ -205,24 +232,28 @@ def test_readable_opaque_is_reported_and_stream_continues() -> None:
     good = RemotingCommand(RequestCode.HEART_BEAT, 43).encode()
     first = RemotingCommand(RequestCode.HEART_BEAT, 41).encode()
     dec = FrameDecoder()
-    with pytest.raises(HeaderDecodeError) as info:
-        dec.feed(first + bad + good)
-    assert info.value.opaque == 42
-    assert [c.opaque for c in info.value.decoded] == [41]
-    assert [c.opaque for c in dec.feed(b"")] == [43]
+    assert [c.opaque for c in dec.feed(first + bad + good)] == [41, 43]
+    (err,) = dec.errors
+    assert isinstance(err, HeaderDecodeError) and err.opaque == 42
+    assert dec.broken is None and dec.buffered == 0
+
+
+def test_whole_frames_before_broken_framing_are_returned() -> None:
+    first = RemotingCommand(RequestCode.HEART_BEAT, 41).encode()
+    dec = FrameDecoder()
+    assert [c.opaque for c in dec.feed(first + struct.pack(">ii", -8, 0))] == [41]
+    assert isinstance(dec.broken, FrameError) and dec.errors == [dec.broken]
+    assert dec.buffered == 0 and dec.feed(first) == []
 
 
 def test_half_million_field_header_is_rejected_with_opaque() -> None:
     fields = ",".join(f'"k{i}":"v"' for i in range(500_000))
     header = b'{"code":10,"opaque":7,"extFields":{' + fields.encode() + b"}}"
-    with pytest.raises(HeaderDecodeError) as info:
-        FrameDecoder().feed(frame_of(header))
-    assert info.value.opaque == 7
+    assert rejected_by(frame_of(header)).opaque == 7
 
 
 def test_unknown_serialize_type() -> None:
-    with pytest.raises(HeaderDecodeError):
-        FrameDecoder().feed(frame_of(b"{}", serialize_type=5))
+    assert isinstance(broken_by(frame_of(b"{}", serialize_type=5)), HeaderDecodeError)
 
 
 def test_truncated_binary_headers() -> None:
@@ -236,12 +267,11 @@ def test_truncated_binary_headers() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2048))
-def test_random_bytes_raise_only_protocol_errors(data: bytes) -> None:
+def test_random_bytes_record_only_protocol_errors(data: bytes) -> None:
     dec = FrameDecoder(max_frame_size=64 * 1024)
-    try:
-        dec.feed(data)
-    except ProtocolError:
-        pass
+    dec.feed(data)  # never raises for what the peer sent
+    assert all(isinstance(err, ProtocolError) for err in dec.errors)
+    assert dec.broken is None or dec.errors[-1] is dec.broken
     assert dec.buffered <= len(data)
 
 
@@ -398,10 +428,10 @@ def test_partial_frame_completed_by_a_read_that_carries_a_bad_header() -> None:
     dec = FrameDecoder()
     # the first read ends inside the bad frame; the second completes it and carries the next
     assert [c.opaque for c in dec.feed(good + bad[:20])] == [1]
-    with pytest.raises(HeaderDecodeError) as info:
-        dec.feed(bad[20:] + after)
-    assert info.value.opaque == 42 and info.value.decoded == []
-    assert [c.opaque for c in dec.feed(b"")] == [3]
+    assert [c.opaque for c in dec.feed(bad[20:] + after)] == [3]
+    (err,) = dec.errors
+    assert isinstance(err, HeaderDecodeError) and err.opaque == 42
+    dec.errors.clear()  # what the transport does once it has answered
     assert dec.buffered == 0
     # and when the partial frame is good, the frames after it come straight from the read
     assert [c.opaque for c in dec.feed(good[:50])] == []
@@ -409,18 +439,18 @@ def test_partial_frame_completed_by_a_read_that_carries_a_bad_header() -> None:
     assert dec.buffered == 7
 
 
-def test_oversize_prefix_behind_a_bad_header_fails_on_the_next_read() -> None:
-    # A bad header stops the scan, so the length behind it is checked by the next feed,
-    # whatever that feed carries: the claim is rejected, never awaited.
+def test_oversize_prefix_behind_a_bad_header_fails_in_the_same_read() -> None:
+    # A bad header does not stop the scan, so the length behind it is checked at once:
+    # the claim is rejected, never awaited.
     bad = frame_of(b'{"code":1,"opaque":42,"remark":5}')
     dec = FrameDecoder()
-    with pytest.raises(HeaderDecodeError):
-        dec.feed(bad + struct.pack(">ii", 2**31 - 1, 0))
-    with pytest.raises(FrameTooLargeError):
-        dec.feed(b"x" * 10)
+    assert dec.feed(bad + struct.pack(">ii", 2**31 - 1, 0)) == []
+    first, second = dec.errors
+    assert isinstance(first, HeaderDecodeError) and first.opaque == 42
+    assert isinstance(second, FrameTooLargeError) and dec.broken is second
     assert dec.buffered == 0
-    with pytest.raises(FrameTooLargeError):
-        dec.feed(b"")
+    assert dec.feed(b"x" * 10) == [] and dec.feed(b"") == []
+    assert dec.buffered == 0 and dec.errors == [first, second]
 
 
 def test_header_template_cache_stays_bounded_and_exact() -> None:
@@ -434,15 +464,15 @@ def test_header_template_cache_stays_bounded_and_exact() -> None:
         assert len(command._json_templates) <= command._MAX_TEMPLATES
 
 
-def test_more_data_instead_of_empty_feed_after_a_bad_header() -> None:
-    # After a HeaderDecodeError whole frames may still be buffered; a caller that feeds new
-    # bytes instead of b"" gets them all, in order.
+def test_frames_after_a_bad_header_come_in_order() -> None:
+    # The frames after a bad header come from the same read; a partial one is completed by the
+    # next read as usual.
     bad = frame_of(b'{"code":1,"opaque":42,"remark":5}')
     frames = [RemotingCommand(RequestCode.SEND_MESSAGE, i, body=b"b" * i).encode() for i in range(1, 5)]
     dec = FrameDecoder()
-    with pytest.raises(HeaderDecodeError):
-        dec.feed(bad + frames[0] + frames[1] + frames[2][:5])
-    assert [c.opaque for c in dec.feed(frames[2][5:] + frames[3])] == [1, 2, 3, 4]
+    assert [c.opaque for c in dec.feed(bad + frames[0] + frames[1] + frames[2][:5])] == [1, 2]
+    assert [c.opaque for c in dec.feed(frames[2][5:] + frames[3])] == [3, 4]
+    assert [type(e) for e in dec.errors] == [HeaderDecodeError] and dec.broken is None
     assert dec.buffered == 0
 
 

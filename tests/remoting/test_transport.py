@@ -270,6 +270,11 @@ class RecordingTransport:
     def close(self) -> None:
         self.closing = True
 
+    aborted = False
+
+    def abort(self) -> None:
+        self.closing = self.aborted = True
+
     def get_extra_info(self, name: str, default: object = None) -> object:
         return default
 
@@ -280,7 +285,7 @@ class RecordingTransport:
 
 
 def recording_connection() -> tuple[RemotingConnection, RecordingTransport]:
-    from pocketmq.remoting.transport.dispatcher import ProcessorDispatcher
+    from pocketmq.remoting.transport.connection import ProcessorDispatcher
 
     conn = RemotingConnection(ProcessorDispatcher())
     transport = RecordingTransport()
@@ -404,3 +409,33 @@ async def test_writes_after_close_fail_even_while_a_batch_is_open() -> None:
     assert sorted(conn.pending) == [1, 2]
     await asyncio.sleep(0)
     assert transport.opaques() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">ii", -8, 0),  # broken framing
+        struct.pack(">ii", 8, 4) + b"\xff\xfe\xfd\xfc",  # a header without a readable opaque
+    ],
+)
+async def test_garbage_becomes_a_remote_protocol_error_after_the_whole_frames_before_it(
+    garbage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pocketmq.remoting.protocol.errors import LocalProtocolError, RemoteProtocolError
+
+    conn, transport = recording_connection()
+    pending = conn.request(RemotingCommand(ECHO, 1), 5.0)
+    await asyncio.sleep(0)
+    # a server-initiated request (answered REQUEST_CODE_NOT_SUPPORTED), then garbage
+    with caplog.at_level("WARNING", logger="pocketmq.remoting.transport.connection"):
+        conn.data_received(RemotingCommand(4242, 77).encode() + garbage)
+    assert transport.opaques() == [1, 77] and not transport.aborted  # the whole frame is served
+    await asyncio.sleep(0)
+    assert transport.aborted  # then the connection is closed, logged once
+    assert [r.message.startswith("closing ") for r in caplog.records] == [True]
+    reason = conn.close_reason
+    assert isinstance(reason, RemoteProtocolError) and isinstance(reason.__cause__, LocalProtocolError)
+    conn.connection_lost(None)  # what the transport reports after abort()
+    with pytest.raises(RemotingConnectError) as info:
+        pending.result()
+    assert info.value.__cause__ is reason
