@@ -16,7 +16,6 @@ Logging, as ``mqnamesrv``: the first of ``logging.json`` (``dictConfig``), ``log
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import logging.config
 import os
@@ -26,7 +25,7 @@ import click
 
 from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
 from pocketmq.remoting.common.logsetup import configure_logging
-from pocketmq.remoting.common.runtime import run
+from pocketmq.remoting.common.runtime import boot_done, run_until_stopped
 
 logger = logging.getLogger("pocketmq.broker")
 
@@ -39,24 +38,19 @@ IMPORTANT_KEYS = (
 async def serve(config: BrokerConfig, stop: asyncio.Event | None = None, *, freeze_gc: bool = False) -> None:
     """Run a broker until ``stop`` is set (or forever), then shut it down cleanly.
 
-    ``freeze_gc`` (the ``mqbroker`` process, not in-process callers such as tests): see below.
+    ``freeze_gc`` (the ``mqbroker`` process, not in-process callers such as tests): see
+    :func:`~pocketmq.remoting.common.runtime.boot_done`.
     """
     from pocketmq.broker.controller import BrokerController
 
     controller = BrokerController(config)
     stop = stop or asyncio.Event()
     await controller.start()
-    if freeze_gc:
-        # Everything built so far (config, managers, tables, imported modules) lives until
-        # shutdown, yet each full (gen2) collection traverses it again: one took 15 ms in a
-        # broker during the latency bench, a p99 outlier. gc.freeze() moves these objects to
-        # the permanent generation, so collections only walk what the traffic allocates.
-        gc.collect()
-        gc.freeze()
     # Java's mqbroker prints this line to stdout; scripts wait for it.
     ns = f" and name server is {config.namesrv_addr}" if config.namesrv_addr else ""
-    click.echo(
-        f"The broker[{config.broker_name}, {controller.broker_addr}] boot success. serializeType=JSON{ns}"
+    boot_done(
+        f"The broker[{config.broker_name}, {controller.broker_addr}] boot success. serializeType=JSON{ns}",
+        freeze_gc=freeze_gc,
     )
     try:
         await stop.wait()
@@ -104,16 +98,9 @@ def main(
             if print_all or key in IMPORTANT_KEYS:
                 click.echo(f"{key}={value}")
         return
-    stop = asyncio.Event()
-
-    async def shutdown() -> None:
-        stop.set()
-
     logger.info("advertised address %s:%d (brokerIP1)", config.broker_ip1, config.listen_port)
     try:
-        run(lambda: serve(config, stop, freeze_gc=True), shutdown=shutdown)
-    except asyncio.CancelledError:
-        sys.exit(130)
+        run_until_stopped(lambda stop: serve(config, stop, freeze_gc=True))
     except OSError as exc:
         click.echo(f"mqbroker: {exc}", err=True)
         sys.exit(1)

@@ -155,26 +155,19 @@ def up(
 ) -> None:
     """Run a name server and one broker in this process (Ctrl-C to stop)."""
     from pocketmq.broker.config import ConfigError
-    from pocketmq.remoting.common.runtime import run
+    from pocketmq.remoting.common.runtime import run_until_stopped
 
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
         stream=sys.stderr,
     )
-    stop = asyncio.Event()
     data_dir = os.path.abspath(data_dir)
-
-    async def shutdown() -> None:
-        stop.set()
-
     try:
-        run(lambda: run_up(data_dir, host, namesrv_port, broker_port, overrides, stop), shutdown=shutdown)
+        run_until_stopped(lambda stop: run_up(data_dir, host, namesrv_port, broker_port, overrides, stop))
     except ConfigError as exc:
         click.echo(f"pocketmq up: {exc}", err=True)
         sys.exit(2)
-    except asyncio.CancelledError:
-        sys.exit(130)
     except OSError as exc:
         click.echo(f"pocketmq up: {exc}", err=True)
         sys.exit(1)

@@ -22,7 +22,6 @@ stderr.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import logging.config
 import os
@@ -34,7 +33,7 @@ from pocketmq.namesrv.config import NamesrvConfig, load_namesrv_config
 from pocketmq.remoting.common.config import ConfigError, render_config
 from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.persist import PersistCorruptError
-from pocketmq.remoting.common.runtime import run
+from pocketmq.remoting.common.runtime import boot_done, run_until_stopped
 
 logger = logging.getLogger("pocketmq.namesrv")
 
@@ -44,9 +43,8 @@ __all__ = ["configure_logging", "main", "serve"]
 async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None, *, freeze_gc: bool = False) -> None:
     """Run a name server until ``stop`` is set (or forever), then shut it down cleanly.
 
-    ``freeze_gc`` (the ``mqnamesrv`` process, not in-process callers): after start-up the
-    long-lived objects go to the permanent generation (``gc.freeze``), so full collections do
-    not traverse them again on every pass (as ``mqbroker``).
+    ``freeze_gc`` (the ``mqnamesrv`` process, not in-process callers): see
+    :func:`~pocketmq.remoting.common.runtime.boot_done`.
     """
     from pocketmq.namesrv.controller import NamesrvController
 
@@ -54,10 +52,7 @@ async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None, *, fre
     stop = stop or asyncio.Event()
     try:
         await controller.start()
-        if freeze_gc:
-            gc.collect()
-            gc.freeze()
-        click.echo("The Name Server boot success. serializeType=JSON")
+        boot_done("The Name Server boot success. serializeType=JSON", freeze_gc=freeze_gc)
         await stop.wait()
     finally:
         await controller.shutdown()
@@ -87,15 +82,8 @@ def main(conf: str | None, print_config: bool, overrides: tuple[str, ...], log_l
     if print_config:
         click.echo(render_config(config), nl=False)
         return
-    stop = asyncio.Event()
-
-    async def shutdown() -> None:
-        stop.set()
-
     try:
-        run(lambda: serve(config, stop, freeze_gc=True), shutdown=shutdown)
-    except asyncio.CancelledError:
-        sys.exit(130)
+        run_until_stopped(lambda stop: serve(config, stop, freeze_gc=True))
     except PersistCorruptError as exc:
         click.echo(f"mqnamesrv: kvConfigPath {config.kv_config_path}: {exc}", err=True)
         sys.exit(1)

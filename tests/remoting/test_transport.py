@@ -17,7 +17,7 @@ from pocketmq.remoting.protocol.errors import (
     TopicNotExistError,
 )
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
-from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.connection import ProcessorDispatcher, RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 
 ECHO = 9000
@@ -439,3 +439,31 @@ async def test_garbage_becomes_a_remote_protocol_error_after_the_whole_frames_be
     with pytest.raises(RemotingConnectError) as info:
         pending.result()
     assert info.value.__cause__ is reason
+
+
+@pytest.mark.parametrize("case", ["reply", "oneway", "closed"])
+async def test_dispatch_hot_path_replies_as_reply_does(case: str) -> None:
+    # ProcessorDispatcher.dispatch inlines _reply for a synchronous reply without hooks: the
+    # bytes written (or not) must be what _reply writes for the same request and reply.
+    from pocketmq.remoting.protocol.codes import RPC_ONEWAY
+
+    def make_reply(req: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response_to(req, remark="r", ext_fields={"k": "v"}, body=b"ok")
+
+    written = []
+    for path in ("inline", "reference"):
+        conn, transport = recording_connection()
+        if case == "closed":
+            transport.closing = True
+        request = RemotingCommand(ECHO, 5, RPC_ONEWAY if case == "oneway" else 0)
+        dispatcher = conn._dispatcher
+        assert isinstance(dispatcher, ProcessorDispatcher)
+        if path == "inline":
+            dispatcher.register(ECHO, lambda conn, req: make_reply(req))
+            dispatcher.dispatch(conn, request)
+        else:
+            dispatcher._reply(conn, request, make_reply(request))
+        await asyncio.sleep(0)
+        written.append(b"".join(b for call in transport.calls for b in call))
+    assert written[0] == written[1]
+    assert bool(written[0]) == (case == "reply")

@@ -119,3 +119,39 @@ def test_run_off_main_thread_skips_signal_handlers() -> None:
     t.start()
     t.join(10)
     assert result == [7]
+
+
+def test_run_until_stopped_sets_stop_on_the_first_signal() -> None:
+    async def main(stop: asyncio.Event) -> str:
+        os.kill(os.getpid(), signal.SIGTERM)
+        async with asyncio.timeout(5):
+            await stop.wait()
+        return "clean"
+
+    assert runtime.run_until_stopped(main) == "clean"
+
+
+def test_run_until_stopped_exits_130_when_forced() -> None:
+    async def main(stop: asyncio.Event) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await stop.wait()
+        os.kill(os.getpid(), signal.SIGINT)  # the second signal: main is cancelled
+        await asyncio.sleep(5)
+
+    with pytest.raises(SystemExit) as info:
+        runtime.run_until_stopped(main)
+    assert info.value.code == 130
+
+
+def test_boot_done_prints_the_line_and_freezes_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    before = gc.get_freeze_count()
+    try:
+        runtime.boot_done("The Name Server boot success. serializeType=JSON", freeze_gc=False)
+        assert gc.get_freeze_count() == before
+        runtime.boot_done("up", freeze_gc=True)
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+    assert capsys.readouterr().out == "The Name Server boot success. serializeType=JSON\nup\n"
