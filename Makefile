@@ -38,8 +38,25 @@ typecheck: install
 importlint: install
 	PYTHONPATH=.pkg $(BIN)/lint-imports
 
+# No reruns: a flaky test is fixed, or listed in tests/conftest.py QUARANTINE with its reason
+# (still run, reported as xfailed/xpassed by -rxX).
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -rfExX
+
 test: install js-deps lint typecheck importlint
-	$(BIN)/python -m pytest -q -p no:cacheprovider -rR --reruns 2 --reruns-delay 1 $(PYTEST_ARGS) tests
+	$(PYTEST) $(PYTEST_ARGS) tests
+
+# the tiers (markers applied in tests/conftest.py)
+unit: install
+	$(PYTEST) -m "not integration and not interop and not fault and not spark" $(PYTEST_ARGS) tests
+
+integration: install
+	$(PYTEST) -m "integration and not interop and not spark" $(PYTEST_ARGS) tests
+
+interop: install js-deps
+	$(PYTEST) -m interop $(PYTEST_ARGS) tests
+
+spark: install
+	$(PYTEST) -m spark $(PYTEST_ARGS) tests
 
 bench: install
 	@for b in bench/*.py; do grep -q "__main__" $$b || continue; echo "== $$b"; $(BIN)/python $$b || exit 1; done

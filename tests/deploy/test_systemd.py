@@ -60,7 +60,10 @@ def test_systemd_analyze_accepts_the_units_when_available(tmp_path: Path) -> Non
     for unit in UNITS.iterdir():
         assert unit.suffix == ".service"
     if analyze is None:
-        return  # not a systemd host (containers, CI): the parser test above covers the syntax
+        # not a systemd host (containers, CI): the parser test above covers the syntax
+        pytest.skip(
+            "systemd-analyze is not on PATH (not a systemd host); the unit parser test covers the syntax"
+        )
     for unit in UNITS.iterdir():
         r = subprocess.run([analyze, "verify", "--man=no", str(unit)], capture_output=True, text=True)
         # the only complaint allowed: the install paths (/opt/pocketmq/venv/bin/...) do not exist here

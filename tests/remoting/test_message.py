@@ -9,7 +9,7 @@ import struct
 import zlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pocketmq.remoting.protocol import message as m
@@ -298,8 +298,7 @@ def test_corrupted_golden_record_never_crashes(noise, at):
     v6=st.booleans(),
 )
 def test_encode_decode_round_trip(topic, body, props, queue_id, offsets, v6):
-    if len(topic.encode()) > 127:
-        return
+    assume(len(topic.encode()) <= 127)
     born = (bytes(range(16)) if v6 else b"\x01\x02\x03\x04", 1234)
     raw = encode_message(
         topic=topic,
