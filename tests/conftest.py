@@ -45,6 +45,7 @@ QUARANTINE: dict[str, str] = {}
 SERVER_STARTERS = frozenset(
     {
         "pocketmq.testing.cluster",
+        "pocketmq.testing.cluster_in_thread",
         "tests.broker.helpers.running_broker",
         "pocketmq.broker.controller.BrokerController",
         "pocketmq.namesrv.controller.NamesrvController",

@@ -11,6 +11,14 @@ As an async context manager::
         await c.create_topic("Orders", queues=8)
         await c.restart_broker(0)               # clean restart on the same store
 
+From blocking code (a driver that waits on subprocesses, Spark), on a loop thread of its own::
+
+    from pocketmq.testing import cluster_in_thread
+
+    with cluster_in_thread() as t:              # the same arguments as cluster()
+        t.cluster.namesrv_addr
+        t.run(t.cluster.create_topic("Orders"))  # run a coroutine on the cluster's loop
+
 As a pytest fixture (``pytest-asyncio``): put ``pytest_plugins = ["pocketmq.testing.plugin"]``
 in a ``conftest.py`` and ask for ``pocketmq_cluster``; parametrize it with
 ``@pytest.mark.pocketmq_cluster(brokers=2, broker_config={...})``.
@@ -22,22 +30,27 @@ Nothing is fsynced unless ``fsync=True``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.controller import NamesrvController
+from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.route import PermName, TopicConfig
 from pocketmq.store.config import MessageStoreConfig
 
-__all__ = ["TEST_STORE_CONFIG", "Cluster", "cluster"]
+__all__ = ["TEST_STORE_CONFIG", "Cluster", "ThreadedCluster", "cluster", "cluster_in_thread"]
+
+T = TypeVar("T")
 
 #: Store settings for tests: 4 MiB CommitLog segments, 10k-unit ConsumeQueue files, small index.
 TEST_STORE_CONFIG: dict[str, Any] = {
@@ -46,6 +59,21 @@ TEST_STORE_CONFIG: dict[str, Any] = {
     "maxHashSlotNum": 10_000,
     "maxIndexNum": 40_000,
 }
+
+
+class _RequestRecorder:
+    """An RPC hook that keeps the requests it sees (:meth:`Cluster.record_requests`)."""
+
+    def __init__(self) -> None:
+        self.requests: list[RemotingCommand] = []
+
+    def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
+        self.requests.append(request)
+
+    def after_response(
+        self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None
+    ) -> None:
+        pass
 
 
 def _broker_name(i: int) -> str:
@@ -116,6 +144,19 @@ class Cluster:
             )
             await broker.register_broker_all()
 
+    def record_requests(self) -> list[RemotingCommand]:
+        """Record every request the running brokers receive from now on, in arrival order.
+
+        An RPC hook on each broker's servers (main and fast port) appends the requests to the
+        returned list; a broker started or restarted later is not recorded.
+        """
+        recorder = _RequestRecorder()
+        for broker in self.brokers:
+            for server in (broker.remoting_server, broker.fast_remoting_server):
+                if server is not None:
+                    server.dispatcher.hooks.append(recorder)
+        return recorder.requests
+
     async def close(self) -> None:
         for broker in reversed(self.brokers):
             await broker.shutdown()
@@ -175,3 +216,45 @@ async def cluster(
         await c.close()
         if own:
             shutil.rmtree(path, ignore_errors=True)
+
+
+class ThreadedCluster:
+    """A :func:`cluster` served by an event loop in a background thread (:func:`cluster_in_thread`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, c: Cluster) -> None:
+        self.loop = loop
+        self.cluster = c
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.cluster.namesrv_addr
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        """Run ``coro`` on the cluster's loop and wait for its result (at most ``timeout`` s)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+
+@contextlib.contextmanager
+def cluster_in_thread(
+    root: str | os.PathLike[str] | None = None, **options: Any
+) -> Iterator[ThreadedCluster]:
+    """:func:`cluster` (the same arguments) on a loop thread of its own, for blocking callers.
+
+    Raises:
+        OSError: a port or a file could not be used.
+        TimeoutError: the cluster did not start or stop within 60 s.
+    """
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="pocketmq-test-cluster", daemon=True)
+    thread.start()
+    manager = cluster(root, **options)
+    try:
+        c = asyncio.run_coroutine_threadsafe(manager.__aenter__(), loop).result(60)
+        try:
+            yield ThreadedCluster(loop, c)
+        finally:
+            asyncio.run_coroutine_threadsafe(manager.__aexit__(None, None, None), loop).result(60)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

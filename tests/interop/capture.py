@@ -19,9 +19,7 @@ import asyncio
 import contextlib
 import json
 import signal
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -408,32 +406,6 @@ _HANDLERS = {
     17: FakeCluster._ok,
     101: FakeCluster._not_found,
 }
-
-
-@contextlib.contextmanager
-def fake_cluster_in_thread(out_dir: Path | None = None, **kwargs: Any) -> Iterator[FakeCluster]:
-    """Run a FakeCluster on its own event loop thread (for the drivers' *sync* APIs)."""
-    loop = asyncio.new_event_loop()
-    cluster = FakeCluster(out_dir, **kwargs)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(cluster.start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, name="fake-cluster", daemon=True)
-    thread.start()
-    if not ready.wait(10):
-        raise RuntimeError("fake cluster did not start")
-    try:
-        yield cluster
-    finally:
-        asyncio.run_coroutine_threadsafe(cluster.close(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
 
 
 async def _main(args: argparse.Namespace) -> None:

@@ -1,32 +1,58 @@
-"""The interop drivers work end-to-end against the capture fake (tooling self-test, not a server test).
+"""The interop drivers work end-to-end (tooling self-test) against a real in-process cluster.
 
-The fake is a tiny in-memory namesrv+broker (tests/interop/capture.py); these tests only prove that
-cpp_driver.py / js/driver.js / drivers.py start the REAL clients, move messages, report them as
-JSON lines, honour --fail-first / --expr, stop cleanly and never leave processes behind.
+The servers are ``pocketmq.testing``'s (a name server and one broker, in this event loop, or on a
+thread of their own for the drivers' blocking API); what the broker receives is recorded with
+``Cluster.record_requests``. These tests prove that cpp_driver.py / js/driver.js / drivers.py
+start the REAL clients, move messages, report them as JSON lines, honour --fail-first / --expr,
+stop cleanly and never leave processes behind. The broker semantics themselves are tested by the
+other interop tests. One test keeps the frame-capture fake (tests/interop/capture.py, used by
+capture_golden.py) honest: it still records what a real client sends.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pocketmq.remoting.protocol.codes import RequestCode, code_name
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.testing import cluster, cluster_in_thread
 from tests.interop import drivers
-from tests.interop.capture import FakeCluster, fake_cluster_in_thread
+from tests.interop.capture import FakeCluster
 
 pytestmark = pytest.mark.interop
 
 CLIENTS: list[drivers.Client] = ["cpp", "js"]
+#: Queues of every topic the tests use (created up front: orderly sends pick queue key % QUEUES).
+QUEUES = 4
+TOPICS = ("T", "TF", "TT", "TS", "TB", "TZ", "TY")
+
+
+@dataclass
+class Servers:
+    """What a test needs of the cluster: the address clients start from, what the broker got."""
+
+    addr: str
+    requests: list[RemotingCommand]
+
+    def codes(self) -> set[int]:
+        return {r.code for r in self.requests}
+
+    def names(self) -> list[str]:
+        return [code_name(r.code, response=False) for r in self.requests]
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeCluster]:
-    cluster = FakeCluster(None)
-    await cluster.start()
-    yield cluster
-    await cluster.close()
+async def servers(tmp_path: Path) -> AsyncIterator[Servers]:
+    async with cluster(tmp_path / "cluster") as c:
+        for topic in TOPICS:
+            await c.create_topic(topic, queues=QUEUES)
+        yield Servers(c.namesrv_addr, c.record_requests())
 
 
 def _alive(pid: int) -> bool:
@@ -47,17 +73,17 @@ def test_prerequisites_report_versions() -> None:
 @pytest.mark.parametrize("producer", CLIENTS)
 @pytest.mark.parametrize("consumer", CLIENTS)
 async def test_roundtrip_every_pair(
-    fake: FakeCluster, producer: drivers.Client, consumer: drivers.Client, tmp_path: Any
+    servers: Servers, producer: drivers.Client, consumer: drivers.Client, tmp_path: Any
 ) -> None:
     sent = (
         await drivers.produce_async(
-            producer, fake.addr, "T", 3, tags="TagA", keys_prefix="key-", props={"color": "red"},
+            producer, servers.addr, "T", 3, tags="TagA", keys_prefix="key-", props={"color": "red"},
             log_dir=tmp_path / "p",
         )
     ).sent  # fmt: skip
     assert [s["status"] for s in sent] in (["OK"] * 3, ["SEND_OK"] * 3)
     handle = await drivers.start_consumer_async(
-        consumer, fake.addr, "T", expect=3, timeout=30, from_where="first" if consumer == "js" else None,
+        consumer, servers.addr, "T", expect=3, timeout=30, from_where="first" if consumer == "js" else None,
         prop_keys=["color"] if consumer == "cpp" else (), log_dir=tmp_path / "c",
     )  # fmt: skip
     result = await handle.wait()
@@ -74,11 +100,11 @@ async def test_roundtrip_every_pair(
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-async def test_fail_first_redelivers_through_send_back(fake: FakeCluster, client: drivers.Client) -> None:
-    await drivers.produce_async(client, fake.addr, "TF", 2, tags="TagA")
+async def test_fail_first_redelivers_through_send_back(servers: Servers, client: drivers.Client) -> None:
+    await drivers.produce_async(client, servers.addr, "TF", 2, tags="TagA")
     handle = await drivers.start_consumer_async(
         client,
-        fake.addr,
+        servers.addr,
         "TF",
         expect=2,
         timeout=30,
@@ -91,16 +117,16 @@ async def test_fail_first_redelivers_through_send_back(fake: FakeCluster, client
     assert sorted(m["body"] for m in acked) == ["msg-0", "msg-1"]
     assert all(m["reconsume_times"] == 1 and m["delivery"] == 2 for m in acked)
     assert all(m["topic"] == "TF" for m in result.messages)  # clients restore the original topic
-    assert any(f["code"] == 36 for f in fake.frames)  # CONSUMER_SEND_MSG_BACK
+    assert RequestCode.CONSUMER_SEND_MSG_BACK in servers.codes()
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-async def test_tag_expression_filters(fake: FakeCluster, client: drivers.Client) -> None:
-    await drivers.produce_async(client, fake.addr, "TT", 2, tags="TagA")
-    await drivers.produce_async(client, fake.addr, "TT", 2, tags="TagC")
-    await drivers.produce_async(client, fake.addr, "TT", 2, tags="TagB")
+async def test_tag_expression_filters(servers: Servers, client: drivers.Client) -> None:
+    await drivers.produce_async(client, servers.addr, "TT", 2, tags="TagA")
+    await drivers.produce_async(client, servers.addr, "TT", 2, tags="TagC")
+    await drivers.produce_async(client, servers.addr, "TT", 2, tags="TagB")
     handle = await drivers.start_consumer_async(
-        client, fake.addr, "TT", expect=4, timeout=30, expr="TagA || TagB",
+        client, servers.addr, "TT", expect=4, timeout=30, expr="TagA || TagB",
         from_where="first" if client == "js" else None, linger=1.0,
     )  # fmt: skip
     result = await handle.wait()
@@ -109,25 +135,26 @@ async def test_tag_expression_filters(fake: FakeCluster, client: drivers.Client)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-async def test_stop_is_clean_and_reports_signal(fake: FakeCluster, client: drivers.Client) -> None:
-    handle = await drivers.start_consumer_async(client, fake.addr, "TS", expect=1, timeout=120)
+async def test_stop_is_clean_and_reports_signal(servers: Servers, client: drivers.Client) -> None:
+    handle = await drivers.start_consumer_async(client, servers.addr, "TS", expect=1, timeout=120)
     await handle.wait_started(30)
     assert handle.proc is not None
     pid = handle.proc.pid
     result = await handle.stop(30)
     assert result.returncode == 1, result.describe()  # expectation not met
     assert result.summary is not None and result.summary["signal"] in (15, "SIGTERM"), result.describe()
-    assert any(f["code"] == 35 for f in fake.frames), [f["name"] for f in fake.frames]  # UNREGISTER_CLIENT
+    assert RequestCode.UNREGISTER_CLIENT in servers.codes(), servers.names()
     assert not _alive(pid)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_sync_api_with_threaded_fake(client: drivers.Client) -> None:
-    with fake_cluster_in_thread() as fc:
-        sent = drivers.produce(client, fc.addr, "TY", 2, tags="TagA").sent
+def test_sync_api_with_a_threaded_cluster(client: drivers.Client, tmp_path: Path) -> None:
+    with cluster_in_thread(tmp_path / "cluster") as t:
+        t.run(t.cluster.create_topic("TY", queues=QUEUES))
+        sent = drivers.produce(client, t.namesrv_addr, "TY", 2, tags="TagA").sent
         assert len(sent) == 2
         with drivers.start_consumer(
-            client, fc.addr, "TY", expect=2, timeout=30, from_where="first" if client == "js" else None
+            client, t.namesrv_addr, "TY", expect=2, timeout=30, from_where="first" if client == "js" else None
         ) as handle:
             msgs = handle.wait_messages(2, timeout=30)
             assert sorted(m["body"] for m in msgs) == ["msg-0", "msg-1"]
@@ -145,23 +172,39 @@ async def test_unreachable_namesrv_fails_fast(client: drivers.Client, tmp_path: 
         await drivers.produce_async(client, "127.0.0.1:1", "TX", 1, timeout=60, log_dir=tmp_path)
 
 
-async def test_ali_ons_rejects_what_it_cannot_do(fake: FakeCluster) -> None:
+async def test_ali_ons_rejects_what_it_cannot_do(servers: Servers) -> None:
     for flag in ("batch", "oneway"):
         opts: dict[str, Any] = {flag: True}
-        result = await drivers.produce_async("js", fake.addr, "TZ", 1, check=False, **opts)
+        result = await drivers.produce_async("js", servers.addr, "TZ", 1, check=False, **opts)
         assert result.returncode == 2, result.describe()
-    handle = await drivers.start_consumer_async("js", fake.addr, "TZ", expect=1, timeout=10, orderly=True)
+    handle = await drivers.start_consumer_async("js", servers.addr, "TZ", expect=1, timeout=10, orderly=True)
     result = await handle.wait(30)
     assert result.returncode == 2
     assert "orderly" in str(result.summary)
 
 
-async def test_cpp_batch_and_orderly(fake: FakeCluster) -> None:
-    batch = await drivers.produce_async("cpp", fake.addr, "TB", 3, tags="TagA", batch=True)
+async def test_cpp_batch_and_orderly(servers: Servers) -> None:
+    batch = await drivers.produce_async("cpp", servers.addr, "TB", 3, tags="TagA", batch=True)
     assert batch.summary is not None and batch.summary["sent"] == 3
-    orderly = (await drivers.produce_async("cpp", fake.addr, "TB", 2, tags="TagA", orderly_key="6")).sent
-    assert {s["queue_id"] for s in orderly} == {6 % fake.queues}
-    handle = await drivers.start_consumer_async("cpp", fake.addr, "TB", expect=5, timeout=30, orderly=True)
+    orderly = (await drivers.produce_async("cpp", servers.addr, "TB", 2, tags="TagA", orderly_key="6")).sent
+    assert {s["queue_id"] for s in orderly} == {6 % QUEUES}
+    handle = await drivers.start_consumer_async("cpp", servers.addr, "TB", expect=5, timeout=30, orderly=True)
     result = await handle.wait()
     assert result.ok, result.describe()
-    assert {41, 42} <= {f["code"] for f in fake.frames}  # LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
+    assert {RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ} <= servers.codes(), servers.names()
+
+
+async def test_capture_fake_still_records_what_a_real_client_sends(tmp_path: Path) -> None:
+    fake = FakeCluster(tmp_path / "frames")
+    await fake.start()
+    try:
+        sent = (
+            await drivers.produce_async("cpp", fake.addr, "T", 2, tags="TagA", log_dir=tmp_path / "p")
+        ).sent
+    finally:
+        await fake.close()
+    assert [s["status"] for s in sent] in (["OK"] * 2, ["SEND_OK"] * 2)
+    codes = [f["code"] for f in fake.frames]
+    assert RequestCode.GET_ROUTEINFO_BY_TOPIC in codes
+    assert sum(code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2) for code in codes) == 2
+    assert (tmp_path / "frames" / "index.jsonl").read_text().count("\n") == len(codes)
