@@ -37,11 +37,8 @@ from pocketmq.namesrv.route_info import RouteInfoManager
 from pocketmq.remoting.common import properties
 from pocketmq.remoting.common.config import ConfigError, apply_config, render_config
 from pocketmq.remoting.protocol.codes import (
-    CURRENT_VERSION,
-    RPC_TYPE_RESPONSE,
     VERSION_REGISTER_BODY,
     VERSION_STANDARD_JSON_ROUTE,
-    LanguageCode,
     RequestCode,
     ResponseCode,
 )
@@ -105,24 +102,8 @@ class KVWriter(Protocol):
     async def flush(self) -> None: ...  # every change made so far is on disk afterwards (OSError)
 
 
-def _reply(
-    request: RemotingCommand,
-    code: int = ResponseCode.SUCCESS,
-    remark: str | None = None,
-    ext_fields: dict[str, str] | None = None,
-    body: bytes | None = None,
-) -> RemotingCommand:
-    return RemotingCommand(
-        code,
-        request.opaque,
-        RPC_TYPE_RESPONSE,
-        remark,
-        ext_fields,
-        body,
-        LanguageCode.JAVA,
-        CURRENT_VERSION,
-        request.serialize_type,
-    )
+#: A reply to a request: same opaque, response flag, the request's serialize type.
+_reply = RemotingCommand.response_to
 
 
 def _bad_request(conn: RemotingConnection, request: RemotingCommand, exc: ValueError) -> RemotingCommand:

@@ -14,6 +14,7 @@ called. Rules:
 
 :class:`TaskSet` keeps strong references to fire-and-forget tasks (the loop only keeps weak
 ones), logs their unexpected failures from a done-callback, and cancels them newest first.
+:func:`cancel_and_wait` stops one task (a sweeper, a timer loop) and waits until it is gone.
 """
 
 from __future__ import annotations
@@ -203,3 +204,18 @@ class TaskSet:
             if not task.done():
                 logger.warning("%s: task %s ignored cancellation", self.name, task.get_name())
         self._tasks = {t: None for t in self._tasks if not t.done()}
+
+
+async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
+    """Cancel ``task`` (None: nothing to do) and wait until it has finished.
+
+    Its cancellation, or whatever it raised meanwhile, ends here (an unexpected exception is
+    logged); the cancellation of the *calling* task is never swallowed (``asyncio.wait``
+    propagates it), unlike ``try: await task / except CancelledError: pass``.
+    """
+    if task is None:
+        return
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("task %s failed before it was cancelled", task.get_name(), exc_info=task.exception())

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
+from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
@@ -172,11 +173,8 @@ class RemotingClient:
 
     async def close(self) -> None:
         self._closed = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        await cancel_and_wait(self._sweeper)
+        self._sweeper = None
         conns = list(self._conns.values())
         self._conns.clear()
         for conn in conns:

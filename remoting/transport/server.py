@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
@@ -75,13 +76,8 @@ class RemotingServer:
         logger.info("remoting server listening on %s:%d", cfg.host, self.port)
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
-            self._sweeper = None
+        await cancel_and_wait(self._sweeper)
+        self._sweeper = None
         if self._server is not None:
             self._server.close()
             for conn in list(self.dispatcher.connections):

@@ -16,23 +16,11 @@ from pocketmq.remoting.protocol.route import (
     DataVersion,
     QueueData,
     TopicConfig,
-    TopicConfigSerializeWrapper,
     TopicSysFlag,
 )
+from tests.namesrv.test_processor import A_MASTER, A_SLAVE, B_MASTER, wrapper
 
 REPO = Path(__file__).resolve().parents[2]
-
-A_MASTER = "10.0.0.1:10911"
-A_SLAVE = "10.0.0.2:10911"
-B_MASTER = "10.0.0.3:10911"
-
-
-def wrapper(*topics: str | TopicConfig, version: int = 1) -> TopicConfigSerializeWrapper:
-    table = {}
-    for t in topics:
-        tc = t if isinstance(t, TopicConfig) else TopicConfig(t, 4, 4)
-        table[tc.topic_name] = tc
-    return TopicConfigSerializeWrapper(table, DataVersion(1_700_000_000_000, version))
 
 
 class Channel:

@@ -235,3 +235,32 @@ async def test_service_can_stop_itself_from_run_once() -> None:
             await asyncio.sleep(0.001)
     assert svc.runs == 1
     await svc.stop()  # the outside stop completes the shutdown
+
+
+async def test_cancel_and_wait_stops_a_task_and_keeps_the_callers_cancellation() -> None:
+    from pocketmq.remoting.common.service import cancel_and_wait
+
+    await cancel_and_wait(None)
+    sweeper = asyncio.create_task(asyncio.sleep(3600))
+    await cancel_and_wait(sweeper)
+    assert sweeper.cancelled()
+
+    # the caller being cancelled while it waits is not swallowed
+    release = asyncio.Event()
+
+    async def slow_to_stop() -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await release.wait()  # cleanup that takes a while
+        return "stopped"
+
+    inner = asyncio.create_task(slow_to_stop())
+    await asyncio.sleep(0)
+    caller = asyncio.create_task(cancel_and_wait(inner))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    release.set()
+    assert await inner == "stopped"
