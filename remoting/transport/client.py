@@ -124,7 +124,7 @@ class RemotingClient:
             RemotingTimeoutError: no reply within ``timeout`` seconds.
         """
         conn = self._conns.get(addr)
-        if conn is None or conn.transport is None or self.hooks or not conn._can_write:
+        if conn is None or conn.transport is None or self.hooks or not conn.can_write:
             return self._invoke_slow(addr, request, timeout)
         self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
         try:
@@ -142,7 +142,7 @@ class RemotingClient:
         hooks = self.hooks
         for hook in hooks:
             hook.before_request(addr, request)
-        if not conn._can_write:
+        if not conn.can_write:
             await conn.drain()
         response = await conn.request(request, self.config.request_timeout if timeout is None else timeout)
         for hook in hooks:

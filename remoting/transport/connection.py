@@ -131,7 +131,9 @@ class RemotingConnection(asyncio.Protocol):
         #: close()/abort() called or connection lost: writes fail instead of joining a batch.
         self._closing = False
         self._create_future = self._loop.create_future
-        self._can_write = True
+        #: False while the transport's write buffer is full (``pause_writing``): callers that
+        #: may wait should ``await drain()`` first. Set by the connection only.
+        self.can_write = True
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._closed = asyncio.Event()
         self.close_reason: BaseException | None = None
@@ -189,7 +191,7 @@ class RemotingConnection(asyncio.Protocol):
             commands, self._backlog = backlog, None
             if self._backlog_paused:
                 self._backlog_paused = False
-                if self._can_write and not self.transport.is_closing():
+                if self.can_write and not self.transport.is_closing():
                     self.transport.resume_reading()
         self._batch_time = _monotonic()
         self._handle(commands)
@@ -269,12 +271,12 @@ class RemotingConnection(asyncio.Protocol):
         self._dispatcher.connection_lost(self)
 
     def pause_writing(self) -> None:
-        self._can_write = False
+        self.can_write = False
         if self.transport is not None:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
-        self._can_write = True
+        self.can_write = True
         if self.transport is not None and not self.transport.is_closing() and not self._backlog_paused:
             self.transport.resume_reading()
         for waiter in self._drain_waiters:
@@ -346,7 +348,7 @@ class RemotingConnection(asyncio.Protocol):
 
     async def drain(self) -> None:
         """Wait until the transport accepts writes again."""
-        if self._can_write:
+        if self.can_write:
             return
         waiter: asyncio.Future[None] = self._loop.create_future()
         self._drain_waiters.append(waiter)
