@@ -241,7 +241,10 @@ class RemotingConnection(asyncio.Protocol):
                 reply = RemotingCommand(
                     ResponseCode.SYSTEM_ERROR, opaque, RPC_TYPE_RESPONSE, f"bad request header: {exc}"
                 )
-                self.send(reply)
+                try:
+                    self.send(reply)
+                except RemotingConnectError:
+                    pass  # closing already: nobody to answer
                 continue
             logger.warning("closing %s: %s", self.remote_addr, exc)
             self._loop.call_soon(self.abort, RemoteProtocolError.from_local(exc, self.remote_addr))

@@ -467,3 +467,12 @@ async def test_dispatch_hot_path_replies_as_reply_does(case: str) -> None:
         written.append(b"".join(b for call in transport.calls for b in call))
     assert written[0] == written[1]
     assert bool(written[0]) == (case == "reply")
+
+
+async def test_a_bad_header_read_while_closing_is_not_answered() -> None:
+    conn, transport = recording_connection()
+    conn.close()
+    header = b'{"code":"not-a-number","opaque":99}'
+    conn.data_received(struct.pack(">ii", 4 + len(header), len(header)) + header)  # no exception
+    await asyncio.sleep(0)
+    assert transport.calls == []
