@@ -121,7 +121,7 @@ class MessageStoreConfig(BaseModel):
     access_message_in_memory_max_ratio: int = Field(40, ge=0, le=100)
     message_index_enable: bool = True
     # pocketmq's own key (RocketMQ has none): build the index in a second process
-    # (store/index_proc.py) so it runs on another core; reput then writes ConsumeQueues only
+    # (store/index/process/main.py) so it runs on another core; reput then writes ConsumeQueues only
     index_process_enable: bool = Field(
         False, description="pocketmq only: build IndexFiles in a child process (needs messageIndexEnable)"
     )

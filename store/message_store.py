@@ -9,27 +9,28 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import MessageExt
-from pocketmq.store import commitlog_recovery, queries
-from pocketmq.store.batch_encode import BatchItem
-from pocketmq.store.checkpoint import (
+from pocketmq.store import queries
+from pocketmq.store.clock import now_ms
+from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from pocketmq.store.dispatch.dispatcher import Dispatcher
+from pocketmq.store.errors import IllegalStateError
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
+from pocketmq.store.log.batch_encode import BatchItem
+from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.message_inner import MessageInner
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
+from pocketmq.store.queue.pull import select_messages
+from pocketmq.store.recovery import recover as commitlog_recovery
+from pocketmq.store.recovery.checkpoint import (
     StoreCheckpoint,
     StoreLock,
     abort_file_exists,
     create_abort_file,
     remove_abort_file,
 )
-from pocketmq.store.clock import now_ms
-from pocketmq.store.commitlog import CommitLog
-from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
-from pocketmq.store.cq_table import ConsumeQueueTable
-from pocketmq.store.dispatch import Dispatcher
-from pocketmq.store.errors import IllegalStateError
-from pocketmq.store.index_file import IndexService
-from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC
-from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
-from pocketmq.store.mapped_file import MappedFile
-from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.pull import select_messages
 from pocketmq.store.results import (
     ConsumeQueueRead,
     GetMessageStatus,

@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
-from pocketmq.store.layout import SCHEDULE_TOPIC
+from pocketmq.store.log.layout import SCHEDULE_TOPIC
+from pocketmq.store.log.syscalls import disk_usage_ratio
 from pocketmq.store.results import QueryMessageResult
-from pocketmq.store.syscalls import disk_usage_ratio
 
 if TYPE_CHECKING:
     from pocketmq.store.message_store import MessageStore

@@ -22,7 +22,7 @@ from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlu
 from pocketmq.store.services.reput import ReputService
 
 if TYPE_CHECKING:
-    from pocketmq.store.index_child import IndexProcess
+    from pocketmq.store.index.process.control import IndexProcess
     from pocketmq.store.message_store import MessageStore
 
 __all__ = ["StoreServices"]
@@ -80,7 +80,7 @@ class StoreServices:
         self.reput.wakeup()
 
     def _start_index_process(self) -> None:
-        from pocketmq.store.index_child import IndexProcess
+        from pocketmq.store.index.process.control import IndexProcess
         from pocketmq.store.services.indexproc import IndexProcService
 
         store = self.store

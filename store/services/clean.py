@@ -1,4 +1,4 @@
-"""Retention and housekeeping services; the decisions themselves are pure (store/cleanup.py)."""
+"""Retention and housekeeping services; the decisions themselves are pure (store/services/cleanup.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from pocketmq.store.cleanup import count_expired_files, decide
+from pocketmq.store.log.syscalls import disk_usage_ratio
 from pocketmq.store.services.base import StoreService
-from pocketmq.store.syscalls import disk_usage_ratio
+from pocketmq.store.services.cleanup import count_expired_files, decide
 
 if TYPE_CHECKING:
     from pocketmq.store.message_store import MessageStore

@@ -38,7 +38,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_V4,
     SIZE_MAGIC,
 )
-from pocketmq.store.crc import FAST_CRC_MIN, crc32_long, crc32_short
+from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 
 __all__ = ["CORRUPT", "END", "INCOMPLETE", "RecordFields", "validate_record"]
 

@@ -34,7 +34,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
     host_flags,
 )
-from pocketmq.store.crc import FAST_CRC_MIN, crc32_long, crc32_short
+from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 from pocketmq.store.message_inner import MessageInner
 
 __all__ = ["BatchItem", "Encoded", "encode_items"]

@@ -1,14 +1,14 @@
 """Index keys of CommitLog records read straight from a mapping (the index process's hot loop).
 
-The index process (``index_proc``) gets no dispatch fields from anyone: it walks the records
+The index process (``index.process.main``) gets no dispatch fields from anyone: it walks the records
 below the offset reput has dispatched and indexes exactly what reput would have indexed in
 process - each record's UNIQ_KEY, then each KEYS token (split on ``" "``, empty tokens
 skipped), rolled-back transaction records and records without properties skipped - with
-the same hashes (``index_hash``), written by the same ``IndexService.put_hashes``.
+the same hashes (``index.hash``), written by the same ``IndexService.put_hashes``.
 
 Everything is read from the mapping without decoding the record: one ``unpack_from`` of the
 five fields below, ``mmap.find`` for the property names, and the key hash from two cached
-parts looked up by the key's bytes (``KeyHashCache``, the bytes mirror of ``index_hash``'s
+parts looked up by the key's bytes (``KeyHashCache``, the bytes mirror of ``index.hash``'s
 tables; a miss computes the parts from the decoded key with ``index_hash.key_parts``, so
 non-ASCII keys hash as Java does). A property is found where ``get_property`` finds it: the
 first ``NAME\\x01`` that starts the properties or follows a ``\\x02``.
@@ -36,9 +36,9 @@ from pocketmq.remoting.protocol.message import (
     SIZE_MAGIC,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from pocketmq.store.index_file import IndexFile, IndexService
-from pocketmq.store.index_hash import fold_hash, key_parts, topic_key_hash
-from pocketmq.store.layout import INDEX_ENTRY, INDEX_ENTRY_SIZE, INDEX_HEADER
+from pocketmq.store.index.file import IndexFile, IndexService
+from pocketmq.store.index.hash import fold_hash, key_parts, topic_key_hash
+from pocketmq.store.log.layout import INDEX_ENTRY, INDEX_ENTRY_SIZE, INDEX_HEADER
 
 __all__ = [
     "KeyHashCache",
@@ -65,7 +65,7 @@ SegmentFinder = Callable[[int], "tuple[mmap.mmap, int, int] | None"]
 
 
 class KeyHashCache:
-    """``index_hash``'s head and tail tables keyed by bytes: ``h = fold(heads[key[:-2]] +
+    """``index.hash``'s head and tail tables keyed by bytes: ``h = fold(heads[key[:-2]] +
     tails[key[-2:]])``. Only tails of 2 ASCII bytes without a separator are stored, so a key
     shorter than 2 (whose 2-byte slice reaches into ``NAME\\x01``) never hits."""
 

@@ -1,7 +1,7 @@
-"""``IndexFile`` (hash slots + chained entries, layout.py) and ``IndexService`` (rolling, queries).
+"""``IndexFile`` (hash slots + chained entries, log/layout.py) and ``IndexService`` (rolling, queries).
 
 Key = ``topic#key``; hash = ``abs(String.hashCode)`` (0 for Integer.MIN_VALUE, computed with
-cached heads and tails in ``index_hash``); slot = hash % slotNum. Each entry links to the
+cached heads and tails in ``index.hash``); slot = hash % slotNum. Each entry links to the
 previous entry of its bucket, so a query walks one chain. The slot table is read and written
 through a big-endian ctypes view of the mapping (``MappedFile.aux``). Reput's fast path
 writes the entries of a whole slice of records with a few ``pack_into`` calls (``put_hashes``);
@@ -20,13 +20,13 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 
-from pocketmq.store.index_hash import (
+from pocketmq.store.index.hash import (
     index_key_hash,
     topic_key_hash,
     topic_key_hashes,
 )
-from pocketmq.store.index_ipc import wait_unlocked
-from pocketmq.store.layout import (
+from pocketmq.store.index.process.ipc import wait_unlocked
+from pocketmq.store.log.layout import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
     INDEX_HEADER,
@@ -34,7 +34,7 @@ from pocketmq.store.layout import (
     INDEX_SLOT,
     INDEX_SLOT_SIZE,
 )
-from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.log.mapped_file import MappedFile
 
 __all__ = ["IndexFile", "IndexService", "index_key_hash", "topic_key_hash"]
 

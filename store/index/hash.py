@@ -111,7 +111,7 @@ def heads_of(topic: str) -> dict[str, int]:
 def key_parts(topic: str, key: str) -> tuple[int, int] | None:
     """``(h(topic#head) * 31**2, h(tail))`` of a key split as the module doc says (cached in
     the tables), so that its hash is ``fold_hash(sum)``; None for a key that does not split
-    (shorter than 2, or an astral character in the tail). ``index_scan`` mirrors these parts in
+    (shorter than 2, or an astral character in the tail). ``index.scan`` mirrors these parts in
     tables keyed by bytes."""
     if len(key) >= 2:
         t = _tail_hash(key[-2:])

@@ -3,8 +3,8 @@
 ``CommitLog.appended`` holds, in CommitLog order, one entry per single put and one per batch
 put (``BatchFields``: the records' sizes and properties). When the dispatcher is exactly at an
 entry's offset, the entry is dispatched without decoding anything: tagsCode, KEYS and
-UNIQ_KEY come from the properties string (parsed inline, as ``props_fields.dispatch_fields``),
-index hashes from the cached heads and tails of ``index_hash``. A batch writes its
+UNIQ_KEY come from the properties string (parsed inline, as ``dispatch.props_fields.dispatch_fields``),
+index hashes from the cached heads and tails of ``index.hash``. A batch writes its
 ConsumeQueue units with one ``pack_into`` (``ConsumeQueue.put_run``) and its index entries with
 another (``IndexService.put_hashes``). Whatever is unusual (a transaction batch, the schedule
 topic) is split back into per-record entries. This is the per-message cost of dispatch
@@ -16,10 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
-from pocketmq.store.commitlog import AppendedRecord, BatchFields
-from pocketmq.store.index_hash import TAIL_TABLE, heads_of, topic_key_hash
-from pocketmq.store.layout import SCHEDULE_TOPIC
-from pocketmq.store.props_fields import (
+from pocketmq.store.dispatch.props_fields import (
     KEYS_NEEDLE,
     NO_PROPERTIES,
     TAG_CODES,
@@ -30,9 +27,12 @@ from pocketmq.store.props_fields import (
     tag_code,
     wants_properties,
 )
+from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash
+from pocketmq.store.log.commitlog import AppendedRecord, BatchFields
+from pocketmq.store.log.layout import SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
-    from pocketmq.store.dispatch import Dispatcher
+    from pocketmq.store.dispatch.dispatcher import Dispatcher
 
 __all__ = ["reput_appended"]
 

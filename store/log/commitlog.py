@@ -7,7 +7,7 @@ assigned here from ``topic_queue_table`` (rebuilt from the ConsumeQueues on reco
 and rolled-back transaction records get queue offset 0 and do not advance the counter.
 
 Every put also queues its dispatch fields in ``appended`` (one entry per single put, one per
-batch put), so reput (``reput_fast``) dispatches this process's records without decoding them.
+batch put), so reput (``dispatch.appended``) dispatches this process's records without decoding them.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from pocketmq.remoting.protocol.message import (
     host_flags,
     properties_to_string,
 )
-from pocketmq.store.batch_encode import ILLEGAL, BatchItem, encode_items
-from pocketmq.store.batch_encode import Encoded as _Encoded
 from pocketmq.store.clock import _time_ns, now_ms
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.crc import FAST_CRC_MIN as _LONG
-from pocketmq.store.crc import crc32_long, crc32_short
-from pocketmq.store.mapped_file import MappedFile
-from pocketmq.store.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_items
+from pocketmq.store.log.batch_encode import Encoded as _Encoded
+from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
+from pocketmq.store.log.crc import crc32_long, crc32_short
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
 
