@@ -2,7 +2,8 @@
 
 On-disk formats are RocketMQ's own (reference §4, §6; byte tables in ``log/layout.py`` and
 ``pocketmq.remoting.protocol.message``). The core is synchronous and loop-agnostic; only
-``store.services`` (flush, group commit, reput, allocation, cleanup) uses asyncio.
+``store.services`` (flush, group commit, reput, allocation, cleanup, the put waits) uses
+asyncio, and the façade's async methods delegate to it.
 
 Public API (``from pocketmq.store import ...``)
 ===============================================

@@ -13,7 +13,7 @@ topic) is split back into per-record entries. This is the per-message cost of di
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from pocketmq.store.dispatch.props_fields import (
@@ -27,14 +27,14 @@ from pocketmq.store.dispatch.props_fields import (
     tag_code,
     wants_properties,
 )
+from pocketmq.store.index.file import IndexService
 from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash
-from pocketmq.store.log.commitlog import AppendedRecord, BatchFields
+from pocketmq.store.listener import MessageArrivingListener
+from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
 from pocketmq.store.log.layout import SCHEDULE_TOPIC
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
-if TYPE_CHECKING:
-    from pocketmq.store.dispatch.dispatcher import Dispatcher
-
-__all__ = ["reput_appended"]
+__all__ = ["ReputState", "reput_appended"]
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE
 _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
@@ -42,7 +42,22 @@ _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
 _UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
-def reput_appended(d: Dispatcher, budget: int) -> int:
+class ReputState(Protocol):
+    """The dispatcher's state the fast path reads and moves (``dispatcher.Dispatcher`` is the
+    one implementation; a Protocol so this module does not import its caller)."""
+
+    commitlog: CommitLog
+    cq_table: ConsumeQueueTable
+    index: IndexService
+    listener: MessageArrivingListener | None
+    index_enable: bool
+    delay_levels: list[int]
+    reput_from_offset: int
+    last_dispatched_timestamp: int
+    index_backlog: tuple[list[int], list[int], list[int]] | None
+
+
+def reput_appended(d: ReputState, budget: int) -> int:
     """Dispatch ``appended`` entries from ``d.reput_from_offset``; 0 if none starts there.
 
     ConsumeQueue units are written per record; index entries are collected and written
@@ -187,7 +202,7 @@ def _split(rec: AppendedRecord, batch: BatchFields) -> list[AppendedRecord]:
 
 
 def _dispatch_batch(
-    d: Dispatcher,
+    d: ReputState,
     rec: AppendedRecord,
     batch: BatchFields,
     heads: dict[str, int],
