@@ -119,6 +119,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 tx = sys_flag & _TX_MASK
                 if props:
                     s = f"\x02{props}\x02"
+                    # inline of dispatch.props_fields.dispatch_fields (tagsCode)
                     i = s.find(TAGS_NEEDLE)
                     if i >= 0:
                         tags = s[i + 6 : s.find("\x02", i + 6)]
@@ -134,6 +135,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                             k = s[i + 10 : s.find("\x02", i + 10)]
                             if k:
                                 try:
+                                    # inline of index.hash.topic_key_hash
                                     u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                     add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                 except KeyError:
@@ -146,6 +148,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                             for k in keys.split(" ") if " " in keys else (keys,):
                                 if k:
                                     try:
+                                        # inline of index.hash.topic_key_hash
                                         u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                         add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                     except KeyError:
@@ -232,6 +235,7 @@ def _dispatch_batch(
         code = 0
         if props:
             s = f"\x02{props}\x02"
+            # inline of dispatch.props_fields.dispatch_fields (tagsCode)
             i = s.find(TAGS_NEEDLE)
             if i >= 0:
                 tags = s[i + 6 : s.find("\x02", i + 6)]
@@ -244,6 +248,7 @@ def _dispatch_batch(
                     k = s[i + 10 : s.find("\x02", i + 10)]
                     if k:
                         try:
+                            # inline of index.hash.topic_key_hash
                             u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                             add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                         except KeyError:
@@ -255,6 +260,7 @@ def _dispatch_batch(
                     for k in keys.split(" ") if " " in keys else (keys,):
                         if k:
                             try:
+                                # inline of index.hash.topic_key_hash
                                 u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                 add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                             except KeyError:

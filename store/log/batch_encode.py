@@ -100,6 +100,7 @@ def encode_items(
         size = fixed + blen + plen
         add(
             (
+                # inline of remoting.protocol.message.encode_message
                 pack(
                     size, magic, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, sys_flag,
                     born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, 0, blen,

@@ -19,6 +19,7 @@ from itertools import accumulate
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
     END_FILE_MIN_BLANK_LENGTH,
     HOST_FLAGS_MASK,
     MAX_PROPERTIES_LENGTH,
@@ -39,6 +40,7 @@ from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_items
 from pocketmq.store.log.batch_encode import Encoded as _Encoded
 from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
 from pocketmq.store.log.crc import crc32_long, crc32_short
+from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.message_inner import MessageInner
@@ -186,6 +188,7 @@ class CommitLog:
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         mm = mf.mm
         prepared = msg.prepared_transaction_offset
+        # inline of remoting.protocol.message.encode_message
         prefix.pack_into(
             mm, pos, size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id, msg.flag,
             qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
@@ -368,6 +371,7 @@ class CommitLog:
             size = fixed + blen + plen
             add(
                 (
+                    # inline of remoting.protocol.message.encode_message
                     pack(
                         size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
                         sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
@@ -411,6 +415,7 @@ class CommitLog:
             prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
             size = prefix.size + len(m.body) + len(head) + 2 + len(props_b)
             parts += (
+                # inline of remoting.protocol.message.encode_message
                 prefix.pack(
                     size, MESSAGE_MAGIC_CODE, _crc32(m.body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
                     sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
@@ -490,10 +495,12 @@ class CommitLog:
         if mf is None:
             return -1
         pos = offset - mf.file_from_offset
-        if pos + 72 > mf.wrote_position:
+        if pos + SYSFLAG_AT + 4 > mf.wrote_position:
             return -1
-        sys_flag = int.from_bytes(mf.mm[pos + 36 : pos + 40], "big")
-        ts_pos = pos + (68 if sys_flag & 0x10 else 56)
+        sys_flag = int.from_bytes(mf.mm[pos + SYSFLAG_AT : pos + SYSFLAG_AT + 4], "big")
+        ts_pos = pos + STORE_TIMESTAMP_AT[sys_flag & BORNHOST_V6_FLAG]
+        if ts_pos + 8 > mf.wrote_position:
+            return -1
         return int.from_bytes(mf.mm[ts_pos : ts_pos + 8], "big", signed=True)
 
     def rebuild_topic_queue_table(self, table: dict[tuple[str, int], int]) -> None:

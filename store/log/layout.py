@@ -26,6 +26,14 @@ Index file = header (40) + hashSlotNum slots (4 each) + indexNum entries (20 eac
     slot    int32 index number of the newest entry of that bucket (0 = empty)
     entry   0 4 keyHash  4 8 phyOffset  12 4 timeDiff (s since beginTimestamp)  16 4 prevIndex
 
+CommitLog record: the layout is ``remoting.protocol.message``'s (``RECORD_PREFIX_STRUCTS``, one
+Struct per host family, then BODY, TOPICLEN 1, TOPIC, PROPERTIESLENGTH 2, PROPERTIES). The store
+describes the prefix once more, field by field (``record_fields``), only to derive what its
+scans need: the skipping structs (``record_struct``: one ``unpack_from`` of just the fields a
+scan reads, STYLE §3.8b), field offsets (``record_offset``) and the index of a field in a full
+prefix's unpacked tuple (``RECORD_FIELD_INDEX``). tests/store/test_store_layout.py checks the
+table against ``RECORD_PREFIX_STRUCTS`` for every host family.
+
 Checkpoint (4096 bytes, mapped)::
 
     0 8 physicMsgTimestamp   store time of the last flushed CommitLog record
@@ -37,7 +45,12 @@ from __future__ import annotations
 
 import struct
 
-from pocketmq.remoting.protocol.message import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
+from pocketmq.remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
+)
 
 __all__ = [
     "BLANK_MAGIC_CODE",
@@ -54,9 +67,17 @@ __all__ = [
     "INDEX_SLOT_SIZE",
     "MESSAGE_MAGIC_CODE",
     "OS_PAGE_SIZE",
+    "RECORD_FIELD_INDEX",
+    "RECORD_INDEX_WALK_V4",
+    "RECORD_SCAN_V4",
     "SCHEDULE_TOPIC",
+    "STORE_TIMESTAMP_AT",
+    "SYSFLAG_AT",
     "file_name_of",
     "offset_of_file_name",
+    "record_fields",
+    "record_offset",
+    "record_struct",
 ]
 
 OS_PAGE_SIZE = 4096
@@ -99,6 +120,74 @@ CHECKPOINT_STRUCT = struct.Struct(
     "q"  # indexMsgTimestamp
 )
 CHECKPOINT_SIZE = OS_PAGE_SIZE
+
+
+def record_fields(host_flags: int = 0) -> tuple[tuple[str, str], ...]:
+    """The record prefix up to BODYLENGTH as ``(name, struct code)`` pairs, for the host family
+    in ``host_flags`` (``sysFlag & HOST_FLAGS_MASK``: IPv6 hosts hold 16 address bytes)."""
+    born = 16 if host_flags & BORNHOST_V6_FLAG else 4
+    store = 16 if host_flags & STOREHOSTADDRESS_V6_FLAG else 4
+    return (
+        ("TOTALSIZE", "i"),
+        ("MAGICCODE", "i"),
+        ("BODYCRC", "i"),
+        ("QUEUEID", "i"),
+        ("FLAG", "i"),
+        ("QUEUEOFFSET", "q"),
+        ("PHYSICALOFFSET", "q"),
+        ("SYSFLAG", "i"),
+        ("BORNTIMESTAMP", "q"),
+        ("BORNHOST", f"{born}s"),
+        ("BORNHOST_PORT", "i"),
+        ("STORETIMESTAMP", "q"),
+        ("STOREHOST", f"{store}s"),
+        ("STOREHOST_PORT", "i"),
+        ("RECONSUMETIMES", "i"),
+        ("PREPARED_TRANSACTION_OFFSET", "q"),
+        ("BODYLENGTH", "i"),
+    )
+
+
+def record_offset(name: str, host_flags: int = 0) -> int:
+    """Byte offset of field ``name`` in a record of that host family."""
+    fmt = ">"
+    for field, code in record_fields(host_flags):
+        if field == name:
+            return struct.calcsize(fmt)
+        fmt += code
+    raise KeyError(name)
+
+
+def record_struct(*keep: str) -> struct.Struct:
+    """A Struct over the IPv4 record prefix that unpacks only the fields in ``keep`` (in
+    record order) and skips the others as pad bytes; its size is the whole prefix's."""
+    fmt = ">"
+    skip = 0
+    for field, code in record_fields():
+        if field in keep:
+            fmt += (f"{skip}x" if skip else "") + code
+            skip = 0
+        else:
+            skip += struct.calcsize(">" + code)
+    return struct.Struct(fmt + (f"{skip}x" if skip else ""))
+
+
+#: position of each field in the tuple a full prefix Struct (``RECORD_PREFIX_STRUCTS``) unpacks
+RECORD_FIELD_INDEX = {field: i for i, (field, _code) in enumerate(record_fields())}
+#: what a CommitLog scan (recovery, reput, ``records.validate_record``) reads of an IPv4 record
+RECORD_SCAN_V4 = record_struct(
+    "TOTALSIZE", "MAGICCODE", "BODYCRC", "QUEUEID", "QUEUEOFFSET", "PHYSICALOFFSET", "SYSFLAG",
+    "STORETIMESTAMP", "PREPARED_TRANSACTION_OFFSET", "BODYLENGTH",
+)  # fmt: skip
+#: what the index process's walk (``index.scan.scan_keys``) reads of an IPv4 record
+RECORD_INDEX_WALK_V4 = record_struct("TOTALSIZE", "MAGICCODE", "SYSFLAG", "STORETIMESTAMP", "BODYLENGTH")
+#: where SYSFLAG is (the same in every host family)
+SYSFLAG_AT = record_offset("SYSFLAG")
+#: where STORETIMESTAMP is, by the record's BORNHOST family (``sysFlag & BORNHOST_V6_FLAG``)
+STORE_TIMESTAMP_AT = {
+    0: record_offset("STORETIMESTAMP"),
+    BORNHOST_V6_FLAG: record_offset("STORETIMESTAMP", BORNHOST_V6_FLAG),
+}
 
 
 def file_name_of(offset: int) -> str:
