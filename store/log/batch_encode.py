@@ -67,9 +67,11 @@ def encode_items(
     qoff: int,
     now: int,
     max_body: int,
+    prepared: int = 0,
 ) -> Encoded | int:
     """Records of ``items`` starting at CommitLog offset ``phy`` and queue offset ``qoff``,
-    or a refusal code (:data:`TOO_LONG_PROPS`, :data:`ILLEGAL`)."""
+    or a refusal code (:data:`TOO_LONG_PROPS`, :data:`ILLEGAL`). ``prepared``: the records'
+    PREPARED_TRANSACTION_OFFSET (0 for a broker batch, which holds no transaction records)."""
     born_ip, born_port = template.born_host
     store_ip, store_port = template.store_host
     sys_flag = (template.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
@@ -103,7 +105,7 @@ def encode_items(
                 # inline of remoting.protocol.message.encode_message
                 pack(
                     size, magic, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, sys_flag,
-                    born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, 0, blen,
+                    born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, prepared, blen,
                 ),
                 body,
                 head,

@@ -148,6 +148,7 @@ class CommitLog:
         head = self._topic_heads.get(topic) or self._topic_head(topic)
         if head is None:
             return _FAIL_ILLEGAL
+        # inline of message_inner.MessageInner.properties_string
         props = msg.properties
         if props.__class__ is not str:
             props = properties_to_string(props)  # type: ignore[arg-type]
@@ -350,6 +351,7 @@ class CommitLog:
         for m in msgs:
             if m.topic != topic or m.queue_id != queue_id:
                 return _FAIL_ILLEGAL
+            # inline of message_inner.MessageInner.properties_string
             props = m.properties
             if props.__class__ is not str:
                 props = properties_to_string(props)  # type: ignore[arg-type]
@@ -394,42 +396,31 @@ class CommitLog:
     def _encode_mixed(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
     ) -> _Encoded | PutResult:
-        """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker)."""
-        queue_id = msgs[0].queue_id
-        qoff = self.topic_queue_table.get((msgs[0].topic, queue_id), 0)
+        """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker):
+        each message is its own template for ``encode_items`` (a rare path: one call each)."""
+        first = msgs[0]
+        topic = first.topic
+        queue_id = first.queue_id
+        qoff = self.topic_queue_table.get((topic, queue_id), 0)
         parts: list[bytes | memoryview] = []
         sizes: list[int] = []
         props_list: list[str] = []
         flags: list[int] = []
         start = phy
         for m in msgs:
-            props = m.properties_string()
-            props_b = props.encode()
-            if len(props_b) > MAX_PROPERTIES_LENGTH:
-                return _FAIL_PROPS
-            if len(m.body) > self.max_body:
+            if m.topic != topic or m.queue_id != queue_id:
                 return _FAIL_ILLEGAL
-            born_ip, born_port = m.born_host
-            store_ip, store_port = m.store_host
-            sys_flag = (m.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-            size = prefix.size + len(m.body) + len(head) + 2 + len(props_b)
-            parts += (
-                # inline of remoting.protocol.message.encode_message
-                prefix.pack(
-                    size, MESSAGE_MAGIC_CODE, _crc32(m.body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
-                    sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-                    m.reconsume_times, m.prepared_transaction_offset, len(m.body),
-                ),
-                m.body,
-                head,
-                _pack_props_len(len(props_b)),
-                props_b,
-            )  # fmt: skip
-            sizes.append(size)
-            props_list.append(props)
-            flags.append(sys_flag)
-            phy += size
+            item = (m.flag, m.body, m.properties_string())
+            one = encode_items(m, (item,), head, phy, qoff, now, self.max_body, m.prepared_transaction_offset)
+            if not isinstance(one, _Encoded):
+                return _FAIL_ILLEGAL if one == ILLEGAL else _FAIL_PROPS
+            parts += one.parts
+            sizes += one.sizes
+            props_list += one.props
+            flag = one.flags
+            assert isinstance(flag, int)  # one record: one sysFlag
+            flags.append(flag)
+            phy += one.total
             qoff += 1
         return _Encoded(parts, sizes, props_list, phy - start, flags)
 
