@@ -16,6 +16,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
+from time import time_ns as _time_ns
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -34,7 +35,7 @@ from pocketmq.remoting.protocol.message import (
     host_flags,
     properties_to_string,
 )
-from pocketmq.store.clock import _time_ns, now_ms
+from pocketmq.store.clock import now_ms
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_items
 from pocketmq.store.log.batch_encode import Encoded as _Encoded
@@ -186,6 +187,7 @@ class CommitLog:
         qoff = self.topic_queue_table.get(key, 0) if counted else 0
         pos = mf.wrote_position
         phy = mf.file_from_offset + pos
+        # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         mm = mf.mm
         prepared = msg.prepared_transaction_offset
@@ -223,6 +225,7 @@ class CommitLog:
             return _FAIL_ILLEGAL
         files = self.mfq.files
         mf = files[-1] if files else None
+        # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position if mf else 0, now)
         if isinstance(encoded, PutResult):
@@ -251,6 +254,7 @@ class CommitLog:
             return _FAIL_ILLEGAL
         files = self.mfq.files
         mf = files[-1] if files else None
+        # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         qoff = self.topic_queue_table.get((topic, template.queue_id), 0)
         phy = mf.file_from_offset + mf.wrote_position if mf else 0

@@ -246,3 +246,23 @@ def test_every_inline_marker_names_a_reference_that_exists():
                 raise AssertionError((path, ref))
             found += 1
     assert found >= 16
+
+
+def test_put_time_inline_is_the_store_clock(tmp_path):
+    """With the default clock (``clock.now_ms``) the CommitLog reads the time itself."""
+    from pocketmq.store.clock import now_ms
+
+    s = MessageStore(tiny_config(str(tmp_path)))
+    s.load()
+    try:
+        before = now_ms()
+        results = [
+            s.put_message(_msg(1, V4, V4)),
+            s.put_messages([_msg(2, V4, V4)]),
+            s.put_batch(_msg(3, V4, V4), [(0, b"x", "")]),
+        ]
+        after = now_ms()
+        for r in results:
+            assert r.append is not None and before <= r.append.store_timestamp <= after
+    finally:
+        s.close()
