@@ -23,15 +23,15 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any, Protocol
 
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.dispatch.dispatcher import Dispatcher
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.index.process.ipc import DISPATCHED, FLUSHED_TS, INDEXED, STOP, SharedState, state_path
 from pocketmq.store.index.scan import KeyHashCache, index_range, settle_last_files
 from pocketmq.store.log.commitlog import CommitLog
 
-__all__ = ["MAX_RESTARTS", "IndexProcess"]
+__all__ = ["MAX_RESTARTS", "IndexProcess", "ReputSide"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +39,19 @@ MAX_RESTARTS = 5
 _RESTART_WINDOW_S = 60.0
 
 
+class ReputSide(Protocol):
+    """What the control reads and switches on the store's dispatcher (``dispatch.dispatcher.
+    Dispatcher``): a Protocol, so the index package does not import the dispatch package."""
+
+    reput_from_offset: int
+    index_enable: bool
+    #: the running ``IndexProcess`` while it builds the index, else None
+    index_child: Any
+
+
 class IndexProcess:
     def __init__(
-        self, config: MessageStoreConfig, commitlog: CommitLog, index: IndexService, dispatcher: Dispatcher
+        self, config: MessageStoreConfig, commitlog: CommitLog, index: IndexService, dispatcher: ReputSide
     ) -> None:
         self.config = config
         self.commitlog = commitlog
