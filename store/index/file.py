@@ -36,7 +36,7 @@ from pocketmq.store.log.layout import (
 )
 from pocketmq.store.log.mapped_file import MappedFile
 
-__all__ = ["IndexFile", "IndexService", "index_key_hash", "topic_key_hash"]
+__all__ = ["IndexFile", "IndexService", "index_key_hash", "time_diff", "topic_key_hash"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,15 @@ _ENTRY_FMT = INDEX_ENTRY.format.lstrip(">")
 #: n -> the struct of n consecutive entries (n <= _RUN)
 _RUNS: dict[int, struct.Struct] = {}
 _RUN = 256
+
+
+def time_diff(store_timestamp: int, begin_timestamp: int) -> int:
+    """An entry's timeDiff: whole seconds since the file's beginTimestamp (0 while the file has
+    none yet), clamped to [0, Integer.MAX_VALUE] as Java's int field."""
+    diff = (store_timestamp - begin_timestamp) // 1000 if begin_timestamp > 0 else 0
+    if diff < 0:
+        return 0
+    return min(diff, _MAX_INT)
 
 
 def _entries_struct(n: int) -> struct.Struct:
@@ -155,12 +164,7 @@ class IndexFile:
         (slot_value,) = _unpack_slot(mm, slot_pos)
         if slot_value <= 0 or slot_value > idx:
             slot_value = 0
-        begin = self.begin_timestamp
-        diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
-        if diff < 0:
-            diff = 0
-        elif diff > _MAX_INT:
-            diff = _MAX_INT
+        diff = time_diff(store_timestamp, self.begin_timestamp)
         _pack_entry(mm, self.entries_base + idx * INDEX_ENTRY_SIZE, key_hash, phy_offset, diff, slot_value)
         _pack_slot(mm, slot_pos, idx)
         if idx <= 1:
@@ -188,6 +192,7 @@ class IndexFile:
                 n += 1
             return n
         begin = self.begin_timestamp
+        # inline of index.file.time_diff
         diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
         if diff < 0:
             diff = 0
@@ -238,6 +243,7 @@ class IndexFile:
         for h, phy, ts in zip(hashes, phys, tss, strict=True):
             if ts != last_ts:
                 last_ts = ts
+                # inline of index.file.time_diff
                 diff = (ts - begin) // 1000 if begin > 0 else 0
                 if diff < 0:
                     diff = 0

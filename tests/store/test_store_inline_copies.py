@@ -266,3 +266,35 @@ def test_put_time_inline_is_the_store_clock(tmp_path):
             assert r.append is not None and before <= r.append.store_timestamp <= after
     finally:
         s.close()
+
+
+# ---------------------------------------------------------------------------- index entry time
+
+
+@pytest.mark.parametrize("how", ["put_entries", "put_hashes"])
+def test_index_time_diff_inlines_equal_time_diff(how, tmp_path):
+    """Entries before the file's begin time, within it and past Integer.MAX_VALUE seconds
+    carry ``time_diff``'s value whichever writer put them."""
+    from pocketmq.store.index.file import IndexFile, time_diff
+
+    begin = 1_700_000_000_000
+    stamps = [begin, begin - 5000, begin + 1999, begin + (0x7FFFFFFF + 10) * 1000, begin + 61_000]
+    files = {}
+    for name in ("ref", how):
+        f = IndexFile(str(tmp_path / name), 8, 64, create=True)
+        f.put_hashed(7, 100, begin)  # the first entry sets beginTimestamp
+        for k, ts in enumerate(stamps):
+            hashes, phy = [k * 3 + 1, k * 3 + 2], 1000 + k
+            if name == "ref":
+                for h in hashes:
+                    assert f.put_hashed(h, phy, ts)
+            elif how == "put_entries":
+                assert f.put_entries(hashes, phy, ts) == 2
+            else:
+                assert f.put_hashes(hashes, [phy, phy], [ts, ts])
+        f.write_header()
+        files[name] = bytes(f.mf.mm)
+        f.mf.close()
+    assert files["ref"] == files[how]
+    assert [time_diff(ts, begin) for ts in stamps] == [0, 0, 1, 0x7FFFFFFF, 61]
+    assert time_diff(begin, 0) == 0
