@@ -1,8 +1,9 @@
 """pocketmq.store: RocketMQ 4.x's message store (CommitLog, ConsumeQueue, IndexFile), in Python.
 
-On-disk formats are RocketMQ's own (reference §4, §6; byte tables in ``layout.py`` and
+On-disk formats are RocketMQ's own (reference §4, §6; byte tables in ``log/layout.py`` and
 ``pocketmq.remoting.protocol.message``). The core is synchronous and loop-agnostic; only
-``store.services`` (flush, group commit, reput, allocation, cleanup) uses asyncio.
+``store.services`` (flush, group commit, reput, allocation, cleanup, the put waits) uses
+asyncio, and the façade's async methods delegate to it.
 
 Public API (``from pocketmq.store import ...``)
 ===============================================
@@ -95,21 +96,34 @@ the loop after each record reaches its ConsumeQueue (``logic_offset`` = queue of
 Java); :class:`MessageFilter`; :class:`ReplicationWaiter`.
 
 Index process (``indexProcessEnable``, pocketmq's own key, default off): ``start`` hands the
-IndexFiles to a child process (``index_proc``, started after recovery; ``index_child`` is the
+IndexFiles to a child process (``index.process.main``, started after recovery; ``index.process.control`` is the
 store's side) so the index is built on another core; reput then writes ConsumeQueues only.
 Messages are consumable as soon as reput dispatched them and findable by key once the child
 indexed them; ``dispatch_behind_bytes`` counts both. Queries, cleanup and the checkpoint's
 indexMsgTimestamp follow the child; ``shutdown`` lets it finish. Same files, same bytes.
 
+Layout (internal; the broker imports only this facade)
+    ``log/``       mapped files and their queue, CommitLog, batch encoding, record layout
+                   (``log/layout.py``), record validation, CRC, syscalls
+    ``queue/``     ConsumeQueue, the queue table, the pull selection over CQ units
+    ``index/``     IndexFile and IndexService, the key hash, the record scan, and ``process/``
+                   (the index child process: its program, the store's control of it, shared state)
+    ``dispatch/``  reput: the dispatcher, the appended-record fast path, property field parsing
+    ``recovery/``  CommitLog/ConsumeQueue/index recovery, the checkpoint, abort and lock files
+    ``services/``  the asyncio services (reput, flush, group commit, allocation, cleanup, the
+                   index-process watch, the fsync helper process, the flush-policy waits)
+    top level      the facade (``message_store``) and its public small modules: ``config``,
+                   ``results``, ``message_inner``, ``listener``, ``errors``, ``clock``, ``stats``
+
 Errors: expected outcomes are statuses; :class:`StoreError` subclasses for corruption that
 cannot be repaired, misuse (:class:`IllegalStateError`) and the lock; ``OSError`` propagates.
 """
 
-from pocketmq.store.batch_encode import BatchItem
 from pocketmq.store.clock import now_ms
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from pocketmq.store.errors import IllegalStateError, StoreCorruptError, StoreError, StoreLockedError
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
+from pocketmq.store.log.batch_encode import BatchItem
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.message_store import MessageStore
 from pocketmq.store.results import (

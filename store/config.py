@@ -63,103 +63,255 @@ class MessageStoreConfig(BaseModel):
     store_path_commit_log: str | None = Field(
         None, description="CommitLog directory (default root/commitlog)"
     )
-    store_path_dledger_commit_log: str | None = Field(None, alias="storePathDLedgerCommitLog")
+    store_path_dledger_commit_log: str | None = Field(
+        None,
+        alias="storePathDLedgerCommitLog",
+        description="DLedger CommitLog directory (accepted for broker.conf compatibility, not used)",
+    )
     mapped_file_size_commit_log: int = Field(_GiB, ge=4096, description="CommitLog segment size, bytes")
     mapped_file_size_consume_queue: int = Field(
         300_000 * CQ_STORE_UNIT_SIZE, ge=CQ_STORE_UNIT_SIZE, description="ConsumeQueue file size, bytes"
     )
-    enable_consume_queue_ext: bool = False
-    mapped_file_size_consume_queue_ext: int = 48 * _MiB
-    bit_map_length_consume_queue_ext: int = 64
+    enable_consume_queue_ext: bool = Field(
+        False, description="ConsumeQueue extension files (accepted for broker.conf compatibility, not used)"
+    )
+    mapped_file_size_consume_queue_ext: int = Field(
+        48 * _MiB,
+        description="ConsumeQueue extension file size, bytes (accepted for broker.conf compatibility, not used)",
+    )
+    bit_map_length_consume_queue_ext: int = Field(
+        64,
+        description="ConsumeQueue extension bitmap length, bits (accepted for broker.conf compatibility, not used)",
+    )
 
     # -- flushing
-    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_disk_type: FlushDiskType = Field(
+        FlushDiskType.ASYNC_FLUSH,
+        description="ASYNC_FLUSH (flush service) or SYNC_FLUSH (group commit before the reply)",
+    )
     flush_interval_commit_log: int = Field(500, ge=1, description="async CommitLog flush period, ms")
-    commit_interval_commit_log: int = 200
-    flush_commit_log_timed: bool = True
+    commit_interval_commit_log: int = Field(
+        200,
+        description="transient store pool commit period, ms (accepted for broker.conf compatibility, not used: no pool)",
+    )
+    flush_commit_log_timed: bool = Field(
+        True,
+        description="Java: sleep (true) or wait for a wake-up between async flushes (accepted for broker.conf compatibility, not used)",
+    )
     flush_commit_log_least_pages: int = Field(
         4, ge=0, description="async flush only if this many dirty pages"
     )
-    commit_commit_log_least_pages: int = 4
+    commit_commit_log_least_pages: int = Field(
+        4,
+        description="transient store pool commit threshold, pages (accepted for broker.conf compatibility, not used)",
+    )
     flush_commit_log_thorough_interval: int = Field(10_000, description="flush regardless of pages after, ms")
-    commit_commit_log_thorough_interval: int = 200
+    commit_commit_log_thorough_interval: int = Field(
+        200,
+        description="transient store pool full commit period, ms (accepted for broker.conf compatibility, not used)",
+    )
     flush_interval_consume_queue: int = Field(1000, ge=1, description="ConsumeQueue/index flush period, ms")
-    flush_consume_queue_least_pages: int = 2
-    flush_consume_queue_thorough_interval: int = 60_000
-    flush_least_pages_when_warm_maped_file: int = 1024 // 4 * 16
+    flush_consume_queue_least_pages: int = Field(
+        2, description="ConsumeQueue flush only if this many dirty pages"
+    )
+    flush_consume_queue_thorough_interval: int = Field(
+        60_000, description="ConsumeQueue flush regardless of pages after, ms"
+    )
+    flush_least_pages_when_warm_maped_file: int = Field(
+        1024 // 4 * 16,
+        description="Java's flush step while warming a new segment, pages (accepted for broker.conf compatibility, not used)",
+    )
     sync_flush_timeout: int = Field(5000, ge=1, description="SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT, ms")
-    flush_delay_offset_interval: int = 10_000
-    use_reentrant_lock_when_put_message: bool = True
+    flush_delay_offset_interval: int = Field(
+        10_000, description="flush the schedule (delay) offsets this often, ms"
+    )
+    use_reentrant_lock_when_put_message: bool = Field(
+        True,
+        description="Java put lock choice (accepted for broker.conf compatibility, not used: puts run on one loop, no lock)",
+    )
     warm_maped_file_enable: bool = Field(False, description="prefault new segments by writing them")
-    transient_store_pool_enable: bool = False
-    transient_store_pool_size: int = 5
-    fast_fail_if_no_buffer_in_store_pool: bool = False
-    os_page_cache_busy_time_out_mills: int = 1000
+    transient_store_pool_enable: bool = Field(
+        False, description="write through off-heap buffers (accepted for broker.conf compatibility, not used)"
+    )
+    transient_store_pool_size: int = Field(
+        5, description="number of transient store buffers (accepted for broker.conf compatibility, not used)"
+    )
+    fast_fail_if_no_buffer_in_store_pool: bool = Field(
+        False,
+        description="refuse puts when no transient buffer is free (accepted for broker.conf compatibility, not used)",
+    )
+    os_page_cache_busy_time_out_mills: int = Field(
+        1000,
+        description="Java put-lock hold time that counts as page-cache busy, ms (accepted for broker.conf compatibility, not used)",
+    )
 
     # -- cleanup
     clean_resource_interval: int = Field(10_000, ge=1, description="cleaner period, ms")
-    delete_commit_log_files_interval: int = 100
-    delete_consume_queue_files_interval: int = 100
-    destroy_maped_file_interval_forcibly: int = 120_000
-    redelete_hanged_file_interval: int = 120_000
+    delete_commit_log_files_interval: int = Field(
+        100, description="pause between two expired CommitLog segment deletions, ms"
+    )
+    delete_consume_queue_files_interval: int = Field(
+        100,
+        description="pause between two ConsumeQueue file deletions, ms (accepted for broker.conf compatibility, not used)",
+    )
+    destroy_maped_file_interval_forcibly: int = Field(
+        120_000,
+        description="Java: force-unmap a still-referenced file after, ms (accepted for broker.conf compatibility, not used)",
+    )
+    redelete_hanged_file_interval: int = Field(
+        120_000,
+        description="Java: retry deleting a file that failed to unmap after, ms (accepted for broker.conf compatibility, not used)",
+    )
     delete_when: str = Field("04", description="';'-separated hours of day when expired files are deleted")
     disk_max_used_space_ratio: int = Field(75, ge=10, le=95, description="percent; clean above this")
     file_reserved_time: int = Field(72, ge=0, description="hours a full CommitLog file is kept")
-    clean_file_forcibly_enable: bool = True
+    clean_file_forcibly_enable: bool = Field(
+        True, description="delete the oldest files above diskSpaceCleanForciblyRatio even if not expired"
+    )
     # Java reads these two from system properties; here they are ordinary keys.
     disk_space_warning_level_ratio: float = Field(0.90, gt=0, le=1, description="disk full above this")
     disk_space_clean_forcibly_ratio: float = Field(0.85, gt=0, le=1, description="delete oldest above this")
 
     # -- messages, reads, index
     max_message_size: int = Field(4 * _MiB, ge=1, description="max body size, bytes")
-    check_crc_on_recover: bool = Field(True, alias="checkCRCOnRecover")
-    put_msg_index_hight_water: int = 600_000
-    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
-    max_transfer_count_on_message_in_memory: int = 32
-    max_transfer_bytes_on_message_in_disk: int = 64 * 1024
-    max_transfer_count_on_message_in_disk: int = 8
-    access_message_in_memory_max_ratio: int = Field(40, ge=0, le=100)
-    message_index_enable: bool = True
+    check_crc_on_recover: bool = Field(
+        True, alias="checkCRCOnRecover", description="check every record's body CRC during recovery"
+    )
+    put_msg_index_hight_water: int = Field(
+        600_000,
+        description="Java: index backlog above which puts are throttled (accepted for broker.conf compatibility, not used)",
+    )
+    max_transfer_bytes_on_message_in_memory: int = Field(
+        256 * 1024, description="max bytes per pull when the data is in page cache"
+    )
+    max_transfer_count_on_message_in_memory: int = Field(
+        32, description="max messages per pull when the data is in page cache"
+    )
+    max_transfer_bytes_on_message_in_disk: int = Field(
+        64 * 1024, description="max bytes per pull when the data is beyond memory"
+    )
+    max_transfer_count_on_message_in_disk: int = Field(
+        8, description="max messages per pull when the data is beyond memory"
+    )
+    access_message_in_memory_max_ratio: int = Field(
+        40,
+        ge=0,
+        le=100,
+        description="percent of RAM behind the CommitLog head counted as in memory (pull limits, suggest slave)",
+    )
+    message_index_enable: bool = Field(True, description="build IndexFiles (query by key / UNIQ_KEY)")
     # pocketmq's own key (RocketMQ has none): build the index in a second process
-    # (store/index_proc.py) so it runs on another core; reput then writes ConsumeQueues only
+    # (store/index/process/main.py) so it runs on another core; reput then writes ConsumeQueues only
     index_process_enable: bool = Field(
         False, description="pocketmq only: build IndexFiles in a child process (needs messageIndexEnable)"
     )
-    max_hash_slot_num: int = Field(5_000_000, ge=1)
-    max_index_num: int = Field(5_000_000 * 4, ge=2)
-    max_msgs_num_batch: int = 64
-    message_index_safe: bool = False
-    default_query_max_num: int = 32
-    disk_fall_recorded: bool = True
-    duplication_enable: bool = False
-    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
-    enable_schedule_message_stats: bool = True
-    enable_schedule_async_deliver: bool = False
-    schedule_async_deliver_max_pending_limit: int = 2000
-    schedule_async_deliver_max_resend_num2_blocked: int = 3
-    enable_lmq: bool = False
-    enable_multi_dispatch: bool = False
-    max_lmq_consume_queue_num: int = 20_000
+    max_hash_slot_num: int = Field(5_000_000, ge=1, description="hash slots per IndexFile")
+    max_index_num: int = Field(5_000_000 * 4, ge=2, description="entries per IndexFile")
+    max_msgs_num_batch: int = Field(64, description="max messages one key query returns")
+    message_index_safe: bool = Field(
+        False,
+        description="Java: use the checkpoint's index time in abnormal recovery (accepted for broker.conf compatibility, not used)",
+    )
+    default_query_max_num: int = Field(32, description="max messages of a key query that names no limit")
+    disk_fall_recorded: bool = Field(
+        True,
+        description="Java: record pull disk fall-behind stats (accepted for broker.conf compatibility, not used)",
+    )
+    duplication_enable: bool = Field(
+        False,
+        description="Java: reput from the CommitLog start on a slave (accepted for broker.conf compatibility, not used)",
+    )
+    message_delay_level: str = Field(
+        DEFAULT_MESSAGE_DELAY_LEVEL,
+        description="delay of each delay level 1..n (s/m/h/d units), as in RocketMQ",
+    )
+    enable_schedule_message_stats: bool = Field(
+        True, description="count delayed message deliveries per level"
+    )
+    enable_schedule_async_deliver: bool = Field(
+        False,
+        description="Java: deliver due delayed messages asynchronously (accepted for broker.conf compatibility, not used)",
+    )
+    schedule_async_deliver_max_pending_limit: int = Field(
+        2000,
+        description="Java: async delayed delivery backlog limit (accepted for broker.conf compatibility, not used)",
+    )
+    schedule_async_deliver_max_resend_num2_blocked: int = Field(
+        3,
+        description="Java: async delayed delivery resends before blocking (accepted for broker.conf compatibility, not used)",
+    )
+    enable_lmq: bool = Field(
+        False, description="light message queues (accepted for broker.conf compatibility, not used)"
+    )
+    enable_multi_dispatch: bool = Field(
+        False,
+        description="dispatch one message to several queues (accepted for broker.conf compatibility, not used)",
+    )
+    max_lmq_consume_queue_num: int = Field(
+        20_000, description="light message queue limit (accepted for broker.conf compatibility, not used)"
+    )
 
     # -- roles and HA
-    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
-    ha_listen_port: int = 10912
-    ha_send_heartbeat_interval: int = 5000
-    ha_housekeeping_interval: int = 20_000
-    ha_transfer_batch_size: int = 32 * 1024
-    ha_master_address: str | None = None
-    ha_slave_fallbehind_max: int = 256 * _MiB
-    slave_timeout: int = 3000
-    offset_check_in_slave: bool = False
-    debug_lock_enable: bool = False
-    is_enable_batch_push: bool = Field(False, alias="isEnableBatchPush")
+    broker_role: BrokerRole = Field(
+        BrokerRole.ASYNC_MASTER,
+        description="ASYNC_MASTER, SYNC_MASTER (puts wait for the slave) or SLAVE (puts refused)",
+    )
+    ha_listen_port: int = Field(10912, description="master port slaves connect to for CommitLog replication")
+    ha_send_heartbeat_interval: int = Field(
+        5000, description="slave offset report period, ms (HA) (for HA replication, not built yet: unused)"
+    )
+    ha_housekeeping_interval: int = Field(
+        20_000,
+        description="master drops a slave silent this long, ms (HA) (for HA replication, not built yet: unused)",
+    )
+    ha_transfer_batch_size: int = Field(
+        32 * 1024,
+        description="max CommitLog bytes per HA transfer (for HA replication, not built yet: unused)",
+    )
+    ha_master_address: str | None = Field(
+        None,
+        description="a slave's master HA address host:port (else learned from the name server) (for HA replication, not built yet: unused)",
+    )
+    ha_slave_fallbehind_max: int = Field(
+        256 * _MiB,
+        description="SYNC_MASTER: slave behind by more than this many bytes is not in sync (for HA replication, not built yet: unused)",
+    )
+    slave_timeout: int = Field(
+        3000,
+        description="SYNC_MASTER wait for the slave before SLAVE_NOT_AVAILABLE/FLUSH_SLAVE_TIMEOUT, ms (for HA replication, not built yet: unused)",
+    )
+    offset_check_in_slave: bool = Field(False, description="a slave corrects out-of-range pull offsets too")
+    debug_lock_enable: bool = Field(
+        False, description="Java lock debugging (accepted for broker.conf compatibility, not used)"
+    )
+    is_enable_batch_push: bool = Field(
+        False,
+        alias="isEnableBatchPush",
+        description="Java: push batches to slaves (accepted for broker.conf compatibility, not used)",
+    )
 
     # -- DLedger (accepted so a Java broker.conf loads; DLedger mode itself is not supported)
-    enable_dleger_commit_log: bool = Field(False, alias="enableDLegerCommitLog")
-    dleger_group: str | None = Field(None, alias="dLegerGroup")
-    dleger_peers: str | None = Field(None, alias="dLegerPeers")
-    dleger_self_id: str | None = Field(None, alias="dLegerSelfId")
-    preferred_leader_id: str | None = None
+    enable_dleger_commit_log: bool = Field(
+        False, alias="enableDLegerCommitLog", description="DLedger CommitLog mode (refused: not supported)"
+    )
+    dleger_group: str | None = Field(
+        None,
+        alias="dLegerGroup",
+        description="DLedger group name (accepted for broker.conf compatibility, not used)",
+    )
+    dleger_peers: str | None = Field(
+        None,
+        alias="dLegerPeers",
+        description="DLedger peers (accepted for broker.conf compatibility, not used)",
+    )
+    dleger_self_id: str | None = Field(
+        None,
+        alias="dLegerSelfId",
+        description="DLedger id of this node (accepted for broker.conf compatibility, not used)",
+    )
+    preferred_leader_id: str | None = Field(
+        None, description="DLedger preferred leader (accepted for broker.conf compatibility, not used)"
+    )
 
     @field_validator("message_delay_level")
     @classmethod

@@ -8,28 +8,29 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.protocol.message import MessageExt
-from pocketmq.store import commitlog_recovery, queries
-from pocketmq.store.batch_encode import BatchItem
-from pocketmq.store.checkpoint import (
+from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
+from pocketmq.store.clock import now_ms
+from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from pocketmq.store.dispatch.dispatcher import Dispatcher
+from pocketmq.store.errors import IllegalStateError
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
+from pocketmq.store.log.batch_encode import BatchItem
+from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.log.syscalls import disk_usage_ratio
+from pocketmq.store.message_inner import MessageInner
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
+from pocketmq.store.queue.pull import select_messages
+from pocketmq.store.recovery.checkpoint import (
     StoreCheckpoint,
     StoreLock,
     abort_file_exists,
     create_abort_file,
     remove_abort_file,
 )
-from pocketmq.store.clock import now_ms
-from pocketmq.store.commitlog import CommitLog
-from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
-from pocketmq.store.cq_table import ConsumeQueueTable
-from pocketmq.store.dispatch import Dispatcher
-from pocketmq.store.errors import IllegalStateError
-from pocketmq.store.index_file import IndexService
-from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC
-from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
-from pocketmq.store.mapped_file import MappedFile
-from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.pull import select_messages
+from pocketmq.store.recovery.recover import recover
 from pocketmq.store.results import (
     ConsumeQueueRead,
     GetMessageStatus,
@@ -38,10 +39,11 @@ from pocketmq.store.results import (
     PutResult,
     QueryMessageResult,
 )
+from pocketmq.store.services import StoreServices
+from pocketmq.store.services.policy import PutPolicy
 from pocketmq.store.stats import StoreStats
 
 if TYPE_CHECKING:
-    from pocketmq.store.services import StoreServices
     from pocketmq.store.services.flush import RoundFuture
 
 logger = logging.getLogger(__name__)
@@ -56,7 +58,6 @@ def _physical_memory() -> int:
 
 _REFUSED = PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
 # enum members as module constants: a member read is an attribute lookup (~80 ns) per put
-_PUT_OK = PutMessageStatus.PUT_OK
 _FLUSH_DISK_TIMEOUT = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 
@@ -89,6 +90,9 @@ class MessageStore:
         self._wake_reput: Callable[[], None] = _noop
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._sync_master = config.broker_role is BrokerRole.SYNC_MASTER
+        self._policy = PutPolicy(
+            sync_flush=self._sync_flush, sync_master=self._sync_master, flush_now=self.commitlog.mfq.flush
+        )
 
     # ================================================================ lifecycle
 
@@ -146,7 +150,7 @@ class MessageStore:
         self.commitlog.mfq.load()
         self.index.load(adopt=not cfg.index_process_enable)
         started = time.monotonic()
-        commitlog_recovery.recover(
+        recover(
             self.commitlog,
             self.cq_table,
             self.index,
@@ -165,13 +169,12 @@ class MessageStore:
 
     async def start(self) -> None:
         """Start flush / group commit / reput / allocation / cleanup / checkpoint services."""
-        from pocketmq.store.services import StoreServices
-
         if self._state != "loaded":
             raise IllegalStateError(f"start() in state {self._state}")
-        self._services = StoreServices(self)
-        self._services.start()
-        self._wake_reput = self._services.reput.wakeup_callable()
+        services = self._services = StoreServices(self)
+        services.start()
+        self._wake_reput = services.reput.wakeup_callable()
+        self._policy.group_commit = services.group_commit if self._sync_flush else None
         self._state = "running"
 
     async def shutdown(self) -> None:
@@ -181,6 +184,7 @@ class MessageStore:
         self._state = "stopping"
         services, self._services = self._services, None
         self._wake_reput = _noop
+        self._policy.group_commit = None
         if services is not None:
             await services.stop()
         self.close(flush=services is None)
@@ -265,10 +269,10 @@ class MessageStore:
         Puts of a burst share it (register the highest end offset once). None when no wait
         applies: ASYNC_FLUSH, store not started, failed put. Not SYNC_MASTER replication."""
         append = result.append
-        services = self._services
-        if append is None or not self._sync_flush or services is None:
+        gc = self._policy.group_commit
+        if append is None or gc is None:
             return None
-        return services.group_commit.wait_flushed(append.wrote_offset + append.wrote_bytes)
+        return gc.wait_flushed(append.wrote_offset + append.wrote_bytes)
 
     async def put_message_async(self, msg: MessageInner) -> PutResult:
         """``put_message`` + the flush policy (SYNC_FLUSH group commit unless WAIT=false)."""
@@ -276,45 +280,26 @@ class MessageStore:
         append = result.append
         if append is None or not (self._sync_flush or self._sync_master) or not msg.wait_store_msg_ok:
             return result
-        services = self._services
-        if self._sync_flush and services is not None and not self._sync_master:
-            # the common SYNC_FLUSH case without an extra coroutine frame
-            if await services.group_commit.wait_flushed(append.wrote_offset + append.wrote_bytes):
+        gc = self._policy.group_commit
+        if gc is not None and not self._sync_master:
+            # the common SYNC_FLUSH case without an extra coroutine frame (PutPolicy.wait's)
+            if await gc.wait_flushed(append.wrote_offset + append.wrote_bytes):
                 return result
             return PutResult(_FLUSH_DISK_TIMEOUT, append)
-        return await self._await_policy(result)
+        return await self._policy.wait(result, self.replication_waiter)
 
     async def put_messages_async(self, msgs: Sequence[MessageInner]) -> PutResult:
         result = self.put_messages(msgs)
         if result.append is None or not msgs[0].wait_store_msg_ok:
             return result
-        return await self._await_policy(result)
+        return await self._policy.wait(result, self.replication_waiter)
 
     async def put_batch_async(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
         """``put_batch`` + the flush/replication policy (the caller has checked ``WAIT``)."""
         result = self.put_batch(template, items)
         if result.append is None:
             return result
-        return await self._await_policy(result)
-
-    async def _await_policy(self, result: PutResult) -> PutResult:
-        append = result.append
-        assert append is not None
-        end = append.wrote_offset + append.wrote_bytes
-        status = _PUT_OK
-        if self._sync_flush:
-            services = self._services
-            if services is None:
-                self.commitlog.mfq.flush()
-            elif not await services.group_commit.wait_flushed(end):
-                status = _FLUSH_DISK_TIMEOUT
-        if self._sync_master and self.replication_waiter is not None:
-            repl = await self.replication_waiter.wait_replicated(end)
-            if repl is not _PUT_OK:
-                status = repl
-        if status is _PUT_OK:
-            return result
-        return PutResult(status, append)
+        return await self._policy.wait(result, self.replication_waiter)
 
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset).
@@ -421,11 +406,24 @@ class MessageStore:
 
     def look_message_by_offset(self, phy_offset: int, size: int | None = None) -> MessageExt | None:
         """Decode the record at a CommitLog offset; None if absent or not a valid record."""
-        return queries.look_message_by_offset(self, phy_offset, size)
+        raw = self.get_message_bytes_by_offset(phy_offset, size)
+        if raw is None:
+            return None
+        try:
+            return decode_message(raw)
+        except MessageDecodeError:
+            return None
 
     def get_message_bytes_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:
         """Raw record at a CommitLog offset (VIEW_MESSAGE_BY_ID); size read from the record if None."""
-        return queries.message_bytes_by_offset(self, phy_offset, size)
+        if size is None:
+            head = self.commitlog.get_message(phy_offset, 4)  # the record's TOTALSIZE
+            if head is None:
+                return None
+            size = int.from_bytes(head, "big", signed=True)
+            if size < 91:  # smaller than any record (empty body, 1-byte topic, no properties)
+                return None
+        return self.commitlog.get_message(phy_offset, size)
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.cq_table.find(topic, queue_id)
@@ -464,7 +462,30 @@ class MessageStore:
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
         """Messages of ``topic`` whose KEYS (or UNIQ_KEY) contain ``key``, stored within [begin, end] ms."""
-        return queries.query_message(self, topic, key, max_num, begin, end)
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        found: list[bytes] = []
+        seen: set[int] = set()
+        # ask for more candidates than wanted: collisions and duplicates are filtered below
+        for phy in self.index.query(topic, key, min(max_num * 4, 4096), begin, end):
+            if phy in seen:
+                continue
+            seen.add(phy)
+            raw = self.get_message_bytes_by_offset(phy)
+            if raw is None:
+                continue
+            try:
+                msg = decode_message(raw, read_body=False)
+            except MessageDecodeError:
+                continue
+            keys = (msg.get_property(MessageConst.KEYS) or "").split(" ")
+            if msg.topic != topic or (key not in keys and msg.uniq_key != key):
+                continue  # hash collision or a stale entry
+            if not begin <= msg.store_timestamp <= end:
+                continue
+            found.append(raw)
+            if len(found) >= max_num:
+                break
+        return QueryMessageResult(found, self.index.last_update_timestamp, self.index.last_update_phy_offset)
 
     def get_max_phy_offset(self) -> int:
         return self.commitlog.max_offset
@@ -478,17 +499,47 @@ class MessageStore:
 
     def runtime_info(self) -> dict[str, str]:
         """RocketMQ runtime-info keys (``putTps``, ``commitLogDiskRatio``, ...), values as strings."""
-        return queries.runtime_info(self)
+        cl = self.commitlog
+        cfg = self.config
+        info = self.stats.runtime_info(cl.put_times_total, cl.put_size_total)
+        try:
+            cl_ratio = disk_usage_ratio(cfg.commit_log_dir)
+            cq_ratio = disk_usage_ratio(cfg.store_path_root_dir)
+        except OSError:
+            cl_ratio = cq_ratio = -1.0
+        info.update(
+            {
+                "commitLogDiskRatio": f"{cl_ratio}",
+                f"commitLogDiskRatio_{cfg.commit_log_dir}": f"{cl_ratio}",
+                "consumeQueueDiskRatio": f"{cq_ratio}",
+                "commitLogMinOffset": str(cl.min_offset),
+                "commitLogMaxOffset": str(cl.max_offset),
+                "dispatchBehindBytes": str(self.dispatch_behind_bytes),
+                "remainHowManyDataToFlush": str(cl.mfq.dirty_bytes()),
+                "remainTransientStoreBufferNumbs": "0",
+                "earliestMessageTimeStamp": str(self.get_earliest_message_time()),
+                "pageCacheLockTimeMills": "0",
+            }
+        )
+        return info
 
     # ================================================================ admin
 
     def delete_topics(self, topics: Iterable[str]) -> int:
         """Drop the ConsumeQueues (and queue-offset counters) of ``topics``; returns how many existed."""
-        return queries.delete_topics(self, topics)
+        n = 0
+        table = self.commitlog.topic_queue_table
+        for topic in list(topics):
+            if self.cq_table.delete_topic(topic):
+                n += 1
+            for key in [k for k in table if k[0] == topic]:
+                del table[key]
+        return n
 
     def clean_unused_topics(self, retain: Iterable[str]) -> int:
         """Delete the queues of every topic not in ``retain`` (system topics are kept)."""
-        return queries.clean_unused_topics(self, retain)
+        keep = set(retain) | {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"}
+        return self.delete_topics([t for t in self.cq_table.topics() if t not in keep])
 
     def clean_expired_consume_queues(self) -> int:
         """Java ``cleanExpiredConsumerQueue`` plus the CQ file sweep of the clean service.

@@ -1,9 +1,13 @@
-"""The store's asyncio services (the only store modules besides ``ha`` that touch asyncio).
+"""The store's asyncio services (the only store modules that touch asyncio).
 
-``StoreServices`` wires them for one ``MessageStore``: reput (event-driven), CommitLog flush
+``StoreServices`` wires them for one store (``base.ServedStore``: the parts the services use,
+so they never import the façade that starts them): reput (event-driven), CommitLog flush
 (ASYNC_FLUSH) or group commit (SYNC_FLUSH), ConsumeQueue/index/checkpoint flush, next-segment
 allocation, cleanup and housekeeping. Blocking syscalls run in two small thread pools: one
 for fsync, one for allocation and unlinking (so a slow fallocate never delays a group commit).
+``policy.PutPolicy`` holds the waits after a put (SYNC_FLUSH group commit, SYNC_MASTER
+replication) that the façade's ``put_*_async`` delegate to; ``fsync_process`` is the group
+commit's fsync helper process, ``cleanup`` the retention decisions (pure functions).
 """
 
 from __future__ import annotations
@@ -16,14 +20,13 @@ from typing import TYPE_CHECKING
 
 from pocketmq.store.config import FlushDiskType
 from pocketmq.store.services.allocate import AllocateService
-from pocketmq.store.services.base import StoreService
+from pocketmq.store.services.base import ServedStore, StoreService
 from pocketmq.store.services.clean import CleanService, HousekeepingService
 from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlushService, GroupCommitService
 from pocketmq.store.services.reput import ReputService
 
 if TYPE_CHECKING:
-    from pocketmq.store.index_child import IndexProcess
-    from pocketmq.store.message_store import MessageStore
+    from pocketmq.store.index.process.control import IndexProcess
 
 __all__ = ["StoreServices"]
 
@@ -34,7 +37,7 @@ INDEX_STOP_TIMEOUT_S = 30.0
 
 
 class StoreServices:
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServedStore) -> None:
         cfg = store.config
         cp = store.checkpoint
         assert cp is not None
@@ -80,7 +83,7 @@ class StoreServices:
         self.reput.wakeup()
 
     def _start_index_process(self) -> None:
-        from pocketmq.store.index_child import IndexProcess
+        from pocketmq.store.index.process.control import IndexProcess
         from pocketmq.store.services.indexproc import IndexProcService
 
         store = self.store

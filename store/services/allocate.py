@@ -29,8 +29,8 @@ import logging
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from pocketmq.store import syscalls
-from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.log import syscalls
+from pocketmq.store.log.mapped_file import MappedFile
 
 logger = logging.getLogger(__name__)
 

@@ -16,11 +16,45 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from pocketmq.store.config import MessageStoreConfig
+    from pocketmq.store.dispatch.dispatcher import Dispatcher
+    from pocketmq.store.index.file import IndexService
+    from pocketmq.store.log.commitlog import CommitLog
+    from pocketmq.store.queue.cq_table import ConsumeQueueTable
+    from pocketmq.store.recovery.checkpoint import StoreCheckpoint
+    from pocketmq.store.stats import StoreStats
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class ServedStore(Protocol):
+    """What the services use of the store they run for (``MessageStore`` is one). A Protocol,
+    so the services depend on the store's parts, not on the façade that starts them."""
+
+    clock: Callable[[], int]
+    #: set by the clean service above ``diskSpaceWarningLevelRatio`` (puts are refused)
+    disk_full: bool
+
+    @property
+    def config(self) -> MessageStoreConfig: ...
+    @property
+    def commitlog(self) -> CommitLog: ...
+    @property
+    def cq_table(self) -> ConsumeQueueTable: ...
+    @property
+    def index(self) -> IndexService: ...
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+    @property
+    def checkpoint(self) -> StoreCheckpoint | None: ...
+    @property
+    def stats(self) -> StoreStats: ...
+    def flush(self) -> None: ...
 
 
 class StoreService:

@@ -1,4 +1,4 @@
-"""Retention and housekeeping services; the decisions themselves are pure (store/cleanup.py)."""
+"""Retention and housekeeping services; the decisions themselves are pure (store/services/cleanup.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,10 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
-from pocketmq.store.cleanup import count_expired_files, decide
-from pocketmq.store.services.base import StoreService
-from pocketmq.store.syscalls import disk_usage_ratio
-
-if TYPE_CHECKING:
-    from pocketmq.store.message_store import MessageStore
+from pocketmq.store.log.syscalls import disk_usage_ratio
+from pocketmq.store.services.base import ServedStore, StoreService
+from pocketmq.store.services.cleanup import count_expired_files, decide
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +31,7 @@ class CleanService(StoreService):
 
     name = "clean"
 
-    def __init__(self, store: MessageStore, executor: ThreadPoolExecutor) -> None:
+    def __init__(self, store: ServedStore, executor: ThreadPoolExecutor) -> None:
         super().__init__(store.config.clean_resource_interval / 1000, executor)
         self.store = store
         #: rounds of forced deletion requested by an admin (Java executeDeleteFilesManually: 20)
@@ -114,7 +110,7 @@ class HousekeepingService(StoreService):
 
     name = "housekeeping"
 
-    def __init__(self, store: MessageStore, executor: ThreadPoolExecutor) -> None:
+    def __init__(self, store: ServedStore, executor: ThreadPoolExecutor) -> None:
         super().__init__(1.0, executor)
         self.store = store
 

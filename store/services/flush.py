@@ -17,16 +17,16 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from pocketmq.store.checkpoint import StoreCheckpoint
-from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.cq_table import ConsumeQueueTable
-from pocketmq.store.dispatch import Dispatcher
-from pocketmq.store.fsync_process import FsyncProcess
-from pocketmq.store.index_file import IndexService
-from pocketmq.store.layout import OS_PAGE_SIZE
-from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.dispatch.dispatcher import Dispatcher
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.layout import OS_PAGE_SIZE
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
+from pocketmq.store.recovery.checkpoint import StoreCheckpoint
 from pocketmq.store.services.base import StoreService
+from pocketmq.store.services.fsync_process import FsyncProcess
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from pocketmq.store.index_child import IndexProcess
+from pocketmq.store.index.process.control import IndexProcess
 from pocketmq.store.services.base import StoreService
 
 #: how often the child's liveness is checked (a ``waitpid``), seconds

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from pocketmq.store.dispatch import Dispatcher
+from pocketmq.store.dispatch.dispatcher import Dispatcher
 from pocketmq.store.services.base import StoreService
 
 logger = logging.getLogger(__name__)

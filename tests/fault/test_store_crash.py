@@ -21,8 +21,8 @@ import pytest
 
 from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.store import GetMessageStatus, MessageStore
-from pocketmq.store.commitlog_recovery import scan_commit_log
-from pocketmq.store.dispatch import DispatchRequest
+from pocketmq.store.dispatch.dispatcher import DispatchRequest
+from pocketmq.store.recovery.recover import scan_commit_log
 
 sys.path.insert(0, os.path.dirname(__file__))
 from store_crash_child import QUEUES, TOPIC, config, message  # noqa: E402

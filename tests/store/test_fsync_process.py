@@ -1,4 +1,4 @@
-"""SYNC_FLUSH group commit through the fsync helper process (store/fsync_process.py).
+"""SYNC_FLUSH group commit through the fsync helper process (store/services/fsync_process.py).
 
 The thread path is covered by test_store_services.py (those tests switch the process off to
 inject faults into ``_fsync_all``); here the same guarantees hold with the helper: waiters are
@@ -22,8 +22,8 @@ import time
 import pytest
 
 from pocketmq.store import MessageStore, PutMessageStatus
-from pocketmq.store.fsync_process import FsyncProcess
 from pocketmq.store.services import flush as flush_module
+from pocketmq.store.services.fsync_process import FsyncProcess
 
 from .conftest import make_msg, tiny_config
 

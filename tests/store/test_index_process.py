@@ -1,4 +1,4 @@
-"""indexProcessEnable: the index built by a second process (store/index_proc.py).
+"""indexProcessEnable: the index built by a second process (store/index/process/main.py).
 
 The reference is the in-process index: for the same records, the files the child writes must be
 byte-identical (file names aside: they carry creation times). Also: queries see the child's
@@ -20,9 +20,9 @@ import pytest
 
 from pocketmq.remoting.protocol.message import decode_message
 from pocketmq.store import MessageInner, MessageStore
-from pocketmq.store.index_hash import index_key_hash
-from pocketmq.store.index_scan import KeyHashCache, index_range, scan_keys
-from pocketmq.store.layout import INDEX_ENTRY, INDEX_HEADER
+from pocketmq.store.index.hash import index_key_hash
+from pocketmq.store.index.scan import KeyHashCache, index_range, scan_keys
+from pocketmq.store.log.layout import INDEX_ENTRY, INDEX_HEADER
 
 from .conftest import BORN_HOST, STORE_HOST, FakeClock, tiny_config
 
@@ -399,8 +399,8 @@ def test_a_slice_cut_by_a_kill_is_repaired(tmp_path, entries_written: bool) -> N
     the next child's load repairs them, so redoing the slice writes the same bytes."""
     import random
 
-    from pocketmq.store.index_file import IndexService
-    from pocketmq.store.index_proc import load_last
+    from pocketmq.store.index.file import IndexService
+    from pocketmq.store.index.process.main import load_last
 
     rnd = random.Random(7)
     slices = []
@@ -470,7 +470,7 @@ async def test_dispatch_behind_includes_the_childs_lag(tmp_path) -> None:
 
 
 async def test_a_child_that_keeps_failing_falls_back_to_in_process_indexing(tmp_path, monkeypatch) -> None:
-    from pocketmq.store import index_child
+    from pocketmq.store.index.process import control as index_child
 
     clock = FakeClock()
     store = await _open_child_store(str(tmp_path / "child"), clock)
@@ -545,8 +545,8 @@ def test_a_kill_while_rolling_to_a_new_file_is_settled(tmp_path) -> None:
     every entry once, every chain complete."""
     import random
 
-    from pocketmq.store.index_file import IndexService
-    from pocketmq.store.index_proc import load_last
+    from pocketmq.store.index.file import IndexService
+    from pocketmq.store.index.process.main import load_last
 
     rnd = random.Random(3)
     slices = []

@@ -13,7 +13,7 @@ from pocketmq.remoting.protocol.message import (
     properties_to_string,
 )
 from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus
-from pocketmq.store.layout import file_name_of
+from pocketmq.store.log.layout import file_name_of
 
 from .conftest import BORN_HOST, STORE_HOST, make_msg, pull_all
 

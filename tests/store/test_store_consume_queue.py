@@ -8,7 +8,7 @@ import struct
 
 from pocketmq.remoting.protocol.message import decode_message, decode_messages, java_string_hash
 from pocketmq.store import GetMessageStatus, MessageInner
-from pocketmq.store.layout import CQ_UNIT, SCHEDULE_TOPIC, file_name_of
+from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC, file_name_of
 
 from .conftest import make_msg, pull_all
 

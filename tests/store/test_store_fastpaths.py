@@ -23,10 +23,10 @@ from pocketmq.remoting.protocol.message import (
     tags_hash,
 )
 from pocketmq.store import MessageInner, MessageStore, PutMessageStatus
-from pocketmq.store.dispatch import dispatch_fields, tags_code_of
-from pocketmq.store.index_hash import topic_key_hash, topic_key_hashes
-from pocketmq.store.layout import CQ_UNIT_SIZE
-from pocketmq.store.records import CORRUPT, END, INCOMPLETE, validate_record
+from pocketmq.store.dispatch.dispatcher import dispatch_fields, tags_code_of
+from pocketmq.store.index.hash import topic_key_hash, topic_key_hashes
+from pocketmq.store.log.layout import CQ_UNIT_SIZE
+from pocketmq.store.log.records import CORRUPT, END, INCOMPLETE, validate_record
 
 from .conftest import BORN_HOST, STORE_HOST, FakeClock, crash, make_msg, pull_all, tiny_config
 
@@ -216,8 +216,8 @@ def test_cached_index_hashes_equal_java_string_hash():
 
 
 def test_tail_table_holds_every_ascii_pair_and_uniq_keys_hash_without_a_miss():
-    from pocketmq.store import index_hash
-    from pocketmq.store.index_hash import TAIL_TABLE
+    from pocketmq.store.index import hash as index_hash
+    from pocketmq.store.index.hash import TAIL_TABLE
 
     for a in range(128):
         for b in range(128):
@@ -346,7 +346,7 @@ def test_record_appended_at_the_cut_point_is_indexed(tmp_path):
 
 def test_build_index_writes_what_per_key_puts_write(tmp_path):
     """``build_index`` (cached hashes, a record's entries together) against plain per-key puts."""
-    from pocketmq.store.index_file import IndexService, index_key_hash
+    from pocketmq.store.index.file import IndexService, index_key_hash
 
     clock = FakeClock()
     fast = IndexService(str(tmp_path / "fast"), 16, 50, clock)
@@ -469,7 +469,7 @@ def test_index_write_failure_keeps_entries_and_retries_them(tmp_path, monkeypatc
     entries are kept and written by the next reput, before anything newer."""
     import errno
 
-    from pocketmq.store.index_file import IndexService
+    from pocketmq.store.index.file import IndexService
 
     store = MessageStore(tiny_config(str(tmp_path / "s"), max_index_num=21))  # 10 records a file
     store.load()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from pocketmq.remoting.protocol.message import decode_message, java_string_hash
-from pocketmq.store.index_file import IndexFile, index_key_hash
-from pocketmq.store.layout import INDEX_ENTRY, INDEX_HEADER
+from pocketmq.store.index.file import IndexFile, index_key_hash
+from pocketmq.store.log.layout import INDEX_ENTRY, INDEX_HEADER
 
 from .conftest import crash, make_msg
 
@@ -130,7 +130,7 @@ def test_entries_written_after_the_last_header_are_adopted_after_a_crash(open_st
     f = store.index.files[-1]
     # dispatch without the end-of-batch header write, then die
     while store.dispatcher.reput_from_offset < store.get_max_phy_offset():
-        from pocketmq.store.dispatch import check_message
+        from pocketmq.store.dispatch.dispatcher import check_message
 
         mf = store.commitlog.mfq.last
         pos = store.dispatcher.reput_from_offset - mf.file_from_offset

@@ -11,8 +11,8 @@ import threading
 import pytest
 
 from pocketmq.store import MessageStore, PutMessageStatus
-from pocketmq.store import mapped_file as mapped_file_module
-from pocketmq.store.cleanup import count_expired_files, decide, is_time_to_delete
+from pocketmq.store.log import mapped_file as mapped_file_module
+from pocketmq.store.services.cleanup import count_expired_files, decide, is_time_to_delete
 
 from .conftest import FakeClock, make_msg, pull_all, tiny_config
 
@@ -425,7 +425,7 @@ def test_count_expired_files():
 def test_prefault_window_follows_the_writer(tmp_path, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    from pocketmq.store.mapped_file import MappedFile
+    from pocketmq.store.log.mapped_file import MappedFile
     from pocketmq.store.services import allocate
 
     monkeypatch.setattr(allocate, "PREFAULT_WINDOW", 16 * 4096)

@@ -1,7 +1,7 @@
-"""``IndexFile`` (hash slots + chained entries, layout.py) and ``IndexService`` (rolling, queries).
+"""``IndexFile`` (hash slots + chained entries, log/layout.py) and ``IndexService`` (rolling, queries).
 
 Key = ``topic#key``; hash = ``abs(String.hashCode)`` (0 for Integer.MIN_VALUE, computed with
-cached heads and tails in ``index_hash``); slot = hash % slotNum. Each entry links to the
+cached heads and tails in ``index.hash``); slot = hash % slotNum. Each entry links to the
 previous entry of its bucket, so a query walks one chain. The slot table is read and written
 through a big-endian ctypes view of the mapping (``MappedFile.aux``). Reput's fast path
 writes the entries of a whole slice of records with a few ``pack_into`` calls (``put_hashes``);
@@ -20,13 +20,13 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 
-from pocketmq.store.index_hash import (
+from pocketmq.store.index.hash import (
     index_key_hash,
     topic_key_hash,
     topic_key_hashes,
 )
-from pocketmq.store.index_ipc import wait_unlocked
-from pocketmq.store.layout import (
+from pocketmq.store.index.process.ipc import wait_unlocked
+from pocketmq.store.log.layout import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
     INDEX_HEADER,
@@ -34,9 +34,9 @@ from pocketmq.store.layout import (
     INDEX_SLOT,
     INDEX_SLOT_SIZE,
 )
-from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.log.mapped_file import MappedFile
 
-__all__ = ["IndexFile", "IndexService", "index_key_hash", "topic_key_hash"]
+__all__ = ["IndexFile", "IndexService", "index_key_hash", "time_diff", "topic_key_hash"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,15 @@ _ENTRY_FMT = INDEX_ENTRY.format.lstrip(">")
 #: n -> the struct of n consecutive entries (n <= _RUN)
 _RUNS: dict[int, struct.Struct] = {}
 _RUN = 256
+
+
+def time_diff(store_timestamp: int, begin_timestamp: int) -> int:
+    """An entry's timeDiff: whole seconds since the file's beginTimestamp (0 while the file has
+    none yet), clamped to [0, Integer.MAX_VALUE] as Java's int field."""
+    diff = (store_timestamp - begin_timestamp) // 1000 if begin_timestamp > 0 else 0
+    if diff < 0:
+        return 0
+    return min(diff, _MAX_INT)
 
 
 def _entries_struct(n: int) -> struct.Struct:
@@ -155,12 +164,7 @@ class IndexFile:
         (slot_value,) = _unpack_slot(mm, slot_pos)
         if slot_value <= 0 or slot_value > idx:
             slot_value = 0
-        begin = self.begin_timestamp
-        diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
-        if diff < 0:
-            diff = 0
-        elif diff > _MAX_INT:
-            diff = _MAX_INT
+        diff = time_diff(store_timestamp, self.begin_timestamp)
         _pack_entry(mm, self.entries_base + idx * INDEX_ENTRY_SIZE, key_hash, phy_offset, diff, slot_value)
         _pack_slot(mm, slot_pos, idx)
         if idx <= 1:
@@ -188,6 +192,7 @@ class IndexFile:
                 n += 1
             return n
         begin = self.begin_timestamp
+        # inline of index.file.time_diff
         diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
         if diff < 0:
             diff = 0
@@ -238,6 +243,7 @@ class IndexFile:
         for h, phy, ts in zip(hashes, phys, tss, strict=True):
             if ts != last_ts:
                 last_ts = ts
+                # inline of index.file.time_diff
                 diff = (ts - begin) // 1000 if begin > 0 else 0
                 if diff < 0:
                     diff = 0

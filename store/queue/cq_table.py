@@ -7,8 +7,8 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from pocketmq.store.consume_queue import ConsumeQueue
-from pocketmq.store.mapped_file_queue import Allocator
+from pocketmq.store.log.mapped_file_queue import Allocator
+from pocketmq.store.queue.consume_queue import ConsumeQueue
 
 logger = logging.getLogger(__name__)
 

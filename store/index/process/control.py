@@ -8,7 +8,7 @@ the child's FLUSHED_TS (``Dispatcher.index_timestamp``).
 
 A child that dies is restarted from its published INDEXED offset: records between that and
 its last header are skipped as already indexed, what it wrote past the header is undone
-(``index_scan.settle_last_files``) and written again. After ``MAX_RESTARTS`` failures within
+(``index.scan.settle_last_files``) and written again. After ``MAX_RESTARTS`` failures within
 a minute the store indexes in process again. On shutdown the child is told to finish
 (``request_stop`` / ``wait``) and the store takes the files back (``reclaim``), indexing in
 process whatever a dead or late child left.
@@ -23,15 +23,15 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any, Protocol
 
-from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.dispatch import Dispatcher
-from pocketmq.store.index_file import IndexService
-from pocketmq.store.index_ipc import DISPATCHED, FLUSHED_TS, INDEXED, STOP, SharedState, state_path
-from pocketmq.store.index_scan import KeyHashCache, index_range, settle_last_files
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.index.process.ipc import DISPATCHED, FLUSHED_TS, INDEXED, STOP, SharedState, state_path
+from pocketmq.store.index.scan import KeyHashCache, index_range, settle_last_files
+from pocketmq.store.log.commitlog import CommitLog
 
-__all__ = ["MAX_RESTARTS", "IndexProcess"]
+__all__ = ["MAX_RESTARTS", "IndexProcess", "ReputSide"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +39,19 @@ MAX_RESTARTS = 5
 _RESTART_WINDOW_S = 60.0
 
 
+class ReputSide(Protocol):
+    """What the control reads and switches on the store's dispatcher (``dispatch.dispatcher.
+    Dispatcher``): a Protocol, so the index package does not import the dispatch package."""
+
+    reput_from_offset: int
+    index_enable: bool
+    #: the running ``IndexProcess`` while it builds the index, else None
+    index_child: Any
+
+
 class IndexProcess:
     def __init__(
-        self, config: MessageStoreConfig, commitlog: CommitLog, index: IndexService, dispatcher: Dispatcher
+        self, config: MessageStoreConfig, commitlog: CommitLog, index: IndexService, dispatcher: ReputSide
     ) -> None:
         self.config = config
         self.commitlog = commitlog
@@ -74,7 +84,7 @@ class IndexProcess:
         wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         r, w = os.pipe()
         cmd = [
-            sys.executable, "-m", "pocketmq.store.index_proc",
+            sys.executable, "-m", "pocketmq.store.index.process.main",
             "--index-dir", cfg.index_dir, "--commitlog-dir", cfg.commit_log_dir,
             "--segment-size", str(cfg.mapped_file_size_commit_log),
             "--slots", str(cfg.max_hash_slot_num), "--entries", str(cfg.max_index_num),

@@ -1,19 +1,20 @@
 """Index keys of CommitLog records read straight from a mapping (the index process's hot loop).
 
-The index process (``index_proc``) gets no dispatch fields from anyone: it walks the records
+The index process (``index.process.main``) gets no dispatch fields from anyone: it walks the records
 below the offset reput has dispatched and indexes exactly what reput would have indexed in
 process - each record's UNIQ_KEY, then each KEYS token (split on ``" "``, empty tokens
 skipped), rolled-back transaction records and records without properties skipped - with
-the same hashes (``index_hash``), written by the same ``IndexService.put_hashes``.
+the same hashes (``index.hash``), written by the same ``IndexService.put_hashes``.
 
 Everything is read from the mapping without decoding the record: one ``unpack_from`` of the
 five fields below, ``mmap.find`` for the property names, and the key hash from two cached
-parts looked up by the key's bytes (``KeyHashCache``, the bytes mirror of ``index_hash``'s
+parts looked up by the key's bytes (``KeyHashCache``, the bytes mirror of ``index.hash``'s
 tables; a miss computes the parts from the decoded key with ``index_hash.key_parts``, so
 non-ASCII keys hash as Java does). A property is found where ``get_property`` finds it: the
 first ``NAME\\x01`` that starts the properties or follows a ``\\x02``.
 
-Record prefix read here (IPv4 hosts; IPv6 hosts go through ``RECORD_PREFIX_STRUCTS``)::
+Record prefix read here (``log.layout.RECORD_INDEX_WALK_V4`` for IPv4 hosts; IPv6 hosts go
+through ``RECORD_PREFIX_STRUCTS``)::
 
      0 i TOTALSIZE   4 i MAGICCODE   36 i SYSFLAG   56 q STORETIMESTAMP   84 i BODYLENGTH
     then BODY, TOPICLEN (1), TOPIC, PROPERTIESLENGTH (2), PROPERTIES
@@ -36,9 +37,16 @@ from pocketmq.remoting.protocol.message import (
     SIZE_MAGIC,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from pocketmq.store.index_file import IndexFile, IndexService
-from pocketmq.store.index_hash import fold_hash, key_parts, topic_key_hash
-from pocketmq.store.layout import INDEX_ENTRY, INDEX_ENTRY_SIZE, INDEX_HEADER
+from pocketmq.store.index.file import IndexFile, IndexService
+from pocketmq.store.index.hash import fold_hash, key_parts, topic_key_hash
+from pocketmq.store.log.layout import (
+    INDEX_ENTRY,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER,
+    INDEX_SLOT_SIZE,
+    RECORD_FIELD_INDEX,
+    RECORD_INDEX_WALK_V4,
+)
 
 __all__ = [
     "KeyHashCache",
@@ -51,8 +59,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_WALK = struct.Struct(">ii28xi16xq20xi")
+_WALK = RECORD_INDEX_WALK_V4
 _WALK_SIZE = _WALK.size  # 88
+_TS = RECORD_FIELD_INDEX["STORETIMESTAMP"]
+_BL = RECORD_FIELD_INDEX["BODYLENGTH"]
 _UNIQ_NAME = b"UNIQ_KEY\x01"
 _KEYS_NAME = b"KEYS\x01"
 _UNIQ = b"\x02" + _UNIQ_NAME
@@ -65,7 +75,7 @@ SegmentFinder = Callable[[int], "tuple[mmap.mmap, int, int] | None"]
 
 
 class KeyHashCache:
-    """``index_hash``'s head and tail tables keyed by bytes: ``h = fold(heads[key[:-2]] +
+    """``index.hash``'s head and tail tables keyed by bytes: ``h = fold(heads[key[:-2]] +
     tails[key[-2:]])``. Only tails of 2 ASCII bytes without a separator are stored, so a key
     shorter than 2 (whose 2-byte slice reaches into ``NAME\\x01``) never hits."""
 
@@ -157,7 +167,7 @@ def scan_keys(
         if sys_flag & HOST_FLAGS_MASK:
             prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
             f = prefix.unpack_from(mm, pos)
-            ts, body_len = f[11], f[16]
+            ts, body_len = f[_TS], f[_BL]
             p = pos + prefix.size + body_len
         else:
             p = pos + _WALK_SIZE + body_len
@@ -184,6 +194,7 @@ def scan_keys(
                     j = end
                 if j > a:
                     try:
+                        # inline of index.hash.topic_key_hash
                         u = (heads[mm[a : j - 2]] + tails[mm[j - 2 : j]]) & 0xFFFFFFFF
                         add_h(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                         add_p(phy)
@@ -207,6 +218,7 @@ def scan_keys(
                     for k in kb.split(b" ") if 32 in kb else (kb,):  # (32: b" " would first fail as an int)
                         if k:
                             try:
+                                # inline of index.hash.topic_key_hash
                                 u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                 add_h(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                 add_p(phy)
@@ -279,7 +291,7 @@ def repair_unrecorded(f: IndexFile) -> None:
         mm[base + count * INDEX_ENTRY_SIZE : base + end * INDEX_ENTRY_SIZE] = bytes(
             (end - count) * INDEX_ENTRY_SIZE
         )
-    table = array.array("i", mm[INDEX_HEADER.size : INDEX_HEADER.size + f.slot_num * 4])
+    table = array.array("i", mm[INDEX_HEADER.size : INDEX_HEADER.size + f.slot_num * INDEX_SLOT_SIZE])
     if sys.byteorder == "little":
         table.byteswap()
     if not table or max(table) < count:

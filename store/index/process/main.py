@@ -1,10 +1,10 @@
 """The index process: builds IndexFiles on a second core (``indexProcessEnable``).
 
-Started by the store (``index_child.IndexProcess``) as ``python -m pocketmq.store.index_proc``
+Started by the store (``index.process.control.IndexProcess``) as ``python -m pocketmq.store.index.process.main``
 after recovery, with the offset where the index ends. It maps CommitLog segments read-only,
-indexes every record below the store's published DISPATCHED offset (``index_scan``: the same
+indexes every record below the store's published DISPATCHED offset (``index.scan``: the same
 entries reput would write in process), and publishes INDEXED after each chunk (state layout:
-``index_ipc``). It owns the last index file and the ones it creates; older files are the
+``index.process.ipc``). It owns the last index file and the ones it creates; older files are the
 store's (it may delete them). Every ``--flush-ms`` it fsyncs what it wrote and publishes
 FLUSHED_TS, which the store copies into the checkpoint's indexMsgTimestamp.
 
@@ -28,8 +28,8 @@ import time
 from collections.abc import Sequence
 
 from pocketmq.store.clock import now_ms
-from pocketmq.store.index_file import IndexFile, IndexService
-from pocketmq.store.index_ipc import (
+from pocketmq.store.index.file import IndexFile, IndexService
+from pocketmq.store.index.process.ipc import (
     DISPATCHED,
     FLUSHED_TS,
     INDEXED,
@@ -40,12 +40,12 @@ from pocketmq.store.index_ipc import (
     lock_path,
     state_path,
 )
-from pocketmq.store.index_scan import KeyHashCache, index_range, settle_last_files
-from pocketmq.store.layout import file_name_of
+from pocketmq.store.index.scan import KeyHashCache, index_range, settle_last_files
+from pocketmq.store.log.layout import file_name_of
 
 __all__ = ["SegmentReader", "load_last", "main"]
 
-logger = logging.getLogger("pocketmq.store.index_proc")
+logger = logging.getLogger("pocketmq.store.index.process.main")
 
 #: CommitLog bytes per chunk: INDEXED is published (and the parent checked) after each
 CHUNK = 2 << 20
@@ -53,7 +53,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 class SegmentReader:
-    """CommitLog segments mapped read-only on demand (``index_scan.SegmentFinder``)."""
+    """CommitLog segments mapped read-only on demand (``index.scan.SegmentFinder``)."""
 
     def __init__(self, directory: str, file_size: int) -> None:
         self.dir = directory
@@ -219,7 +219,7 @@ def _die_with_parent() -> None:
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m pocketmq.store.index_proc")
+    p = argparse.ArgumentParser(prog="python -m pocketmq.store.index.process.main")
     p.add_argument("--index-dir", required=True)
     p.add_argument("--commitlog-dir", required=True)
     p.add_argument("--segment-size", type=int, required=True)

@@ -11,8 +11,8 @@ import logging
 import os
 from collections.abc import Callable
 
-from pocketmq.store.layout import offset_of_file_name
-from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.log.layout import offset_of_file_name
+from pocketmq.store.log.mapped_file import MappedFile
 
 logger = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.layout import CQ_BLANK_SIZE, CQ_UNIT
 from pocketmq.store.listener import MessageFilter
-from pocketmq.store.mapped_file import MappedFile
-from pocketmq.store.mapped_file_queue import MappedFileQueue
+from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.log.mapped_file_queue import MappedFileQueue
 from pocketmq.store.results import GetMessageStatus
 
 _UNPACK_UNITS = CQ_UNIT.iter_unpack

@@ -28,11 +28,8 @@ from pocketmq.remoting.protocol.message import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from pocketmq.store.checkpoint import StoreCheckpoint
-from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.cq_table import ConsumeQueueTable
-from pocketmq.store.dispatch import (
+from pocketmq.store.dispatch.dispatcher import (
     Dispatcher,
     DispatchRequest,
     check_message,
@@ -41,10 +38,13 @@ from pocketmq.store.dispatch import (
     make_request,
     tags_code_of,
 )
-from pocketmq.store.index_file import IndexService
-from pocketmq.store.index_scan import settle_last_files
-from pocketmq.store.layout import SCHEDULE_TOPIC
-from pocketmq.store.records import END, validate_record
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.index.scan import settle_last_files
+from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.layout import SCHEDULE_TOPIC
+from pocketmq.store.log.records import END, validate_record
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
+from pocketmq.store.recovery.checkpoint import StoreCheckpoint
 
 logger = logging.getLogger(__name__)
 

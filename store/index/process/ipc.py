@@ -1,4 +1,4 @@
-"""What the store and its index process (``index_proc``) share: one 64-byte state file.
+"""What the store and its index process (``index.process.main``) share: one 64-byte state file.
 
 ``index/indexproc.state``, mapped by both, eight native int64 slots (8-byte aligned, so each
 store is one machine store and a reader never sees half of one)::

@@ -1,4 +1,4 @@
-"""``StoreCheckpoint`` (one mapped 4 KiB page, layout.py) plus the abort and lock files."""
+"""``StoreCheckpoint`` (one mapped 4 KiB page, log/layout.py) plus the abort and lock files."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import fcntl
 import os
 
 from pocketmq.store.errors import StoreLockedError
-from pocketmq.store.layout import CHECKPOINT_SIZE, CHECKPOINT_STRUCT
-from pocketmq.store.mapped_file import MappedFile
+from pocketmq.store.log.layout import CHECKPOINT_SIZE, CHECKPOINT_STRUCT
+from pocketmq.store.log.mapped_file import MappedFile
 
 
 class StoreCheckpoint:

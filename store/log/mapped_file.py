@@ -18,9 +18,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from pocketmq.store import syscalls
 from pocketmq.store.errors import StoreCorruptError
-from pocketmq.store.layout import file_name_of
+from pocketmq.store.log import syscalls
+from pocketmq.store.log.layout import file_name_of
 
 # Indirection so fault tests can inject ENOSPC without touching the os module.
 _preallocate = syscalls.preallocate

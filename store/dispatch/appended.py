@@ -3,8 +3,8 @@
 ``CommitLog.appended`` holds, in CommitLog order, one entry per single put and one per batch
 put (``BatchFields``: the records' sizes and properties). When the dispatcher is exactly at an
 entry's offset, the entry is dispatched without decoding anything: tagsCode, KEYS and
-UNIQ_KEY come from the properties string (parsed inline, as ``props_fields.dispatch_fields``),
-index hashes from the cached heads and tails of ``index_hash``. A batch writes its
+UNIQ_KEY come from the properties string (parsed inline, as ``dispatch.props_fields.dispatch_fields``),
+index hashes from the cached heads and tails of ``index.hash``. A batch writes its
 ConsumeQueue units with one ``pack_into`` (``ConsumeQueue.put_run``) and its index entries with
 another (``IndexService.put_hashes``). Whatever is unusual (a transaction batch, the schedule
 topic) is split back into per-record entries. This is the per-message cost of dispatch
@@ -13,13 +13,10 @@ topic) is split back into per-record entries. This is the per-message cost of di
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
-from pocketmq.store.commitlog import AppendedRecord, BatchFields
-from pocketmq.store.index_hash import TAIL_TABLE, heads_of, topic_key_hash
-from pocketmq.store.layout import SCHEDULE_TOPIC
-from pocketmq.store.props_fields import (
+from pocketmq.store.dispatch.props_fields import (
     KEYS_NEEDLE,
     NO_PROPERTIES,
     TAG_CODES,
@@ -30,11 +27,14 @@ from pocketmq.store.props_fields import (
     tag_code,
     wants_properties,
 )
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash
+from pocketmq.store.listener import MessageArrivingListener
+from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
+from pocketmq.store.log.layout import SCHEDULE_TOPIC
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
-if TYPE_CHECKING:
-    from pocketmq.store.dispatch import Dispatcher
-
-__all__ = ["reput_appended"]
+__all__ = ["ReputState", "reput_appended"]
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE
 _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
@@ -42,7 +42,22 @@ _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
 _UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
-def reput_appended(d: Dispatcher, budget: int) -> int:
+class ReputState(Protocol):
+    """The dispatcher's state the fast path reads and moves (``dispatcher.Dispatcher`` is the
+    one implementation; a Protocol so this module does not import its caller)."""
+
+    commitlog: CommitLog
+    cq_table: ConsumeQueueTable
+    index: IndexService
+    listener: MessageArrivingListener | None
+    index_enable: bool
+    delay_levels: list[int]
+    reput_from_offset: int
+    last_dispatched_timestamp: int
+    index_backlog: tuple[list[int], list[int], list[int]] | None
+
+
+def reput_appended(d: ReputState, budget: int) -> int:
     """Dispatch ``appended`` entries from ``d.reput_from_offset``; 0 if none starts there.
 
     ConsumeQueue units are written per record; index entries are collected and written
@@ -104,6 +119,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
                 tx = sys_flag & _TX_MASK
                 if props:
                     s = f"\x02{props}\x02"
+                    # inline of dispatch.props_fields.dispatch_fields (tagsCode)
                     i = s.find(TAGS_NEEDLE)
                     if i >= 0:
                         tags = s[i + 6 : s.find("\x02", i + 6)]
@@ -119,6 +135,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
                             k = s[i + 10 : s.find("\x02", i + 10)]
                             if k:
                                 try:
+                                    # inline of index.hash.topic_key_hash
                                     u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                     add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                 except KeyError:
@@ -131,6 +148,7 @@ def reput_appended(d: Dispatcher, budget: int) -> int:
                             for k in keys.split(" ") if " " in keys else (keys,):
                                 if k:
                                     try:
+                                        # inline of index.hash.topic_key_hash
                                         u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                         add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                     except KeyError:
@@ -187,7 +205,7 @@ def _split(rec: AppendedRecord, batch: BatchFields) -> list[AppendedRecord]:
 
 
 def _dispatch_batch(
-    d: Dispatcher,
+    d: ReputState,
     rec: AppendedRecord,
     batch: BatchFields,
     heads: dict[str, int],
@@ -217,6 +235,7 @@ def _dispatch_batch(
         code = 0
         if props:
             s = f"\x02{props}\x02"
+            # inline of dispatch.props_fields.dispatch_fields (tagsCode)
             i = s.find(TAGS_NEEDLE)
             if i >= 0:
                 tags = s[i + 6 : s.find("\x02", i + 6)]
@@ -229,6 +248,7 @@ def _dispatch_batch(
                     k = s[i + 10 : s.find("\x02", i + 10)]
                     if k:
                         try:
+                            # inline of index.hash.topic_key_hash
                             u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                             add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                         except KeyError:
@@ -240,6 +260,7 @@ def _dispatch_batch(
                     for k in keys.split(" ") if " " in keys else (keys,):
                         if k:
                             try:
+                                # inline of index.hash.topic_key_hash
                                 u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                                 add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                             except KeyError:

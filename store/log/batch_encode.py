@@ -34,7 +34,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
     host_flags,
 )
-from pocketmq.store.crc import FAST_CRC_MIN, crc32_long, crc32_short
+from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 from pocketmq.store.message_inner import MessageInner
 
 __all__ = ["BatchItem", "Encoded", "encode_items"]
@@ -67,9 +67,11 @@ def encode_items(
     qoff: int,
     now: int,
     max_body: int,
+    prepared: int = 0,
 ) -> Encoded | int:
     """Records of ``items`` starting at CommitLog offset ``phy`` and queue offset ``qoff``,
-    or a refusal code (:data:`TOO_LONG_PROPS`, :data:`ILLEGAL`)."""
+    or a refusal code (:data:`TOO_LONG_PROPS`, :data:`ILLEGAL`). ``prepared``: the records'
+    PREPARED_TRANSACTION_OFFSET (0 for a broker batch, which holds no transaction records)."""
     born_ip, born_port = template.born_host
     store_ip, store_port = template.store_host
     sys_flag = (template.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
@@ -100,9 +102,10 @@ def encode_items(
         size = fixed + blen + plen
         add(
             (
+                # inline of remoting.protocol.message.encode_message
                 pack(
                     size, magic, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, sys_flag,
-                    born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, 0, blen,
+                    born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, prepared, blen,
                 ),
                 body,
                 head,

@@ -10,7 +10,7 @@ at a CommitLog position are a valid record) and returns ``(size, request)``:
 * ``CORRUPT``                             - anything else (bad magic, sizes, CRC, offset, UTF-8).
 
 Records appended by this process skip all of that: ``CommitLog.appended`` hands reput their
-dispatch fields, and ``reput_fast.reput_appended`` dispatches them without decoding anything.
+dispatch fields, and ``dispatch.appended.reput_appended`` dispatches them without decoding anything.
 
 ``Dispatcher.do_reput`` runs synchronously on the loop: it decodes from ``reput_from_offset``
 up to the CommitLog's written end, appends ConsumeQueue units, index entries, and notifies the
@@ -28,13 +28,9 @@ from pocketmq.remoting.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
     tags_hash,
 )
-from pocketmq.store.commitlog import CommitLog
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.cq_table import ConsumeQueueTable
-from pocketmq.store.index_file import IndexService
-from pocketmq.store.layout import SCHEDULE_TOPIC
-from pocketmq.store.listener import MessageArrivingListener
-from pocketmq.store.props_fields import (
+from pocketmq.store.dispatch.appended import reput_appended
+from pocketmq.store.dispatch.props_fields import (
     NO_PROPERTIES,
     LazyProperties,
     deliver_time,
@@ -42,8 +38,12 @@ from pocketmq.store.props_fields import (
     tags_code_of,
     wants_properties,
 )
-from pocketmq.store.records import CORRUPT, END, INCOMPLETE, Buf, validate_record
-from pocketmq.store.reput_fast import reput_appended
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.listener import MessageArrivingListener
+from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.layout import SCHEDULE_TOPIC
+from pocketmq.store.log.records import CORRUPT, END, INCOMPLETE, Buf, validate_record
+from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
 __all__ = [
     "CORRUPT",
@@ -134,7 +134,7 @@ def is_indexed(sys_flag: int) -> bool:
 
 
 class IndexChild(Protocol):
-    """What the dispatcher reads of a running index process (``index_child.IndexProcess``)."""
+    """What the dispatcher reads of a running index process (``index.process.control.IndexProcess``)."""
 
     @property
     def indexed(self) -> int: ...
@@ -164,7 +164,7 @@ class Dispatcher:
         #: store time of the last dispatched record (checkpoint logics/index timestamps)
         self.last_dispatched_timestamp = 0
         self.dispatched_total = 0
-        #: index entries of a fast-path slice whose write failed (``reput_fast``): retried first
+        #: index entries of a fast-path slice whose write failed (``dispatch.appended``): retried first
         self.index_backlog: tuple[list[int], list[int], list[int]] | None = None
         #: the index process while it builds the index (then ``index_enable`` is off)
         self.index_child: IndexChild | None = None

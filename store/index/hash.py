@@ -111,7 +111,7 @@ def heads_of(topic: str) -> dict[str, int]:
 def key_parts(topic: str, key: str) -> tuple[int, int] | None:
     """``(h(topic#head) * 31**2, h(tail))`` of a key split as the module doc says (cached in
     the tables), so that its hash is ``fold_hash(sum)``; None for a key that does not split
-    (shorter than 2, or an astral character in the tail). ``index_scan`` mirrors these parts in
+    (shorter than 2, or an astral character in the tail). ``index.scan`` mirrors these parts in
     tables keyed by bytes."""
     if len(key) >= 2:
         t = _tail_hash(key[-2:])
@@ -143,6 +143,7 @@ def topic_key_hash(topic: str, key: str) -> int:
     if hp is None or t is None:  # (a key shorter than 2 never finds a tail)
         return _slow(heads, topic, key)
     u = (hp + t) & 0xFFFFFFFF
+    # inline of index.hash.fold_hash
     return u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF
 
 
@@ -159,6 +160,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
     out: list[int] = []
     if uniq_key:
         try:
+            # inline of index.hash.topic_key_hash
             u = (heads[uniq_key[:-2]] + tails[uniq_key[-2:]]) & 0xFFFFFFFF
             out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
         except KeyError:
@@ -167,6 +169,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
         for k in keys.split(" ") if " " in keys else (keys,):
             if k:
                 try:
+                    # inline of index.hash.topic_key_hash
                     u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
                     out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                 except KeyError:

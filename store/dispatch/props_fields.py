@@ -4,7 +4,7 @@ Properties are ``k\\x01v\\x02k\\x01v`` (remoting.protocol.message). Dispatch nee
 per record and parses nothing else: with the string framed by separators
 (``"\\x02" + props + "\\x02"``), a property is found with one ``find`` of ``"\\x02KEY\\x01"`` and
 ends at the next ``"\\x02"`` (the first occurrence wins, as ``get_property``). The
-per-record loops (``reput_fast``) inline exactly this; ``dispatch_fields`` is the reference.
+per-record loops (``dispatch.appended``) inline exactly this; ``dispatch_fields`` is the reference.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ CommitLog is ~900,000 records), so an IPv4 record is decoded with one ``unpack_f
 struct that skips the fields a scan does not need (STYLE §3.8b), and the body CRC is computed
 on a memoryview slice (no copy) when the caller passes one.
 
-Record layout: ``pocketmq.remoting.protocol.message``; the skipping struct below::
+Record layout: ``pocketmq.remoting.protocol.message``; the skipping struct
+(``log.layout.RECORD_SCAN_V4``, derived from the field table there)::
 
      0 i TOTALSIZE   4 i MAGICCODE   8 i BODYCRC   12 i QUEUEID   16 4x FLAG
     20 q QUEUEOFFSET   28 q PHYSICALOFFSET   36 i SYSFLAG   40 8x BORNTIMESTAMP
@@ -26,7 +27,6 @@ Record layout: ``pocketmq.remoting.protocol.message``; the skipping struct below
 from __future__ import annotations
 
 import mmap
-import struct
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -38,7 +38,8 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_V4,
     SIZE_MAGIC,
 )
-from pocketmq.store.crc import FAST_CRC_MIN, crc32_long, crc32_short
+from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
+from pocketmq.store.log.layout import RECORD_FIELD_INDEX, RECORD_SCAN_V4
 
 __all__ = ["CORRUPT", "END", "INCOMPLETE", "RecordFields", "validate_record"]
 
@@ -50,25 +51,19 @@ Buf = mmap.mmap | bytes
 #: (topic, queue_id, queue_offset, sys_flag, store_timestamp, prepared_offset, properties)
 RecordFields = tuple[str, int, int, int, int, int, str]
 
-_SCAN_V4 = struct.Struct(
-    ">"
-    "i"  # TOTALSIZE
-    "i"  # MAGICCODE
-    "i"  # BODYCRC
-    "i"  # QUEUEID
-    "4x"  # FLAG
-    "q"  # QUEUEOFFSET
-    "q"  # PHYSICALOFFSET
-    "i"  # SYSFLAG
-    "8x"  # BORNTIMESTAMP
-    "8x"  # BORNHOST (IPv4 + port)
-    "q"  # STORETIMESTAMP
-    "8x"  # STOREHOST (IPv4 + port)
-    "4x"  # RECONSUMETIMES
-    "q"  # PREPARED_TRANSACTION_OFFSET
-    "i"  # BODYLENGTH
-)
+_SCAN_V4 = RECORD_SCAN_V4
 assert _SCAN_V4.size == RECORD_PREFIX_V4.size
+#: fields of a full (IPv6 hosts) prefix tuple
+_QO, _PHY, _TS, _PREP, _BL = (
+    RECORD_FIELD_INDEX[name]
+    for name in (
+        "QUEUEOFFSET",
+        "PHYSICALOFFSET",
+        "STORETIMESTAMP",
+        "PREPARED_TRANSACTION_OFFSET",
+        "BODYLENGTH",
+    )
+)
 _V4_SIZE = _SCAN_V4.size
 _unpack_v4 = _SCAN_V4.unpack_from
 _unpack_props_len = PROPS_LEN.unpack_from
@@ -125,7 +120,7 @@ def validate_record(
         if total < prefix.size + 3:
             return CORRUPT, None
         f = prefix.unpack_from(buf, pos)
-        queue_offset, phy_field, store_ts, prepared, body_len = f[5], f[6], f[11], f[15], f[16]
+        queue_offset, phy_field, store_ts, prepared, body_len = f[_QO], f[_PHY], f[_TS], f[_PREP], f[_BL]
         p = pos + prefix.size
     if phy_field != phy or body_len < 0:
         return CORRUPT, None

@@ -1,4 +1,4 @@
-"""``ConsumeQueue``: per (topic, queueId) index of 20-byte units into the CommitLog (layout.py).
+"""``ConsumeQueue``: per (topic, queueId) index of 20-byte units into the CommitLog (log/layout.py).
 
 Logical offset n lives at byte n*20 of the queue's byte space; files are named by the byte
 offset of their first unit. ``put`` is idempotent: re-dispatching a record whose unit already
@@ -16,9 +16,9 @@ import struct
 from collections.abc import Callable, Iterator
 from itertools import accumulate, chain
 
-from pocketmq.store.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
-from pocketmq.store.mapped_file import MappedFile
-from pocketmq.store.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ assigned here from ``topic_queue_table`` (rebuilt from the ConsumeQueues on reco
 and rolled-back transaction records get queue offset 0 and do not advance the counter.
 
 Every put also queues its dispatch fields in ``appended`` (one entry per single put, one per
-batch put), so reput (``reput_fast``) dispatches this process's records without decoding them.
+batch put), so reput (``dispatch.appended``) dispatches this process's records without decoding them.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
+from time import time_ns as _time_ns
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
     END_FILE_MIN_BLANK_LENGTH,
     HOST_FLAGS_MASK,
     MAX_PROPERTIES_LENGTH,
@@ -33,14 +35,15 @@ from pocketmq.remoting.protocol.message import (
     host_flags,
     properties_to_string,
 )
-from pocketmq.store.batch_encode import ILLEGAL, BatchItem, encode_items
-from pocketmq.store.batch_encode import Encoded as _Encoded
-from pocketmq.store.clock import _time_ns, now_ms
+from pocketmq.store.clock import now_ms
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.crc import FAST_CRC_MIN as _LONG
-from pocketmq.store.crc import crc32_long, crc32_short
-from pocketmq.store.mapped_file import MappedFile
-from pocketmq.store.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_items
+from pocketmq.store.log.batch_encode import Encoded as _Encoded
+from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
+from pocketmq.store.log.crc import crc32_long, crc32_short
+from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
+from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
 
@@ -146,6 +149,7 @@ class CommitLog:
         head = self._topic_heads.get(topic) or self._topic_head(topic)
         if head is None:
             return _FAIL_ILLEGAL
+        # inline of message_inner.MessageInner.properties_string
         props = msg.properties
         if props.__class__ is not str:
             props = properties_to_string(props)  # type: ignore[arg-type]
@@ -183,9 +187,11 @@ class CommitLog:
         qoff = self.topic_queue_table.get(key, 0) if counted else 0
         pos = mf.wrote_position
         phy = mf.file_from_offset + pos
+        # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         mm = mf.mm
         prepared = msg.prepared_transaction_offset
+        # inline of remoting.protocol.message.encode_message
         prefix.pack_into(
             mm, pos, size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id, msg.flag,
             qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
@@ -219,6 +225,7 @@ class CommitLog:
             return _FAIL_ILLEGAL
         files = self.mfq.files
         mf = files[-1] if files else None
+        # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position if mf else 0, now)
         if isinstance(encoded, PutResult):
@@ -247,6 +254,7 @@ class CommitLog:
             return _FAIL_ILLEGAL
         files = self.mfq.files
         mf = files[-1] if files else None
+        # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         qoff = self.topic_queue_table.get((topic, template.queue_id), 0)
         phy = mf.file_from_offset + mf.wrote_position if mf else 0
@@ -347,6 +355,7 @@ class CommitLog:
         for m in msgs:
             if m.topic != topic or m.queue_id != queue_id:
                 return _FAIL_ILLEGAL
+            # inline of message_inner.MessageInner.properties_string
             props = m.properties
             if props.__class__ is not str:
                 props = properties_to_string(props)  # type: ignore[arg-type]
@@ -368,6 +377,7 @@ class CommitLog:
             size = fixed + blen + plen
             add(
                 (
+                    # inline of remoting.protocol.message.encode_message
                     pack(
                         size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
                         sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
@@ -390,41 +400,31 @@ class CommitLog:
     def _encode_mixed(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
     ) -> _Encoded | PutResult:
-        """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker)."""
-        queue_id = msgs[0].queue_id
-        qoff = self.topic_queue_table.get((msgs[0].topic, queue_id), 0)
+        """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker):
+        each message is its own template for ``encode_items`` (a rare path: one call each)."""
+        first = msgs[0]
+        topic = first.topic
+        queue_id = first.queue_id
+        qoff = self.topic_queue_table.get((topic, queue_id), 0)
         parts: list[bytes | memoryview] = []
         sizes: list[int] = []
         props_list: list[str] = []
         flags: list[int] = []
         start = phy
         for m in msgs:
-            props = m.properties_string()
-            props_b = props.encode()
-            if len(props_b) > MAX_PROPERTIES_LENGTH:
-                return _FAIL_PROPS
-            if len(m.body) > self.max_body:
+            if m.topic != topic or m.queue_id != queue_id:
                 return _FAIL_ILLEGAL
-            born_ip, born_port = m.born_host
-            store_ip, store_port = m.store_host
-            sys_flag = (m.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-            size = prefix.size + len(m.body) + len(head) + 2 + len(props_b)
-            parts += (
-                prefix.pack(
-                    size, MESSAGE_MAGIC_CODE, _crc32(m.body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
-                    sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-                    m.reconsume_times, m.prepared_transaction_offset, len(m.body),
-                ),
-                m.body,
-                head,
-                _pack_props_len(len(props_b)),
-                props_b,
-            )  # fmt: skip
-            sizes.append(size)
-            props_list.append(props)
-            flags.append(sys_flag)
-            phy += size
+            item = (m.flag, m.body, m.properties_string())
+            one = encode_items(m, (item,), head, phy, qoff, now, self.max_body, m.prepared_transaction_offset)
+            if not isinstance(one, _Encoded):
+                return _FAIL_ILLEGAL if one == ILLEGAL else _FAIL_PROPS
+            parts += one.parts
+            sizes += one.sizes
+            props_list += one.props
+            flag = one.flags
+            assert isinstance(flag, int)  # one record: one sysFlag
+            flags.append(flag)
+            phy += one.total
             qoff += 1
         return _Encoded(parts, sizes, props_list, phy - start, flags)
 
@@ -490,10 +490,12 @@ class CommitLog:
         if mf is None:
             return -1
         pos = offset - mf.file_from_offset
-        if pos + 72 > mf.wrote_position:
+        if pos + SYSFLAG_AT + 4 > mf.wrote_position:
             return -1
-        sys_flag = int.from_bytes(mf.mm[pos + 36 : pos + 40], "big")
-        ts_pos = pos + (68 if sys_flag & 0x10 else 56)
+        sys_flag = int.from_bytes(mf.mm[pos + SYSFLAG_AT : pos + SYSFLAG_AT + 4], "big")
+        ts_pos = pos + STORE_TIMESTAMP_AT[sys_flag & BORNHOST_V6_FLAG]
+        if ts_pos + 8 > mf.wrote_position:
+            return -1
         return int.from_bytes(mf.mm[ts_pos : ts_pos + 8], "big", signed=True)
 
     def rebuild_topic_queue_table(self, table: dict[tuple[str, int], int]) -> None:

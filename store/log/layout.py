@@ -1,0 +1,202 @@
+"""On-disk layouts of the store (reference §6); all integers big-endian.
+
+Directory (``storePathRootDir``)::
+
+    commitlog/<20-digit start offset>          CommitLog segments (records: see remoting.protocol.message)
+    consumequeue/<topic>/<queueId>/<20-digit>  ConsumeQueue files, named by byte offset of the first unit
+    index/<yyyyMMddHHmmssSSS>                  index files, named by local creation time
+    checkpoint                                 one 4 KiB page
+    abort                                      exists while a store is open; gone after a clean close
+    lock                                       flock()ed by the process that has the store open
+
+Every mapped file is preallocated to its full size (``posix_fallocate``) before it is mapped,
+so writes into the mapping never need new disk blocks (no SIGBUS on a full disk) and untouched
+space reads as zeros. A zero TOTALSIZE / zero unit therefore marks the end of written data.
+
+ConsumeQueue unit (20 bytes; logical offset n lives at byte n*20)::
+
+    0  8 commitLogOffset   int64
+    8  4 size              int32   (Integer.MAX_VALUE with offset 0 = blank padding unit)
+   12  8 tagsCode          int64   tag hash, or the delivery time for SCHEDULE_TOPIC_XXXX
+
+Index file = header (40) + hashSlotNum slots (4 each) + indexNum entries (20 each)::
+
+    header  0 8 beginTimestamp   8 8 endTimestamp   16 8 beginPhyOffset   24 8 endPhyOffset
+           32 4 hashSlotCount   36 4 indexCount (starts at 1; entry 0 unused)
+    slot    int32 index number of the newest entry of that bucket (0 = empty)
+    entry   0 4 keyHash  4 8 phyOffset  12 4 timeDiff (s since beginTimestamp)  16 4 prevIndex
+
+CommitLog record: the layout is ``remoting.protocol.message``'s (``RECORD_PREFIX_STRUCTS``, one
+Struct per host family, then BODY, TOPICLEN 1, TOPIC, PROPERTIESLENGTH 2, PROPERTIES). The store
+describes the prefix once more, field by field (``record_fields``), only to derive what its
+scans need: the skipping structs (``record_struct``: one ``unpack_from`` of just the fields a
+scan reads, STYLE §3.8b), field offsets (``record_offset``) and the index of a field in a full
+prefix's unpacked tuple (``RECORD_FIELD_INDEX``). tests/store/test_store_layout.py checks the
+table against ``RECORD_PREFIX_STRUCTS`` for every host family.
+
+Checkpoint (4096 bytes, mapped)::
+
+    0 8 physicMsgTimestamp   store time of the last flushed CommitLog record
+    8 8 logicsMsgTimestamp   store time of the last flushed ConsumeQueue unit
+   16 8 indexMsgTimestamp    store time of the last flushed index entry
+"""
+
+from __future__ import annotations
+
+import struct
+
+from pocketmq.remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
+)
+
+__all__ = [
+    "BLANK_MAGIC_CODE",
+    "CHECKPOINT_SIZE",
+    "CHECKPOINT_STRUCT",
+    "CQ_BLANK_SIZE",
+    "CQ_UNIT",
+    "CQ_UNIT_SIZE",
+    "INDEX_ENTRY",
+    "INDEX_ENTRY_SIZE",
+    "INDEX_HEADER",
+    "INDEX_HEADER_SIZE",
+    "INDEX_SLOT",
+    "INDEX_SLOT_SIZE",
+    "MESSAGE_MAGIC_CODE",
+    "OS_PAGE_SIZE",
+    "RECORD_FIELD_INDEX",
+    "RECORD_INDEX_WALK_V4",
+    "RECORD_SCAN_V4",
+    "SCHEDULE_TOPIC",
+    "STORE_TIMESTAMP_AT",
+    "SYSFLAG_AT",
+    "file_name_of",
+    "offset_of_file_name",
+    "record_fields",
+    "record_offset",
+    "record_struct",
+]
+
+OS_PAGE_SIZE = 4096
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+CQ_UNIT = struct.Struct(
+    ">"
+    "q"  # commitLogOffset
+    "i"  # size
+    "q"  # tagsCode
+)
+CQ_UNIT_SIZE = CQ_UNIT.size  # 20
+CQ_BLANK_SIZE = 0x7FFFFFFF  # size of a padding unit (with offset 0, tags 0)
+
+INDEX_HEADER = struct.Struct(
+    ">"
+    "q"  # beginTimestamp
+    "q"  # endTimestamp
+    "q"  # beginPhyOffset
+    "q"  # endPhyOffset
+    "i"  # hashSlotCount
+    "i"  # indexCount
+)
+INDEX_HEADER_SIZE = INDEX_HEADER.size  # 40
+INDEX_SLOT = struct.Struct(">i")
+INDEX_SLOT_SIZE = INDEX_SLOT.size
+INDEX_ENTRY = struct.Struct(
+    ">"
+    "i"  # keyHash
+    "q"  # phyOffset
+    "i"  # timeDiff (seconds)
+    "i"  # prevIndex
+)
+INDEX_ENTRY_SIZE = INDEX_ENTRY.size  # 20
+
+CHECKPOINT_STRUCT = struct.Struct(
+    ">"
+    "q"  # physicMsgTimestamp
+    "q"  # logicsMsgTimestamp
+    "q"  # indexMsgTimestamp
+)
+CHECKPOINT_SIZE = OS_PAGE_SIZE
+
+
+def record_fields(host_flags: int = 0) -> tuple[tuple[str, str], ...]:
+    """The record prefix up to BODYLENGTH as ``(name, struct code)`` pairs, for the host family
+    in ``host_flags`` (``sysFlag & HOST_FLAGS_MASK``: IPv6 hosts hold 16 address bytes)."""
+    born = 16 if host_flags & BORNHOST_V6_FLAG else 4
+    store = 16 if host_flags & STOREHOSTADDRESS_V6_FLAG else 4
+    return (
+        ("TOTALSIZE", "i"),
+        ("MAGICCODE", "i"),
+        ("BODYCRC", "i"),
+        ("QUEUEID", "i"),
+        ("FLAG", "i"),
+        ("QUEUEOFFSET", "q"),
+        ("PHYSICALOFFSET", "q"),
+        ("SYSFLAG", "i"),
+        ("BORNTIMESTAMP", "q"),
+        ("BORNHOST", f"{born}s"),
+        ("BORNHOST_PORT", "i"),
+        ("STORETIMESTAMP", "q"),
+        ("STOREHOST", f"{store}s"),
+        ("STOREHOST_PORT", "i"),
+        ("RECONSUMETIMES", "i"),
+        ("PREPARED_TRANSACTION_OFFSET", "q"),
+        ("BODYLENGTH", "i"),
+    )
+
+
+def record_offset(name: str, host_flags: int = 0) -> int:
+    """Byte offset of field ``name`` in a record of that host family."""
+    fmt = ">"
+    for field, code in record_fields(host_flags):
+        if field == name:
+            return struct.calcsize(fmt)
+        fmt += code
+    raise KeyError(name)
+
+
+def record_struct(*keep: str) -> struct.Struct:
+    """A Struct over the IPv4 record prefix that unpacks only the fields in ``keep`` (in
+    record order) and skips the others as pad bytes; its size is the whole prefix's."""
+    fmt = ">"
+    skip = 0
+    for field, code in record_fields():
+        if field in keep:
+            fmt += (f"{skip}x" if skip else "") + code
+            skip = 0
+        else:
+            skip += struct.calcsize(">" + code)
+    return struct.Struct(fmt + (f"{skip}x" if skip else ""))
+
+
+#: position of each field in the tuple a full prefix Struct (``RECORD_PREFIX_STRUCTS``) unpacks
+RECORD_FIELD_INDEX = {field: i for i, (field, _code) in enumerate(record_fields())}
+#: what a CommitLog scan (recovery, reput, ``records.validate_record``) reads of an IPv4 record
+RECORD_SCAN_V4 = record_struct(
+    "TOTALSIZE", "MAGICCODE", "BODYCRC", "QUEUEID", "QUEUEOFFSET", "PHYSICALOFFSET", "SYSFLAG",
+    "STORETIMESTAMP", "PREPARED_TRANSACTION_OFFSET", "BODYLENGTH",
+)  # fmt: skip
+#: what the index process's walk (``index.scan.scan_keys``) reads of an IPv4 record
+RECORD_INDEX_WALK_V4 = record_struct("TOTALSIZE", "MAGICCODE", "SYSFLAG", "STORETIMESTAMP", "BODYLENGTH")
+#: where SYSFLAG is (the same in every host family)
+SYSFLAG_AT = record_offset("SYSFLAG")
+#: where STORETIMESTAMP is, by the record's BORNHOST family (``sysFlag & BORNHOST_V6_FLAG``)
+STORE_TIMESTAMP_AT = {
+    0: record_offset("STORETIMESTAMP"),
+    BORNHOST_V6_FLAG: record_offset("STORETIMESTAMP", BORNHOST_V6_FLAG),
+}
+
+
+def file_name_of(offset: int) -> str:
+    """20-digit zero-padded file name for a start offset."""
+    return f"{offset:020d}"
+
+
+def offset_of_file_name(name: str) -> int | None:
+    """Start offset of a 20-digit file name, ``None`` for anything else (tmp files, junk)."""
+    if len(name) == 20 and name.isdigit():
+        return int(name)
+    return None

@@ -1,0 +1,300 @@
+"""Every hot-path inline copy in the store against the reference it copies.
+
+The copies carry a one-line marker ``# inline of <module>.<function>``; this file checks the
+derived record layout (``log.layout``) against ``RECORD_PREFIX_STRUCTS``, the index key hash
+copies (``index.hash``, ``index.scan``) against ``topic_key_hash``, and the record prefix packs
+(``CommitLog.put_message`` / ``_encode_batch`` / ``_encode_mixed``, ``batch_encode``) against
+``encode_message``. The reput copies (``dispatch.appended``) are compared with the decoding
+path in test_store_fastpaths.py.
+"""
+
+from __future__ import annotations
+
+import mmap
+import pathlib
+import re
+import struct
+
+import pytest
+
+from pocketmq.remoting.protocol.message import (
+    BORNHOST_V6_FLAG,
+    RECORD_PREFIX_STRUCTS,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    MessageConst,
+    encode_message,
+    get_property,
+    properties_to_string,
+)
+from pocketmq.store import MessageInner, MessageStore
+from pocketmq.store.index.hash import topic_key_hash, topic_key_hashes
+from pocketmq.store.index.scan import KeyHashCache, scan_keys
+from pocketmq.store.log.layout import (
+    RECORD_FIELD_INDEX,
+    RECORD_INDEX_WALK_V4,
+    RECORD_SCAN_V4,
+    STORE_TIMESTAMP_AT,
+    SYSFLAG_AT,
+    record_fields,
+    record_offset,
+    record_struct,
+)
+
+from .conftest import FakeClock, tiny_config
+
+V4 = (b"\x0a\x00\x00\x01", 10911)
+V6 = (bytes(range(16)), 40001)
+HOSTS = [(V4, V4), (V6, V4), (V4, V6), (V6, V6)]
+KEYS = ["order-1", "a", "ab", "键-é", "emoji-\U0001f600", "\U0001f600x", "k1  k2 k3", "", "x" * 40]
+STORE_ROOT = pathlib.Path(__file__).parents[2] / "store"
+
+
+# ---------------------------------------------------------------------------- record layout
+
+
+@pytest.mark.parametrize("flags", list(RECORD_PREFIX_STRUCTS))
+def test_record_field_table_is_the_protocols_prefix(flags):
+    assert ">" + "".join(code for _, code in record_fields(flags)) == RECORD_PREFIX_STRUCTS[flags].format
+    offsets = [record_offset(name, flags) for name, _ in record_fields(flags)]
+    assert offsets == sorted(offsets) and offsets[0] == 0
+    assert record_offset("BODYLENGTH", flags) + 4 == RECORD_PREFIX_STRUCTS[flags].size
+
+
+def test_skipping_structs_read_the_named_fields_of_a_record():
+    raw = encode_message(
+        topic="T", body=b"body", properties="a\x01b", queue_id=3, flag=5, queue_offset=7,
+        commit_log_offset=11, sys_flag=TRANSACTION_PREPARED_TYPE, born_timestamp=13,
+        store_timestamp=17, reconsume_times=19, prepared_transaction_offset=23, body_crc_value=29,
+    )  # fmt: skip
+    full = RECORD_PREFIX_STRUCTS[0].unpack_from(raw)
+    for st, names in (
+        (RECORD_SCAN_V4, ["TOTALSIZE", "MAGICCODE", "BODYCRC", "QUEUEID", "QUEUEOFFSET", "PHYSICALOFFSET",
+                          "SYSFLAG", "STORETIMESTAMP", "PREPARED_TRANSACTION_OFFSET", "BODYLENGTH"]),
+        (RECORD_INDEX_WALK_V4, ["TOTALSIZE", "MAGICCODE", "SYSFLAG", "STORETIMESTAMP", "BODYLENGTH"]),
+    ):  # fmt: skip
+        assert st.size == RECORD_PREFIX_STRUCTS[0].size
+        assert st.unpack_from(raw) == tuple(full[RECORD_FIELD_INDEX[n]] for n in names)
+    # the structs the scans used before they were derived: the same bytes read
+    assert struct.calcsize(RECORD_INDEX_WALK_V4.format) == struct.calcsize(">ii28xi16xq20xi")
+    assert RECORD_INDEX_WALK_V4.format == ">ii28xi16xq20xi"
+    assert record_struct("TOTALSIZE").format == ">i84x"
+
+
+@pytest.mark.parametrize(("born", "store"), HOSTS)
+def test_store_timestamp_offsets(born, store, tmp_path):
+    raw = encode_message(topic="T", body=b"x", born_host=born, store_host=store, store_timestamp=123456789)
+    flags = int.from_bytes(raw[SYSFLAG_AT : SYSFLAG_AT + 4], "big")
+    at = STORE_TIMESTAMP_AT[flags & BORNHOST_V6_FLAG]
+    assert int.from_bytes(raw[at : at + 8], "big") == 123456789
+    s = MessageStore(tiny_config(str(tmp_path)), clock=FakeClock())
+    s.load()
+    try:
+        r = s.put_message(MessageInner(topic="T", body=b"x", born_host=born, store_host=store))
+        assert r.append is not None
+        assert s.commitlog.pickup_store_timestamp(r.append.wrote_offset) == r.append.store_timestamp
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------- index key hash
+
+
+def test_topic_key_hashes_inline_equals_topic_key_hash():
+    for topic in ("TopicA", "主题"):
+        for _ in range(2):  # cold tables, then warm
+            for uniq in (None, "", "UNIQ0001", "u"):
+                for keys in KEYS + [None]:
+                    expected = [topic_key_hash(topic, uniq)] if uniq else []
+                    expected += [topic_key_hash(topic, k) for k in (keys or "").split(" ") if k]
+                    assert topic_key_hashes(topic, uniq, keys) == expected
+
+
+def _records(topic: str) -> tuple[bytes, list[int], list[int]]:
+    """Records with UNIQ_KEY/KEYS in every position and host family, and the index hashes
+    (``topic_key_hash`` of what ``get_property`` finds) reput would write for them."""
+    out: list[bytes] = []
+    hashes: list[int] = []
+    phys: list[int] = []
+    pos = 0
+    variants: list[str] = []
+    for k in KEYS:
+        variants += [
+            properties_to_string({MessageConst.UNIQ_KEY: f"UNIQ{k}", MessageConst.KEYS: k}),
+            properties_to_string({MessageConst.KEYS: k, "a": "b", MessageConst.UNIQ_KEY: f"{k}U"}),
+            properties_to_string({"XKEYS": "no", MessageConst.TAGS: "t", MessageConst.KEYS: k}),
+            properties_to_string({"XUNIQ_KEY": "no"}),
+        ]
+    variants += ["", "KEYS\x01", "UNIQ_KEY\x01\x02KEYS\x01 "]
+    for i, props in enumerate(variants):
+        born, store = HOSTS[i % 4]
+        sys_flag = TRANSACTION_ROLLBACK_TYPE if i % 7 == 3 else 0
+        raw = encode_message(
+            topic=topic, body=b"b" * (i % 5), properties=props, born_host=born, store_host=store,
+            sys_flag=sys_flag, commit_log_offset=pos, store_timestamp=1000 + i,
+        )  # fmt: skip
+        if props and not sys_flag:
+            uniq = get_property(props, MessageConst.UNIQ_KEY)
+            keys = get_property(props, MessageConst.KEYS)
+            for k in ([uniq] if uniq else []) + [k for k in (keys or "").split(" ") if k]:
+                hashes.append(topic_key_hash(topic, k))
+                phys.append(pos)
+        out.append(raw)
+        pos += len(raw)
+    return b"".join(out), hashes, phys
+
+
+@pytest.mark.parametrize("prefill", [True, False])
+@pytest.mark.parametrize("topic", ["TopicA", "主题"])
+def test_index_scan_inline_hash_equals_topic_key_hash(prefill, topic):
+    data, expected, expected_phys = _records(topic)
+    mm = mmap.mmap(-1, len(data) + 8)
+    try:
+        mm[: len(data)] = data
+        cache = KeyHashCache()
+        if prefill:
+            cache.prefill()
+        for _ in range(2):  # misses fill the cache, then the inline path hits
+            hashes: list[int] = []
+            phys: list[int] = []
+            tss: list[int] = []
+            end, _ts = scan_keys(mm, 0, 0, len(data), cache, hashes, phys, tss)
+            assert end == len(data)
+            assert hashes == expected
+            assert phys == expected_phys
+    finally:
+        mm.close()
+
+
+# ---------------------------------------------------------------------------- record prefix pack
+
+
+def _msg(i: int, born, store, sys_flag: int = 0) -> MessageInner:
+    return MessageInner(
+        topic="TopicP", body=bytes([i]) * (i * 37 % 700), queue_id=2, flag=i, sys_flag=sys_flag,
+        properties={MessageConst.KEYS: f"k{i}", "n": str(i)}, born_timestamp=1_700_000_000_000 + i,
+        born_host=born, store_host=store, reconsume_times=i % 3,
+        prepared_transaction_offset=i * 1000 if sys_flag else 0,
+    )  # fmt: skip
+
+
+def _reference(m: MessageInner, qoff: int, phy: int, now: int) -> bytes:
+    return encode_message(
+        topic=m.topic, body=bytes(m.body), properties=m.properties_string(), queue_id=m.queue_id,
+        flag=m.flag, queue_offset=qoff, commit_log_offset=phy, sys_flag=m.sys_flag,
+        born_timestamp=m.born_timestamp, born_host=m.born_host, store_timestamp=now,
+        store_host=m.store_host, reconsume_times=m.reconsume_times,
+        prepared_transaction_offset=m.prepared_transaction_offset,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("path", ["put_message", "batch", "mixed", "items"])
+@pytest.mark.parametrize(("born", "store"), HOSTS)
+def test_record_prefix_packs_equal_encode_message(path, born, store, tmp_path):
+    clock = FakeClock()
+    s = MessageStore(tiny_config(str(tmp_path), mapped_file_size_commit_log=1 << 20), clock=clock)
+    s.load()
+    try:
+        s.put_message(_msg(0, V4, V4))  # every path starts mid-segment
+        msgs = [_msg(i, born, store) for i in range(1, 8)]
+        if path == "put_message":
+            results = [s.put_message(m) for m in msgs]
+        elif path == "batch":
+            results = [s.put_messages(msgs)]
+        elif path == "mixed":  # hosts and sysFlag differ from the first record on
+            msgs[3] = _msg(4, V4 if born is V6 else V6, store)
+            msgs[5] = _msg(6, born, store, TRANSACTION_PREPARED_TYPE)
+            results = [s.put_messages(msgs)]
+        else:  # items share the template's born time and reconsume times
+            for m in msgs:
+                m.born_timestamp, m.reconsume_times = msgs[0].born_timestamp, msgs[0].reconsume_times
+            items = [(m.flag, memoryview(bytes(m.body)), m.properties_string()) for m in msgs]
+            results = [s.put_batch(msgs[0], items)]
+        assert all(r.is_ok for r in results)
+        assert results[0].append is not None
+        phy = results[0].append.wrote_offset
+        for qoff, m in enumerate(msgs, results[0].append.logics_offset):
+            expected = _reference(m, qoff, phy, clock.now)
+            assert s.get_message_bytes_by_offset(phy) == expected
+            phy += len(expected)
+        assert phy == s.get_max_phy_offset()
+    finally:
+        s.close()
+
+
+def test_every_inline_marker_names_a_reference_that_exists():
+    """``# inline of <module>.<function>`` (or ``<module>.<Class>.<method>``) names something
+    that exists; modules are relative to ``pocketmq.store`` unless they start with ``remoting``."""
+    import importlib
+
+    pattern = re.compile(r"# inline of ([\w.]+)")
+    found = 0
+    for path in STORE_ROOT.rglob("*.py"):
+        for ref in pattern.findall(path.read_text()):
+            parts = ref.split(".")
+            root = "pocketmq" if parts[0] == "remoting" else "pocketmq.store"
+            for cut in range(len(parts) - 1, 0, -1):  # the longest importable module prefix
+                try:
+                    obj = importlib.import_module(".".join([root, *parts[:cut]]))
+                except ModuleNotFoundError:
+                    continue
+                for attr in parts[cut:]:
+                    obj = getattr(obj, attr)
+                assert callable(obj), (path, ref)
+                break
+            else:
+                raise AssertionError((path, ref))
+            found += 1
+    assert found >= 16
+
+
+def test_put_time_inline_is_the_store_clock(tmp_path):
+    """With the default clock (``clock.now_ms``) the CommitLog reads the time itself."""
+    from pocketmq.store.clock import now_ms
+
+    s = MessageStore(tiny_config(str(tmp_path)))
+    s.load()
+    try:
+        before = now_ms()
+        results = [
+            s.put_message(_msg(1, V4, V4)),
+            s.put_messages([_msg(2, V4, V4)]),
+            s.put_batch(_msg(3, V4, V4), [(0, b"x", "")]),
+        ]
+        after = now_ms()
+        for r in results:
+            assert r.append is not None and before <= r.append.store_timestamp <= after
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------- index entry time
+
+
+@pytest.mark.parametrize("how", ["put_entries", "put_hashes"])
+def test_index_time_diff_inlines_equal_time_diff(how, tmp_path):
+    """Entries before the file's begin time, within it and past Integer.MAX_VALUE seconds
+    carry ``time_diff``'s value whichever writer put them."""
+    from pocketmq.store.index.file import IndexFile, time_diff
+
+    begin = 1_700_000_000_000
+    stamps = [begin, begin - 5000, begin + 1999, begin + (0x7FFFFFFF + 10) * 1000, begin + 61_000]
+    files = {}
+    for name in ("ref", how):
+        f = IndexFile(str(tmp_path / name), 8, 64, create=True)
+        f.put_hashed(7, 100, begin)  # the first entry sets beginTimestamp
+        for k, ts in enumerate(stamps):
+            hashes, phy = [k * 3 + 1, k * 3 + 2], 1000 + k
+            if name == "ref":
+                for h in hashes:
+                    assert f.put_hashed(h, phy, ts)
+            elif how == "put_entries":
+                assert f.put_entries(hashes, phy, ts) == 2
+            else:
+                assert f.put_hashes(hashes, [phy, phy], [ts, ts])
+        f.write_header()
+        files[name] = bytes(f.mf.mm)
+        f.mf.close()
+    assert files["ref"] == files[how]
+    assert [time_diff(ts, begin) for ts in stamps] == [0, 0, 1, 0x7FFFFFFF, 61]
+    assert time_diff(begin, 0) == 0
