@@ -59,9 +59,7 @@ from pocketmq.remoting.protocol.route import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     SCHEDULE_CONSUMER_GROUP,
 )
-from pocketmq.store.config import parse_delay_levels
-from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import GetMessageStatus, PutMessageStatus
+from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus, parse_delay_levels
 
 logger = logging.getLogger(__name__)
 

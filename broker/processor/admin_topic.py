@@ -23,9 +23,9 @@ code   request                          behaviour (RocketMQ ``AdminBrokerProcess
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pocketmq.broker.processor.admin_common import AdminBase, fail, ok
+from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.bodies import GroupList, TopicOffset, TopicStatsTable
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
@@ -44,6 +44,15 @@ from pocketmq.remoting.protocol.route import (
     TopicList,
     topic_error,
 )
+
+if TYPE_CHECKING:
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.state import BrokerState
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
@@ -74,18 +83,38 @@ class TopicAdmin(AdminBase):
         RequestCode.DELETE_EXPIRED_COMMITLOG: "delete_expired_commit_log",
     }
 
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
+        state: BrokerState,
+        *,
+        stats: BrokerStatsManager,
+        register_broker: RegisterBroker,
+    ) -> None:
+        super().__init__(state, stats)
+        self.store = store
+        self.topics = topics
+        self.offsets = offsets
+        self.consumers = consumers
+        self.register_broker = register_broker
+
     # -- create / delete -------------------------------------------------------------------------
     def _invalid_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:
         err = topic_error(topic)
         if err is not None:
             return fail(request, ResponseCode.SYSTEM_ERROR, err)
-        if self.c.topic_config_manager.is_system_topic(topic):
+        if self.topics.is_system_topic(topic):
             return fail(
                 request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
             )
         return None
 
-    async def update_and_create_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def update_and_create_topic(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         refused = self.refuse_on_slave(request)
         if refused is not None:
             return refused
@@ -120,14 +149,14 @@ class TopicAdmin(AdminBase):
             h.topic_sys_flag or 0,
             h.order,
         )
-        tcm = self.c.topic_config_manager
+        tcm = self.topics
         tcm.update_topic_config(tc)
         await self.persist(tcm)
         # Java registers synchronously (registerIncrementBrokerData): the route exists on reply.
-        await self.register_now()
+        await register_now(self.register_broker)
         return ok(request)
 
-    async def delete_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         refused = self.refuse_on_slave(request)
         if refused is not None:
             return refused
@@ -136,32 +165,31 @@ class TopicAdmin(AdminBase):
         bad = self._invalid_topic(request, h.topic)
         if bad is not None:
             return bad
-        c = self.c
-        c.topic_config_manager.delete_topic_config(h.topic)
-        c.consumer_offset_manager.remove_topic(h.topic)
-        c.store.delete_topics([h.topic])
+        self.topics.delete_topic_config(h.topic)
+        self.offsets.remove_topic(h.topic)
+        self.store.delete_topics([h.topic])
         self.stats.on_topic_deleted(h.topic)
-        await self.persist(c.topic_config_manager, c.consumer_offset_manager)
+        await self.persist(self.topics, self.offsets)
         return ok(request)
 
     # -- reads ---------------------------------------------------------------------------------
-    def get_all_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, self.c.topic_config_manager.build_serialize_wrapper().encode())
+    def get_all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        return ok(request, self.topics.build_serialize_wrapper().encode())
 
-    def get_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetTopicConfigRequestHeader.from_ext_fields(request.ext_fields)
-        tc = self.c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topics.select_topic_config(h.topic)
         if tc is None:
             return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
         return ok(request, fastjson.dumpb(tc.to_json()))
 
-    def get_topic_stats_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_topic_stats_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
         topic = h.topic
-        tc = self.c.topic_config_manager.select_topic_config(topic)
+        tc = self.topics.select_topic_config(topic)
         if tc is None:
             return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        store = self.c.store
+        store = self.store
         table = TopicStatsTable()
         for qid in range(tc.write_queue_nums):
             lo = max(0, store.get_min_offset_in_queue(topic, qid))
@@ -170,31 +198,37 @@ class TopicAdmin(AdminBase):
             table.offset_table[self.mq(topic, qid)] = TopicOffset(lo, hi, last)
         return ok(request, table.encode())
 
-    def query_topic_consume_by_who(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_topic_consume_by_who(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
-        groups = self.c.consumer_manager.query_topic_consume_by_who(h.topic)
-        groups |= self.c.consumer_offset_manager.groups_of_topic(h.topic)
+        groups = self.consumers.query_topic_consume_by_who(h.topic)
+        groups |= self.offsets.groups_of_topic(h.topic)
         return ok(request, GroupList(sorted(groups)).encode())
 
-    def get_system_topic_list(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        topics = sorted(SYSTEM_TOPICS | self.c.topic_config_manager.system_topics)
+    def get_system_topic_list(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        topics = sorted(SYSTEM_TOPICS | self.topics.system_topics)
         return ok(request, TopicList(topics).encode())
 
     # -- store cleanup triggers ------------------------------------------------------------------
-    def clean_expired_consume_queue(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def clean_expired_consume_queue(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         logger.warning("invoke cleanExpiredConsumeQueue start (caller %s)", conn.remote_addr)
-        removed = self.c.store.clean_expired_consume_queues()
+        removed = self.store.clean_expired_consume_queues()
         logger.warning("invoke cleanExpiredConsumeQueue end: %d files/queues removed", removed)
         return ok(request)
 
-    def clean_unused_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def clean_unused_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         logger.warning("invoke cleanUnusedTopic start (caller %s)", conn.remote_addr)
-        n = self.c.store.clean_unused_topics(self.c.topic_config_manager.topic_config_table.keys())
+        n = self.store.clean_unused_topics(self.topics.topic_config_table.keys())
         logger.warning("invoke cleanUnusedTopic end: %d topics' queues removed", n)
         return ok(request)
 
-    def delete_expired_commit_log(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def delete_expired_commit_log(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         logger.warning("invoke deleteExpiredCommitLog (caller %s)", conn.remote_addr)
-        if not self.c.store.delete_expired_commit_log_now(MANUAL_DELETE_ROUNDS):
+        if not self.store.delete_expired_commit_log_now(MANUAL_DELETE_ROUNDS):
             return fail(request, ResponseCode.SYSTEM_ERROR, "the store's clean service is not running")
         return ok(request)

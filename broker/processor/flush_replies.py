@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.store.results import PutMessageStatus, PutResult
+from pocketmq.store import PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
 

@@ -54,10 +54,18 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.route import MASTER_ID, PermName
-from pocketmq.store.results import GetMessageStatus
+from pocketmq.store import GetMessageStatus
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.longpolling import PullRequestHoldService
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 logger = logging.getLogger(__name__)
 
@@ -89,18 +97,49 @@ _STATUS_CODE: dict[GetMessageStatus, int] = {
 
 
 class PullMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    """Owns PULL_MESSAGE.
+
+    Args:
+        store: the message store (reads).
+        topics, groups, offsets, consumers: topic configs, subscription groups, committed
+            offsets (COMMIT_OFFSET) and the consumers' heartbeat subscriptions.
+        hold: the long-polling service a pull that found nothing is held in; its
+            ``execute`` is set to :meth:`execute_when_wakeup` here.
+        state: the broker's live config.
+        stats: counts found pulls.
+    """
+
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
+        hold: PullRequestHoldService,
+        state: BrokerState,
+        *,
+        stats: BrokerStatsManager,
+    ) -> None:
+        self.store = store
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.consumers = consumers
+        self.hold = hold
+        self.state = state
+        self.stats = stats
+        hold.execute = self.execute_when_wakeup
         #: (topic, expression, type, version) -> the parsed subscription and its filter
         self._carried: dict[
             tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter]
         ] = {}
 
-    def register(self) -> None:
+    def register(self, register: Registrar) -> None:
         # Java serves pulls only on the main port, never on the VIP port.
-        self.c.register_processor(RequestCode.PULL_MESSAGE, self.process, fast=False)
+        register(RequestCode.PULL_MESSAGE, self.process, fast=False)
 
-    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand | None:
+    def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         return self.process_request(conn, request, allow_suspend=True)
 
     def execute_when_wakeup(self, held: HeldPull) -> None:
@@ -121,21 +160,20 @@ class PullMessageProcessor:
     # ------------------------------------------------------------------------------------------
     def process_request(
         self,
-        conn: Any,
+        conn: RemotingConnection,
         request: RemotingCommand,
         *,
         allow_suspend: bool,
         header: PullMessageRequestHeader | None = None,
     ) -> RemotingCommand | None:
         """Run one pull; ``header`` is the request's already parsed header (a held pull's)."""
-        c = self.c
-        cfg = c.config
+        cfg = self.state.config
         if header is None:
             header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
         if not cfg.broker_permission & _PERM_READ:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] pulling message is forbidden")
         group = header.consumer_group
-        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        sgc = self.groups.find_subscription_group_config(group)
         if sgc is None:
             raise SubscriptionGroupNotExistError(f"subscription group [{group}] does not exist")
         if not sgc.consume_enable:
@@ -145,7 +183,7 @@ class PullMessageProcessor:
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
         has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
         topic = header.topic
-        tc = c.topic_config_manager.select_topic_config(topic)
+        tc = self.topics.select_topic_config(topic)
         if tc is None:
             raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!")
         if not tc.perm & _PERM_READ:
@@ -165,7 +203,7 @@ class PullMessageProcessor:
             raise RemoteSystemError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}"
             )
-        result = c.store.get_message(
+        result = self.store.get_message(
             group,
             topic,
             queue_id,
@@ -196,7 +234,7 @@ class PullMessageProcessor:
             timeout = (
                 header.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
             )
-            hold = c.pull_hold_service
+            hold = self.hold
             held = HeldPull(
                 conn,
                 request,
@@ -216,12 +254,11 @@ class PullMessageProcessor:
                     group, topic, queue_id, header.queue_offset, next_begin, result.min_offset, result.max_offset,
                 )  # fmt: skip
             response = self._response(request, code, status.name, suggest, next_begin, result)
-            stats = c.broker_stats_manager
-            if stats is not None and code == _SUCCESS:
-                stats.on_get(group, topic, result.message_count, len(result.body))
+            if code == _SUCCESS:
+                self.stats.on_get(group, topic, result.message_count, len(result.body))
 
         if allow_suspend and has_commit and not cfg.is_slave:
-            c.consumer_offset_manager.commit_offset(group, topic, queue_id, header.commit_offset)
+            self.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
         return response
 
     def _carried_subscription(
@@ -243,7 +280,7 @@ class PullMessageProcessor:
     def _subscription(self, header: PullMessageRequestHeader, broadcast_enable: bool) -> SubscriptionData:
         """The subscription from the group's heartbeat (a pull without FLAG_SUBSCRIPTION)."""
         topic = header.topic
-        cgi = self.c.consumer_manager.get_consumer_group_info(header.consumer_group)
+        cgi = self.consumers.get_consumer_group_info(header.consumer_group)
         if cgi is None:
             raise SubscriptionNotExistError("the consumer's group info not exist")
         if not broadcast_enable and cgi.message_model is _BROADCASTING:

@@ -35,7 +35,7 @@ task per send). A SYNC_MASTER put (replication) makes the handler return an awai
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.batch_body import batch_items
@@ -85,13 +85,17 @@ from pocketmq.remoting.protocol.route import (
     is_not_allowed_send_topic,
     topic_error,
 )
-from pocketmq.store.config import BrokerRole, FlushDiskType
-from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import AppendResult, PutMessageStatus, PutResult
+from pocketmq.store import AppendResult, BrokerRole, FlushDiskType, MessageInner, PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
     from pocketmq.broker.config import BrokerConfig
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.schedule import ScheduleMessageService
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 DLQ_NUMS_PER_GROUP = 1
 #: the longest not-yet-dispatched tail a send dispatches itself for a waiting pull (_dispatch_now)
@@ -164,24 +168,56 @@ class _Settings:
 
 
 class SendMessageProcessor:
-    """Owns the send codes; ``controller`` supplies config, managers and the store."""
+    """Owns the send codes.
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
-        self._s = _Settings(controller.config)
+    Args:
+        store: the message store (puts, and the dispatch-now shortcut).
+        topics: topic configs (auto-creation, ``%DLQ%`` topics).
+        groups: subscription groups (a ``%RETRY%`` send's max reconsume times).
+        state: the broker's live config and store host.
+        now_ms: wall clock (``startAcceptSendRequestTimeStamp``).
+        held_queues: the ``(topic, queue_id)`` keys pulls are held on
+            (:attr:`PullRequestHoldService.held_queues`): a put to one is dispatched at once.
+        stats: counts stored sends.
+        schedule: the delay service (``max_delay_level``); None ignores ``DELAY``.
+        transactions: None, or ``prepare_message(inner) -> PutResult | Awaitable[PutResult]``.
+    """
+
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        state: BrokerState,
+        *,
+        now_ms: Callable[[], int],
+        held_queues: Container[tuple[str, int]],
+        stats: BrokerStatsManager,
+        schedule: ScheduleMessageService | None,
+        transactions: Any = None,
+    ) -> None:
+        self.store = store
+        self.topics = topics
+        self.groups = groups
+        self.state = state
+        self.now_ms = now_ms
+        self.stats = stats
+        self.schedule = schedule
+        self.transactions = transactions
+        self._s = _Settings(state.config)
         self._rng = random.Random()
         #: Topic names that passed the name checks (valid, not a system topic): checked once.
         self._ok_topics: set[str] = set()
         self._msgid_prefix: tuple[HostAddress, str] | None = None
-        #: the pulls held per (topic, queue) (long polling); filled in by register()
-        self._held_pulls: Mapping[tuple[str, int], Any] = {}
+        #: the pulls held per (topic, queue) (long polling): a live view
+        self._held_pulls = held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
         self.flush_replies = FlushReplies(self._reply)
 
     def _settings(self) -> _Settings:
         s = self._s
-        if s.cfg is not self.c.config:
-            s = self._s = _Settings(self.c.config)
+        if s.cfg is not self.state.config:
+            s = self._s = _Settings(self.state.config)
         return s
 
     def _dispatch_now(self) -> None:
@@ -193,7 +229,7 @@ class SendMessageProcessor:
         only for a short backlog: a long one stays with the reput task, which yields between
         slices instead of holding the loop.
         """
-        store = self.c.store
+        store = self.store
         if store.dispatch_behind_bytes > _DISPATCH_NOW_MAX_BYTES:
             return
         try:
@@ -201,14 +237,13 @@ class SendMessageProcessor:
         except OSError:
             pass  # e.g. ENOSPC creating a ConsumeQueue file: the reput task retries and logs it
 
-    def register(self) -> None:
-        self._held_pulls = self.c.pull_hold_service.table.by_queue
+    def register(self, register: Registrar) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            self.c.register_processor(code, self.process)
+            register(code, self.process)
 
     # ------------------------------------------------------------------------------- entry
     def process(
-        self, conn: Any, request: RemotingCommand
+        self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
         code = request.code
         if code == _SEND_MESSAGE:
@@ -220,18 +255,17 @@ class SendMessageProcessor:
         return self._send_single(conn, request, header)
 
     # -------------------------------------------------------------------------------- checks
-    def check(self, conn: Any, header: SendMessageRequestHeader) -> TopicConfig:
+    def check(self, conn: RemotingConnection, header: SendMessageRequestHeader) -> TopicConfig:
         """``msgCheck``: the topic's config (auto-created if allowed), or raise the error reply."""
-        c = self.c
         s = self._settings()
         topic = header.topic
         if s.is_slave:
             raise ServiceNotAvailableError(
                 f"the broker[{s.cfg.broker_ip1}] is a slave: sending message is forbidden"
             )
-        if s.start_accept and c.clock.now_ms() < s.start_accept:
+        if s.start_accept and self.now_ms() < s.start_accept:
             raise RemoteSystemError(f"broker unable to service, until {s.start_accept}")
-        tcm = c.topic_config_manager
+        tcm = self.topics
         if not s.writable and tcm.is_order_topic(topic):
             raise NoPermissionError(f"the broker[{s.cfg.broker_ip1}] sending message is forbidden")
         if topic not in self._ok_topics:
@@ -275,7 +309,7 @@ class SendMessageProcessor:
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-            sgc = self.c.subscription_group_manager.find_subscription_group_config(group)
+            sgc = self.groups.find_subscription_group_config(group)
             if sgc is None:
                 raise SubscriptionGroupNotExistError(f"subscription group not exist, {group}")
             max_times = sgc.retry_max_times
@@ -284,7 +318,7 @@ class SendMessageProcessor:
             if (header.reconsume_times or 0) >= max_times:
                 new_topic = dlq_topic(group)
                 # PERM_WRITE only, as RocketMQ 4.x: a DLQ is read through admin queries
-                tc = self.c.topic_config_manager.create_topic_in_send_message_back_method(
+                tc = self.topics.create_topic_in_send_message_back_method(
                     new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE, 0
                 )
                 inner.topic = new_topic
@@ -297,10 +331,9 @@ class SendMessageProcessor:
 
     # -------------------------------------------------------------------------------- single
     def _send_single(
-        self, conn: Any, request: RemotingCommand, header: SendMessageRequestHeader
+        self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
         tc = self.check(conn, header)
-        c = self.c
         s = self._s
         body = request.body or b""
         if len(body) > s.max_body:
@@ -320,14 +353,14 @@ class SendMessageProcessor:
             header.sys_flag,
             header.born_timestamp,
             born_host_of(conn),
-            c.store_host,
+            self.state.store_host,
             header.reconsume_times or 0,
         )
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or tc.topic_filter_type is _MULTI_TAG:
             self._retry_and_dlq(request, header, inner, tc)
-        if DELAY_KEY in props and c.schedule_message_service is not None:
+        if DELAY_KEY in props and self.schedule is not None:
             try:
-                apply_delay_level(inner, c.schedule_message_service.max_delay_level)
+                apply_delay_level(inner, self.schedule.max_delay_level)
             except ValueError as exc:
                 raise RemoteSystemError(str(exc)) from None
         if TRAN_KEY in props:
@@ -338,20 +371,23 @@ class SendMessageProcessor:
                 and not (inner.reconsume_times > 0 and has_delay(props))
             ):
                 return self._prepare_transaction(request, inner, queue_id, wait)
+        store = self.store
         if wait and s.policy_waits:
             if not s.sync_flush_only:
-                return self._reply_after(request, c.store.put_message_async(inner), queue_id, inner.topic)
-            return self._put_then_flush(conn, request, c.store.put_message(inner), queue_id, inner.topic)
-        result = c.store.put_message(inner)
-        if (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None:
+                return self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
+            return self._put_then_flush(conn, request, store.put_message(inner), queue_id, inner.topic)
+        result = store.put_message(inner)
+        if (
+            (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None
+        ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         return self._reply(request, result, queue_id, inner.topic)
 
     def _prepare_transaction(
         self, request: RemotingCommand, inner: MessageInner, queue_id: int, wait: bool
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
-        cfg = self.c.config
-        service = self.c.transactional_message_service
+        cfg = self.state.config
+        service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
         result = service.prepare_message(inner)
@@ -361,13 +397,12 @@ class SendMessageProcessor:
 
     # --------------------------------------------------------------------------------- batch
     def _send_batch(
-        self, conn: Any, request: RemotingCommand, header: SendMessageRequestHeader
+        self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
         tc = self.check(conn, header)
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise MessageIllegalError(f"batch request does not support retry group {topic}")
-        c = self.c
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
@@ -383,21 +418,23 @@ class SendMessageProcessor:
         # the shared fields once; the store encodes the items against them (no MessageInner each)
         template = MessageInner(
             topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),
-            c.store_host, header.reconsume_times or 0,
+            self.state.store_host, header.reconsume_times or 0,
         )  # fmt: skip
-        store = c.store
+        store = self.store
         if wait and s.policy_waits:
             if not s.sync_flush_only:
                 return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
             return self._put_then_flush(conn, request, store.put_batch(template, items), queue_id, topic)
         result = store.put_batch(template, items)
-        if (topic, queue_id) in self._held_pulls and result.append is not None:
+        if (
+            (topic, queue_id) in self._held_pulls and result.append is not None
+        ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         return self._reply(request, result, queue_id, topic)
 
     def _put_then_flush(
         self,
-        conn: Any,
+        conn: RemotingConnection,
         request: RemotingCommand,
         result: PutResult,
         queue_id: int,
@@ -406,7 +443,7 @@ class SendMessageProcessor:
         """A failed put is answered now; a stored one once its round is flushed (FlushReplies)."""
         if result.append is None:
             return self._reply(request, result, queue_id, topic)
-        self.flush_replies.add(self.c.store, conn, request, result, queue_id, topic)
+        self.flush_replies.add(self.store, conn, request, result, queue_id, topic)
         return None  # answered by FlushReplies, like a held pull
 
     # ------------------------------------------------------------------------------- replies
@@ -421,9 +458,8 @@ class SendMessageProcessor:
         status = result.status
         append = result.append
         s = self._s
-        stats = self.c.broker_stats_manager
-        if stats is not None and append is not None:
-            stats.on_put(topic, append.msg_num, append.wrote_bytes)
+        if append is not None:
+            self.stats.on_put(topic, append.msg_num, append.wrote_bytes)
         if status is _PUT_OK and append is not None:
             # The hot path: one dict literal, the reply built directly.
             ext = {

@@ -31,7 +31,7 @@ unless already set (the offset msgId of the first delivery), ``WAIT=false``, rec
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.common import host_address
 from pocketmq.broker.processor.message_props import apply_delay_level
@@ -52,10 +52,16 @@ from pocketmq.remoting.protocol.route import (
     dlq_topic,
     retry_topic,
 )
-from pocketmq.store.message_inner import MessageInner
+from pocketmq.store import MessageInner
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.schedule import ScheduleMessageService
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 DLQ_NUMS_PER_GROUP = 1
 #: Java ``delayLevel = 3 + reconsumeTimes`` when the consumer leaves the level to the broker.
@@ -70,19 +76,34 @@ def _packed(host: tuple[str, int]) -> tuple[bytes, int]:
 
 
 class ConsumerSendMsgBackProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    """Owns CONSUMER_SEND_MSG_BACK; ``schedule`` None stores retries without a delay."""
+
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        state: BrokerState,
+        *,
+        stats: BrokerStatsManager,
+        schedule: ScheduleMessageService | None,
+    ) -> None:
+        self.store = store
+        self.topics = topics
+        self.groups = groups
+        self.state = state
+        self.stats = stats
+        self.schedule = schedule
         self._rng = random.Random()
 
-    def register(self) -> None:
-        self.c.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
+    def register(self, register: Registrar) -> None:
+        register(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
 
-    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
-        cfg = c.config
+        cfg = self.state.config
         group = h.group
-        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        sgc = self.groups.find_subscription_group_config(group)
         if sgc is None:
             raise SubscriptionGroupNotExistError(f"subscription group not exist, {group}")
         if not PermName.is_writeable(cfg.broker_permission):
@@ -91,7 +112,7 @@ class ConsumerSendMsgBackProcessor:
             return RemotingCommand.response_to(request)
         new_topic = retry_topic(group)
         sys_flag = TopicSysFlag.build(False, True) if h.unit_mode else 0
-        tcm = c.topic_config_manager
+        tcm = self.topics
         tc = tcm.create_topic_in_send_message_back_method(
             new_topic, sgc.retry_queue_nums, PermName.PERM_WRITE | PermName.PERM_READ, sys_flag
         )
@@ -99,7 +120,7 @@ class ConsumerSendMsgBackProcessor:
             raise NoPermissionError(f"the topic[{new_topic}] sending message is forbidden")
         queues = max(1, min(sgc.retry_queue_nums, tc.write_queue_nums))
         queue_id = self._rng.randrange(99999999) % queues
-        msg = c.store.look_message_by_offset(h.offset) if h.offset >= 0 else None
+        msg = self.store.look_message_by_offset(h.offset) if h.offset >= 0 else None
         if msg is None:
             return RemotingCommand.response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}"
@@ -129,20 +150,19 @@ class ConsumerSendMsgBackProcessor:
         props.pop(MessageConst.WAIT, None)
         props[MessageConst.WAIT] = "false"
         inner = self._copy(msg, new_topic, queue_id, properties_to_string(props))
-        schedule = c.schedule_message_service
+        schedule = self.schedule
         if not to_dlq and schedule is not None:
             apply_delay_level(inner, schedule.max_delay_level)
-        result = c.store.put_message(inner)
+        result = self.store.put_message(inner)
         if not result.status.is_ok:
             return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, result.status.name)
-        stats = c.broker_stats_manager
-        if stats is not None:
-            append = result.append
-            if inner.topic == RMQ_SYS_SCHEDULE_TOPIC and append is not None:
-                stats.on_put(inner.topic, 1, append.wrote_bytes)
-            stats.on_send_back(group, back_topic)
-            if to_dlq:
-                stats.on_send_back_dlq(group, back_topic)
+        stats = self.stats
+        append = result.append
+        if inner.topic == RMQ_SYS_SCHEDULE_TOPIC and append is not None:
+            stats.on_put(inner.topic, 1, append.wrote_bytes)
+        stats.on_send_back(group, back_topic)
+        if to_dlq:
+            stats.on_send_back_dlq(group, back_topic)
         return RemotingCommand.response_to(request)
 
     @staticmethod

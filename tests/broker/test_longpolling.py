@@ -152,3 +152,20 @@ async def test_service_arriving_batch_wakes_by_each_records_offset_and_tag():
         assert answered == [tag_b]  # TagC still held: no record of the batch matched it
     finally:
         await svc.stop()
+
+
+async def test_held_queues_view_answers_as_is_held():
+    """The send processor's ``key in held_queues`` is an inline of ``is_held``: same answers."""
+    svc = PullRequestHoldService(None, lambda t, q: 0)
+    view = svc.held_queues  # taken once, as the send processor does; must stay live
+    svc.start()
+    try:
+        keys = [("T", 0), ("T", 1), ("U", 0)]
+        assert all((k in view) is svc.is_held(*k) is False for k in keys)
+        svc.suspend(held("T", 1, deadline=svc.now_ms() + 60_000))
+        assert [k in view for k in keys] == [svc.is_held(*k) for k in keys] == [False, True, False]
+        svc.execute = lambda r: None
+        svc.notify_message_arriving("T", 1, 100)
+        assert [k in view for k in keys] == [svc.is_held(*k) for k in keys] == [False, False, False]
+    finally:
+        await svc.stop()
