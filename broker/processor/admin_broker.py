@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
 from pocketmq.broker.processor.admin_bodies import encode_broker_stats_data
+from pocketmq.broker.processor.admin_checks import refused_keys
 from pocketmq.broker.stats import human_readable_byte_count, version_desc
 from pocketmq.remoting.common import properties
 from pocketmq.remoting.common.config import ConfigError
@@ -54,10 +55,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
-#: Java ``BrokerConfig.configBlackList`` default.
-CONFIG_BLACK_LIST = frozenset(
-    {"brokerConfigPath", "configBlackList", "broker_config_path", "config_black_list"}
-)
 
 _PUT_DISTRIBUTION = (
     "[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]", "[500ms~1s]",
@@ -188,7 +185,7 @@ class BrokerAdmin(AdminBase):
             return fail(request, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
         if not updates:
             return ok(request)
-        refused = sorted(k for k in updates if k in CONFIG_BLACK_LIST)
+        refused = refused_keys(updates)
         if refused:
             logger.warning(
                 "broker config update refused keys=%s caller=%s", ",".join(refused), conn.remote_addr

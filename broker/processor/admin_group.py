@@ -23,6 +23,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.admin_base import AdminBase, fail, language_name, ok
+from pocketmq.broker.processor.admin_checks import group_name_error
 from pocketmq.remoting.protocol.bodies import (
     Connection,
     ConsumerConnection,
@@ -39,7 +40,6 @@ from pocketmq.remoting.protocol.headers import (
     GetConsumerConnectionListRequestHeader,
     GetProducerConnectionListRequestHeader,
 )
-from pocketmq.remoting.protocol.route import group_error
 
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
@@ -99,7 +99,7 @@ class GroupAdmin(AdminBase):
             sgc = SubscriptionGroupConfig.decode(request.body)
         except BodyFormatError as exc:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig body: {exc}")
-        err = group_error(sgc.group_name)
+        err = group_name_error(sgc.group_name)
         if err is not None:
             return fail(request, ResponseCode.SYSTEM_ERROR, err)
         logger.info("update or create subscription group %s, caller %s", sgc.group_name, conn.remote_addr)

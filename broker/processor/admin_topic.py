@@ -26,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
+from pocketmq.broker.processor.admin_checks import topic_config_of, topic_name_error
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.bodies import GroupList, TopicOffset, TopicStatsTable
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
@@ -39,10 +40,7 @@ from pocketmq.remoting.protocol.headers import (
 )
 from pocketmq.remoting.protocol.route import (
     SYSTEM_TOPICS,
-    TopicConfig,
-    TopicFilterType,
     TopicList,
-    topic_error,
 )
 
 if TYPE_CHECKING:
@@ -60,7 +58,6 @@ logger = logging.getLogger("pocketmq.broker.processor.admin")
 GET_TOPIC_CONFIG = RequestCode.GET_TOPIC_CONFIG
 #: Java ``CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES``.
 MANUAL_DELETE_ROUNDS = 20
-MAX_QUEUE_NUMS = 65535
 
 
 @header
@@ -103,14 +100,8 @@ class TopicAdmin(AdminBase):
 
     # -- create / delete -------------------------------------------------------------------------
     def _invalid_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:
-        err = topic_error(topic)
-        if err is not None:
-            return fail(request, ResponseCode.SYSTEM_ERROR, err)
-        if self.topics.is_system_topic(topic):
-            return fail(
-                request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
-            )
-        return None
+        err = topic_name_error(topic, self.topics.is_system_topic(topic))
+        return None if err is None else fail(request, ResponseCode.SYSTEM_ERROR, err)
 
     async def update_and_create_topic(
         self, conn: RemotingConnection, request: RemotingCommand
@@ -123,32 +114,9 @@ class TopicAdmin(AdminBase):
         bad = self._invalid_topic(request, h.topic)
         if bad is not None:
             return bad
-        for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums)):
-            if not 0 <= value <= MAX_QUEUE_NUMS:
-                return fail(
-                    request,
-                    ResponseCode.SYSTEM_ERROR,
-                    f"{name} {value} is out of range [0, {MAX_QUEUE_NUMS}]",
-                )
-        if not 0 <= h.perm <= 15:
-            return fail(request, ResponseCode.SYSTEM_ERROR, f"perm {h.perm} is not a PermName bit set (0-15)")
-        try:
-            filter_type = TopicFilterType(h.topic_filter_type or TopicFilterType.SINGLE_TAG.value)
-        except ValueError:
-            return fail(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"No enum constant TopicFilterType.{h.topic_filter_type} (SINGLE_TAG or MULTI_TAG)",
-            )
-        tc = TopicConfig(
-            h.topic,
-            h.read_queue_nums,
-            h.write_queue_nums,
-            h.perm,
-            filter_type,
-            h.topic_sys_flag or 0,
-            h.order,
-        )
+        tc = topic_config_of(h)
+        if isinstance(tc, str):
+            return fail(request, ResponseCode.SYSTEM_ERROR, tc)
         tcm = self.topics
         tcm.update_topic_config(tc)
         await self.persist(tcm)

@@ -17,6 +17,9 @@ The message at ``offset`` is copied: body, flag, sysFlag, born timestamp and hos
 properties kept, ``RETRY_TOPIC`` = its topic unless already set, ``ORIGIN_MESSAGE_ID`` = its own
 unless already set (the offset msgId of the first delivery), ``WAIT=false``, reconsume times + 1.
 
+The DLQ decision, delay level and DLQ topic are :mod:`pocketmq.broker.retry_policy`'s (shared
+with a send to ``%RETRY%<group>``):
+
 * ``reconsumeTimes >= max`` or ``delayLevel < 0`` → ``%DLQ%<group>`` queue 0, no delay. ``max`` is
   the group's ``retryMaxTimes`` (16), or the header's ``maxReconsumeTimes`` when the request's
   version is ≥ 121 (Java 3.4.9+ and ali-ons send it; the C++ 1.x client sends version 63 and only
@@ -35,7 +38,14 @@ from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.common import host_address
 from pocketmq.broker.processor.message_props import apply_delay_level
-from pocketmq.remoting.protocol.codes import VERSION_MAX_RECONSUME_HEADER, RequestCode, ResponseCode
+from pocketmq.broker.retry_policy import (
+    dlq_queue_id,
+    ensure_dlq_topic,
+    goes_to_dlq,
+    max_reconsume_times,
+    retry_delay_level,
+)
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import NoPermissionError, SubscriptionGroupNotExistError
 from pocketmq.remoting.protocol.headers import ConsumerSendMsgBackRequestHeader
@@ -62,10 +72,6 @@ if TYPE_CHECKING:
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.transport.connection import RemotingConnection
     from pocketmq.store import MessageStore
-
-DLQ_NUMS_PER_GROUP = 1
-#: Java ``delayLevel = 3 + reconsumeTimes`` when the consumer leaves the level to the broker.
-BASE_RETRY_DELAY_LEVEL = 3
 
 
 def _packed(host: tuple[str, int]) -> tuple[bytes, int]:
@@ -127,22 +133,15 @@ class ConsumerSendMsgBackProcessor:
             )
         props = dict(msg.properties)
         back_topic = props.setdefault(MessageConst.RETRY_TOPIC, msg.topic)
-        max_times = sgc.retry_max_times
-        if request.version >= VERSION_MAX_RECONSUME_HEADER and h.max_reconsume_times is not None:
-            max_times = h.max_reconsume_times
-        delay_level = h.delay_level
-        to_dlq = msg.reconsume_times >= max_times or delay_level < 0
+        max_times = max_reconsume_times(sgc.retry_max_times, request.version, h.max_reconsume_times)
+        to_dlq = goes_to_dlq(msg.reconsume_times, max_times, h.delay_level)
         props.pop(MessageConst.DELAY, None)
         if to_dlq:
             new_topic = dlq_topic(group)
-            queue_id = self._rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
-            tcm.create_topic_in_send_message_back_method(
-                new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE, 0
-            )
+            queue_id = dlq_queue_id(self._rng)
+            ensure_dlq_topic(tcm, group)
         else:
-            if delay_level == 0:
-                delay_level = BASE_RETRY_DELAY_LEVEL + msg.reconsume_times
-            props[MessageConst.DELAY] = str(delay_level)
+            props[MessageConst.DELAY] = str(retry_delay_level(h.delay_level, msg.reconsume_times))
             # apply_delay_level writes where the message belongs after its delay
             props.pop(MessageConst.REAL_TOPIC, None)
             props.pop(MessageConst.REAL_QID, None)
