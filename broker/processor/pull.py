@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pocketmq.broker.filter import TagMessageFilter, build_subscription
+from pocketmq.broker.filter import TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull
 from pocketmq.broker.processor.pull_checks import check_pull, pull_outcome
 from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
@@ -229,7 +229,12 @@ class PullMessageProcessor:
         cached = self._carried.get(key)
         if cached is None:
             try:
-                sub = build_subscription(*key)
+                sub = SubscriptionData.build(
+                    header.topic,
+                    header.subscription,
+                    sub_version=header.sub_version,
+                    expression_type=header.expression_type or "TAG",
+                )
             except Exception as exc:
                 raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
             if len(self._carried) >= _SUB_CACHE_MAX:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pocketmq.broker.filter import TagMessageFilter, build_subscription
+from pocketmq.broker.filter import TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull, PullRequestHoldService, PullRequestTable
+from pocketmq.remoting.protocol.bodies import SubscriptionData
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import java_string_hash
 
@@ -15,7 +16,7 @@ class FakeConn:
 
 
 def held(topic="T", qid=0, offset=5, deadline=1000, expr=None, conn=None) -> HeldPull:
-    flt = TagMessageFilter(build_subscription(topic, expr)) if expr else None
+    flt = TagMessageFilter(SubscriptionData.build(topic, expr)) if expr else None
     return HeldPull(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
 
 
