@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from pocketmq.broker.processor.common import offset_reply
 from pocketmq.remoting.protocol.bodies import GetConsumerListByGroupResponseBody
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -132,3 +131,8 @@ class ConsumerManageProcessor:
         h = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
         ts = self.store.get_earliest_message_time(h.topic, h.queue_id)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, {"timestamp": str(ts)})
+
+
+def offset_reply(request: RemotingCommand, offset: int) -> RemotingCommand:
+    """SUCCESS with ext field ``offset`` (the offset queries' reply)."""
+    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, {"offset": str(offset)})

@@ -43,7 +43,6 @@ from collections.abc import Awaitable, Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.batch_body import batch_items
-from pocketmq.broker.processor.common import born_host_of
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
     DELAY_KEY,
@@ -54,6 +53,7 @@ from pocketmq.broker.processor.message_props import (
     stored_properties,
     strip_property,
 )
+from pocketmq.broker.processor.peer_address import born_host_of
 from pocketmq.broker.processor.send_checks import (
     ILLEGAL_REMARK,
     PUT_STATUS_DEFAULT,

@@ -36,8 +36,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from pocketmq.broker.processor.common import host_address
 from pocketmq.broker.processor.message_props import apply_delay_level
+from pocketmq.broker.processor.peer_address import host_address
 from pocketmq.broker.retry_policy import (
     dlq_queue_id,
     ensure_dlq_topic,
