@@ -28,8 +28,6 @@ from pocketmq.store import PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
 
-_SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
-_FLUSH_DISK_TIMEOUT = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 #: one waiting send: (connection, request, put result, queue id, topic)
 Waiter = tuple[Any, RemotingCommand, PutResult, int, str]
@@ -115,11 +113,11 @@ class FlushReplies:
             try:
                 if exc is not None:
                     reply = RemotingCommand.response_to(
-                        request, _SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"
+                        request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"
                     )
                 else:
                     if not flushed:
-                        result = PutResult(_FLUSH_DISK_TIMEOUT, result.append)
+                        result = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result.append)
                     reply = self._reply(request, result, queue_id, topic)
                 conn.send_response(reply)
             except Exception:  # one peer's failure must not cost the others their reply
