@@ -9,6 +9,7 @@ catches up.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode
@@ -28,11 +29,11 @@ class OnewaySender(Protocol):
     def invoke_oneway(self, conn: RemotingConnection, request: RemotingCommand) -> None: ...
 
 
+@dataclass(eq=False, kw_only=True)
 class Broker2Client:
-    def __init__(self, consumers: ConsumerManager, server: OnewaySender, state: BrokerState) -> None:
-        self.consumers = consumers
-        self.server = server
-        self.state = state
+    consumers: ConsumerManager
+    server: OnewaySender
+    state: BrokerState
 
     def notify_consumer_ids_changed(self, group: str) -> int:
         """Tell every consumer of ``group`` to rebalance; returns how many were told."""

@@ -151,7 +151,9 @@ class BrokerController:
         self.namesrv_api = BrokerOuterAPI()
         #: the config and advertised address every component reads (update_config swaps it)
         self.state = BrokerState(config)
-        self.broker2client = Broker2Client(self.consumer_manager, self.remoting_server, self.state)
+        self.broker2client = Broker2Client(
+            consumers=self.consumer_manager, server=self.remoting_server, state=self.state
+        )
         store = self.store
         self.broker_stats_manager = BrokerStatsManager(
             config.broker_cluster_name,
@@ -200,59 +202,43 @@ class BrokerController:
             check_interval=5.0 if cfg.long_polling_enable else cfg.short_polling_time_mills / 1000,
         )
         self.send_processor = SendMessageProcessor(
-            store, topics, groups, state,
-            now_ms=clock.now_ms, held_queues=self.pull_hold_service.held_queues, stats=stats,
-            schedule=schedule, transactions=self.transactional_message_service,
+            store=store, topics=topics, groups=groups, state=state, now_ms=clock.now_ms,
+            held_queues=self.pull_hold_service.held_queues, stats=stats, schedule=schedule,
+            transactions=self.transactional_message_service,
         )  # fmt: skip
         self.pull_processor = PullMessageProcessor(
-            store, topics, groups, offsets, consumers, self.pull_hold_service, state, stats=stats
-        )
-        self.send_back_processor = ConsumerSendMsgBackProcessor(
-            store, topics, groups, state, stats=stats, schedule=schedule
-        )
-        self.consumer_manage_processor = ConsumerManageProcessor(store, offsets, consumers, state)
-        self.client_manage_processor = ClientManageProcessor(
-            topics, groups, consumers, self.producer_manager, self.rebalance_lock_manager,
-            self.broker2client, state, clock=clock,
+            store=store, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+            hold=self.pull_hold_service, state=state, stats=stats,
         )  # fmt: skip
-        self.query_processor = QueryMessageProcessor(store, state)
-        register_broker = self.register_broker_all
-        admins: tuple[AdminBase, ...] = (
-            TopicAdmin(
-                store, topics, offsets, consumers, state, stats=stats, register_broker=register_broker
-            ),
-            GroupAdmin(
-                topics,
-                groups,
-                offsets,
-                consumers,
-                self.producer_manager,
-                state,
-                stats=stats,
-                schedule=schedule,
-            ),
-            ConsumerAdmin(
-                store,
-                topics,
-                groups,
-                offsets,
-                consumers,
-                state,
-                stats=stats,
-                server=self.remoting_server,
-                clock=clock,
-            ),
-            BrokerAdmin(
-                store,
-                topics,
-                state,
-                stats=stats,
-                schedule=schedule,
-                clock=clock,
-                update_config=self.update_config,
-                register_broker=register_broker,
-            ),
+        self.send_back_processor = ConsumerSendMsgBackProcessor(
+            store=store, topics=topics, groups=groups, state=state, stats=stats, schedule=schedule
         )
+        self.consumer_manage_processor = ConsumerManageProcessor(
+            store=store, offsets=offsets, consumers=consumers, state=state
+        )
+        self.client_manage_processor = ClientManageProcessor(
+            topics=topics, groups=groups, consumers=consumers, producers=self.producer_manager,
+            locks=self.rebalance_lock_manager, notifier=self.broker2client, state=state, clock=clock,
+        )  # fmt: skip
+        self.query_processor = QueryMessageProcessor(store=store, state=state)
+        register_broker = self.register_broker_all
+        topic_admin = TopicAdmin(
+            store=store, topics=topics, offsets=offsets, consumers=consumers, state=state, stats=stats,
+            register_broker=register_broker,
+        )  # fmt: skip
+        group_admin = GroupAdmin(
+            topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+            producers=self.producer_manager, state=state, stats=stats, schedule=schedule,
+        )  # fmt: skip
+        consumer_admin = ConsumerAdmin(
+            store=store, topics=topics, groups=groups, offsets=offsets, consumers=consumers, state=state,
+            stats=stats, server=self.remoting_server, clock=clock,
+        )  # fmt: skip
+        broker_admin = BrokerAdmin(
+            store=store, topics=topics, state=state, stats=stats, schedule=schedule, clock=clock,
+            update_config=self.update_config, register_broker=register_broker,
+        )  # fmt: skip
+        admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin)
         #: the admin handler groups by class name (tests and tools tune them, e.g.
         #: ``ConsumerAdmin.call_client_timeout``)
         self.admin_processors: dict[str, AdminBase] = {type(a).__name__: a for a in admins}

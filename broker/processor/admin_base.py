@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from pocketmq.remoting.protocol.bodies import MessageQueue
 from pocketmq.remoting.protocol.codes import LanguageCode, ResponseCode
@@ -54,15 +55,17 @@ def language_name(code: int) -> str:
         return LanguageCode.OTHER.name
 
 
+@dataclass(eq=False, kw_only=True)
 class AdminBase:
     """One group of admin handlers; ``register`` puts them on the broker's servers."""
 
     #: request code → method name
-    HANDLERS: dict[int, str] = {}
+    HANDLERS: ClassVar[dict[int, str]] = {}
 
-    def __init__(self, state: BrokerState, stats: BrokerStatsManager) -> None:
-        self.state = state
-        self.stats = stats
+    #: the broker's live config (``broker_name``, the slave guard)
+    state: BrokerState
+    #: the broker's stats manager
+    stats: BrokerStatsManager
 
     def register(self, register: Registrar) -> None:
         for code, name in self.HANDLERS.items():

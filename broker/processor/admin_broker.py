@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
@@ -46,7 +47,6 @@ from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC, DataVersion
 
 if TYPE_CHECKING:
     from pocketmq.broker.config import BrokerConfig
-    from pocketmq.broker.state import BrokerState
     from pocketmq.broker.stats import BrokerStatsManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.common.clock import Clock
@@ -134,6 +134,7 @@ def runtime_info(
     return info
 
 
+@dataclass(eq=False, kw_only=True)
 class BrokerAdmin(AdminBase):
     HANDLERS = {
         RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
@@ -142,29 +143,18 @@ class BrokerAdmin(AdminBase):
         RequestCode.VIEW_BROKER_STATS_DATA: "view_broker_stats_data",
     }
 
-    def __init__(
-        self,
-        store: MessageStore,
-        topics: TopicConfigManager,
-        state: BrokerState,
-        *,
-        stats: BrokerStatsManager,
-        schedule: Any,
-        clock: Clock,
-        update_config: Callable[[BrokerConfig], None],
-        register_broker: RegisterBroker,
-    ) -> None:
-        super().__init__(state, stats)
-        self.store = store
-        self.topics = topics
-        #: the schedule service (``scheduleMessageOffset_<level>`` keys) or None
-        self.schedule = schedule
-        self.clock = clock
-        #: adopts a new config (the controller's ``update_config``: re-registers when needed)
-        self.update_config = update_config
-        self.register_broker = register_broker
+    store: MessageStore
+    topics: TopicConfigManager
+    #: the schedule service (``scheduleMessageOffset_<level>`` keys) or None
+    schedule: Any
+    clock: Clock
+    #: adopts a new config (the controller's ``update_config``: re-registers when needed)
+    update_config: Callable[[BrokerConfig], None]
+    register_broker: RegisterBroker
+
+    def __post_init__(self) -> None:
         #: Java ``Configuration.dataVersion``: bumped on every accepted update.
-        self.config_version = DataVersion(clock.now_ms(), 0)
+        self.config_version = DataVersion(self.clock.now_ms(), 0)
 
     def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         info = runtime_info(self.store, self.stats, self.state.config, self.schedule)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.admin_base import AdminBase, fail, ok
@@ -63,8 +64,6 @@ from pocketmq.remoting.protocol.message import MessageDecodeError, decode_offset
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager
     from pocketmq.broker.offset_manager import ConsumerOffsetManager
-    from pocketmq.broker.state import BrokerState
-    from pocketmq.broker.stats import BrokerStatsManager
     from pocketmq.broker.subscription import SubscriptionGroupManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.common.clock import Clock
@@ -80,6 +79,7 @@ V3_1_8_SNAPSHOT = 62
 JAVA_LONG_MAX = 2**63 - 1
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerAdmin(AdminBase):
     HANDLERS = {
         RequestCode.GET_CONSUME_STATS: "get_consume_stats",
@@ -94,28 +94,14 @@ class ConsumerAdmin(AdminBase):
     #: Seconds to wait for a client's reply to a forwarded request (Java ``callClient``: 10 s).
     call_client_timeout = 10.0
 
-    def __init__(
-        self,
-        store: MessageStore,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        state: BrokerState,
-        *,
-        stats: BrokerStatsManager,
-        server: RemotingServer,
-        clock: Clock,
-    ) -> None:
-        super().__init__(state, stats)
-        self.store = store
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        #: calls and pushes to the clients' connections
-        self.server = server
-        self.clock = clock
+    store: MessageStore
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    #: calls and pushes to the clients' connections
+    server: RemotingServer
+    clock: Clock
 
     # -- consume stats ---------------------------------------------------------------------------
     def _fill_consume_stats(self, stats: ConsumeStats, group: str, topic: str, queue_nums: int) -> None:

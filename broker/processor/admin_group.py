@@ -20,6 +20,7 @@ code   request                              behaviour (RocketMQ ``AdminBrokerPro
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.admin_base import AdminBase, fail, language_name, ok
@@ -44,8 +45,6 @@ from pocketmq.remoting.protocol.headers import (
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
     from pocketmq.broker.offset_manager import ConsumerOffsetManager
-    from pocketmq.broker.state import BrokerState
-    from pocketmq.broker.stats import BrokerStatsManager
     from pocketmq.broker.subscription import SubscriptionGroupManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.transport.connection import RemotingConnection
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
 
+@dataclass(eq=False, kw_only=True)
 class GroupAdmin(AdminBase):
     HANDLERS = {
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: "update_and_create_subscription_group",
@@ -65,26 +65,13 @@ class GroupAdmin(AdminBase):
         RequestCode.CLONE_GROUP_OFFSET: "clone_group_offset",
     }
 
-    def __init__(
-        self,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        producers: ProducerManager,
-        state: BrokerState,
-        *,
-        stats: BrokerStatsManager,
-        schedule: Any,
-    ) -> None:
-        super().__init__(state, stats)
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        self.producers = producers
-        #: the schedule service (GET_ALL_DELAY_OFFSET, :func:`delay_offset_body`) or None
-        self.schedule = schedule
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    #: the schedule service (GET_ALL_DELAY_OFFSET, :func:`delay_offset_body`) or None
+    schedule: Any
 
     # -- subscription groups ---------------------------------------------------------------------
     async def update_and_create_subscription_group(

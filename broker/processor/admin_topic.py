@@ -23,6 +23,7 @@ code   request                          behaviour (RocketMQ ``AdminBrokerProcess
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
@@ -46,8 +47,6 @@ from pocketmq.remoting.protocol.route import (
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager
     from pocketmq.broker.offset_manager import ConsumerOffsetManager
-    from pocketmq.broker.state import BrokerState
-    from pocketmq.broker.stats import BrokerStatsManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.transport.connection import RemotingConnection
     from pocketmq.store import MessageStore
@@ -66,6 +65,7 @@ class GetTopicConfigRequestHeader(CommandHeader):
     lo: bool | None = wire("lo", default=None)
 
 
+@dataclass(eq=False, kw_only=True)
 class TopicAdmin(AdminBase):
     HANDLERS = {
         RequestCode.UPDATE_AND_CREATE_TOPIC: "update_and_create_topic",
@@ -80,23 +80,11 @@ class TopicAdmin(AdminBase):
         RequestCode.DELETE_EXPIRED_COMMITLOG: "delete_expired_commit_log",
     }
 
-    def __init__(
-        self,
-        store: MessageStore,
-        topics: TopicConfigManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        state: BrokerState,
-        *,
-        stats: BrokerStatsManager,
-        register_broker: RegisterBroker,
-    ) -> None:
-        super().__init__(state, stats)
-        self.store = store
-        self.topics = topics
-        self.offsets = offsets
-        self.consumers = consumers
-        self.register_broker = register_broker
+    store: MessageStore
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    register_broker: RegisterBroker
 
     # -- create / delete -------------------------------------------------------------------------
     def _invalid_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:

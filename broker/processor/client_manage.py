@@ -19,6 +19,7 @@ Unlike RocketMQ, UNREGISTER_CLIENT of a consumer also releases that client's loc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.client_manager import ClientChannelInfo
@@ -71,29 +72,18 @@ def with_retry_subscription(cd: ConsumerData) -> tuple[SubscriptionData, ...]:
     return (*subs, SubscriptionData.build(topic, "*", sub_version=version))
 
 
+@dataclass(eq=False, kw_only=True)
 class ClientManageProcessor:
     """Owns the client registration and queue-lock codes (module docstring)."""
 
-    def __init__(
-        self,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        consumers: ConsumerManager,
-        producers: ProducerManager,
-        locks: RebalanceLockManager,
-        notifier: Broker2Client,
-        state: BrokerState,
-        *,
-        clock: Clock,
-    ) -> None:
-        self.topics = topics
-        self.groups = groups
-        self.consumers = consumers
-        self.producers = producers
-        self.locks = locks
-        self.notifier = notifier
-        self.state = state
-        self.clock = clock
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    locks: RebalanceLockManager
+    notifier: Broker2Client
+    state: BrokerState
+    clock: Clock
 
     def register(self, reg: Registrar) -> None:
         reg(RequestCode.HEART_BEAT, self.heart_beat)

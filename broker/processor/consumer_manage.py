@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.bodies import GetConsumerListByGroupResponseBody
@@ -52,18 +53,12 @@ if TYPE_CHECKING:
     from pocketmq.store import MessageStore
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerManageProcessor:
-    def __init__(
-        self,
-        store: MessageStore,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        state: BrokerState,
-    ) -> None:
-        self.store = store
-        self.offsets = offsets
-        self.consumers = consumers
-        self.state = state
+    store: MessageStore
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    state: BrokerState
 
     def register(self, reg: Registrar) -> None:
         reg(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)

@@ -30,6 +30,7 @@ are parsed once per distinct (topic, expression, type, version) and cached.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.filter import TagMessageFilter
@@ -79,40 +80,30 @@ _SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
 _SUB_CACHE_MAX = 4096
 
 
+@dataclass(eq=False, kw_only=True)
 class PullMessageProcessor:
-    """Owns PULL_MESSAGE.
+    """Owns PULL_MESSAGE; built by the controller with exactly these collaborators."""
 
-    Args:
-        store: the message store (reads).
-        topics, groups, offsets, consumers: topic configs, subscription groups, committed
-            offsets (COMMIT_OFFSET) and the consumers' heartbeat subscriptions.
-        hold: the long-polling service a pull that found nothing is held in; its
-            ``execute`` is set to :meth:`execute_when_wakeup` here.
-        state: the broker's live config.
-        stats: counts found pulls.
-    """
+    #: the message store (reads)
+    store: MessageStore
+    #: topic configs
+    topics: TopicConfigManager
+    #: subscription groups (auto-created when allowed)
+    groups: SubscriptionGroupManager
+    #: committed offsets (COMMIT_OFFSET)
+    offsets: ConsumerOffsetManager
+    #: the consumers' heartbeat subscriptions
+    consumers: ConsumerManager
+    #: long polling: a pull that found nothing is held there; its ``execute`` is set to
+    #: :meth:`execute_when_wakeup` here
+    hold: PullRequestHoldService
+    #: the broker's live config
+    state: BrokerState
+    #: counts found pulls
+    stats: BrokerStatsManager
 
-    def __init__(
-        self,
-        store: MessageStore,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        hold: PullRequestHoldService,
-        state: BrokerState,
-        *,
-        stats: BrokerStatsManager,
-    ) -> None:
-        self.store = store
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        self.hold = hold
-        self.state = state
-        self.stats = stats
-        hold.execute = self.execute_when_wakeup
+    def __post_init__(self) -> None:
+        self.hold.execute = self.execute_when_wakeup
         #: (topic, expression, type, version) -> the parsed subscription and its filter
         self._carried: dict[
             tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter]

@@ -16,6 +16,7 @@ Rules (RocketMQ ``QueryMessageProcessor``):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
@@ -36,10 +37,10 @@ if TYPE_CHECKING:
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 
 
+@dataclass(eq=False, kw_only=True)
 class QueryMessageProcessor:
-    def __init__(self, store: MessageStore, state: BrokerState) -> None:
-        self.store = store
-        self.state = state
+    store: MessageStore
+    state: BrokerState
 
     def register(self, reg: Registrar) -> None:
         reg(RequestCode.QUERY_MESSAGE, self.query_message)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Container
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.batch_body import batch_items
@@ -112,50 +113,37 @@ _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 
 
+@dataclass(eq=False, kw_only=True)
 class SendMessageProcessor:
-    """Owns the send codes.
+    """Owns the send codes; built by the controller with exactly these collaborators."""
 
-    Args:
-        store: the message store (puts, and the dispatch-now shortcut).
-        topics: topic configs (auto-creation, ``%DLQ%`` topics).
-        groups: subscription groups (a ``%RETRY%`` send's max reconsume times).
-        state: the broker's live config and store host.
-        now_ms: wall clock (``startAcceptSendRequestTimeStamp``).
-        held_queues: the ``(topic, queue_id)`` keys pulls are held on
-            (:attr:`PullRequestHoldService.held_queues`): a put to one is dispatched at once.
-        stats: counts stored sends.
-        schedule: the delay service (``max_delay_level``); None ignores ``DELAY``.
-        transactions: None, or ``prepare_message(inner) -> PutResult | Awaitable[PutResult]``.
-    """
+    #: the message store (puts, and the dispatch-now shortcut)
+    store: MessageStore
+    #: topic configs (auto-creation, ``%DLQ%`` topics)
+    topics: TopicConfigManager
+    #: subscription groups (a ``%RETRY%`` send's max reconsume times)
+    groups: SubscriptionGroupManager
+    #: the broker's live config and store host
+    state: BrokerState
+    #: wall clock (``startAcceptSendRequestTimeStamp``)
+    now_ms: Callable[[], int]
+    #: the ``(topic, queue_id)`` keys pulls are held on (``PullRequestHoldService.held_queues``,
+    #: a live view): a put to one of them is dispatched at once
+    held_queues: Container[tuple[str, int]]
+    #: counts stored sends
+    stats: BrokerStatsManager
+    #: the delay service (``max_delay_level``); None ignores ``DELAY``
+    schedule: ScheduleMessageService | None
+    #: None, or ``prepare_message(inner) -> PutResult | Awaitable[PutResult]``
+    transactions: Any = None
 
-    def __init__(
-        self,
-        store: MessageStore,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        state: BrokerState,
-        *,
-        now_ms: Callable[[], int],
-        held_queues: Container[tuple[str, int]],
-        stats: BrokerStatsManager,
-        schedule: ScheduleMessageService | None,
-        transactions: Any = None,
-    ) -> None:
-        self.store = store
-        self.topics = topics
-        self.groups = groups
-        self.state = state
-        self.now_ms = now_ms
-        self.stats = stats
-        self.schedule = schedule
-        self.transactions = transactions
-        self._s = SendSettings(state.config)
+    def __post_init__(self) -> None:
+        self._s = SendSettings(self.state.config)
         self._rng = random.Random()
         #: Topic names that passed the name checks (valid, not a system topic): checked once.
         self._ok_topics: set[str] = set()
         self._msgid_prefix: tuple[HostAddress, str] | None = None
-        #: the pulls held per (topic, queue) (long polling): a live view
-        self._held_pulls = held_queues
+        self._held_pulls = self.held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
         self.flush_replies = FlushReplies(self._reply)
 

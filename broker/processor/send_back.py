@@ -34,6 +34,7 @@ with a send to ``%RETRY%<group>``):
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.message_props import apply_delay_level
@@ -81,25 +82,18 @@ def _packed(host: tuple[str, int]) -> tuple[bytes, int]:
         return host_address(f"{host[0]}:{host[1]}")
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerSendMsgBackProcessor:
     """Owns CONSUMER_SEND_MSG_BACK; ``schedule`` None stores retries without a delay."""
 
-    def __init__(
-        self,
-        store: MessageStore,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        state: BrokerState,
-        *,
-        stats: BrokerStatsManager,
-        schedule: ScheduleMessageService | None,
-    ) -> None:
-        self.store = store
-        self.topics = topics
-        self.groups = groups
-        self.state = state
-        self.stats = stats
-        self.schedule = schedule
+    store: MessageStore
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    state: BrokerState
+    stats: BrokerStatsManager
+    schedule: ScheduleMessageService | None
+
+    def __post_init__(self) -> None:
         self._rng = random.Random()
 
     def register(self, register: Registrar) -> None:

@@ -160,7 +160,7 @@ def test_send_size_rules_inline_matches_reference(tmp_path, body, props):
     state = BrokerState(config)
     groups = SubscriptionGroupManager(None, now_ms=lambda: NOW)
     proc = SendMessageProcessor(
-        RefusingStore(), topics(), groups, state,  # type: ignore[arg-type]
+        store=RefusingStore(), topics=topics(), groups=groups, state=state,  # type: ignore[arg-type]
         now_ms=lambda: NOW, held_queues=set(), stats=BrokerStatsManager("c", lambda: NOW), schedule=None,
     )  # fmt: skip
     request = RemotingCommand.request(
