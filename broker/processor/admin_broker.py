@@ -136,13 +136,6 @@ def runtime_info(
 
 @dataclass(eq=False, kw_only=True)
 class BrokerAdmin(AdminBase):
-    HANDLERS = {
-        RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
-        RequestCode.GET_BROKER_CONFIG: "get_broker_config",
-        RequestCode.UPDATE_BROKER_CONFIG: "update_broker_config",
-        RequestCode.VIEW_BROKER_STATS_DATA: "view_broker_stats_data",
-    }
-
     store: MessageStore
     topics: TopicConfigManager
     #: the schedule service (``scheduleMessageOffset_<level>`` keys) or None
@@ -151,6 +144,13 @@ class BrokerAdmin(AdminBase):
     #: adopts a new config (the controller's ``update_config``: re-registers when needed)
     update_config: Callable[[BrokerConfig], None]
     register_broker: RegisterBroker
+
+    HANDLERS = {
+        RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
+        RequestCode.GET_BROKER_CONFIG: "get_broker_config",
+        RequestCode.UPDATE_BROKER_CONFIG: "update_broker_config",
+        RequestCode.VIEW_BROKER_STATS_DATA: "view_broker_stats_data",
+    }
 
     def __post_init__(self) -> None:
         #: Java ``Configuration.dataVersion``: bumped on every accepted update.

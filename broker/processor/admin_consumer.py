@@ -81,16 +81,6 @@ JAVA_LONG_MAX = 2**63 - 1
 
 @dataclass(eq=False, kw_only=True)
 class ConsumerAdmin(AdminBase):
-    HANDLERS = {
-        RequestCode.GET_CONSUME_STATS: "get_consume_stats",
-        RequestCode.GET_BROKER_CONSUME_STATS: "get_broker_consume_stats",
-        RequestCode.QUERY_CONSUME_TIME_SPAN: "query_consume_time_span",
-        RequestCode.QUERY_CORRECTION_OFFSET: "query_correction_offset",
-        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: "reset_offset",
-        RequestCode.GET_CONSUMER_RUNNING_INFO: "get_consumer_running_info",
-        RequestCode.CONSUME_MESSAGE_DIRECTLY: "consume_message_directly",
-        RequestCode.QUERY_CONSUME_QUEUE: "query_consume_queue",
-    }
     #: Seconds to wait for a client's reply to a forwarded request (Java ``callClient``: 10 s).
     call_client_timeout = 10.0
 
@@ -104,6 +94,18 @@ class ConsumerAdmin(AdminBase):
     clock: Clock
 
     # -- consume stats ---------------------------------------------------------------------------
+
+    HANDLERS = {
+        RequestCode.GET_CONSUME_STATS: "get_consume_stats",
+        RequestCode.GET_BROKER_CONSUME_STATS: "get_broker_consume_stats",
+        RequestCode.QUERY_CONSUME_TIME_SPAN: "query_consume_time_span",
+        RequestCode.QUERY_CORRECTION_OFFSET: "query_correction_offset",
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: "reset_offset",
+        RequestCode.GET_CONSUMER_RUNNING_INFO: "get_consumer_running_info",
+        RequestCode.CONSUME_MESSAGE_DIRECTLY: "consume_message_directly",
+        RequestCode.QUERY_CONSUME_QUEUE: "query_consume_queue",
+    }
+
     def _fill_consume_stats(self, stats: ConsumeStats, group: str, topic: str, queue_nums: int) -> None:
         store = self.store
         com = self.offsets

@@ -54,6 +54,16 @@ logger = logging.getLogger("pocketmq.broker.processor.admin")
 
 @dataclass(eq=False, kw_only=True)
 class GroupAdmin(AdminBase):
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    #: the schedule service (GET_ALL_DELAY_OFFSET, :func:`delay_offset_body`) or None
+    schedule: Any
+
+    # -- subscription groups ---------------------------------------------------------------------
+
     HANDLERS = {
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: "update_and_create_subscription_group",
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: "get_all_subscription_group",
@@ -65,15 +75,6 @@ class GroupAdmin(AdminBase):
         RequestCode.CLONE_GROUP_OFFSET: "clone_group_offset",
     }
 
-    topics: TopicConfigManager
-    groups: SubscriptionGroupManager
-    offsets: ConsumerOffsetManager
-    consumers: ConsumerManager
-    producers: ProducerManager
-    #: the schedule service (GET_ALL_DELAY_OFFSET, :func:`delay_offset_body`) or None
-    schedule: Any
-
-    # -- subscription groups ---------------------------------------------------------------------
     async def update_and_create_subscription_group(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:

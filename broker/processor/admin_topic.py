@@ -67,6 +67,14 @@ class GetTopicConfigRequestHeader(CommandHeader):
 
 @dataclass(eq=False, kw_only=True)
 class TopicAdmin(AdminBase):
+    store: MessageStore
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    register_broker: RegisterBroker
+
+    # -- create / delete -------------------------------------------------------------------------
+
     HANDLERS = {
         RequestCode.UPDATE_AND_CREATE_TOPIC: "update_and_create_topic",
         RequestCode.DELETE_TOPIC_IN_BROKER: "delete_topic",
@@ -80,13 +88,6 @@ class TopicAdmin(AdminBase):
         RequestCode.DELETE_EXPIRED_COMMITLOG: "delete_expired_commit_log",
     }
 
-    store: MessageStore
-    topics: TopicConfigManager
-    offsets: ConsumerOffsetManager
-    consumers: ConsumerManager
-    register_broker: RegisterBroker
-
-    # -- create / delete -------------------------------------------------------------------------
     def _invalid_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:
         err = topic_name_error(topic, self.topics.is_system_topic(topic))
         return None if err is None else fail(request, ResponseCode.SYSTEM_ERROR, err)
