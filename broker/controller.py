@@ -477,7 +477,7 @@ class BrokerController:
         return os.path.abspath(self.config.store.store_path_root_dir)
 
 
-def _close(conn: Any) -> None:
+def _close(conn: RemotingConnection) -> None:
     try:
         conn.close()
     except Exception:  # pragma: no cover - closing a dead transport

@@ -27,10 +27,13 @@ import itertools
 import logging
 from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.store import MessageFilter
+
+if TYPE_CHECKING:
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ QueueKey = tuple[str, int]
 class HeldPull:
     """One suspended PULL_MESSAGE request."""
 
-    conn: Any
+    conn: RemotingConnection
     request: RemotingCommand
     topic: str
     queue_id: int
@@ -152,7 +155,7 @@ class PullRequestTable:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def drop_connection(self, conn: Any) -> int:
+    def drop_connection(self, conn: RemotingConnection) -> int:
         """Forget every request of ``conn`` (closed); returns how many."""
         dropped = [r for lst in self._by_queue.values() for r in lst if r.conn is conn]
         for req in dropped:
@@ -277,7 +280,7 @@ class PullRequestHoldService:
             for offset, code in enumerate(tags_codes, first_offset):
                 self.notify_message_arriving(topic, queue_id, offset, code)
 
-    def drop_connection(self, conn: Any) -> None:
+    def drop_connection(self, conn: RemotingConnection) -> None:
         self.table.drop_connection(conn)
 
     # -- timers ----------------------------------------------------------------------------------

@@ -20,11 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.store import PutMessageStatus, PutResult
+
+if TYPE_CHECKING:
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +57,7 @@ class FlushReplies:
         self._turn_store: FlushWaiter | None = None
         self._rounds: dict[asyncio.Future[bool], list[Waiter]] = {}
 
-    def add(self, store: FlushWaiter, conn: Any, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
+    def add(self, store: FlushWaiter, conn: RemotingConnection, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
         """Answer this successful put (``result.append`` set) once its bytes are flushed."""
         append = result.append
         assert append is not None
