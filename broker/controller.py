@@ -32,7 +32,10 @@ holds the controller. Its attributes, for ``__main__``, :mod:`pocketmq.testing` 
                                ``use_stats`` swaps it everywhere
 ``*_processor``                send, pull, send_back, consumer_manage, client_manage, query
 ``admin_processors``           the admin handler groups by class name
-``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``
+(swapping a collaborator)      a processor keeps what it was built with: replace it on the
+                               processor too (``use_stats`` does that for the stats manager)
+``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``;
+                               handed to the send processor when it is built (its ``transactions``)
 ``schedule_message_service``   :class:`ScheduleMessageService`: delayed messages are stored in
                                ``SCHEDULE_TOPIC_XXXX`` (queue level-1, REAL_TOPIC/REAL_QID) and
                                re-put when due (not started on a slave)
