@@ -23,8 +23,9 @@ code   request                          behaviour (RocketMQ ``AdminBrokerProcess
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
 from pocketmq.broker.processor.admin_checks import topic_config_of, topic_name_error
@@ -39,10 +40,7 @@ from pocketmq.remoting.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
-from pocketmq.remoting.protocol.route import (
-    SYSTEM_TOPICS,
-    TopicList,
-)
+from pocketmq.remoting.protocol.route import SYSTEM_TOPICS, TopicList
 
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager
@@ -50,6 +48,14 @@ if TYPE_CHECKING:
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.transport.connection import RemotingConnection
     from pocketmq.store import MessageStore
+
+
+class _TopicHeader(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+
+_H = TypeVar("_H", bound=_TopicHeader)
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
@@ -92,17 +98,24 @@ class TopicAdmin(AdminBase):
         err = topic_name_error(topic, self.topics.is_system_topic(topic))
         return None if err is None else fail(request, ResponseCode.SYSTEM_ERROR, err)
 
-    async def update_and_create_topic(
-        self, conn: RemotingConnection, request: RemotingCommand
-    ) -> RemotingCommand:
+    def _mutation_header(
+        self, conn: RemotingConnection, request: RemotingCommand, parse: Callable[[Any], _H], action: str
+    ) -> _H | RemotingCommand:
+        """The parsed header of a create or delete, or its refusal (slave, invalid or system topic)."""
         refused = self.refuse_on_slave(request)
         if refused is not None:
             return refused
-        h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
-        logger.info("update or create topic %s, caller %s", h.topic, conn.remote_addr)
+        h = parse(request.ext_fields)
+        logger.info("%s topic %s, caller %s", action, h.topic, conn.remote_addr)
         bad = self._invalid_topic(request, h.topic)
-        if bad is not None:
-            return bad
+        return h if bad is None else bad
+
+    async def update_and_create_topic(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        h = self._mutation_header(conn, request, CreateTopicRequestHeader.from_ext_fields, "update or create")
+        if isinstance(h, RemotingCommand):
+            return h
         tc = topic_config_of(h)
         if isinstance(tc, str):
             return fail(request, ResponseCode.SYSTEM_ERROR, tc)
@@ -114,14 +127,9 @@ class TopicAdmin(AdminBase):
         return ok(request)
 
     async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        refused = self.refuse_on_slave(request)
-        if refused is not None:
-            return refused
-        h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
-        logger.info("delete topic %s, caller %s", h.topic, conn.remote_addr)
-        bad = self._invalid_topic(request, h.topic)
-        if bad is not None:
-            return bad
+        h = self._mutation_header(conn, request, DeleteTopicRequestHeader.from_ext_fields, "delete")
+        if isinstance(h, RemotingCommand):
+            return h
         self.topics.delete_topic_config(h.topic)
         self.offsets.remove_topic(h.topic)
         self.store.delete_topics([h.topic])
