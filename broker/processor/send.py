@@ -187,11 +187,7 @@ class SendMessageProcessor:
             return self._send_batch(conn, request, header)
         return self._send_single(conn, request, header)
 
-    # -------------------------------------------------------------------------------- checks
-    def check(self, conn: RemotingConnection, header: SendMessageRequestHeader) -> TopicConfig:
-        """``msgCheck`` (:func:`~pocketmq.broker.processor.send_checks.check_send`)."""
-        return check_send(self._settings(), header, self.topics, self._ok_topics, self.now_ms, conn)
-
+    # --------------------------------------------------------------------------- retry / DLQ
     def _retry_and_dlq(
         self, request: RemotingCommand, header: SendMessageRequestHeader, inner: MessageInner, tc: TopicConfig
     ) -> TopicConfig:
