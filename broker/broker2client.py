@@ -9,27 +9,37 @@ catches up.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.state import BrokerState
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger(__name__)
 
 
+class OnewaySender(Protocol):
+    """Writes a request without waiting for a reply (the broker's ``RemotingServer``)."""
+
+    def invoke_oneway(self, conn: RemotingConnection, request: RemotingCommand) -> None: ...
+
+
+@dataclass(eq=False, kw_only=True)
 class Broker2Client:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    consumers: ConsumerManager
+    server: OnewaySender
+    state: BrokerState
 
     def notify_consumer_ids_changed(self, group: str) -> int:
         """Tell every consumer of ``group`` to rebalance; returns how many were told."""
-        c = self.c
-        if not c.config.notify_consumer_ids_changed_enable:
+        if not self.state.config.notify_consumer_ids_changed_enable:
             return 0
-        cgi = c.consumer_manager.get_consumer_group_info(group)
+        cgi = self.consumers.get_consumer_group_info(group)
         if cgi is None:
             return 0
         sent = 0
@@ -40,7 +50,7 @@ class Broker2Client:
                 RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, language=LanguageCode.JAVA
             )
             try:
-                c.remoting_server.invoke_oneway(conn, request)
+                self.server.invoke_oneway(conn, request)
                 sent += 1
             except Exception as exc:
                 logger.info("notify consumer ids changed to %s failed: %s", conn.remote_addr, exc)

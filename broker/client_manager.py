@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.protocol.bodies import (
     ConsumeFromWhere,
@@ -24,13 +24,16 @@ from pocketmq.remoting.protocol.bodies import (
     SubscriptionData,
 )
 
+if TYPE_CHECKING:
+    from pocketmq.remoting.transport.connection import RemotingConnection
+
 #: ``ConsumerManager.CHANNEL_EXPIRED_TIMEOUT``
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 
 
 @dataclass(slots=True, eq=False)
 class ClientChannelInfo:
-    conn: Any
+    conn: RemotingConnection
     client_id: str
     language: int
     version: int
@@ -138,7 +141,7 @@ class ConsumerManager:
         r2 = cgi.update_subscription(subs, info.last_update_ms)
         return r1 or r2
 
-    def unregister_consumer(self, group: str, conn: Any) -> bool:
+    def unregister_consumer(self, group: str, conn: RemotingConnection) -> bool:
         """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
         cgi = self.consumer_table.get(group)
         if cgi is None or cgi.channels.pop(conn, None) is None:
@@ -147,7 +150,7 @@ class ConsumerManager:
             del self.consumer_table[group]
         return True
 
-    def do_channel_close_event(self, conn: Any) -> list[str]:
+    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
         """Forget ``conn`` everywhere; returns the groups whose membership changed."""
         changed: list[str] = []
         for group, cgi in list(self.consumer_table.items()):
@@ -187,7 +190,7 @@ class ProducerManager:
         else:
             old.last_update_ms = info.last_update_ms
 
-    def unregister_producer(self, group: str, conn: Any) -> bool:
+    def unregister_producer(self, group: str, conn: RemotingConnection) -> bool:
         channels = self.group_channel_table.get(group)
         if channels is None or channels.pop(conn, None) is None:
             return False
@@ -195,7 +198,7 @@ class ProducerManager:
             del self.group_channel_table[group]
         return True
 
-    def do_channel_close_event(self, conn: Any) -> list[str]:
+    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
         groups: list[str] = []
         for group, channels in list(self.group_channel_table.items()):
             if channels.pop(conn, None) is not None:

@@ -36,7 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
-from pocketmq.store.config import MessageStoreConfig
+from pocketmq.store import MessageStoreConfig
 
 __all__ = [
     "FOREIGN_KEYS",

@@ -9,10 +9,14 @@ Shutdown (SIGTERM) is the reverse and loses nothing acknowledged: held pulls are
 servers stop accepting, the broker unregisters from its name servers, the store flushes and
 closes, and topics/subscription groups/consumer offsets are persisted.
 
-Attributes other processors use (admin, query, transactions, schedule, HA):
+The controller is the composition root: it builds the store, the managers and the services and
+hands each processor exactly the collaborators it uses (``_build_processors``); no processor
+holds the controller. Its attributes, for ``__main__``, :mod:`pocketmq.testing` and tests:
 
 =============================  ============================================================
-``config``                     :class:`BrokerConfig` (``update_config`` swaps it)
+``state``                      :class:`BrokerState`: ``config`` (``update_config`` swaps it),
+                               ``store_host``/``broker_addr`` (the advertised address);
+                               ``config``, ``store_host`` and ``broker_addr`` read it
 ``clock``                      :class:`Clock` (wall ``now_ms``, ``monotonic_ms``)
 ``store``                      :class:`MessageStore`
 ``topic_config_manager``       :class:`TopicConfigManager`
@@ -24,14 +28,18 @@ Attributes other processors use (admin, query, transactions, schedule, HA):
 ``remoting_server``            main :class:`RemotingServer`; ``fast_remoting_server`` or None
 ``broker2client``              :class:`Broker2Client` (NOTIFY_CONSUMER_IDS_CHANGED, ...)
 ``broker_stats_manager``       :class:`BrokerStatsManager`: ``on_put`` (send, schedule re-puts),
-                               ``on_get`` (pull), ``on_send_back``/``on_send_back_dlq``
-``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``
-``schedule_message_service``   :class:`ScheduleMessageService` (``max_delay_level``,
-                               ``offset_table``, ``encode()``): delayed messages are stored in
+                               ``on_get`` (pull), ``on_send_back``/``on_send_back_dlq``;
+                               ``use_stats`` swaps it everywhere
+``*_processor``                send, pull, send_back, consumer_manage, client_manage, query
+``admin_processors``           the admin handler groups by class name
+(swapping a collaborator)      a processor keeps what it was built with: replace it on the
+                               processor too (``use_stats`` does that for the stats manager)
+``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``;
+                               handed to the send processor when it is built (its ``transactions``)
+``schedule_message_service``   :class:`ScheduleMessageService`: delayed messages are stored in
                                ``SCHEDULE_TOPIC_XXXX`` (queue level-1, REAL_TOPIC/REAL_QID) and
-                               re-put when due (not started on a slave); None: ``DELAY`` ignored
+                               re-put when due (not started on a slave)
 ``namesrv_api``                :class:`BrokerOuterAPI`
-``broker_addr``/``store_host``  advertised ``ip:port`` and its packed form
 ``register_processor``         ``(code, handler, fast=True)`` on both servers
 ``trigger_register``           re-register with the name servers soon (coalesced)
 ``register_broker_all``        register now (awaitable)
@@ -41,11 +49,10 @@ Attributes other processors use (admin, query, transactions, schedule, HA):
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
@@ -53,24 +60,28 @@ from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.longpolling import PullRequestHoldService
 from pocketmq.broker.namesrv_api import BrokerOuterAPI
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
+from pocketmq.broker.processor.admin import BrokerAdmin, ConsumerAdmin, GroupAdmin, TopicAdmin
+from pocketmq.broker.processor.admin_base import AdminBase
 from pocketmq.broker.processor.client_manage import ClientManageProcessor
 from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pocketmq.broker.processor.pull import PullMessageProcessor
+from pocketmq.broker.processor.query import QueryMessageProcessor
 from pocketmq.broker.processor.send import SendMessageProcessor
 from pocketmq.broker.processor.send_back import ConsumerSendMsgBackProcessor
 from pocketmq.broker.rebalance_lock import RebalanceLockManager
 from pocketmq.broker.schedule import ScheduleMessageService
+from pocketmq.broker.state import BrokerState, Registrar
 from pocketmq.broker.stats import BrokerStatsManager
 from pocketmq.broker.subscription import SubscriptionGroupManager
 from pocketmq.broker.topic_config import TopicConfigManager
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.remoting.protocol.message import HostAddress, pack_host_ip
+from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
-from pocketmq.store.message_store import MessageStore
+from pocketmq.store import MessageStore
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +102,12 @@ class _Periodic(Service):
         await self._fn()
 
 
+class _Registers(Protocol):
+    def register(self, register: Registrar, /) -> None: ...
+
+
 class BrokerController:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, fsync: bool = True) -> None:
-        self.config = config
         self.clock = clock
         cfg_dir = config.config_dir
         self.topic_config_manager = TopicConfigManager(
@@ -138,22 +152,13 @@ class BrokerController:
                 )
             )
         self.namesrv_api = BrokerOuterAPI()
-        self.broker2client = Broker2Client(self)
-        self.send_processor = SendMessageProcessor(self)
-        self.pull_processor = PullMessageProcessor(self)
-        self.consumer_manage_processor = ConsumerManageProcessor(self)
-        self.client_manage_processor = ClientManageProcessor(self)
-        self.pull_hold_service = PullRequestHoldService(
-            self.pull_processor.execute_when_wakeup,
-            self.store.get_max_offset_in_queue,
-            max_per_queue=config.max_held_pulls_per_queue,
-            check_interval=5.0 if config.long_polling_enable else config.short_polling_time_mills / 1000,
+        #: the config and advertised address every component reads (update_config swaps it)
+        self.state = BrokerState(config)
+        self.broker2client = Broker2Client(
+            consumers=self.consumer_manager, server=self.remoting_server, state=self.state
         )
-        self.store.arriving_listener = self.pull_hold_service
-        #: Seams filled by later features; None means "not supported yet".
-        self.transactional_message_service: Any = None
         store = self.store
-        self.broker_stats_manager: BrokerStatsManager | None = BrokerStatsManager(
+        self.broker_stats_manager = BrokerStatsManager(
             config.broker_cluster_name,
             clock.now_ms,
             put_total=lambda: store.put_times_total,
@@ -168,9 +173,10 @@ class BrokerController:
             fsync=fsync,
             stats=self._stats_if_enabled,
         )
-        self.send_back_processor = ConsumerSendMsgBackProcessor(self)
-        self.store_host: HostAddress = (pack_host_ip(config.broker_ip1), config.listen_port)
-        self.broker_addr = config.broker_addr
+        #: Seams filled by later features; None means "not supported yet".
+        self.transactional_message_service: Any = None
+        self._build_processors()
+        self.store.arriving_listener = self.pull_hold_service
         self._services: list[Service] = []
         self._register_service = _Periodic(
             self._register_periodically,
@@ -185,6 +191,80 @@ class BrokerController:
         self._register_processors()
 
     # ------------------------------------------------------------------------- processors
+    def _build_processors(self) -> None:
+        """Build every processor with exactly the collaborators it uses."""
+        store, state, stats, clock = self.store, self.state, self.broker_stats_manager, self.clock
+        topics, groups = self.topic_config_manager, self.subscription_group_manager
+        offsets, consumers = self.consumer_offset_manager, self.consumer_manager
+        schedule = self.schedule_message_service
+        cfg = state.config
+        self.pull_hold_service = PullRequestHoldService(
+            None,  # set by the pull processor: its execute_when_wakeup
+            store.get_max_offset_in_queue,
+            max_per_queue=cfg.max_held_pulls_per_queue,
+            check_interval=5.0 if cfg.long_polling_enable else cfg.short_polling_time_mills / 1000,
+        )
+        self.send_processor = SendMessageProcessor(
+            store=store, topics=topics, groups=groups, state=state, now_ms=clock.now_ms,
+            held_queues=self.pull_hold_service.held_queues, stats=stats, schedule=schedule,
+            transactions=self.transactional_message_service,
+        )  # fmt: skip
+        self.pull_processor = PullMessageProcessor(
+            store=store, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+            hold=self.pull_hold_service, state=state, stats=stats,
+        )  # fmt: skip
+        self.send_back_processor = ConsumerSendMsgBackProcessor(
+            store=store, topics=topics, groups=groups, state=state, stats=stats, schedule=schedule
+        )
+        self.consumer_manage_processor = ConsumerManageProcessor(
+            store=store, offsets=offsets, consumers=consumers, state=state
+        )
+        self.client_manage_processor = ClientManageProcessor(
+            topics=topics, groups=groups, consumers=consumers, producers=self.producer_manager,
+            locks=self.rebalance_lock_manager, notifier=self.broker2client, state=state, clock=clock,
+        )  # fmt: skip
+        self.query_processor = QueryMessageProcessor(store=store, state=state)
+        register_broker = self.register_broker_all
+        topic_admin = TopicAdmin(
+            store=store, topics=topics, offsets=offsets, consumers=consumers, state=state, stats=stats,
+            register_broker=register_broker,
+        )  # fmt: skip
+        group_admin = GroupAdmin(
+            topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+            producers=self.producer_manager, state=state, stats=stats, schedule=schedule,
+        )  # fmt: skip
+        consumer_admin = ConsumerAdmin(
+            store=store, topics=topics, groups=groups, offsets=offsets, consumers=consumers, state=state,
+            stats=stats, server=self.remoting_server, clock=clock,
+        )  # fmt: skip
+        broker_admin = BrokerAdmin(
+            store=store, topics=topics, state=state, stats=stats, schedule=schedule, clock=clock,
+            update_config=self.update_config, register_broker=register_broker,
+        )  # fmt: skip
+        admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin)
+        #: the admin handler groups by class name (tests and tools tune them, e.g.
+        #: ``ConsumerAdmin.call_client_timeout``)
+        self.admin_processors: dict[str, AdminBase] = {type(a).__name__: a for a in admins}
+
+    def use_stats(self, stats: BrokerStatsManager) -> None:
+        """Feed and read ``stats`` from now on (e.g. one on a test's fake clock)."""
+        self.broker_stats_manager = stats
+        self.send_processor.stats = self.pull_processor.stats = self.send_back_processor.stats = stats
+        for admin in self.admin_processors.values():
+            admin.stats = stats
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.state.config
+
+    @property
+    def store_host(self) -> HostAddress:
+        return self.state.store_host
+
+    @property
+    def broker_addr(self) -> str:
+        return self.state.broker_addr
+
     def register_processor(self, code: int, handler: Handler, *, fast: bool = True) -> None:
         """Serve ``code`` on the main port and (unless ``fast=False``) on the VIP port."""
         self.remoting_server.register(code, handler)
@@ -192,23 +272,18 @@ class BrokerController:
             self.fast_remoting_server.register(code, handler)
 
     def _register_processors(self) -> None:
-        self.send_processor.register()
-        self.send_back_processor.register()
-        self.pull_processor.register()
-        self.consumer_manage_processor.register()
-        self.client_manage_processor.register()
-        for module, fn in (
-            ("pocketmq.broker.processor.admin", "register_admin_processors"),
-            ("pocketmq.broker.processor.query", "register_query_processors"),
-        ):
-            try:
-                mod = importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name != module:
-                    raise
-                logger.debug("%s not available", module)
-                continue
-            getattr(mod, fn)(self)
+        reg = self.register_processor
+        processors: tuple[_Registers, ...] = (
+            self.send_processor,
+            self.send_back_processor,
+            self.pull_processor,
+            self.consumer_manage_processor,
+            self.client_manage_processor,
+            *self.admin_processors.values(),
+            self.query_processor,
+        )
+        for processor in processors:
+            processor.register(reg)
         for server in self._servers():
             server.dispatcher.on_close.append(self._on_channel_close)
 
@@ -249,9 +324,7 @@ class BrokerController:
             raise
         if cfg.listen_port == 0:
             # Ephemeral port (tests): advertise what the kernel picked.
-            port = self.remoting_server.port
-            self.store_host = (pack_host_ip(cfg.broker_ip1), port)
-            self.broker_addr = f"{cfg.broker_ip1}:{port}"
+            self.state.bound_to(self.remoting_server.port)
         if self.fast_remoting_server is not None:
             try:
                 await self.fast_remoting_server.start()
@@ -398,7 +471,7 @@ class BrokerController:
     # ------------------------------------------------------------------------------ config
     def update_config(self, config: BrokerConfig) -> None:
         """Adopt an updated config (UPDATE_BROKER_CONFIG); re-register if the permission changed."""
-        old, self.config = self.config, config
+        old, self.state.config = self.state.config, config
         if old.broker_permission != config.broker_permission or old.namesrv_addr != config.namesrv_addr:
             self.trigger_register()
 
@@ -407,7 +480,7 @@ class BrokerController:
         return os.path.abspath(self.config.store.store_path_root_dir)
 
 
-def _close(conn: Any) -> None:
+def _close(conn: RemotingConnection) -> None:
     try:
         conn.close()
     except Exception:  # pragma: no cover - closing a dead transport

@@ -3,7 +3,7 @@
 ``ExpressionMessageFilter.isMatchedByConsumeQueue`` (reference §5.3): a unit matches when
 there is no subscription, the subscription is class-filter mode or ``*``, or its tagsCode is in
 the subscription's code set. Code sets are always recomputed server-side from the tags
-(``SubscriptionData.build``): C++ sends garbage codes. Hash collisions are possible; clients
+(:meth:`SubscriptionData.build`, the protocol's one builder): C++ sends garbage codes. Hash collisions are possible; clients
 re-filter by exact tag string.
 
 SQL92 is not evaluated: a SQL92 subscription is rejected unless ``enablePropertyFilter``, and
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pocketmq.remoting.protocol.bodies import ExpressionType, SubscriptionData
 
-__all__ = ["TagMessageFilter", "build_subscription", "filter_for"]
+__all__ = ["TagMessageFilter"]
 
 
 class TagMessageFilter:
@@ -44,16 +44,3 @@ class TagMessageFilter:
 
     def is_matched_by_commit_log(self, buf: bytes) -> bool:
         return True
-
-
-def build_subscription(
-    topic: str, sub_string: str | None, expression_type: str | None = None, sub_version: int = 0
-) -> SubscriptionData:
-    """``FilterAPI.build``: the subscription a pull request carries (FLAG_SUBSCRIPTION)."""
-    return SubscriptionData.build(
-        topic, sub_string, sub_version=sub_version, expression_type=expression_type or "TAG"
-    )
-
-
-def filter_for(subscription: SubscriptionData | None) -> TagMessageFilter:
-    return TagMessageFilter(subscription)

@@ -25,12 +25,15 @@ import asyncio
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.store.listener import MessageFilter
+from pocketmq.store import MessageFilter
+
+if TYPE_CHECKING:
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ QueueKey = tuple[str, int]
 class HeldPull:
     """One suspended PULL_MESSAGE request."""
 
-    conn: Any
+    conn: RemotingConnection
     request: RemotingCommand
     topic: str
     queue_id: int
@@ -152,7 +155,7 @@ class PullRequestTable:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def drop_connection(self, conn: Any) -> int:
+    def drop_connection(self, conn: RemotingConnection) -> int:
         """Forget every request of ``conn`` (closed); returns how many."""
         dropped = [r for lst in self._by_queue.values() for r in lst if r.conn is conn]
         for req in dropped:
@@ -172,7 +175,8 @@ class PullRequestHoldService:
 
     Args:
         execute: re-runs a held pull *without* suspending and sends its reply (the pull
-            processor's ``execute_when_wakeup``); must not raise.
+            processor's ``execute_when_wakeup``); must not raise. None: set :attr:`execute`
+            before the first pull is held (the pull processor is built with this service).
         max_offset_of: ``(topic, queue_id) → max offset`` (the store).
         check_interval: seconds between safety sweeps over every held queue.
     """
@@ -183,7 +187,7 @@ class PullRequestHoldService:
 
     def __init__(
         self,
-        execute: Callable[[HeldPull], None],
+        execute: Callable[[HeldPull], None] | None,
         max_offset_of: Callable[[str, int], int],
         *,
         max_per_queue: int = 1024,
@@ -191,7 +195,7 @@ class PullRequestHoldService:
     ) -> None:
         self.table = PullRequestTable(max_per_queue)
         self._held = self.table.by_queue
-        self._execute = execute
+        self.execute: Callable[[HeldPull], None] = execute or _unbound
         self._max_offset_of = max_offset_of
         self._check_interval = check_interval
         self._timer: asyncio.TimerHandle | None = None
@@ -218,6 +222,19 @@ class PullRequestHoldService:
             self._sweeper = None
         for req in self.table.take_all():
             self._run(req)
+
+    @property
+    def held_queues(self) -> KeysView[QueueKey]:
+        """The ``(topic, queue_id)`` keys with held pulls: a live view (``key in`` is one C call).
+
+        The send processor keeps it to decide, per put, whether to dispatch at once; it is
+        :meth:`is_held`'s answer without a Python call.
+        """
+        return self._held.keys()
+
+    def is_held(self, topic: str, queue_id: int) -> bool:
+        """Whether a pull waits on ``topic:queue_id``."""
+        return (topic, queue_id) in self._held
 
     def now_ms(self) -> int:
         loop = self._loop or asyncio.get_running_loop()
@@ -263,7 +280,7 @@ class PullRequestHoldService:
             for offset, code in enumerate(tags_codes, first_offset):
                 self.notify_message_arriving(topic, queue_id, offset, code)
 
-    def drop_connection(self, conn: Any) -> None:
+    def drop_connection(self, conn: RemotingConnection) -> None:
         self.table.drop_connection(conn)
 
     # -- timers ----------------------------------------------------------------------------------
@@ -301,6 +318,10 @@ class PullRequestHoldService:
 
     def _run(self, req: HeldPull) -> None:
         try:
-            self._execute(req)
+            self.execute(req)
         except Exception:
             logger.exception("re-executing held pull %s:%d failed", req.topic, req.queue_id)
+
+
+def _unbound(req: HeldPull) -> None:
+    raise RuntimeError("PullRequestHoldService.execute is not set")

@@ -12,6 +12,8 @@ the shutdown flush are driven by the controller; a flush is skipped when nothing
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pocketmq.broker.config_file import ConfigFileManager
 from pocketmq.remoting.protocol.bodies import ConsumerOffsetTable
 
@@ -92,21 +94,18 @@ class ConsumerOffsetManager(ConfigFileManager):
     def query_offsets(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.offset_table.get(offset_key(topic, group), {}))
 
-    def topics_of_group(self, group: str) -> set[str]:
-        out = set()
+    def _topic_groups(self) -> Iterator[tuple[str, str]]:
+        """``(topic, group)`` of every ``topic@group`` key of the table."""
         for key in self.offset_table:
-            topic, sep, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if sep and g == group:
-                out.add(topic)
-        return out
+            topic, sep, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
+            if sep:
+                yield topic, group
+
+    def topics_of_group(self, group: str) -> set[str]:
+        return {t for t, g in self._topic_groups() if g == group}
 
     def groups_of_topic(self, topic: str) -> set[str]:
-        out = set()
-        for key in self.offset_table:
-            t, sep, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if sep and t == topic:
-                out.add(group)
-        return out
+        return {g for t, g in self._topic_groups() if t == topic}
 
     # -- persistence -----------------------------------------------------------------------------
     def encode(self) -> bytes:

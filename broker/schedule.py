@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.broker.config_file import ConfigFileManager
+from pocketmq.broker.processor.message_props import strip_property
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.bodies import DelayOffsetTable
 from pocketmq.remoting.protocol.message import (
@@ -59,9 +60,7 @@ from pocketmq.remoting.protocol.route import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     SCHEDULE_CONSUMER_GROUP,
 )
-from pocketmq.store.config import parse_delay_levels
-from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import GetMessageStatus, PutMessageStatus
+from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus, parse_delay_levels
 
 logger = logging.getLogger(__name__)
 
@@ -99,22 +98,6 @@ _S = GetMessageStatus
 _SKIP_STATUSES = frozenset(
     {_S.OFFSET_TOO_SMALL, _S.MESSAGE_WAS_REMOVING, _S.NO_MATCHED_MESSAGE, _S.OFFSET_FOUND_NULL}
 )
-
-
-def _without(props: str, key: str) -> str:
-    """``props`` without ``key``'s entry (any position, separators kept consistent)."""
-    needle = key + NAME_VALUE_SEPARATOR
-    if props.startswith(needle):
-        start = 0
-    else:
-        i = props.find(PROPERTY_SEPARATOR + needle)
-        if i < 0:
-            return props
-        start = i + 1
-    end = props.find(PROPERTY_SEPARATOR, start)
-    if end < 0:
-        return props[: max(0, start - 1)]
-    return props[:start] + props[end + 1 :]
 
 
 def _last_value(props: str, needle: str) -> str | None:
@@ -355,7 +338,7 @@ class ScheduleMessageService(Service):
         except UnicodeDecodeError:
             props = ""
         if _DELAY_KEY in props:
-            props = _without(props, MessageConst.DELAY)
+            props, _ = strip_property(props, MessageConst.DELAY)
         real_topic = _last_value(props, _REAL_TOPIC_KEY)
         real_qid = _last_value(props, _REAL_QID_KEY)
         queue_id = int(real_qid) if real_qid is not None and real_qid.isdigit() else -1
@@ -366,7 +349,7 @@ class ScheduleMessageService(Service):
             )  # fmt: skip
             return False
         if _WAIT_KEY in props:
-            props = _without(props, MessageConst.WAIT)
+            props, _ = strip_property(props, MessageConst.WAIT)
         props = props + _SEP_WAIT_FALSE if props and props[-1] != PROPERTY_SEPARATOR else props + _WAIT_FALSE
         inner = MessageInner(
             real_topic,

@@ -23,40 +23,16 @@ module                 requests
 Common rules: a missing or unparsable header field is SYSTEM_ERROR naming the field; topic and
 subscription-group mutations on a slave are SYSTEM_ERROR with Java's remark; topics.json and
 subscriptionGroup.json are written atomically (temp file, fsync, rename, ``.bak``) before a
-mutation is acknowledged. The stats manager the handlers read (``controller.broker_stats_manager``)
-is the controller's (created here only for a controller without one); send, pull, send-back and
-the schedule service feed it.
+mutation is acknowledged. Each group is built by the controller with exactly its collaborators;
+the stats manager they read is the controller's one, which send, pull, send-back and the schedule
+service feed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pocketmq.broker.processor.admin_broker import BrokerAdmin
-from pocketmq.broker.processor.admin_common import broker_stats_of
 from pocketmq.broker.processor.admin_consumer import ConsumerAdmin
 from pocketmq.broker.processor.admin_group import GroupAdmin
 from pocketmq.broker.processor.admin_topic import TopicAdmin
 
-if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
-
-__all__ = ["BrokerAdmin", "ConsumerAdmin", "GroupAdmin", "TopicAdmin", "register_admin_processors"]
-
-#: Controller attribute holding the admin processors by class name (tests and tools tune them,
-#: e.g. ``ConsumerAdmin.call_client_timeout``).
-ADMIN_ATTR = "admin_processors"
-
-
-def register_admin_processors(controller: BrokerController) -> None:
-    """Register every admin handler on the controller's servers (main and VIP port)."""
-    broker_stats_of(controller)
-    admins = (
-        TopicAdmin(controller),
-        GroupAdmin(controller),
-        ConsumerAdmin(controller),
-        BrokerAdmin(controller),
-    )
-    for admin in admins:
-        admin.register()
-    setattr(controller, ADMIN_ATTR, {type(a).__name__: a for a in admins})
+__all__ = ["BrokerAdmin", "ConsumerAdmin", "GroupAdmin", "TopicAdmin"]

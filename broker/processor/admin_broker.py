@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
 from pocketmq.broker.processor.admin_bodies import encode_broker_stats_data
-from pocketmq.broker.processor.admin_common import AdminBase, broker_stats_of, fail, ok
+from pocketmq.broker.processor.admin_checks import refused_keys
 from pocketmq.broker.stats import human_readable_byte_count, version_desc
 from pocketmq.remoting.common import properties
 from pocketmq.remoting.common.config import ConfigError
@@ -43,14 +46,15 @@ from pocketmq.remoting.protocol.headers import ViewBrokerStatsDataRequestHeader
 from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC, DataVersion, KVTable
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.config import BrokerConfig
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.common.clock import Clock
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
-#: Java ``BrokerConfig.configBlackList`` default.
-CONFIG_BLACK_LIST = frozenset(
-    {"brokerConfigPath", "configBlackList", "broker_config_path", "config_black_list"}
-)
 
 _PUT_DISTRIBUTION = (
     "[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]", "[500ms~1s]",
@@ -85,13 +89,14 @@ def _disk_capacity(path: str) -> str | None:
     )
 
 
-def runtime_info(c: BrokerController) -> dict[str, str]:
+def runtime_info(
+    store: MessageStore, stats: BrokerStatsManager, config: BrokerConfig, schedule: Any
+) -> dict[str, str]:
     """GET_BROKER_RUNTIME_INFO's table (Java ``prepareRuntimeInfo``)."""
-    store = c.store
     info = dict(store.runtime_info())
     for key, value in STORE_DEFAULTS.items():
         info.setdefault(key, value)
-    day = broker_stats_of(c).record_day()
+    day = stats.record_day()
     info.update(
         {
             "brokerVersionDesc": version_desc(CURRENT_VERSION),
@@ -112,16 +117,16 @@ def runtime_info(c: BrokerController) -> dict[str, str]:
             "queryThreadPoolQueueHeadWaitTimeMills": "0",
             "dispatchBehindBytes": str(store.dispatch_behind_bytes),
             "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
-            "startAcceptSendRequestTimeStamp": str(c.config.start_accept_send_request_time_stamp),
+            "startAcceptSendRequestTimeStamp": str(config.start_accept_send_request_time_stamp),
         }
     )
     # Java's broker re-renders the store's raw byte count in human-readable form
     raw = info.get("remainHowManyDataToFlush", "0")
     info["remainHowManyDataToFlush"] = human_readable_byte_count(int(raw)) if raw.isdigit() else raw
-    capacity = _disk_capacity(c.config.store.store_path_root_dir)
+    capacity = _disk_capacity(config.store.store_path_root_dir)
     if capacity is not None:
         info["commitLogDirCapacity"] = capacity
-    table = getattr(c.schedule_message_service, "offset_table", None)
+    table = getattr(schedule, "offset_table", None)
     if isinstance(table, dict):
         for level, offset in sorted(table.items()):
             max_offset = store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, int(level) - 1)
@@ -129,7 +134,17 @@ def runtime_info(c: BrokerController) -> dict[str, str]:
     return info
 
 
+@dataclass(eq=False, kw_only=True)
 class BrokerAdmin(AdminBase):
+    store: MessageStore
+    topics: TopicConfigManager
+    #: the schedule service (``scheduleMessageOffset_<level>`` keys) or None
+    schedule: Any
+    clock: Clock
+    #: adopts a new config (the controller's ``update_config``: re-registers when needed)
+    update_config: Callable[[BrokerConfig], None]
+    register_broker: RegisterBroker
+
     HANDLERS = {
         RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
         RequestCode.GET_BROKER_CONFIG: "get_broker_config",
@@ -137,19 +152,21 @@ class BrokerAdmin(AdminBase):
         RequestCode.VIEW_BROKER_STATS_DATA: "view_broker_stats_data",
     }
 
-    def __init__(self, controller: BrokerController) -> None:
-        super().__init__(controller)
+    def __post_init__(self) -> None:
         #: Java ``Configuration.dataVersion``: bumped on every accepted update.
-        self.config_version = DataVersion(controller.clock.now_ms(), 0)
+        self.config_version = DataVersion(self.clock.now_ms(), 0)
 
-    def get_broker_runtime_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, KVTable(runtime_info(self.c)).encode())
+    def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        info = runtime_info(self.store, self.stats, self.state.config, self.schedule)
+        return ok(request, KVTable(info).encode())
 
-    def get_broker_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        text = properties.dumps(self.c.config.properties())
+    def get_broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        text = properties.dumps(self.state.config.properties())
         return ok(request, text.encode("utf-8"), {"version": self.config_version.encode().decode()})
 
-    async def update_broker_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def update_broker_config(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         if not request.body:
             return ok(request)
         try:
@@ -158,29 +175,28 @@ class BrokerAdmin(AdminBase):
             return fail(request, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
         if not updates:
             return ok(request)
-        refused = sorted(k for k in updates if k in CONFIG_BLACK_LIST)
+        refused = refused_keys(updates)
         if refused:
             logger.warning(
                 "broker config update refused keys=%s caller=%s", ",".join(refused), conn.remote_addr
             )
             return fail(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-        c = self.c
         try:
-            new_config = c.config.with_updates(updates, source="UPDATE_BROKER_CONFIG")
+            new_config = self.state.config.with_updates(updates, source="UPDATE_BROKER_CONFIG")
         except ConfigError as exc:
             return fail(request, ResponseCode.SYSTEM_ERROR, str(exc))
         logger.info("updateBrokerConfig, new config: [%s] client: %s", updates, conn.remote_addr)
-        c.update_config(new_config)
-        now = c.clock.now_ms()
+        self.update_config(new_config)
+        now = self.clock.now_ms()
         self.config_version = self.config_version.next_version(now)
         if "brokerPermission" in updates or "broker_permission" in updates:
             # name servers rebuild queue data only for a new data version (Java nextVersion())
-            tcm = c.topic_config_manager
+            tcm = self.topics
             tcm.data_version = tcm.data_version.next_version(now)
-            await self.register_now()
+            await register_now(self.register_broker)
         return ok(request)
 
-    def view_broker_stats_data(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def view_broker_stats_data(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
         stats = self.stats
         item = stats.get_stats_item(h.stats_name, h.stats_key)

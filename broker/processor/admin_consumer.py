@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from pocketmq.broker.processor.admin_base import AdminBase, fail, ok
 from pocketmq.broker.processor.admin_bodies import (
     ConsumeQueueData,
     QueueTimeSpan,
@@ -42,7 +44,6 @@ from pocketmq.broker.processor.admin_bodies import (
     encode_query_consume_queue,
     encode_time_spans,
 )
-from pocketmq.broker.processor.admin_common import AdminBase, fail, ok
 from pocketmq.broker.stats import version_desc
 from pocketmq.remoting.protocol.bodies import ConsumeStats, MessageQueue, OffsetWrapper, ResetOffsetBody
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
@@ -60,6 +61,16 @@ from pocketmq.remoting.protocol.headers import (
 )
 from pocketmq.remoting.protocol.message import MessageDecodeError, decode_offset_msg_id
 
+if TYPE_CHECKING:
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.common.clock import Clock
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.remoting.transport.server import RemotingServer
+    from pocketmq.store import MessageStore
+
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
 #: ``MQVersion.Version`` ordinals below which clients cannot take these requests.
@@ -68,7 +79,22 @@ V3_1_8_SNAPSHOT = 62
 JAVA_LONG_MAX = 2**63 - 1
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerAdmin(AdminBase):
+    #: Seconds to wait for a client's reply to a forwarded request (Java ``callClient``: 10 s).
+    call_client_timeout = 10.0
+
+    store: MessageStore
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    #: calls and pushes to the clients' connections
+    server: RemotingServer
+    clock: Clock
+
+    # -- consume stats ---------------------------------------------------------------------------
+
     HANDLERS = {
         RequestCode.GET_CONSUME_STATS: "get_consume_stats",
         RequestCode.GET_BROKER_CONSUME_STATS: "get_broker_consume_stats",
@@ -79,13 +105,10 @@ class ConsumerAdmin(AdminBase):
         RequestCode.CONSUME_MESSAGE_DIRECTLY: "consume_message_directly",
         RequestCode.QUERY_CONSUME_QUEUE: "query_consume_queue",
     }
-    #: Seconds to wait for a client's reply to a forwarded request (Java ``callClient``: 10 s).
-    call_client_timeout = 10.0
 
-    # -- consume stats ---------------------------------------------------------------------------
     def _fill_consume_stats(self, stats: ConsumeStats, group: str, topic: str, queue_nums: int) -> None:
-        store = self.c.store
-        com = self.c.consumer_offset_manager
+        store = self.store
+        com = self.offsets
         for qid in range(queue_nums):
             broker_offset = max(0, store.get_max_offset_in_queue(topic, qid))
             consumer_offset = max(0, com.query_offset(group, topic, qid))
@@ -98,21 +121,18 @@ class ConsumerAdmin(AdminBase):
 
     def _subscribed_elsewhere(self, group: str, topic: str) -> bool:
         """Java skips a topic when the group is online with subscriptions that do not include it."""
-        cgi = self.c.consumer_manager.get_consumer_group_info(group)
+        cgi = self.consumers.get_consumer_group_info(group)
         return cgi is not None and bool(cgi.subscription_table) and topic not in cgi.subscription_table
 
-    def get_consume_stats(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_consume_stats(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         group = h.consumer_group
-        c = self.c
         topics: Iterable[str] = (
-            [h.topic]
-            if h.topic and h.topic.strip()
-            else sorted(c.consumer_offset_manager.topics_of_group(group))
+            [h.topic] if h.topic and h.topic.strip() else sorted(self.offsets.topics_of_group(group))
         )
         stats = ConsumeStats()
         for topic in topics:
-            tc = c.topic_config_manager.select_topic_config(topic)
+            tc = self.topics.select_topic_config(topic)
             if tc is None:
                 logger.warning("consumeStats, topic config not exist, %s", topic)
                 continue
@@ -122,15 +142,14 @@ class ConsumerAdmin(AdminBase):
             self._fill_consume_stats(stats, group, topic, tc.read_queue_nums)
         return ok(request, stats.encode())
 
-    def get_broker_consume_stats(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_broker_consume_stats(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetConsumeStatsInBrokerHeader.from_ext_fields(request.ext_fields)
-        c = self.c
         total_diff = 0
         per_group: list[tuple[str, list[ConsumeStats]]] = []
-        for group in list(c.subscription_group_manager.subscription_group_table):
+        for group in list(self.groups.subscription_group_table):
             lst: list[ConsumeStats] = []
-            for topic in sorted(c.consumer_offset_manager.topics_of_group(group)):
-                tc = c.topic_config_manager.select_topic_config(topic)
+            for topic in sorted(self.offsets.topics_of_group(group)):
+                tc = self.topics.select_topic_config(topic)
                 if tc is None or (h.is_order and not tc.order) or self._subscribed_elsewhere(group, topic):
                     continue
                 stats = ConsumeStats()
@@ -138,22 +157,21 @@ class ConsumerAdmin(AdminBase):
                 total_diff += stats.compute_total_diff()
                 lst.append(stats)
             per_group.append((group, lst))
-        return ok(request, encode_consume_stats_list(c.broker_addr, per_group, total_diff))
+        return ok(request, encode_consume_stats_list(self.state.broker_addr, per_group, total_diff))
 
-    def query_consume_time_span(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_consume_time_span(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumeTimeSpanRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
-        tc = c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topics.select_topic_config(h.topic)
         if tc is None:
             return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
-        store = c.store
-        now = c.clock.now_ms()
+        store = self.store
+        now = self.clock.now_ms()
         spans = []
         for qid in range(tc.write_queue_nums):
             min_time = store.get_earliest_message_time(h.topic, qid)
             max_offset = store.get_max_offset_in_queue(h.topic, qid)
             max_time = store.get_message_store_timestamp(h.topic, qid, max_offset - 1)
-            consumer_offset = c.consumer_offset_manager.query_offset(h.group, h.topic, qid)
+            consumer_offset = self.offsets.query_offset(h.group, h.topic, qid)
             consume_time = (
                 store.get_message_store_timestamp(h.topic, qid, consumer_offset - 1)
                 if consumer_offset > 0
@@ -169,17 +187,16 @@ class ConsumerAdmin(AdminBase):
             spans.append(QueueTimeSpan(self.mq(h.topic, qid), min_time, max_time, consume_time, delay))
         return ok(request, encode_time_spans(spans))
 
-    def query_correction_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_correction_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryCorrectionOffsetHeader.from_ext_fields(request.ext_fields)
-        c = self.c
         skip = {g for g in (h.filter_groups or "").split(",") if g}
-        com = c.consumer_offset_manager
+        com = self.offsets
         correction: dict[int, int] = {}
         for group in com.groups_of_topic(h.topic):
             if group in skip:
                 continue
             for qid, offset in com.query_offsets(group, h.topic).items():
-                if offset >= c.store.get_min_offset_in_queue(h.topic, qid):
+                if offset >= self.store.get_min_offset_in_queue(h.topic, qid):
                     correction[qid] = min(offset, correction.get(qid, JAVA_LONG_MAX))
         for qid, offset in com.query_offsets(h.compare_group, h.topic).items():
             if qid in correction and correction[qid] > offset:
@@ -187,22 +204,21 @@ class ConsumerAdmin(AdminBase):
         return ok(request, encode_correction_offsets(dict(sorted(correction.items()))))
 
     # -- reset -----------------------------------------------------------------------------------
-    def reset_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
         logger.info(
             "[reset-offset] reset offset started by %s. topic=%s, group=%s, timestamp=%d, isForce=%s",
             conn.remote_addr, h.topic, h.group, h.timestamp, h.is_force,
         )  # fmt: skip
-        tc = c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topics.select_topic_config(h.topic)
         if tc is None:
             return fail(
                 request,
                 ResponseCode.SYSTEM_ERROR,
                 f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}",
             )
-        store = c.store
-        com = c.consumer_offset_manager
+        store = self.store
+        com = self.offsets
         committed_offsets = com.query_offsets(h.group, h.topic)
         if not committed_offsets:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{h.group}> not exist")
@@ -221,7 +237,7 @@ class ConsumerAdmin(AdminBase):
         for mq, offset in table.items():
             com.commit_offset(h.group, h.topic, mq.queue_id, offset)
         body = ResetOffsetBody(table)
-        cgi = c.consumer_manager.get_consumer_group_info(h.group)
+        cgi = self.consumers.get_consumer_group_info(h.group)
         channels = list(cgi.channels.values()) if cgi is not None else []
         if not channels:
             remark = (
@@ -250,7 +266,7 @@ class ConsumerAdmin(AdminBase):
                 RequestCode.RESET_CONSUMER_CLIENT_OFFSET, dict(ext), payload, language=LanguageCode.JAVA
             )
             try:
-                c.remoting_server.invoke_oneway(info.conn, push)
+                self.server.invoke_oneway(info.conn, push)
                 logger.info(
                     "[reset-offset] reset offset success. topic=%s, group=%s, clientId=%s",
                     h.topic,
@@ -267,7 +283,7 @@ class ConsumerAdmin(AdminBase):
     async def _call_consumer(
         self, code: int, request: RemotingCommand, group: str, client_id: str | None, body: bytes | None
     ) -> RemotingCommand:
-        cgi = self.c.consumer_manager.get_consumer_group_info(group)
+        cgi = self.consumers.get_consumer_group_info(group)
         info = cgi.find_channel_by_client_id(client_id) if cgi is not None and client_id else None
         if info is None:
             return fail(
@@ -284,7 +300,7 @@ class ConsumerAdmin(AdminBase):
             code, dict(request.ext_fields or {}), body, language=LanguageCode.JAVA
         )
         try:
-            reply = await self.c.remoting_server.invoke(info.conn, forward, self.call_client_timeout)
+            reply = await self.server.invoke(info.conn, forward, self.call_client_timeout)
         except RemotingTimeoutError as exc:
             return fail(
                 request, ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {exc}"
@@ -297,19 +313,23 @@ class ConsumerAdmin(AdminBase):
             )
         return RemotingCommand.response_to(request, reply.code, reply.remark, reply.ext_fields, reply.body)
 
-    async def get_consumer_running_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def get_consumer_running_info(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
         return await self._call_consumer(
             RequestCode.GET_CONSUMER_RUNNING_INFO, request, h.consumer_group, h.client_id, request.body
         )
 
-    async def consume_message_directly(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def consume_message_directly(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
         try:
             _, _, offset = decode_offset_msg_id(h.msg_id or "")
         except (MessageDecodeError, ValueError) as exc:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"bad msgId {h.msg_id!r}: {exc}")
-        message = self.c.store.get_message_bytes_by_offset(offset)
+        message = self.store.get_message_bytes_by_offset(offset)
         if message is None:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
         request.ext_fields = {**(request.ext_fields or {}), "brokerName": self.broker_name}
@@ -318,16 +338,15 @@ class ConsumerAdmin(AdminBase):
         )
 
     # -- raw consume queue -----------------------------------------------------------------------
-    def query_consume_queue(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_consume_queue(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
-        read = c.store.read_consume_queue(h.topic, h.queue_id, h.index, h.count)
+        read = self.store.read_consume_queue(h.topic, h.queue_id, h.index, h.count)
         if read is None:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"{h.queue_id}@{h.topic} is not exist!")
         sub = None
         filter_data = None
         if h.consumer_group is not None:
-            sub = c.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
+            sub = self.consumers.find_subscription_data(h.consumer_group, h.topic)
             # no SQL92 filter data exists for TAG subscriptions: Java prints its null as "null"
             filter_data = f"{h.consumer_group}@{h.topic} is not online!" if sub is None else "null"
         if read.units is None:

@@ -20,9 +20,11 @@ code   request                              behaviour (RocketMQ ``AdminBrokerPro
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from pocketmq.broker.processor.admin_common import AdminBase, fail, language_name, ok
+from pocketmq.broker.processor.admin_base import AdminBase, fail, language_name, ok
+from pocketmq.broker.processor.admin_checks import group_name_error
 from pocketmq.remoting.protocol.bodies import (
     Connection,
     ConsumerConnection,
@@ -39,12 +41,29 @@ from pocketmq.remoting.protocol.headers import (
     GetConsumerConnectionListRequestHeader,
     GetProducerConnectionListRequestHeader,
 )
-from pocketmq.remoting.protocol.route import group_error
+
+if TYPE_CHECKING:
+    from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
 
+@dataclass(eq=False, kw_only=True)
 class GroupAdmin(AdminBase):
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    #: the schedule service (GET_ALL_DELAY_OFFSET, :func:`delay_offset_body`) or None
+    schedule: Any
+
+    # -- subscription groups ---------------------------------------------------------------------
+
     HANDLERS = {
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: "update_and_create_subscription_group",
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: "get_all_subscription_group",
@@ -56,9 +75,8 @@ class GroupAdmin(AdminBase):
         RequestCode.CLONE_GROUP_OFFSET: "clone_group_offset",
     }
 
-    # -- subscription groups ---------------------------------------------------------------------
     async def update_and_create_subscription_group(
-        self, conn: Any, request: RemotingCommand
+        self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
         refused = self.refuse_on_slave(request)
         if refused is not None:
@@ -69,19 +87,23 @@ class GroupAdmin(AdminBase):
             sgc = SubscriptionGroupConfig.decode(request.body)
         except BodyFormatError as exc:
             return fail(request, ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig body: {exc}")
-        err = group_error(sgc.group_name)
+        err = group_name_error(sgc.group_name)
         if err is not None:
             return fail(request, ResponseCode.SYSTEM_ERROR, err)
         logger.info("update or create subscription group %s, caller %s", sgc.group_name, conn.remote_addr)
-        mgr = self.c.subscription_group_manager
+        mgr = self.groups
         mgr.update_subscription_group_config(sgc)
         await self.persist(mgr)
         return ok(request)
 
-    def get_all_subscription_group(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, self.c.subscription_group_manager.build_wrapper().encode())
+    def get_all_subscription_group(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        return ok(request, self.groups.build_wrapper().encode())
 
-    async def delete_subscription_group(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def delete_subscription_group(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         refused = self.refuse_on_slave(request)
         if refused is not None:
             return refused
@@ -92,18 +114,19 @@ class GroupAdmin(AdminBase):
             h.remove_offset,
             conn.remote_addr,
         )
-        c = self.c
-        c.subscription_group_manager.delete_subscription_group_config(h.group_name)
+        self.groups.delete_subscription_group_config(h.group_name)
         if h.remove_offset:
-            c.consumer_offset_manager.remove_group(h.group_name)
+            self.offsets.remove_group(h.group_name)
         self.stats.on_group_deleted(h.group_name)
-        await self.persist(c.subscription_group_manager, c.consumer_offset_manager)
+        await self.persist(self.groups, self.offsets)
         return ok(request)
 
     # -- connections ---------------------------------------------------------------------------
-    def get_consumer_connection_list(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_consumer_connection_list(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
-        cgi = self.c.consumer_manager.get_consumer_group_info(h.consumer_group)
+        cgi = self.consumers.get_consumer_group_info(h.consumer_group)
         if cgi is None:
             return fail(
                 request,
@@ -122,9 +145,11 @@ class GroupAdmin(AdminBase):
         )
         return ok(request, body.encode())
 
-    def get_producer_connection_list(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_producer_connection_list(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
-        channels = self.c.producer_manager.get_channels(h.producer_group)
+        channels = self.producers.get_channels(h.producer_group)
         if not channels:
             return fail(
                 request, ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist"
@@ -135,23 +160,22 @@ class GroupAdmin(AdminBase):
         return ok(request, body.encode())
 
     # -- offset tables ---------------------------------------------------------------------------
-    def get_all_consumer_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, self.c.consumer_offset_manager.encode_plain())
+    def get_all_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        return ok(request, self.offsets.encode_plain())
 
-    def get_all_delay_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        body = delay_offset_body(self.c.schedule_message_service)
+    def get_all_delay_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        body = delay_offset_body(self.schedule)
         if body is None:
             return fail(request, ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
         return ok(request, body)
 
-    def clone_group_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def clone_group_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = CloneGroupOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
-        com = c.consumer_offset_manager
+        com = self.offsets
         topics = {h.topic} if h.topic and h.topic.strip() else com.topics_of_group(h.src_group)
-        cgi = c.consumer_manager.get_consumer_group_info(h.src_group)
+        cgi = self.consumers.get_consumer_group_info(h.src_group)
         for topic in sorted(topics):
-            if c.topic_config_manager.select_topic_config(topic) is None:
+            if self.topics.select_topic_config(topic) is None:
                 logger.warning("[cloneGroupOffset] topic config not exist, %s", topic)
                 continue
             if (

@@ -23,9 +23,12 @@ code   request                          behaviour (RocketMQ ``AdminBrokerProcess
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pocketmq.broker.processor.admin_common import AdminBase, fail, ok
+from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
+from pocketmq.broker.processor.admin_checks import topic_config_of, topic_name_error
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.bodies import GroupList, TopicOffset, TopicStatsTable
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
@@ -37,13 +40,22 @@ from pocketmq.remoting.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
-from pocketmq.remoting.protocol.route import (
-    SYSTEM_TOPICS,
-    TopicConfig,
-    TopicFilterType,
-    TopicList,
-    topic_error,
-)
+from pocketmq.remoting.protocol.route import SYSTEM_TOPICS, TopicList
+
+if TYPE_CHECKING:
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
+
+
+class _TopicHeader(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+
+_H = TypeVar("_H", bound=_TopicHeader)
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
@@ -51,7 +63,6 @@ logger = logging.getLogger("pocketmq.broker.processor.admin")
 GET_TOPIC_CONFIG = RequestCode.GET_TOPIC_CONFIG
 #: Java ``CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES``.
 MANUAL_DELETE_ROUNDS = 20
-MAX_QUEUE_NUMS = 65535
 
 
 @header
@@ -60,7 +71,16 @@ class GetTopicConfigRequestHeader(CommandHeader):
     lo: bool | None = wire("lo", default=None)
 
 
+@dataclass(eq=False, kw_only=True)
 class TopicAdmin(AdminBase):
+    store: MessageStore
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    register_broker: RegisterBroker
+
+    # -- create / delete -------------------------------------------------------------------------
+
     HANDLERS = {
         RequestCode.UPDATE_AND_CREATE_TOPIC: "update_and_create_topic",
         RequestCode.DELETE_TOPIC_IN_BROKER: "delete_topic",
@@ -74,94 +94,67 @@ class TopicAdmin(AdminBase):
         RequestCode.DELETE_EXPIRED_COMMITLOG: "delete_expired_commit_log",
     }
 
-    # -- create / delete -------------------------------------------------------------------------
     def _invalid_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:
-        err = topic_error(topic)
-        if err is not None:
-            return fail(request, ResponseCode.SYSTEM_ERROR, err)
-        if self.c.topic_config_manager.is_system_topic(topic):
-            return fail(
-                request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
-            )
-        return None
+        err = topic_name_error(topic, self.topics.is_system_topic(topic))
+        return None if err is None else fail(request, ResponseCode.SYSTEM_ERROR, err)
 
-    async def update_and_create_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def _mutation_header(
+        self, conn: RemotingConnection, request: RemotingCommand, parse: Callable[[Any], _H], action: str
+    ) -> _H | RemotingCommand:
+        """The parsed header of a create or delete, or its refusal (slave, invalid or system topic)."""
         refused = self.refuse_on_slave(request)
         if refused is not None:
             return refused
-        h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
-        logger.info("update or create topic %s, caller %s", h.topic, conn.remote_addr)
+        h = parse(request.ext_fields)
+        logger.info("%s topic %s, caller %s", action, h.topic, conn.remote_addr)
         bad = self._invalid_topic(request, h.topic)
-        if bad is not None:
-            return bad
-        for name, value in (("readQueueNums", h.read_queue_nums), ("writeQueueNums", h.write_queue_nums)):
-            if not 0 <= value <= MAX_QUEUE_NUMS:
-                return fail(
-                    request,
-                    ResponseCode.SYSTEM_ERROR,
-                    f"{name} {value} is out of range [0, {MAX_QUEUE_NUMS}]",
-                )
-        if not 0 <= h.perm <= 15:
-            return fail(request, ResponseCode.SYSTEM_ERROR, f"perm {h.perm} is not a PermName bit set (0-15)")
-        try:
-            filter_type = TopicFilterType(h.topic_filter_type or TopicFilterType.SINGLE_TAG.value)
-        except ValueError:
-            return fail(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"No enum constant TopicFilterType.{h.topic_filter_type} (SINGLE_TAG or MULTI_TAG)",
-            )
-        tc = TopicConfig(
-            h.topic,
-            h.read_queue_nums,
-            h.write_queue_nums,
-            h.perm,
-            filter_type,
-            h.topic_sys_flag or 0,
-            h.order,
-        )
-        tcm = self.c.topic_config_manager
+        return h if bad is None else bad
+
+    async def update_and_create_topic(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        h = self._mutation_header(conn, request, CreateTopicRequestHeader.from_ext_fields, "update or create")
+        if isinstance(h, RemotingCommand):
+            return h
+        tc = topic_config_of(h)
+        if isinstance(tc, str):
+            return fail(request, ResponseCode.SYSTEM_ERROR, tc)
+        tcm = self.topics
         tcm.update_topic_config(tc)
         await self.persist(tcm)
         # Java registers synchronously (registerIncrementBrokerData): the route exists on reply.
-        await self.register_now()
+        await register_now(self.register_broker)
         return ok(request)
 
-    async def delete_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        refused = self.refuse_on_slave(request)
-        if refused is not None:
-            return refused
-        h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
-        logger.info("delete topic %s, caller %s", h.topic, conn.remote_addr)
-        bad = self._invalid_topic(request, h.topic)
-        if bad is not None:
-            return bad
-        c = self.c
-        c.topic_config_manager.delete_topic_config(h.topic)
-        c.consumer_offset_manager.remove_topic(h.topic)
-        c.store.delete_topics([h.topic])
+    async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = self._mutation_header(conn, request, DeleteTopicRequestHeader.from_ext_fields, "delete")
+        if isinstance(h, RemotingCommand):
+            return h
+        self.topics.delete_topic_config(h.topic)
+        self.offsets.remove_topic(h.topic)
+        self.store.delete_topics([h.topic])
         self.stats.on_topic_deleted(h.topic)
-        await self.persist(c.topic_config_manager, c.consumer_offset_manager)
+        await self.persist(self.topics, self.offsets)
         return ok(request)
 
     # -- reads ---------------------------------------------------------------------------------
-    def get_all_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, self.c.topic_config_manager.build_serialize_wrapper().encode())
+    def get_all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        return ok(request, self.topics.build_serialize_wrapper().encode())
 
-    def get_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetTopicConfigRequestHeader.from_ext_fields(request.ext_fields)
-        tc = self.c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topics.select_topic_config(h.topic)
         if tc is None:
             return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
         return ok(request, fastjson.dumpb(tc.to_json()))
 
-    def get_topic_stats_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_topic_stats_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
         topic = h.topic
-        tc = self.c.topic_config_manager.select_topic_config(topic)
+        tc = self.topics.select_topic_config(topic)
         if tc is None:
             return fail(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        store = self.c.store
+        store = self.store
         table = TopicStatsTable()
         for qid in range(tc.write_queue_nums):
             lo = max(0, store.get_min_offset_in_queue(topic, qid))
@@ -170,31 +163,37 @@ class TopicAdmin(AdminBase):
             table.offset_table[self.mq(topic, qid)] = TopicOffset(lo, hi, last)
         return ok(request, table.encode())
 
-    def query_topic_consume_by_who(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_topic_consume_by_who(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
-        groups = self.c.consumer_manager.query_topic_consume_by_who(h.topic)
-        groups |= self.c.consumer_offset_manager.groups_of_topic(h.topic)
+        groups = self.consumers.query_topic_consume_by_who(h.topic)
+        groups |= self.offsets.groups_of_topic(h.topic)
         return ok(request, GroupList(sorted(groups)).encode())
 
-    def get_system_topic_list(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
-        topics = sorted(SYSTEM_TOPICS | self.c.topic_config_manager.system_topics)
+    def get_system_topic_list(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        topics = sorted(SYSTEM_TOPICS | self.topics.system_topics)
         return ok(request, TopicList(topics).encode())
 
     # -- store cleanup triggers ------------------------------------------------------------------
-    def clean_expired_consume_queue(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def clean_expired_consume_queue(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         logger.warning("invoke cleanExpiredConsumeQueue start (caller %s)", conn.remote_addr)
-        removed = self.c.store.clean_expired_consume_queues()
+        removed = self.store.clean_expired_consume_queues()
         logger.warning("invoke cleanExpiredConsumeQueue end: %d files/queues removed", removed)
         return ok(request)
 
-    def clean_unused_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def clean_unused_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         logger.warning("invoke cleanUnusedTopic start (caller %s)", conn.remote_addr)
-        n = self.c.store.clean_unused_topics(self.c.topic_config_manager.topic_config_table.keys())
+        n = self.store.clean_unused_topics(self.topics.topic_config_table.keys())
         logger.warning("invoke cleanUnusedTopic end: %d topics' queues removed", n)
         return ok(request)
 
-    def delete_expired_commit_log(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def delete_expired_commit_log(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         logger.warning("invoke deleteExpiredCommitLog (caller %s)", conn.remote_addr)
-        if not self.c.store.delete_expired_commit_log_now(MANUAL_DELETE_ROUNDS):
+        if not self.store.delete_expired_commit_log_now(MANUAL_DELETE_ROUNDS):
             return fail(request, ResponseCode.SYSTEM_ERROR, "the store's clean service is not running")
         return ok(request)

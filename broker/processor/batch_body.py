@@ -27,8 +27,7 @@ import struct
 
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import PROPERTY_SEPARATOR, HostAddress
-from pocketmq.store import BatchItem
-from pocketmq.store.message_inner import MessageInner
+from pocketmq.store import BatchItem, MessageInner
 
 ITEM_HEAD = struct.Struct(
     ">"

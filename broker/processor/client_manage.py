@@ -19,7 +19,8 @@ Unlike RocketMQ, UNREGISTER_CLIENT of a consumer also releases that client's loc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pocketmq.broker.client_manager import ClientChannelInfo
 from pocketmq.remoting.protocol.bodies import (
@@ -41,7 +42,14 @@ from pocketmq.remoting.protocol.headers import UnregisterClientRequestHeader
 from pocketmq.remoting.protocol.route import PermName, TopicSysFlag, retry_topic
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.broker2client import Broker2Client
+    from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
+    from pocketmq.broker.rebalance_lock import RebalanceLockManager
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.common.clock import Clock
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 
 def with_retry_subscription(cd: ConsumerData) -> tuple[SubscriptionData, ...]:
@@ -64,41 +72,48 @@ def with_retry_subscription(cd: ConsumerData) -> tuple[SubscriptionData, ...]:
     return (*subs, SubscriptionData.build(topic, "*", sub_version=version))
 
 
+@dataclass(eq=False, kw_only=True)
 class ClientManageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    """Owns the client registration and queue-lock codes (module docstring)."""
 
-    def register(self) -> None:
-        reg = self.c.register_processor
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    locks: RebalanceLockManager
+    notifier: Broker2Client
+    state: BrokerState
+    clock: Clock
+
+    def register(self, reg: Registrar) -> None:
         reg(RequestCode.HEART_BEAT, self.heart_beat)
         reg(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
         reg(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
         reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
         reg(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
 
-    def heart_beat(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:
             data = HeartbeatData.decode(request.body or b"")
         except BodyFormatError as exc:
             raise RemoteSystemError(f"bad heartbeat body: {exc}") from None
-        c = self.c
-        now = c.clock.monotonic_ms()
+        now = self.clock.monotonic_ms()
         info = ClientChannelInfo(
             conn, data.client_id, request.language, request.version, now, conn.remote_addr
         )
         for cd in data.consumer_data_set:
-            sgc = c.subscription_group_manager.find_subscription_group_config(cd.group_name)
+            sgc = self.groups.find_subscription_group_config(cd.group_name)
             notify = True
             if sgc is not None:
                 notify = sgc.notify_consumer_ids_changed_enable
                 sys_flag = TopicSysFlag.build(False, True) if cd.unit_mode else 0
-                c.topic_config_manager.create_topic_in_send_message_back_method(
+                self.topics.create_topic_in_send_message_back_method(
                     retry_topic(cd.group_name),
                     sgc.retry_queue_nums,
                     PermName.PERM_READ | PermName.PERM_WRITE,
                     sys_flag,
                 )
-            changed = c.consumer_manager.register_consumer(
+            changed = self.consumers.register_consumer(
                 cd.group_name,
                 ClientChannelInfo(
                     conn, data.client_id, request.language, request.version, now, conn.remote_addr
@@ -109,32 +124,31 @@ class ClientManageProcessor:
                 with_retry_subscription(cd),
             )
             if changed and notify:
-                c.broker2client.notify_consumer_ids_changed(cd.group_name)
+                self.notifier.notify_consumer_ids_changed(cd.group_name)
         for pd in data.producer_data_set:
-            c.producer_manager.register_producer(
+            self.producers.register_producer(
                 pd.group_name,
                 ClientChannelInfo(conn, info.client_id, info.language, info.version, now, info.remote_addr),
             )
         return RemotingCommand.response_to(request)
 
-    def unregister_client(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def unregister_client(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
         if h.producer_group:
-            c.producer_manager.unregister_producer(h.producer_group, conn)
+            self.producers.unregister_producer(h.producer_group, conn)
         if h.consumer_group:
             # A consumer unregisters when it shuts down, after its last consumption: its queue
             # locks can go at once. librocketmq 1.x's UNLOCK_BATCH_MQ at shutdown leaves one
             # queue out, which would otherwise block its successor for the 60 s lock expiry.
             if h.client_id:
-                c.rebalance_lock_manager.unlock_all(h.consumer_group, h.client_id)
-            sgc = c.subscription_group_manager.find_subscription_group_config(h.consumer_group)
+                self.locks.unlock_all(h.consumer_group, h.client_id)
+            sgc = self.groups.find_subscription_group_config(h.consumer_group)
             notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
-            if c.consumer_manager.unregister_consumer(h.consumer_group, conn) and notify:
-                c.broker2client.notify_consumer_ids_changed(h.consumer_group)
+            if self.consumers.unregister_consumer(h.consumer_group, conn) and notify:
+                self.notifier.notify_consumer_ids_changed(h.consumer_group)
         return RemotingCommand.response_to(request)
 
-    def check_client_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def check_client_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:
             obj = decode_object(request.body or b"", "checkClientRequestBody")
             raw = get_dict(obj, "subscriptionData")
@@ -144,29 +158,28 @@ class ClientManageProcessor:
             raise RemoteSystemError(f"bad check client config body: {exc}") from None
         if sub is None or sub.expression_type == ExpressionType.TAG.value:
             return RemotingCommand.response_to(request)
-        if not self.c.config.enable_property_filter:
+        if not self.state.config.enable_property_filter:
             raise RemoteSystemError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}"
             )
         raise SubscriptionParseFailedError(f"{sub.expression_type} filtering is not supported by pocketmq")
 
-    def lock_batch_mq(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def lock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:
             body = LockBatchRequestBody.decode(request.body or b"")
         except BodyFormatError as exc:
             raise RemoteSystemError(f"bad lock body: {exc}") from None
-        c = self.c
-        granted = c.rebalance_lock_manager.try_lock_batch(
-            body.consumer_group, body.mq_set, body.client_id, c.clock.monotonic_ms()
+        granted = self.locks.try_lock_batch(
+            body.consumer_group, body.mq_set, body.client_id, self.clock.monotonic_ms()
         )
         return RemotingCommand.response_to(
             request, ResponseCode.SUCCESS, None, None, LockBatchResponseBody(granted).encode()
         )
 
-    def unlock_batch_mq(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def unlock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:
             body = UnlockBatchRequestBody.decode(request.body or b"")
         except BodyFormatError as exc:
             raise RemoteSystemError(f"bad unlock body: {exc}") from None
-        self.c.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        self.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return RemotingCommand.response_to(request)

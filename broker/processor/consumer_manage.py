@@ -13,9 +13,9 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pocketmq.broker.processor.common import offset_reply
 from pocketmq.remoting.protocol.bodies import GetConsumerListByGroupResponseBody
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -46,15 +46,21 @@ def memory_limit(ratio_percent: int) -> int:
 
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerManageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    store: MessageStore
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    state: BrokerState
 
-    def register(self) -> None:
-        reg = self.c.register_processor
+    def register(self, reg: Registrar) -> None:
         reg(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
         reg(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset)
         reg(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.get_consumer_list_by_group)
@@ -63,12 +69,12 @@ class ConsumerManageProcessor:
         reg(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset_by_timestamp)
         reg(RequestCode.GET_EARLIEST_MSG_STORETIME, self.get_earliest_msg_storetime)
 
-    def query_consumer_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        offset = self.c.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
+        offset = self.offsets.query_offset(h.consumer_group, h.topic, h.queue_id)
         if offset >= 0:
             return offset_reply(request, offset)
-        store = self.c.store
+        store = self.store
         min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
         if min_offset <= 0 and not self._in_disk(h.topic, h.queue_id, 0):
             return offset_reply(request, 0)
@@ -76,43 +82,52 @@ class ConsumerManageProcessor:
 
     def _in_disk(self, topic: str, queue_id: int, cq_offset: int) -> bool:
         """``checkInDiskByConsumeOffset``: the unit exists and its message is no longer "in memory"."""
-        store = self.c.store
+        store = self.store
         if store.get_max_offset_in_queue(topic, queue_id) <= cq_offset:
             return False
         phy = store.get_commit_log_offset_in_queue(topic, queue_id, cq_offset)
         return store.get_max_phy_offset() - phy > memory_limit(
-            self.c.config.store.access_message_in_memory_max_ratio
+            self.state.config.store.access_message_in_memory_max_ratio
         )
 
-    def update_consumer_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def update_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        self.c.consumer_offset_manager.commit_offset(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        self.offsets.commit_offset(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return RemotingCommand.response_to(request)
 
-    def get_consumer_list_by_group(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_consumer_list_by_group(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
-        cgi = self.c.consumer_manager.get_consumer_group_info(h.consumer_group)
+        cgi = self.consumers.get_consumer_group_info(h.consumer_group)
         ids = cgi.client_ids() if cgi is not None else []
         if not ids:
             raise RemoteSystemError(f"no consumer for this group, {h.consumer_group}")
         body = GetConsumerListByGroupResponseBody(ids).encode()
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, None, body)
 
-    def get_max_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_max_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        return offset_reply(request, self.c.store.get_max_offset_in_queue(h.topic, h.queue_id))
+        return offset_reply(request, self.store.get_max_offset_in_queue(h.topic, h.queue_id))
 
-    def get_min_offset(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_min_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        return offset_reply(request, self.c.store.get_min_offset_in_queue(h.topic, h.queue_id))
+        return offset_reply(request, self.store.get_min_offset_in_queue(h.topic, h.queue_id))
 
-    def search_offset_by_timestamp(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def search_offset_by_timestamp(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        return offset_reply(
-            request, self.c.store.get_offset_in_queue_by_time(h.topic, h.queue_id, h.timestamp)
-        )
+        return offset_reply(request, self.store.get_offset_in_queue_by_time(h.topic, h.queue_id, h.timestamp))
 
-    def get_earliest_msg_storetime(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def get_earliest_msg_storetime(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
         h = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
-        ts = self.c.store.get_earliest_message_time(h.topic, h.queue_id)
+        ts = self.store.get_earliest_message_time(h.topic, h.queue_id)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, {"timestamp": str(ts)})
+
+
+def offset_reply(request: RemotingCommand, offset: int) -> RemotingCommand:
+    """SUCCESS with ext field ``offset`` (the offset queries' reply)."""
+    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, {"offset": str(offset)})

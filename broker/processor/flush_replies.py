@@ -20,16 +20,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.store.results import PutMessageStatus, PutResult
+from pocketmq.store import PutMessageStatus, PutResult
+
+if TYPE_CHECKING:
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger(__name__)
 
-_SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
-_FLUSH_DISK_TIMEOUT = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 #: one waiting send: (connection, request, put result, queue id, topic)
 Waiter = tuple[Any, RemotingCommand, PutResult, int, str]
@@ -56,7 +57,7 @@ class FlushReplies:
         self._turn_store: FlushWaiter | None = None
         self._rounds: dict[asyncio.Future[bool], list[Waiter]] = {}
 
-    def add(self, store: FlushWaiter, conn: Any, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
+    def add(self, store: FlushWaiter, conn: RemotingConnection, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
         """Answer this successful put (``result.append`` set) once its bytes are flushed."""
         append = result.append
         assert append is not None
@@ -115,11 +116,11 @@ class FlushReplies:
             try:
                 if exc is not None:
                     reply = RemotingCommand.response_to(
-                        request, _SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"
+                        request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"
                     )
                 else:
                     if not flushed:
-                        result = PutResult(_FLUSH_DISK_TIMEOUT, result.append)
+                        result = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result.append)
                     reply = self._reply(request, result, queue_id, topic)
                 conn.send_response(reply)
             except Exception:  # one peer's failure must not cost the others their reply

@@ -19,7 +19,7 @@ from pocketmq.remoting.protocol.message import (
     get_property,
 )
 from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC
-from pocketmq.store.message_inner import MessageInner
+from pocketmq.store import MessageInner
 
 __all__ = [
     "CLUSTER_KEY",

@@ -14,6 +14,7 @@ code  condition
 25    heartbeat ``subVersion`` older than the request's
 ====  =========================================================================================
 
+The checks and the status mapping are :mod:`pocketmq.broker.processor.pull_checks`.
 Store status → reply (reference §5.2): FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20;
 OFFSET_OVERFLOW_ONE / OFFSET_FOUND_NULL 19; OFFSET_TOO_SMALL / OFFSET_OVERFLOW_BADLY 21;
 NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE 21 unless the request offset is 0 (then 19).
@@ -29,10 +30,12 @@ are parsed once per distinct (topic, expression, type, version) and cached.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pocketmq.broker.filter import TagMessageFilter, build_subscription
+from pocketmq.broker.filter import TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull
+from pocketmq.broker.processor.pull_checks import check_pull, pull_outcome
 from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
 from pocketmq.remoting.protocol.codes import (
     FLAG_COMMIT_OFFSET,
@@ -46,61 +49,71 @@ from pocketmq.remoting.protocol.errors import (
     NoPermissionError,
     RemoteSystemError,
     ResponseError,
-    SubscriptionGroupNotExistError,
     SubscriptionNotExistError,
     SubscriptionNotLatestError,
     SubscriptionParseFailedError,
-    TopicNotExistError,
 )
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
-from pocketmq.remoting.protocol.route import MASTER_ID, PermName
-from pocketmq.store.results import GetMessageStatus
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.client_manager import ConsumerManager
+    from pocketmq.broker.longpolling import PullRequestHoldService
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 logger = logging.getLogger(__name__)
 
 
-# Enum members hoisted: a class attribute read of an Enum costs ~80 ns, a module global ~20.
+# Enum members hoisted for the per-request path (STYLE.md §3.8).
 _TAG = ExpressionType.TAG.value
 _BROADCASTING = MessageModel.BROADCASTING
 _SUCCESS = int(ResponseCode.SUCCESS)
 _PULL_NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
 _PULL_OFFSET_MOVED = int(ResponseCode.PULL_OFFSET_MOVED)
-_PULL_RETRY_IMMEDIATELY = int(ResponseCode.PULL_RETRY_IMMEDIATELY)
 _SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
-_PERM_READ = int(PermName.PERM_READ)
-_NO_MESSAGE_IN_QUEUE = GetMessageStatus.NO_MESSAGE_IN_QUEUE
-_NO_MATCHED_LOGIC_QUEUE = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
 #: distinct carried subscriptions kept parsed (cleared when full: keys come from clients)
 _SUB_CACHE_MAX = 4096
 
-_S = GetMessageStatus
-_STATUS_CODE: dict[GetMessageStatus, int] = {
-    _S.FOUND: ResponseCode.SUCCESS,
-    _S.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    _S.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    _S.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
-    _S.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
-    _S.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
-    _S.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
-}
 
-
+@dataclass(eq=False, kw_only=True)
 class PullMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    """Owns PULL_MESSAGE; built by the controller with exactly these collaborators."""
+
+    #: the message store (reads)
+    store: MessageStore
+    #: topic configs
+    topics: TopicConfigManager
+    #: subscription groups (auto-created when allowed)
+    groups: SubscriptionGroupManager
+    #: committed offsets (COMMIT_OFFSET)
+    offsets: ConsumerOffsetManager
+    #: the consumers' heartbeat subscriptions
+    consumers: ConsumerManager
+    #: long polling: a pull that found nothing is held there; its ``execute`` is set to
+    #: :meth:`execute_when_wakeup` here
+    hold: PullRequestHoldService
+    #: the broker's live config
+    state: BrokerState
+    #: counts found pulls
+    stats: BrokerStatsManager
+
+    def __post_init__(self) -> None:
+        self.hold.execute = self.execute_when_wakeup
         #: (topic, expression, type, version) -> the parsed subscription and its filter
         self._carried: dict[
             tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter]
         ] = {}
 
-    def register(self) -> None:
+    def register(self, register: Registrar) -> None:
         # Java serves pulls only on the main port, never on the VIP port.
-        self.c.register_processor(RequestCode.PULL_MESSAGE, self.process, fast=False)
+        register(RequestCode.PULL_MESSAGE, self.process, fast=False)
 
-    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand | None:
+    def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         return self.process_request(conn, request, allow_suspend=True)
 
     def execute_when_wakeup(self, held: HeldPull) -> None:
@@ -121,41 +134,24 @@ class PullMessageProcessor:
     # ------------------------------------------------------------------------------------------
     def process_request(
         self,
-        conn: Any,
+        conn: RemotingConnection,
         request: RemotingCommand,
         *,
         allow_suspend: bool,
         header: PullMessageRequestHeader | None = None,
     ) -> RemotingCommand | None:
         """Run one pull; ``header`` is the request's already parsed header (a held pull's)."""
-        c = self.c
-        cfg = c.config
+        cfg = self.state.config
         if header is None:
             header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
-        if not cfg.broker_permission & _PERM_READ:
-            raise NoPermissionError(f"the broker[{cfg.broker_ip1}] pulling message is forbidden")
+        sgc, _ = check_pull(cfg, header, self.groups, self.topics, conn)
         group = header.consumer_group
-        sgc = c.subscription_group_manager.find_subscription_group_config(group)
-        if sgc is None:
-            raise SubscriptionGroupNotExistError(f"subscription group [{group}] does not exist")
-        if not sgc.consume_enable:
-            raise NoPermissionError(f"subscription group no permission, {group}")
         sys_flag = header.sys_flag
         has_suspend = bool(sys_flag & FLAG_SUSPEND)
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
         has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
         topic = header.topic
-        tc = c.topic_config_manager.select_topic_config(topic)
-        if tc is None:
-            raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!")
-        if not tc.perm & _PERM_READ:
-            raise NoPermissionError(f"the topic[{topic}] pulling message is forbidden")
         queue_id = header.queue_id
-        if queue_id < 0 or queue_id >= tc.read_queue_nums:
-            raise RemoteSystemError(
-                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[{conn.remote_addr}]"
-            )
         if has_subscription:
             sub, message_filter = self._carried_subscription(header)
         else:
@@ -165,7 +161,7 @@ class PullMessageProcessor:
             raise RemoteSystemError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}"
             )
-        result = c.store.get_message(
+        result = self.store.get_message(
             group,
             topic,
             queue_id,
@@ -175,28 +171,21 @@ class PullMessageProcessor:
             message_filter=None if message_filter.accepts_all else message_filter,
         )
         status = result.status
-        code: int
-        if status is _NO_MESSAGE_IN_QUEUE or status is _NO_MATCHED_LOGIC_QUEUE:
-            code = _PULL_OFFSET_MOVED if header.queue_offset != 0 else _PULL_NOT_FOUND
-        else:
-            code = _STATUS_CODE.get(status, _SYSTEM_ERROR)
-        suggest = sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else MASTER_ID
-        if not cfg.slave_read_enable:
-            suggest = MASTER_ID
-        next_begin = result.next_begin_offset
-        if cfg.is_slave:
-            if not cfg.slave_read_enable:
-                suggest = MASTER_ID
-            if code == _PULL_OFFSET_MOVED and not cfg.store.offset_check_in_slave:
-                next_begin = header.queue_offset
-                code = _PULL_RETRY_IMMEDIATELY
+        code, suggest, next_begin = pull_outcome(
+            cfg,
+            status,
+            header.queue_offset,
+            result.next_begin_offset,
+            result.suggest_pulling_from_slave,
+            sgc.which_broker_when_consume_slowly,
+        )
 
         response: RemotingCommand | None = None
         if code == _PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = (
                 header.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
             )
-            hold = c.pull_hold_service
+            hold = self.hold
             held = HeldPull(
                 conn,
                 request,
@@ -216,12 +205,11 @@ class PullMessageProcessor:
                     group, topic, queue_id, header.queue_offset, next_begin, result.min_offset, result.max_offset,
                 )  # fmt: skip
             response = self._response(request, code, status.name, suggest, next_begin, result)
-            stats = c.broker_stats_manager
-            if stats is not None and code == _SUCCESS:
-                stats.on_get(group, topic, result.message_count, len(result.body))
+            if code == _SUCCESS:
+                self.stats.on_get(group, topic, result.message_count, len(result.body))
 
         if allow_suspend and has_commit and not cfg.is_slave:
-            c.consumer_offset_manager.commit_offset(group, topic, queue_id, header.commit_offset)
+            self.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
         return response
 
     def _carried_subscription(
@@ -232,7 +220,12 @@ class PullMessageProcessor:
         cached = self._carried.get(key)
         if cached is None:
             try:
-                sub = build_subscription(*key)
+                sub = SubscriptionData.build(
+                    header.topic,
+                    header.subscription,
+                    sub_version=header.sub_version,
+                    expression_type=header.expression_type or "TAG",
+                )
             except Exception as exc:
                 raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
             if len(self._carried) >= _SUB_CACHE_MAX:
@@ -243,7 +236,7 @@ class PullMessageProcessor:
     def _subscription(self, header: PullMessageRequestHeader, broadcast_enable: bool) -> SubscriptionData:
         """The subscription from the group's heartbeat (a pull without FLAG_SUBSCRIPTION)."""
         topic = header.topic
-        cgi = self.c.consumer_manager.get_consumer_group_info(header.consumer_group)
+        cgi = self.consumers.get_consumer_group_info(header.consumer_group)
         if cgi is None:
             raise SubscriptionNotExistError("the consumer's group info not exist")
         if not broadcast_enable and cgi.message_model is _BROADCASTING:

@@ -16,7 +16,8 @@ Rules (RocketMQ ``QueryMessageProcessor``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -28,27 +29,29 @@ from pocketmq.remoting.protocol.headers import (
 from pocketmq.remoting.protocol.message import MessageDecodeError, decode_message
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 
 
+@dataclass(eq=False, kw_only=True)
 class QueryMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    store: MessageStore
+    state: BrokerState
 
-    def register(self) -> None:
-        reg = self.c.register_processor
+    def register(self, reg: Registrar) -> None:
         reg(RequestCode.QUERY_MESSAGE, self.query_message)
         reg(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
 
-    def query_message(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
         max_num = h.max_num
         if request.ext(UNIQUE_MSG_QUERY_FLAG) == "true":
-            max_num = self.c.config.store.default_query_max_num
-        result = self.c.store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
+            max_num = self.state.config.store.default_query_max_num
+        result = self.store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
         ext = QueryMessageResponseHeader(  # type: ignore[call-arg, unused-ignore]
             index_last_update_timestamp=result.index_last_update_timestamp,
             index_last_update_phyoffset=result.index_last_update_phyoffset,
@@ -62,9 +65,9 @@ class QueryMessageProcessor:
             )
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, ext, result.body)
 
-    def view_message_by_id(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def view_message_by_id(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
-        raw = self.c.store.get_message_bytes_by_offset(h.offset) if h.offset >= 0 else None
+        raw = self.store.get_message_bytes_by_offset(h.offset) if h.offset >= 0 else None
         if raw is not None:
             try:
                 # an offset inside a record reads a random "size": only a real record goes out
@@ -76,7 +79,3 @@ class QueryMessageProcessor:
                 request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}"
             )
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, None, raw)
-
-
-def register_query_processors(controller: BrokerController) -> None:
-    QueryMessageProcessor(controller).register()

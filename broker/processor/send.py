@@ -21,8 +21,12 @@ code  condition
 16    a transactional half message while ``rejectTransactionMessage`` (or no transaction service)
 ====  =========================================================================================
 
+The checks are :func:`~pocketmq.broker.processor.send_checks.check_send` (and the size rules
+there); the put status → reply table is ``send_checks.PUT_STATUS_REPLY``.
+
 A ``%RETRY%<group>`` send at or past the group's max reconsume times goes to ``%DLQ%<group>``
-(created write-only, as RocketMQ 4.x). ``DELAY`` > 0 (clamped to the highest level) stores the
+(created write-only, as RocketMQ 4.x): :mod:`pocketmq.broker.retry_policy`, shared with
+CONSUMER_SEND_MSG_BACK. ``DELAY`` > 0 (clamped to the highest level) stores the
 message in ``SCHEDULE_TOPIC_XXXX`` for the schedule service (:mod:`pocketmq.broker.schedule`).
 
 Stored properties = the request's, minus ``WAIT``, plus ``CLUSTER``. Batch records get the
@@ -35,11 +39,11 @@ task per send). A SYNC_MASTER put (replication) makes the handler return an awai
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Container
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.processor.batch_body import batch_items
-from pocketmq.broker.processor.common import born_host_of
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
     DELAY_KEY,
@@ -50,10 +54,18 @@ from pocketmq.broker.processor.message_props import (
     stored_properties,
     strip_property,
 )
+from pocketmq.broker.processor.peer_address import born_host_of
+from pocketmq.broker.processor.send_checks import (
+    ILLEGAL_REMARK,
+    PUT_STATUS_DEFAULT,
+    PUT_STATUS_REPLY,
+    SendSettings,
+    check_send,
+)
+from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
 from pocketmq.remoting.protocol.codes import (
     CURRENT_VERSION,
     RPC_TYPE_RESPONSE,
-    VERSION_MAX_RECONSUME_HEADER,
     LanguageCode,
     RequestCode,
     ResponseCode,
@@ -63,9 +75,7 @@ from pocketmq.remoting.protocol.errors import (
     MessageIllegalError,
     NoPermissionError,
     RemoteSystemError,
-    ServiceNotAvailableError,
     SubscriptionGroupNotExistError,
-    TopicNotExistError,
 )
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.message import (
@@ -77,111 +87,70 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.remoting.protocol.route import (
     RETRY_GROUP_TOPIC_PREFIX,
-    PermName,
     TopicConfig,
     TopicFilterType,
-    TopicSysFlag,
-    dlq_topic,
-    is_not_allowed_send_topic,
-    topic_error,
 )
-from pocketmq.store.config import BrokerRole, FlushDiskType
-from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import AppendResult, PutMessageStatus, PutResult
+from pocketmq.store import AppendResult, MessageInner, PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
-    from pocketmq.broker.config import BrokerConfig
-    from pocketmq.broker.controller import BrokerController
+    from pocketmq.broker.schedule import ScheduleMessageService
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
-DLQ_NUMS_PER_GROUP = 1
 #: the longest not-yet-dispatched tail a send dispatches itself for a waiting pull (_dispatch_now)
 _DISPATCH_NOW_MAX_BYTES = 256 * 1024
 
-# Enum members hoisted: a class attribute read of an Enum costs ~80 ns, a module global ~20.
+# Enum members hoisted for the per-request path (STYLE.md §3.8).
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SUCCESS = int(ResponseCode.SUCCESS)
 _JAVA = LanguageCode.JAVA
 _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
-_PERM_WRITE = int(PermName.PERM_WRITE)
-
-_ILLEGAL_REMARK = (
-    "the message is illegal, maybe msg body or properties length not matched. "
-    "msg body length limit 128k, msg properties length limit 32k."
-)
-_STATUS_REPLY: dict[PutMessageStatus, tuple[int, str | None]] = {
-    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
-    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
-    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
-    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
-    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (
-        ResponseCode.SYSTEM_ERROR,
-        "create mapped file failed, server is busy or broken.",
-    ),
-    PutMessageStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK),
-    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK),
-    PutMessageStatus.SERVICE_NOT_AVAILABLE: (
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now. It may be caused by one of the following reasons: "
-        "the broker's disk is full, messages are put to the slave, message store has been shut down, etc.",
-    ),
-    PutMessageStatus.OS_PAGECACHE_BUSY: (
-        ResponseCode.SYSTEM_ERROR,
-        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
-    ),
-    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
-}
 
 
-class _Settings:
-    """Per-config values of the hot path, recomputed when the controller's config object changes."""
-
-    __slots__ = (
-        "cfg", "cluster", "is_slave", "max_body", "policy_waits", "region", "start_accept", "sync_flush_only",
-        "trace_on", "writable",
-    )  # fmt: skip
-
-    def __init__(self, cfg: BrokerConfig) -> None:
-        self.cfg = cfg
-        self.cluster = cfg.broker_cluster_name
-        self.region = cfg.region_id
-        self.trace_on = "true" if cfg.trace_on else "false"
-        self.is_slave = cfg.is_slave
-        self.max_body = cfg.store.max_message_size
-        self.start_accept = cfg.start_accept_send_request_time_stamp
-        self.writable = PermName.is_writeable(cfg.broker_permission)
-        # Whether a stored message waits for a flush (SYNC_FLUSH) or a slave (SYNC_MASTER).
-        self.policy_waits = (
-            cfg.store.flush_disk_type is FlushDiskType.SYNC_FLUSH
-            or cfg.store.broker_role is BrokerRole.SYNC_MASTER
-        )
-        # SYNC_FLUSH without replication: answered per group-commit round (module docstring)
-        self.sync_flush_only = (
-            cfg.store.flush_disk_type is FlushDiskType.SYNC_FLUSH
-            and cfg.store.broker_role is not BrokerRole.SYNC_MASTER
-        )
-
-
+@dataclass(eq=False, kw_only=True)
 class SendMessageProcessor:
-    """Owns the send codes; ``controller`` supplies config, managers and the store."""
+    """Owns the send codes; built by the controller with exactly these collaborators."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
-        self._s = _Settings(controller.config)
+    #: the message store (puts, and the dispatch-now shortcut)
+    store: MessageStore
+    #: topic configs (auto-creation, ``%DLQ%`` topics)
+    topics: TopicConfigManager
+    #: subscription groups (a ``%RETRY%`` send's max reconsume times)
+    groups: SubscriptionGroupManager
+    #: the broker's live config and store host
+    state: BrokerState
+    #: wall clock (``startAcceptSendRequestTimeStamp``)
+    now_ms: Callable[[], int]
+    #: the ``(topic, queue_id)`` keys pulls are held on (``PullRequestHoldService.held_queues``,
+    #: a live view): a put to one of them is dispatched at once
+    held_queues: Container[tuple[str, int]]
+    #: counts stored sends
+    stats: BrokerStatsManager
+    #: the delay service (``max_delay_level``); None ignores ``DELAY``
+    schedule: ScheduleMessageService | None
+    #: None, or ``prepare_message(inner) -> PutResult | Awaitable[PutResult]``
+    transactions: Any = None
+
+    def __post_init__(self) -> None:
+        self._s = SendSettings(self.state.config)
         self._rng = random.Random()
         #: Topic names that passed the name checks (valid, not a system topic): checked once.
         self._ok_topics: set[str] = set()
         self._msgid_prefix: tuple[HostAddress, str] | None = None
-        #: the pulls held per (topic, queue) (long polling); filled in by register()
-        self._held_pulls: Mapping[tuple[str, int], Any] = {}
+        self._held_pulls = self.held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
         self.flush_replies = FlushReplies(self._reply)
 
-    def _settings(self) -> _Settings:
+    def _settings(self) -> SendSettings:
         s = self._s
-        if s.cfg is not self.c.config:
-            s = self._s = _Settings(self.c.config)
+        if s.cfg is not self.state.config:
+            s = self._s = SendSettings(self.state.config)
         return s
 
     def _dispatch_now(self) -> None:
@@ -193,7 +162,7 @@ class SendMessageProcessor:
         only for a short backlog: a long one stays with the reput task, which yields between
         slices instead of holding the loop.
         """
-        store = self.c.store
+        store = self.store
         if store.dispatch_behind_bytes > _DISPATCH_NOW_MAX_BYTES:
             return
         try:
@@ -201,14 +170,13 @@ class SendMessageProcessor:
         except OSError:
             pass  # e.g. ENOSPC creating a ConsumeQueue file: the reput task retries and logs it
 
-    def register(self) -> None:
-        self._held_pulls = self.c.pull_hold_service.table.by_queue
+    def register(self, register: Registrar) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            self.c.register_processor(code, self.process)
+            register(code, self.process)
 
     # ------------------------------------------------------------------------------- entry
     def process(
-        self, conn: Any, request: RemotingCommand
+        self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
         code = request.code
         if code == _SEND_MESSAGE:
@@ -219,55 +187,7 @@ class SendMessageProcessor:
             return self._send_batch(conn, request, header)
         return self._send_single(conn, request, header)
 
-    # -------------------------------------------------------------------------------- checks
-    def check(self, conn: Any, header: SendMessageRequestHeader) -> TopicConfig:
-        """``msgCheck``: the topic's config (auto-created if allowed), or raise the error reply."""
-        c = self.c
-        s = self._settings()
-        topic = header.topic
-        if s.is_slave:
-            raise ServiceNotAvailableError(
-                f"the broker[{s.cfg.broker_ip1}] is a slave: sending message is forbidden"
-            )
-        if s.start_accept and c.clock.now_ms() < s.start_accept:
-            raise RemoteSystemError(f"broker unable to service, until {s.start_accept}")
-        tcm = c.topic_config_manager
-        if not s.writable and tcm.is_order_topic(topic):
-            raise NoPermissionError(f"the broker[{s.cfg.broker_ip1}] sending message is forbidden")
-        if topic not in self._ok_topics:
-            err = topic_error(topic)
-            if err is not None:
-                raise RemoteSystemError(err)
-            if is_not_allowed_send_topic(topic):
-                raise NoPermissionError(f"Sending message to topic[{topic}] is forbidden.")
-            if len(self._ok_topics) > 100_000:  # bounded: topic names come from clients
-                self._ok_topics.clear()
-            self._ok_topics.add(topic)
-        tc = tcm.select_topic_config(topic)
-        if tc is None:
-            sys_flag = 0
-            if header.unit_mode:
-                is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-                sys_flag = TopicSysFlag.build(not is_retry, is_retry)
-            tc = tcm.create_topic_in_send_message_method(
-                topic, header.default_topic, header.default_topic_queue_nums, sys_flag
-            )
-            if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                tc = tcm.create_topic_in_send_message_back_method(
-                    topic, 1, PermName.PERM_READ | PermName.PERM_WRITE, sys_flag
-                )
-            if tc is None:
-                raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!")
-        if not tc.perm & _PERM_WRITE:
-            # Java leaves this to the route (producers only pick writable queues); a client that
-            # sends anyway gets the pull side's answer instead of a silently accepted message.
-            raise NoPermissionError(f"the topic[{topic}] sending message is forbidden")
-        if header.queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
-            raise RemoteSystemError(
-                f"request queueId[{header.queue_id}] is illegal, {tc} Producer: {conn.remote_addr}"
-            )
-        return tc
-
+    # --------------------------------------------------------------------------- retry / DLQ
     def _retry_and_dlq(
         self, request: RemotingCommand, header: SendMessageRequestHeader, inner: MessageInner, tc: TopicConfig
     ) -> TopicConfig:
@@ -275,20 +195,14 @@ class SendMessageProcessor:
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-            sgc = self.c.subscription_group_manager.find_subscription_group_config(group)
+            sgc = self.groups.find_subscription_group_config(group)
             if sgc is None:
                 raise SubscriptionGroupNotExistError(f"subscription group not exist, {group}")
-            max_times = sgc.retry_max_times
-            if request.version >= VERSION_MAX_RECONSUME_HEADER and header.max_reconsume_times is not None:
-                max_times = header.max_reconsume_times
-            if (header.reconsume_times or 0) >= max_times:
-                new_topic = dlq_topic(group)
-                # PERM_WRITE only, as RocketMQ 4.x: a DLQ is read through admin queries
-                tc = self.c.topic_config_manager.create_topic_in_send_message_back_method(
-                    new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE, 0
-                )
-                inner.topic = new_topic
-                inner.queue_id = self._rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
+            max_times = max_reconsume_times(sgc.retry_max_times, request.version, header.max_reconsume_times)
+            if goes_to_dlq(header.reconsume_times or 0, max_times):
+                tc = ensure_dlq_topic(self.topics, group)
+                inner.topic = tc.topic_name
+                inner.queue_id = dlq_queue_id(self._rng)
                 props, _ = strip_property(inner.properties_string(), MessageConst.DELAY)
                 inner.properties = props
         if tc.topic_filter_type == _MULTI_TAG:
@@ -297,20 +211,21 @@ class SendMessageProcessor:
 
     # -------------------------------------------------------------------------------- single
     def _send_single(
-        self, conn: Any, request: RemotingCommand, header: SendMessageRequestHeader
+        self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
-        tc = self.check(conn, header)
-        c = self.c
-        s = self._s
+        s = self._settings()
+        tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
         body = request.body or b""
-        if len(body) > s.max_body:
-            raise MessageIllegalError(_ILLEGAL_REMARK)
+        if len(body) > s.max_body:  # inline of send_checks.body_too_large
+            raise MessageIllegalError(ILLEGAL_REMARK)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
         props, wait = stored_properties(header.properties, s.cluster)
-        if len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH:
-            raise MessageIllegalError(_ILLEGAL_REMARK)
+        if (
+            len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
+        ):  # inline of send_checks.properties_too_long
+            raise MessageIllegalError(ILLEGAL_REMARK)
         inner = MessageInner(
             header.topic,
             body,
@@ -320,14 +235,14 @@ class SendMessageProcessor:
             header.sys_flag,
             header.born_timestamp,
             born_host_of(conn),
-            c.store_host,
+            self.state.store_host,
             header.reconsume_times or 0,
         )
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or tc.topic_filter_type is _MULTI_TAG:
             self._retry_and_dlq(request, header, inner, tc)
-        if DELAY_KEY in props and c.schedule_message_service is not None:
+        if DELAY_KEY in props and self.schedule is not None:
             try:
-                apply_delay_level(inner, c.schedule_message_service.max_delay_level)
+                apply_delay_level(inner, self.schedule.max_delay_level)
             except ValueError as exc:
                 raise RemoteSystemError(str(exc)) from None
         if TRAN_KEY in props:
@@ -338,20 +253,23 @@ class SendMessageProcessor:
                 and not (inner.reconsume_times > 0 and has_delay(props))
             ):
                 return self._prepare_transaction(request, inner, queue_id, wait)
+        store = self.store
         if wait and s.policy_waits:
             if not s.sync_flush_only:
-                return self._reply_after(request, c.store.put_message_async(inner), queue_id, inner.topic)
-            return self._put_then_flush(conn, request, c.store.put_message(inner), queue_id, inner.topic)
-        result = c.store.put_message(inner)
-        if (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None:
+                return self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
+            return self._put_then_flush(conn, request, store.put_message(inner), queue_id, inner.topic)
+        result = store.put_message(inner)
+        if (
+            (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None
+        ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         return self._reply(request, result, queue_id, inner.topic)
 
     def _prepare_transaction(
         self, request: RemotingCommand, inner: MessageInner, queue_id: int, wait: bool
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
-        cfg = self.c.config
-        service = self.c.transactional_message_service
+        cfg = self.state.config
+        service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
         result = service.prepare_message(inner)
@@ -361,17 +279,16 @@ class SendMessageProcessor:
 
     # --------------------------------------------------------------------------------- batch
     def _send_batch(
-        self, conn: Any, request: RemotingCommand, header: SendMessageRequestHeader
+        self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
-        tc = self.check(conn, header)
+        s = self._settings()
+        tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise MessageIllegalError(f"batch request does not support retry group {topic}")
-        c = self.c
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
-        s = self._s
         batch_props, wait = stored_properties(header.properties, s.cluster)
         if DELAY_KEY in batch_props and _delay_or_error(batch_props) > 0:
             # CommitLog.asyncPutMessages: a batch cannot be delayed
@@ -379,25 +296,27 @@ class SendMessageProcessor:
         sys_flag = header.sys_flag
         if tc.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
-        items = batch_items(request.body or b"", batch_props, s.max_body, _ILLEGAL_REMARK)
+        items = batch_items(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK)
         # the shared fields once; the store encodes the items against them (no MessageInner each)
         template = MessageInner(
             topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),
-            c.store_host, header.reconsume_times or 0,
+            self.state.store_host, header.reconsume_times or 0,
         )  # fmt: skip
-        store = c.store
+        store = self.store
         if wait and s.policy_waits:
             if not s.sync_flush_only:
                 return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
             return self._put_then_flush(conn, request, store.put_batch(template, items), queue_id, topic)
         result = store.put_batch(template, items)
-        if (topic, queue_id) in self._held_pulls and result.append is not None:
+        if (
+            (topic, queue_id) in self._held_pulls and result.append is not None
+        ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         return self._reply(request, result, queue_id, topic)
 
     def _put_then_flush(
         self,
-        conn: Any,
+        conn: RemotingConnection,
         request: RemotingCommand,
         result: PutResult,
         queue_id: int,
@@ -406,7 +325,7 @@ class SendMessageProcessor:
         """A failed put is answered now; a stored one once its round is flushed (FlushReplies)."""
         if result.append is None:
             return self._reply(request, result, queue_id, topic)
-        self.flush_replies.add(self.c.store, conn, request, result, queue_id, topic)
+        self.flush_replies.add(self.store, conn, request, result, queue_id, topic)
         return None  # answered by FlushReplies, like a held pull
 
     # ------------------------------------------------------------------------------- replies
@@ -421,9 +340,8 @@ class SendMessageProcessor:
         status = result.status
         append = result.append
         s = self._s
-        stats = self.c.broker_stats_manager
-        if stats is not None and append is not None:
-            stats.on_put(topic, append.msg_num, append.wrote_bytes)
+        if append is not None:
+            self.stats.on_put(topic, append.msg_num, append.wrote_bytes)
         if status is _PUT_OK and append is not None:
             # The hot path: one dict literal, the reply built directly.
             ext = {
@@ -437,7 +355,7 @@ class SendMessageProcessor:
                 _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
                 request.serialize_type,
             )  # fmt: skip
-        code, remark = _STATUS_REPLY.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        code, remark = PUT_STATUS_REPLY.get(status, PUT_STATUS_DEFAULT)
         ext = {"MSG_REGION": s.region, "TRACE_ON": s.trace_on}
         if append is not None and status.is_ok:
             ext["msgId"] = self._msg_id(append)

@@ -17,6 +17,9 @@ The message at ``offset`` is copied: body, flag, sysFlag, born timestamp and hos
 properties kept, ``RETRY_TOPIC`` = its topic unless already set, ``ORIGIN_MESSAGE_ID`` = its own
 unless already set (the offset msgId of the first delivery), ``WAIT=false``, reconsume times + 1.
 
+The DLQ decision, delay level and DLQ topic are :mod:`pocketmq.broker.retry_policy`'s (shared
+with a send to ``%RETRY%<group>``):
+
 * ``reconsumeTimes >= max`` or ``delayLevel < 0`` → ``%DLQ%<group>`` queue 0, no delay. ``max`` is
   the group's ``retryMaxTimes`` (16), or the header's ``maxReconsumeTimes`` when the request's
   version is ≥ 121 (Java 3.4.9+ and ali-ons send it; the C++ 1.x client sends version 63 and only
@@ -31,11 +34,19 @@ unless already set (the offset msgId of the first delivery), ``WAIT=false``, rec
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pocketmq.broker.processor.common import host_address
 from pocketmq.broker.processor.message_props import apply_delay_level
-from pocketmq.remoting.protocol.codes import VERSION_MAX_RECONSUME_HEADER, RequestCode, ResponseCode
+from pocketmq.broker.processor.peer_address import host_address
+from pocketmq.broker.retry_policy import (
+    dlq_queue_id,
+    ensure_dlq_topic,
+    goes_to_dlq,
+    max_reconsume_times,
+    retry_delay_level,
+)
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import NoPermissionError, SubscriptionGroupNotExistError
 from pocketmq.remoting.protocol.headers import ConsumerSendMsgBackRequestHeader
@@ -52,14 +63,16 @@ from pocketmq.remoting.protocol.route import (
     dlq_topic,
     retry_topic,
 )
-from pocketmq.store.message_inner import MessageInner
+from pocketmq.store import MessageInner
 
 if TYPE_CHECKING:
-    from pocketmq.broker.controller import BrokerController
-
-DLQ_NUMS_PER_GROUP = 1
-#: Java ``delayLevel = 3 + reconsumeTimes`` when the consumer leaves the level to the broker.
-BASE_RETRY_DELAY_LEVEL = 3
+    from pocketmq.broker.schedule import ScheduleMessageService
+    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
+    from pocketmq.store import MessageStore
 
 
 def _packed(host: tuple[str, int]) -> tuple[bytes, int]:
@@ -69,20 +82,28 @@ def _packed(host: tuple[str, int]) -> tuple[bytes, int]:
         return host_address(f"{host[0]}:{host[1]}")
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerSendMsgBackProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.c = controller
+    """Owns CONSUMER_SEND_MSG_BACK; ``schedule`` None stores retries without a delay."""
+
+    store: MessageStore
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    state: BrokerState
+    stats: BrokerStatsManager
+    schedule: ScheduleMessageService | None
+
+    def __post_init__(self) -> None:
         self._rng = random.Random()
 
-    def register(self) -> None:
-        self.c.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
+    def register(self, register: Registrar) -> None:
+        register(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
 
-    def process(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.c
-        cfg = c.config
+        cfg = self.state.config
         group = h.group
-        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        sgc = self.groups.find_subscription_group_config(group)
         if sgc is None:
             raise SubscriptionGroupNotExistError(f"subscription group not exist, {group}")
         if not PermName.is_writeable(cfg.broker_permission):
@@ -91,7 +112,7 @@ class ConsumerSendMsgBackProcessor:
             return RemotingCommand.response_to(request)
         new_topic = retry_topic(group)
         sys_flag = TopicSysFlag.build(False, True) if h.unit_mode else 0
-        tcm = c.topic_config_manager
+        tcm = self.topics
         tc = tcm.create_topic_in_send_message_back_method(
             new_topic, sgc.retry_queue_nums, PermName.PERM_WRITE | PermName.PERM_READ, sys_flag
         )
@@ -99,29 +120,22 @@ class ConsumerSendMsgBackProcessor:
             raise NoPermissionError(f"the topic[{new_topic}] sending message is forbidden")
         queues = max(1, min(sgc.retry_queue_nums, tc.write_queue_nums))
         queue_id = self._rng.randrange(99999999) % queues
-        msg = c.store.look_message_by_offset(h.offset) if h.offset >= 0 else None
+        msg = self.store.look_message_by_offset(h.offset) if h.offset >= 0 else None
         if msg is None:
             return RemotingCommand.response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}"
             )
         props = dict(msg.properties)
         back_topic = props.setdefault(MessageConst.RETRY_TOPIC, msg.topic)
-        max_times = sgc.retry_max_times
-        if request.version >= VERSION_MAX_RECONSUME_HEADER and h.max_reconsume_times is not None:
-            max_times = h.max_reconsume_times
-        delay_level = h.delay_level
-        to_dlq = msg.reconsume_times >= max_times or delay_level < 0
+        max_times = max_reconsume_times(sgc.retry_max_times, request.version, h.max_reconsume_times)
+        to_dlq = goes_to_dlq(msg.reconsume_times, max_times, h.delay_level)
         props.pop(MessageConst.DELAY, None)
         if to_dlq:
             new_topic = dlq_topic(group)
-            queue_id = self._rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
-            tcm.create_topic_in_send_message_back_method(
-                new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE, 0
-            )
+            queue_id = dlq_queue_id(self._rng)
+            ensure_dlq_topic(tcm, group)
         else:
-            if delay_level == 0:
-                delay_level = BASE_RETRY_DELAY_LEVEL + msg.reconsume_times
-            props[MessageConst.DELAY] = str(delay_level)
+            props[MessageConst.DELAY] = str(retry_delay_level(h.delay_level, msg.reconsume_times))
             # apply_delay_level writes where the message belongs after its delay
             props.pop(MessageConst.REAL_TOPIC, None)
             props.pop(MessageConst.REAL_QID, None)
@@ -129,20 +143,19 @@ class ConsumerSendMsgBackProcessor:
         props.pop(MessageConst.WAIT, None)
         props[MessageConst.WAIT] = "false"
         inner = self._copy(msg, new_topic, queue_id, properties_to_string(props))
-        schedule = c.schedule_message_service
+        schedule = self.schedule
         if not to_dlq and schedule is not None:
             apply_delay_level(inner, schedule.max_delay_level)
-        result = c.store.put_message(inner)
+        result = self.store.put_message(inner)
         if not result.status.is_ok:
             return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, result.status.name)
-        stats = c.broker_stats_manager
-        if stats is not None:
-            append = result.append
-            if inner.topic == RMQ_SYS_SCHEDULE_TOPIC and append is not None:
-                stats.on_put(inner.topic, 1, append.wrote_bytes)
-            stats.on_send_back(group, back_topic)
-            if to_dlq:
-                stats.on_send_back_dlq(group, back_topic)
+        stats = self.stats
+        append = result.append
+        if inner.topic == RMQ_SYS_SCHEDULE_TOPIC and append is not None:
+            stats.on_put(inner.topic, 1, append.wrote_bytes)
+        stats.on_send_back(group, back_topic)
+        if to_dlq:
+            stats.on_send_back_dlq(group, back_topic)
         return RemotingCommand.response_to(request)
 
     @staticmethod

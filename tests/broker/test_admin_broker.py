@@ -137,7 +137,7 @@ async def test_view_broker_stats_data(broker, wire):
     clock = FakeClock(wall_ms=1_700_000_000_000)
     # the send/pull paths feed the controller's stats manager; this one runs on a fake clock
     stats = BrokerStatsManager("DefaultCluster", clock.now_ms)
-    broker.broker_stats_manager = stats
+    broker.use_stats(stats)
     for _ in range(60):  # 4 messages a second for a minute, as the send path reports them
         stats.on_put("T", 4, 400)
         clock.advance(1)

@@ -60,7 +60,7 @@ async def test_consume_stats_per_read_queue_with_tps(broker, wire):
     clock = FakeClock(wall_ms=1_700_000_000_000)
     # the send/pull paths feed the controller's stats manager; this one runs on a fake clock
     stats = BrokerStatsManager("DefaultCluster", clock.now_ms)
-    broker.broker_stats_manager = stats
+    broker.use_stats(stats)
     for _ in range(20):  # the pull path reports 5 messages a second
         stats.on_get("G", "CS", 5, 500)
         clock.advance(1)

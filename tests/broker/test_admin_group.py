@@ -150,7 +150,7 @@ async def test_delay_offsets_come_from_the_schedule_service(broker, wire, monkey
     class Schedule:
         offset_table = {1: 4, 3: 0}
 
-    monkeypatch.setattr(broker, "schedule_message_service", Schedule())
+    monkeypatch.setattr(broker.admin_processors["GroupAdmin"], "schedule", Schedule())
     r = await wire.call(RequestCode.GET_ALL_DELAY_OFFSET)
     assert r.code == ResponseCode.SUCCESS
     # Java's delayOffset.json form: bare integer keys

@@ -159,3 +159,23 @@ def test_version_desc_matches_mqversion_ordinals(ordinal, name):
 )
 def test_human_readable_byte_count_like_mixall(n, text):
     assert human_readable_byte_count(n) == text
+
+
+def test_stats_items_create_missing_keys_at_the_clock_time():
+    from pocketmq.broker.stats import StatsItems
+
+    now = [1_000]
+    items = StatsItems(lambda: now[0])
+    assert items.get("k") is None and "k" not in items  # reading never creates
+    first = items["k"]
+    now[0] = 2_000
+    assert items["k"] is first and len(items) == 1
+    second = items["j"]
+    assert (first.value, first.times, second.value) == (0, 0, 0)
+    stats = BrokerStatsManager("c", lambda: now[0])
+    stats.on_put("T", 3, 30)
+    stats.on_put("T", 2, 20)
+    item = stats.get_stats_item("TOPIC_PUT_NUMS", "T")
+    size = stats.get_stats_item("TOPIC_PUT_SIZE", "T")
+    assert item is not None and (item.value, item.times) == (5, 2)
+    assert size is not None and (size.value, size.times) == (50, 2)

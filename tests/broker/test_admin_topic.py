@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pocketmq.broker.processor.admin_common import SLAVE_REMARK
+from pocketmq.broker.processor.admin_base import SLAVE_REMARK
 from pocketmq.broker.processor.admin_topic import GET_TOPIC_CONFIG
 from pocketmq.remoting.protocol.bodies import GroupList, MessageQueue, TopicStatsTable
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pocketmq.broker.filter import TagMessageFilter, build_subscription
+from pocketmq.broker.filter import TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull, PullRequestHoldService, PullRequestTable
+from pocketmq.remoting.protocol.bodies import SubscriptionData
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import java_string_hash
 
@@ -15,7 +16,7 @@ class FakeConn:
 
 
 def held(topic="T", qid=0, offset=5, deadline=1000, expr=None, conn=None) -> HeldPull:
-    flt = TagMessageFilter(build_subscription(topic, expr)) if expr else None
+    flt = TagMessageFilter(SubscriptionData.build(topic, expr)) if expr else None
     return HeldPull(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
 
 
@@ -150,5 +151,22 @@ async def test_service_arriving_batch_wakes_by_each_records_offset_and_tag():
         assert svc.suspend(tag_b) and svc.suspend(tag_c)
         svc.arriving_batch("T", 0, 6, [java_string_hash("TagA"), java_string_hash("TagB")], 0)
         assert answered == [tag_b]  # TagC still held: no record of the batch matched it
+    finally:
+        await svc.stop()
+
+
+async def test_held_queues_view_answers_as_is_held():
+    """The send processor's ``key in held_queues`` is an inline of ``is_held``: same answers."""
+    svc = PullRequestHoldService(None, lambda t, q: 0)
+    view = svc.held_queues  # taken once, as the send processor does; must stay live
+    svc.start()
+    try:
+        keys = [("T", 0), ("T", 1), ("U", 0)]
+        assert all((k in view) is svc.is_held(*k) is False for k in keys)
+        svc.suspend(held("T", 1, deadline=svc.now_ms() + 60_000))
+        assert [k in view for k in keys] == [svc.is_held(*k) for k in keys] == [False, True, False]
+        svc.execute = lambda r: None
+        svc.notify_message_arriving("T", 1, 100)
+        assert [k in view for k in keys] == [svc.is_held(*k) for k in keys] == [False, False, False]
     finally:
         await svc.stop()

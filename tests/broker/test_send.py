@@ -364,7 +364,7 @@ def test_apply_delay_level_rewrites_to_the_schedule_topic():
 
 
 async def test_delay_is_ignored_without_a_schedule_service(broker, wire, monkeypatch):
-    monkeypatch.setattr(broker, "schedule_message_service", None)
+    monkeypatch.setattr(broker.send_processor, "schedule", None)
     r = await wire.send("NoDelay", b"x", props={"DELAY": "3"})
     assert r.code == ResponseCode.SUCCESS
     assert (await pull_all(wire, "NoDelay"))[0].body == b"x"

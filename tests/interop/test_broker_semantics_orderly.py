@@ -58,7 +58,9 @@ async def pmq(tmp_path) -> AsyncIterator[Cluster]:
     drivers.cpp_available()
     async with cluster(tmp_path / "pmq") as c:
         await c.create_topic("Ord", QUEUES, order=True)
-        c.brokers[0].rebalance_lock_manager = AuditedLocks()
+        # the client-manage processor holds the lock manager it was built with: swap it there too
+        broker = c.brokers[0]
+        broker.rebalance_lock_manager = broker.client_manage_processor.locks = AuditedLocks()
         yield c
 
 

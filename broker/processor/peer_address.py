@@ -1,15 +1,13 @@
-"""Helpers shared by the broker's processors: peer addresses, header parsing, replies."""
+"""Peer addresses in the packed form stored as a message's BORNHOST/STOREHOST."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING
 
-from pocketmq.remoting.protocol.codes import ResponseCode
-from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.remoting.protocol.header_codec import CommandHeader
 from pocketmq.remoting.protocol.message import HostAddress, MessageDecodeError, pack_host_ip
 
-H = TypeVar("H", bound=CommandHeader)
+if TYPE_CHECKING:
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 #: Placeholder for peers the IPv4-only decoders of C++ and ali-ons could not read.
 _IPV4_PLACEHOLDER = b"\x7f\x00\x00\x01"
@@ -38,28 +36,10 @@ def host_address(addr: str) -> HostAddress:
     return ip, port
 
 
-def born_host_of(conn: Any) -> HostAddress:
+def born_host_of(conn: RemotingConnection) -> HostAddress:
     """The peer's packed address, cached on the connection."""
     attrs = conn.attrs
     cached = attrs.get("born_host")
     if cached is None:
         cached = attrs["born_host"] = host_address(conn.remote_addr)
-    return cached  # type: ignore[no-any-return]
-
-
-def peer_ip(conn: Any) -> str:
-    return str(conn.remote_addr).rpartition(":")[0].strip("[]")
-
-
-def reply(
-    request: RemotingCommand,
-    code: int = ResponseCode.SUCCESS,
-    remark: str | None = None,
-    ext_fields: dict[str, str] | None = None,
-    body: bytes | None = None,
-) -> RemotingCommand:
-    return RemotingCommand.response_to(request, code, remark, ext_fields, body)
-
-
-def offset_reply(request: RemotingCommand, offset: int) -> RemotingCommand:
-    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, {"offset": str(offset)})
+    return cached

@@ -1,0 +1,47 @@
+"""Guard rails of the broker's shape: no module but the composition root (and the entry point)
+imports the controller, and the store is used only through its facade ``pocketmq.store``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pocketmq.broker
+
+BROKER_DIR = Path(pocketmq.broker.__file__).resolve().parent
+ROOTS = {"controller.py", "__main__.py"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def broker_modules() -> list[Path]:
+    paths = sorted(BROKER_DIR.rglob("*.py"))
+    assert len(paths) > 20
+    return paths
+
+
+def test_only_the_composition_root_imports_the_controller():
+    offenders = [
+        str(p.relative_to(BROKER_DIR))
+        for p in broker_modules()
+        if p.name not in ROOTS and "pocketmq.broker.controller" in imported_modules(p)
+    ]
+    assert offenders == []
+
+
+def test_the_broker_uses_only_the_store_facade():
+    offenders = {
+        f"{p.relative_to(BROKER_DIR)}: {m}"
+        for p in broker_modules()
+        for m in imported_modules(p)
+        if m.startswith("pocketmq.store.")
+    }
+    assert offenders == set()
