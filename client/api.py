@@ -24,7 +24,6 @@ from pocketmq.client.consumer.fast_decode import decode_pull_body
 from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.errors import RemotingConnectError, RemotingTimeoutError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
-from pocketmq.client.route import TopicRouteData
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -43,6 +42,7 @@ from pocketmq.remoting.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, decode_messages
+from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.transport.client import RemotingClient
 
 LANGUAGE = LanguageCode.PYTHON

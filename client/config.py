@@ -132,7 +132,7 @@ class ConsumerConfig(ClientConfig):
     @field_validator("consumer_group")
     @classmethod
     def _check_group(cls, value: str) -> str:
-        from pocketmq.client.route import check_group
+        from pocketmq.client.validation import check_group
 
         check_group(value)
         return value

@@ -33,13 +33,7 @@ from pocketmq.client.consumer.pull_service import PullMessageService
 from pocketmq.client.errors import BrokerNotFoundError, ClientStateError, TopicRouteNotFoundError
 from pocketmq.client.inner import ConsumerInner, ProducerInner
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.route import (
-    CLIENT_INNER_PRODUCER_GROUP,
-    MASTER_ID,
-    TopicRouteData,
-    to_publish_info,
-    to_subscribe_info,
-)
+from pocketmq.client.route import to_publish_info, to_subscribe_info
 from pocketmq.remoting.common.service import Service, TaskSet
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
@@ -53,6 +47,8 @@ from pocketmq.remoting.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 from pocketmq.remoting.protocol.message import decode_message
+from pocketmq.remoting.protocol.route import TopicRouteData
+from pocketmq.remoting.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, MASTER_ID
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import RemotingConnection
 

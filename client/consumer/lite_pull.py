@@ -37,10 +37,11 @@ from pocketmq.client.consumer.subscription import SubscriptionData, build_subscr
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.message import MessageQueue, PullStatus
-from pocketmq.client.route import check_topic, retry_topic
+from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.errors import FlowControlError
 from pocketmq.remoting.protocol.message import MessageExt
+from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024

@@ -18,9 +18,10 @@ from pocketmq.client.consumer.offset_store import ReadOffsetType
 from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
 from pocketmq.client.errors import BrokerNotFoundError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult
-from pocketmq.client.route import MASTER_ID, is_retry_topic, to_subscribe_info
+from pocketmq.client.route import to_subscribe_info
 from pocketmq.remoting.protocol.codes import pull_sys_flag
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.topics import MASTER_ID, is_retry_topic
 
 if TYPE_CHECKING:
     from pocketmq.client.config import ConsumerConfig

@@ -47,11 +47,12 @@ from pocketmq.client.errors import (
 )
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.message import MessageQueue, PullStatus
-from pocketmq.client.route import check_topic, retry_topic
+from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
+from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 

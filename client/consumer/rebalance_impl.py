@@ -27,8 +27,8 @@ from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.rebalance import AllocateStrategy
 from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.route import MASTER_ID
 from pocketmq.remoting.protocol.errors import RemotingError
+from pocketmq.remoting.protocol.topics import MASTER_ID
 
 if TYPE_CHECKING:
     from pocketmq.client.instance import MQClientInstance

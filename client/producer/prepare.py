@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.message import Message, MessageQueue
-from pocketmq.client.route import check_send_topic, is_retry_topic
+from pocketmq.client.validation import check_send_topic
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
     MAX_PROPERTIES_LENGTH,
@@ -26,6 +26,7 @@ from pocketmq.remoting.protocol.message import (
     pack_host_ip,
     properties_to_string,
 )
+from pocketmq.remoting.protocol.topics import is_retry_topic
 
 
 class Prepared:

@@ -46,7 +46,8 @@ from pocketmq.client.producer import async_send, transaction
 from pocketmq.client.producer.fault import MQFaultStrategy
 from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
-from pocketmq.client.route import TopicPublishInfo, check_group
+from pocketmq.client.route import TopicPublishInfo
+from pocketmq.client.validation import check_group
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (

@@ -16,10 +16,11 @@ from pocketmq.client.errors import (
     SendFailedError,
 )
 from pocketmq.client.producer.producer import _State
-from pocketmq.client.route import QueueData, TopicPublishInfo, TopicRouteData
+from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import decode_batch, string_to_properties
+from pocketmq.remoting.protocol.route import QueueData, TopicRouteData
 
 from .fakes import FakeRemoting, as_any, reply
 
