@@ -21,7 +21,7 @@ import orjson
 from pocketmq.client._hdr import make
 from pocketmq.client.api_admin import AdminCalls
 from pocketmq.client.consumer.fast_decode import decode_pull_body
-from pocketmq.client.consumer.subscription import SubscriptionData
+from pocketmq.client.consumer.subscription import SubscriptionData, filter_by_tags
 from pocketmq.client.errors import RemotingConnectError, RemotingTimeoutError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
 from pocketmq.remoting.protocol import fastjson
@@ -41,6 +41,7 @@ from pocketmq.remoting.protocol.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, decode_messages
 from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.transport.client import RemotingClient
@@ -83,7 +84,7 @@ def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list
         return []
     msgs = decode_pull_body(body, inflate=True)
     if sub is not None:
-        msgs = sub.filter(msgs)
+        msgs = filter_by_tags(sub, msgs)
     result.msgs = msgs
     return msgs
 
@@ -299,13 +300,9 @@ class MQClientAPI(AdminCalls):
         return int(reply.ext("offset") or 0)
 
     # ----------------------------------------------------------------------- clients, groups
-    async def send_heartbeat(
-        self, addr: str, heartbeat: Mapping[str, Any], timeout: float | None = None
-    ) -> int:
+    async def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout: float | None = None) -> int:
         """HEART_BEAT; returns the broker's version number."""
-        reply = await self.invoke_checked(
-            addr, RequestCode.HEART_BEAT, None, orjson.dumps(heartbeat), timeout
-        )
+        reply = await self.invoke_checked(addr, RequestCode.HEART_BEAT, None, heartbeat.encode(), timeout)
         return reply.version
 
     async def unregister_client(

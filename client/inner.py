@@ -8,6 +8,7 @@ from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.message import MessageQueue
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
+from pocketmq.remoting.protocol.heartbeat import ConsumerData
 from pocketmq.remoting.protocol.message import MessageExt
 
 
@@ -31,7 +32,7 @@ class ConsumerInner(Protocol):
 
     def subscriptions(self) -> list[SubscriptionData]: ...
 
-    def consumer_data(self) -> dict[str, Any]: ...
+    def consumer_data(self) -> ConsumerData: ...
 
     def subscribe_info_needs_update(self, topic: str) -> bool: ...
 

@@ -46,6 +46,7 @@ from pocketmq.remoting.protocol.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     ResetOffsetRequestHeader,
 )
+from pocketmq.remoting.protocol.heartbeat import HeartbeatData, ProducerData
 from pocketmq.remoting.protocol.message import decode_message
 from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, MASTER_ID
@@ -334,12 +335,12 @@ class MQClientInstance:
         return await self.api.get_consumer_id_list(addr, group)
 
     # --------------------------------------------------------------------------- heartbeats
-    def heartbeat_data(self) -> dict[str, Any]:
-        return {
-            "clientID": self.client_id,
-            "consumerDataSet": [c.consumer_data() for c in self.consumers.values()],
-            "producerDataSet": [{"groupName": g} for g in self.producers],
-        }
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            self.client_id,
+            producer_data_set=tuple(ProducerData(g) for g in self.producers),
+            consumer_data_set=tuple(c.consumer_data() for c in self.consumers.values()),
+        )
 
     async def send_heartbeat_to_all_brokers(self) -> None:
         if not self.producers and not self.consumers:
@@ -353,7 +354,7 @@ class MQClientInstance:
                 jobs.append(self._heartbeat_one(name, addr, data))
         await asyncio.gather(*jobs)
 
-    async def _heartbeat_one(self, name: str, addr: str, data: dict[str, Any]) -> None:
+    async def _heartbeat_one(self, name: str, addr: str, data: HeartbeatData) -> None:
         try:
             self.broker_versions[addr] = await self.api.send_heartbeat(addr, data)
         except Exception as exc:

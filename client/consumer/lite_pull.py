@@ -33,7 +33,7 @@ from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.pull_ops import PullOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
-from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
+from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.message import MessageQueue, PullStatus
@@ -127,7 +127,7 @@ class LitePullConsumer(PullOps):
             raise ClientStateError("subscribe and assign are mutually exclusive")
         check_topic(topic)
         self._assigned_mode = False
-        self._subs[topic] = build_subscription(topic, expression)
+        self._subs[topic] = new_subscription(topic, expression)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
             self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}")
@@ -140,7 +140,7 @@ class LitePullConsumer(PullOps):
         for mq in wanted:
             check_topic(mq.topic)
             if mq.topic not in self._subs:
-                self._subs[mq.topic] = build_subscription(mq.topic, expression)
+                self._subs[mq.topic] = new_subscription(mq.topic, expression)
         self._assigned_mode = True
         for mq in [m for m in self._queues if m not in wanted]:
             self._drop_queue(mq)
@@ -273,7 +273,7 @@ class LitePullConsumer(PullOps):
                     continue
                 st.pull_offset = st.consume_offset = offset
             gen = st.generation
-            sub = self._subs.get(mq.topic) or build_subscription(mq.topic, "*")
+            sub = self._subs.get(mq.topic) or new_subscription(mq.topic, "*")
             try:
                 result = await self._pull_raw(
                     mq, sub, st.pull_offset, cfg.pull_batch_size, suspend_ms=cfg.broker_suspend_max_time_millis,

@@ -15,12 +15,13 @@ from pocketmq.client._hdr import make
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import ConsumeFromWhere
 from pocketmq.client.consumer.offset_store import ReadOffsetType
-from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
+from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import BrokerNotFoundError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult
 from pocketmq.client.route import to_subscribe_info
 from pocketmq.remoting.protocol.codes import pull_sys_flag
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.topics import MASTER_ID, is_retry_topic
 
 if TYPE_CHECKING:
@@ -38,22 +39,21 @@ class PullOps(ABC):
     _suggest_ops: dict[MessageQueue, int]
     _rebalance: RebalanceImpl | None
     #: heartbeat consumeType: CONSUME_PASSIVELY (push) or CONSUME_ACTIVELY (pull)
-    CONSUME_TYPE = "CONSUME_ACTIVELY"
+    CONSUME_TYPE = ConsumeType.CONSUME_ACTIVELY
 
     @abstractmethod
     def subscriptions(self) -> list[SubscriptionData]:
         """What the consumer subscribes to (heartbeat subscriptionDataSet)."""
 
-    def consumer_data(self) -> dict[str, Any]:
+    def consumer_data(self) -> ConsumerData:
         """This consumer's entry in a HEART_BEAT body's consumerDataSet."""
-        return {
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeType": self.CONSUME_TYPE,
-            "groupName": self.group,
-            "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [s.to_json() for s in self.subscriptions()],
-            "unitMode": False,
-        }
+        return ConsumerData(
+            self.group,
+            self.CONSUME_TYPE,
+            self.config.message_model,
+            self.config.consume_from_where,
+            tuple(self.subscriptions()),
+        )
 
     async def refresh_route(self, topic: str) -> None:
         """Refresh ``topic``'s route; failures are logged (the periodic refresh retries)."""
@@ -161,7 +161,7 @@ class PullOps(ABC):
             ResponseError / RemotingTimeoutError / RemotingConnectError: the pull failed.
             MessageDecodeError: the body was not valid records.
         """
-        sub = build_subscription(mq.topic, expression)
+        sub = new_subscription(mq.topic, expression)
         result = await self._pull_raw(mq, sub, offset, max_nums, suspend_ms=block_ms, timeout=timeout)
         decode_pull_result(result, sub)
         return result

@@ -39,7 +39,7 @@ from pocketmq.client.consumer.pull_service import PullRequest
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.stats import ConsumeStats
-from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
+from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import (
     ClientClosedError,
     ClientStateError,
@@ -51,6 +51,7 @@ from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.heartbeat import ConsumeType
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
 from pocketmq.remoting.protocol.topics import retry_topic
 
@@ -88,7 +89,7 @@ class PushConsumer(PullOps):
         **options: any :class:`PushConsumerConfig` field (``message_model=...``).
     """
 
-    CONSUME_TYPE = "CONSUME_PASSIVELY"
+    CONSUME_TYPE = ConsumeType.CONSUME_PASSIVELY
 
     config: PushConsumerConfig
 
@@ -139,7 +140,7 @@ class PushConsumer(PullOps):
             MessageValidationError: invalid topic or expression.
         """
         check_topic(topic)
-        self._subs[topic] = build_subscription(topic, expression, expression_type)
+        self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
             self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"subscribe:{topic}")
@@ -200,7 +201,7 @@ class PushConsumer(PullOps):
         self._rebalance = RebalanceImpl(self, inst, self.group, cfg.message_model, self.allocate_strategy)
         self._rebalance.subscriptions.update(self._subs)
         if clustering:
-            self._rebalance.subscriptions[self.retry_topic] = build_subscription(self.retry_topic, "*")
+            self._rebalance.subscriptions[self.retry_topic] = new_subscription(self.retry_topic, "*")
         if self._orderly:
             self._service = ConsumeMessageOrderlyService(self, self._listener)  # type: ignore[arg-type]
         else:
