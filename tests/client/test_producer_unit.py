@@ -44,10 +44,10 @@ class FakeInstance:
 def make_producer(handler, **options) -> tuple[Producer, FakeInstance]:
     producer = Producer("PG", namesrv="127.0.0.1:9876", **options)
     inst = FakeInstance(handler)
-    producer._instance = as_any(inst)
+    producer._sender.instance = as_any(inst)
     producer._state = _State.RUNNING
     route = TopicRouteData([QueueData("broker-a", 2, 2, 6), QueueData("broker-b", 2, 2, 6)], [])
-    producer._publish["T"] = TopicPublishInfo(list(QUEUES), route=route, have_route=True, index=0)
+    producer._sender.publish["T"] = TopicPublishInfo(list(QUEUES), route=route, have_route=True, index=0)
     return producer, inst
 
 
@@ -277,7 +277,7 @@ async def test_send_async_first_attempt_failures_follow_the_retry_rules() -> Non
     producer, inst = make_future_producer(
         lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
     )
-    producer._publish["T"].index = -1  # first pick: broker-a
+    producer._sender.publish["T"].index = -1  # first pick: broker-a
     got = []
     res = await producer.send_async(Message("T", b"x"), lambda r, e: got.append((r, e)))
     await asyncio.sleep(0)
@@ -322,11 +322,11 @@ async def test_send_async_not_stored_status_retries_on_another_broker_when_asked
         return ok(req)
 
     producer, inst = make_future_producer(handler, retry_another_broker_when_not_store_ok=True)
-    producer._publish["T"].index = -1
+    producer._sender.publish["T"].index = -1
     res = await producer.send_async(Message("T", b"x"))
     assert res.send_status is SendStatus.SEND_OK and res.message_queue.broker_name == "broker-b"
     producer, inst = make_future_producer(handler)
-    producer._publish["T"].index = -1
+    producer._sender.publish["T"].index = -1
     res = await producer.send_async(Message("T", b"x"))
     assert res.send_status is SendStatus.FLUSH_DISK_TIMEOUT and len(inst.remoting.requests) == 1
 
@@ -338,3 +338,13 @@ async def test_send_async_cancelled_by_the_caller() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert fut.cancelled() and not producer._inflight
+
+
+def test_retry_classification_is_one_rule() -> None:
+    from pocketmq.client.producer.sender import is_retriable
+    from pocketmq.remoting.protocol.errors import SystemBusyError
+
+    assert is_retriable(RemotingConnectError("x"))
+    assert is_retriable(SystemBusyError("busy"))
+    assert not is_retriable(MessageIllegalError("bad"))
+    assert not is_retriable(ValueError("x"))
