@@ -21,6 +21,9 @@ class ProducerInner(Protocol):
 
     def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
 
+    def detach(self) -> None:
+        """Mark shut down without touching the instance (the instance is closing itself)."""
+
     async def check_transaction_state(
         self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
     ) -> None: ...

@@ -24,7 +24,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from pocketmq.client.acl import AclClientRPCHook
 from pocketmq.client.api import MQClientAPI
@@ -94,7 +93,6 @@ class MQClientInstance:
         self._route_service: Service | None = None
         self._started = False
         self._stopped = False
-        self._inner: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._register_handlers()
 
@@ -159,24 +157,11 @@ class MQClientInstance:
         await self._unregister_from_brokers(producer_group, consumer_group)
         others = [g for g in self.producers if g != CLIENT_INNER_PRODUCER_GROUP]
         if not others and not self.consumers:
-            inner, self._inner = self._inner, None
+            # the inner producer (consumer/send_back.py) goes with the last real client
+            inner = self.producers.pop(CLIENT_INNER_PRODUCER_GROUP, None)
             if inner is not None:
-                self.producers.pop(CLIENT_INNER_PRODUCER_GROUP, None)
                 inner.detach()
             await self.shutdown()
-
-    async def inner_producer(self) -> Any:
-        """The instance's own producer (group CLIENT_INNER_PRODUCER), used to re-send
-        messages to retry topics when CONSUMER_SEND_MSG_BACK fails."""
-        if self._inner is None:
-            from pocketmq.client.config import ProducerConfig
-            from pocketmq.client.producer.producer import Producer
-
-            fields = self.config.model_dump(include=set(ClientConfig.model_fields))
-            producer = Producer(config=ProducerConfig(**fields, producer_group=CLIENT_INNER_PRODUCER_GROUP))
-            await producer.start()
-            self._inner = producer
-        return self._inner
 
     async def shutdown(self) -> None:
         if self._stopped:

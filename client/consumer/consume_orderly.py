@@ -23,9 +23,9 @@ import time
 from typing import TYPE_CHECKING
 
 from pocketmq.client.config import MessageModel
-from pocketmq.client.consumer.consume_service import reset_retry_topic
 from pocketmq.client.consumer.listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, OrderlyListener
 from pocketmq.client.consumer.process_queue import ProcessQueue
+from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.message import MessageExt

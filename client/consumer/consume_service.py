@@ -20,7 +20,6 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pocketmq.client.config import MessageModel
@@ -30,9 +29,10 @@ from pocketmq.client.consumer.listener import (
     ConsumeConcurrentlyStatus,
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
+from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.common.service import TaskSet
-from pocketmq.remoting.protocol.message import MessageConst, MessageExt
+from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
     from pocketmq.client.consumer.push import PushConsumer
@@ -45,14 +45,6 @@ RETRY_LOCALLY_DELAY_MS = 5000
 _CONSUME_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 _RECONSUME_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 _BROADCASTING = MessageModel.BROADCASTING
-
-
-def reset_retry_topic(msgs: Sequence[MessageExt], retry_topic: str) -> None:
-    for msg in msgs:
-        if msg.topic == retry_topic:
-            real = msg.get_property(MessageConst.RETRY_TOPIC)
-            if real:
-                msg.topic = real
 
 
 class _Slot:

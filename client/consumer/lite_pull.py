@@ -27,12 +27,12 @@ from typing import Any
 
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import LitePullConsumerConfig, MessageModel
-from pocketmq.client.consumer.consume_service import reset_retry_topic
 from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from pocketmq.client.consumer.process_queue import ProcessQueue
-from pocketmq.client.consumer.pull_ops import PullOps
+from pocketmq.client.consumer.queue_ops import QueueOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
+from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.instance import MQClientInstance
@@ -40,6 +40,7 @@ from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.errors import FlowControlError
+from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.message import MessageExt
 from pocketmq.remoting.protocol.topics import retry_topic
 
@@ -79,7 +80,7 @@ class _Batch:
     msgs: list[MessageExt]
 
 
-class LitePullConsumer(PullOps):
+class LitePullConsumer:
     """A poll-style consumer; ``async with LitePullConsumer("CG", namesrv=...) as c``.
 
     Raises (from the methods): :class:`ClientClosedError` when not running,
@@ -120,6 +121,13 @@ class LitePullConsumer(PullOps):
         self._rebalance: RebalanceImpl | None = None
         self._announced = False  # first heartbeat sent: rebalances may ask for the members
         self._last_commit = time.monotonic()
+        ops = self.queue_ops = QueueOps(self)
+        # queue operations of the public API, served by the collaborator
+        self.fetch_message_queues = ops.fetch_message_queues
+        self.min_offset = ops.min_offset
+        self.max_offset = ops.max_offset
+        self.offset_for_timestamp = ops.offset_for_timestamp
+        self.pull = ops.pull
 
     # ------------------------------------------------------------------------ configuration
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -130,7 +138,9 @@ class LitePullConsumer(PullOps):
         self._subs[topic] = new_subscription(topic, expression)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
-            self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}")
+            self.instance.tasks.spawn(
+                self.queue_ops.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}"
+            )
 
     def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
         """Consume exactly these queues (no rebalance); replaces the previous assignment."""
@@ -187,7 +197,7 @@ class LitePullConsumer(PullOps):
             raise
         self._state = _RUNNING
         for topic in list(self._subs):
-            await self.refresh_route(topic)
+            await self.queue_ops.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         for mq, st in self._queues.items():
@@ -267,7 +277,7 @@ class LitePullConsumer(PullOps):
                 await asyncio.sleep(0.05)
                 continue
             if st.pull_offset < 0:
-                offset = await self.compute_pull_from_where(mq)
+                offset = await self.queue_ops.compute_pull_from_where(mq)
                 if offset < 0:
                     await asyncio.sleep(3.0)
                     continue
@@ -275,7 +285,7 @@ class LitePullConsumer(PullOps):
             gen = st.generation
             sub = self._subs.get(mq.topic) or new_subscription(mq.topic, "*")
             try:
-                result = await self._pull_raw(
+                result = await self.queue_ops.pull_raw(
                     mq, sub, st.pull_offset, cfg.pull_batch_size, suspend_ms=cfg.broker_suspend_max_time_millis,
                     timeout=cfg.consumer_timeout_millis_when_suspend / 1000,
                 )  # fmt: skip
@@ -429,6 +439,13 @@ class LitePullConsumer(PullOps):
     def subscriptions(self) -> list[SubscriptionData]:
         return [] if self._assigned_mode else list(self._subs.values())
 
+    def consumer_data(self) -> ConsumerData:
+        return self.queue_ops.consumer_data(ConsumeType.CONSUME_ACTIVELY, self.subscriptions())
+
+    def subscribe_info_needs_update(self, topic: str) -> bool:
+        rb = self._rebalance
+        return rb is not None and rb.subscribe_info_missing(topic)
+
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in self._subs:
@@ -472,6 +489,9 @@ class LitePullConsumer(PullOps):
                 "remark": "lite pull consumers have no listener", "spentTimeMills": 0}  # fmt: skip
 
     # -------------------------------------------------------------------- RebalanceHost protocol
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        return await self.queue_ops.compute_pull_from_where(mq)
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         st = self._queues.get(mq)
         if st is not None and self.config.auto_commit and st.consume_offset >= 0:

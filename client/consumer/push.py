@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import inspect
 import logging
 import time
 from typing import Any
@@ -21,11 +22,14 @@ from typing import Any
 from pocketmq.client._hdr import make
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import MessageModel, PushConsumerConfig
-from pocketmq.client.consumer import push_support
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from pocketmq.client.consumer.consume_service import ConsumeMessageConcurrentlyService
 from pocketmq.client.consumer.listener import (
     ConcurrentListener,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
     OrderlyListener,
 )
 from pocketmq.client.consumer.offset_store import (
@@ -34,10 +38,11 @@ from pocketmq.client.consumer.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
-from pocketmq.client.consumer.pull_ops import PullOps
 from pocketmq.client.consumer.pull_service import PullRequest
-from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
+from pocketmq.client.consumer.queue_ops import QueueOps
+from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely, strategy_name
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
+from pocketmq.client.consumer.send_back import send_message_back
 from pocketmq.client.consumer.stats import ConsumeStats
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import (
@@ -51,7 +56,7 @@ from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
-from pocketmq.remoting.protocol.heartbeat import ConsumeType
+from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
 from pocketmq.remoting.protocol.topics import retry_topic
 
@@ -77,7 +82,7 @@ _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
 
 
-class PushConsumer(PullOps):
+class PushConsumer:
     """A push consumer; ``async with PushConsumer("CG", namesrv=..., listener=fn) as c``.
 
     Args:
@@ -88,8 +93,6 @@ class PushConsumer(PullOps):
         allocate_strategy: one of :mod:`pocketmq.client.consumer.rebalance`'s strategies.
         **options: any :class:`PushConsumerConfig` field (``message_model=...``).
     """
-
-    CONSUME_TYPE = ConsumeType.CONSUME_PASSIVELY
 
     config: PushConsumerConfig
 
@@ -129,6 +132,13 @@ class PushConsumer(PullOps):
         self._announced = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
+        ops = self.queue_ops = QueueOps(self)
+        # queue operations of the public API, served by the collaborator
+        self.fetch_message_queues = ops.fetch_message_queues
+        self.min_offset = ops.min_offset
+        self.max_offset = ops.max_offset
+        self.offset_for_timestamp = ops.offset_for_timestamp
+        self.pull = ops.pull
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
 
@@ -143,7 +153,9 @@ class PushConsumer(PullOps):
         self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
-            self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"subscribe:{topic}")
+            self.instance.tasks.spawn(
+                self.queue_ops.refresh_route_and_rebalance(topic), name=f"subscribe:{topic}"
+            )
 
     def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
@@ -216,7 +228,7 @@ class PushConsumer(PullOps):
         self._state = _RUNNING
         # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
-            await self.refresh_route(topic)
+            await self.queue_ops.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         inst.wakeup_rebalance()
@@ -269,6 +281,13 @@ class PushConsumer(PullOps):
             return list(self._subs.values())
         return list(self._rebalance.subscriptions.values())
 
+    def consumer_data(self) -> ConsumerData:
+        return self.queue_ops.consumer_data(ConsumeType.CONSUME_PASSIVELY, self.subscriptions())
+
+    def subscribe_info_needs_update(self, topic: str) -> bool:
+        rb = self._rebalance
+        return rb is not None and rb.subscribe_info_missing(topic)
+
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in rb.subscriptions:
@@ -286,16 +305,70 @@ class PushConsumer(PullOps):
         return self.offset_store.clone_offset_table(topic) if self._offset_store else {}
 
     async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET; see :func:`push_support.reset_offset`."""
-        await push_support.reset_offset(self, topic, table)
+        """RESET_CONSUMER_CLIENT_OFFSET (:meth:`RebalanceImpl.reset_offsets`), then a rebalance
+        re-creates the reset queues from the stored offsets."""
+        await self.rebalance.reset_offsets(topic, table, self.offset_store)
+        inst = self._instance
+        if inst is not None:
+            inst.wakeup_rebalance()
 
     def running_info(self) -> dict[str, Any]:
-        return push_support.running_info(self)
+        """GET_CONSUMER_RUNNING_INFO's body (Java ``ConsumerRunningInfo``)."""
+        cfg = self.config
+        rb = self._rebalance
+        mq_table = {mq: pq.info() for mq, pq in (rb.process_queue_table.items() if rb else [])}
+        return {
+            "jstack": "",
+            "mqTable": mq_table,
+            "properties": {
+                "PROP_CLIENT_VERSION": "V4_9_8",
+                "PROP_CONSUMEORDERLY": str(self._orderly).lower(),
+                "PROP_CONSUMER_START_TIMESTAMP": str(self._start_time),
+                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
+                "consumerGroup": self.group,
+                "messageModel": cfg.message_model.value,
+                "consumeFromWhere": cfg.consume_from_where.value,
+                "allocateMessageQueueStrategy": strategy_name(self.allocate_strategy),
+                "pullBatchSize": str(cfg.pull_batch_size),
+                "consumeMessageBatchMaxSize": str(cfg.consume_message_batch_max_size),
+                "maxReconsumeTimes": str(cfg.max_reconsume_times),
+            },
+            "statusTable": {topic: self.stats.snapshot() for topic in (rb.subscriptions if rb else {})},
+            "subscriptionSet": [s.to_json() for s in self.subscriptions()],
+        }
 
     async def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
-        return await push_support.consume_message_directly(self, msg, broker_name)
+        """CONSUME_MESSAGE_DIRECTLY: run the listener on ``msg`` once (Java
+        ``ConsumeMessageDirectlyResult``); offsets and send-back are not involved."""
+        assert self._listener is not None
+        begin = time.monotonic()
+        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
+        try:
+            if self._orderly:
+                res: Any = self._listener([msg], ConsumeOrderlyContext(mq))  # type: ignore[arg-type]
+            else:
+                res = self._listener([msg], ConsumeConcurrentlyContext(mq))  # type: ignore[arg-type]
+            if inspect.isawaitable(res):
+                res = await res
+            ok = res in (ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeOrderlyStatus.SUCCESS)
+            result, remark = ("CR_SUCCESS" if ok else "CR_LATER"), None
+        except Exception as exc:
+            result, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
+        out: dict[str, Any] = {
+            "autoCommit": True,
+            "consumeResult": result,
+            "order": self._orderly,
+            "spentTimeMills": int((time.monotonic() - begin) * 1000),
+        }
+        if remark:
+            out["remark"] = remark
+        return out
 
     # -------------------------------------------------------------------- RebalanceHost protocol
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        return await self.queue_ops.compute_pull_from_where(mq)
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         store = self.offset_store
         if self._orderly and self.config.message_model is _CLUSTERING:
@@ -395,7 +468,7 @@ class PushConsumer(PullOps):
             if not pq.locked:
                 return self._later(req, DELAY_EXCEPTION_MS)
             if not req.previously_locked:
-                offset = await self.compute_pull_from_where(mq)
+                offset = await self.queue_ops.compute_pull_from_where(mq)
                 if offset < 0:
                     return self._later(req, DELAY_EXCEPTION_MS)
                 req.previously_locked = True
@@ -411,7 +484,7 @@ class PushConsumer(PullOps):
         inst = self.instance
         found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
         if found is None:
-            await self.refresh_route(mq.topic)
+            await self.queue_ops.refresh_route(mq.topic)
             found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
             if found is None:
                 return self._later(req, DELAY_EXCEPTION_MS)
@@ -489,4 +562,7 @@ class PushConsumer(PullOps):
     # ---------------------------------------------------------------------------- send back
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
         """CONSUMER_SEND_MSG_BACK; on failure re-send to %RETRY%group ourselves (as Java)."""
-        return await push_support.send_message_back(self, msg, delay_level, broker_name)
+        max_times = self.config.effective_max_reconsume_times
+        return await send_message_back(
+            self.instance, self.group, self.retry_topic, max_times, msg, delay_level, broker_name
+        )

@@ -31,6 +31,7 @@ from pocketmq.remoting.protocol.errors import RemotingError
 from pocketmq.remoting.protocol.topics import MASTER_ID
 
 if TYPE_CHECKING:
+    from pocketmq.client.consumer.offset_store import OffsetStore
     from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,10 @@ class RebalanceImpl:
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
         # Held by a rebalance and by an offset reset: neither sees the other half-done.
         self.table_lock = asyncio.Lock()
+
+    def subscribe_info_missing(self, topic: str) -> bool:
+        """True for a subscribed topic whose queues the rebalance has not seen yet."""
+        return topic in self.subscriptions and topic not in self.topic_subscribe_info
 
     async def do_rebalance(self, is_order: bool) -> None:
         async with self.table_lock:
@@ -244,6 +249,36 @@ class RebalanceImpl:
                 pq = self.process_queue_table.get(mq)
                 if pq is not None:
                     pq.locked = False
+
+    async def reset_offsets(self, topic: str, table: dict[MessageQueue, int], store: OffsetStore) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET for the queues of ``topic`` in ``table`` (Java
+        ``MQClientInstance.resetOffset``); the caller wakes a rebalance afterwards.
+
+        Each broker pushes only its own queues, one push after another, so a push touches only
+        the queues it names: dropping the topic's other queues would also drop the ones the
+        previous push already re-created, and a dropped queue left in the table is never
+        pulled again. The work runs under the table lock (Java: ``synchronized``) so no
+        rebalance re-creates a queue from a pre-reset offset half-way through. The reset
+        offsets win: the old process queues are dropped first (pull replies and consume
+        results for them are discarded), the new offsets are written to the broker (waiting for
+        the reply), then the queues leave the table and the rebalance re-creates them from the
+        stored offsets.
+        """
+        async with self.table_lock:
+            mine = [mq for mq in self.process_queue_table if mq.topic == topic and mq in table]
+            for mq in mine:
+                pq = self.process_queue_table[mq]
+                pq.dropped = True
+                pq.clear()
+            for mq in mine:
+                store.update_offset(mq, table[mq])
+            try:
+                await store.persist_all(mine, prune=False)
+            except Exception as exc:
+                logger.warning("%s: persisting reset offsets of %s: %s", self.group, topic, exc)
+            for mq in mine:
+                self.process_queue_table.pop(mq, None)
+            logger.info("%s: offsets of %d queue(s) of %s reset", self.group, len(mine), topic)
 
     def drop_all(self) -> None:
         for pq in self.process_queue_table.values():
