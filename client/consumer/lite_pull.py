@@ -18,7 +18,6 @@ while ``pull_threshold_for_all`` messages wait in the poll cache.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Iterable
@@ -36,6 +35,7 @@ from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
@@ -48,15 +48,8 @@ logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
 
 
-class _State(enum.Enum):
-    CREATED = 0
-    RUNNING = 1
-    SHUTDOWN = 2
-
-
 # Enum members as module names: ``Enum.MEMBER`` is a metaclass lookup (~80 ns on CPython 3.11)
 # and the pull/consume paths test these on every batch.
-_RUNNING = _State.RUNNING
 _FOUND = PullStatus.FOUND
 _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 
@@ -115,7 +108,7 @@ class LitePullConsumer:
         self._cache: asyncio.Queue[_Batch] = asyncio.Queue()
         self._cached = 0
         self._tasks = TaskSet("lite-pull")
-        self._state = _State.CREATED
+        self._life = Lifecycle("consumer", self.group)
         self._instance: MQClientInstance | None = None
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalanceImpl | None = None
@@ -163,8 +156,8 @@ class LitePullConsumer:
 
     @property
     def instance(self) -> MQClientInstance:
-        if self._instance is None or self._state is not _RUNNING:
-            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        if self._instance is None or self._life.state is not RUNNING:
+            raise self._life.closed_error()
         return self._instance
 
     @property
@@ -175,8 +168,7 @@ class LitePullConsumer:
 
     # ---------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        if self._state is not _State.CREATED:
-            raise ClientStateError(f"consumer {self.group} cannot start in state {self._state.name}")
+        self._life.check(RUNNING)
         cfg = self.config
         inst = await MQClientInstance.acquire(cfg)
         self._instance = inst
@@ -195,7 +187,7 @@ class LitePullConsumer:
         except BaseException:
             await inst.release()
             raise
-        self._state = _RUNNING
+        self._life.move(RUNNING)
         for topic in list(self._subs):
             await self.queue_ops.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
@@ -207,11 +199,11 @@ class LitePullConsumer:
 
     async def shutdown(self) -> None:
         """Stop pulling; commit (auto-commit mode) and persist offsets; leave the instance."""
-        if self._state is not _RUNNING:
-            self._state = _State.SHUTDOWN
+        if self._life.state is not RUNNING:
+            self._life.move(SHUTDOWN)
             return
         inst = self.instance
-        self._state = _State.SHUTDOWN
+        self._life.move(SHUTDOWN)
         await self._tasks.cancel_all(timeout=1.0)
         if self.config.auto_commit:
             self._update_store_offsets()
@@ -235,7 +227,7 @@ class LitePullConsumer:
     def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         st = _QueueState(pq, offset)
         self._queues[mq] = st
-        if self._state is _RUNNING:
+        if self._life.state is RUNNING:
             self._start_pull(mq, st)
 
     def _start_pull(self, mq: MessageQueue, st: _QueueState) -> None:
@@ -258,13 +250,13 @@ class LitePullConsumer:
         if st.task is not None:
             st.task.cancel()
             st.task = None
-        if self._state is _RUNNING and not st.paused:
+        if self._life.state is RUNNING and not st.paused:
             self._start_pull(mq, st)
 
     async def _pull_loop(self, mq: MessageQueue, st: _QueueState) -> None:
         cfg = self.config
         pq = st.pq
-        while self._state is _RUNNING and not pq.dropped:
+        while self._life.state is RUNNING and not pq.dropped:
             if st.paused:
                 st.task = None
                 return
@@ -326,8 +318,7 @@ class LitePullConsumer:
         Raises:
             ClientClosedError: the consumer is not running.
         """
-        if self._state is not _RUNNING:
-            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        self._life.check_running()
         wait = self.config.poll_timeout_millis / 1000 if timeout is None else timeout
         deadline = time.monotonic() + wait
         cache = self._cache
@@ -428,7 +419,7 @@ class LitePullConsumer:
             st = self._queues.get(mq)
             if st is not None and st.paused:
                 st.paused = False
-                if self._state is _RUNNING:
+                if self._life.state is RUNNING:
                     self._start_pull(mq, st)
 
     def is_paused(self, mq: MessageQueue) -> bool:
@@ -453,7 +444,7 @@ class LitePullConsumer:
 
     async def do_rebalance(self) -> None:
         if (
-            self._state is _RUNNING
+            self._life.state is RUNNING
             and self._announced
             and self._rebalance is not None
             and not self._assigned_mode
@@ -461,7 +452,7 @@ class LitePullConsumer:
             await self._rebalance.do_rebalance(False)
 
     async def persist_consumer_offset(self) -> None:
-        if self._state is _RUNNING:
+        if self._life.state is RUNNING:
             await self.offset_store.persist_all(list(self._queues), oneway=True)
 
     def offset_table(self, topic: str) -> dict[MessageQueue, int]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import inspect
 import logging
 import time
@@ -46,11 +45,11 @@ from pocketmq.client.consumer.send_back import send_message_back
 from pocketmq.client.consumer.stats import ConsumeStats
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import (
-    ClientClosedError,
     ClientStateError,
     MessageValidationError,
 )
 from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN, Lifecycle
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
@@ -68,15 +67,8 @@ DELAY_EXCEPTION_MS = 3000
 DELAY_BROKER_FLOW_CONTROL_MS = 20
 
 
-class _State(enum.Enum):
-    CREATED = 0
-    RUNNING = 1
-    SHUTDOWN = 2
-
-
 # Enum members as module names: ``Enum.MEMBER`` is a metaclass lookup (~80 ns on CPython 3.11)
 # and the pull/consume paths test these on every batch.
-_RUNNING = _State.RUNNING
 _FOUND = PullStatus.FOUND
 _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
@@ -121,7 +113,7 @@ class PushConsumer:
         self._subs: dict[str, SubscriptionData] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self._orderly = False
-        self._state = _State.CREATED
+        self._life = Lifecycle("consumer", self.group)
         self._instance: MQClientInstance | None = None
         self._rebalance: RebalanceImpl | None = None
         self._offset_store: OffsetStore | None = None
@@ -165,7 +157,7 @@ class PushConsumer:
     def register_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
     ) -> None:
-        if self._state is not _State.CREATED:
+        if self._life.state is not CREATED:
             raise ClientStateError("register the listener before start()")
         if not callable(listener):
             raise MessageValidationError("listener must be callable")
@@ -178,8 +170,8 @@ class PushConsumer:
 
     @property
     def instance(self) -> MQClientInstance:
-        if self._instance is None or self._state is not _RUNNING:
-            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        if self._instance is None or self._life.state is not RUNNING:
+            raise self._life.closed_error()
         return self._instance
 
     @property
@@ -195,8 +187,7 @@ class PushConsumer:
     # ---------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         """Start pulling. Raises ClientStateError without listener/subscription or if restarted."""
-        if self._state is not _State.CREATED:
-            raise ClientStateError(f"consumer {self.group} cannot start in state {self._state.name}")
+        self._life.check(RUNNING)
         if self._listener is None:
             raise ClientStateError("no message listener registered")
         if not self._subs:
@@ -225,7 +216,7 @@ class PushConsumer:
             await self._service.stop()
             await inst.release()
             raise
-        self._state = _RUNNING
+        self._life.move(RUNNING)
         # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
             await self.queue_ops.refresh_route(topic)
@@ -235,11 +226,11 @@ class PushConsumer:
 
     async def shutdown(self) -> None:
         """Stop consuming, persist offsets (waiting for the broker), release broker locks."""
-        if self._state is not _RUNNING:
-            self._state = _State.SHUTDOWN
+        if self._life.state is not RUNNING:
+            self._life.move(SHUTDOWN)
             return
         inst = self.instance
-        self._state = _State.SHUTDOWN
+        self._life.move(SHUTDOWN)
         assert self._service is not None and self._rebalance is not None and self._offset_store is not None
         # Let a rebalance or offset reset under way finish first (they see SHUTDOWN and start
         # no pulls), so the final persist below covers the final table.
@@ -294,11 +285,11 @@ class PushConsumer:
             rb.topic_subscribe_info[topic] = mqs
 
     async def do_rebalance(self) -> None:
-        if self._state is _RUNNING and self._announced and self._rebalance is not None:
+        if self._life.state is RUNNING and self._announced and self._rebalance is not None:
             await self._rebalance.do_rebalance(self._orderly)
 
     async def persist_consumer_offset(self) -> None:
-        if self._state is _RUNNING and self._rebalance is not None:
+        if self._life.state is RUNNING and self._rebalance is not None:
             await self.offset_store.persist_all(list(self._rebalance.process_queue_table), oneway=True)
 
     def offset_table(self, topic: str) -> dict[MessageQueue, int]:
@@ -393,7 +384,7 @@ class PushConsumer:
         return True
 
     def dispatch_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int, locked: bool) -> None:
-        if self._state is not _RUNNING:  # a rebalance that was under way when shutdown began
+        if self._life.state is not RUNNING:  # a rebalance that was under way when shutdown began
             pq.dropped = True
             return
         req = PullRequest(self.group, mq, pq, offset, previously_locked=locked)
@@ -402,7 +393,7 @@ class PushConsumer:
     def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
-        if self._state is not _RUNNING:
+        if self._life.state is not RUNNING:
             return
         # Heartbeat at once so brokers learn a new subscription version quickly.
         self.instance.tasks.spawn(
@@ -414,13 +405,13 @@ class PushConsumer:
 
     # --------------------------------------------------------------------------------- pulls
     def _later(self, req: PullRequest, delay_ms: int) -> bool:
-        if self._state is _RUNNING:
+        if self._life.state is RUNNING:
             self.instance.pull_service.execute_later(req, delay_ms)
         return False
 
     def _again(self, req: PullRequest) -> bool:
         """Whether the next pull of ``req`` follows at once (else it is scheduled)."""
-        if self._state is not _RUNNING:
+        if self._life.state is not RUNNING:
             return False
         if self.config.pull_interval > 0:
             self.instance.pull_service.execute_later(req, self.config.pull_interval)
@@ -452,7 +443,7 @@ class PushConsumer:
     async def _pull_message(self, req: PullRequest) -> bool:
         """One pull; True when the next one should follow at once."""
         pq = req.process_queue
-        if pq.dropped or self._state is not _RUNNING:
+        if pq.dropped or self._life.state is not RUNNING:
             return False
         cfg = self.config
         mq = req.message_queue
@@ -513,7 +504,7 @@ class PushConsumer:
         except FlowControlError:
             return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
         except (ResponseError, OSError) as exc:
-            if self._state is _RUNNING and not pq.dropped:
+            if self._life.state is RUNNING and not pq.dropped:
                 logger.warning("%s: pull %s at %d failed: %s", self.group, mq, req.next_offset, exc)
             return self._later(req, DELAY_EXCEPTION_MS)
         self._suggest[mq] = result.suggest_which_broker_id

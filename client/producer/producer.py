@@ -12,15 +12,15 @@ included.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
 from pocketmq.client.config import ProducerConfig
-from pocketmq.client.errors import ClientClosedError, ClientStateError, RemotingTooMuchRequestError
+from pocketmq.client.errors import RemotingTooMuchRequestError
 from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
 from pocketmq.client.message import Message, MessageQueue, SendResult
 from pocketmq.client.producer import transaction
 from pocketmq.client.producer.prepare import MessagePreparer
@@ -37,12 +37,6 @@ from pocketmq.remoting.protocol.message import (
 logger = logging.getLogger(__name__)
 
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
-
-
-class _State(enum.Enum):
-    CREATED = 0
-    RUNNING = 1
-    SHUTDOWN = 2
 
 
 class Producer:
@@ -76,28 +70,25 @@ class Producer:
         self.config = config
         self.group = config.producer_group
         self.transaction_checker = transaction_checker
-        self._state = _State.CREATED
+        self._life = Lifecycle("producer", self.group)
         self._inflight: set[asyncio.Future[Any]] = set()
         self._prep = MessagePreparer(config)
-        self._sender = Sender(config, self._prep, self._closed_error, clock)
+        self._sender = Sender(config, self._prep, self._life.closed_error, clock)
         self._timeout = config.send_msg_timeout / 1000
 
     # --------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         """Join the shared client instance. Raises ClientStateError if started twice."""
-        if self._state is not _State.CREATED:
-            raise ClientStateError(f"producer {self.group} cannot start in state {self._state.name}")
+        self._life.check(RUNNING)
         inst = await MQClientInstance.acquire(self.config)
         inst.register_producer(self)
         self._sender.instance = inst
-        self._state = _State.RUNNING
+        self._life.move(RUNNING)
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Wait (up to ``timeout`` s) for in-flight async sends, then leave the instance."""
-        if self._state is not _State.RUNNING:
-            self._state = _State.SHUTDOWN
+        if self._life.move(SHUTDOWN) is not RUNNING:
             return
-        self._state = _State.SHUTDOWN
         # retries of in-flight sends stop here (ClientClosedError); their replies still arrive
         inst, self._sender.instance = self._sender.instance, None
         if self._inflight:
@@ -111,7 +102,7 @@ class Producer:
 
     def detach(self) -> None:
         """Mark shut down without touching the instance (the instance is closing itself)."""
-        self._state = _State.SHUTDOWN
+        self._life.move(SHUTDOWN)
         self._sender.instance = None
 
     async def __aenter__(self) -> Producer:
@@ -121,12 +112,9 @@ class Producer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def _closed_error(self) -> ClientClosedError:
-        return ClientClosedError(f"producer {self.group} is not running ({self._state.name})")
-
     def _check_running(self) -> None:
         if self._sender.instance is None:
-            raise self._closed_error()
+            raise self._life.closed_error()
 
     @property
     def instance(self) -> MQClientInstance:
@@ -176,7 +164,7 @@ class Producer:
         """
         sender = self._sender
         if sender.instance is None:
-            raise self._closed_error()
+            raise self._life.closed_error()
         p = self._prep.prepare(msg)
         budget = self._timeout if timeout is None else timeout
         if sharding_key is not None:

@@ -15,7 +15,7 @@ from pocketmq.client.errors import (
     RemotingConnectError,
     SendFailedError,
 )
-from pocketmq.client.producer.producer import _State
+from pocketmq.client.lifecycle import RUNNING
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.errors import MessageIllegalError
@@ -45,7 +45,7 @@ def make_producer(handler, **options) -> tuple[Producer, FakeInstance]:
     producer = Producer("PG", namesrv="127.0.0.1:9876", **options)
     inst = FakeInstance(handler)
     producer._sender.instance = as_any(inst)
-    producer._state = _State.RUNNING
+    producer._life.state = RUNNING
     route = TopicRouteData([QueueData("broker-a", 2, 2, 6), QueueData("broker-b", 2, 2, 6)], [])
     producer._sender.publish["T"] = TopicPublishInfo(list(QUEUES), route=route, have_route=True, index=0)
     return producer, inst
