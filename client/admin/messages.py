@@ -17,7 +17,6 @@ import os
 import zlib
 from typing import Any
 
-from pocketmq.client._hdr import make
 from pocketmq.client.admin.base import MQAdminError
 from pocketmq.client.admin.groups import GroupAdmin
 from pocketmq.client.admin.model import MessageTrack, QueueRange
@@ -234,9 +233,7 @@ class MessageAdmin(GroupAdmin):
             pos = lo
             while pos < hi and (remaining is None or remaining > 0):
                 want = PULL_BATCH if remaining is None else min(PULL_BATCH, remaining)
-                header = make(
-                    PullMessageRequestHeader,
-                    consumer_group=group, topic=topic, queue_id=mq.queue_id, queue_offset=pos,
+                header = PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=mq.queue_id, queue_offset=pos,
                     max_msg_nums=want, sys_flag=pull_sys_flag(False, False, True), commit_offset=0,
                     suspend_timeout_millis=0, subscription=sub.sub_string, sub_version=0,
                     expression_type=sub.expression_type,

@@ -18,7 +18,6 @@ import logging
 import time
 from typing import Any
 
-from pocketmq.client._hdr import make
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import MessageModel, PushConsumerConfig
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
@@ -483,8 +482,7 @@ class PushConsumer:
         flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
         if is_slave:
             flag &= ~FLAG_COMMIT_OFFSET
-        header = make(
-            PullMessageRequestHeader,
+        header = PullMessageRequestHeader(
             consumer_group=self.group,
             topic=mq.topic,
             queue_id=mq.queue_id,

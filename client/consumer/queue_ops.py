@@ -17,7 +17,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from pocketmq.client._hdr import make
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import ConsumeFromWhere, ConsumerConfig
 from pocketmq.client.consumer.offset_store import ReadOffsetType
@@ -162,8 +161,7 @@ class QueueOps:
             found = inst.find_broker_addr_in_subscribe(mq.broker_name, suggest.get(mq, MASTER_ID), False)
             if found is None:
                 raise BrokerNotFoundError(mq.broker_name)
-        header = make(
-            PullMessageRequestHeader,
+        header = PullMessageRequestHeader(
             consumer_group=self.host.group,
             topic=mq.topic,
             queue_id=mq.queue_id,

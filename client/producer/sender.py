@@ -99,7 +99,7 @@ class Sender:
         self.attempts = 1 + config.retry_times_when_send_failed
         self.attempts_async = 1 + config.retry_times_when_send_async_failed
         self._vip = config.vip_channel_enabled
-        self._retry_status = config.retry_another_broker_when_not_store_ok
+        self.retry_not_stored = config.retry_another_broker_when_not_store_ok
 
     def running_instance(self) -> MQClientInstance:
         """The client instance. Raises ClientClosedError when the producer is not running."""
@@ -251,7 +251,7 @@ class Sender:
                 continue
             if fault.enabled:
                 self.record_latency(mq, t0, failed=False)
-            if result.send_status is not _SEND_OK and self._retry_status and attempt + 1 < times:
+            if result.send_status is not _SEND_OK and self.retry_not_stored and attempt + 1 < times:
                 continue
             return result
         raise SendFailedError(p.topic, errors) from (errors[-1] if errors else None)
@@ -330,7 +330,7 @@ def _first_reply(
         except Exception as err:
             exc = err
         else:
-            if result.send_status is _SEND_OK or not (sender._retry_status and sender.attempts_async > 1):
+            if result.send_status is _SEND_OK or not (sender.retry_not_stored and sender.attempts_async > 1):
                 out.set_result(result)
                 return
     if exc is not None and not is_retriable(exc):

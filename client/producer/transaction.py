@@ -14,7 +14,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from pocketmq.client._hdr import make
 from pocketmq.client.errors import BrokerNotFoundError, MessageValidationError
 from pocketmq.client.message import Message, SendResult
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -63,8 +62,7 @@ async def end_transaction(producer: Producer, result: SendResult, state: Transac
     addr = producer.instance.find_broker_addr_in_publish(result.message_queue.broker_name)
     if addr is None:
         raise BrokerNotFoundError(result.message_queue.broker_name)
-    header = make(
-        EndTransactionRequestHeader,
+    header = EndTransactionRequestHeader(
         producer_group=producer.group,
         tran_state_table_offset=result.queue_offset,
         commit_log_offset=commit_log_offset,
@@ -91,8 +89,7 @@ async def answer_check(
         logger.exception("transaction checker raised for %s", header.msg_id)
         state = TransactionState.UNKNOW
     uniq = msg.get_property(MessageConst.UNIQ_KEY) or header.msg_id or ""
-    end = make(
-        EndTransactionRequestHeader,
+    end = EndTransactionRequestHeader(
         producer_group=producer.group,
         tran_state_table_offset=header.tran_state_table_offset,
         commit_log_offset=header.commit_log_offset,

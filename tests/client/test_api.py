@@ -5,7 +5,6 @@ import zlib
 import orjson
 import pytest
 
-from pocketmq.client._hdr import make
 from pocketmq.client.api import MQClientAPI, decode_pull_result
 from pocketmq.client.consumer.subscription import new_subscription
 from pocketmq.client.errors import RemotingConnectError, TopicRouteNotFoundError
@@ -138,7 +137,7 @@ async def test_pull_statuses_and_decoding() -> None:
         )
 
     api, _ = api_with(handler)
-    header = make(PullMessageRequestHeader, consumer_group="G", topic="T", queue_id=1, queue_offset=5, max_msg_nums=32,
+    header = PullMessageRequestHeader(consumer_group="G", topic="T", queue_id=1, queue_offset=5, max_msg_nums=32,
                   sys_flag=2, commit_offset=0, suspend_timeout_millis=15000, subscription="A", sub_version=1)  # fmt: skip
     res = await api.pull_message("a", header, 1.0)
     assert res.status is PullStatus.FOUND and res.next_begin_offset == 7
