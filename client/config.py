@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -94,6 +95,22 @@ class ClientConfig(BaseModel):
         """``ip@instance[@unit]``: the identity brokers see in heartbeats and rebalances."""
         cid = f"{self.client_ip}@{self.resolved_instance_name}"
         return f"{cid}@{self.unit_name}" if self.unit_name else cid
+
+
+C = TypeVar("C", bound=ClientConfig)
+
+
+def resolve_config(
+    cls: type[C], config: C | None, group_field: str, group: str, namesrv: str | None, options: dict[str, Any]
+) -> C:
+    """A client's configuration: ``config`` when given, else ``cls`` built from the keyword
+    options, the group (``group_field``) and the name server list."""
+    if config is not None:
+        return config
+    options[group_field] = group
+    if namesrv is not None:
+        options["namesrv_addr"] = namesrv
+    return cls(**options)
 
 
 class ProducerConfig(ClientConfig):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pocketmq.client.api import decode_pull_result
-from pocketmq.client.config import LitePullConsumerConfig, MessageModel
+from pocketmq.client.config import LitePullConsumerConfig, MessageModel, resolve_config
 from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.queue_ops import QueueOps
@@ -92,11 +92,7 @@ class LitePullConsumer:
         config: LitePullConsumerConfig | None = None,
         **options: Any,
     ) -> None:
-        if config is None:
-            options["consumer_group"] = group
-            if namesrv is not None:
-                options["namesrv_addr"] = namesrv
-            config = LitePullConsumerConfig(**options)
+        config = resolve_config(LitePullConsumerConfig, config, "consumer_group", group, namesrv, options)
         self.config = config
         self.group = config.consumer_group
         self.retry_topic = retry_topic(self.group)
@@ -114,13 +110,10 @@ class LitePullConsumer:
         self._rebalance: RebalanceImpl | None = None
         self._announced = False  # first heartbeat sent: rebalances may ask for the members
         self._last_commit = time.monotonic()
-        ops = self.queue_ops = QueueOps(self)
-        # queue operations of the public API, served by the collaborator
-        self.fetch_message_queues = ops.fetch_message_queues
-        self.min_offset = ops.min_offset
-        self.max_offset = ops.max_offset
-        self.offset_for_timestamp = ops.offset_for_timestamp
-        self.pull = ops.pull
+        self.queue_ops = QueueOps(self)
+        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
+        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
+         self.pull) = self.queue_ops.public_api()  # fmt: skip
 
     # ------------------------------------------------------------------------ configuration
     def subscribe(self, topic: str, expression: str = "*") -> None:

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from pocketmq.client.api import decode_pull_result
-from pocketmq.client.config import MessageModel, PushConsumerConfig
+from pocketmq.client.config import MessageModel, PushConsumerConfig, resolve_config
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from pocketmq.client.consumer.consume_service import ConsumeMessageConcurrentlyService
 from pocketmq.client.consumer.listener import (
@@ -98,11 +98,7 @@ class PushConsumer:
         config: PushConsumerConfig | None = None,
         **options: Any,
     ) -> None:
-        if config is None:
-            options["consumer_group"] = group
-            if namesrv is not None:
-                options["namesrv_addr"] = namesrv
-            config = PushConsumerConfig(**options)
+        config = resolve_config(PushConsumerConfig, config, "consumer_group", group, namesrv, options)
         self.config = config
         self.group = config.consumer_group
         self.retry_topic = retry_topic(self.group)
@@ -123,13 +119,10 @@ class PushConsumer:
         self._announced = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
-        ops = self.queue_ops = QueueOps(self)
-        # queue operations of the public API, served by the collaborator
-        self.fetch_message_queues = ops.fetch_message_queues
-        self.min_offset = ops.min_offset
-        self.max_offset = ops.max_offset
-        self.offset_for_timestamp = ops.offset_for_timestamp
-        self.pull = ops.pull
+        self.queue_ops = QueueOps(self)
+        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
+        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
+         self.pull) = self.queue_ops.public_api()  # fmt: skip
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import ConsumeFromWhere, ConsumerConfig
@@ -60,6 +61,25 @@ class QueueOps:
         self.host = host
         #: broker id the last pull reply of each queue suggested (lite pulls and ``pull``)
         self.suggest: dict[MessageQueue, int] = {}
+
+    def public_api(
+        self,
+    ) -> tuple[
+        Callable[[str], Coroutine[Any, Any, set[MessageQueue]]],
+        Callable[[MessageQueue], Coroutine[Any, Any, int]],
+        Callable[[MessageQueue], Coroutine[Any, Any, int]],
+        Callable[[MessageQueue, int], Coroutine[Any, Any, int]],
+        Callable[..., Coroutine[Any, Any, PullResult]],
+    ]:
+        """The operations consumers offer their users as their own methods: fetch_message_queues,
+        min_offset, max_offset, offset_for_timestamp, pull."""
+        return (
+            self.fetch_message_queues,
+            self.min_offset,
+            self.max_offset,
+            self.offset_for_timestamp,
+            self.pull,
+        )
 
     def consumer_data(self, consume_type: ConsumeType, subscriptions: list[SubscriptionData]) -> ConsumerData:
         """The consumer's entry in a HEART_BEAT body's consumerDataSet."""

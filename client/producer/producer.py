@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from pocketmq.client.config import ProducerConfig
+from pocketmq.client.config import ProducerConfig, resolve_config
 from pocketmq.client.errors import RemotingTooMuchRequestError
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
@@ -61,11 +61,7 @@ class Producer:
         transaction_checker: transaction.TransactionChecker | None = None,
         **options: Any,
     ) -> None:
-        if config is None:
-            options["producer_group"] = group
-            if namesrv is not None:
-                options["namesrv_addr"] = namesrv
-            config = ProducerConfig(**options)
+        config = resolve_config(ProducerConfig, config, "producer_group", group, namesrv, options)
         check_group(config.producer_group)
         self.config = config
         self.group = config.producer_group
