@@ -86,7 +86,7 @@ class MQClientInstance:
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.broker_versions: dict[str, int] = {}
         self.tasks = TaskSet("client-instance")
-        self.pull_service = PullMessageService(self)
+        self.pull_service = PullMessageService(self.consumers)
         self._route_lock = asyncio.Lock()
         self._services: list[Service] = []
         self._rebalance = _Periodic("rebalance", 20.0, self.do_rebalance, 0.0)

@@ -20,7 +20,7 @@ import asyncio
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pocketmq.client.config import MessageModel
 from pocketmq.client.consumer.listener import (
@@ -35,7 +35,11 @@ from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
-    from pocketmq.client.consumer.push import PushConsumer
+    from pocketmq.client.config import PushConsumerConfig
+    from pocketmq.client.consumer.offset_store import OffsetStore
+    from pocketmq.client.consumer.rebalance_impl import RebalanceImpl
+    from pocketmq.client.consumer.stats import ConsumeStats
+    from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,28 @@ RETRY_LOCALLY_DELAY_MS = 5000
 _CONSUME_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 _RECONSUME_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 _BROADCASTING = MessageModel.BROADCASTING
+
+
+class ConsumeHost(Protocol):
+    """What the consume services need from their push consumer."""
+
+    group: str
+    retry_topic: str
+    stats: ConsumeStats
+
+    @property
+    def config(self) -> PushConsumerConfig: ...
+
+    @property
+    def instance(self) -> MQClientInstance: ...
+
+    @property
+    def offset_store(self) -> OffsetStore: ...
+
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool: ...
 
 
 class _Slot:
@@ -57,7 +83,7 @@ class _Slot:
 
 
 class ConsumeMessageConcurrentlyService:
-    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: ConcurrentListener) -> None:
         self.consumer = consumer
         self.listener = listener
         cfg = consumer.config

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.client.errors import BrokerNotFoundError, MessageValidationError
 from pocketmq.client.message import Message, SendResult
@@ -20,7 +20,7 @@ from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeade
 from pocketmq.remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id
 
 if TYPE_CHECKING:
-    from pocketmq.client.producer.producer import Producer
+    from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,18 @@ class TransactionState(enum.Enum):
 
 
 TransactionChecker = Callable[[MessageExt], Awaitable[TransactionState]]
+
+
+class Producer(Protocol):
+    """What the transaction steps need from their producer."""
+
+    group: str
+    transaction_checker: TransactionChecker | None
+
+    @property
+    def instance(self) -> MQClientInstance: ...
+
+    async def send(self, msg: Message) -> SendResult: ...
 
 
 async def send_in_transaction(
