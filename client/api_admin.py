@@ -42,6 +42,7 @@ from pocketmq.remoting.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
 )
 from pocketmq.remoting.protocol.message import MessageExt, decode_messages
+from pocketmq.remoting.protocol.topics import DEFAULT_TOPIC, PermName
 
 
 def _json(reply: RemotingCommand, what: str) -> Mapping[Any, Any]:
@@ -125,8 +126,8 @@ class AdminCalls:
 
     # ---------------------------------------------------------------------------------- broker
     async def create_topic(
-        self, addr: str, topic: str, *, read_queue_nums: int = 8, write_queue_nums: int = 8, perm: int = 6,
-        order: bool = False, topic_filter_type: str = "SINGLE_TAG", default_topic: str = "TBW102",
+        self, addr: str, topic: str, *, read_queue_nums: int = 8, write_queue_nums: int = 8, perm: int = PermName.DEFAULT,
+        order: bool = False, topic_filter_type: str = "SINGLE_TAG", default_topic: str = DEFAULT_TOPIC,
         topic_sys_flag: int | None = None,
     ) -> None:  # fmt: skip
         ext = CreateTopicRequestHeader(topic=topic, default_topic=default_topic, read_queue_nums=read_queue_nums,

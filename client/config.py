@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from pocketmq.remoting.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel
+from pocketmq.remoting.protocol.topics import DEFAULT_TOPIC
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 __all__ = [
@@ -115,7 +116,7 @@ def resolve_config(
 
 class ProducerConfig(ClientConfig):
     producer_group: str = "DEFAULT_PRODUCER"
-    create_topic_key: str = Field(default="TBW102", description="template topic for auto-creation")
+    create_topic_key: str = Field(default=DEFAULT_TOPIC, description="template topic for auto-creation")
     default_topic_queue_nums: int = Field(default=4, gt=0)
     send_msg_timeout: int = Field(default=3_000, gt=0, description="ms, whole send including retries")
     compress_msg_body_over_howmuch: int = Field(default=4096, ge=0, description="bytes")

@@ -463,7 +463,10 @@ class LitePullConsumer:
         return {
             "jstack": "",
             "mqTable": {mq: st.pq.info() for mq, st in self._queues.items()},
-            "properties": {"PROP_CONSUME_TYPE": "CONSUME_ACTIVELY", "consumerGroup": self.group},
+            "properties": {
+                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_ACTIVELY.value,
+                "consumerGroup": self.group,
+            },
             "statusTable": {},
             "subscriptionSet": [s.to_json() for s in self.subscriptions()],
         }

@@ -20,6 +20,7 @@ from pocketmq.client.validation import check_send_topic
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
     MAX_PROPERTIES_LENGTH,
+    TRANSACTION_PREPARED_TYPE,
     MessageConst,
     UniqIdGenerator,
     encode_batch,
@@ -119,7 +120,7 @@ class MessagePreparer:
         uniq = props.get(MessageConst.UNIQ_KEY) or self._uniq.create()
         props[MessageConst.UNIQ_KEY] = uniq
         if props.get(MessageConst.TRAN_MSG) == "true":
-            sys_flag |= 0x4  # TRANSACTION_PREPARED_TYPE
+            sys_flag |= TRANSACTION_PREPARED_TYPE
         retry = is_retry_topic(msg.topic)
         reconsume = props.pop(MessageConst.RECONSUME_TIME, None) if retry else None
         max_reconsume = props.pop(MessageConst.MAX_RECONSUME_TIMES, None) if retry else None
