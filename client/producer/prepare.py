@@ -110,6 +110,7 @@ class MessagePreparer:
             sys_flag |= COMPRESSED_FLAG
         if not msg.properties and not msg.keys and not msg.delay_level and msg.wait_store_msg_ok:
             # The common case, without building a dict: TAGS and UNIQ_KEY only.
+            # inline of pocketmq.remoting.protocol.message.properties_to_string
             uniq = self._uniq.create()
             tags = msg.tags
             props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
@@ -164,6 +165,7 @@ class MessagePreparer:
             ):
                 # The common case, as in _prepare: TAGS and UNIQ_KEY only, no dict built (the
                 # same string properties_to_string makes of them).
+                # inline of pocketmq.remoting.protocol.message.properties_to_string
                 uniq = create()
                 props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
             else:

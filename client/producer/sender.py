@@ -220,7 +220,8 @@ class Sender:
                     errors.append(RemotingTimeoutError(f"send to {p.topic} timed out after {budget:.3f}s"))
                     break
             if last_broker is None and not fault.enabled:
-                # The first attempt without latency fault tolerance: plain round robin, inline.
+                # The first attempt without latency fault tolerance: plain round robin.
+                # inline of pocketmq.client.route.TopicPublishInfo.select_one
                 queues = info.message_queues
                 info.index += 1
                 mq = queues[info.index % len(queues)]
@@ -270,6 +271,7 @@ class Sender:
         if info is None or not info.message_queues or self.fault.enabled or self._vip or inst is None:
             return None
         queues = info.message_queues
+        # inline of pocketmq.client.route.TopicPublishInfo.select_one (index advanced once written)
         mq = queues[(info.index + 1) % len(queues)]
         addr = inst.find_broker_addr_in_publish(mq.broker_name)
         if addr is None:

@@ -348,3 +348,30 @@ def test_retry_classification_is_one_rule() -> None:
     assert is_retriable(SystemBusyError("busy"))
     assert not is_retriable(MessageIllegalError("bad"))
     assert not is_retriable(ValueError("x"))
+
+
+async def test_inline_round_robin_matches_select_one() -> None:
+    # Sender.send and Sender.send_first inline TopicPublishInfo.select_one: same queue, same cursor
+    for start in range(-1, 6):
+        ref = TopicPublishInfo(list(QUEUES), index=start)
+        expected = [ref.select_one() for _ in range(3)]
+        producer, _ = make_producer(ok)
+        producer._sender.publish["T"].index = start
+        got = [(await producer.send(Message("T", b"x"))).message_queue for _ in range(2)]
+        producer2, _ = make_future_producer(ok)
+        producer2._sender.publish["T"].index = start + 2
+        got.append((await producer2.send_async(Message("T", b"x"))).message_queue)
+        assert got == expected
+        assert producer._sender.publish["T"].index == ref.index - 1
+
+
+async def test_single_message_properties_fast_path_matches_properties_to_string() -> None:
+    from pocketmq.remoting.protocol.message import properties_to_string
+
+    producer, inst = make_producer(ok)
+    for m in (Message("T", b"0", tags="t"), Message("T", b"1")):
+        await producer.send(m)
+        props_str = inst.remoting.requests[-1][1].ext_fields["i"]
+        props = m.wire_properties()
+        props["UNIQ_KEY"] = string_to_properties(props_str)["UNIQ_KEY"]
+        assert props_str == properties_to_string(props)
