@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.client.config import MessageModel
@@ -194,18 +195,21 @@ class RebalanceImpl:
             pq.last_lock_timestamp = now_ms()
         return mq in locked
 
-    async def lock_all(self) -> None:
+    def _queues_by_master(self) -> Iterator[tuple[str, str, list[MessageQueue]]]:
+        """``(broker, master address, queues)`` for the table's queues, broker by broker (the
+        address looked up when its turn comes; brokers without a known master are skipped)."""
         by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
         for mq in self.process_queue_table:
             by_broker[mq.broker_name].append(mq)
         for broker, mqs in by_broker.items():
-            addr = self.instance.find_broker_addr_in_subscribe(broker, MASTER_ID, True)
-            if addr is None:
-                continue
+            found = self.instance.find_broker_addr_in_subscribe(broker, MASTER_ID, True)
+            if found is not None:
+                yield broker, found[0], mqs
+
+    async def lock_all(self) -> None:
+        for broker, addr, mqs in self._queues_by_master():
             try:
-                locked = await self.instance.api.lock_batch_mq(
-                    addr[0], self.group, self.instance.client_id, mqs
-                )
+                locked = await self.instance.api.lock_batch_mq(addr, self.group, self.instance.client_id, mqs)
             except Exception as exc:
                 logger.info("lock batch on %s failed: %s", broker, exc)
                 continue
@@ -234,15 +238,9 @@ class RebalanceImpl:
             logger.info("unlock %s failed: %s", mq, exc)
 
     async def unlock_all(self) -> None:
-        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
-        for mq in self.process_queue_table:
-            by_broker[mq.broker_name].append(mq)
-        for broker, mqs in by_broker.items():
-            addr = self.instance.find_broker_addr_in_subscribe(broker, MASTER_ID, True)
-            if addr is None:
-                continue
+        for broker, addr, mqs in self._queues_by_master():
             try:
-                await self.instance.api.unlock_batch_mq(addr[0], self.group, self.instance.client_id, mqs)
+                await self.instance.api.unlock_batch_mq(addr, self.group, self.instance.client_id, mqs)
             except Exception as exc:
                 logger.info("unlock batch on %s failed: %s", broker, exc)
             for mq in mqs:
