@@ -17,16 +17,20 @@ from pocketmq.remoting.protocol.topics import (
 )
 
 
+def _check_name(kind: str, name: str, max_length: int) -> None:
+    if not name or not name.strip():
+        raise MessageValidationError(f"the specified {kind} is blank")
+    if len(name) > max_length:
+        raise MessageValidationError(f"the specified {kind} is longer than {max_length} characters")
+    if is_topic_or_group_illegal(name):
+        raise MessageValidationError(
+            f"the specified {kind} {name!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        )
+
+
 def check_topic(topic: str) -> None:
     """Raise :class:`MessageValidationError` unless ``topic`` is a legal topic name."""
-    if not topic or not topic.strip():
-        raise MessageValidationError("the specified topic is blank")
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise MessageValidationError(f"the specified topic is longer than {TOPIC_MAX_LENGTH} characters")
-    if is_topic_or_group_illegal(topic):
-        raise MessageValidationError(
-            f"the specified topic {topic!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-        )
+    _check_name("topic", topic, TOPIC_MAX_LENGTH)
 
 
 def check_send_topic(topic: str) -> None:
@@ -40,11 +44,4 @@ def check_send_topic(topic: str) -> None:
 
 def check_group(group: str) -> None:
     """Raise :class:`MessageValidationError` unless ``group`` is a legal group name."""
-    if not group or not group.strip():
-        raise MessageValidationError("the specified group is blank")
-    if len(group) > GROUP_MAX_LENGTH:
-        raise MessageValidationError(f"the specified group is longer than {GROUP_MAX_LENGTH} characters")
-    if is_topic_or_group_illegal(group):
-        raise MessageValidationError(
-            f"the specified group {group!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-        )
+    _check_name("group", group, GROUP_MAX_LENGTH)
