@@ -34,7 +34,7 @@ class TransactionState(enum.Enum):
 TransactionChecker = Callable[[MessageExt], Awaitable[TransactionState]]
 
 
-class Producer(Protocol):
+class TransactionalProducer(Protocol):
     """What the transaction steps need from their producer."""
 
     group: str
@@ -47,7 +47,7 @@ class Producer(Protocol):
 
 
 async def send_in_transaction(
-    producer: Producer,
+    producer: TransactionalProducer,
     msg: Message,
     execute_local: Callable[[Message, SendResult], Awaitable[TransactionState]],
 ) -> tuple[SendResult, TransactionState]:
@@ -69,7 +69,9 @@ async def send_in_transaction(
     return result, state
 
 
-async def end_transaction(producer: Producer, result: SendResult, state: TransactionState) -> None:
+async def end_transaction(
+    producer: TransactionalProducer, result: SendResult, state: TransactionState
+) -> None:
     _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
     addr = producer.instance.find_broker_addr_in_publish(result.message_queue.broker_name)
     if addr is None:
@@ -87,7 +89,10 @@ async def end_transaction(producer: Producer, result: SendResult, state: Transac
 
 
 async def answer_check(
-    producer: Producer, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    producer: TransactionalProducer,
+    broker_addr: str,
+    msg: MessageExt,
+    header: CheckTransactionStateRequestHeader,
 ) -> None:
     checker = producer.transaction_checker
     if checker is None:
