@@ -18,13 +18,11 @@ from typing import Any
 
 import orjson
 
-from pocketmq.client._hdr import make
 from pocketmq.client.api_admin import AdminCalls
 from pocketmq.client.consumer.fast_decode import decode_pull_body
-from pocketmq.client.consumer.subscription import SubscriptionData
+from pocketmq.client.consumer.subscription import SubscriptionData, filter_by_tags
 from pocketmq.client.errors import RemotingConnectError, RemotingTimeoutError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
-from pocketmq.client.route import TopicRouteData
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -42,7 +40,9 @@ from pocketmq.remoting.protocol.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, decode_messages
+from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.transport.client import RemotingClient
 
 LANGUAGE = LanguageCode.PYTHON
@@ -83,7 +83,7 @@ def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list
         return []
     msgs = decode_pull_body(body, inflate=True)
     if sub is not None:
-        msgs = sub.filter(msgs)
+        msgs = filter_by_tags(sub, msgs)
     result.msgs = msgs
     return msgs
 
@@ -172,7 +172,7 @@ class MQClientAPI(AdminCalls):
         Raises:
             TopicRouteNotFoundError: the name servers know no such topic (code 17).
         """
-        ext = make(GetRouteInfoRequestHeader, topic=topic, accept_standard_json_only=True).to_ext_fields()
+        ext = GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True).to_ext_fields()
         reply = await self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext, None, timeout)
         if reply.code == ResponseCode.TOPIC_NOT_EXIST:
             raise TopicRouteNotFoundError(topic, reply.remark or "")
@@ -261,9 +261,7 @@ class MQClientAPI(AdminCalls):
     # ------------------------------------------------------------------------------- offsets
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
         """The group's stored offset, or -1 when the broker has none (QUERY_NOT_FOUND)."""
-        ext = make(
-            QueryConsumerOffsetRequestHeader, consumer_group=group, topic=mq.topic, queue_id=mq.queue_id
-        )
+        ext = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
         try:
             reply = await self.invoke_checked(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext.to_ext_fields())
         except QueryNotFoundError:
@@ -273,8 +271,7 @@ class MQClientAPI(AdminCalls):
     async def update_consumer_offset(
         self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False
     ) -> None:
-        ext = make(
-            UpdateConsumerOffsetRequestHeader,
+        ext = UpdateConsumerOffsetRequestHeader(
             consumer_group=group,
             topic=mq.topic,
             queue_id=mq.queue_id,
@@ -286,33 +283,28 @@ class MQClientAPI(AdminCalls):
             await self.invoke_checked(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
 
     async def get_max_offset(self, addr: str, mq: MessageQueue) -> int:
-        ext = make(GetMaxOffsetRequestHeader, topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        ext = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         return int((await self.invoke_checked(addr, RequestCode.GET_MAX_OFFSET, ext)).ext("offset") or 0)
 
     async def get_min_offset(self, addr: str, mq: MessageQueue) -> int:
-        ext = make(GetMinOffsetRequestHeader, topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        ext = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         return int((await self.invoke_checked(addr, RequestCode.GET_MIN_OFFSET, ext)).ext("offset") or 0)
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
-        ext = make(SearchOffsetRequestHeader, topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
+        ext = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
         reply = await self.invoke_checked(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext.to_ext_fields())
         return int(reply.ext("offset") or 0)
 
     # ----------------------------------------------------------------------- clients, groups
-    async def send_heartbeat(
-        self, addr: str, heartbeat: Mapping[str, Any], timeout: float | None = None
-    ) -> int:
+    async def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout: float | None = None) -> int:
         """HEART_BEAT; returns the broker's version number."""
-        reply = await self.invoke_checked(
-            addr, RequestCode.HEART_BEAT, None, orjson.dumps(heartbeat), timeout
-        )
+        reply = await self.invoke_checked(addr, RequestCode.HEART_BEAT, None, heartbeat.encode(), timeout)
         return reply.version
 
     async def unregister_client(
         self, addr: str, client_id: str, producer_group: str | None, consumer_group: str | None
     ) -> None:
-        ext = make(
-            UnregisterClientRequestHeader,
+        ext = UnregisterClientRequestHeader(
             client_id=client_id,
             producer_group=producer_group,
             consumer_group=consumer_group,
@@ -320,7 +312,7 @@ class MQClientAPI(AdminCalls):
         await self.invoke_checked(addr, RequestCode.UNREGISTER_CLIENT, ext)
 
     async def get_consumer_id_list(self, addr: str, group: str) -> list[str]:
-        ext = make(GetConsumerListByGroupRequestHeader, consumer_group=group).to_ext_fields()
+        ext = GetConsumerListByGroupRequestHeader(consumer_group=group).to_ext_fields()
         reply = await self.invoke_checked(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, ext)
         if not reply.body:
             return []
@@ -332,8 +324,7 @@ class MQClientAPI(AdminCalls):
         timeout: float | None = None,
     ) -> None:  # fmt: skip
         """CONSUMER_SEND_MSG_BACK: the broker re-stores ``msg`` in %RETRY%group (or the DLQ)."""
-        ext = make(
-            ConsumerSendMsgBackRequestHeader,
+        ext = ConsumerSendMsgBackRequestHeader(
             offset=msg.commit_log_offset,
             group=group,
             delay_level=delay_level,

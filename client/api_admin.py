@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 
-from pocketmq.client._hdr import make
 from pocketmq.remoting.common import properties as java_properties
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import RequestCode
@@ -43,6 +42,7 @@ from pocketmq.remoting.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
 )
 from pocketmq.remoting.protocol.message import MessageExt, decode_messages
+from pocketmq.remoting.protocol.topics import DEFAULT_TOPIC, PermName
 
 
 def _json(reply: RemotingCommand, what: str) -> Mapping[Any, Any]:
@@ -73,18 +73,18 @@ class AdminCalls:
         return [str(t) for t in fastjson.get_list(_json(reply, "TopicList"), "topicList")]
 
     async def get_topics_by_cluster(self, cluster: str) -> list[str]:
-        ext = make(GetTopicsByClusterRequestHeader, cluster=cluster).to_ext_fields()
+        ext = GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields()
         reply = await self.invoke_namesrv_checked(RequestCode.GET_TOPICS_BY_CLUSTER, ext)
         return [str(t) for t in fastjson.get_list(_json(reply, "TopicList"), "topicList")]
 
     async def delete_topic_in_namesrv(
         self, namesrv_addr: str, topic: str, cluster: str | None = None
     ) -> None:
-        ext = make(DeleteTopicFromNamesrvRequestHeader, topic=topic, cluster_name=cluster).to_ext_fields()
+        ext = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext_fields()
         await self.invoke_namesrv_checked(RequestCode.DELETE_TOPIC_IN_NAMESRV, ext, addr=namesrv_addr)
 
     async def wipe_write_perm_of_broker(self, namesrv_addr: str, broker_name: str) -> int:
-        ext = make(WipeWritePermOfBrokerRequestHeader, broker_name=broker_name).to_ext_fields()
+        ext = WipeWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields()
         reply = await self.invoke_namesrv_checked(
             RequestCode.WIPE_WRITE_PERM_OF_BROKER, ext, addr=namesrv_addr
         )
@@ -100,19 +100,19 @@ class AdminCalls:
     async def put_kv_config(
         self, namespace: str, key: str, value: str, namesrv_addr: str | None = None
     ) -> None:
-        ext = make(PutKVConfigRequestHeader, namespace=namespace, key=key, value=value).to_ext_fields()
+        ext = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value).to_ext_fields()
         await self.invoke_namesrv_checked(RequestCode.PUT_KV_CONFIG, ext, addr=namesrv_addr)
 
     async def get_kv_config(self, namespace: str, key: str) -> str | None:
-        ext = make(GetKVConfigRequestHeader, namespace=namespace, key=key).to_ext_fields()
+        ext = GetKVConfigRequestHeader(namespace=namespace, key=key).to_ext_fields()
         return (await self.invoke_namesrv_checked(RequestCode.GET_KV_CONFIG, ext)).ext("value")
 
     async def delete_kv_config(self, namespace: str, key: str, namesrv_addr: str | None = None) -> None:
-        ext = make(DeleteKVConfigRequestHeader, namespace=namespace, key=key).to_ext_fields()
+        ext = DeleteKVConfigRequestHeader(namespace=namespace, key=key).to_ext_fields()
         await self.invoke_namesrv_checked(RequestCode.DELETE_KV_CONFIG, ext, addr=namesrv_addr)
 
     async def get_kv_list_by_namespace(self, namespace: str) -> dict[str, str]:
-        ext = make(GetKVListByNamespaceRequestHeader, namespace=namespace).to_ext_fields()
+        ext = GetKVListByNamespaceRequestHeader(namespace=namespace).to_ext_fields()
         reply = await self.invoke_namesrv_checked(RequestCode.GET_KVLIST_BY_NAMESPACE, ext)
         return {str(k): str(v) for k, v in fastjson.get_dict(_json(reply, "KVTable"), "table").items()}
 
@@ -126,19 +126,18 @@ class AdminCalls:
 
     # ---------------------------------------------------------------------------------- broker
     async def create_topic(
-        self, addr: str, topic: str, *, read_queue_nums: int = 8, write_queue_nums: int = 8, perm: int = 6,
-        order: bool = False, topic_filter_type: str = "SINGLE_TAG", default_topic: str = "TBW102",
+        self, addr: str, topic: str, *, read_queue_nums: int = 8, write_queue_nums: int = 8, perm: int = PermName.DEFAULT,
+        order: bool = False, topic_filter_type: str = "SINGLE_TAG", default_topic: str = DEFAULT_TOPIC,
         topic_sys_flag: int | None = None,
     ) -> None:  # fmt: skip
-        ext = make(CreateTopicRequestHeader,
-            topic=topic, default_topic=default_topic, read_queue_nums=read_queue_nums,
+        ext = CreateTopicRequestHeader(topic=topic, default_topic=default_topic, read_queue_nums=read_queue_nums,
             write_queue_nums=write_queue_nums, perm=perm, topic_filter_type=topic_filter_type,
             topic_sys_flag=topic_sys_flag, order=order,
         ).to_ext_fields()  # fmt: skip
         await self.invoke_checked(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
 
     async def delete_topic_in_broker(self, addr: str, topic: str) -> None:
-        ext = make(DeleteTopicRequestHeader, topic=topic).to_ext_fields()
+        ext = DeleteTopicRequestHeader(topic=topic).to_ext_fields()
         await self.invoke_checked(addr, RequestCode.DELETE_TOPIC_IN_BROKER, ext)
 
     async def get_all_topic_config(self, addr: str) -> Mapping[Any, Any]:
@@ -147,22 +146,22 @@ class AdminCalls:
         )
 
     async def get_topic_stats_info(self, addr: str, topic: str) -> Mapping[Any, Any]:
-        ext = make(GetTopicStatsInfoRequestHeader, topic=topic).to_ext_fields()
+        ext = GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
         return _json(
             await self.invoke_checked(addr, RequestCode.GET_TOPIC_STATS_INFO, ext), "TopicStatsTable"
         )
 
     async def get_consume_stats(self, addr: str, group: str, topic: str | None = None) -> Mapping[Any, Any]:
-        ext = make(GetConsumeStatsRequestHeader, consumer_group=group, topic=topic).to_ext_fields()
+        ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
         return _json(await self.invoke_checked(addr, RequestCode.GET_CONSUME_STATS, ext), "ConsumeStats")
 
     async def get_consumer_connection_list(self, addr: str, group: str) -> Mapping[Any, Any]:
-        ext = make(GetConsumerConnectionListRequestHeader, consumer_group=group).to_ext_fields()
+        ext = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
         reply = await self.invoke_checked(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
         return _json(reply, "ConsumerConnection")
 
     async def get_producer_connection_list(self, addr: str, group: str) -> Mapping[Any, Any]:
-        ext = make(GetProducerConnectionListRequestHeader, producer_group=group).to_ext_fields()
+        ext = GetProducerConnectionListRequestHeader(producer_group=group).to_ext_fields()
         reply = await self.invoke_checked(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext)
         return _json(reply, "ProducerConnection")
 
@@ -185,8 +184,8 @@ class AdminCalls:
         )
 
     async def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
-        ext = make(
-            DeleteSubscriptionGroupRequestHeader, group_name=group, remove_offset=remove_offset
+        ext = DeleteSubscriptionGroupRequestHeader(
+            group_name=group, remove_offset=remove_offset
         ).to_ext_fields()
         await self.invoke_checked(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
 
@@ -197,7 +196,7 @@ class AdminCalls:
     async def invoke_broker_to_reset_offset(
         self, addr: str, topic: str, group: str, timestamp: int, is_force: bool = True
     ) -> Mapping[Any, Any]:
-        ext = make(ResetOffsetRequestHeader, topic=topic, group=group, timestamp=timestamp, is_force=is_force)
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=is_force)
         reply = await self.invoke_checked(
             addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext.to_ext_fields()
         )
@@ -206,8 +205,7 @@ class AdminCalls:
     async def get_consumer_running_info(
         self, addr: str, group: str, client_id: str, jstack: bool = False
     ) -> Mapping[Any, Any]:
-        ext = make(
-            GetConsumerRunningInfoRequestHeader,
+        ext = GetConsumerRunningInfoRequestHeader(
             consumer_group=group,
             client_id=client_id,
             jstack_enable=jstack,
@@ -220,8 +218,7 @@ class AdminCalls:
     async def consume_message_directly(
         self, addr: str, group: str, client_id: str | None, msg_id: str, broker_name: str | None = None
     ) -> Mapping[Any, Any]:
-        ext = make(
-            ConsumeMessageDirectlyResultRequestHeader,
+        ext = ConsumeMessageDirectlyResultRequestHeader(
             consumer_group=group,
             client_id=client_id,
             msg_id=msg_id,
@@ -231,28 +228,25 @@ class AdminCalls:
         return _json(reply, "ConsumeMessageDirectlyResult")
 
     async def query_topic_consume_by_who(self, addr: str, topic: str) -> list[str]:
-        ext = make(QueryTopicConsumeByWhoRequestHeader, topic=topic).to_ext_fields()
+        ext = QueryTopicConsumeByWhoRequestHeader(topic=topic).to_ext_fields()
         reply = await self.invoke_checked(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext)
         return [str(g) for g in fastjson.get_list(_json(reply, "GroupList"), "groupList")]
 
     async def query_consume_time_span(self, addr: str, topic: str, group: str) -> list[Any]:
-        ext = make(QueryConsumeTimeSpanRequestHeader, topic=topic, group=group).to_ext_fields()
+        ext = QueryConsumeTimeSpanRequestHeader(topic=topic, group=group).to_ext_fields()
         reply = await self.invoke_checked(addr, RequestCode.QUERY_CONSUME_TIME_SPAN, ext)
         return fastjson.get_list(_json(reply, "QueryConsumeTimeSpanBody"), "consumeTimeSpanSet")
 
     async def clone_group_offset(
         self, addr: str, src: str, dest: str, topic: str | None, offline: bool
     ) -> None:
-        ext = make(
-            CloneGroupOffsetRequestHeader, src_group=src, dest_group=dest, topic=topic, offline=offline
-        )
+        ext = CloneGroupOffsetRequestHeader(src_group=src, dest_group=dest, topic=topic, offline=offline)
         await self.invoke_checked(addr, RequestCode.CLONE_GROUP_OFFSET, ext.to_ext_fields())
 
     async def query_consume_queue(
         self, addr: str, topic: str, queue_id: int, index: int, count: int, group: str | None = None
     ) -> Mapping[Any, Any]:
-        ext = make(
-            QueryConsumeQueueRequestHeader,
+        ext = QueryConsumeQueueRequestHeader(
             topic=topic,
             queue_id=queue_id,
             index=index,
@@ -276,8 +270,7 @@ class AdminCalls:
         unique_key: bool = False,
     ) -> list[MessageExt]:
         """QUERY_MESSAGE by key (or by UNIQ_KEY with ``unique_key``); [] when none is found."""
-        ext = make(
-            QueryMessageRequestHeader,
+        ext = QueryMessageRequestHeader(
             topic=topic,
             key=key,
             max_num=max_num,

@@ -82,8 +82,12 @@ class Meter:
         self._cpu0 = time.process_time()
         self._broker0 = {pid: _proc_cpu_seconds(pid) for pid in self.broker_pids}
 
+    def elapsed(self) -> float:
+        """Seconds since :meth:`start`."""
+        return time.monotonic() - self._start
+
     def summary(self) -> dict[str, Any]:
-        secs = max(time.monotonic() - self._start, 1e-9)
+        secs = max(self.elapsed(), 1e-9)
         n = max(self.count, 1)
         out: dict[str, Any] = {
             "bench": self.kind,
@@ -114,7 +118,7 @@ async def _report(meter: Meter, interval: float, stop: asyncio.Event) -> None:
         recent = meter.latencies[-10_000:]
         p = percentiles(recent)
         click.echo(
-            f"[{meter.kind}] {now - meter._start:6.1f}s  msgs={n}  tps={(n - last_n) / max(now - last_t, 1e-9):,.0f}"
+            f"[{meter.kind}] {meter.elapsed():6.1f}s  msgs={n}  tps={(n - last_n) / max(now - last_t, 1e-9):,.0f}"
             f"  errors={meter.errors}  p50={p['p50_us']:.0f}us  p99={p['p99_us']:.0f}us",
             err=True,
         )

@@ -16,11 +16,13 @@ import os
 import secrets
 import socket
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from pocketmq.remoting.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel
+from pocketmq.remoting.protocol.topics import DEFAULT_TOPIC
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 __all__ = [
@@ -96,9 +98,25 @@ class ClientConfig(BaseModel):
         return f"{cid}@{self.unit_name}" if self.unit_name else cid
 
 
+C = TypeVar("C", bound=ClientConfig)
+
+
+def resolve_config(
+    cls: type[C], config: C | None, group_field: str, group: str, namesrv: str | None, options: dict[str, Any]
+) -> C:
+    """A client's configuration: ``config`` when given, else ``cls`` built from the keyword
+    options, the group (``group_field``) and the name server list."""
+    if config is not None:
+        return config
+    options[group_field] = group
+    if namesrv is not None:
+        options["namesrv_addr"] = namesrv
+    return cls(**options)
+
+
 class ProducerConfig(ClientConfig):
     producer_group: str = "DEFAULT_PRODUCER"
-    create_topic_key: str = Field(default="TBW102", description="template topic for auto-creation")
+    create_topic_key: str = Field(default=DEFAULT_TOPIC, description="template topic for auto-creation")
     default_topic_queue_nums: int = Field(default=4, gt=0)
     send_msg_timeout: int = Field(default=3_000, gt=0, description="ms, whole send including retries")
     compress_msg_body_over_howmuch: int = Field(default=4096, ge=0, description="bytes")
@@ -132,7 +150,7 @@ class ConsumerConfig(ClientConfig):
     @field_validator("consumer_group")
     @classmethod
     def _check_group(cls, value: str) -> str:
-        from pocketmq.client.route import check_group
+        from pocketmq.client.validation import check_group
 
         check_group(value)
         return value

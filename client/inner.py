@@ -8,6 +8,7 @@ from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.message import MessageQueue
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
+from pocketmq.remoting.protocol.heartbeat import ConsumerData
 from pocketmq.remoting.protocol.message import MessageExt
 
 
@@ -20,6 +21,9 @@ class ProducerInner(Protocol):
 
     def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
 
+    def detach(self) -> None:
+        """Mark shut down without touching the instance (the instance is closing itself)."""
+
     async def check_transaction_state(
         self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
     ) -> None: ...
@@ -31,7 +35,7 @@ class ConsumerInner(Protocol):
 
     def subscriptions(self) -> list[SubscriptionData]: ...
 
-    def consumer_data(self) -> dict[str, Any]: ...
+    def consumer_data(self) -> ConsumerData: ...
 
     def subscribe_info_needs_update(self, topic: str) -> bool: ...
 

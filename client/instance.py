@@ -24,7 +24,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from pocketmq.client.acl import AclClientRPCHook
 from pocketmq.client.api import MQClientAPI
@@ -33,13 +32,7 @@ from pocketmq.client.consumer.pull_service import PullMessageService
 from pocketmq.client.errors import BrokerNotFoundError, ClientStateError, TopicRouteNotFoundError
 from pocketmq.client.inner import ConsumerInner, ProducerInner
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.route import (
-    CLIENT_INNER_PRODUCER_GROUP,
-    MASTER_ID,
-    TopicRouteData,
-    to_publish_info,
-    to_subscribe_info,
-)
+from pocketmq.client.route import to_publish_info, to_subscribe_info
 from pocketmq.remoting.common.service import Service, TaskSet
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
@@ -52,7 +45,10 @@ from pocketmq.remoting.protocol.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     ResetOffsetRequestHeader,
 )
+from pocketmq.remoting.protocol.heartbeat import HeartbeatData, ProducerData
 from pocketmq.remoting.protocol.message import decode_message
+from pocketmq.remoting.protocol.route import TopicRouteData
+from pocketmq.remoting.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, MASTER_ID
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import RemotingConnection
 
@@ -90,14 +86,13 @@ class MQClientInstance:
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.broker_versions: dict[str, int] = {}
         self.tasks = TaskSet("client-instance")
-        self.pull_service = PullMessageService(self)
+        self.pull_service = PullMessageService(self.consumers)
         self._route_lock = asyncio.Lock()
         self._services: list[Service] = []
         self._rebalance = _Periodic("rebalance", 20.0, self.do_rebalance, 0.0)
         self._route_service: Service | None = None
         self._started = False
         self._stopped = False
-        self._inner: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._register_handlers()
 
@@ -162,24 +157,11 @@ class MQClientInstance:
         await self._unregister_from_brokers(producer_group, consumer_group)
         others = [g for g in self.producers if g != CLIENT_INNER_PRODUCER_GROUP]
         if not others and not self.consumers:
-            inner, self._inner = self._inner, None
+            # the inner producer (consumer/send_back.py) goes with the last real client
+            inner = self.producers.pop(CLIENT_INNER_PRODUCER_GROUP, None)
             if inner is not None:
-                self.producers.pop(CLIENT_INNER_PRODUCER_GROUP, None)
                 inner.detach()
             await self.shutdown()
-
-    async def inner_producer(self) -> Any:
-        """The instance's own producer (group CLIENT_INNER_PRODUCER), used to re-send
-        messages to retry topics when CONSUMER_SEND_MSG_BACK fails."""
-        if self._inner is None:
-            from pocketmq.client.config import ProducerConfig
-            from pocketmq.client.producer.producer import Producer
-
-            fields = self.config.model_dump(include=set(ClientConfig.model_fields))
-            producer = Producer(config=ProducerConfig(**fields, producer_group=CLIENT_INNER_PRODUCER_GROUP))
-            await producer.start()
-            self._inner = producer
-        return self._inner
 
     async def shutdown(self) -> None:
         if self._stopped:
@@ -338,12 +320,12 @@ class MQClientInstance:
         return await self.api.get_consumer_id_list(addr, group)
 
     # --------------------------------------------------------------------------- heartbeats
-    def heartbeat_data(self) -> dict[str, Any]:
-        return {
-            "clientID": self.client_id,
-            "consumerDataSet": [c.consumer_data() for c in self.consumers.values()],
-            "producerDataSet": [{"groupName": g} for g in self.producers],
-        }
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            self.client_id,
+            producer_data_set=tuple(ProducerData(g) for g in self.producers),
+            consumer_data_set=tuple(c.consumer_data() for c in self.consumers.values()),
+        )
 
     async def send_heartbeat_to_all_brokers(self) -> None:
         if not self.producers and not self.consumers:
@@ -357,7 +339,7 @@ class MQClientInstance:
                 jobs.append(self._heartbeat_one(name, addr, data))
         await asyncio.gather(*jobs)
 
-    async def _heartbeat_one(self, name: str, addr: str, data: dict[str, Any]) -> None:
+    async def _heartbeat_one(self, name: str, addr: str, data: HeartbeatData) -> None:
         try:
             self.broker_versions[addr] = await self.api.send_heartbeat(addr, data)
         except Exception as exc:

@@ -482,7 +482,7 @@ class RouteInfoManager:
             topics.append(cluster)
             topics.extend(sorted(names))
         broker_addr = next(
-            (bd.select_broker_addr() for _, bd in sorted(self.broker_addr_table.items()) if bd.broker_addrs),
+            (bd.first_addr() for _, bd in sorted(self.broker_addr_table.items()) if bd.broker_addrs),
             None,
         )
         return TopicList(topics, broker_addr)

@@ -77,7 +77,7 @@ class PullSettings:
     @property
     def tags(self) -> frozenset[str] | None:
         sub = build_subscription("-", self.sub_expression)
-        return None if sub.matches_all else frozenset(sub.tags_set)
+        return None if sub.is_all else frozenset(sub.tags_set)
 
 
 class _RangeReader:

@@ -17,12 +17,11 @@ import os
 import zlib
 from typing import Any
 
-from pocketmq.client._hdr import make
 from pocketmq.client.admin.base import MQAdminError
 from pocketmq.client.admin.groups import GroupAdmin
 from pocketmq.client.admin.model import MessageTrack, QueueRange
 from pocketmq.client.api import decode_pull_result
-from pocketmq.client.consumer.subscription import build_subscription
+from pocketmq.client.consumer.subscription import filter_by_tags, new_subscription
 from pocketmq.client.message import MessageQueue, PullStatus, SendResult
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import pull_sys_flag
@@ -164,8 +163,8 @@ class MessageAdmin(GroupAdmin):
         if not consumed:
             return MessageTrack(group, "NOT_CONSUME_YET")
         expr = dict(conn.subscriptions).get(msg.topic, "*")
-        sub = build_subscription(msg.topic, expr)
-        if not sub.matches_all and msg.tags not in sub.tags_set:
+        sub = new_subscription(msg.topic, expr)
+        if not filter_by_tags(sub, [msg]):
             return MessageTrack(group, "CONSUMED_BUT_FILTERED")
         return MessageTrack(group, "CONSUMED")
 
@@ -198,7 +197,7 @@ class MessageAdmin(GroupAdmin):
             TopicRouteNotFoundError; MQAdminError (no such broker/queue); ResponseError.
         """
         route = await self.topic_route(topic)
-        sub = build_subscription(topic, expression)
+        sub = new_subscription(topic, expression)
         addrs = {bd.broker_name: bd.broker_addrs.get(MASTER_ID) or bd.select_broker_addr()
                  for bd in route.broker_datas}  # fmt: skip
         mqs = sorted(
@@ -234,9 +233,7 @@ class MessageAdmin(GroupAdmin):
             pos = lo
             while pos < hi and (remaining is None or remaining > 0):
                 want = PULL_BATCH if remaining is None else min(PULL_BATCH, remaining)
-                header = make(
-                    PullMessageRequestHeader,
-                    consumer_group=group, topic=topic, queue_id=mq.queue_id, queue_offset=pos,
+                header = PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=mq.queue_id, queue_offset=pos,
                     max_msg_nums=want, sys_flag=pull_sys_flag(False, False, True), commit_offset=0,
                     suspend_timeout_millis=0, subscription=sub.sub_string, sub_version=0,
                     expression_type=sub.expression_type,

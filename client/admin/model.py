@@ -229,8 +229,33 @@ class BrokerRuntime:
         }
 
 
+class _QueueOffsets:
+    """The per-queue offsets a progress row carries (its dataclass declares the fields)."""
+
+    __slots__ = ()
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+    @property
+    def diff(self) -> int:
+        return self.broker_offset - self.consumer_offset
+
+    def offsets_json(self) -> dict[str, Any]:
+        return {
+            "brokerName": self.broker_name,
+            "queueId": self.queue_id,
+            "brokerOffset": self.broker_offset,
+            "consumerOffset": self.consumer_offset,
+            "diff": self.diff,
+            "lastTimestamp": self.last_timestamp,
+        }
+
+
 @dataclass(slots=True)
-class ProgressRow:
+class ProgressRow(_QueueOffsets):
     topic: str
     broker_name: str
     queue_id: int
@@ -239,21 +264,8 @@ class ProgressRow:
     last_timestamp: int = 0
     client_ip: str | None = None
 
-    @property
-    def diff(self) -> int:
-        return self.broker_offset - self.consumer_offset
-
     def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "brokerName": self.broker_name,
-            "queueId": self.queue_id,
-            "brokerOffset": self.broker_offset,
-            "consumerOffset": self.consumer_offset,
-            "diff": self.diff,
-            "lastTimestamp": self.last_timestamp,
-            "clientIp": self.client_ip,
-        }
+        return {"topic": self.topic, **self.offsets_json(), "clientIp": self.client_ip}
 
 
 @dataclass(slots=True)
@@ -374,7 +386,7 @@ class ResetResult:
 
 
 @dataclass(slots=True)
-class BrokerConsumeRow:
+class BrokerConsumeRow(_QueueOffsets):
     topic: str
     group: str
     broker_name: str
@@ -383,21 +395,8 @@ class BrokerConsumeRow:
     consumer_offset: int
     last_timestamp: int = 0
 
-    @property
-    def diff(self) -> int:
-        return self.broker_offset - self.consumer_offset
-
     def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "group": self.group,
-            "brokerName": self.broker_name,
-            "queueId": self.queue_id,
-            "brokerOffset": self.broker_offset,
-            "consumerOffset": self.consumer_offset,
-            "diff": self.diff,
-            "lastTimestamp": self.last_timestamp,
-        }
+        return {"topic": self.topic, "group": self.group, **self.offsets_json()}
 
 
 @dataclass(slots=True)

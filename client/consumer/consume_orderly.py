@@ -23,15 +23,15 @@ import time
 from typing import TYPE_CHECKING
 
 from pocketmq.client.config import MessageModel
-from pocketmq.client.consumer.consume_service import reset_retry_topic
 from pocketmq.client.consumer.listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, OrderlyListener
 from pocketmq.client.consumer.process_queue import ProcessQueue
+from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
-    from pocketmq.client.consumer.push import PushConsumer
+    from pocketmq.client.consumer.consume_service import ConsumeHost
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def _now_ms() -> int:
 
 
 class ConsumeMessageOrderlyService:
-    def __init__(self, consumer: PushConsumer, listener: OrderlyListener) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: OrderlyListener) -> None:
         self.consumer = consumer
         self.listener = listener
         cfg = consumer.config

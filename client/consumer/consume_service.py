@@ -20,8 +20,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pocketmq.client.config import MessageModel
 from pocketmq.client.consumer.listener import (
@@ -30,12 +29,17 @@ from pocketmq.client.consumer.listener import (
     ConsumeConcurrentlyStatus,
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
+from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.common.service import TaskSet
-from pocketmq.remoting.protocol.message import MessageConst, MessageExt
+from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
-    from pocketmq.client.consumer.push import PushConsumer
+    from pocketmq.client.config import PushConsumerConfig
+    from pocketmq.client.consumer.offset_store import OffsetStore
+    from pocketmq.client.consumer.rebalance_impl import RebalanceImpl
+    from pocketmq.client.consumer.stats import ConsumeStats
+    from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +51,26 @@ _RECONSUME_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 _BROADCASTING = MessageModel.BROADCASTING
 
 
-def reset_retry_topic(msgs: Sequence[MessageExt], retry_topic: str) -> None:
-    for msg in msgs:
-        if msg.topic == retry_topic:
-            real = msg.get_property(MessageConst.RETRY_TOPIC)
-            if real:
-                msg.topic = real
+class ConsumeHost(Protocol):
+    """What the consume services need from their push consumer."""
+
+    group: str
+    retry_topic: str
+    stats: ConsumeStats
+
+    @property
+    def config(self) -> PushConsumerConfig: ...
+
+    @property
+    def instance(self) -> MQClientInstance: ...
+
+    @property
+    def offset_store(self) -> OffsetStore: ...
+
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool: ...
 
 
 class _Slot:
@@ -65,7 +83,7 @@ class _Slot:
 
 
 class ConsumeMessageConcurrentlyService:
-    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: ConcurrentListener) -> None:
         self.consumer = consumer
         self.listener = listener
         cfg = consumer.config

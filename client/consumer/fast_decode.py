@@ -65,6 +65,7 @@ def _slow(buf: bytes, pos: int, inflate: bool) -> MessageExt:
     return msg
 
 
+# inline of pocketmq.remoting.protocol.message.decode_messages
 def decode_pull_body(buf: bytes, *, inflate: bool = False) -> list[MessageExt]:
     """Decode back-to-back records; raises MessageDecodeError on anything invalid.
 

@@ -18,7 +18,6 @@ while ``pull_threshold_for_all`` messages wait in the poll cache.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Iterable
@@ -26,35 +25,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from pocketmq.client.api import decode_pull_result
-from pocketmq.client.config import LitePullConsumerConfig, MessageModel
-from pocketmq.client.consumer.consume_service import reset_retry_topic
+from pocketmq.client.config import LitePullConsumerConfig, MessageModel, resolve_config
 from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from pocketmq.client.consumer.process_queue import ProcessQueue
-from pocketmq.client.consumer.pull_ops import PullOps
+from pocketmq.client.consumer.queue_ops import QueueOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
-from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
+from pocketmq.client.consumer.send_back import reset_retry_topic
+from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
 from pocketmq.client.message import MessageQueue, PullStatus
-from pocketmq.client.route import check_topic, retry_topic
+from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.errors import FlowControlError
+from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.message import MessageExt
+from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
 
 
-class _State(enum.Enum):
-    CREATED = 0
-    RUNNING = 1
-    SHUTDOWN = 2
-
-
 # Enum members as module names: ``Enum.MEMBER`` is a metaclass lookup (~80 ns on CPython 3.11)
 # and the pull/consume paths test these on every batch.
-_RUNNING = _State.RUNNING
 _FOUND = PullStatus.FOUND
 _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 
@@ -78,7 +73,7 @@ class _Batch:
     msgs: list[MessageExt]
 
 
-class LitePullConsumer(PullOps):
+class LitePullConsumer:
     """A poll-style consumer; ``async with LitePullConsumer("CG", namesrv=...) as c``.
 
     Raises (from the methods): :class:`ClientClosedError` when not running,
@@ -97,11 +92,7 @@ class LitePullConsumer(PullOps):
         config: LitePullConsumerConfig | None = None,
         **options: Any,
     ) -> None:
-        if config is None:
-            options["consumer_group"] = group
-            if namesrv is not None:
-                options["namesrv_addr"] = namesrv
-            config = LitePullConsumerConfig(**options)
+        config = resolve_config(LitePullConsumerConfig, config, "consumer_group", group, namesrv, options)
         self.config = config
         self.group = config.consumer_group
         self.retry_topic = retry_topic(self.group)
@@ -113,12 +104,16 @@ class LitePullConsumer(PullOps):
         self._cache: asyncio.Queue[_Batch] = asyncio.Queue()
         self._cached = 0
         self._tasks = TaskSet("lite-pull")
-        self._state = _State.CREATED
+        self._life = Lifecycle("consumer", self.group)
         self._instance: MQClientInstance | None = None
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalanceImpl | None = None
         self._announced = False  # first heartbeat sent: rebalances may ask for the members
         self._last_commit = time.monotonic()
+        self.queue_ops = QueueOps(self)
+        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
+        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
+         self.pull) = self.queue_ops.public_api()  # fmt: skip
 
     # ------------------------------------------------------------------------ configuration
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -126,10 +121,12 @@ class LitePullConsumer(PullOps):
             raise ClientStateError("subscribe and assign are mutually exclusive")
         check_topic(topic)
         self._assigned_mode = False
-        self._subs[topic] = build_subscription(topic, expression)
+        self._subs[topic] = new_subscription(topic, expression)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
-            self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}")
+            self.instance.tasks.spawn(
+                self.queue_ops.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}"
+            )
 
     def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
         """Consume exactly these queues (no rebalance); replaces the previous assignment."""
@@ -139,7 +136,7 @@ class LitePullConsumer(PullOps):
         for mq in wanted:
             check_topic(mq.topic)
             if mq.topic not in self._subs:
-                self._subs[mq.topic] = build_subscription(mq.topic, expression)
+                self._subs[mq.topic] = new_subscription(mq.topic, expression)
         self._assigned_mode = True
         for mq in [m for m in self._queues if m not in wanted]:
             self._drop_queue(mq)
@@ -152,8 +149,8 @@ class LitePullConsumer(PullOps):
 
     @property
     def instance(self) -> MQClientInstance:
-        if self._instance is None or self._state is not _RUNNING:
-            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        if self._instance is None or self._life.state is not RUNNING:
+            raise self._life.closed_error()
         return self._instance
 
     @property
@@ -164,8 +161,7 @@ class LitePullConsumer(PullOps):
 
     # ---------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        if self._state is not _State.CREATED:
-            raise ClientStateError(f"consumer {self.group} cannot start in state {self._state.name}")
+        self._life.check(RUNNING)
         cfg = self.config
         inst = await MQClientInstance.acquire(cfg)
         self._instance = inst
@@ -184,9 +180,9 @@ class LitePullConsumer(PullOps):
         except BaseException:
             await inst.release()
             raise
-        self._state = _RUNNING
+        self._life.move(RUNNING)
         for topic in list(self._subs):
-            await self.refresh_route(topic)
+            await self.queue_ops.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         for mq, st in self._queues.items():
@@ -196,11 +192,11 @@ class LitePullConsumer(PullOps):
 
     async def shutdown(self) -> None:
         """Stop pulling; commit (auto-commit mode) and persist offsets; leave the instance."""
-        if self._state is not _RUNNING:
-            self._state = _State.SHUTDOWN
+        if self._life.state is not RUNNING:
+            self._life.move(SHUTDOWN)
             return
         inst = self.instance
-        self._state = _State.SHUTDOWN
+        self._life.move(SHUTDOWN)
         await self._tasks.cancel_all(timeout=1.0)
         if self.config.auto_commit:
             self._update_store_offsets()
@@ -224,7 +220,7 @@ class LitePullConsumer(PullOps):
     def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         st = _QueueState(pq, offset)
         self._queues[mq] = st
-        if self._state is _RUNNING:
+        if self._life.state is RUNNING:
             self._start_pull(mq, st)
 
     def _start_pull(self, mq: MessageQueue, st: _QueueState) -> None:
@@ -247,13 +243,13 @@ class LitePullConsumer(PullOps):
         if st.task is not None:
             st.task.cancel()
             st.task = None
-        if self._state is _RUNNING and not st.paused:
+        if self._life.state is RUNNING and not st.paused:
             self._start_pull(mq, st)
 
     async def _pull_loop(self, mq: MessageQueue, st: _QueueState) -> None:
         cfg = self.config
         pq = st.pq
-        while self._state is _RUNNING and not pq.dropped:
+        while self._life.state is RUNNING and not pq.dropped:
             if st.paused:
                 st.task = None
                 return
@@ -266,15 +262,15 @@ class LitePullConsumer(PullOps):
                 await asyncio.sleep(0.05)
                 continue
             if st.pull_offset < 0:
-                offset = await self.compute_pull_from_where(mq)
+                offset = await self.queue_ops.compute_pull_from_where(mq)
                 if offset < 0:
                     await asyncio.sleep(3.0)
                     continue
                 st.pull_offset = st.consume_offset = offset
             gen = st.generation
-            sub = self._subs.get(mq.topic) or build_subscription(mq.topic, "*")
+            sub = self._subs.get(mq.topic) or new_subscription(mq.topic, "*")
             try:
-                result = await self._pull_raw(
+                result = await self.queue_ops.pull_raw(
                     mq, sub, st.pull_offset, cfg.pull_batch_size, suspend_ms=cfg.broker_suspend_max_time_millis,
                     timeout=cfg.consumer_timeout_millis_when_suspend / 1000,
                 )  # fmt: skip
@@ -315,8 +311,7 @@ class LitePullConsumer(PullOps):
         Raises:
             ClientClosedError: the consumer is not running.
         """
-        if self._state is not _RUNNING:
-            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        self._life.check_running()
         wait = self.config.poll_timeout_millis / 1000 if timeout is None else timeout
         deadline = time.monotonic() + wait
         cache = self._cache
@@ -417,7 +412,7 @@ class LitePullConsumer(PullOps):
             st = self._queues.get(mq)
             if st is not None and st.paused:
                 st.paused = False
-                if self._state is _RUNNING:
+                if self._life.state is RUNNING:
                     self._start_pull(mq, st)
 
     def is_paused(self, mq: MessageQueue) -> bool:
@@ -428,6 +423,13 @@ class LitePullConsumer(PullOps):
     def subscriptions(self) -> list[SubscriptionData]:
         return [] if self._assigned_mode else list(self._subs.values())
 
+    def consumer_data(self) -> ConsumerData:
+        return self.queue_ops.consumer_data(ConsumeType.CONSUME_ACTIVELY, self.subscriptions())
+
+    def subscribe_info_needs_update(self, topic: str) -> bool:
+        rb = self._rebalance
+        return rb is not None and rb.subscribe_info_missing(topic)
+
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in self._subs:
@@ -435,7 +437,7 @@ class LitePullConsumer(PullOps):
 
     async def do_rebalance(self) -> None:
         if (
-            self._state is _RUNNING
+            self._life.state is RUNNING
             and self._announced
             and self._rebalance is not None
             and not self._assigned_mode
@@ -443,7 +445,7 @@ class LitePullConsumer(PullOps):
             await self._rebalance.do_rebalance(False)
 
     async def persist_consumer_offset(self) -> None:
-        if self._state is _RUNNING:
+        if self._life.state is RUNNING:
             await self.offset_store.persist_all(list(self._queues), oneway=True)
 
     def offset_table(self, topic: str) -> dict[MessageQueue, int]:
@@ -461,7 +463,10 @@ class LitePullConsumer(PullOps):
         return {
             "jstack": "",
             "mqTable": {mq: st.pq.info() for mq, st in self._queues.items()},
-            "properties": {"PROP_CONSUME_TYPE": "CONSUME_ACTIVELY", "consumerGroup": self.group},
+            "properties": {
+                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_ACTIVELY.value,
+                "consumerGroup": self.group,
+            },
             "statusTable": {},
             "subscriptionSet": [s.to_json() for s in self.subscriptions()],
         }
@@ -471,6 +476,9 @@ class LitePullConsumer(PullOps):
                 "remark": "lite pull consumers have no listener", "spentTimeMills": 0}  # fmt: skip
 
     # -------------------------------------------------------------------- RebalanceHost protocol
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        return await self.queue_ops.compute_pull_from_where(mq)
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         st = self._queues.get(mq)
         if st is not None and self.config.auto_commit and st.consume_offset >= 0:

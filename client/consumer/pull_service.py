@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.common.service import TaskSet
-
-if TYPE_CHECKING:
-    from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +35,9 @@ class PullingConsumer(Protocol):
 
 
 class PullMessageService:
-    def __init__(self, instance: MQClientInstance) -> None:
-        self._instance = instance
+    def __init__(self, consumers: Mapping[str, object]) -> None:
+        #: the client instance's consumers by group (the live table)
+        self._consumers = consumers
         self._tasks: dict[str, TaskSet] = {}
         self._timers: set[asyncio.TimerHandle] = set()
         self._stopped = False
@@ -46,7 +45,7 @@ class PullMessageService:
     def execute_now(self, request: PullRequest) -> None:
         if self._stopped or request.process_queue.dropped:
             return
-        consumer = self._instance.consumers.get(request.consumer_group)
+        consumer = self._consumers.get(request.consumer_group)
         pull = getattr(consumer, "pull_message", None)
         if pull is None:
             logger.warning("no push consumer for group %s; pull request dropped", request.consumer_group)

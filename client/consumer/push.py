@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
+import inspect
 import logging
 import time
 from typing import Any
 
-from pocketmq.client._hdr import make
 from pocketmq.client.api import decode_pull_result
-from pocketmq.client.config import MessageModel, PushConsumerConfig
-from pocketmq.client.consumer import push_support
+from pocketmq.client.config import MessageModel, PushConsumerConfig, resolve_config
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from pocketmq.client.consumer.consume_service import ConsumeMessageConcurrentlyService
 from pocketmq.client.consumer.listener import (
     ConcurrentListener,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
     OrderlyListener,
 )
 from pocketmq.client.consumer.offset_store import (
@@ -34,24 +36,27 @@ from pocketmq.client.consumer.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
-from pocketmq.client.consumer.pull_ops import PullOps
 from pocketmq.client.consumer.pull_service import PullRequest
-from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
+from pocketmq.client.consumer.queue_ops import QueueOps
+from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely, strategy_name
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
+from pocketmq.client.consumer.send_back import send_message_back
 from pocketmq.client.consumer.stats import ConsumeStats
-from pocketmq.client.consumer.subscription import SubscriptionData, build_subscription
+from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import (
-    ClientClosedError,
     ClientStateError,
     MessageValidationError,
 )
 from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN, Lifecycle
 from pocketmq.client.message import MessageQueue, PullStatus
-from pocketmq.client.route import check_topic, retry_topic
+from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
+from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 
@@ -61,21 +66,14 @@ DELAY_EXCEPTION_MS = 3000
 DELAY_BROKER_FLOW_CONTROL_MS = 20
 
 
-class _State(enum.Enum):
-    CREATED = 0
-    RUNNING = 1
-    SHUTDOWN = 2
-
-
 # Enum members as module names: ``Enum.MEMBER`` is a metaclass lookup (~80 ns on CPython 3.11)
 # and the pull/consume paths test these on every batch.
-_RUNNING = _State.RUNNING
 _FOUND = PullStatus.FOUND
 _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
 
 
-class PushConsumer(PullOps):
+class PushConsumer:
     """A push consumer; ``async with PushConsumer("CG", namesrv=..., listener=fn) as c``.
 
     Args:
@@ -86,8 +84,6 @@ class PushConsumer(PullOps):
         allocate_strategy: one of :mod:`pocketmq.client.consumer.rebalance`'s strategies.
         **options: any :class:`PushConsumerConfig` field (``message_model=...``).
     """
-
-    CONSUME_TYPE = "CONSUME_PASSIVELY"
 
     config: PushConsumerConfig
 
@@ -102,11 +98,7 @@ class PushConsumer(PullOps):
         config: PushConsumerConfig | None = None,
         **options: Any,
     ) -> None:
-        if config is None:
-            options["consumer_group"] = group
-            if namesrv is not None:
-                options["namesrv_addr"] = namesrv
-            config = PushConsumerConfig(**options)
+        config = resolve_config(PushConsumerConfig, config, "consumer_group", group, namesrv, options)
         self.config = config
         self.group = config.consumer_group
         self.retry_topic = retry_topic(self.group)
@@ -116,7 +108,7 @@ class PushConsumer(PullOps):
         self._subs: dict[str, SubscriptionData] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self._orderly = False
-        self._state = _State.CREATED
+        self._life = Lifecycle("consumer", self.group)
         self._instance: MQClientInstance | None = None
         self._rebalance: RebalanceImpl | None = None
         self._offset_store: OffsetStore | None = None
@@ -127,6 +119,10 @@ class PushConsumer(PullOps):
         self._announced = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
+        self.queue_ops = QueueOps(self)
+        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
+        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
+         self.pull) = self.queue_ops.public_api()  # fmt: skip
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
 
@@ -138,10 +134,12 @@ class PushConsumer(PullOps):
             MessageValidationError: invalid topic or expression.
         """
         check_topic(topic)
-        self._subs[topic] = build_subscription(topic, expression, expression_type)
+        self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
-            self.instance.tasks.spawn(self.refresh_route_and_rebalance(topic), name=f"subscribe:{topic}")
+            self.instance.tasks.spawn(
+                self.queue_ops.refresh_route_and_rebalance(topic), name=f"subscribe:{topic}"
+            )
 
     def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
@@ -151,7 +149,7 @@ class PushConsumer(PullOps):
     def register_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
     ) -> None:
-        if self._state is not _State.CREATED:
+        if self._life.state is not CREATED:
             raise ClientStateError("register the listener before start()")
         if not callable(listener):
             raise MessageValidationError("listener must be callable")
@@ -164,8 +162,8 @@ class PushConsumer(PullOps):
 
     @property
     def instance(self) -> MQClientInstance:
-        if self._instance is None or self._state is not _RUNNING:
-            raise ClientClosedError(f"consumer {self.group} is not running ({self._state.name})")
+        if self._instance is None or self._life.state is not RUNNING:
+            raise self._life.closed_error()
         return self._instance
 
     @property
@@ -181,8 +179,7 @@ class PushConsumer(PullOps):
     # ---------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         """Start pulling. Raises ClientStateError without listener/subscription or if restarted."""
-        if self._state is not _State.CREATED:
-            raise ClientStateError(f"consumer {self.group} cannot start in state {self._state.name}")
+        self._life.check(RUNNING)
         if self._listener is None:
             raise ClientStateError("no message listener registered")
         if not self._subs:
@@ -199,7 +196,7 @@ class PushConsumer(PullOps):
         self._rebalance = RebalanceImpl(self, inst, self.group, cfg.message_model, self.allocate_strategy)
         self._rebalance.subscriptions.update(self._subs)
         if clustering:
-            self._rebalance.subscriptions[self.retry_topic] = build_subscription(self.retry_topic, "*")
+            self._rebalance.subscriptions[self.retry_topic] = new_subscription(self.retry_topic, "*")
         if self._orderly:
             self._service = ConsumeMessageOrderlyService(self, self._listener)  # type: ignore[arg-type]
         else:
@@ -211,21 +208,21 @@ class PushConsumer(PullOps):
             await self._service.stop()
             await inst.release()
             raise
-        self._state = _RUNNING
+        self._life.move(RUNNING)
         # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
-            await self.refresh_route(topic)
+            await self.queue_ops.refresh_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         inst.wakeup_rebalance()
 
     async def shutdown(self) -> None:
         """Stop consuming, persist offsets (waiting for the broker), release broker locks."""
-        if self._state is not _RUNNING:
-            self._state = _State.SHUTDOWN
+        if self._life.state is not RUNNING:
+            self._life.move(SHUTDOWN)
             return
         inst = self.instance
-        self._state = _State.SHUTDOWN
+        self._life.move(SHUTDOWN)
         assert self._service is not None and self._rebalance is not None and self._offset_store is not None
         # Let a rebalance or offset reset under way finish first (they see SHUTDOWN and start
         # no pulls), so the final persist below covers the final table.
@@ -267,33 +264,94 @@ class PushConsumer(PullOps):
             return list(self._subs.values())
         return list(self._rebalance.subscriptions.values())
 
+    def consumer_data(self) -> ConsumerData:
+        return self.queue_ops.consumer_data(ConsumeType.CONSUME_PASSIVELY, self.subscriptions())
+
+    def subscribe_info_needs_update(self, topic: str) -> bool:
+        rb = self._rebalance
+        return rb is not None and rb.subscribe_info_missing(topic)
+
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in rb.subscriptions:
             rb.topic_subscribe_info[topic] = mqs
 
     async def do_rebalance(self) -> None:
-        if self._state is _RUNNING and self._announced and self._rebalance is not None:
+        if self._life.state is RUNNING and self._announced and self._rebalance is not None:
             await self._rebalance.do_rebalance(self._orderly)
 
     async def persist_consumer_offset(self) -> None:
-        if self._state is _RUNNING and self._rebalance is not None:
+        if self._life.state is RUNNING and self._rebalance is not None:
             await self.offset_store.persist_all(list(self._rebalance.process_queue_table), oneway=True)
 
     def offset_table(self, topic: str) -> dict[MessageQueue, int]:
         return self.offset_store.clone_offset_table(topic) if self._offset_store else {}
 
     async def reset_offset(self, topic: str, table: dict[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET; see :func:`push_support.reset_offset`."""
-        await push_support.reset_offset(self, topic, table)
+        """RESET_CONSUMER_CLIENT_OFFSET (:meth:`RebalanceImpl.reset_offsets`), then a rebalance
+        re-creates the reset queues from the stored offsets."""
+        await self.rebalance.reset_offsets(topic, table, self.offset_store)
+        inst = self._instance
+        if inst is not None:
+            inst.wakeup_rebalance()
 
     def running_info(self) -> dict[str, Any]:
-        return push_support.running_info(self)
+        """GET_CONSUMER_RUNNING_INFO's body (Java ``ConsumerRunningInfo``)."""
+        cfg = self.config
+        rb = self._rebalance
+        mq_table = {mq: pq.info() for mq, pq in (rb.process_queue_table.items() if rb else [])}
+        return {
+            "jstack": "",
+            "mqTable": mq_table,
+            "properties": {
+                "PROP_CLIENT_VERSION": "V4_9_8",
+                "PROP_CONSUMEORDERLY": str(self._orderly).lower(),
+                "PROP_CONSUMER_START_TIMESTAMP": str(self._start_time),
+                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
+                "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
+                "consumerGroup": self.group,
+                "messageModel": cfg.message_model.value,
+                "consumeFromWhere": cfg.consume_from_where.value,
+                "allocateMessageQueueStrategy": strategy_name(self.allocate_strategy),
+                "pullBatchSize": str(cfg.pull_batch_size),
+                "consumeMessageBatchMaxSize": str(cfg.consume_message_batch_max_size),
+                "maxReconsumeTimes": str(cfg.max_reconsume_times),
+            },
+            "statusTable": {topic: self.stats.snapshot() for topic in (rb.subscriptions if rb else {})},
+            "subscriptionSet": [s.to_json() for s in self.subscriptions()],
+        }
 
     async def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
-        return await push_support.consume_message_directly(self, msg, broker_name)
+        """CONSUME_MESSAGE_DIRECTLY: run the listener on ``msg`` once (Java
+        ``ConsumeMessageDirectlyResult``); offsets and send-back are not involved."""
+        assert self._listener is not None
+        begin = time.monotonic()
+        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
+        try:
+            if self._orderly:
+                res: Any = self._listener([msg], ConsumeOrderlyContext(mq))  # type: ignore[arg-type]
+            else:
+                res = self._listener([msg], ConsumeConcurrentlyContext(mq))  # type: ignore[arg-type]
+            if inspect.isawaitable(res):
+                res = await res
+            ok = res in (ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeOrderlyStatus.SUCCESS)
+            result, remark = ("CR_SUCCESS" if ok else "CR_LATER"), None
+        except Exception as exc:
+            result, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
+        out: dict[str, Any] = {
+            "autoCommit": True,
+            "consumeResult": result,
+            "order": self._orderly,
+            "spentTimeMills": int((time.monotonic() - begin) * 1000),
+        }
+        if remark:
+            out["remark"] = remark
+        return out
 
     # -------------------------------------------------------------------- RebalanceHost protocol
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        return await self.queue_ops.compute_pull_from_where(mq)
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         store = self.offset_store
         if self._orderly and self.config.message_model is _CLUSTERING:
@@ -318,7 +376,7 @@ class PushConsumer(PullOps):
         return True
 
     def dispatch_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int, locked: bool) -> None:
-        if self._state is not _RUNNING:  # a rebalance that was under way when shutdown began
+        if self._life.state is not RUNNING:  # a rebalance that was under way when shutdown began
             pq.dropped = True
             return
         req = PullRequest(self.group, mq, pq, offset, previously_locked=locked)
@@ -327,7 +385,7 @@ class PushConsumer(PullOps):
     def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
-        if self._state is not _RUNNING:
+        if self._life.state is not RUNNING:
             return
         # Heartbeat at once so brokers learn a new subscription version quickly.
         self.instance.tasks.spawn(
@@ -339,13 +397,13 @@ class PushConsumer(PullOps):
 
     # --------------------------------------------------------------------------------- pulls
     def _later(self, req: PullRequest, delay_ms: int) -> bool:
-        if self._state is _RUNNING:
+        if self._life.state is RUNNING:
             self.instance.pull_service.execute_later(req, delay_ms)
         return False
 
     def _again(self, req: PullRequest) -> bool:
         """Whether the next pull of ``req`` follows at once (else it is scheduled)."""
-        if self._state is not _RUNNING:
+        if self._life.state is not RUNNING:
             return False
         if self.config.pull_interval > 0:
             self.instance.pull_service.execute_later(req, self.config.pull_interval)
@@ -377,7 +435,7 @@ class PushConsumer(PullOps):
     async def _pull_message(self, req: PullRequest) -> bool:
         """One pull; True when the next one should follow at once."""
         pq = req.process_queue
-        if pq.dropped or self._state is not _RUNNING:
+        if pq.dropped or self._life.state is not RUNNING:
             return False
         cfg = self.config
         mq = req.message_queue
@@ -393,7 +451,7 @@ class PushConsumer(PullOps):
             if not pq.locked:
                 return self._later(req, DELAY_EXCEPTION_MS)
             if not req.previously_locked:
-                offset = await self.compute_pull_from_where(mq)
+                offset = await self.queue_ops.compute_pull_from_where(mq)
                 if offset < 0:
                     return self._later(req, DELAY_EXCEPTION_MS)
                 req.previously_locked = True
@@ -409,7 +467,7 @@ class PushConsumer(PullOps):
         inst = self.instance
         found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
         if found is None:
-            await self.refresh_route(mq.topic)
+            await self.queue_ops.refresh_route(mq.topic)
             found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
             if found is None:
                 return self._later(req, DELAY_EXCEPTION_MS)
@@ -417,8 +475,7 @@ class PushConsumer(PullOps):
         flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
         if is_slave:
             flag &= ~FLAG_COMMIT_OFFSET
-        header = make(
-            PullMessageRequestHeader,
+        header = PullMessageRequestHeader(
             consumer_group=self.group,
             topic=mq.topic,
             queue_id=mq.queue_id,
@@ -438,7 +495,7 @@ class PushConsumer(PullOps):
         except FlowControlError:
             return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
         except (ResponseError, OSError) as exc:
-            if self._state is _RUNNING and not pq.dropped:
+            if self._life.state is RUNNING and not pq.dropped:
                 logger.warning("%s: pull %s at %d failed: %s", self.group, mq, req.next_offset, exc)
             return self._later(req, DELAY_EXCEPTION_MS)
         self._suggest[mq] = result.suggest_which_broker_id
@@ -487,4 +544,7 @@ class PushConsumer(PullOps):
     # ---------------------------------------------------------------------------- send back
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
         """CONSUMER_SEND_MSG_BACK; on failure re-send to %RETRY%group ourselves (as Java)."""
-        return await push_support.send_message_back(self, msg, delay_level, broker_name)
+        max_times = self.config.effective_max_reconsume_times
+        return await send_message_back(
+            self.instance, self.group, self.retry_topic, max_times, msg, delay_level, broker_name
+        )

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.client.config import MessageModel
@@ -27,10 +28,11 @@ from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.rebalance import AllocateStrategy
 from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.route import MASTER_ID
 from pocketmq.remoting.protocol.errors import RemotingError
+from pocketmq.remoting.protocol.topics import MASTER_ID
 
 if TYPE_CHECKING:
+    from pocketmq.client.consumer.offset_store import OffsetStore
     from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,10 @@ class RebalanceImpl:
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
         # Held by a rebalance and by an offset reset: neither sees the other half-done.
         self.table_lock = asyncio.Lock()
+
+    def subscribe_info_missing(self, topic: str) -> bool:
+        """True for a subscribed topic whose queues the rebalance has not seen yet."""
+        return topic in self.subscriptions and topic not in self.topic_subscribe_info
 
     async def do_rebalance(self, is_order: bool) -> None:
         async with self.table_lock:
@@ -189,18 +195,21 @@ class RebalanceImpl:
             pq.last_lock_timestamp = now_ms()
         return mq in locked
 
-    async def lock_all(self) -> None:
+    def _queues_by_master(self) -> Iterator[tuple[str, str, list[MessageQueue]]]:
+        """``(broker, master address, queues)`` for the table's queues, broker by broker (the
+        address looked up when its turn comes; brokers without a known master are skipped)."""
         by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
         for mq in self.process_queue_table:
             by_broker[mq.broker_name].append(mq)
         for broker, mqs in by_broker.items():
-            addr = self.instance.find_broker_addr_in_subscribe(broker, MASTER_ID, True)
-            if addr is None:
-                continue
+            found = self.instance.find_broker_addr_in_subscribe(broker, MASTER_ID, True)
+            if found is not None:
+                yield broker, found[0], mqs
+
+    async def lock_all(self) -> None:
+        for broker, addr, mqs in self._queues_by_master():
             try:
-                locked = await self.instance.api.lock_batch_mq(
-                    addr[0], self.group, self.instance.client_id, mqs
-                )
+                locked = await self.instance.api.lock_batch_mq(addr, self.group, self.instance.client_id, mqs)
             except Exception as exc:
                 logger.info("lock batch on %s failed: %s", broker, exc)
                 continue
@@ -229,21 +238,45 @@ class RebalanceImpl:
             logger.info("unlock %s failed: %s", mq, exc)
 
     async def unlock_all(self) -> None:
-        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
-        for mq in self.process_queue_table:
-            by_broker[mq.broker_name].append(mq)
-        for broker, mqs in by_broker.items():
-            addr = self.instance.find_broker_addr_in_subscribe(broker, MASTER_ID, True)
-            if addr is None:
-                continue
+        for broker, addr, mqs in self._queues_by_master():
             try:
-                await self.instance.api.unlock_batch_mq(addr[0], self.group, self.instance.client_id, mqs)
+                await self.instance.api.unlock_batch_mq(addr, self.group, self.instance.client_id, mqs)
             except Exception as exc:
                 logger.info("unlock batch on %s failed: %s", broker, exc)
             for mq in mqs:
                 pq = self.process_queue_table.get(mq)
                 if pq is not None:
                     pq.locked = False
+
+    async def reset_offsets(self, topic: str, table: dict[MessageQueue, int], store: OffsetStore) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET for the queues of ``topic`` in ``table`` (Java
+        ``MQClientInstance.resetOffset``); the caller wakes a rebalance afterwards.
+
+        Each broker pushes only its own queues, one push after another, so a push touches only
+        the queues it names: dropping the topic's other queues would also drop the ones the
+        previous push already re-created, and a dropped queue left in the table is never
+        pulled again. The work runs under the table lock (Java: ``synchronized``) so no
+        rebalance re-creates a queue from a pre-reset offset half-way through. The reset
+        offsets win: the old process queues are dropped first (pull replies and consume
+        results for them are discarded), the new offsets are written to the broker (waiting for
+        the reply), then the queues leave the table and the rebalance re-creates them from the
+        stored offsets.
+        """
+        async with self.table_lock:
+            mine = [mq for mq in self.process_queue_table if mq.topic == topic and mq in table]
+            for mq in mine:
+                pq = self.process_queue_table[mq]
+                pq.dropped = True
+                pq.clear()
+            for mq in mine:
+                store.update_offset(mq, table[mq])
+            try:
+                await store.persist_all(mine, prune=False)
+            except Exception as exc:
+                logger.warning("%s: persisting reset offsets of %s: %s", self.group, topic, exc)
+            for mq in mine:
+                self.process_queue_table.pop(mq, None)
+            logger.info("%s: offsets of %d queue(s) of %s reset", self.group, len(mine), topic)
 
     def drop_all(self) -> None:
         for pq in self.process_queue_table.values():

@@ -1,77 +1,73 @@
-"""Subscriptions: tag expressions → ``SubscriptionData`` (pure; Java ``FilterAPI``).
+"""Subscriptions on the client side: a checked, time-stamped protocol ``SubscriptionData`` and the
+exact-tag re-filter of pulled messages.
 
-``"*"`` or an empty expression subscribes to every tag; otherwise tags are separated by
-``||`` and trimmed. ``code_set`` holds Java ``String.hashCode`` of each tag: brokers filter
-ConsumeQueue units by it, and because hashes collide the client re-filters by exact tag.
-``sub_version`` is the creation time in ms; brokers reject pulls whose version is newer than
-the heartbeat they hold (SUBSCRIPTION_NOT_LATEST).
+The subscription body itself (tags, their Java ``String.hashCode`` codes, the JSON) is the
+protocol's :class:`~pocketmq.remoting.protocol.heartbeat.SubscriptionData`, built by its ``build``
+classmethod (Java ``FilterAPI.buildSubscriptionData``). The client adds two things:
+
+* it rejects expressions that name no tag (or an empty SQL92 one) with
+  :class:`MessageValidationError` before building (:func:`check_expression`);
+* ``sub_version`` is the creation time in ms, as Java's ``SubscriptionData`` constructor sets it:
+  brokers reject pulls whose version is newer than the heartbeat they hold
+  (SUBSCRIPTION_NOT_LATEST).
+
+Brokers filter ConsumeQueue units by tag hash code, and hashes collide, so the client re-filters
+pulled messages by exact tag (:func:`filter_by_tags`, Java ``PullAPIWrapper.processPullResult``:
+only when the subscription has tags).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from pocketmq.client.errors import MessageValidationError
-from pocketmq.remoting.protocol.message import MessageExt, tags_hash
+from pocketmq.remoting.protocol.heartbeat import SUB_ALL, ExpressionType, SubscriptionData
+from pocketmq.remoting.protocol.message import MessageExt
 
-SUB_ALL = "*"
-EXPRESSION_TAG = "TAG"
-EXPRESSION_SQL92 = "SQL92"
+__all__ = ["SUB_ALL", "SubscriptionData", "check_expression", "filter_by_tags", "new_subscription"]
 
-
-@dataclass(slots=True)
-class SubscriptionData:
-    topic: str
-    sub_string: str = SUB_ALL
-    tags_set: set[str] = field(default_factory=set)
-    code_set: set[int] = field(default_factory=set)
-    sub_version: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
-    expression_type: str = EXPRESSION_TAG
-    class_filter_mode: bool = False
-
-    @property
-    def matches_all(self) -> bool:
-        return self.expression_type == EXPRESSION_TAG and (not self.tags_set or self.sub_string == SUB_ALL)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "classFilterMode": self.class_filter_mode,
-            "codeSet": sorted(self.code_set),
-            "expressionType": self.expression_type,
-            "subString": self.sub_string,
-            "subVersion": self.sub_version,
-            "tagsSet": sorted(self.tags_set),
-            "topic": self.topic,
-        }
-
-    def filter(self, msgs: list[MessageExt]) -> list[MessageExt]:
-        """Client-side exact-tag re-filter (hash collisions pass the broker's filter)."""
-        if self.matches_all or self.expression_type != EXPRESSION_TAG:
-            return msgs
-        tags = self.tags_set
-        return [m for m in msgs if m.tags in tags]
+_TAG = ExpressionType.TAG.value
+_SQL92 = ExpressionType.SQL92.value
 
 
-def build_subscription(
-    topic: str, expression: str | None, expression_type: str = EXPRESSION_TAG
-) -> SubscriptionData:
-    """Parse a tag expression ("TagA || TagB", "*") or keep an SQL92 one verbatim.
-
-    Raises:
-        MessageValidationError: an unknown expression type, or an expression with no tag.
-    """
-    if expression_type not in (EXPRESSION_TAG, EXPRESSION_SQL92):
+def check_expression(expression: str | None, expression_type: str = _TAG) -> None:
+    """Raise :class:`MessageValidationError` for an unknown expression type, an SQL92 subscription
+    without an expression, or a tag expression with no tag (``"||"``)."""
+    if expression_type not in (_TAG, _SQL92):
         raise MessageValidationError(f"unknown expression type {expression_type!r}")
     expr = (expression or "").strip()
-    if expression_type == EXPRESSION_SQL92:
+    if expression_type == _SQL92:
         if not expr:
             raise MessageValidationError("an SQL92 subscription needs an expression")
-        return SubscriptionData(topic, expr, expression_type=EXPRESSION_SQL92)
-    if not expr or expr == SUB_ALL:
-        return SubscriptionData(topic, SUB_ALL)
-    tags = {t.strip() for t in expr.split("||") if t.strip()}
-    if not tags:
+    elif expr and expr != SUB_ALL and not any(t.strip() for t in expr.split("||")):
         raise MessageValidationError(f"subscription expression {expression!r} names no tag")
-    return SubscriptionData(topic, expr, tags, {tags_hash(t) for t in tags})
+
+
+def new_subscription(topic: str, expression: str | None, expression_type: str = _TAG) -> SubscriptionData:
+    """A subscription to ``topic`` (tag expression ``"TagA || TagB"``/``"*"``, or SQL92 verbatim),
+    versioned with the current time.
+
+    Raises:
+        MessageValidationError: see :func:`check_expression`.
+    """
+    check_expression(expression, expression_type)
+    return SubscriptionData.build(
+        topic,
+        (expression or "").strip(),
+        sub_version=time.time_ns() // 1_000_000,
+        expression_type=expression_type,
+    )
+
+
+#: Transitional name: spark/options.py and spark/reader.py import it; the spark branch of
+#: issue 15 moves to SubscriptionData.build. Delete when that branch is merged.
+build_subscription = new_subscription
+
+
+def filter_by_tags(sub: SubscriptionData, msgs: list[MessageExt]) -> list[MessageExt]:
+    """Keep the messages whose tag the subscription names exactly (hash collisions pass the
+    broker's filter); every message when the subscription has no tags (``*``, SQL92)."""
+    tags = sub.tags_set
+    if not tags or sub.class_filter_mode:
+        return msgs
+    return [m for m in msgs if m.tags in tags]

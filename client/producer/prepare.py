@@ -16,16 +16,18 @@ from collections.abc import Sequence
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.message import Message, MessageQueue
-from pocketmq.client.route import check_send_topic, is_retry_topic
+from pocketmq.client.validation import check_send_topic
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
     MAX_PROPERTIES_LENGTH,
+    TRANSACTION_PREPARED_TYPE,
     MessageConst,
     UniqIdGenerator,
     encode_batch,
     pack_host_ip,
     properties_to_string,
 )
+from pocketmq.remoting.protocol.topics import is_retry_topic
 
 
 class Prepared:
@@ -108,6 +110,7 @@ class MessagePreparer:
             sys_flag |= COMPRESSED_FLAG
         if not msg.properties and not msg.keys and not msg.delay_level and msg.wait_store_msg_ok:
             # The common case, without building a dict: TAGS and UNIQ_KEY only.
+            # inline of pocketmq.remoting.protocol.message.properties_to_string
             uniq = self._uniq.create()
             tags = msg.tags
             props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
@@ -118,7 +121,7 @@ class MessagePreparer:
         uniq = props.get(MessageConst.UNIQ_KEY) or self._uniq.create()
         props[MessageConst.UNIQ_KEY] = uniq
         if props.get(MessageConst.TRAN_MSG) == "true":
-            sys_flag |= 0x4  # TRANSACTION_PREPARED_TYPE
+            sys_flag |= TRANSACTION_PREPARED_TYPE
         retry = is_retry_topic(msg.topic)
         reconsume = props.pop(MessageConst.RECONSUME_TIME, None) if retry else None
         max_reconsume = props.pop(MessageConst.MAX_RECONSUME_TIMES, None) if retry else None
@@ -162,6 +165,7 @@ class MessagePreparer:
             ):
                 # The common case, as in _prepare: TAGS and UNIQ_KEY only, no dict built (the
                 # same string properties_to_string makes of them).
+                # inline of pocketmq.remoting.protocol.message.properties_to_string
                 uniq = create()
                 props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
             else:

@@ -12,16 +12,15 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from pocketmq.client._hdr import make
 from pocketmq.client.errors import BrokerNotFoundError, MessageValidationError
 from pocketmq.client.message import Message, SendResult
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from pocketmq.remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id
 
 if TYPE_CHECKING:
-    from pocketmq.client.producer.producer import Producer
+    from pocketmq.client.instance import MQClientInstance
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +34,20 @@ class TransactionState(enum.Enum):
 TransactionChecker = Callable[[MessageExt], Awaitable[TransactionState]]
 
 
+class TransactionalProducer(Protocol):
+    """What the transaction steps need from their producer."""
+
+    group: str
+    transaction_checker: TransactionChecker | None
+
+    @property
+    def instance(self) -> MQClientInstance: ...
+
+    async def send(self, msg: Message) -> SendResult: ...
+
+
 async def send_in_transaction(
-    producer: Producer,
+    producer: TransactionalProducer,
     msg: Message,
     execute_local: Callable[[Message, SendResult], Awaitable[TransactionState]],
 ) -> tuple[SendResult, TransactionState]:
@@ -58,13 +69,14 @@ async def send_in_transaction(
     return result, state
 
 
-async def end_transaction(producer: Producer, result: SendResult, state: TransactionState) -> None:
+async def end_transaction(
+    producer: TransactionalProducer, result: SendResult, state: TransactionState
+) -> None:
     _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
     addr = producer.instance.find_broker_addr_in_publish(result.message_queue.broker_name)
     if addr is None:
         raise BrokerNotFoundError(result.message_queue.broker_name)
-    header = make(
-        EndTransactionRequestHeader,
+    header = EndTransactionRequestHeader(
         producer_group=producer.group,
         tran_state_table_offset=result.queue_offset,
         commit_log_offset=commit_log_offset,
@@ -77,7 +89,10 @@ async def end_transaction(producer: Producer, result: SendResult, state: Transac
 
 
 async def answer_check(
-    producer: Producer, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    producer: TransactionalProducer,
+    broker_addr: str,
+    msg: MessageExt,
+    header: CheckTransactionStateRequestHeader,
 ) -> None:
     checker = producer.transaction_checker
     if checker is None:
@@ -91,8 +106,7 @@ async def answer_check(
         logger.exception("transaction checker raised for %s", header.msg_id)
         state = TransactionState.UNKNOW
     uniq = msg.get_property(MessageConst.UNIQ_KEY) or header.msg_id or ""
-    end = make(
-        EndTransactionRequestHeader,
+    end = EndTransactionRequestHeader(
         producer_group=producer.group,
         tran_state_table_offset=header.tran_state_table_offset,
         commit_log_offset=header.commit_log_offset,

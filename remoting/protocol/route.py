@@ -31,6 +31,7 @@ Compressed RegisterBrokerBody (``compressed=true``), a zlib stream of big-endian
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,9 +115,21 @@ class BrokerData:
         return self.broker_addrs.get(MASTER_ID)
 
     def select_broker_addr(self) -> str | None:
-        """The master's address, else the lowest-id slave's (deterministic, unlike Java's random)."""
-        if MASTER_ID in self.broker_addrs:
-            return self.broker_addrs[MASTER_ID]
+        """The address to talk to when any broker of the group will do: the one slave-selection rule.
+
+        RocketMQ's ``BrokerData.selectBrokerAddr``: the master (id 0) when it is registered,
+        otherwise one of the other (slave) addresses picked at random, so clients spread their
+        reads over the slaves while the master is down. ``None`` when the group has no address.
+        Callers that need the same answer every time use :meth:`first_addr` instead.
+        """
+        addrs = self.broker_addrs
+        addr = addrs.get(MASTER_ID)
+        if addr is None and addrs:
+            return random.choice(list(addrs.values()))
+        return addr
+
+    def first_addr(self) -> str | None:
+        """The lowest-id address (the master when present): a deterministic pick."""
         return self.broker_addrs[min(self.broker_addrs)] if self.broker_addrs else None
 
     def copy(self) -> BrokerData:
@@ -179,6 +192,14 @@ class TopicRouteData:
     def decode(cls, data: bytes | str) -> TopicRouteData:
         """Raises: BodyFormatError."""
         return cls.from_json(decode_object(data, "topicRouteData"))
+
+    def route_key(self) -> tuple[Any, ...]:
+        """A comparable snapshot that ignores list order: routes with equal keys need no table update."""
+        return (
+            sorted((q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in self.queue_datas),
+            sorted((b.broker_name, sorted(b.broker_addrs.items())) for b in self.broker_datas),
+            self.order_topic_conf,
+        )
 
 
 @dataclass(slots=True)

@@ -5,9 +5,8 @@ import zlib
 import orjson
 import pytest
 
-from pocketmq.client._hdr import make
 from pocketmq.client.api import MQClientAPI, decode_pull_result
-from pocketmq.client.consumer.subscription import build_subscription
+from pocketmq.client.consumer.subscription import new_subscription
 from pocketmq.client.errors import RemotingConnectError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullStatus, SendStatus
 from pocketmq.remoting.protocol.codes import (
@@ -22,6 +21,7 @@ from pocketmq.remoting.protocol.codes import (
 )
 from pocketmq.remoting.protocol.errors import NoPermissionError, SystemBusyError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, encode_message
 
 from .fakes import FakeRemoting, as_any, reply
@@ -137,11 +137,11 @@ async def test_pull_statuses_and_decoding() -> None:
         )
 
     api, _ = api_with(handler)
-    header = make(PullMessageRequestHeader, consumer_group="G", topic="T", queue_id=1, queue_offset=5, max_msg_nums=32,
+    header = PullMessageRequestHeader(consumer_group="G", topic="T", queue_id=1, queue_offset=5, max_msg_nums=32,
                   sys_flag=2, commit_offset=0, suspend_timeout_millis=15000, subscription="A", sub_version=1)  # fmt: skip
     res = await api.pull_message("a", header, 1.0)
     assert res.status is PullStatus.FOUND and res.next_begin_offset == 7
-    msgs = decode_pull_result(res, build_subscription("T", "A"))
+    msgs = decode_pull_result(res, new_subscription("T", "A"))
     assert [m.body for m in msgs] == [b"hello" * 1000]  # inflated, B filtered out
     assert res.body is None
     assert [(await api.pull_message("a", header, 1.0)).status for _ in range(3)] == [
@@ -172,7 +172,7 @@ async def test_offsets_heartbeat_locks() -> None:
     assert await api.get_max_offset("a", MQ) == 9
     assert await api.lock_batch_mq("a", "G", "cid", [MQ, MessageQueue("T", "b", 2)]) == {MQ}
     assert await api.get_consumer_id_list("a", "G") == ["a@1", "b@2"]
-    assert await api.send_heartbeat("a", {"clientID": "cid"}) == 409
+    assert await api.send_heartbeat("a", HeartbeatData("cid")) == 409
     await api.update_consumer_offset("a", "G", MQ, 11, oneway=True)
     addr, req = fake.oneway[-1]
     assert (

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from pocketmq.client.message import MessageQueue
 from pocketmq.client.producer.fault import LatencyFaultTolerance, MQFaultStrategy, not_available_duration
-from pocketmq.client.route import QueueData, TopicPublishInfo, TopicRouteData
+from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.common.clock import FakeClock
+from pocketmq.remoting.protocol.route import QueueData, TopicRouteData
 
 
 def test_latency_table() -> None:

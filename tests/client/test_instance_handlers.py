@@ -13,6 +13,7 @@ from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.heartbeat import ConsumerData
 from pocketmq.remoting.protocol.message import encode_message
 
 MQ = MessageQueue("T", "broker-a", 1)
@@ -30,9 +31,8 @@ class FakeConsumer:
     def subscriptions(self):
         return []
 
-    def consumer_data(self) -> dict[str, Any]:
-        return {"groupName": self.group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
-                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": [], "unitMode": False}  # fmt: skip
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(self.group)  # push, clustering, from last offset, no subscriptions
 
     def subscribe_info_needs_update(self, topic: str) -> bool:
         return False
@@ -118,6 +118,6 @@ async def test_handlers() -> None:
     ]
 
     assert handlers[RequestCode.NOTIFY_CONSUMER_IDS_CHANGED](conn, req(40, {"consumerGroup": "CG"})) is None
-    hb = inst.heartbeat_data()
+    hb = inst.heartbeat_data().to_json()
     assert hb["clientID"] == "10.0.0.1@t" and hb["consumerDataSet"][0]["groupName"] == "CG"
     await inst.shutdown()

@@ -15,7 +15,7 @@ from pocketmq.client.consumer.offset_store import (
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
-from pocketmq.client.consumer.subscription import build_subscription
+from pocketmq.client.consumer.subscription import new_subscription
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.producer.selector import java_hash, select_by_hash
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -95,11 +95,17 @@ def test_message_properties_and_msgpack() -> None:
 
 
 def test_subscription_expressions() -> None:
-    sub = build_subscription("T", "TagA || TagB ||  ")
-    assert sub.tags_set == {"TagA", "TagB"} and len(sub.code_set) == 2
-    assert build_subscription("T", "*").matches_all and build_subscription("T", "").matches_all
+    sub = new_subscription("T", "TagA || TagB ||  ")
+    assert set(sub.tags_set) == {"TagA", "TagB"} and len(sub.code_set) == 2
+    assert new_subscription("T", "*").is_all and new_subscription("T", "").is_all
+    assert sub.sub_version > 1_600_000_000_000  # creation time in ms, as Java's constructor sets it
+    sql = new_subscription("T", "  a > 1 ", "SQL92")
+    assert (sql.sub_string, sql.expression_type, sql.tags_set) == ("a > 1", "SQL92", ())
+    for bad in (("", "SQL92"), ("x", "NOPE")):
+        with pytest.raises(MessageValidationError):
+            new_subscription("T", *bad)
     with pytest.raises(MessageValidationError):
-        build_subscription("T", "||")
+        new_subscription("T", "||")
     j = sub.to_json()
     assert j["expressionType"] == "TAG" and j["subString"] == "TagA || TagB ||"
     assert sorted(j["codeSet"]) == sorted(sub.code_set)

@@ -15,11 +15,12 @@ from pocketmq.client.errors import (
     RemotingConnectError,
     SendFailedError,
 )
-from pocketmq.client.producer.producer import _State
-from pocketmq.client.route import QueueData, TopicPublishInfo, TopicRouteData
+from pocketmq.client.lifecycle import RUNNING
+from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import decode_batch, string_to_properties
+from pocketmq.remoting.protocol.route import QueueData, TopicRouteData
 
 from .fakes import FakeRemoting, as_any, reply
 
@@ -43,10 +44,10 @@ class FakeInstance:
 def make_producer(handler, **options) -> tuple[Producer, FakeInstance]:
     producer = Producer("PG", namesrv="127.0.0.1:9876", **options)
     inst = FakeInstance(handler)
-    producer._instance = as_any(inst)
-    producer._state = _State.RUNNING
+    producer._sender.instance = as_any(inst)
+    producer._life.state = RUNNING
     route = TopicRouteData([QueueData("broker-a", 2, 2, 6), QueueData("broker-b", 2, 2, 6)], [])
-    producer._publish["T"] = TopicPublishInfo(list(QUEUES), route=route, have_route=True, index=0)
+    producer._sender.publish["T"] = TopicPublishInfo(list(QUEUES), route=route, have_route=True, index=0)
     return producer, inst
 
 
@@ -276,7 +277,7 @@ async def test_send_async_first_attempt_failures_follow_the_retry_rules() -> Non
     producer, inst = make_future_producer(
         lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
     )
-    producer._publish["T"].index = -1  # first pick: broker-a
+    producer._sender.publish["T"].index = -1  # first pick: broker-a
     got = []
     res = await producer.send_async(Message("T", b"x"), lambda r, e: got.append((r, e)))
     await asyncio.sleep(0)
@@ -321,11 +322,11 @@ async def test_send_async_not_stored_status_retries_on_another_broker_when_asked
         return ok(req)
 
     producer, inst = make_future_producer(handler, retry_another_broker_when_not_store_ok=True)
-    producer._publish["T"].index = -1
+    producer._sender.publish["T"].index = -1
     res = await producer.send_async(Message("T", b"x"))
     assert res.send_status is SendStatus.SEND_OK and res.message_queue.broker_name == "broker-b"
     producer, inst = make_future_producer(handler)
-    producer._publish["T"].index = -1
+    producer._sender.publish["T"].index = -1
     res = await producer.send_async(Message("T", b"x"))
     assert res.send_status is SendStatus.FLUSH_DISK_TIMEOUT and len(inst.remoting.requests) == 1
 
@@ -337,3 +338,40 @@ async def test_send_async_cancelled_by_the_caller() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert fut.cancelled() and not producer._inflight
+
+
+def test_retry_classification_is_one_rule() -> None:
+    from pocketmq.client.producer.sender import is_retriable
+    from pocketmq.remoting.protocol.errors import SystemBusyError
+
+    assert is_retriable(RemotingConnectError("x"))
+    assert is_retriable(SystemBusyError("busy"))
+    assert not is_retriable(MessageIllegalError("bad"))
+    assert not is_retriable(ValueError("x"))
+
+
+async def test_inline_round_robin_matches_select_one() -> None:
+    # Sender.send and Sender.send_first inline TopicPublishInfo.select_one: same queue, same cursor
+    for start in range(-1, 6):
+        ref = TopicPublishInfo(list(QUEUES), index=start)
+        expected = [ref.select_one() for _ in range(3)]
+        producer, _ = make_producer(ok)
+        producer._sender.publish["T"].index = start
+        got = [(await producer.send(Message("T", b"x"))).message_queue for _ in range(2)]
+        producer2, _ = make_future_producer(ok)
+        producer2._sender.publish["T"].index = start + 2
+        got.append((await producer2.send_async(Message("T", b"x"))).message_queue)
+        assert got == expected
+        assert producer._sender.publish["T"].index == ref.index - 1
+
+
+async def test_single_message_properties_fast_path_matches_properties_to_string() -> None:
+    from pocketmq.remoting.protocol.message import properties_to_string
+
+    producer, inst = make_producer(ok)
+    for m in (Message("T", b"0", tags="t"), Message("T", b"1")):
+        await producer.send(m)
+        props_str = inst.remoting.requests[-1][1].ext_fields["i"]
+        props = m.wire_properties()
+        props["UNIQ_KEY"] = string_to_properties(props_str)["UNIQ_KEY"]
+        assert props_str == properties_to_string(props)

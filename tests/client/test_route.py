@@ -4,19 +4,13 @@ import pytest
 
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.route import (
-    PERM_READ,
-    PERM_WRITE,
-    BrokerData,
-    QueueData,
-    TopicPublishInfo,
-    TopicRouteData,
-    check_group,
-    check_send_topic,
-    check_topic,
-    to_publish_info,
-    to_subscribe_info,
-)
+from pocketmq.client.route import TopicPublishInfo, to_publish_info, to_subscribe_info
+from pocketmq.client.validation import check_group, check_send_topic, check_topic
+from pocketmq.remoting.protocol.route import BrokerData, QueueData, TopicRouteData
+from pocketmq.remoting.protocol.topics import PermName
+
+PERM_READ = PermName.PERM_READ
+PERM_WRITE = PermName.PERM_WRITE
 
 QUOTED = b"""{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"},"brokerName":"broker-b","cluster":"C"},
 {"brokerAddrs":{"0":"127.0.0.1:10811"},"brokerName":"broker-a","cluster":"C"}],"filterServerTable":{},
@@ -111,7 +105,7 @@ def test_bad_topics_rejected(topic: str) -> None:
 def test_send_topic_rules() -> None:
     check_send_topic("%RETRY%G")
     check_topic("TBW102")
-    for reserved in ("TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC"):
+    for reserved in ("TBW102", "SCHEDULE_TOPIC_XXXX", "SCHEDULE_TOPIC_XXXX_V2", "RMQ_SYS_TRANS_HALF_TOPIC"):
         with pytest.raises(MessageValidationError):
             check_send_topic(reserved)
 

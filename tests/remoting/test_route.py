@@ -286,10 +286,28 @@ def test_wants_standard_json() -> None:
 def test_broker_data_helpers() -> None:
     bd = BrokerData("c", "b", {2: "s2:1", 1: "s1:1"})
     assert bd.master_addr is None
-    assert bd.select_broker_addr() == "s1:1"
+    assert bd.select_broker_addr() in ("s1:1", "s2:1")
+    assert bd.first_addr() == "s1:1"
     bd.broker_addrs[0] = "m:1"
     assert bd.select_broker_addr() == "m:1" == bd.master_addr
     copy = bd.copy()
     copy.broker_addrs.clear()
     assert bd.broker_addrs
     assert BrokerData("c", "b").select_broker_addr() is None
+
+
+def test_select_broker_addr_is_rocketmq_rule() -> None:
+    # master when present; otherwise a random slave (Java BrokerData.selectBrokerAddr)
+    assert BrokerData("c", "b", {0: "m:1", 1: "s1:1"}).select_broker_addr() == "m:1"
+    slaves = BrokerData("c", "b", {1: "s1:1", 2: "s2:1", 3: "s3:1"})
+    picked = {slaves.select_broker_addr() for _ in range(200)}
+    assert picked == {"s1:1", "s2:1", "s3:1"}
+    # the deterministic pick, for callers that need one (namesrv's system topic list)
+    assert slaves.first_addr() == "s1:1"
+    assert BrokerData("c", "b", {2: "s2:1", 0: "m:1"}).first_addr() == "m:1"
+    assert BrokerData("c", "b").first_addr() is None
+
+
+def test_schedule_v2_topic_is_not_sendable() -> None:
+    # the client's own copy of this set used to lack SCHEDULE_TOPIC_XXXX_V2
+    assert "SCHEDULE_TOPIC_XXXX_V2" in route.NOT_ALLOWED_SEND_TOPICS

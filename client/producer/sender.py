@@ -1,0 +1,354 @@
+"""``Sender``: a producer's send attempts: the retry loop, retry classification and latency fault
+bookkeeping, shared by :meth:`Producer.send <pocketmq.client.producer.producer.Producer.send>`
+(and ``send_batch``) and ``send_async``. It also owns the producer's publish table (topic →
+:class:`TopicPublishInfo`) and resolves routes and broker addresses for the attempts.
+
+Rules (Java ``DefaultMQProducerImpl.sendDefaultImpl``):
+
+* an attempt picks a queue (round robin avoiding the broker of the previous failed attempt, or
+  the latency fault strategy when enabled) and sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE);
+* a failed attempt is retried on the next queue, up to ``times`` attempts in all, when the error
+  is a transport failure (:data:`RETRY_ON`) or a :class:`ResponseError` whose ``retriable`` flag
+  is set (``refresh_route`` also refreshes the route first); any other error is raised at once;
+* a reply other than SEND_OK is retried on another broker only with
+  ``retry_another_broker_when_not_store_ok``;
+* the budget bounds the whole send, retries included; every failure is kept and listed by the
+  final :class:`SendFailedError`.
+
+``send_async``'s common case (route and connection ready, no fault strategy, no VIP channel) is
+:meth:`Sender.send_first`: the first attempt is written before ``send_async`` returns and finished
+in a callback on the reply future, with no task and no loop turn between the call and the
+request leaving; a failed first attempt continues in :meth:`Sender.send` with what is known so
+far (start time, error, broker to avoid), so both paths follow the same rules.
+
+The common send (route cached, no hooks) is one coroutine from :meth:`Sender.send` to the reply
+future: no per-attempt coroutine layers, no enum-member lookups (slow on CPython 3.11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from pocketmq.client.api import MQClientAPI
+from pocketmq.client.config import ProducerConfig
+from pocketmq.client.errors import (
+    BrokerNotFoundError,
+    ClientClosedError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    ResponseError,
+    SendFailedError,
+    TopicRouteNotFoundError,
+)
+from pocketmq.client.instance import MQClientInstance
+from pocketmq.client.message import MessageQueue, SendResult, SendStatus
+from pocketmq.client.producer.fault import MQFaultStrategy
+from pocketmq.client.producer.prepare import MessagePreparer, Prepared
+from pocketmq.client.route import TopicPublishInfo
+from pocketmq.remoting.common.clock import Clock
+
+logger = logging.getLogger(__name__)
+
+#: Failures of an attempt that are always retried on another queue (transport, unknown broker).
+RETRY_ON = (RemotingConnectError, RemotingTimeoutError, BrokerNotFoundError)
+#: Route refresh failures that leave the cached route in place.
+_REFRESH_FAILURES = (TopicRouteNotFoundError, RemotingConnectError, RemotingTimeoutError)
+
+# Enum member bound to a module name: on CPython 3.11 ``Enum.MEMBER`` costs ~80 ns (a metaclass
+# attribute lookup) against ~20 ns for a global, and the send path reads it every time.
+_SEND_OK = SendStatus.SEND_OK
+
+
+def is_retriable(exc: BaseException) -> bool:
+    """Whether a failed attempt may be retried on another queue (the one classification)."""
+    return isinstance(exc, RETRY_ON) or (isinstance(exc, ResponseError) and exc.retriable)
+
+
+class Sender:
+    """The send attempts of one producer.
+
+    Args:
+        config: the producer's (frozen) configuration.
+        prep: encodes messages and the per-attempt request header fields.
+        closed_error: builds the :class:`ClientClosedError` raised when :attr:`instance` is unset.
+        clock: time source of the latency fault strategy.
+    """
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        prep: MessagePreparer,
+        closed_error: Callable[[], ClientClosedError],
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self.prep = prep
+        self.fault = MQFaultStrategy(config.send_latency_fault_enable, clock)
+        #: topic → publish info, updated by the client instance's route refreshes
+        self.publish: dict[str, TopicPublishInfo] = {}
+        #: the client instance while the producer runs; ``None`` before start and after shutdown
+        self.instance: MQClientInstance | None = None
+        self._closed_error = closed_error
+        # Hot-path copies of the config: read on every send.
+        self.attempts = 1 + config.retry_times_when_send_failed
+        self.attempts_async = 1 + config.retry_times_when_send_async_failed
+        self._vip = config.vip_channel_enabled
+        self.retry_not_stored = config.retry_another_broker_when_not_store_ok
+
+    def running_instance(self) -> MQClientInstance:
+        """The client instance. Raises ClientClosedError when the producer is not running."""
+        inst = self.instance
+        if inst is None:
+            raise self._closed_error()
+        return inst
+
+    # ------------------------------------------------------------------------------ routes
+    async def publish_info(self, topic: str) -> TopicPublishInfo:
+        """``topic``'s writable queues; an unknown topic gets the template's (``create_topic_key``)
+        queues, and the broker creates the topic on the first send.
+
+        Raises:
+            TopicRouteNotFoundError: neither the topic nor its template has a writable route.
+        """
+        info = self.publish.get(topic)
+        if info is not None and info.ok:
+            return info
+        inst = self.running_instance()
+        self.publish.setdefault(topic, TopicPublishInfo())
+        try:
+            await inst.update_topic_route(topic)
+        except TopicRouteNotFoundError:
+            pass
+        info = self.publish[topic]
+        if info.ok:
+            return info
+        try:
+            await inst.update_topic_route(
+                topic,
+                default_topic=self.config.create_topic_key,
+                default_queue_nums=self.config.default_topic_queue_nums,
+            )
+        except TopicRouteNotFoundError as exc:
+            raise TopicRouteNotFoundError(topic, "neither the topic nor its template route exists") from exc
+        info = self.publish[topic]
+        if not info.ok:
+            raise TopicRouteNotFoundError(topic, "route has no writable queue")
+        return info
+
+    async def broker_addr(self, mq: MessageQueue) -> str:
+        """The master address of ``mq``'s broker (route refreshed once if unknown; the VIP port,
+        2 below, with ``vip_channel_enabled``). Raises BrokerNotFoundError."""
+        inst = self.running_instance()
+        addr = inst.find_broker_addr_in_publish(mq.broker_name)
+        if addr is None:
+            try:
+                await inst.update_topic_route(mq.topic)
+            except TopicRouteNotFoundError:
+                pass
+            addr = inst.find_broker_addr_in_publish(mq.broker_name)
+            if addr is None:
+                raise BrokerNotFoundError(mq.broker_name)
+        if self._vip:
+            host, _, port = addr.rpartition(":")
+            addr = f"{host}:{int(port) - 2}"
+        return addr
+
+    async def _refresh(self, inst: MQClientInstance, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
+        try:
+            await inst.update_topic_route(topic)
+        except _REFRESH_FAILURES:
+            pass
+        return self.publish.get(topic) or info
+
+    # ---------------------------------------------------------------------------- attempts
+    async def send_to(self, p: Prepared, mq: MessageQueue, timeout: float) -> SendResult:
+        """One attempt on ``mq``, no retry (explicit queues and selectors keep their order)."""
+        inst = self.running_instance()
+        addr = inst.find_broker_addr_in_publish(mq.broker_name)
+        if addr is None or self._vip:
+            addr = await self.broker_addr(mq)
+        api = inst.api
+        response = await api.send_message_request(addr, self.prep.ext(p, mq), p.body, timeout, batch=p.batch)
+        return api.process_send_response(mq, response, p.msg_id, addr)
+
+    async def send(
+        self, p: Prepared, budget: float, times: int, *, begin: float | None = None,
+        errors: list[BaseException] | None = None, last_broker: str | None = None,
+        refresh: bool = False,
+    ) -> SendResult:  # fmt: skip
+        """Up to ``times`` attempts within ``budget`` seconds (the rules in the module docstring).
+
+        ``begin``, ``errors``, ``last_broker`` and ``refresh`` continue a send whose first
+        attempt :meth:`send_first` made.
+
+        Raises:
+            ClientClosedError; ResponseError (not retriable); SendFailedError (every attempt failed).
+        """
+        # The hot path of every send: one coroutine from here to the reply's future (the route
+        # and broker address come from caches; the request is written and its future awaited
+        # directly), so a send costs as few Python layers as possible.
+        resumed = begin is not None
+        info = self.publish.get(p.topic)
+        if info is None or not info.message_queues:
+            info = await self.publish_info(p.topic)
+        inst = self.instance
+        if inst is None:
+            raise self._closed_error()
+        api = inst.api
+        fault = self.fault
+        if begin is None:
+            begin = time.monotonic()
+        if errors is None:
+            errors = []
+        if refresh:
+            info = await self._refresh(inst, p.topic, info)
+        remaining = budget
+        for attempt in range(times):
+            if attempt or resumed:
+                inst = self.instance
+                if inst is None:
+                    raise self._closed_error()
+                api = inst.api
+                remaining = budget - (time.monotonic() - begin)
+                if remaining <= 0:
+                    errors.append(RemotingTimeoutError(f"send to {p.topic} timed out after {budget:.3f}s"))
+                    break
+            if last_broker is None and not fault.enabled:
+                # The first attempt without latency fault tolerance: plain round robin.
+                # inline of pocketmq.client.route.TopicPublishInfo.select_one
+                queues = info.message_queues
+                info.index += 1
+                mq = queues[info.index % len(queues)]
+            else:
+                mq = fault.select_one_message_queue(info, last_broker)
+            last_broker = mq.broker_name
+            t0 = time.monotonic() if fault.enabled else 0.0
+            try:
+                addr = inst.find_broker_addr_in_publish(last_broker)
+                if addr is None or self._vip:
+                    addr = await self.broker_addr(mq)
+                response = await api.send_message_request(
+                    addr, self.prep.ext(p, mq), p.body, remaining, batch=p.batch
+                )
+                result = api.process_send_response(mq, response, p.msg_id, addr)
+            except RETRY_ON as exc:
+                self.record_latency(mq, t0, failed=True)
+                logger.info("send to %s failed (attempt %d): %s", mq, attempt + 1, exc)
+                errors.append(exc)
+                continue
+            except ResponseError as exc:
+                self.record_latency(mq, t0, failed=True)
+                if not exc.retriable:
+                    raise
+                errors.append(exc)
+                if exc.refresh_route:
+                    info = await self._refresh(inst, p.topic, info)
+                continue
+            if fault.enabled:
+                self.record_latency(mq, t0, failed=False)
+            if result.send_status is not _SEND_OK and self.retry_not_stored and attempt + 1 < times:
+                continue
+            return result
+        raise SendFailedError(p.topic, errors) from (errors[-1] if errors else None)
+
+    def record_latency(self, mq: MessageQueue, t0: float, *, failed: bool) -> None:
+        """Fault bookkeeping of one attempt (a no-op unless ``send_latency_fault_enable``)."""
+        if self.fault.enabled:
+            self.fault.update_fault_item(mq.broker_name, int((time.monotonic() - t0) * 1000), failed)
+
+    def send_first(self, p: Prepared, budget: float) -> asyncio.Future[SendResult] | None:
+        """send_async's common case (route and connection ready, no fault strategy): write the
+        first attempt now and finish it in a reply callback; a failed attempt continues in
+        :meth:`send`. ``None``: take the general path (:meth:`send` in a task)."""
+        info = self.publish.get(p.topic)
+        inst = self.instance
+        if info is None or not info.message_queues or self.fault.enabled or self._vip or inst is None:
+            return None
+        queues = info.message_queues
+        # inline of pocketmq.client.route.TopicPublishInfo.select_one (index advanced once written)
+        mq = queues[(info.index + 1) % len(queues)]
+        addr = inst.find_broker_addr_in_publish(mq.broker_name)
+        if addr is None:
+            return None
+        try:
+            reply = inst.api.send_message_request(addr, self.prep.ext(p, mq), p.body, budget, batch=p.batch)
+        except Exception:
+            return None  # e.g. too many requests pending: the general path reports it in the future
+        if not isinstance(reply, asyncio.Future):
+            # The connection is not open (or RPC hooks run): remoting handed back its slow-path
+            # coroutine, which has not started, so nothing was written. Drop it unstarted.
+            if inspect.iscoroutine(reply):
+                reply.close()
+            return None
+        info.index += 1
+        out: asyncio.Future[SendResult] = reply.get_loop().create_future()
+        begin = time.monotonic()
+        # partial, not a closure: a C call into the callback (STYLE.md §3.8)
+        reply.add_done_callback(partial(_first_reply, self, out, p, budget, begin, mq, addr))
+        return out
+
+    def retry_after_first(
+        self, out: asyncio.Future[SendResult], p: Prepared, budget: float, begin: float,
+        mq: MessageQueue, exc: BaseException | None,
+    ) -> None:  # fmt: skip
+        """Continue a send_async whose first attempt on ``mq`` failed with ``exc`` (or was not
+        stored): the remaining attempts in :meth:`send`, delivered into ``out``."""
+        if self.attempts_async <= 1:
+            failed = SendFailedError(p.topic, [exc] if exc else [])
+            failed.__cause__ = exc
+            out.set_exception(failed)
+            return
+        if exc is not None and not isinstance(exc, ResponseError):
+            logger.info("send to %s failed (attempt 1): %s", mq, exc)
+        task = asyncio.ensure_future(
+            self.send(
+                p, budget, self.attempts_async - 1, begin=begin, errors=[] if exc is None else [exc],
+                last_broker=mq.broker_name, refresh=isinstance(exc, ResponseError) and exc.refresh_route,
+            )
+        )  # fmt: skip
+        task.add_done_callback(partial(_chain, out=out))
+
+
+def _first_reply(
+    sender: Sender, out: asyncio.Future[SendResult], p: Prepared, budget: float, begin: float,
+    mq: MessageQueue, addr: str, reply: asyncio.Future[Any],
+) -> None:  # fmt: skip
+    """Done callback of send_first's reply: deliver, raise, or retry by the send rules."""
+    if reply.cancelled():
+        out.cancel()
+        return
+    exc = reply.exception()
+    if out.done():  # cancelled by the caller: nothing to deliver (exception retrieved)
+        return
+    if exc is None:
+        try:
+            result = MQClientAPI.process_send_response(mq, reply.result(), p.msg_id, addr)
+        except Exception as err:
+            exc = err
+        else:
+            if result.send_status is _SEND_OK or not (sender.retry_not_stored and sender.attempts_async > 1):
+                out.set_result(result)
+                return
+    if exc is not None and not is_retriable(exc):
+        out.set_exception(exc)
+        return
+    sender.retry_after_first(out, p, budget, begin, mq, exc)
+
+
+def _chain(task: asyncio.Future[SendResult], *, out: asyncio.Future[SendResult]) -> None:
+    if out.done():
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller gave up on this send
+        return
+    if task.cancelled():
+        out.cancel()
+    elif (exc := task.exception()) is not None:
+        out.set_exception(exc)
+    else:
+        out.set_result(task.result())
