@@ -14,49 +14,49 @@ slave), never by address.
 
 In user options (``startingOffsets``/``endingOffsets``), ``-2`` means earliest and ``-1``
 latest, as in the Kafka source and rocketmq-spark.
+
+Queues are the protocol's :class:`~pocketmq.remoting.protocol.heartbeat.MessageQueue`
+(``topic, broker_name, queue_id``); :func:`queue_label` is how messages name one.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.spark.errors import InvalidOptionError
 
 EARLIEST = -2
 LATEST = -1
 
 
-class QueueKey(NamedTuple):
-    """One ConsumeQueue: ``(topic, brokerName, queueId)``; sorts like the JSON keys do."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}/{self.broker_name}/{self.queue_id}"
-
-    def sort_key(self) -> tuple[str, str, str]:
-        return (self.topic, self.broker_name, str(self.queue_id))
+def queue_label(mq: MessageQueue) -> str:
+    """``topic/brokerName/queueId``: how errors and logs name a queue."""
+    return f"{mq.topic}/{mq.broker_name}/{mq.queue_id}"
 
 
-OffsetMap = dict[QueueKey, int]
+def json_order(mq: MessageQueue) -> tuple[str, str, str]:
+    """Sort key of the JSON keys (queue ids compare as strings, as ``sort_keys`` does)."""
+    return (mq.topic, mq.broker_name, str(mq.queue_id))
+
+
+OffsetMap = dict[MessageQueue, int]
 JsonOffsets = dict[str, dict[str, dict[str, int]]]
 
 
-def to_json_dict(offsets: Mapping[QueueKey, int]) -> JsonOffsets:
+def to_json_dict(offsets: Mapping[MessageQueue, int]) -> JsonOffsets:
     """The canonical offset dict (keys inserted in sorted order, values plain ints)."""
     nested: dict[str, dict[str, dict[str, int]]] = {}
-    for key in sorted(offsets, key=QueueKey.sort_key):
+    for key in sorted(offsets, key=json_order):
         nested.setdefault(key.topic, {}).setdefault(key.broker_name, {})[str(key.queue_id)] = int(
             offsets[key]
         )
     return nested
 
 
-def to_json(offsets: Mapping[QueueKey, int]) -> str:
+def to_json(offsets: Mapping[MessageQueue, int]) -> str:
     """Canonical JSON text (what Spark writes to the offsets log)."""
     return json.dumps(to_json_dict(offsets), sort_keys=True)
 
@@ -102,7 +102,7 @@ def from_json_dict(obj: Any, *, what: str = "offsets", allow_special: bool = Fal
                     raise InvalidOptionError(
                         what, f"offset of {topic}/{broker}/{qid} is {offset}; offsets must be >= 0{allowed}"
                     )
-                out[QueueKey(topic, broker, queue_id)] = offset
+                out[MessageQueue(topic, broker, queue_id)] = offset
     return out
 
 
@@ -126,5 +126,5 @@ def parse_json_option(name: str, text: str) -> Any:
         raise InvalidOptionError(name, f"not valid JSON ({exc}): {text!r}") from None
 
 
-def topics_of(offsets: Iterable[QueueKey]) -> set[str]:
+def topics_of(offsets: Iterable[MessageQueue]) -> set[str]:
     return {key.topic for key in offsets}
