@@ -22,7 +22,7 @@ Queues are the protocol's :class:`~pocketmq.remoting.protocol.heartbeat.MessageQ
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pocketmq.remoting.protocol.heartbeat import MessageQueue
@@ -77,20 +77,8 @@ def from_json_dict(obj: Any, *, what: str = "offsets", allow_special: bool = Fal
             what, f'expected a JSON object {{"topic": {{"broker": {{"queueId": offset}}}}}}, got {obj!r}'
         )
     out: OffsetMap = {}
-    for topic, brokers in obj.items():
-        if not isinstance(topic, str) or not topic:
-            raise InvalidOptionError(what, f"topic names must be non-empty strings, got {topic!r}")
-        if not isinstance(brokers, Mapping):
-            raise InvalidOptionError(
-                what, f"topic {topic!r} must map broker names to queues, got {brokers!r}"
-            )
-        for broker, queues in brokers.items():
-            if not isinstance(broker, str) or not broker:
-                raise InvalidOptionError(what, f"broker names must be non-empty strings, got {broker!r}")
-            if not isinstance(queues, Mapping):
-                raise InvalidOptionError(
-                    what, f"{topic}/{broker} must map queue ids to offsets, got {queues!r}"
-                )
+    for topic, brokers in _named_maps(obj, what, "topic", None, "broker names to queues"):
+        for broker, queues in _named_maps(brokers, what, "broker", topic, "queue ids to offsets"):
             for qid, offset in queues.items():
                 queue_id = _parse_queue_id(qid, what, topic, broker)
                 if isinstance(offset, bool) or not isinstance(offset, int):
@@ -104,6 +92,19 @@ def from_json_dict(obj: Any, *, what: str = "offsets", allow_special: bool = Fal
                     )
                 out[MessageQueue(topic, broker, queue_id)] = offset
     return out
+
+
+def _named_maps(
+    obj: Mapping[Any, Any], what: str, kind: str, parent: str | None, contents: str
+) -> Iterator[tuple[str, Mapping[Any, Any]]]:
+    """One level of the nested offset dict: non-empty ``kind`` names, each mapping ``contents``."""
+    for name, value in obj.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidOptionError(what, f"{kind} names must be non-empty strings, got {name!r}")
+        if not isinstance(value, Mapping):
+            label = f"{kind} {name!r}" if parent is None else f"{parent}/{name}"
+            raise InvalidOptionError(what, f"{label} must map {contents}, got {value!r}")
+        yield name, value
 
 
 def _parse_queue_id(qid: Any, what: str, topic: str, broker: str) -> int:
