@@ -181,6 +181,7 @@ def _property_column(items: pa.Array, parents: pa.Array, needle: str, n: int) ->
     return values.take(pc.if_else(present, index, _INT32_NULL))
 
 
+# inline of pocketmq.remoting.protocol.message.get_property (test_batches_match_the_generic_decoder)
 def property_columns(props: pa.Array) -> list[pa.Array]:
     """``tags``, ``keys`` and the UNIQ_KEY (null when absent) from encoded property strings.
 
@@ -298,6 +299,7 @@ class Columns:
             nxt = self._decode_checked(data, expect, until, on_gap)
         return nxt
 
+    # inline of pocketmq.remoting.protocol.message.decode_messages (test_batches_match_the_generic_decoder)
     def _decode_fast(
         self,
         data: bytes | bytearray,
@@ -350,6 +352,7 @@ class Columns:
             return None
         return nxt
 
+    # inline of pocketmq.remoting.protocol.message.decode_messages (test_batches_match_the_generic_decoder)
     def _decode_checked(
         self, data: bytes | bytearray, expect: int, until: int, on_gap: Callable[[int, int], None] | None
     ) -> int:
