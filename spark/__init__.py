@@ -8,12 +8,16 @@ pyarrow; importing this package imports neither):
 ``offsets``               canonical offset JSON ``{"topic": {"broker": {"queueId": next}}}``
 ``planning``              reconcile with the cluster, data-loss decisions, rate limit, ranges
 ``metadata``              routes and per-queue min/max offsets (driver; blocking, parallel)
-``wire``                  blocking remoting client and the per-process connection pool
 ``reader``                the executor pull loop for one ``[from, until)`` range
 ``rows``                  output schema, pull body -> Arrow record batches
 ``source``                the DataSource / stream reader / batch reader classes
 ``pyspark_rocketmq``      installed top-level for PySpark's auto-registration
 ========================  ==================================================================
+
+The package speaks RocketMQ through public modules only: wire types and rules from
+:mod:`pocketmq.remoting.protocol` (``route``, ``heartbeat``'s ``MessageQueue`` and
+``SubscriptionData``, ``topics``, ``codes``, ``message``'s record layout), and the blocking
+client :mod:`pocketmq.remoting.transport.blocking` (executors and the planner run no event loop).
 
 See ``spark/README.md`` for usage.
 """

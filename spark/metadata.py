@@ -21,14 +21,16 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from pocketmq.client.route import MASTER_ID, PERM_READ, TopicRouteData
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingError
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
+from pocketmq.remoting.protocol.route import TopicRouteData
+from pocketmq.remoting.protocol.topics import PermName
+from pocketmq.remoting.transport.blocking import ConnectionPool, pool
 from pocketmq.spark.errors import MetadataError
-from pocketmq.spark.offsets import OffsetMap, QueueKey
+from pocketmq.spark.offsets import OffsetMap, queue_label
 from pocketmq.spark.planning import QueueState, Snapshot
-from pocketmq.spark.wire import ConnectionPool, pool
 
 logger = logging.getLogger("pocketmq.spark")
 T = TypeVar("T")
@@ -38,28 +40,30 @@ def _request(code: int, ext: dict[str, str] | None) -> RemotingCommand:
     return RemotingCommand.request(code, ext, language=LanguageCode.PYTHON)
 
 
-def _queue_ext(key: QueueKey) -> dict[str, str]:
+def _queue_ext(key: MessageQueue) -> dict[str, str]:
     """extFields of GET_MAX/MIN_OFFSET (and the base of SEARCH_OFFSET / QUERY_CONSUMER_OFFSET)."""
     return {"topic": key.topic, "queueId": str(key.queue_id)}
 
 
 def broker_addresses(route: TopicRouteData) -> dict[str, tuple[str, ...]]:
-    """brokerName -> addresses, master (brokerId 0) first, then slaves by id."""
-    return {
-        bd.broker_name: tuple(
-            addr for _, addr in sorted(bd.broker_addrs.items(), key=lambda kv: (kv[0] != MASTER_ID, kv[0]))
-        )
-        for bd in route.broker_datas
-        if bd.broker_addrs
-    }
+    """brokerName -> addresses to try in turn: the protocol's choice first
+    (:meth:`BrokerData.select_broker_addr`: the master when there is one), then the others
+    by broker id (failover for reads)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for bd in route.broker_datas:
+        first = bd.select_broker_addr()
+        if first is not None:
+            rest = (addr for _, addr in sorted(bd.broker_addrs.items()) if addr != first)
+            out[bd.broker_name] = (first, *rest)
+    return out
 
 
-def route_queues(topic: str, route: TopicRouteData) -> list[QueueKey]:
+def route_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
     """Readable queues of ``topic`` (QueueData with PERM_READ, ids ``0..readQueueNums-1``)."""
     return [
-        QueueKey(topic, qd.broker_name, qid)
+        MessageQueue(topic, qd.broker_name, qid)
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name)
-        if qd.perm & PERM_READ
+        if PermName.is_readable(qd.perm)
         for qid in range(qd.read_queue_nums)
     ]
 
@@ -133,32 +137,32 @@ class ClusterClient:
     # ----------------------------------------------------------------------------- offsets
     def _per_broker(
         self,
-        keys: Iterable[QueueKey],
+        keys: Iterable[MessageQueue],
         addrs: Mapping[str, tuple[str, ...]],
-        build: Callable[[QueueKey], RemotingCommand],
-        parse: Callable[[QueueKey, RemotingCommand], int],
+        build: Callable[[MessageQueue], RemotingCommand],
+        parse: Callable[[MessageQueue, RemotingCommand], int],
         what: str,
         strict: bool,
-    ) -> dict[QueueKey, int]:
+    ) -> dict[MessageQueue, int]:
         """Ask each broker about its queues (pipelined, brokers in parallel)."""
-        by_broker: dict[str, list[QueueKey]] = {}
+        by_broker: dict[str, list[MessageQueue]] = {}
         for key in keys:
             by_broker.setdefault(key.broker_name, []).append(key)
 
-        def one(broker: str) -> dict[QueueKey, int]:
+        def one(broker: str) -> dict[MessageQueue, int]:
             broker_keys = by_broker[broker]
             candidates = addrs.get(broker, ())
             if not candidates:
                 raise MetadataError(f"no address known for broker {broker!r}")
 
-            def ask() -> dict[QueueKey, int]:
+            def ask() -> dict[MessageQueue, int]:
                 replies = self.pool.invoke_many(candidates[0], [build(k) for k in broker_keys], self.timeout)
                 return {k: parse(k, r) for k, r in zip(broker_keys, replies, strict=True)}
 
             return self._retrying(f"{what} from broker {broker} ({candidates[0]})", ask)
 
         brokers = sorted(by_broker)
-        results: dict[QueueKey, int] = {}
+        results: dict[MessageQueue, int] = {}
         if len(brokers) <= 1:
             outcomes = [_capture(one, b) for b in brokers]
         else:
@@ -178,7 +182,7 @@ class ClusterClient:
     def snapshot(self, topics: Iterable[str], *, strict: bool) -> Snapshot:
         """Routes plus min/max offsets of every readable queue of ``topics``."""
         snap = Snapshot()
-        keys: list[QueueKey] = []
+        keys: list[MessageQueue] = []
         for topic in topics:
             route = self.route(topic)
             if route is None:
@@ -215,7 +219,7 @@ class ClusterClient:
         return snap
 
     def search_offsets(
-        self, stamps: Mapping[QueueKey, int], addrs: Mapping[str, tuple[str, ...]]
+        self, stamps: Mapping[MessageQueue, int], addrs: Mapping[str, tuple[str, ...]]
     ) -> OffsetMap:
         """SEARCH_OFFSET_BY_TIMESTAMP for each queue (ms since the epoch)."""
         return self._per_broker(
@@ -231,7 +235,7 @@ class ClusterClient:
         )
 
     def committed_offsets(
-        self, group: str, keys: Iterable[QueueKey], addrs: Mapping[str, tuple[str, ...]]
+        self, group: str, keys: Iterable[MessageQueue], addrs: Mapping[str, tuple[str, ...]]
     ) -> OffsetMap:
         """The group's committed offset per queue; ``-1`` where the broker has none."""
         return self._per_broker(
@@ -254,16 +258,18 @@ def _capture(fn: Callable[[str], T], arg: str) -> tuple[T | None, Exception | No
         return None, exc
 
 
-def _offset_reply(key: QueueKey, reply: RemotingCommand) -> int:
+def _offset_reply(key: MessageQueue, reply: RemotingCommand) -> int:
     if reply.code != ResponseCode.SUCCESS:
-        raise MetadataError(f"queue {key}: broker replied code {reply.code}: {reply.remark}")
+        raise MetadataError(f"queue {queue_label(key)}: broker replied code {reply.code}: {reply.remark}")
     try:
         return int(reply.ext("offset") or "")
     except ValueError:
-        raise MetadataError(f"queue {key}: broker reply has no valid offset: {reply.ext_fields}") from None
+        raise MetadataError(
+            f"queue {queue_label(key)}: broker reply has no valid offset: {reply.ext_fields}"
+        ) from None
 
 
-def _committed_reply(key: QueueKey, reply: RemotingCommand) -> int:
+def _committed_reply(key: MessageQueue, reply: RemotingCommand) -> int:
     if reply.code == ResponseCode.QUERY_NOT_FOUND:
         return -1
     return _offset_reply(key, reply)

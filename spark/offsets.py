@@ -14,49 +14,49 @@ slave), never by address.
 
 In user options (``startingOffsets``/``endingOffsets``), ``-2`` means earliest and ``-1``
 latest, as in the Kafka source and rocketmq-spark.
+
+Queues are the protocol's :class:`~pocketmq.remoting.protocol.heartbeat.MessageQueue`
+(``topic, broker_name, queue_id``); :func:`queue_label` is how messages name one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.spark.errors import InvalidOptionError
 
 EARLIEST = -2
 LATEST = -1
 
 
-class QueueKey(NamedTuple):
-    """One ConsumeQueue: ``(topic, brokerName, queueId)``; sorts like the JSON keys do."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}/{self.broker_name}/{self.queue_id}"
-
-    def sort_key(self) -> tuple[str, str, str]:
-        return (self.topic, self.broker_name, str(self.queue_id))
+def queue_label(mq: MessageQueue) -> str:
+    """``topic/brokerName/queueId``: how errors and logs name a queue."""
+    return f"{mq.topic}/{mq.broker_name}/{mq.queue_id}"
 
 
-OffsetMap = dict[QueueKey, int]
+def json_order(mq: MessageQueue) -> tuple[str, str, str]:
+    """Sort key of the JSON keys (queue ids compare as strings, as ``sort_keys`` does)."""
+    return (mq.topic, mq.broker_name, str(mq.queue_id))
+
+
+OffsetMap = dict[MessageQueue, int]
 JsonOffsets = dict[str, dict[str, dict[str, int]]]
 
 
-def to_json_dict(offsets: Mapping[QueueKey, int]) -> JsonOffsets:
+def to_json_dict(offsets: Mapping[MessageQueue, int]) -> JsonOffsets:
     """The canonical offset dict (keys inserted in sorted order, values plain ints)."""
     nested: dict[str, dict[str, dict[str, int]]] = {}
-    for key in sorted(offsets, key=QueueKey.sort_key):
+    for key in sorted(offsets, key=json_order):
         nested.setdefault(key.topic, {}).setdefault(key.broker_name, {})[str(key.queue_id)] = int(
             offsets[key]
         )
     return nested
 
 
-def to_json(offsets: Mapping[QueueKey, int]) -> str:
+def to_json(offsets: Mapping[MessageQueue, int]) -> str:
     """Canonical JSON text (what Spark writes to the offsets log)."""
     return json.dumps(to_json_dict(offsets), sort_keys=True)
 
@@ -77,20 +77,8 @@ def from_json_dict(obj: Any, *, what: str = "offsets", allow_special: bool = Fal
             what, f'expected a JSON object {{"topic": {{"broker": {{"queueId": offset}}}}}}, got {obj!r}'
         )
     out: OffsetMap = {}
-    for topic, brokers in obj.items():
-        if not isinstance(topic, str) or not topic:
-            raise InvalidOptionError(what, f"topic names must be non-empty strings, got {topic!r}")
-        if not isinstance(brokers, Mapping):
-            raise InvalidOptionError(
-                what, f"topic {topic!r} must map broker names to queues, got {brokers!r}"
-            )
-        for broker, queues in brokers.items():
-            if not isinstance(broker, str) or not broker:
-                raise InvalidOptionError(what, f"broker names must be non-empty strings, got {broker!r}")
-            if not isinstance(queues, Mapping):
-                raise InvalidOptionError(
-                    what, f"{topic}/{broker} must map queue ids to offsets, got {queues!r}"
-                )
+    for topic, brokers in _named_maps(obj, what, "topic", None, "broker names to queues"):
+        for broker, queues in _named_maps(brokers, what, "broker", topic, "queue ids to offsets"):
             for qid, offset in queues.items():
                 queue_id = _parse_queue_id(qid, what, topic, broker)
                 if isinstance(offset, bool) or not isinstance(offset, int):
@@ -102,8 +90,21 @@ def from_json_dict(obj: Any, *, what: str = "offsets", allow_special: bool = Fal
                     raise InvalidOptionError(
                         what, f"offset of {topic}/{broker}/{qid} is {offset}; offsets must be >= 0{allowed}"
                     )
-                out[QueueKey(topic, broker, queue_id)] = offset
+                out[MessageQueue(topic, broker, queue_id)] = offset
     return out
+
+
+def _named_maps(
+    obj: Mapping[Any, Any], what: str, kind: str, parent: str | None, contents: str
+) -> Iterator[tuple[str, Mapping[Any, Any]]]:
+    """One level of the nested offset dict: non-empty ``kind`` names, each mapping ``contents``."""
+    for name, value in obj.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidOptionError(what, f"{kind} names must be non-empty strings, got {name!r}")
+        if not isinstance(value, Mapping):
+            label = f"{kind} {name!r}" if parent is None else f"{parent}/{name}"
+            raise InvalidOptionError(what, f"{label} must map {contents}, got {value!r}")
+        yield name, value
 
 
 def _parse_queue_id(qid: Any, what: str, topic: str, broker: str) -> int:
@@ -126,5 +127,5 @@ def parse_json_option(name: str, text: str) -> Any:
         raise InvalidOptionError(name, f"not valid JSON ({exc}): {text!r}") from None
 
 
-def topics_of(offsets: Iterable[QueueKey]) -> set[str]:
+def topics_of(offsets: Iterable[MessageQueue]) -> set[str]:
     return {key.topic for key in offsets}

@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from pocketmq.client.consumer.subscription import build_subscription
-from pocketmq.client.errors import MessageValidationError
-from pocketmq.client.route import check_group, check_topic
+from pocketmq.remoting.protocol.heartbeat import SubscriptionData
+from pocketmq.remoting.protocol.topics import group_error, topic_error
 from pocketmq.spark.errors import InvalidOptionError
 from pocketmq.spark.offsets import EARLIEST, LATEST, OffsetMap, from_json_dict, parse_json_option
 
@@ -157,12 +156,11 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
     end = _parse_end(opts.get("endingOffsets"), topics) if mode == "batch" else None
     group = opts.get("group")
     if group is not None:
-        _check(check_group, "group", group)
+        _check("group", group_error(group))
     sub = opts.get("subExpression", "*")
-    try:
-        build_subscription(topics[0], sub)
-    except MessageValidationError as exc:
-        raise InvalidOptionError("subExpression", str(exc)) from None
+    subscription = SubscriptionData.build(topics[0], sub)
+    if not subscription.is_all and not subscription.tags_set:
+        raise InvalidOptionError("subExpression", f"subscription expression {sub!r} names no tag")
     return SourceOptions(
         mode=mode,
         name_servers=name_servers,
@@ -188,11 +186,10 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
 # -------------------------------------------------------------------------------- helpers
 
 
-def _check(fn: object, name: str, value: str) -> None:
-    try:
-        fn(value)  # type: ignore[operator]
-    except MessageValidationError as exc:
-        raise InvalidOptionError(name, str(exc)) from None
+def _check(name: str, error: str | None) -> None:
+    """Raise the protocol's remark (``topic_error``/``group_error``) for ``name``, if any."""
+    if error is not None:
+        raise InvalidOptionError(name, error)
 
 
 def _parse_name_servers(value: str | None) -> tuple[str, ...]:
@@ -212,7 +209,7 @@ def _parse_topics(value: str | None) -> tuple[str, ...]:
     for topic in (t.strip() for t in value.split(",")):
         if not topic:
             raise InvalidOptionError("topic", f"empty topic name in {value!r}")
-        _check(check_topic, "topic", topic)
+        _check("topic", topic_error(topic))
         if topic not in topics:
             topics.append(topic)
     return tuple(topics)

@@ -25,8 +25,9 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.spark.errors import DataLossError
-from pocketmq.spark.offsets import OffsetMap, QueueKey
+from pocketmq.spark.offsets import OffsetMap, queue_label
 
 logger = logging.getLogger("pocketmq.spark")
 
@@ -58,7 +59,7 @@ class LossKind(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class DataLoss:
     kind: LossKind
-    key: QueueKey
+    key: MessageQueue
     from_offset: int  # first lost offset
     to_offset: int  # first offset after the lost ones (may equal from_offset when unknown)
     detail: str = ""
@@ -70,9 +71,9 @@ class DataLoss:
     def describe(self) -> str:
         extra = f"; {self.detail}" if self.detail else ""
         if self.to_offset <= self.from_offset:  # how much is lost is unknown (gone / reset queue)
-            return f"data loss on queue {self.key}: {self.kind.value} (at offset {self.from_offset}){extra}"
+            return f"data loss on queue {queue_label(self.key)}: {self.kind.value} (at offset {self.from_offset}){extra}"
         return (
-            f"data loss on queue {self.key}: {self.kind.value}; offsets [{self.from_offset}, "
+            f"data loss on queue {queue_label(self.key)}: {self.kind.value}; offsets [{self.from_offset}, "
             f"{self.to_offset}) ({self.skipped} messages) cannot be read{extra}"
         )
 
@@ -109,7 +110,7 @@ class QueueState:
 class Snapshot:
     """What the driver saw this trigger."""
 
-    queues: dict[QueueKey, QueueState] = field(default_factory=dict)
+    queues: dict[MessageQueue, QueueState] = field(default_factory=dict)
     #: (topic, brokerName) pairs the topic route lists; a queue missing while its broker is
     #: listed is gone for good, a queue whose broker is not listed is only unavailable.
     topic_brokers: set[tuple[str, str]] = field(default_factory=set)
@@ -125,17 +126,17 @@ class Reconciled:
     latest: OffsetMap  # where each queue's data ends now (new queues: their min offset)
     effective_start: OffsetMap  # start clamped up to the min offset (sizes batches)
     losses: list[DataLoss]
-    new_queues: list[QueueKey]
-    unavailable: list[QueueKey]  # carried forward: broker or topic missing from the route
+    new_queues: list[MessageQueue]
+    unavailable: list[MessageQueue]  # carried forward: broker or topic missing from the route
 
 
-def reconcile(start: Mapping[QueueKey, int], snap: Snapshot) -> Reconciled:
+def reconcile(start: Mapping[MessageQueue, int], snap: Snapshot) -> Reconciled:
     """Decide every queue's latest offset for the next batch (see the module docstring)."""
     latest: OffsetMap = {}
     eff: OffsetMap = {}
     losses: list[DataLoss] = []
-    new: list[QueueKey] = []
-    unavailable: list[QueueKey] = []
+    new: list[MessageQueue] = []
+    unavailable: list[MessageQueue] = []
     for key, st in snap.queues.items():
         s = start.get(key)
         if s is None:
@@ -165,7 +166,9 @@ def reconcile(start: Mapping[QueueKey, int], snap: Snapshot) -> Reconciled:
 # --------------------------------------------------------------------------- admission
 
 
-def rate_limit(limit: int, start: Mapping[QueueKey, int], latest: Mapping[QueueKey, int]) -> OffsetMap:
+def rate_limit(
+    limit: int, start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int]
+) -> OffsetMap:
     """Kafka ``rateLimit``: at most about ``limit`` offsets, shared in proportion to the backlog.
 
     Queues missing from ``start`` or with no backlog keep their latest offset.
@@ -188,7 +191,7 @@ def rate_limit(limit: int, start: Mapping[QueueKey, int], latest: Mapping[QueueK
     return out
 
 
-def backlog(start: Mapping[QueueKey, int], latest: Mapping[QueueKey, int]) -> int:
+def backlog(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int]) -> int:
     """Offsets available past ``start`` (queues whose end is not beyond their start count 0)."""
     return sum(max(0, end - start.get(k, end)) for k, end in latest.items())
 
@@ -223,7 +226,7 @@ class TriggerGate:
 
 @dataclass(frozen=True, slots=True)
 class OffsetRange:
-    key: QueueKey
+    key: MessageQueue
     start: int
     until: int
 
@@ -279,8 +282,8 @@ def interleave(ranges: Iterable[OffsetRange]) -> list[OffsetRange]:
 
 
 def plan_ranges(
-    start: Mapping[QueueKey, int],
-    end: Mapping[QueueKey, int],
+    start: Mapping[MessageQueue, int],
+    end: Mapping[MessageQueue, int],
     policy: DataLossPolicy,
     *,
     min_partitions: int | None = None,
@@ -295,7 +298,9 @@ def plan_ranges(
     for key, until in end.items():
         begin = start.get(key)
         if begin is None:
-            logger.warning("queue %s has no start offset in this batch; it is read from the next one", key)
+            logger.warning(
+                "queue %s has no start offset in this batch; it is read from the next one", queue_label(key)
+            )
             continue
         if until < begin:
             detail = f"the broker's offsets now end at {until}, below the start {begin}"

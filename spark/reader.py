@@ -40,22 +40,25 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pocketmq.client.consumer.subscription import build_subscription
-from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from pocketmq.remoting.protocol.codes import FLAG_SUBSCRIPTION, LanguageCode, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
+from pocketmq.remoting.protocol.errors import (
+    RemoteProtocolError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
+from pocketmq.remoting.protocol.heartbeat import MessageQueue, SubscriptionData
+from pocketmq.remoting.transport.blocking import BlockingConnection, pool
 from pocketmq.spark.errors import ReadError
 from pocketmq.spark.metadata import ClusterClient, broker_addresses
-from pocketmq.spark.offsets import QueueKey
+from pocketmq.spark.offsets import queue_label
 from pocketmq.spark.planning import DataLoss, DataLossPolicy, LossKind
 from pocketmq.spark.rows import BATCH_BYTES, BATCH_ROWS, Columns
-from pocketmq.spark.wire import BlockingConnection, pool
 
 logger = logging.getLogger("pocketmq.spark")
 
 FAULT_DIR_ENV = "POCKETMQ_SPARK_FAULT_DIR"
-_SUBSCRIPTION_FLAG = 0x4  # PullSysFlag.SUBSCRIPTION: use the header's expression, no heartbeat
-_RETRY_CODES = frozenset((ResponseCode.SYSTEM_BUSY, 215))  # 215 = FLOW_CONTROL
+_RETRY_CODES = frozenset((ResponseCode.SYSTEM_BUSY, ResponseCode.FLOW_CONTROL))
 _CONNECT_ATTEMPTS = 3
 _PULL_CODES = frozenset(
     (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED)
@@ -76,15 +79,15 @@ class PullSettings:
 
     @property
     def tags(self) -> frozenset[str] | None:
-        sub = build_subscription("-", self.sub_expression)
-        return None if sub.is_all else frozenset(sub.tags_set)
+        sub = SubscriptionData.build("-", self.sub_expression)
+        return None if sub.is_all or not sub.tags_set else frozenset(sub.tags_set)
 
 
 class _RangeReader:
     """State of one range's pull loop (``offset`` is always the offset of the pull in flight)."""
 
     def __init__(
-        self, settings: PullSettings, key: QueueKey, start: int, until: int, addrs: tuple[str, ...]
+        self, settings: PullSettings, key: MessageQueue, start: int, until: int, addrs: tuple[str, ...]
     ) -> None:
         self.s = settings
         self.key = key
@@ -101,7 +104,7 @@ class _RangeReader:
             "queueId": str(key.queue_id),
             "queueOffset": "0",
             "maxMsgNums": "0",
-            "sysFlag": str(_SUBSCRIPTION_FLAG),
+            "sysFlag": str(FLAG_SUBSCRIPTION),  # the header's expression, no heartbeat
             "commitOffset": "0",
             "suspendTimeoutMillis": "0",
             "subscription": settings.sub_expression,
@@ -145,13 +148,13 @@ class _RangeReader:
                     raise RemotingConnectError(f"no address known for broker {self.key.broker_name}")
                 with pool().connection(addr) as conn:
                     yield from self._pull_all(conn)
-            except (RemotingConnectError, RemotingTimeoutError) as exc:
+            except (RemotingConnectError, RemotingTimeoutError, RemoteProtocolError) as exc:
                 failures.append(f"{addr}: {exc}")
                 pool().discard(addr)
                 attempt += 1
                 if attempt >= _CONNECT_ATTEMPTS * max(1, len(self.addrs)):
                     raise ReadError(
-                        f"queue {self.key}: cannot read [{self.offset}, {self.until}) from broker "
+                        f"queue {queue_label(self.key)}: cannot read [{self.offset}, {self.until}) from broker "
                         f"{self.key.broker_name}: {'; '.join(failures[-3:])}"
                     ) from exc
                 if attempt % max(1, len(self.addrs)) == 0:
@@ -167,7 +170,7 @@ class _RangeReader:
         if self.policy.skipped_total:
             logger.warning(
                 "queue %s: skipped %d lost offsets while reading [%d, %d)",
-                self.key, self.policy.skipped_total, self.start, self.until,
+                queue_label(self.key), self.policy.skipped_total, self.start, self.until,
             )  # fmt: skip
 
     def _pull_all(self, conn: BlockingConnection) -> Iterator[pa.RecordBatch]:
@@ -183,12 +186,14 @@ class _RangeReader:
                 nb = int(ext["nextBeginOffset"])
             except (KeyError, ValueError):
                 if code == ResponseCode.SUCCESS or code in _PULL_CODES:
-                    raise ReadError(f"queue {self.key}: pull reply without nextBeginOffset: {ext}") from None
+                    raise ReadError(
+                        f"queue {queue_label(self.key)}: pull reply without nextBeginOffset: {ext}"
+                    ) from None
                 nb = self.offset
             if code == ResponseCode.SUCCESS:
                 if nb <= self.offset:
                     raise ReadError(
-                        f"queue {self.key}: broker returned FOUND at {self.offset} with nextBeginOffset {nb}"
+                        f"queue {queue_label(self.key)}: broker returned FOUND at {self.offset} with nextBeginOffset {nb}"
                     )
                 start = self.offset
                 self.offset = nb
@@ -241,7 +246,7 @@ class _RangeReader:
                 elif now - stalled_since > self.timeout:
                     if code in _RETRY_CODES:
                         raise ReadError(
-                            f"queue {self.key}: broker busy for {self.s.timeout_ms} ms (code {code}: {reply.remark})"
+                            f"queue {queue_label(self.key)}: broker busy for {self.s.timeout_ms} ms (code {code}: {reply.remark})"
                         )
                     self._loss(
                         LossKind.MISSING_TAIL,
@@ -254,7 +259,7 @@ class _RangeReader:
                 backoff = min(backoff * 2, 0.2)
             else:
                 raise ReadError(
-                    f"queue {self.key}: pull at offset {self.offset} failed: code {code}: {reply.remark}"
+                    f"queue {queue_label(self.key)}: pull at offset {self.offset} failed: code {code}: {reply.remark}"
                 )
             if self.offset >= self.until:
                 return
@@ -262,7 +267,7 @@ class _RangeReader:
 
 
 def read_range(
-    settings: PullSettings, key: QueueKey, start: int, until: int, addrs: tuple[str, ...]
+    settings: PullSettings, key: MessageQueue, start: int, until: int, addrs: tuple[str, ...]
 ) -> Iterator[pa.RecordBatch]:
     """Rows of ``key`` with ``start <= queueOffset < until`` as Arrow batches."""
     if until <= start:
@@ -288,9 +293,9 @@ def _fault_armed(start: int) -> str | None:
     return None
 
 
-def _fire(path: str, key: QueueKey, start: int, until: int) -> None:
+def _fire(path: str, key: MessageQueue, start: int, until: int) -> None:
     try:
         os.unlink(path)  # only one task wins the unlink
     except OSError:
         return
-    raise ReadError(f"injected fault ({path}) after reading queue {key} [{start}, {until})")
+    raise ReadError(f"injected fault ({path}) after reading queue {queue_label(key)} [{start}, {until})")

@@ -67,6 +67,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_MIN_SIZE,
     RECORD_PREFIX_STRUCTS,
     RECORD_PREFIX_V4,
+    create_offset_msg_id,
     format_host_ip,
     get_property,
     string_to_properties,
@@ -121,14 +122,30 @@ def arrow_schema(include_properties: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-_MSGID_TAIL = struct.Struct(">iq")
 _V4_SIZE = RECORD_PREFIX_V4.size
 _UNPACK_V4 = RECORD_PREFIX_V4.unpack_from
 #: records that take the checked path: IPv6 hosts (other prefix layout) or a compressed body
 _SLOW_FLAGS = HOST_FLAGS_MASK | COMPRESSED_FLAG
-#: positions in a record prefix tuple (the same in every ``RECORD_PREFIX_STRUCTS`` layout)
-_QID, _QOFF, _SYSFLAG, _BODY_LEN = 3, 5, 7, 16
-_NFIELDS = len(RECORD_PREFIX_V4.unpack(bytes(RECORD_PREFIX_V4.size)))
+#: TOPICLEN (1 byte) + PROPERTIESLENGTH after the body: the record bytes besides prefix and data
+_TAIL_OVERHEAD = RECORD_MIN_SIZE - _V4_SIZE
+#: The fields a record prefix unpacks to, in ``RECORD_PREFIX_STRUCTS`` order (the same in every
+#: host layout); positions in the unpacked tuple are looked up here by name.
+PREFIX_FIELDS = (
+    "totalSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset",
+    "sysFlag", "bornTimestamp", "bornHostIp", "bornHostPort", "storeTimestamp", "storeHostIp",
+    "storeHostPort", "reconsumeTimes", "preparedTransactionOffset", "bodyLength",
+)  # fmt: skip
+_NFIELDS = len(RECORD_PREFIX_V4.unpack(bytes(_V4_SIZE)))
+if len(PREFIX_FIELDS) != _NFIELDS:  # pragma: no cover - the protocol's layout changed
+    raise ImportError(f"RECORD_PREFIX_V4 unpacks {_NFIELDS} fields, rows.py names {len(PREFIX_FIELDS)}")
+_FIELD = {name: i for i, name in enumerate(PREFIX_FIELDS)}
+_SIZE, _MAGIC, _QID, _QOFF = (
+    _FIELD["totalSize"],
+    _FIELD["magicCode"],
+    _FIELD["queueId"],
+    _FIELD["queueOffset"],
+)
+_SYSFLAG, _BODY_LEN = _FIELD["sysFlag"], _FIELD["bodyLength"]
 _PROPERTY_NEEDLES = (
     "TAGS" + NAME_VALUE_SEPARATOR,
     "KEYS" + NAME_VALUE_SEPARATOR,
@@ -164,6 +181,7 @@ def _property_column(items: pa.Array, parents: pa.Array, needle: str, n: int) ->
     return values.take(pc.if_else(present, index, _INT32_NULL))
 
 
+# inline of pocketmq.remoting.protocol.message.get_property (test_batches_match_the_generic_decoder)
 def property_columns(props: pa.Array) -> list[pa.Array]:
     """``tags``, ``keys`` and the UNIQ_KEY (null when absent) from encoded property strings.
 
@@ -217,8 +235,10 @@ class Columns:
         # TOPICLEN, TOPIC and PROPERTIESLENGTH right after the body
         tlen = len(self.topic_bytes)  # a 1-byte TOPICLEN: a longer name never takes the fast path
         self._tail_head = bytes([tlen]) + self.topic_bytes if tlen < 256 else None
-        self._tail = struct.Struct(f">{1 + tlen}sh")  # TOPICLEN + TOPIC, PROPERTIESLENGTH
-        self._tail_fixed = _V4_SIZE + 3 + tlen
+        self._tail = struct.Struct(
+            f">{1 + tlen}s{PROPS_LEN.format[-1]}"
+        )  # TOPICLEN + TOPIC, PROPERTIESLENGTH
+        self._tail_fixed = _V4_SIZE + self._tail.size
         self._hosts: dict[tuple[bytes, int], str] = {}
         # the prefix fields of every record, flat (17 per record); flat lists of ints and bytes
         # are never scanned by the cyclic GC, a list of tuples would be
@@ -279,6 +299,7 @@ class Columns:
             nxt = self._decode_checked(data, expect, until, on_gap)
         return nxt
 
+    # inline of pocketmq.remoting.protocol.message.decode_messages (test_batches_match_the_generic_decoder)
     def _decode_fast(
         self,
         data: bytes | bytearray,
@@ -294,6 +315,7 @@ class Columns:
         Everything the loop touches is a local: this runs once per message.
         """
         unpack, magic, slow, v4 = _UNPACK_V4, MESSAGE_MAGIC_CODE, _SLOW_FLAGS, _V4_SIZE
+        i_size, i_magic, i_qid, i_qoff, i_sys, i_blen = _SIZE, _MAGIC, _QID, _QOFF, _SYSFLAG, _BODY_LEN
         tail_of = self._tail.unpack_from
         head = self._tail_head
         fixed = self._tail_fixed
@@ -304,16 +326,16 @@ class Columns:
         try:
             while pos < n:
                 r = unpack(data, pos)
-                total = r[0]
-                body_len = r[16]
-                if r[1] != magic or r[7] & slow or total > n - pos:
+                total = r[i_size]
+                body_len = r[i_blen]
+                if r[i_magic] != magic or r[i_sys] & slow or total > n - pos:
                     return None
-                q = r[5]
+                q = r[i_qoff]
                 if q >= until:  # the checked path would still reject a bad body length here
-                    if not 0 <= body_len <= total - v4 - 3:
+                    if not 0 <= body_len <= total - RECORD_MIN_SIZE:
                         return None
                     break
-                if (q != nxt and (contiguous or q < nxt)) or r[3] != qid:
+                if (q != nxt and (contiguous or q < nxt)) or r[i_qid] != qid:
                     return None
                 body_end = pos + v4 + body_len
                 topic, plen = tail_of(data, body_end)
@@ -330,6 +352,7 @@ class Columns:
             return None
         return nxt
 
+    # inline of pocketmq.remoting.protocol.message.decode_messages (test_batches_match_the_generic_decoder)
     def _decode_checked(
         self, data: bytes | bytearray, expect: int, until: int, on_gap: Callable[[int, int], None] | None
     ) -> int:
@@ -341,18 +364,18 @@ class Columns:
             if n - pos < RECORD_MIN_SIZE:
                 raise self._bad(f"truncated record at byte {pos}")
             r = _UNPACK_V4(data, pos)
-            total, magic, sys_flag = r[0], r[1], r[_SYSFLAG]
+            total, magic, sys_flag = r[_SIZE], r[_MAGIC], r[_SYSFLAG]
             if magic != MESSAGE_MAGIC_CODE or total < RECORD_MIN_SIZE or total > n - pos:
                 raise self._bad(f"bad record at byte {pos} (magic {magic & 0xFFFFFFFF:#x}, size {total})")
             prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
             if prefix is not RECORD_PREFIX_V4:
-                if total < prefix.size + 3:
+                if total < prefix.size + _TAIL_OVERHEAD:
                     raise self._bad(f"record at byte {pos} too small for its hosts")
                 r = prefix.unpack_from(data, pos)
             qid, qoff, body_len = r[_QID], r[_QOFF], r[_BODY_LEN]
             p = pos + prefix.size
             end = pos + total
-            if body_len < 0 or p + body_len + 3 > end:
+            if body_len < 0 or p + body_len + _TAIL_OVERHEAD > end:
                 raise self._bad(f"body length {body_len} out of range at byte {pos}")
             if qoff >= until:
                 return expect
@@ -407,9 +430,9 @@ class Columns:
         then clears them. The batch may be empty when the filter dropped every row."""
         n = len(self.props)
         flat = self.fields
-        cols = [flat[i::_NFIELDS] for i in range(_NFIELDS)]
-        (_, _, _, _, flag, qoff, phy, sys_flag, born_ts, born_ip, born_port, store_ts, store_ip, store_port,
-         reconsume, _, body_len) = cols  # fmt: skip
+        cols = {name: flat[i::_NFIELDS] for i, name in enumerate(PREFIX_FIELDS)}
+        qoff, phy, body_len = cols["queueOffset"], cols["physicalOffset"], cols["bodyLength"]
+        store_ip, store_port = cols["storeHostIp"], cols["storeHostPort"]
         props_bin = _binary(self.props)
         try:
             props = props_bin.cast(pa.string())
@@ -420,7 +443,7 @@ class Columns:
             ids = uniq.to_pylist()
             for i, value in enumerate(ids):
                 if not value:  # no UNIQ_KEY: the offset msgId, as the Java consumer's getMsgId
-                    ids[i] = (store_ip[i] + _MSGID_TAIL.pack(store_port[i], phy[i])).hex().upper()
+                    ids[i] = create_offset_msg_id(store_ip[i], store_port[i], phy[i])
             uniq = pa.array(ids, pa.string())
         arrays: list[Any] = [
             pa.repeat(pa.scalar(self.topic, pa.string()), n),
@@ -432,13 +455,13 @@ class Columns:
             tags,
             uniq,
             pa.array(phy, pa.int64()),
-            pa.array(born_ts, _TS_MS).cast(_TS),
-            pa.array(store_ts, _TS_MS).cast(_TS),
-            self._host_column(born_ip, born_port),
+            pa.array(cols["bornTimestamp"], _TS_MS).cast(_TS),
+            pa.array(cols["storeTimestamp"], _TS_MS).cast(_TS),
+            self._host_column(cols["bornHostIp"], cols["bornHostPort"]),
             self._host_column(store_ip, store_port),
-            pa.array(reconsume, pa.int32()),
-            pa.array(flag, pa.int32()),
-            pa.array(sys_flag, pa.int32()),
+            pa.array(cols["reconsumeTimes"], pa.int32()),
+            pa.array(cols["flag"], pa.int32()),
+            pa.array(cols["sysFlag"], pa.int32()),
         ]
         if self.include_properties:
             maps = [list(string_to_properties(s).items()) for s in props.to_pylist()]

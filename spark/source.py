@@ -34,6 +34,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.spark.errors import InvalidOptionError
 from pocketmq.spark.metadata import ClusterClient, broker_addresses
 from pocketmq.spark.offsets import (
@@ -41,8 +42,8 @@ from pocketmq.spark.offsets import (
     LATEST,
     JsonOffsets,
     OffsetMap,
-    QueueKey,
     from_json_dict,
+    queue_label,
     to_json_dict,
 )
 from pocketmq.spark.options import SourceOptions, canonical_options, parse_options
@@ -67,7 +68,7 @@ logger = logging.getLogger("pocketmq.spark")
 class RangePartition(InputPartition):
     """One task: ``[start, until)`` of one queue plus where its broker was last seen."""
 
-    def __init__(self, key: QueueKey, start: int, until: int, addrs: tuple[str, ...]) -> None:
+    def __init__(self, key: MessageQueue, start: int, until: int, addrs: tuple[str, ...]) -> None:
         super().__init__((key.topic, key.broker_name, key.queue_id, start, until))
         self.key = key
         self.start = start
@@ -75,7 +76,7 @@ class RangePartition(InputPartition):
         self.addrs = addrs
 
     def __repr__(self) -> str:
-        return f"RangePartition({self.key} [{self.start}, {self.until}) @ {list(self.addrs)})"
+        return f"RangePartition({queue_label(self.key)} [{self.start}, {self.until}) @ {list(self.addrs)})"
 
 
 # ------------------------------------------------------------------------------- shared
@@ -139,9 +140,10 @@ class _Base:
             for key in listed or {}:
                 if key not in known:
                     raise InvalidOptionError(
-                        name, f"queue {key} does not exist (queues: {sorted(map(str, known))})"
+                        name,
+                        f"queue {queue_label(key)} does not exist (queues: {sorted(map(queue_label, known))})",
                     )
-        stamps: dict[QueueKey, int] = {}
+        stamps: dict[MessageQueue, int] = {}
         if spec.timestamps is not None:
             stamps = dict(spec.timestamps)
         elif spec.timestamp is not None:
@@ -157,7 +159,7 @@ class _Base:
                 if explicit > st.max_offset:
                     raise InvalidOptionError(
                         "startingOffsets",
-                        f"offset {explicit} of queue {key} is beyond its latest offset {st.max_offset}",
+                        f"offset {explicit} of queue {queue_label(key)} is beyond its latest offset {st.max_offset}",
                     )
                 out[key] = explicit
             elif explicit == EARLIEST:
@@ -196,7 +198,7 @@ class RocketMQStreamReader(_Base, DataSourceStreamReader, SupportsTriggerAvailab
         self._latest: OffsetMap | None = None
         self._initial: JsonOffsets | None = None
         self._first_call = True
-        self._warned: set[tuple[LossKind | str, QueueKey]] = set()
+        self._warned: set[tuple[LossKind | str, MessageQueue]] = set()
         now = time.monotonic() * 1000
         mn = opts.min_offsets_per_trigger
         self._gate = TriggerGate(mn, opts.max_trigger_delay_ms, now) if mn is not None else None
@@ -230,7 +232,7 @@ class RocketMQStreamReader(_Base, DataSourceStreamReader, SupportsTriggerAvailab
                 self._warned.add(("unavailable", key))
                 logger.warning(
                     "queue %s is not in the route (broker down or topic missing); keeping offset %d",
-                    key,
+                    queue_label(key),
                     start_map[key],
                 )
         self._latest = rec.latest
@@ -274,7 +276,7 @@ class RocketMQBatchReader(_Base, DataSourceReader):
         explicit = self.opts.end or {}
         for key in explicit:
             if key not in snap.queues:
-                raise InvalidOptionError("endingOffsets", f"queue {key} does not exist")
+                raise InvalidOptionError("endingOffsets", f"queue {queue_label(key)} does not exist")
         policy = DataLossPolicy(self.opts.fail_on_data_loss)
         for key, st in snap.queues.items():
             value = explicit.get(key, LATEST)
@@ -283,12 +285,12 @@ class RocketMQBatchReader(_Base, DataSourceReader):
             elif value > st.max_offset:
                 raise InvalidOptionError(
                     "endingOffsets",
-                    f"offset {value} of queue {key} is beyond its latest offset {st.max_offset}",
+                    f"offset {value} of queue {queue_label(key)} is beyond its latest offset {st.max_offset}",
                 )
             if value < start[key]:
                 raise InvalidOptionError(
                     "endingOffsets",
-                    f"offset {value} of queue {key} is below its starting offset {start[key]}",
+                    f"offset {value} of queue {queue_label(key)} is below its starting offset {start[key]}",
                 )
             if start[key] < st.min_offset:  # the read skips to the min offset (or fails)
                 policy.handle(DataLoss(LossKind.RETENTION, key, start[key], st.min_offset))

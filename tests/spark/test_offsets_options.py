@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.spark.errors import InvalidOptionError
-from pocketmq.spark.offsets import EARLIEST, LATEST, QueueKey, from_json_dict, to_json, to_json_dict
+from pocketmq.spark.offsets import EARLIEST, LATEST, from_json_dict, to_json, to_json_dict
 from pocketmq.spark.options import DEFAULT_PULL_GROUP, canonical_options, parse_options
 
 NS = "127.0.0.1:9876"
@@ -17,7 +18,11 @@ NS = "127.0.0.1:9876"
 
 
 def test_canonical_dict_has_sorted_keys_whatever_the_input_order() -> None:
-    a = {QueueKey("T", "broker-b", 10): 5, QueueKey("T", "broker-a", 2): 7, QueueKey("S", "broker-a", 0): 1}
+    a = {
+        MessageQueue("T", "broker-b", 10): 5,
+        MessageQueue("T", "broker-a", 2): 7,
+        MessageQueue("S", "broker-a", 0): 1,
+    }
     b = dict(reversed(list(a.items())))
     assert json.dumps(to_json_dict(a)) == json.dumps(to_json_dict(b))
     # json.dumps of the dict (what Spark does) equals the sort_keys rendering
@@ -27,16 +32,16 @@ def test_canonical_dict_has_sorted_keys_whatever_the_input_order() -> None:
         "T": {"broker-a": {"2": 7}, "broker-b": {"10": 5}},
     }
     # queue ids sort as strings, like sort_keys does
-    many = {QueueKey("T", "b", q): q for q in (2, 10, 1)}
+    many = {MessageQueue("T", "b", q): q for q in (2, 10, 1)}
     assert list(to_json_dict(many)["T"]["b"]) == ["1", "10", "2"]
 
 
 def test_json_round_trip_and_int_keys() -> None:
-    offsets = {QueueKey("T", "broker-a", q): q * 100 for q in range(12)}
+    offsets = {MessageQueue("T", "broker-a", q): q * 100 for q in range(12)}
     text = to_json(offsets)
     assert from_json_dict(json.loads(text)) == offsets
     # int queue keys (a dict built in Python) are accepted and become the same map
-    assert from_json_dict({"T": {"broker-a": {3: 9}}}) == {QueueKey("T", "broker-a", 3): 9}
+    assert from_json_dict({"T": {"broker-a": {3: 9}}}) == {MessageQueue("T", "broker-a", 3): 9}
 
 
 @pytest.mark.parametrize(
@@ -61,8 +66,8 @@ def test_bad_offset_json_is_rejected(obj: object, fragment: str) -> None:
 
 def test_specials_only_where_allowed() -> None:
     assert from_json_dict({"T": {"b": {"0": -2, "1": -1}}}, allow_special=True) == {
-        QueueKey("T", "b", 0): EARLIEST,
-        QueueKey("T", "b", 1): LATEST,
+        MessageQueue("T", "b", 0): EARLIEST,
+        MessageQueue("T", "b", 1): LATEST,
     }
     with pytest.raises(InvalidOptionError):
         from_json_dict({"T": {"b": {"0": -2}}})
@@ -103,9 +108,12 @@ def test_all_options_parse() -> None:
         },
         "batch",
     )
-    assert o.start.offsets == {QueueKey("T", "broker-a", 0): 5, QueueKey("T", "broker-a", 1): EARLIEST}
+    assert o.start.offsets == {
+        MessageQueue("T", "broker-a", 0): 5,
+        MessageQueue("T", "broker-a", 1): EARLIEST,
+    }
     assert o.start.default == "earliest" and o.start.deterministic
-    assert o.end == {QueueKey("T", "broker-a", 0): 9}
+    assert o.end == {MessageQueue("T", "broker-a", 0): 9}
     assert (o.min_partitions, o.max_records_per_partition, o.pull_batch_size, o.pull_timeout_ms) == (
         4,
         1000,

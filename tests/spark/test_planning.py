@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
+from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.spark.errors import DataLossError
-from pocketmq.spark.offsets import QueueKey
 from pocketmq.spark.planning import (
     DataLoss,
     DataLossPolicy,
@@ -25,10 +25,10 @@ from pocketmq.spark.planning import (
 )
 
 A0, A1, B0, B1 = (
-    QueueKey("T", "broker-a", 0),
-    QueueKey("T", "broker-a", 1),
-    QueueKey("T", "broker-b", 0),
-    QueueKey("T", "broker-b", 1),
+    MessageQueue("T", "broker-a", 0),
+    MessageQueue("T", "broker-a", 1),
+    MessageQueue("T", "broker-b", 0),
+    MessageQueue("T", "broker-b", 1),
 )
 INT64_MAX = 2**63 - 1
 
@@ -65,7 +65,7 @@ def test_rate_limit_overflow_is_capped() -> None:
 
 
 def test_rate_limit_total_is_close_to_the_limit() -> None:
-    start = {QueueKey("T", "b", q): 0 for q in range(16)}
+    start = {MessageQueue("T", "b", q): 0 for q in range(16)}
     latest = {k: 1000 + 37 * k.queue_id for k in start}
     end = rate_limit(5000, start, latest)
     total = sum(end[k] - start[k] for k in start)
@@ -76,7 +76,7 @@ def test_rate_limit_total_is_close_to_the_limit() -> None:
 # ------------------------------------------------------------------------- split_ranges
 
 
-def r(key: QueueKey, a: int, b: int) -> OffsetRange:
+def r(key: MessageQueue, a: int, b: int) -> OffsetRange:
     return OffsetRange(key, a, b)
 
 
@@ -110,7 +110,7 @@ def test_split_skewed_queues_proportionally_and_ignores_empty() -> None:
 
 
 def test_split_rounds_half_up_like_scala() -> None:
-    ranges = [r(QueueKey("T", "b", q), 0, 10) for q in range(8)]
+    ranges = [r(MessageQueue("T", "b", q), 0, 10) for q in range(8)]
     # 10/80 * 20 = 2.5 -> 3 pieces each (Python's round() would say 2 -> 16 partitions)
     assert len(split_ranges(ranges, min_partitions=20)) == 24
 

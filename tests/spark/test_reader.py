@@ -18,12 +18,11 @@ from pocketmq.client import Message, Producer
 from pocketmq.client.api import MQClientAPI
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG
+from pocketmq.remoting.transport.blocking import pool
 from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.spark.errors import DataLossError, ReadError
 from pocketmq.spark.metadata import ClusterClient
-from pocketmq.spark.offsets import QueueKey
 from pocketmq.spark.reader import PullSettings, read_range
-from pocketmq.spark.wire import pool
 from pocketmq.testing import Cluster, cluster
 from tests.spark.cluster import RETENTION_STORE, force_retention, send_to_queue
 
@@ -47,7 +46,7 @@ def rows(batches: list[pa.RecordBatch]) -> list[dict[str, object]]:
 
 
 async def read(
-    s: PullSettings, key: QueueKey, start: int, until: int, addrs: tuple[str, ...]
+    s: PullSettings, key: MessageQueue, start: int, until: int, addrs: tuple[str, ...]
 ) -> list[pa.RecordBatch]:
     return await asyncio.to_thread(lambda: list(read_range(s, key, start, until, addrs)))
 
@@ -64,7 +63,7 @@ async def test_read_exact_ranges_over_many_pulls(one: tuple[Cluster, Producer]) 
     c, p = one
     await send_to_queue(p, "T", "broker-a", 0, 300)
     addrs = (c.broker_addrs[0],)
-    key = QueueKey("T", "broker-a", 0)
+    key = MessageQueue("T", "broker-a", 0)
     got = rows(await read(settings(c), key, 0, 300, addrs))
     assert [r["queueOffset"] for r in got] == list(range(300))
     assert [r["body"] for r in got[:2]] == [b"T/broker-a/0/0", b"T/broker-a/0/1"]
@@ -83,7 +82,7 @@ async def test_big_range_yields_several_arrow_batches_and_reuses_connections(
     c, p = one
     await send_to_queue(p, "T", "broker-a", 1, 5000)
     addr = c.broker_addrs[0]
-    key = QueueKey("T", "broker-a", 1)
+    key = MessageQueue("T", "broker-a", 1)
     batches = await read(settings(c, batch=1024), key, 0, 5000, (addr,))
     assert [b.num_rows for b in batches] == [4096, 904]
     assert pool()._idle.get(addr), "the connection went back to the per-process pool"
@@ -98,7 +97,7 @@ async def test_tag_filter_is_exact(one: tuple[Cluster, Producer]) -> None:
     c, p = one
     await send_to_queue(p, "T", "broker-a", 0, 90)
     got = rows(
-        await read(settings(c, sub="A || C"), QueueKey("T", "broker-a", 0), 0, 90, (c.broker_addrs[0],))
+        await read(settings(c, sub="A || C"), MessageQueue("T", "broker-a", 0), 0, 90, (c.broker_addrs[0],))
     )
     assert {r["tags"] for r in got} == {"A", "C"}
     assert [r["queueOffset"] for r in got] == [i for i in range(90) if i % 3 != 1]
@@ -108,7 +107,7 @@ async def test_compressed_bodies_are_inflated(one: tuple[Cluster, Producer]) -> 
     c, p = one
     big = bytes(range(256)) * 40  # over the producer's 4 KiB compression threshold
     await p.send(Message("T", big, tags="Z"), queue=MessageQueue("T", "broker-a", 1))
-    (row,) = rows(await read(settings(c), QueueKey("T", "broker-a", 1), 0, 1, (c.broker_addrs[0],)))
+    (row,) = rows(await read(settings(c), MessageQueue("T", "broker-a", 1), 0, 1, (c.broker_addrs[0],)))
     assert row["body"] == big and row["sysFlag"] & COMPRESSED_FLAG
 
 
@@ -117,7 +116,7 @@ async def test_range_beyond_the_end_is_data_loss(
 ) -> None:
     c, p = one
     await send_to_queue(p, "T", "broker-a", 0, 20)
-    key, addrs = QueueKey("T", "broker-a", 0), (c.broker_addrs[0],)
+    key, addrs = MessageQueue("T", "broker-a", 0), (c.broker_addrs[0],)
     with pytest.raises(DataLossError, match=r"not available on the broker.*\[20, 30\)"):
         await read(settings(c, timeout_ms=300), key, 10, 30, addrs)
     with caplog.at_level(logging.WARNING, logger="pocketmq.spark"):
@@ -129,7 +128,7 @@ async def test_range_beyond_the_end_is_data_loss(
 async def test_stale_address_recovers_through_the_name_server(one: tuple[Cluster, Producer]) -> None:
     c, p = one
     await send_to_queue(p, "T", "broker-a", 0, 10)
-    key = QueueKey("T", "broker-a", 0)
+    key = MessageQueue("T", "broker-a", 0)
     got = rows(await read(settings(c), key, 0, 10, ("127.0.0.1:1",)))
     assert len(got) == 10
     dead = PullSettings(("127.0.0.1:1",), "g", "*", 32, 500, True, False)
@@ -145,7 +144,7 @@ async def test_retention_is_data_loss_or_skipped(caplog: pytest.LogCaptureFixtur
         await force_retention(c.brokers[0])
         cc = ClusterClient([c.namesrv_addr])
         snap = await asyncio.to_thread(cc.snapshot, ["R"], strict=True)
-        key = QueueKey("R", "broker-a", 0)
+        key = MessageQueue("R", "broker-a", 0)
         lo, hi = snap.queues[key].min_offset, snap.queues[key].max_offset
         assert 0 < lo < hi == 300
         addrs = (c.broker_addrs[0],)
@@ -169,7 +168,7 @@ async def test_metadata_snapshot_timestamps_and_committed_offsets() -> None:
             await send_to_queue(p, "M", "broker-b", 2, 7)
         cc = ClusterClient([c.namesrv_addr])
         snap = await asyncio.to_thread(cc.snapshot, ["M", "NoSuchTopic"], strict=True)
-        a0, b2 = QueueKey("M", "broker-a", 0), QueueKey("M", "broker-b", 2)
+        a0, b2 = MessageQueue("M", "broker-a", 0), MessageQueue("M", "broker-b", 2)
         assert len(snap.queues) == 6
         assert (snap.queues[a0].min_offset, snap.queues[a0].max_offset, snap.queues[b2].max_offset) == (
             0,

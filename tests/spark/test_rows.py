@@ -22,7 +22,10 @@ from pyspark.sql.types import (
 
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
+    HOST_FLAGS_MASK,
+    RECORD_PREFIX_STRUCTS,
     create_offset_msg_id,
+    decode_message,
     decode_messages,
     encode_message,
     get_property,
@@ -30,7 +33,7 @@ from pocketmq.remoting.protocol.message import (
     string_to_properties,
 )
 from pocketmq.spark.errors import ReadError
-from pocketmq.spark.rows import COLUMNS, Columns, arrow_schema, schema_ddl
+from pocketmq.spark.rows import COLUMNS, PREFIX_FIELDS, Columns, arrow_schema, schema_ddl
 
 STORE = (pack_host_ip("10.0.0.7"), 10911)
 
@@ -50,6 +53,36 @@ def rec(
         store_timestamp=1_700_000_000_500 + offset, born_host=(pack_host_ip("192.168.1.2"), 5555),
         store_host=STORE, **kw,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("v6", [False, True])
+def test_prefix_field_names_match_the_protocol_decoder(v6: bool) -> None:
+    """PREFIX_FIELDS names the positions of every RECORD_PREFIX_STRUCTS tuple, as decode_message reads them."""
+    born = (pack_host_ip("::1" if v6 else "192.168.1.2"), 5555)
+    data = encode_message(
+        topic="T", body=b"payload", properties={"A": "1"}, queue_id=3, flag=17, queue_offset=42,
+        commit_log_offset=4242, born_timestamp=111, born_host=born, store_timestamp=222, store_host=STORE,
+        reconsume_times=2, prepared_transaction_offset=99,
+    )  # fmt: skip
+    ref = decode_message(data)
+    sys_flag = ref.sys_flag
+    fields = dict(
+        zip(PREFIX_FIELDS, RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK].unpack_from(data), strict=True)
+    )
+    assert (ref.store_size, ref.magic, ref.body_crc) == (
+        fields["totalSize"],
+        fields["magicCode"],
+        fields["bodyCRC"],
+    )
+    assert (ref.queue_id, ref.flag, ref.queue_offset, ref.commit_log_offset, ref.sys_flag) == (
+        fields["queueId"], fields["flag"], fields["queueOffset"], fields["physicalOffset"], fields["sysFlag"],
+    )  # fmt: skip
+    assert (ref.born_timestamp, ref.store_timestamp, ref.reconsume_times, ref.prepared_transaction_offset) == (
+        fields["bornTimestamp"], fields["storeTimestamp"], fields["reconsumeTimes"], fields["preparedTransactionOffset"],
+    )  # fmt: skip
+    assert ref.born_host[1] == fields["bornHostPort"] and ref.store_host[1] == fields["storeHostPort"]
+    assert (fields["bornHostIp"], fields["storeHostIp"]) == (born[0], STORE[0])
+    assert fields["bodyLength"] == len(ref.body) == 7
 
 
 def spark_type(kind: str) -> object:

@@ -1,22 +1,26 @@
-"""Blocking remoting client for Spark's Python processes, with a per-process connection pool.
+"""Blocking remoting client: plain sockets, no event loop, with a per-process connection pool.
 
-Spark runs ``read()`` in reused Python worker processes and the planner in a long-lived
-process of its own; neither has an event loop, and a forked worker must not inherit one. So
-this module speaks the RocketMQ frame protocol (reference §1.1) over plain blocking sockets,
-reusing the sans-IO codec of :mod:`pocketmq.remoting.protocol`:
+For callers that must not run an event loop: Spark's planner and its reused Python worker
+processes (a forked worker must not inherit a loop), scripts. It speaks the RocketMQ frame
+protocol (reference §1.1) with the sans-IO codec of :mod:`pocketmq.remoting.protocol`; the
+asyncio side is :mod:`pocketmq.remoting.transport.client`.
 
 * :class:`BlockingConnection`: one socket. ``send`` assigns the opaque and writes the frame;
   ``receive`` reads frames until the reply with that opaque arrives (stale replies to an
-  abandoned request are dropped). Frames are read into one receive buffer per connection,
-  reused from reply to reply (a pull reply is about a megabyte: no fresh allocation per pull),
-  and the body is handed out without a copy (``receive_frame``: buffer + bounds, ``receive``: a
-  view), valid until the next receive on that connection. Several requests may be in flight
-  (``invoke_many`` pipelines them; the pull loop sends the next pull before decoding the
-  current body).
-* :class:`ConnectionPool`: idle connections per broker address, thread-safe (the planner asks
-  brokers in parallel threads), reset after a fork. A connection that saw any error is closed,
-  never returned. The process-wide pool is :func:`pool`; connections survive across tasks
-  because Spark reuses its Python workers (pitfall 10).
+  abandoned request and server-initiated requests are dropped). Frames are read into one
+  receive buffer per connection, reused from reply to reply (a pull reply is about a megabyte:
+  no fresh allocation per reply), and the body is handed out without a copy (``receive_frame``:
+  buffer + bounds, ``receive``: a view), valid until the next receive on that connection.
+  Several requests may be in flight (``invoke_many`` pipelines them; a caller may send its
+  next request before decoding the current reply's body).
+* :class:`ConnectionPool`: idle connections per address, thread-safe (callers may ask several
+  peers from parallel threads), reset after a fork. A connection that saw any error is closed,
+  never returned. The process-wide pool is :func:`pool`.
+
+Errors: :class:`RemotingConnectError` (connect failed, connection lost),
+:class:`RemotingTimeoutError` (no reply in time) and :class:`RemoteProtocolError` (the peer
+sent a frame that cannot be decoded: the local codec error becomes a remote one at this one
+receive point, as h11 does). Each of them closes the connection.
 """
 
 from __future__ import annotations
@@ -27,16 +31,25 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from pocketmq.remoting.protocol.codes import RPC_TYPE_RESPONSE
 from pocketmq.remoting.protocol.command import RemotingCommand, command_from_header
-from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
+from pocketmq.remoting.protocol.errors import (
+    LocalProtocolError,
+    RemoteProtocolError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 
+__all__ = ["MAX_IDLE_PER_ADDR", "BlockingConnection", "ConnectionPool", "pool"]
+
+T = TypeVar("T")
 _LENGTH = struct.Struct(">i")
 _WORD = struct.Struct(">i")
-#: Idle connections kept per address (a worker reads a handful of queues of one broker at a time).
+#: Idle connections kept per address.
 MAX_IDLE_PER_ADDR = 4
 
 
@@ -107,6 +120,10 @@ class BlockingConnection:
                 raise RemotingConnectError(f"connection to {self.addr} closed by the peer")
             got += k
 
+    def _garbage(self, what: str) -> RemoteProtocolError:
+        self.close()
+        return RemoteProtocolError(f"{self.addr} sent {what}")
+
     def receive(self, opaque: int, timeout: float) -> tuple[RemotingCommand, memoryview]:
         """The reply to ``opaque`` and its body (empty view when there is none; valid until the
         next receive on this connection)."""
@@ -120,15 +137,15 @@ class BlockingConnection:
 
         Raises:
             RemotingTimeoutError: nothing within ``timeout`` seconds (the connection is closed).
-            RemotingConnectError: the connection broke or sent an unusable frame.
+            RemotingConnectError: the connection broke (it is closed).
+            RemoteProtocolError: the peer sent a frame that cannot be decoded (it is closed).
         """
         deadline = time.monotonic() + timeout
         while True:
             self._read_into(memoryview(self._len_buf), deadline)
             (length,) = _LENGTH.unpack_from(self._len_buf)
             if length < 4 or length > DEFAULT_MAX_FRAME_SIZE:
-                self.close()
-                raise RemotingConnectError(f"{self.addr} sent a frame of invalid length {length}")
+                raise self._garbage(f"a frame of invalid length {length}")
             frame = self._buf
             if len(frame) < length:
                 frame = self._buf = bytearray(length)
@@ -137,13 +154,11 @@ class BlockingConnection:
             (word,) = _WORD.unpack_from(frame)
             hlen = word & 0xFFFFFF
             if 4 + hlen > length:
-                self.close()
-                raise RemotingConnectError(f"{self.addr} sent a header longer than its frame")
+                raise self._garbage("a header longer than its frame")
             try:
                 cmd = command_from_header(bytes(view[4 : 4 + hlen]), (word >> 24) & 0xFF, None)
-            except ValueError as exc:
-                self.close()
-                raise RemotingConnectError(f"{self.addr} sent an undecodable header: {exc}") from exc
+            except (ValueError, LocalProtocolError) as exc:
+                raise self._garbage(f"an undecodable header: {exc}") from exc
             if cmd.flag & RPC_TYPE_RESPONSE and cmd.opaque == opaque:
                 return cmd, frame, 4 + hlen, length
             # a late reply to an abandoned request, or a server-initiated request: not ours
@@ -166,6 +181,11 @@ class ConnectionPool:
         self._idle: dict[str, list[BlockingConnection]] = {}
         self._lock = threading.Lock()
         self._pid = os.getpid()
+
+    @property
+    def pid(self) -> int:
+        """The process the pool belongs to (a forked child must not use its parent's sockets)."""
+        return self._pid
 
     def _take(self, addr: str) -> BlockingConnection | None:
         with self._lock:
@@ -197,17 +217,16 @@ class ConnectionPool:
         else:
             self._give(conn)
 
-    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> tuple[RemotingCommand, bytes]:
-        """One request/reply; a pooled connection the peer closed meanwhile is retried once, fresh."""
+    def _call(self, addr: str, call: Callable[[BlockingConnection], T]) -> T:
+        """``call`` on a pooled connection; one the peer closed meanwhile is retried once, fresh."""
         for attempt in (0, 1):
             conn = self._take(addr) if attempt == 0 else None
             fresh = conn is None
             if conn is None:
                 conn = BlockingConnection(addr, self.connect_timeout)
             try:
-                reply, body = conn.invoke(cmd, timeout)
-                data = bytes(body)
-            except RemotingConnectError:
+                result = call(conn)
+            except (RemotingConnectError, RemoteProtocolError):
                 conn.close()
                 if fresh:
                     raise
@@ -216,30 +235,23 @@ class ConnectionPool:
                 conn.close()
                 raise
             self._give(conn)
-            return reply, data
+            return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> tuple[RemotingCommand, bytes]:
+        """One request/reply; the body is copied out of the connection's buffer."""
+
+        def call(conn: BlockingConnection) -> tuple[RemotingCommand, bytes]:
+            reply, body = conn.invoke(cmd, timeout)
+            return reply, bytes(body)
+
+        return self._call(addr, call)
 
     def invoke_many(
         self, addr: str, cmds: Sequence[RemotingCommand], timeout: float
     ) -> list[RemotingCommand]:
-        for attempt in (0, 1):
-            conn = self._take(addr) if attempt == 0 else None
-            fresh = conn is None
-            if conn is None:
-                conn = BlockingConnection(addr, self.connect_timeout)
-            try:
-                replies = conn.invoke_many(cmds, timeout)
-            except RemotingConnectError:
-                conn.close()
-                if fresh:
-                    raise
-                continue
-            except BaseException:
-                conn.close()
-                raise
-            self._give(conn)
-            return replies
-        raise AssertionError("unreachable")  # pragma: no cover
+        """``cmds`` pipelined on one connection; the replies in order (bodies dropped)."""
+        return self._call(addr, lambda conn: conn.invoke_many(cmds, timeout))
 
     def discard(self, addr: str) -> None:
         """Close the idle connections to ``addr`` (one broke: the peer probably restarted)."""
@@ -264,6 +276,6 @@ def pool() -> ConnectionPool:
     """The process-wide pool (created on first use, recreated after a fork)."""
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL._pid != os.getpid():
+        if _POOL is None or _POOL.pid != os.getpid():
             _POOL = ConnectionPool()
         return _POOL
