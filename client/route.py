@@ -19,16 +19,10 @@ import random
 from dataclasses import dataclass, field
 
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.validation import check_group, check_topic
 from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.protocol.topics import MASTER_ID, PermName
 
-# Transitional: spark/metadata.py and spark/options.py import MASTER_ID, PERM_READ, TopicRouteData,
-# check_group and check_topic from here; the spark branch of issue 15 takes them from
-# remoting.protocol and client.validation. Delete these re-exports when that branch is merged.
-PERM_READ = PermName.PERM_READ
-__all__ = ["MASTER_ID", "PERM_READ", "TopicPublishInfo", "TopicRouteData", "check_group", "check_topic"]
-__all__ += ["to_publish_info", "to_subscribe_info"]
+__all__ = ["TopicPublishInfo", "to_publish_info", "to_subscribe_info"]
 
 
 @dataclass(slots=True)

@@ -59,11 +59,6 @@ def new_subscription(topic: str, expression: str | None, expression_type: str = 
     )
 
 
-#: Transitional name: spark/options.py and spark/reader.py import it; the spark branch of
-#: issue 15 moves to SubscriptionData.build. Delete when that branch is merged.
-build_subscription = new_subscription
-
-
 def filter_by_tags(sub: SubscriptionData, msgs: list[MessageExt]) -> list[MessageExt]:
     """Keep the messages whose tag the subscription names exactly (hash collisions pass the
     broker's filter); every message when the subscription has no tags (``*``, SQL92)."""

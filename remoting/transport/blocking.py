@@ -122,7 +122,7 @@ class BlockingConnection:
 
     def _garbage(self, what: str) -> RemoteProtocolError:
         self.close()
-        return RemoteProtocolError(f"{self.addr} sent {what}")
+        return RemoteProtocolError(f"{self.addr} sent {what}", peer=self.addr)
 
     def receive(self, opaque: int, timeout: float) -> tuple[RemotingCommand, memoryview]:
         """The reply to ``opaque`` and its body (empty view when there is none; valid until the

@@ -1,5 +1,6 @@
-"""Guard rails of the broker's shape: no module but the composition root (and the entry point)
-imports the controller, and the store is used only through its facade ``pocketmq.store``."""
+"""Guard rail of the broker's shape: no module but the composition root (and the entry point)
+imports the controller. (That the store is used only through its facade ``pocketmq.store`` is
+the import-linter contract ``broker-uses-store-facade``.)"""
 
 from __future__ import annotations
 
@@ -35,13 +36,3 @@ def test_only_the_composition_root_imports_the_controller():
         if p.name not in ROOTS and "pocketmq.broker.controller" in imported_modules(p)
     ]
     assert offenders == []
-
-
-def test_the_broker_uses_only_the_store_facade():
-    offenders = {
-        f"{p.relative_to(BROKER_DIR)}: {m}"
-        for p in broker_modules()
-        for m in imported_modules(p)
-        if m.startswith("pocketmq.store.")
-    }
-    assert offenders == set()
