@@ -16,7 +16,7 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pocketmq.client.acl import AclClientRPCHook
 from pocketmq.client.api import MQClientAPI
@@ -97,7 +97,7 @@ class AdminBase:
         if self._own_remoting:
             await self.remoting.close()
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -35,7 +35,7 @@ from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
+from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
@@ -73,7 +73,7 @@ class _Batch:
     msgs: list[MessageExt]
 
 
-class LitePullConsumer:
+class LitePullConsumer(AsyncClient):
     """A poll-style consumer; ``async with LitePullConsumer("CG", namesrv=...) as c``.
 
     Raises (from the methods): :class:`ClientClosedError` when not running,
@@ -208,13 +208,6 @@ class LitePullConsumer:
             st.pq.dropped = True
         await inst.release(consumer_group=self.group)
         self._instance = None
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     # --------------------------------------------------------------------------- queues
     def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:

@@ -48,7 +48,7 @@ from pocketmq.client.errors import (
     MessageValidationError,
 )
 from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN, Lifecycle
+from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
@@ -73,7 +73,7 @@ _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
 
 
-class PushConsumer:
+class PushConsumer(AsyncClient):
     """A push consumer; ``async with PushConsumer("CG", namesrv=..., listener=fn) as c``.
 
     Args:
@@ -243,13 +243,6 @@ class PushConsumer:
         self._rebalance.process_queue_table.clear()
         await inst.release(consumer_group=self.group)
         self._instance = None
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     def pause(self) -> None:
         """Stop pulling (in-flight consumption completes); :meth:`resume` restarts."""
