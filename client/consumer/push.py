@@ -20,6 +20,7 @@ from typing import Any
 
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import MessageModel, PushConsumerConfig, resolve_config
+from pocketmq.client.consumer.base import ConsumerBase
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from pocketmq.client.consumer.consume_service import ConsumeMessageConcurrentlyService
 from pocketmq.client.consumer.listener import (
@@ -37,7 +38,6 @@ from pocketmq.client.consumer.offset_store import (
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.pull_service import PullRequest
-from pocketmq.client.consumer.queue_ops import QueueOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely, strategy_name
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import send_message_back
@@ -48,15 +48,14 @@ from pocketmq.client.errors import (
     MessageValidationError,
 )
 from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN, AsyncClient, Lifecycle
+from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
-from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
+from pocketmq.remoting.protocol.heartbeat import ConsumeType
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
-from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
 
 
-class PushConsumer(AsyncClient):
+class PushConsumer(ConsumerBase):
     """A push consumer; ``async with PushConsumer("CG", namesrv=..., listener=fn) as c``.
 
     Args:
@@ -86,6 +85,7 @@ class PushConsumer(AsyncClient):
     """
 
     config: PushConsumerConfig
+    CONSUME_TYPE = ConsumeType.CONSUME_PASSIVELY
 
     def __init__(
         self,
@@ -99,30 +99,15 @@ class PushConsumer(AsyncClient):
         **options: Any,
     ) -> None:
         config = resolve_config(PushConsumerConfig, config, "consumer_group", group, namesrv, options)
-        self.config = config
-        self.group = config.consumer_group
-        self.retry_topic = retry_topic(self.group)
+        super().__init__(config, allocate_strategy)
         self.rebalance_interval = config.rebalance_interval / 1000
-        self.allocate_strategy = allocate_strategy
         self.stats = ConsumeStats()
-        self._subs: dict[str, SubscriptionData] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self._orderly = False
-        self._life = Lifecycle("consumer", self.group)
-        self._instance: MQClientInstance | None = None
-        self._rebalance: RebalanceImpl | None = None
-        self._offset_store: OffsetStore | None = None
         self._service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         self._paused = False
-        # Set once the brokers know this consumer (first heartbeat sent): a rebalance before
-        # that asks a broker for the group's members and gets "no consumer for this group".
-        self._announced = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
-        self.queue_ops = QueueOps(self)
-        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
-        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
-         self.pull) = self.queue_ops.public_api()  # fmt: skip
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
 
@@ -159,12 +144,6 @@ class PushConsumer(AsyncClient):
     @property
     def orderly(self) -> bool:
         return self._orderly
-
-    @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None or self._life.state is not RUNNING:
-            raise self._life.closed_error()
-        return self._instance
 
     @property
     def rebalance(self) -> RebalanceImpl:
@@ -257,13 +236,6 @@ class PushConsumer(AsyncClient):
             return list(self._subs.values())
         return list(self._rebalance.subscriptions.values())
 
-    def consumer_data(self) -> ConsumerData:
-        return self.queue_ops.consumer_data(ConsumeType.CONSUME_PASSIVELY, self.subscriptions())
-
-    def subscribe_info_needs_update(self, topic: str) -> bool:
-        rb = self._rebalance
-        return rb is not None and rb.subscribe_info_missing(topic)
-
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in rb.subscriptions:
@@ -342,9 +314,6 @@ class PushConsumer(AsyncClient):
         return out
 
     # -------------------------------------------------------------------- RebalanceHost protocol
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        return await self.queue_ops.compute_pull_from_where(mq)
-
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         store = self.offset_store
         if self._orderly and self.config.message_model is _CLUSTERING:
@@ -384,9 +353,6 @@ class PushConsumer(AsyncClient):
         self.instance.tasks.spawn(
             self.instance.send_heartbeat_to_all_brokers(), name="heartbeat-after-rebalance"
         )
-
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.offset_store.remove_offset(mq)
 
     # --------------------------------------------------------------------------------- pulls
     def _later(self, req: PullRequest, delay_ms: int) -> bool:
