@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pocketmq.client.config import ConsumerConfig
-from pocketmq.client.consumer.offset_store import OffsetStore
+from pocketmq.client.config import ConsumerConfig, MessageModel
+from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from pocketmq.client.consumer.queue_ops import QueueOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl
 from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import RUNNING, AsyncClient, Lifecycle
+from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.topics import retry_topic
@@ -55,6 +55,29 @@ class ConsumerBase(AsyncClient):
     @property
     def offset_store(self) -> OffsetStore:
         raise NotImplementedError
+
+    async def _attach(self) -> MQClientInstance:
+        """Start's first steps: join the shared client instance and load this group's offsets
+        (from the brokers in a clustering group, from a local file when broadcasting)."""
+        cfg = self.config
+        inst = await MQClientInstance.acquire(cfg)
+        self._instance = inst
+        if cfg.message_model is MessageModel.CLUSTERING:
+            self._offset_store = RemoteBrokerOffsetStore(inst, self.group)
+        else:
+            self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
+        await self._offset_store.load()
+        return inst
+
+    def _enter_shutdown(self) -> MQClientInstance | None:
+        """Move to SHUTDOWN; returns the instance to leave when the consumer was running, else
+        None (nothing to stop)."""
+        if self._life.state is not RUNNING:
+            self._life.move(SHUTDOWN)
+            return None
+        inst = self.instance
+        self._life.move(SHUTDOWN)
+        return inst
 
     def subscriptions(self) -> list[SubscriptionData]:
         raise NotImplementedError

@@ -27,15 +27,14 @@ from typing import Any
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import LitePullConsumerConfig, MessageModel, resolve_config
 from pocketmq.client.consumer.base import ConsumerBase
-from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from pocketmq.client.consumer.offset_store import OffsetStore
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
-from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import RUNNING, SHUTDOWN
+from pocketmq.client.lifecycle import RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
@@ -144,13 +143,7 @@ class LitePullConsumer(ConsumerBase):
     async def start(self) -> None:
         self._life.check(RUNNING)
         cfg = self.config
-        inst = await MQClientInstance.acquire(cfg)
-        self._instance = inst
-        if cfg.message_model is MessageModel.CLUSTERING:
-            self._offset_store = RemoteBrokerOffsetStore(inst, self.group)
-        else:
-            self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
-        await self._offset_store.load()
+        inst = await self._attach()
         self._rebalance = RebalanceImpl(
             self, inst, self.group, cfg.message_model, self.allocate_strategy, pull_expire_recycle=False
         )
@@ -173,11 +166,9 @@ class LitePullConsumer(ConsumerBase):
 
     async def shutdown(self) -> None:
         """Stop pulling; commit (auto-commit mode) and persist offsets; leave the instance."""
-        if self._life.state is not RUNNING:
-            self._life.move(SHUTDOWN)
+        inst = self._enter_shutdown()
+        if inst is None:
             return
-        inst = self.instance
-        self._life.move(SHUTDOWN)
         await self._tasks.cancel_all(timeout=1.0)
         if self.config.auto_commit:
             self._update_store_offsets()

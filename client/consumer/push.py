@@ -32,9 +32,7 @@ from pocketmq.client.consumer.listener import (
     OrderlyListener,
 )
 from pocketmq.client.consumer.offset_store import (
-    LocalFileOffsetStore,
     OffsetStore,
-    RemoteBrokerOffsetStore,
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.pull_service import PullRequest
@@ -47,8 +45,7 @@ from pocketmq.client.errors import (
     ClientStateError,
     MessageValidationError,
 )
-from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN
+from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
@@ -164,17 +161,10 @@ class PushConsumer(ConsumerBase):
         if not self._subs:
             raise ClientStateError("no subscription: call subscribe() before start()")
         cfg = self.config
-        inst = await MQClientInstance.acquire(cfg)
-        self._instance = inst
-        clustering = cfg.message_model is _CLUSTERING
-        if clustering:
-            self._offset_store = RemoteBrokerOffsetStore(inst, self.group)
-        else:
-            self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
-        await self._offset_store.load()
+        inst = await self._attach()
         self._rebalance = RebalanceImpl(self, inst, self.group, cfg.message_model, self.allocate_strategy)
         self._rebalance.subscriptions.update(self._subs)
-        if clustering:
+        if cfg.message_model is _CLUSTERING:
             self._rebalance.subscriptions[self.retry_topic] = new_subscription(self.retry_topic, "*")
         if self._orderly:
             self._service = ConsumeMessageOrderlyService(self, self._listener)  # type: ignore[arg-type]
@@ -197,11 +187,9 @@ class PushConsumer(ConsumerBase):
 
     async def shutdown(self) -> None:
         """Stop consuming, persist offsets (waiting for the broker), release broker locks."""
-        if self._life.state is not RUNNING:
-            self._life.move(SHUTDOWN)
+        inst = self._enter_shutdown()
+        if inst is None:
             return
-        inst = self.instance
-        self._life.move(SHUTDOWN)
         assert self._service is not None and self._rebalance is not None and self._offset_store is not None
         # Let a rebalance or offset reset under way finish first (they see SHUTDOWN and start
         # no pulls), so the final persist below covers the final table.
