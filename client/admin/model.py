@@ -244,6 +244,10 @@ class BrokerRuntime:
         }
 
 
+#: the keys of :meth:`_QueueOffsets.offsets_json`, in order (``diff`` is a property)
+_OFFSETS_JSON = ("broker_name", "queue_id", "broker_offset", "consumer_offset", "diff", "last_timestamp")
+
+
 class _QueueOffsets:
     """The per-queue offsets a progress row carries (its dataclass declares the fields)."""
 
@@ -259,14 +263,7 @@ class _QueueOffsets:
         return self.broker_offset - self.consumer_offset
 
     def offsets_json(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "queueId": self.queue_id,
-            "brokerOffset": self.broker_offset,
-            "consumerOffset": self.consumer_offset,
-            "diff": self.diff,
-            "lastTimestamp": self.last_timestamp,
-        }
+        return {_camel(name): getattr(self, name) for name in _OFFSETS_JSON}
 
 
 @dataclass(slots=True)

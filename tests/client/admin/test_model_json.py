@@ -1,4 +1,4 @@
-"""The ``--json`` documents of the flat admin results: keys, their order and values (the rows
+"""The ``--json`` documents of the flat admin results and the queue-offset rows: keys, their order and values (the rows
 build them from their dataclass fields, so a renamed field must not rename a key)."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from pocketmq.client.admin.model import (
+    BrokerConsumeRow,
     ConnectionRow,
     GroupSummary,
     MessageTrack,
+    ProgressRow,
     QueueStatus,
     ResetResult,
     ResetRow,
@@ -37,6 +39,12 @@ CASES: list[tuple[Any, str]] = [
      '{"topic": "t", "consumerGroup": null, "accumulation": 0, "inTps": 0.0, "outTps": 0.0,'
      ' "inMsg24Hour": 0, "outMsg24Hour": 0}'),
     (MessageTrack("g", "T"), '{"consumerGroup": "g", "trackType": "T", "exceptionDesc": null}'),
+    (ProgressRow("t", "b", 1, 10, 4, 7, "ip"),
+     '{"topic": "t", "brokerName": "b", "queueId": 1, "brokerOffset": 10, "consumerOffset": 4,'
+     ' "diff": 6, "lastTimestamp": 7, "clientIp": "ip"}'),
+    (BrokerConsumeRow("t", "g", "b", 1, 10, 4, 7),
+     '{"topic": "t", "group": "g", "brokerName": "b", "queueId": 1, "brokerOffset": 10,'
+     ' "consumerOffset": 4, "diff": 6, "lastTimestamp": 7}'),
 ]  # fmt: skip
 
 
