@@ -422,7 +422,7 @@ class LitePullConsumer(ConsumerBase):
             "jstack": "",
             "mqTable": {mq: st.pq.info() for mq, st in self._queues.items()},
             "properties": {
-                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_ACTIVELY.value,
+                "PROP_CONSUME_TYPE": self.CONSUME_TYPE.value,
                 "consumerGroup": self.group,
             },
             "statusTable": {},

@@ -260,7 +260,7 @@ class PushConsumer(ConsumerBase):
                 "PROP_CLIENT_VERSION": "V4_9_8",
                 "PROP_CONSUMEORDERLY": str(self._orderly).lower(),
                 "PROP_CONSUMER_START_TIMESTAMP": str(self._start_time),
-                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
+                "PROP_CONSUME_TYPE": self.CONSUME_TYPE.value,
                 "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
                 "consumerGroup": self.group,
                 "messageModel": cfg.message_model.value,
