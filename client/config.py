@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -51,6 +52,15 @@ def local_ip() -> str:
 _PROCESS_INSTANCE = f"{os.getpid()}#{secrets.randbelow(1 << 40)}"
 
 
+def first_bad_addr(addrs: Iterable[str]) -> str | None:
+    """The first entry of ``addrs`` that is not ``host:port`` with a port in 1..65535, or None."""
+    for addr in addrs:
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return addr
+    return None
+
+
 class ClientConfig(BaseModel):
     """Settings shared by producers, consumers and the admin client."""
 
@@ -77,10 +87,9 @@ class ClientConfig(BaseModel):
         addrs = [a.strip() for a in value.split(";") if a.strip()]
         if not addrs:
             raise ValueError("namesrvAddr is empty")
-        for addr in addrs:
-            host, sep, port = addr.rpartition(":")
-            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"namesrvAddr entry {addr!r} is not host:port")
+        bad = first_bad_addr(addrs)
+        if bad is not None:
+            raise ValueError(f"namesrvAddr entry {bad!r} is not host:port")
         return ";".join(addrs)
 
     @property

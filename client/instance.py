@@ -184,13 +184,18 @@ class MQClientInstance:
         self._rebalance.wakeup()
 
     async def do_rebalance(self) -> None:
+        await self._each_consumer(lambda c: c.do_rebalance(), "rebalance")
+
+    async def _each_consumer(self, call: Callable[[ConsumerInner], Awaitable[None]], what: str) -> None:
+        """``call`` on every registered consumer in turn; one consumer's failure is logged and
+        does not stop the others."""
         for consumer in list(self.consumers.values()):
             try:
-                await consumer.do_rebalance()
+                await call(consumer)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                logger.exception("rebalance of %s failed", consumer.group)
+                logger.exception("%s of %s failed", what, consumer.group)
 
     # ----------------------------------------------------------------------------- routes
     async def update_all_routes(self) -> None:
@@ -372,13 +377,7 @@ class MQClientInstance:
                 logger.debug("unregister client: %s", res)
 
     async def persist_all_consumer_offsets(self) -> None:
-        for consumer in list(self.consumers.values()):
-            try:
-                await consumer.persist_consumer_offset()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("persist offsets of %s failed", consumer.group)
+        await self._each_consumer(lambda c: c.persist_consumer_offset(), "persist offsets")
 
     # ------------------------------------------------------------- server-initiated requests
     def _register_handlers(self) -> None:

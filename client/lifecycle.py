@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Self
 
 from pocketmq.client.errors import ClientClosedError, ClientStateError
 
-__all__ = ["CREATED", "RUNNING", "SHUTDOWN", "TRANSITIONS", "ClientState", "Lifecycle"]
+__all__ = ["CREATED", "RUNNING", "SHUTDOWN", "TRANSITIONS", "AsyncClient", "ClientState", "Lifecycle"]
 
 
 class ClientState(enum.Enum):
@@ -71,3 +72,20 @@ class Lifecycle:
         """Raise ClientClosedError unless RUNNING."""
         if self.state is not RUNNING:
             raise self.closed_error()
+
+
+class AsyncClient:
+    """A producer or consumer: ``async with client:`` runs :meth:`start`, then :meth:`shutdown`."""
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()

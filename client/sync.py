@@ -30,7 +30,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from pocketmq.client.consumer.lite_pull import LitePullConsumer
 from pocketmq.client.consumer.push import PushConsumer
@@ -107,24 +107,37 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         raise TimeoutError(f"operation did not finish within {timeout}s") from None
 
 
-class SyncProducer:
-    """Blocking :class:`Producer`; same arguments."""
+class _Startable(Protocol):
+    async def start(self) -> None: ...
+    async def shutdown(self) -> None: ...
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", namesrv: str | None = None, **options: Any) -> None:
-        self.producer = Producer(group, namesrv, **options)
+
+class _BlockingClient:
+    """start/shutdown and the ``with`` block of one async client, run on the loop thread."""
+
+    def __init__(self, client: _Startable) -> None:
+        self._client = client
 
     def start(self) -> None:
-        run(self.producer.start())
+        run(self._client.start())
 
     def shutdown(self) -> None:
-        run(self.producer.shutdown())
+        run(self._client.shutdown())
 
-    def __enter__(self) -> SyncProducer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+class SyncProducer(_BlockingClient):
+    """Blocking :class:`Producer`; same arguments."""
+
+    def __init__(self, group: str = "DEFAULT_PRODUCER", namesrv: str | None = None, **options: Any) -> None:
+        self.producer = Producer(group, namesrv, **options)
+        super().__init__(self.producer)
 
     def send(self, msg: Message, **kwargs: Any) -> SendResult:
         return run(self.producer.send(msg, **kwargs))
@@ -136,23 +149,16 @@ class SyncProducer:
         run(self.producer.send_oneway(msg, **kwargs))
 
 
-class SyncLitePullConsumer:
-    """Blocking :class:`LitePullConsumer`; same arguments."""
+class SyncLitePullConsumer(_BlockingClient):
+    """Blocking :class:`LitePullConsumer`; same arguments. Its ``with`` block does not start
+    it: subscribe or assign first, then call :meth:`start`."""
 
     def __init__(self, group: str = "DEFAULT_CONSUMER", namesrv: str | None = None, **options: Any) -> None:
         self.consumer = LitePullConsumer(group, namesrv, **options)
+        super().__init__(self.consumer)
 
-    def start(self) -> None:
-        run(self.consumer.start())
-
-    def shutdown(self) -> None:
-        run(self.consumer.shutdown())
-
-    def __enter__(self) -> SyncLitePullConsumer:
+    def __enter__(self) -> Self:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self.consumer.subscribe(topic, expression)
@@ -209,7 +215,7 @@ class SyncLitePullConsumer:
         return run(self.consumer.pull(mq, offset, max_nums, expression, timeout=timeout), timeout + 5.0)
 
 
-class SyncPushConsumer:
+class SyncPushConsumer(_BlockingClient):
     """Push consumer whose listener is a plain (blocking) function run in a worker thread."""
 
     def __init__(
@@ -225,19 +231,7 @@ class SyncPushConsumer:
             return await asyncio.get_running_loop().run_in_executor(None, listener, msgs, ctx)
 
         self.consumer = PushConsumer(group, namesrv, listener=bridge, orderly=orderly, **options)
+        super().__init__(self.consumer)
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self.consumer.subscribe(topic, expression)
-
-    def start(self) -> None:
-        run(self.consumer.start())
-
-    def shutdown(self) -> None:
-        run(self.consumer.shutdown())
-
-    def __enter__(self) -> SyncPushConsumer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()

@@ -62,9 +62,6 @@ def _tps(stats: dict[str, Any] | None) -> float:
 class MQAdmin(TopicAdmin, MessageAdmin):
     """Asyncio admin client; see the module docstring. Use as an async context manager."""
 
-    async def __aenter__(self) -> MQAdmin:
-        return self
-
     async def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> list[StatsRow]:
         """Per topic and consumer group: backlog, in/out TPS, messages in/out over 24 h (statsAll).
 

@@ -16,10 +16,11 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pocketmq.client.acl import AclClientRPCHook
 from pocketmq.client.api import MQClientAPI
+from pocketmq.client.config import first_bad_addr
 from pocketmq.client.errors import MQClientError, TopicRouteNotFoundError
 from pocketmq.remoting.protocol.route import (
     MASTER_ID,
@@ -54,10 +55,9 @@ def parse_namesrv_addrs(value: str | Sequence[str] | None) -> list[str]:
     addrs = [p.strip() for p in parts if p and p.strip()]
     if not addrs:
         raise MQAdminError("no name server address (use -n host:port or set NAMESRV_ADDR)")
-    for addr in addrs:
-        host, sep, port = addr.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise MQAdminError(f"bad name server address {addr!r}: expected host:port")
+    bad = first_bad_addr(addrs)
+    if bad is not None:
+        raise MQAdminError(f"bad name server address {bad!r}: expected host:port")
     return addrs
 
 
@@ -97,7 +97,7 @@ class AdminBase:
         if self._own_remoting:
             await self.remoting.close()
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -41,7 +41,7 @@ message (see message_json)  msgId, offsetMsgId, topic, tags, keys, queueId, queu
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pocketmq.remoting.protocol.message import MessageExt
@@ -105,22 +105,37 @@ def _float(value: str | None) -> float:
         return 0.0
 
 
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
+
+
+def _fields_json(row: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The dataclass fields of ``row`` in declaration order, keyed by their camelCase names (a
+    field's ``metadata["json"]`` overrides the name); ``skip`` leaves fields out."""
+    return {
+        f.metadata.get("json") or _camel(f.name): getattr(row, f.name)
+        for f in fields(row)
+        if f.name not in skip
+    }
+
+
+class _FlatRow:
+    """A result whose JSON is exactly its fields (see :func:`_fields_json`)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return _fields_json(self)
+
+
 @dataclass(slots=True)
-class QueueStatus:
+class QueueStatus(_FlatRow):
     broker_name: str
     queue_id: int
     min_offset: int
     max_offset: int
     last_update_timestamp: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "queueId": self.queue_id,
-            "minOffset": self.min_offset,
-            "maxOffset": self.max_offset,
-            "lastUpdateTimestamp": self.last_update_timestamp,
-        }
 
 
 @dataclass(slots=True)
@@ -229,6 +244,10 @@ class BrokerRuntime:
         }
 
 
+#: the keys of :meth:`_QueueOffsets.offsets_json`, in order (``diff`` is a property)
+_OFFSETS_JSON = ("broker_name", "queue_id", "broker_offset", "consumer_offset", "diff", "last_timestamp")
+
+
 class _QueueOffsets:
     """The per-queue offsets a progress row carries (its dataclass declares the fields)."""
 
@@ -244,14 +263,7 @@ class _QueueOffsets:
         return self.broker_offset - self.consumer_offset
 
     def offsets_json(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "queueId": self.queue_id,
-            "brokerOffset": self.broker_offset,
-            "consumerOffset": self.consumer_offset,
-            "diff": self.diff,
-            "lastTimestamp": self.last_timestamp,
-        }
+        return {_camel(name): getattr(self, name) for name in _OFFSETS_JSON}
 
 
 @dataclass(slots=True)
@@ -288,7 +300,7 @@ class GroupProgress:
 
 
 @dataclass(slots=True)
-class GroupSummary:
+class GroupSummary(_FlatRow):
     """One line of ``consumerProgress`` without ``-g``."""
 
     group: str
@@ -299,17 +311,6 @@ class GroupSummary:
     consume_tps: float = 0.0
     diff_total: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "count": self.count,
-            "version": self.version,
-            "consumeType": self.consume_type,
-            "messageModel": self.message_model,
-            "consumeTps": self.consume_tps,
-            "diffTotal": self.diff_total,
-        }
-
 
 @dataclass(slots=True)
 class ConnectionRow:
@@ -319,13 +320,7 @@ class ConnectionRow:
     version: int
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "clientId": self.client_id,
-            "clientAddr": self.client_addr,
-            "language": self.language,
-            "version": self.version,
-            "versionDesc": version_desc(self.version),
-        }
+        return {**_fields_json(self), "versionDesc": version_desc(self.version)}
 
 
 @dataclass(slots=True)
@@ -349,19 +344,11 @@ class ConsumerConnectionInfo:
 
 
 @dataclass(slots=True)
-class ResetRow:
+class ResetRow(_FlatRow):
     broker_name: str
     queue_id: int
     consumer_offset: int
     offset: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "queueId": self.queue_id,
-            "consumerOffset": self.consumer_offset,
-            "offset": self.offset,
-        }
 
 
 @dataclass(slots=True)
@@ -375,14 +362,7 @@ class ResetResult:
     rows: list[ResetRow] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "topic": self.topic,
-            "timestamp": self.timestamp,
-            "force": self.force,
-            "dryRun": self.dry_run,
-            "queues": [r.to_json() for r in self.rows],
-        }
+        return {**_fields_json(self, skip=("rows",)), "queues": [r.to_json() for r in self.rows]}
 
 
 @dataclass(slots=True)
@@ -400,39 +380,21 @@ class BrokerConsumeRow(_QueueOffsets):
 
 
 @dataclass(slots=True)
-class StatsRow:
+class StatsRow(_FlatRow):
     topic: str
     consumer_group: str | None
     accumulation: int = 0
     in_tps: float = 0.0
     out_tps: float = 0.0
-    in_msg_24h: int = 0
-    out_msg_24h: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "consumerGroup": self.consumer_group,
-            "accumulation": self.accumulation,
-            "inTps": self.in_tps,
-            "outTps": self.out_tps,
-            "inMsg24Hour": self.in_msg_24h,
-            "outMsg24Hour": self.out_msg_24h,
-        }
+    in_msg_24h: int = field(default=0, metadata={"json": "inMsg24Hour"})
+    out_msg_24h: int = field(default=0, metadata={"json": "outMsg24Hour"})
 
 
 @dataclass(slots=True)
-class MessageTrack:
+class MessageTrack(_FlatRow):
     consumer_group: str
     track_type: str
     exception_desc: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "consumerGroup": self.consumer_group,
-            "trackType": self.track_type,
-            "exceptionDesc": self.exception_desc,
-        }
 
 
 @dataclass(slots=True)

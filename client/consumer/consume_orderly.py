@@ -23,11 +23,11 @@ import time
 from typing import TYPE_CHECKING
 
 from pocketmq.client.config import MessageModel
+from pocketmq.client.consumer.consume_service import ConsumeServiceBase
 from pocketmq.client.consumer.listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, OrderlyListener
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
-from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
@@ -42,18 +42,14 @@ def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-class ConsumeMessageOrderlyService:
+class ConsumeMessageOrderlyService(ConsumeServiceBase[OrderlyListener]):
     def __init__(self, consumer: ConsumeHost, listener: OrderlyListener) -> None:
-        self.consumer = consumer
-        self.listener = listener
+        super().__init__(consumer, listener, "consume-orderly")
         cfg = consumer.config
-        self.batch_size = cfg.consume_message_batch_max_size
-        self.timeout = cfg.consume_timeout * 60.0
         self.clustering = cfg.message_model is MessageModel.CLUSTERING
         self.max_reconsume = (1 << 31) - 1 if cfg.max_reconsume_times == -1 else cfg.max_reconsume_times
         self.locks: dict[MessageQueue, asyncio.Lock] = {}
         self._sem = asyncio.Semaphore(cfg.consume_thread_max)
-        self._tasks = TaskSet("consume-orderly")
         self._stopped = False
 
     def start(self) -> None:
@@ -62,7 +58,7 @@ class ConsumeMessageOrderlyService:
 
     async def stop(self) -> None:
         self._stopped = True
-        await self._tasks.cancel_all(timeout=1.0)
+        await super().stop()
 
     @property
     def backlog(self) -> int:

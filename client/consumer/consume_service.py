@@ -20,7 +20,7 @@ import asyncio
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from pocketmq.client.config import MessageModel
 from pocketmq.client.consumer.listener import (
@@ -49,6 +49,8 @@ RETRY_LOCALLY_DELAY_MS = 5000
 _CONSUME_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 _RECONSUME_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 _BROADCASTING = MessageModel.BROADCASTING
+
+L = TypeVar("L")
 
 
 class ConsumeHost(Protocol):
@@ -82,25 +84,34 @@ class _Slot:
         self.task: asyncio.Task[None] | None = None
 
 
-class ConsumeMessageConcurrentlyService:
-    def __init__(self, consumer: ConsumeHost, listener: ConcurrentListener) -> None:
+class ConsumeServiceBase(Generic[L]):
+    """What both consume services hold: their consumer, its listener, the batch size and the
+    listener timeout of its configuration, and the task set :meth:`stop` cancels."""
+
+    def __init__(self, consumer: ConsumeHost, listener: L, tasks_name: str) -> None:
         self.consumer = consumer
         self.listener = listener
         cfg = consumer.config
         self.batch_size = cfg.consume_message_batch_max_size
         self.timeout = cfg.consume_timeout * 60.0
+        self._tasks = TaskSet(tasks_name)
+
+    async def stop(self) -> None:
+        await self._tasks.cancel_all(timeout=1.0)
+
+
+class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
+    def __init__(self, consumer: ConsumeHost, listener: ConcurrentListener) -> None:
+        super().__init__(consumer, listener, "consume-concurrently")
+        cfg = consumer.config
         self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = asyncio.Queue()
         self._slots = [_Slot() for _ in range(cfg.consume_thread_max)]
-        self._tasks = TaskSet("consume-concurrently")
         self._is_coro = inspect.iscoroutinefunction(listener)
 
     def start(self) -> None:
         for i, slot in enumerate(self._slots):
             slot.task = self._tasks.spawn(self._worker(slot), name=f"consume-worker-{i}")
         self._tasks.spawn(self._sweep(), name="consume-timeout-sweeper")
-
-    async def stop(self) -> None:
-        await self._tasks.cancel_all(timeout=1.0)
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
         size = self.batch_size

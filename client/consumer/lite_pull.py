@@ -26,23 +26,21 @@ from typing import Any
 
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import LitePullConsumerConfig, MessageModel, resolve_config
-from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from pocketmq.client.consumer.base import ConsumerBase
+from pocketmq.client.consumer.offset_store import OffsetStore
 from pocketmq.client.consumer.process_queue import ProcessQueue
-from pocketmq.client.consumer.queue_ops import QueueOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
-from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
+from pocketmq.client.lifecycle import RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.errors import FlowControlError
-from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
+from pocketmq.remoting.protocol.heartbeat import ConsumeType
 from pocketmq.remoting.protocol.message import MessageExt
-from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -73,7 +71,7 @@ class _Batch:
     msgs: list[MessageExt]
 
 
-class LitePullConsumer:
+class LitePullConsumer(ConsumerBase):
     """A poll-style consumer; ``async with LitePullConsumer("CG", namesrv=...) as c``.
 
     Raises (from the methods): :class:`ClientClosedError` when not running,
@@ -82,6 +80,7 @@ class LitePullConsumer:
     """
 
     config: LitePullConsumerConfig
+    CONSUME_TYPE = ConsumeType.CONSUME_ACTIVELY
 
     def __init__(
         self,
@@ -93,27 +92,14 @@ class LitePullConsumer:
         **options: Any,
     ) -> None:
         config = resolve_config(LitePullConsumerConfig, config, "consumer_group", group, namesrv, options)
-        self.config = config
-        self.group = config.consumer_group
-        self.retry_topic = retry_topic(self.group)
+        super().__init__(config, allocate_strategy)
         self.rebalance_interval = config.rebalance_interval / 1000
-        self.allocate_strategy = allocate_strategy
-        self._subs: dict[str, SubscriptionData] = {}
         self._assigned_mode: bool | None = None
         self._queues: dict[MessageQueue, _QueueState] = {}
         self._cache: asyncio.Queue[_Batch] = asyncio.Queue()
         self._cached = 0
         self._tasks = TaskSet("lite-pull")
-        self._life = Lifecycle("consumer", self.group)
-        self._instance: MQClientInstance | None = None
-        self._offset_store: OffsetStore | None = None
-        self._rebalance: RebalanceImpl | None = None
-        self._announced = False  # first heartbeat sent: rebalances may ask for the members
         self._last_commit = time.monotonic()
-        self.queue_ops = QueueOps(self)
-        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
-        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
-         self.pull) = self.queue_ops.public_api()  # fmt: skip
 
     # ------------------------------------------------------------------------ configuration
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -148,12 +134,6 @@ class LitePullConsumer:
         return set(self._queues)
 
     @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None or self._life.state is not RUNNING:
-            raise self._life.closed_error()
-        return self._instance
-
-    @property
     def offset_store(self) -> OffsetStore:
         if self._offset_store is None:
             raise ClientClosedError(f"consumer {self.group} is not started")
@@ -163,13 +143,7 @@ class LitePullConsumer:
     async def start(self) -> None:
         self._life.check(RUNNING)
         cfg = self.config
-        inst = await MQClientInstance.acquire(cfg)
-        self._instance = inst
-        if cfg.message_model is MessageModel.CLUSTERING:
-            self._offset_store = RemoteBrokerOffsetStore(inst, self.group)
-        else:
-            self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
-        await self._offset_store.load()
+        inst = await self._attach()
         self._rebalance = RebalanceImpl(
             self, inst, self.group, cfg.message_model, self.allocate_strategy, pull_expire_recycle=False
         )
@@ -192,11 +166,9 @@ class LitePullConsumer:
 
     async def shutdown(self) -> None:
         """Stop pulling; commit (auto-commit mode) and persist offsets; leave the instance."""
-        if self._life.state is not RUNNING:
-            self._life.move(SHUTDOWN)
+        inst = self._enter_shutdown()
+        if inst is None:
             return
-        inst = self.instance
-        self._life.move(SHUTDOWN)
         await self._tasks.cancel_all(timeout=1.0)
         if self.config.auto_commit:
             self._update_store_offsets()
@@ -208,13 +180,6 @@ class LitePullConsumer:
             st.pq.dropped = True
         await inst.release(consumer_group=self.group)
         self._instance = None
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     # --------------------------------------------------------------------------- queues
     def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
@@ -423,13 +388,6 @@ class LitePullConsumer:
     def subscriptions(self) -> list[SubscriptionData]:
         return [] if self._assigned_mode else list(self._subs.values())
 
-    def consumer_data(self) -> ConsumerData:
-        return self.queue_ops.consumer_data(ConsumeType.CONSUME_ACTIVELY, self.subscriptions())
-
-    def subscribe_info_needs_update(self, topic: str) -> bool:
-        rb = self._rebalance
-        return rb is not None and rb.subscribe_info_missing(topic)
-
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
         if rb is not None and topic in self._subs:
@@ -464,7 +422,7 @@ class LitePullConsumer:
             "jstack": "",
             "mqTable": {mq: st.pq.info() for mq, st in self._queues.items()},
             "properties": {
-                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_ACTIVELY.value,
+                "PROP_CONSUME_TYPE": self.CONSUME_TYPE.value,
                 "consumerGroup": self.group,
             },
             "statusTable": {},
@@ -476,9 +434,6 @@ class LitePullConsumer:
                 "remark": "lite pull consumers have no listener", "spentTimeMills": 0}  # fmt: skip
 
     # -------------------------------------------------------------------- RebalanceHost protocol
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        return await self.queue_ops.compute_pull_from_where(mq)
-
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         st = self._queues.get(mq)
         if st is not None and self.config.auto_commit and st.consume_offset >= 0:
@@ -496,6 +451,3 @@ class LitePullConsumer:
     ) -> None:
         for mq in [m for m in self._queues if m.topic == topic and m not in mq_divided]:
             self._drop_queue(mq)
-
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.offset_store.remove_offset(mq)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pocketmq.client.api import decode_pull_result
 from pocketmq.client.config import MessageModel, PushConsumerConfig, resolve_config
+from pocketmq.client.consumer.base import ConsumerBase
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from pocketmq.client.consumer.consume_service import ConsumeMessageConcurrentlyService
 from pocketmq.client.consumer.listener import (
@@ -31,13 +32,10 @@ from pocketmq.client.consumer.listener import (
     OrderlyListener,
 )
 from pocketmq.client.consumer.offset_store import (
-    LocalFileOffsetStore,
     OffsetStore,
-    RemoteBrokerOffsetStore,
 )
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.pull_service import PullRequest
-from pocketmq.client.consumer.queue_ops import QueueOps
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely, strategy_name
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import send_message_back
@@ -47,16 +45,14 @@ from pocketmq.client.errors import (
     ClientStateError,
     MessageValidationError,
 )
-from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import CREATED, RUNNING, SHUTDOWN, Lifecycle
+from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
-from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
+from pocketmq.remoting.protocol.heartbeat import ConsumeType
 from pocketmq.remoting.protocol.message import MessageDecodeError, MessageExt
-from pocketmq.remoting.protocol.topics import retry_topic
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +69,7 @@ _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
 
 
-class PushConsumer:
+class PushConsumer(ConsumerBase):
     """A push consumer; ``async with PushConsumer("CG", namesrv=..., listener=fn) as c``.
 
     Args:
@@ -86,6 +82,7 @@ class PushConsumer:
     """
 
     config: PushConsumerConfig
+    CONSUME_TYPE = ConsumeType.CONSUME_PASSIVELY
 
     def __init__(
         self,
@@ -99,30 +96,15 @@ class PushConsumer:
         **options: Any,
     ) -> None:
         config = resolve_config(PushConsumerConfig, config, "consumer_group", group, namesrv, options)
-        self.config = config
-        self.group = config.consumer_group
-        self.retry_topic = retry_topic(self.group)
+        super().__init__(config, allocate_strategy)
         self.rebalance_interval = config.rebalance_interval / 1000
-        self.allocate_strategy = allocate_strategy
         self.stats = ConsumeStats()
-        self._subs: dict[str, SubscriptionData] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self._orderly = False
-        self._life = Lifecycle("consumer", self.group)
-        self._instance: MQClientInstance | None = None
-        self._rebalance: RebalanceImpl | None = None
-        self._offset_store: OffsetStore | None = None
         self._service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         self._paused = False
-        # Set once the brokers know this consumer (first heartbeat sent): a rebalance before
-        # that asks a broker for the group's members and gets "no consumer for this group".
-        self._announced = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
-        self.queue_ops = QueueOps(self)
-        # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
-        (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
-         self.pull) = self.queue_ops.public_api()  # fmt: skip
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
 
@@ -161,12 +143,6 @@ class PushConsumer:
         return self._orderly
 
     @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None or self._life.state is not RUNNING:
-            raise self._life.closed_error()
-        return self._instance
-
-    @property
     def rebalance(self) -> RebalanceImpl:
         assert self._rebalance is not None
         return self._rebalance
@@ -185,17 +161,10 @@ class PushConsumer:
         if not self._subs:
             raise ClientStateError("no subscription: call subscribe() before start()")
         cfg = self.config
-        inst = await MQClientInstance.acquire(cfg)
-        self._instance = inst
-        clustering = cfg.message_model is _CLUSTERING
-        if clustering:
-            self._offset_store = RemoteBrokerOffsetStore(inst, self.group)
-        else:
-            self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
-        await self._offset_store.load()
+        inst = await self._attach()
         self._rebalance = RebalanceImpl(self, inst, self.group, cfg.message_model, self.allocate_strategy)
         self._rebalance.subscriptions.update(self._subs)
-        if clustering:
+        if cfg.message_model is _CLUSTERING:
             self._rebalance.subscriptions[self.retry_topic] = new_subscription(self.retry_topic, "*")
         if self._orderly:
             self._service = ConsumeMessageOrderlyService(self, self._listener)  # type: ignore[arg-type]
@@ -218,11 +187,9 @@ class PushConsumer:
 
     async def shutdown(self) -> None:
         """Stop consuming, persist offsets (waiting for the broker), release broker locks."""
-        if self._life.state is not RUNNING:
-            self._life.move(SHUTDOWN)
+        inst = self._enter_shutdown()
+        if inst is None:
             return
-        inst = self.instance
-        self._life.move(SHUTDOWN)
         assert self._service is not None and self._rebalance is not None and self._offset_store is not None
         # Let a rebalance or offset reset under way finish first (they see SHUTDOWN and start
         # no pulls), so the final persist below covers the final table.
@@ -244,13 +211,6 @@ class PushConsumer:
         await inst.release(consumer_group=self.group)
         self._instance = None
 
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
     def pause(self) -> None:
         """Stop pulling (in-flight consumption completes); :meth:`resume` restarts."""
         self._paused = True
@@ -263,13 +223,6 @@ class PushConsumer:
         if self._rebalance is None:
             return list(self._subs.values())
         return list(self._rebalance.subscriptions.values())
-
-    def consumer_data(self) -> ConsumerData:
-        return self.queue_ops.consumer_data(ConsumeType.CONSUME_PASSIVELY, self.subscriptions())
-
-    def subscribe_info_needs_update(self, topic: str) -> bool:
-        rb = self._rebalance
-        return rb is not None and rb.subscribe_info_missing(topic)
 
     def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
         rb = self._rebalance
@@ -307,7 +260,7 @@ class PushConsumer:
                 "PROP_CLIENT_VERSION": "V4_9_8",
                 "PROP_CONSUMEORDERLY": str(self._orderly).lower(),
                 "PROP_CONSUMER_START_TIMESTAMP": str(self._start_time),
-                "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
+                "PROP_CONSUME_TYPE": self.CONSUME_TYPE.value,
                 "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
                 "consumerGroup": self.group,
                 "messageModel": cfg.message_model.value,
@@ -349,9 +302,6 @@ class PushConsumer:
         return out
 
     # -------------------------------------------------------------------- RebalanceHost protocol
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        return await self.queue_ops.compute_pull_from_where(mq)
-
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         store = self.offset_store
         if self._orderly and self.config.message_model is _CLUSTERING:
@@ -391,9 +341,6 @@ class PushConsumer:
         self.instance.tasks.spawn(
             self.instance.send_heartbeat_to_all_brokers(), name="heartbeat-after-rebalance"
         )
-
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.offset_store.remove_offset(mq)
 
     # --------------------------------------------------------------------------------- pulls
     def _later(self, req: PullRequest, delay_ms: int) -> bool:

@@ -21,26 +21,39 @@ from pocketmq.client.message import MessageQueue
 AllocateStrategy = Callable[[str, str, Sequence[MessageQueue], Sequence[str]], list[MessageQueue]]
 
 
-def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> int:
-    if not current_cid:
-        raise ValueError("current_cid is empty")
-    if not mq_all:
-        raise ValueError("mq_all is empty")
-    if not cid_all:
-        raise ValueError("cid_all is empty")
-    try:
-        return list(cid_all).index(current_cid)
-    except ValueError:
-        return -1
+#: A strategy's own rule: (index of current_cid in cid_all, mq_all, cid_all) -> its share.
+_Share = Callable[[int, Sequence[MessageQueue], Sequence[str]], list[MessageQueue]]
 
 
+def _member_strategy(share: _Share) -> AllocateStrategy:
+    """The strategy that checks its inputs (ValueError when one is empty), returns [] when
+    ``current_cid`` is not in ``cid_all``, and otherwise gives ``share``'s answer."""
+
+    def strategy(
+        consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
+        if not current_cid:
+            raise ValueError("current_cid is empty")
+        if not mq_all:
+            raise ValueError("mq_all is empty")
+        if not cid_all:
+            raise ValueError("cid_all is empty")
+        try:
+            index = list(cid_all).index(current_cid)
+        except ValueError:
+            return []
+        return share(index, mq_all, cid_all)
+
+    strategy.__name__ = strategy.__qualname__ = share.__name__
+    strategy.__doc__ = share.__doc__
+    return strategy
+
+
+@_member_strategy
 def allocate_averagely(
-    consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    index: int, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
 ) -> list[MessageQueue]:
     """Contiguous blocks: with 8 queues and 3 consumers → 3, 3, 2 (Java ``...Averagely``)."""
-    index = _check(current_cid, mq_all, cid_all)
-    if index < 0:
-        return []
     n_mq, n_cid = len(mq_all), len(cid_all)
     mod = n_mq % n_cid
     if n_mq <= n_cid:
@@ -54,13 +67,11 @@ def allocate_averagely(
     return [mq_all[(start + i) % n_mq] for i in range(max(count, 0))]
 
 
+@_member_strategy
 def allocate_averagely_by_circle(
-    consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    index: int, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
 ) -> list[MessageQueue]:
     """Round robin: consumer ``i`` gets queues ``i, i+n, i+2n ...`` (Java ``...ByCircle``)."""
-    index = _check(current_cid, mq_all, cid_all)
-    if index < 0:
-        return []
     n = len(cid_all)
     return [mq for i, mq in enumerate(mq_all) if i % n == index]
 
@@ -83,11 +94,11 @@ def consistent_hash_strategy(virtual_node_cnt: int = 10) -> AllocateStrategy:
     if virtual_node_cnt < 1:
         raise ValueError("virtual_node_cnt must be >= 1")
 
+    @_member_strategy
     def allocate_consistent_hash(
-        consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+        index: int, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
-        if _check(current_cid, mq_all, cid_all) < 0:
-            return []
+        current_cid = cid_all[index]
         ring: dict[int, str] = {}
         for cid in cid_all:
             for i in range(virtual_node_cnt):

@@ -20,7 +20,7 @@ from typing import Any
 from pocketmq.client.config import ProducerConfig, resolve_config
 from pocketmq.client.errors import RemotingTooMuchRequestError
 from pocketmq.client.instance import MQClientInstance
-from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, Lifecycle
+from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import Message, MessageQueue, SendResult
 from pocketmq.client.producer import transaction
 from pocketmq.client.producer.prepare import MessagePreparer
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
 
 
-class Producer:
+class Producer(AsyncClient):
     """An asyncio producer; use as ``async with Producer("PG", namesrv="127.0.0.1:9876") as p``.
 
     Args:
@@ -100,13 +100,6 @@ class Producer:
         """Mark shut down without touching the instance (the instance is closing itself)."""
         self._life.move(SHUTDOWN)
         self._sender.instance = None
-
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     def _check_running(self) -> None:
         if self._sender.instance is None:
