@@ -21,19 +21,13 @@ from pocketmq.client import (
     SendStatus,
     unpack_body,
 )
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
 from tests.integration.support import loop_clean_at_exit, wait_until  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-
-
-@pytest.fixture
-async def pmq(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "pmq") as c:
-        yield c
 
 
 @contextlib.asynccontextmanager
