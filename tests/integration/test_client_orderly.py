@@ -17,7 +17,8 @@ from pocketmq.client import (
     PushConsumer,
 )
 from pocketmq.testing import Cluster
-from tests.integration.support import loop_clean_at_exit, wait_until  # noqa: F401 - fixtures
+from tests.integration.support import loop_clean_at_exit  # noqa: F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

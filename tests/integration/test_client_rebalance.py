@@ -15,7 +15,7 @@ import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
 from pocketmq.testing import Cluster
-from tests.integration.support import wait_until
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
 

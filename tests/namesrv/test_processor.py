@@ -38,6 +38,7 @@ from pocketmq.remoting.protocol.route import (
     TopicSysFlag,
 )
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
+from tests.waiting import wait_until
 
 CLUSTER = "DefaultCluster"
 A_MASTER = "10.0.0.1:10911"
@@ -177,18 +178,6 @@ def tables(ns: NamesrvController) -> dict[str, Any]:
             "filters": rim.filter_server_table,
         }
     )
-
-
-async def wait_for(predicate: Any, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 # ---- routes ------------------------------------------------------------------------------------
@@ -461,7 +450,7 @@ async def test_query_data_version_and_expiry(
         await asyncio.sleep(0.3)  # a few scans
         assert (await route(client, ns, "T1")) is not None
         clock.advance(91)
-        await wait_for(lambda: A_MASTER not in ns.route_info.broker_live_table)
+        await wait_until(lambda: A_MASTER not in ns.route_info.broker_live_table)
         assert (await route(client, ns, "T1")) is None
         # The expired broker's connection was closed by the name server.
         await asyncio.wait_for(conn.wait_closed(), 3)
@@ -481,7 +470,7 @@ async def test_closed_broker_connection_removes_broker(ns: NamesrvController, cl
         data = await route(client, ns, "T1")
         return data is not None and [b.broker_name for b in data.broker_datas] == ["broker-b"]
 
-    await wait_for(only_b)
+    await wait_until(only_b)
     assert "broker-a" not in ns.route_info.broker_addr_table
     # Plain client connections closing do not disturb anything.
     other = RemotingClient()
