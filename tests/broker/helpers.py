@@ -25,6 +25,7 @@ __all__ = [
     "running_broker",
     "stat_value",
     "tiny_store",
+    "wait_query",
 ]
 
 
@@ -136,3 +137,15 @@ async def query_by_key(wire: Wire, topic: str, key: str) -> list[Any]:
         return []
     assert r.code == ResponseCode.SUCCESS, (r.code, r.remark)
     return decode_messages(r.body or b"")
+
+
+async def wait_query(wire: Wire, topic: str, key: str, count: int = 1) -> list[Any]:
+    """:func:`query_by_key` until ``count`` messages are found (the index lags the put a little)."""
+    import asyncio
+
+    for _ in range(300):
+        found = await query_by_key(wire, topic, key)
+        if len(found) >= count:
+            return found
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{key} not in {topic}")

@@ -16,7 +16,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.remoting.protocol.route import TopicConfig
 from pocketmq.store import MessageInner
-from tests.broker.helpers import Wire, broker_and_wire, query_by_key, running_broker
+from tests.broker.helpers import Wire, broker_and_wire, running_broker, wait_query
 
 
 async def pull_all(wire: Wire, topic: str, queue_id: int = 0, offset: int = 0) -> list:
@@ -193,12 +193,7 @@ async def test_retry_topic_past_max_reconsume_goes_to_dlq(broker, wire):
     assert dlq is not None and dlq.perm == 2  # write-only, as RocketMQ 4.x creates it
     r = await wire.pull("%DLQ%G1", 0, 0, sys_flag=0x4)
     assert r.code == ResponseCode.NO_PERMISSION
-    msgs = []
-    for _ in range(100):
-        msgs = await query_by_key(wire, "%DLQ%G1", "dead")
-        if msgs:
-            break
-        await asyncio.sleep(0.01)
+    msgs = await wait_query(wire, "%DLQ%G1", "dead")
     assert msgs[0].body == b"r" and msgs[0].topic == "%DLQ%G1"
     r = await wire.send("%RETRY%G1", b"r2", reconsumeTimes="1", maxReconsumeTimes="3")
     assert r.code == ResponseCode.SUCCESS

@@ -5,8 +5,6 @@ Real in-process brokers with short delay levels (every retry level 1 s).
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from pocketmq.broker.stats import SNDBCK2DLQ_TIMES, SNDBCK_PUT_NUMS
@@ -19,9 +17,8 @@ from tests.broker.helpers import (
     Wire,
     broker_and_wire,
     pull_until,
-    query_by_key,
-    running_broker,
     stat_value,
+    wait_query,
 )
 
 
@@ -45,15 +42,6 @@ def java_back(msg: MessageExt, group: str, *, delay: int = 0, max_times: int | N
     if max_times is not None:
         ext["maxReconsumeTimes"] = str(max_times)
     return ext
-
-
-async def wait_query(wire: Wire, topic: str, key: str, count: int = 1) -> list[MessageExt]:
-    for _ in range(300):
-        found = await query_by_key(wire, topic, key)
-        if len(found) >= count:
-            return found
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{key} not in {topic}")
 
 
 async def test_send_back_goes_to_retry_after_level_3_plus_reconsume_times(tmp_path):
@@ -99,11 +87,10 @@ async def test_explicit_delay_level_and_negative_level_to_dlq(tmp_path):
 
 @pytest.mark.parametrize("client", ["java", "cpp"])
 async def test_past_max_reconsume_times_lands_in_a_write_only_dlq(tmp_path, client):
-    async with running_broker(str(tmp_path), store=SHORT_DELAY_STORE) as b:
+    async with broker_and_wire(str(tmp_path), store=SHORT_DELAY_STORE) as (b, w):
         b.subscription_group_manager.update_subscription_group_config(
             SubscriptionGroupConfig("G", retry_max_times=1)
         )
-        w = Wire(b.broker_addr)
         cpp = Wire(b.broker_addr, language=LanguageCode.CPP, version=63)
         try:
             orig = await consume_one(w, "T", b"poison")
@@ -132,7 +119,6 @@ async def test_past_max_reconsume_times_lands_in_a_write_only_dlq(tmp_path, clie
             assert r.code == ResponseCode.NO_PERMISSION
             assert first.body == b"other"
         finally:
-            await w.close()
             await cpp.close()
     expected = 2 if client == "cpp" else 3
     assert dead.topic == "%DLQ%G" and dead.reconsume_times == expected
