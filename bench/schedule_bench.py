@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pocketmq.broker.schedule import ScheduleMessageService
@@ -87,13 +89,24 @@ async def _drain(store: MessageStore) -> None:
         await asyncio.sleep(0.001)
 
 
-async def _service_run(root: str, count: int, body_size: int, levels: int) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def _filled_store(
+    root: str, count: int, body_size: int, levels: int
+) -> AsyncIterator[tuple[MessageStore, Clock]]:
+    """A started store on ``root`` holding ``count`` delayed messages (dispatched), shut down on exit."""
     clock = Clock()
     store = MessageStore(_config(root), clock=clock)
     store.load()
     await store.start()
     try:
         await _fill(store, count, body_size, levels)
+        yield store, clock
+    finally:
+        await store.shutdown()
+
+
+async def _service_run(root: str, count: int, body_size: int, levels: int) -> dict[str, Any]:
+    async with _filled_store(root, count, body_size, levels) as (store, clock):
         svc = ScheduleMessageService(store, None, message_delay_level=LEVELS, now_ms=clock, first_delay_ms=0)
         clock.skew = 3 * 3_600_000  # every message is due now
         t0 = time.perf_counter()
@@ -112,17 +125,10 @@ async def _service_run(root: str, count: int, body_size: int, levels: int) -> di
             "reput_incl_dispatch_per_s": round(count / (t2 - t0)),
             "seconds": round(t1 - t0, 3),
         }
-    finally:
-        await store.shutdown()
 
 
 async def _loop_run(root: str, count: int, body_size: int, levels: int) -> dict[str, Any]:
-    clock = Clock()
-    store = MessageStore(_config(root), clock=clock)
-    store.load()
-    await store.start()
-    try:
-        await _fill(store, count, body_size, levels)
+    async with _filled_store(root, count, body_size, levels) as (store, clock):
         svc = ScheduleMessageService(
             store, None, message_delay_level=LEVELS, now_ms=clock, level_budget=1 << 30
         )
@@ -134,8 +140,6 @@ async def _loop_run(root: str, count: int, body_size: int, levels: int) -> dict[
         if svc.delivered != count:
             raise RuntimeError(f"delivered {svc.delivered} of {count}")
         return {"deliver_loop_per_s": round(count / (t1 - t0))}
-    finally:
-        await store.shutdown()
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:

@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,24 +37,6 @@ from datetime import datetime
 from typing import Any
 
 TOPIC = "SparkBench"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"port {port} not listening after {timeout}s")
 
 
 def write_topic_config(store_root: str, queues: int) -> None:
@@ -71,6 +52,8 @@ def write_topic_config(store_root: str, queues: int) -> None:
 
 
 def start_servers(root: str, cap: int, queues: int) -> tuple[list[subprocess.Popen[bytes]], str, list[str]]:
+    from pocketmq.testing.procs import free_port, wait_port
+
     py = sys.executable
     ns_port = free_port()
     ns_dir = os.path.join(root, "namesrv")

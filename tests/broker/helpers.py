@@ -9,17 +9,23 @@ from typing import Any
 
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
+from pocketmq.remoting.protocol.topics import SCHEDULE_TOPIC_XXXX as SCHEDULE
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.testing.wire import Wire
 
 __all__ = [
+    "SCHEDULE",
     "SHORT_DELAYS",
+    "SHORT_DELAY_STORE",
     "Wire",
+    "broker_and_wire",
     "broker_config",
     "pull_until",
     "query_by_key",
     "running_broker",
+    "stat_value",
     "tiny_store",
+    "wait_query",
 ]
 
 
@@ -60,10 +66,33 @@ async def running_broker(
         await controller.shutdown()
 
 
+@contextlib.asynccontextmanager
+async def broker_and_wire(
+    root: str, store: dict[str, Any] | None = None, **kw: Any
+) -> AsyncIterator[tuple[BrokerController, Wire]]:
+    """:func:`running_broker` plus a :class:`Wire` to it, closed before the broker shuts down."""
+    async with running_broker(root, store, **kw) as controller:
+        wire = Wire(controller.broker_addr)
+        try:
+            yield controller, wire
+        finally:
+            await wire.close()
+
+
+def stat_value(broker: BrokerController, name: str, key: str) -> int | None:
+    """The value of the broker's stats item ``name``/``key``; None when there is no such item."""
+    stats = broker.broker_stats_manager
+    assert stats is not None
+    item = stats.get_stats_item(name, key)
+    return None if item is None else item.value
+
+
 # ---------------------------------------------------------------- delayed / retried messages
 
 #: 18 levels, all short (tests never wait for RocketMQ's real 10 s .. 2 h delays).
 SHORT_DELAYS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+#: store settings for a broker with :data:`SHORT_DELAYS` (the delayed/retry tests).
+SHORT_DELAY_STORE: dict[str, Any] = {"messageDelayLevel": SHORT_DELAYS}
 
 
 async def pull_until(
@@ -108,3 +137,15 @@ async def query_by_key(wire: Wire, topic: str, key: str) -> list[Any]:
         return []
     assert r.code == ResponseCode.SUCCESS, (r.code, r.remark)
     return decode_messages(r.body or b"")
+
+
+async def wait_query(wire: Wire, topic: str, key: str, count: int = 1) -> list[Any]:
+    """:func:`query_by_key` until ``count`` messages are found (the index lags the put a little)."""
+    import asyncio
+
+    for _ in range(300):
+        found = await query_by_key(wire, topic, key)
+        if len(found) >= count:
+            return found
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{key} not in {topic}")

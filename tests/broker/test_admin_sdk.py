@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import Callable
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
 from pocketmq.remoting.protocol.bodies import ConsumerConnection, ConsumerRunningInfo, ResetOffsetBody
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.testing import cluster
 from tests.broker.helpers import Wire
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(0.02)
+from tests.waiting import wait_until
 
 
 async def test_reset_running_info_and_consume_directly_with_a_real_consumer(tmp_path):

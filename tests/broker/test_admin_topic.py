@@ -14,7 +14,7 @@ from pocketmq.remoting.protocol.bodies import GroupList, MessageQueue, TopicStat
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.route import TopicConfigSerializeWrapper, TopicList, TopicRouteData
 from pocketmq.testing import cluster
-from tests.broker.helpers import Wire, running_broker
+from tests.broker.helpers import Wire, broker_and_wire
 
 CONFLICT = "The topic[{}] is conflict with system topic."
 
@@ -147,20 +147,16 @@ async def test_create_registers_with_the_name_server_before_replying(tmp_path):
 
 
 async def test_slave_refuses_topic_and_group_mutations(tmp_path):
-    async with running_broker(str(tmp_path / "s"), store={"brokerRole": "SLAVE"}, brokerId=1) as b:
-        w = Wire(b.broker_addr)
-        try:
-            for code, ext, body in [
-                (RequestCode.UPDATE_AND_CREATE_TOPIC, create_ext("T"), None),
-                (RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "T"}, None),
-                (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, b'{"groupName":"G"}'),
-                (RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "G"}, None),
-            ]:
-                r = await w.call(code, ext, body)
-                assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, SLAVE_REMARK), code
-            assert (await w.call(RequestCode.GET_ALL_TOPIC_CONFIG)).code == ResponseCode.SUCCESS
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path / "s"), store={"brokerRole": "SLAVE"}, brokerId=1) as (b, w):
+        for code, ext, body in [
+            (RequestCode.UPDATE_AND_CREATE_TOPIC, create_ext("T"), None),
+            (RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "T"}, None),
+            (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, b'{"groupName":"G"}'),
+            (RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "G"}, None),
+        ]:
+            r = await w.call(code, ext, body)
+            assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, SLAVE_REMARK), code
+        assert (await w.call(RequestCode.GET_ALL_TOPIC_CONFIG)).code == ResponseCode.SUCCESS
 
 
 async def test_delete_topic_removes_config_offsets_and_queue_files(broker, wire):
@@ -267,32 +263,28 @@ async def test_delete_expired_commitlog_then_clean_expired_consume_queues(tmp_pa
         "diskSpaceWarningLevelRatio": 1.0,  # keep accepting puts on a crowded CI disk
         "diskSpaceCleanForciblyRatio": 1.0,
     }
-    async with running_broker(str(tmp_path / "s"), store=store) as b:
-        w = Wire(b.broker_addr)
-        try:
-            for i in range(2):
-                assert (await w.send("Early", f"e{i}".encode())).code == 0
-            big = b"b" * 100_000
-            for _ in range(12):  # > 1 MiB: the CommitLog rolls to a second segment
-                assert (await w.send("Bulk", big)).code == 0
-            b.store.do_reput()
-            assert len(b.store.commitlog.mfq.files) == 2 and b.store.get_min_phy_offset() == 0
+    async with broker_and_wire(str(tmp_path / "s"), store=store) as (b, w):
+        for i in range(2):
+            assert (await w.send("Early", f"e{i}".encode())).code == 0
+        big = b"b" * 100_000
+        for _ in range(12):  # > 1 MiB: the CommitLog rolls to a second segment
+            assert (await w.send("Bulk", big)).code == 0
+        b.store.do_reput()
+        assert len(b.store.commitlog.mfq.files) == 2 and b.store.get_min_phy_offset() == 0
 
-            r = await w.call(RequestCode.DELETE_EXPIRED_COMMITLOG)
-            assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
-            for _ in range(200):
-                if b.store.get_min_phy_offset() > 0:
-                    break
-                await asyncio.sleep(0.025)
-            assert b.store.get_min_phy_offset() == 1 << 20
+        r = await w.call(RequestCode.DELETE_EXPIRED_COMMITLOG)
+        assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
+        for _ in range(200):
+            if b.store.get_min_phy_offset() > 0:
+                break
+            await asyncio.sleep(0.025)
+        assert b.store.get_min_phy_offset() == 1 << 20
 
-            assert b.store.get_max_offset_in_queue("Early", 0) == 2
-            r = await w.call(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
-            assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
-            # Early's messages lived in the deleted segment only: its queue starts over at 0
-            assert b.store.get_max_offset_in_queue("Early", 0) == 0
-            assert b.store.get_max_offset_in_queue("Bulk", 0) == 12
-            r = await w.send("Early", b"again")
-            assert r.code == 0 and r.ext_fields["queueOffset"] == "0"
-        finally:
-            await w.close()
+        assert b.store.get_max_offset_in_queue("Early", 0) == 2
+        r = await w.call(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+        assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
+        # Early's messages lived in the deleted segment only: its queue starts over at 0
+        assert b.store.get_max_offset_in_queue("Early", 0) == 0
+        assert b.store.get_max_offset_in_queue("Bulk", 0) == 12
+        r = await w.send("Early", b"again")
+        assert r.code == 0 and r.ext_fields["queueOffset"] == "0"

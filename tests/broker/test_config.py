@@ -199,19 +199,20 @@ def test_mqbroker_uses_logging_ini_from_rocketmq_home_or_the_conf_dir(tmp_path):
         os.environ.pop("ROCKETMQ_HOME", None)
         if old is not None:
             os.environ["ROCKETMQ_HOME"] = old
+
+    def print_config() -> subprocess.CompletedProcess[str]:
+        """``python -m pocketmq.broker -c side/broker.conf -p`` without ROCKETMQ_HOME."""
+        return subprocess.run(
+            [sys.executable, "-m", "pocketmq.broker", "-c", str(side / "broker.conf"), "-p"],
+            capture_output=True, text=True, timeout=60,
+            env={k: v for k, v in os.environ.items() if k != "ROCKETMQ_HOME"},
+        )  # fmt: skip
+
     # applied: the warning about a foreign key comes out in the ini's format
     (side / "broker.conf").write_text("brokerName=b\nserverWorkerThreads=8\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "pocketmq.broker", "-c", str(side / "broker.conf"), "-p"],
-        capture_output=True, text=True, timeout=60,
-        env={k: v for k, v in os.environ.items() if k != "ROCKETMQ_HOME"},
-    )  # fmt: skip
+    out = print_config()
     assert out.returncode == 0 and "SIDE-INI" in out.stderr and "serverWorkerThreads" in out.stderr
     # a broken logging file is a startup error naming it (exit 2), nothing starts
     (side / "logging.ini").write_text("[loggers]\nkeys = root\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "pocketmq.broker", "-c", str(side / "broker.conf"), "-p"],
-        capture_output=True, text=True, timeout=60,
-        env={k: v for k, v in os.environ.items() if k != "ROCKETMQ_HOME"},
-    )  # fmt: skip
+    out = print_config()
     assert out.returncode == 2 and "bad logging config" in out.stderr

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
 
 from pocketmq.broker.filter import TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull, PullRequestHoldService, PullRequestTable
@@ -18,6 +21,17 @@ class FakeConn:
 def held(topic="T", qid=0, offset=5, deadline=1000, expr=None, conn=None) -> HeldPull:
     flt = TagMessageFilter(SubscriptionData.build(topic, expr)) if expr else None
     return HeldPull(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
+
+
+@contextlib.asynccontextmanager
+async def running_hold(*args: Any, **kw: Any) -> AsyncIterator[PullRequestHoldService]:
+    """A started :class:`PullRequestHoldService`, stopped on the way out."""
+    svc = PullRequestHoldService(*args, **kw)
+    svc.start()
+    try:
+        yield svc
+    finally:
+        await svc.stop()
 
 
 def test_arrival_wakes_only_requests_below_the_new_max():
@@ -75,9 +89,7 @@ def test_bound_per_queue_and_connection_drop():
 async def test_service_wakes_on_arrival_and_on_deadline():
     answered: list[tuple[str, HeldPull]] = []
     max_offsets = {("T", 0): 5}
-    svc = PullRequestHoldService(lambda r: answered.append(("run", r)), lambda t, q: max_offsets[(t, q)])
-    svc.start()
-    try:
+    async with running_hold(lambda r: answered.append(("run", r)), lambda t, q: max_offsets[(t, q)]) as svc:
         now = svc.now_ms()
         a = held(offset=5, deadline=now + 60_000)
         b = held(offset=5, deadline=now + 50)
@@ -89,8 +101,6 @@ async def test_service_wakes_on_arrival_and_on_deadline():
         svc.suspend(c)
         await asyncio.sleep(0.2)
         assert answered == [("run", c)]
-    finally:
-        await svc.stop()
 
 
 async def test_service_stop_answers_everything():
@@ -106,9 +116,7 @@ async def test_service_stop_answers_everything():
 async def test_service_safety_sweep_catches_missed_notifications():
     answered: list[HeldPull] = []
     current = {"max": 5}
-    svc = PullRequestHoldService(answered.append, lambda t, q: current["max"], check_interval=0.05)
-    svc.start()
-    try:
+    async with running_hold(answered.append, lambda t, q: current["max"], check_interval=0.05) as svc:
         r = held(offset=5, deadline=svc.now_ms() + 60_000)
         svc.suspend(r)
         await asyncio.sleep(0.12)
@@ -116,8 +124,6 @@ async def test_service_safety_sweep_catches_missed_notifications():
         current["max"] = 6
         await asyncio.sleep(0.15)
         assert answered == [r]
-    finally:
-        await svc.stop()
 
 
 async def test_a_failing_execute_does_not_break_the_service():
@@ -127,22 +133,16 @@ async def test_a_failing_execute_does_not_break_the_service():
         calls.append(r)
         raise RuntimeError("boom")
 
-    svc = PullRequestHoldService(boom, lambda t, q: 0)
-    svc.start()
-    try:
+    async with running_hold(boom, lambda t, q: 0) as svc:
         svc.suspend(a := held(offset=1, deadline=svc.now_ms() + 60_000))
         svc.suspend(b := held(offset=1, deadline=svc.now_ms() + 60_000))
         svc.notify_message_arriving("T", 0, 2)
         assert calls == [a, b]
-    finally:
-        await svc.stop()
 
 
 async def test_service_arriving_batch_wakes_by_each_records_offset_and_tag():
     answered: list[HeldPull] = []
-    svc = PullRequestHoldService(answered.append, lambda t, q: 9)
-    svc.start()
-    try:
+    async with running_hold(answered.append, lambda t, q: 9) as svc:
         now = svc.now_ms()
         tag_b = held(offset=5, deadline=now + 60_000, expr="TagB")
         tag_c = held(offset=5, deadline=now + 60_000, expr="TagC")
@@ -151,8 +151,6 @@ async def test_service_arriving_batch_wakes_by_each_records_offset_and_tag():
         assert svc.suspend(tag_b) and svc.suspend(tag_c)
         svc.arriving_batch("T", 0, 6, [java_string_hash("TagA"), java_string_hash("TagB")], 0)
         assert answered == [tag_b]  # TagC still held: no record of the batch matched it
-    finally:
-        await svc.stop()
 
 
 async def test_held_queues_view_answers_as_is_held():

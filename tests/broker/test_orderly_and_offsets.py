@@ -17,7 +17,7 @@ from pocketmq.remoting.protocol.bodies import (
     SubscriptionData,
 )
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
-from tests.broker.helpers import Wire, pull_until, running_broker
+from tests.broker.helpers import Wire, broker_and_wire, pull_until
 
 
 async def lock(wire: Wire, group: str, client: str, mqs: list[MessageQueue]) -> list[MessageQueue]:
@@ -60,20 +60,16 @@ async def test_locks_expire_unless_renewed(broker, wire):
 
 
 async def test_lock_bad_input_and_unknown_groups(tmp_path):
-    async with running_broker(str(tmp_path), autoCreateSubscriptionGroup=False) as b:
-        w = Wire(b.broker_addr)
-        try:
-            # RocketMQ 4.x checks no group on LOCK_BATCH_MQ: an unknown one is served
-            assert await lock(w, "NeverSeen", "c1", MQS[:1]) == MQS[:1]
-            assert await lock(w, "NeverSeen", "c1", []) == []
-            for body in (b"garbage", b"[]", json.dumps({"clientId": "c"}).encode(), None):
-                r = await w.call(RequestCode.LOCK_BATCH_MQ, None, body)
-                assert r.code == ResponseCode.SYSTEM_ERROR and "lock body" in r.remark, body
-                r = await w.call(RequestCode.UNLOCK_BATCH_MQ, None, body)
-                assert r.code == ResponseCode.SYSTEM_ERROR and "unlock body" in r.remark, body
-            assert await lock(w, "NeverSeen", "c2", MQS[:2]) == MQS[1:2]
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), autoCreateSubscriptionGroup=False) as (b, w):
+        # RocketMQ 4.x checks no group on LOCK_BATCH_MQ: an unknown one is served
+        assert await lock(w, "NeverSeen", "c1", MQS[:1]) == MQS[:1]
+        assert await lock(w, "NeverSeen", "c1", []) == []
+        for body in (b"garbage", b"[]", json.dumps({"clientId": "c"}).encode(), None):
+            r = await w.call(RequestCode.LOCK_BATCH_MQ, None, body)
+            assert r.code == ResponseCode.SYSTEM_ERROR and "lock body" in r.remark, body
+            r = await w.call(RequestCode.UNLOCK_BATCH_MQ, None, body)
+            assert r.code == ResponseCode.SYSTEM_ERROR and "unlock body" in r.remark, body
+        assert await lock(w, "NeverSeen", "c2", MQS[:2]) == MQS[1:2]
 
 
 async def test_clustering_push_consumers_get_the_retry_subscription(broker, wire):
@@ -128,39 +124,31 @@ async def test_minus_one_in_a_java_offset_file_reads_as_no_offset(tmp_path):
     cfg.mkdir()
     # a Java broker stores ali-ons' -1 as it comes
     (cfg / "consumerOffset.json").write_text('{"offsetTable":{"T@G":{0:-1,1:7}}}')
-    async with running_broker(str(tmp_path)) as b:
-        w = Wire(b.broker_addr)
-        try:
-            assert b.consumer_offset_manager.query_offset("G", "T", 0) == -1
-            r = await w.call(
-                RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G", "topic": "T", "queueId": "1"}
-            )
-            assert r.ext_fields["offset"] == "7"
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path)) as (b, w):
+        assert b.consumer_offset_manager.query_offset("G", "T", 0) == -1
+        r = await w.call(
+            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G", "topic": "T", "queueId": "1"}
+        )
+        assert r.ext_fields["offset"] == "7"
 
 
 async def test_order_flag_is_kept_and_an_order_topic_refuses_sends_when_not_writable(tmp_path):
-    async with running_broker(str(tmp_path)) as b:
-        w = Wire(b.broker_addr)
-        try:
-            ext = {
-                "topic": "OrdT", "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
-                "perm": "6", "topicFilterType": "SINGLE_TAG", "order": "true",
-            }  # fmt: skip
-            r = await w.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
-            assert r.code == ResponseCode.SUCCESS, r.remark
-            tc = b.topic_config_manager.select_topic_config("OrdT")
-            assert tc is not None and tc.order
-            wrapper = b.topic_config_manager.build_serialize_wrapper()
-            assert wrapper.topic_config_table["OrdT"].order  # what REGISTER_BROKER carries
-            assert (await w.send("OrdT", b"in-order", queue_id=3)).code == ResponseCode.SUCCESS
-            assert (await pull_until(w, "OrdT", 3))[0].body == b"in-order"
-            b.update_config(b.config.with_updates({"brokerPermission": "4"}))
-            r = await w.send("OrdT", b"x", queue_id=3)
-            assert r.code == ResponseCode.NO_PERMISSION
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path)) as (b, w):
+        ext = {
+            "topic": "OrdT", "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
+            "perm": "6", "topicFilterType": "SINGLE_TAG", "order": "true",
+        }  # fmt: skip
+        r = await w.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        tc = b.topic_config_manager.select_topic_config("OrdT")
+        assert tc is not None and tc.order
+        wrapper = b.topic_config_manager.build_serialize_wrapper()
+        assert wrapper.topic_config_table["OrdT"].order  # what REGISTER_BROKER carries
+        assert (await w.send("OrdT", b"in-order", queue_id=3)).code == ResponseCode.SUCCESS
+        assert (await pull_until(w, "OrdT", 3))[0].body == b"in-order"
+        b.update_config(b.config.with_updates({"brokerPermission": "4"}))
+        r = await w.send("OrdT", b"x", queue_id=3)
+        assert r.code == ResponseCode.NO_PERMISSION
 
 
 async def test_unregistering_consumer_releases_its_locks_a_dropped_connection_does_not(broker):

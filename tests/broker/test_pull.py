@@ -7,7 +7,7 @@ import asyncio
 from pocketmq.remoting.protocol.codes import ResponseCode
 from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.remoting.protocol.route import TopicConfig
-from tests.broker.helpers import Wire, running_broker
+from tests.broker.helpers import Wire, broker_and_wire, running_broker
 
 NO_SUSPEND = 0x4  # FLAG_SUBSCRIPTION only
 SUSPEND = 0x6
@@ -110,14 +110,10 @@ async def test_pull_errors(broker, wire):
 
 
 async def test_pull_group_missing_without_auto_create(tmp_path):
-    async with running_broker(str(tmp_path), autoCreateSubscriptionGroup=False) as b:
-        w = Wire(b.broker_addr)
-        try:
-            await w.send("T", b"x")
-            r = await w.pull("T", 0, 0, group="NoGroup", sys_flag=NO_SUSPEND)
-            assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), autoCreateSubscriptionGroup=False) as (b, w):
+        await w.send("T", b"x")
+        r = await w.pull("T", 0, 0, group="NoGroup", sys_flag=NO_SUSPEND)
+        assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
 
 # ------------------------------------------------------------------------------ long polling
@@ -173,19 +169,15 @@ async def test_held_pull_ignores_other_tags_until_a_match(broker, wire):
 
 
 async def test_held_pulls_are_bounded_per_queue(tmp_path):
-    async with running_broker(str(tmp_path), maxHeldPullsPerQueue=2) as b:
-        w = Wire(b.broker_addr)
-        try:
-            await w.send("B", b"x")
-            await wait_dispatched(b, "B", 1)
-            held = [asyncio.create_task(w.pull("B", 0, 1, suspend_ms=10000)) for _ in range(2)]
-            await wait_held(b, 2)
-            r = await w.pull("B", 0, 1, suspend_ms=10000)  # third: answered at once
-            assert r.code == ResponseCode.PULL_NOT_FOUND
-            await w.send("B", b"y")
-            assert [x.code for x in await asyncio.gather(*held)] == [0, 0]
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), maxHeldPullsPerQueue=2) as (b, w):
+        await w.send("B", b"x")
+        await wait_dispatched(b, "B", 1)
+        held = [asyncio.create_task(w.pull("B", 0, 1, suspend_ms=10000)) for _ in range(2)]
+        await wait_held(b, 2)
+        r = await w.pull("B", 0, 1, suspend_ms=10000)  # third: answered at once
+        assert r.code == ResponseCode.PULL_NOT_FOUND
+        await w.send("B", b"y")
+        assert [x.code for x in await asyncio.gather(*held)] == [0, 0]
 
 
 async def test_shutdown_answers_held_pulls(tmp_path):
@@ -202,12 +194,8 @@ async def test_shutdown_answers_held_pulls(tmp_path):
 
 
 async def test_short_polling_when_long_polling_disabled(tmp_path):
-    async with running_broker(str(tmp_path), longPollingEnable=False, shortPollingTimeMills=100) as b:
-        w = Wire(b.broker_addr)
-        try:
-            await w.send("SP", b"x")
-            await wait_dispatched(b, "SP", 1)
-            r = await w.pull("SP", 0, 1, suspend_ms=60000, timeout=5)
-            assert r.code == ResponseCode.PULL_NOT_FOUND
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), longPollingEnable=False, shortPollingTimeMills=100) as (b, w):
+        await w.send("SP", b"x")
+        await wait_dispatched(b, "SP", 1)
+        r = await w.pull("SP", 0, 1, suspend_ms=60000, timeout=5)
+        assert r.code == ResponseCode.PULL_NOT_FOUND

@@ -16,7 +16,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.remoting.protocol.route import TopicConfig
 from pocketmq.store import MessageInner
-from tests.broker.helpers import Wire, query_by_key, running_broker
+from tests.broker.helpers import Wire, broker_and_wire, running_broker, wait_query
 
 
 async def pull_all(wire: Wire, topic: str, queue_id: int = 0, offset: int = 0) -> list:
@@ -136,15 +136,11 @@ async def test_batch_by_code_and_by_flag(broker, wire):
 
 
 async def test_sync_flush_waits_and_replies(tmp_path):
-    async with running_broker(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as b:
-        w = Wire(b.broker_addr)
-        try:
-            r = await w.send("Sync", b"durable")
-            assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "0"
-            r = await w.send("Sync", b"nowait", props={"WAIT": "false"})
-            assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "1"
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as (b, w):
+        r = await w.send("Sync", b"durable")
+        assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "0"
+        r = await w.send("Sync", b"nowait", props={"WAIT": "false"})
+        assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "1"
 
 
 async def test_sync_flush_answers_concurrent_sends_once_flushed(tmp_path):
@@ -197,12 +193,7 @@ async def test_retry_topic_past_max_reconsume_goes_to_dlq(broker, wire):
     assert dlq is not None and dlq.perm == 2  # write-only, as RocketMQ 4.x creates it
     r = await wire.pull("%DLQ%G1", 0, 0, sys_flag=0x4)
     assert r.code == ResponseCode.NO_PERMISSION
-    msgs = []
-    for _ in range(100):
-        msgs = await query_by_key(wire, "%DLQ%G1", "dead")
-        if msgs:
-            break
-        await asyncio.sleep(0.01)
+    msgs = await wait_query(wire, "%DLQ%G1", "dead")
     assert msgs[0].body == b"r" and msgs[0].topic == "%DLQ%G1"
     r = await wire.send("%RETRY%G1", b"r2", reconsumeTimes="1", maxReconsumeTimes="3")
     assert r.code == ResponseCode.SUCCESS
@@ -241,13 +232,9 @@ async def test_unknown_topic_without_template_is_topic_not_exist(wire):
 
 
 async def test_auto_create_disabled(tmp_path):
-    async with running_broker(str(tmp_path), autoCreateTopicEnable=False) as b:
-        w = Wire(b.broker_addr)
-        try:
-            r = await w.send("Fresh", b"x")
-            assert r.code == ResponseCode.TOPIC_NOT_EXIST
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), autoCreateTopicEnable=False) as (b, w):
+        r = await w.send("Fresh", b"x")
+        assert r.code == ResponseCode.TOPIC_NOT_EXIST
 
 
 async def test_queue_id_out_of_range(broker, wire):
@@ -257,18 +244,14 @@ async def test_queue_id_out_of_range(broker, wire):
 
 
 async def test_body_larger_than_max_message_size(tmp_path):
-    async with running_broker(str(tmp_path), store={"maxMessageSize": 1024}) as b:
-        w = Wire(b.broker_addr)
-        try:
-            assert (await w.send("Big", b"x" * 1024)).code == ResponseCode.SUCCESS
-            r = await w.send("Big", b"x" * 1025)
-            assert r.code == ResponseCode.MESSAGE_ILLEGAL
-            body = encode_batch([(0, b"x" * 1025, "")])
-            r = await w.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Big", "c": "TBW102", "d": "4",
-                                                              "e": "0", "f": "0", "g": "0", "h": "0", "m": "true"}, body)  # fmt: skip
-            assert r.code == ResponseCode.MESSAGE_ILLEGAL
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), store={"maxMessageSize": 1024}) as (b, w):
+        assert (await w.send("Big", b"x" * 1024)).code == ResponseCode.SUCCESS
+        r = await w.send("Big", b"x" * 1025)
+        assert r.code == ResponseCode.MESSAGE_ILLEGAL
+        body = encode_batch([(0, b"x" * 1025, "")])
+        r = await w.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Big", "c": "TBW102", "d": "4",
+                                                          "e": "0", "f": "0", "g": "0", "h": "0", "m": "true"}, body)  # fmt: skip
+        assert r.code == ResponseCode.MESSAGE_ILLEGAL
 
 
 async def test_properties_longer_than_32k(wire):
@@ -277,14 +260,10 @@ async def test_properties_longer_than_32k(wire):
 
 
 async def test_write_permission_and_order_topic(tmp_path):
-    async with running_broker(str(tmp_path), brokerPermission=4) as b:
+    async with broker_and_wire(str(tmp_path), brokerPermission=4) as (b, w):
         b.topic_config_manager.update_topic_config(TopicConfig("Ordered", 4, 4, order=True))
-        w = Wire(b.broker_addr)
-        try:
-            r = await w.send("Ordered", b"x")
-            assert r.code == ResponseCode.NO_PERMISSION and "sending message is forbidden" in r.remark
-        finally:
-            await w.close()
+        r = await w.send("Ordered", b"x")
+        assert r.code == ResponseCode.NO_PERMISSION and "sending message is forbidden" in r.remark
 
 
 async def test_read_only_topic_refuses_sends(broker, wire):
@@ -294,14 +273,10 @@ async def test_read_only_topic_refuses_sends(broker, wire):
 
 
 async def test_retry_topic_of_unknown_group_without_auto_create(tmp_path):
-    async with running_broker(str(tmp_path), autoCreateSubscriptionGroup=False) as b:
+    async with broker_and_wire(str(tmp_path), autoCreateSubscriptionGroup=False) as (b, w):
         b.topic_config_manager.update_topic_config(TopicConfig("%RETRY%Ghost", 1, 1))
-        w = Wire(b.broker_addr)
-        try:
-            r = await w.send("%RETRY%Ghost", b"x")
-            assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-        finally:
-            await w.close()
+        r = await w.send("%RETRY%Ghost", b"x")
+        assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
 
 async def test_batch_to_retry_topic_and_garbage_batch(broker, wire):
@@ -328,23 +303,15 @@ async def test_transaction_half_message_without_service_is_refused(wire):
 
 
 async def test_slave_refuses_sends(tmp_path):
-    async with running_broker(str(tmp_path), brokerId=1, store={"brokerRole": "SLAVE"}) as b:
-        w = Wire(b.broker_addr)
-        try:
-            r = await w.send("T", b"x")
-            assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), brokerId=1, store={"brokerRole": "SLAVE"}) as (b, w):
+        r = await w.send("T", b"x")
+        assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
 
 
 async def test_before_start_accept_send_request_timestamp(tmp_path):
-    async with running_broker(str(tmp_path), startAcceptSendRequestTimeStamp=4_000_000_000_000) as b:
-        w = Wire(b.broker_addr)
-        try:
-            r = await w.send("Early", b"x")
-            assert r.code == ResponseCode.SYSTEM_ERROR and "broker unable to service" in r.remark
-        finally:
-            await w.close()
+    async with broker_and_wire(str(tmp_path), startAcceptSendRequestTimeStamp=4_000_000_000_000) as (b, w):
+        r = await w.send("Early", b"x")
+        assert r.code == ResponseCode.SYSTEM_ERROR and "broker unable to service" in r.remark
 
 
 def test_apply_delay_level_rewrites_to_the_schedule_topic():

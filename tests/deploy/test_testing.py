@@ -7,6 +7,7 @@ from pathlib import Path
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.testing import cluster, cluster_in_thread
 from pocketmq.testing.wire import Wire
+from tests.wire_calls import route_code
 
 
 async def test_record_requests_sees_what_the_brokers_receive(tmp_path: Path) -> None:
@@ -25,13 +26,6 @@ async def test_record_requests_sees_what_the_brokers_receive(tmp_path: Path) -> 
 
 
 def test_cluster_in_thread_serves_blocking_callers(tmp_path: Path) -> None:
-    async def route_code(addr: str, topic: str) -> int:
-        wire = Wire(addr)
-        try:
-            return (await wire.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
-        finally:
-            await wire.close()
-
     with cluster_in_thread(tmp_path / "c") as t:
         t.run(t.cluster.create_topic("Th", queues=3))
         assert t.run(route_code(t.namesrv_addr, "Th")) == ResponseCode.SUCCESS

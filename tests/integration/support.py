@@ -4,22 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, PushConsumer
 from pocketmq.testing import Cluster
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(step)
 
 
 def collecting_consumer(c: Cluster, group: str, topic: str, got: list[Any], **options: Any) -> PushConsumer:

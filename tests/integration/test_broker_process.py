@@ -15,6 +15,7 @@ from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.testing.procs import free_port, servers, wait_port
 from pocketmq.testing.wire import Wire
+from tests.wire_calls import route_code
 
 pytestmark = pytest.mark.integration
 
@@ -35,14 +36,6 @@ async def send_pull_commit(broker_addr: str) -> None:
             {"consumerGroup": "G", "topic": "ProcTopic", "queueId": "0", "commitOffset": "1"},
         )
         assert r.code == ResponseCode.SUCCESS
-    finally:
-        await wire.close()
-
-
-async def route_code(namesrv_addr: str, topic: str) -> int:
-    wire = Wire(namesrv_addr)
-    try:
-        return (await wire.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
     finally:
         await wire.close()
 

@@ -21,7 +21,8 @@ from pocketmq.client import (
     TopicRouteNotFoundError,
 )
 from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading, wait_until  # noqa: F401 - fixtures
+from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading  # noqa: F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

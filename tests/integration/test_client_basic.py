@@ -21,19 +21,14 @@ from pocketmq.client import (
     SendStatus,
     unpack_body,
 )
-from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit, wait_until  # noqa: F401 - fixtures
+from pocketmq.testing import Cluster
+from tests.integration.support import loop_clean_at_exit  # noqa: F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-
-
-@pytest.fixture
-async def pmq(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "pmq") as c:
-        yield c
 
 
 @contextlib.asynccontextmanager

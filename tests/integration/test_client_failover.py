@@ -8,7 +8,7 @@ import pytest
 
 from pocketmq.client import Message, Producer, SendStatus
 from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit, wait_until  # noqa: F401 - fixtures
+from tests.integration.support import loop_clean_at_exit  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 

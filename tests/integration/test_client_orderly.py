@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -17,20 +16,15 @@ from pocketmq.client import (
     Producer,
     PushConsumer,
 )
-from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit, wait_until  # noqa: F401 - fixtures
+from pocketmq.testing import Cluster
+from tests.integration.support import loop_clean_at_exit  # noqa: F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 
 KEYS = 8
 PER_KEY = 60
-
-
-@pytest.fixture
-async def pmq(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "pmq") as c:
-        yield c
 
 
 async def produce(c: Cluster, topic: str, start: int, stop: int) -> None:

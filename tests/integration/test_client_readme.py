@@ -10,23 +10,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from pocketmq.testing import Cluster, cluster
+from tests.integration.support import loop_clean_at_exit  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.integration
 README = Path(__file__).resolve().parents[2] / "client" / "README.md"
 EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-
-
-@pytest_asyncio.fixture(autouse=True)
-async def loop_clean_at_exit() -> AsyncIterator[None]:
-    yield
-    for _ in range(3):
-        await asyncio.sleep(0)
-    current = asyncio.current_task()
-    leaked = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-    assert not leaked, f"tasks left on the loop: {sorted(t.get_name() for t in leaked)}"
 
 
 @pytest.fixture

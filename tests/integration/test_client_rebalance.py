@@ -10,13 +10,12 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 
 import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
-from pocketmq.testing import Cluster, cluster
-from tests.integration.support import wait_until
+from pocketmq.testing import Cluster
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
 
@@ -44,12 +43,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-@pytest.fixture
-async def pmq(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "pmq") as c:
-        yield c
 
 
 async def test_join_and_kill9_rebalance_without_loss(pmq: Cluster) -> None:

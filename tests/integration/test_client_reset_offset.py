@@ -23,7 +23,8 @@ from pocketmq.testing import Cluster
 
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.integration.support import collecting_consumer, loop_clean_at_exit, wait_until  # noqa: E402, F401 - fixtures
+from tests.integration.support import collecting_consumer, loop_clean_at_exit  # noqa: E402, F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

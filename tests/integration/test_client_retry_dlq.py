@@ -6,7 +6,6 @@ listener asks for it (delay level -1)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,16 +19,11 @@ from pocketmq.client import (
     Producer,
     PushConsumer,
 )
-from pocketmq.testing import Cluster, cluster
-from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading, wait_until  # noqa: F401 - fixtures
+from pocketmq.testing import Cluster
+from tests.integration.support import loop_clean_at_exit, open_dlq_for_reading  # noqa: F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def pmq(tmp_path) -> AsyncIterator[Cluster]:
-    async with cluster(tmp_path / "pmq") as c:
-        yield c
 
 
 async def test_listener_sends_poison_straight_to_dlq(pmq: Cluster) -> None:

@@ -17,7 +17,8 @@ from pocketmq.testing import Cluster
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli, arun_script  # noqa: E402
-from tests.integration.support import collecting_consumer, loop_clean_at_exit, wait_until  # noqa: E402, F401 - fixtures
+from tests.integration.support import collecting_consumer, loop_clean_at_exit  # noqa: E402, F401 - fixtures
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -40,12 +41,19 @@ async def send(c: Cluster, topic: str, n: int, tag: str = "TagA") -> dict[tuple[
     return per_queue
 
 
+async def backlog_and_consumer(
+    c: Cluster, topic: str, queues: int, n: int, group: str
+) -> tuple[list[Any], PushConsumer]:
+    """A new ``topic`` holding ``n`` TagA messages and a (not started) collecting consumer of it."""
+    await c.create_topic(topic, queues=queues)
+    await send(c, topic, n)
+    got: list[Any] = []
+    return got, consumer(c, group, topic, got)
+
+
 async def test_lag_connections_status_and_reset(two: Cluster) -> None:
     ns = ["-n", two.namesrv_addr]
-    await two.create_topic("Lag", queues=4)
-    await send(two, "Lag", 20)
-    got: list[Any] = []
-    pc = consumer(two, "CG-lag", "Lag", got)
+    got, pc = await backlog_and_consumer(two, "Lag", 4, 20, "CG-lag")
     await pc.start()
     try:
         await wait_until(lambda: len(got) >= 20)
@@ -114,10 +122,7 @@ async def test_lag_connections_status_and_reset(two: Cluster) -> None:
 
 async def test_reset_to_a_time_and_skip_for_an_offline_group(two: Cluster) -> None:
     ns = ["-n", two.namesrv_addr]
-    await two.create_topic("Rewind", queues=2)
-    await send(two, "Rewind", 6)
-    got: list[Any] = []
-    pc = consumer(two, "CG-rw", "Rewind", got)
+    got, pc = await backlog_and_consumer(two, "Rewind", 2, 6, "CG-rw")
     async with pc:
         await wait_until(lambda: len(got) >= 6)
     await asyncio.sleep(0.01)

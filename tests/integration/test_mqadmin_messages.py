@@ -134,40 +134,15 @@ async def test_print_and_consume_ranges(two: Cluster) -> None:
     assert human.out.count("MSGID: ") == 14 and human.out.count("minOffset=") == 4 and "BODY: l0" in human.out
 
     one = late[0].message_queue
-    r = await arun_cli(
-        "consumeMessage",
-        *ns,
-        "-t",
-        "Range",
-        "-b",
-        one.broker_name,
-        "-i",
-        str(one.queue_id),
-        "-c",
-        "2",
-        "--json",
-    )
+    one_queue = [*ns, "-t", "Range", "-b", one.broker_name, "-i", str(one.queue_id)]
+    r = await arun_cli("consumeMessage", *one_queue, "-c", "2", "--json")
     (queue,) = r.json()["queues"]
     assert (queue["brokerName"], queue["queueId"]) == (one.broker_name, one.queue_id)
     expected = sorted(
         (x for x in early + late if x.message_queue == one), key=lambda x: x.queue_offset
     )[:2]  # fmt: skip
     assert [m["offsetMsgId"] for m in queue["messages"]] == [x.offset_msg_id for x in expected]
-    r = await arun_cli(
-        "consumeMessage",
-        *ns,
-        "-t",
-        "Range",
-        "-b",
-        one.broker_name,
-        "-i",
-        str(one.queue_id),
-        "-o",
-        "1",
-        "-c",
-        "1",
-        "--json",
-    )
+    r = await arun_cli("consumeMessage", *one_queue, "-o", "1", "-c", "1", "--json")
     assert [m["queueOffset"] for m in r.json()["queues"][0]["messages"]] == [1]
     bad = await arun_cli("consumeMessage", *ns, "-t", "Range", "-b", "broker-z")
     assert bad.code == 1 and "no readable queue" in bad.err

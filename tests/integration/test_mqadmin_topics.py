@@ -4,9 +4,7 @@ on the test's loop; a few commands run as the installed ``mqadmin`` script."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,22 +17,9 @@ from pocketmq.testing import Cluster
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli, arun_script  # noqa: E402
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-async def wait_for(check: Callable[[], object], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 def one_line(text: str) -> str:
@@ -107,7 +92,7 @@ async def test_update_topic_perm_and_order(two: Cluster) -> None:
         doc = (await arun_cli("topicRoute", *ns, "-t", "Perm", "--json")).json()
         return [q["perm"] for q in doc["queueDatas"]] == [4]
 
-    await wait_for(route_perm)
+    await wait_until(route_perm)
     human = await arun_cli("updateTopicPerm", *ns, "-c", "DefaultCluster", "-t", "Perm", "-p", "6")
     # broker-b does not have the topic: a clear failure naming it
     assert human.code == 1 and "has no topic 'Perm'" in one_line(human.err)

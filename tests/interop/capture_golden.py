@@ -129,19 +129,67 @@ def _consumer(
     return run
 
 
+def _producer_scenario(client: drivers.Client, prefix: str, send: str, send_code: int) -> Scenario:
+    """One message with tags, keys and a property, lingering past the heartbeat timer."""
+    return Scenario(
+        f"{client}_producer",
+        client,
+        _producer(client, tags="TagA", keys_prefix="KEY", props={"color": "red"}, linger=LINGER),
+        [
+            Pick(f"{prefix}_get_routeinfo_by_topic", 105, _topic_is(TOPIC), first_of_connection=True),
+            Pick(f"{prefix}_{send}", send_code, _topic_is(TOPIC)),
+            Pick(f"{prefix}_heart_beat_producer", 34, _producer_only),
+            Pick(f"{prefix}_unregister_client_producer", 35, _group("producerGroup")),
+        ],
+    )
+
+
+def _consumer_scenario(
+    client: drivers.Client, prefix: str, run: Callable[[FakeCluster, Path], Awaitable[None]],
+    after_pull: list[Pick],
+) -> Scenario:  # fmt: skip
+    """A consumer that fails its first message once: every frame of the consume cycle."""
+    return Scenario(
+        f"{client}_consumer",
+        client,
+        run,
+        [
+            Pick(f"{prefix}_heart_beat_consumer", 34, _consumer_sub_with_tags),
+            Pick(f"{prefix}_get_consumer_list_by_group", 38),
+            Pick(f"{prefix}_query_consumer_offset", 14, _topic_is(TOPIC)),
+            Pick(f"{prefix}_pull_message", 11, _topic_is(TOPIC)),
+            *after_pull,
+            Pick(f"{prefix}_consumer_send_msg_back", 36),
+            Pick(f"{prefix}_update_consumer_offset", 15, _committed),
+            Pick(f"{prefix}_unregister_client_consumer", 35, _group("consumerGroup")),
+        ],
+    )
+
+
+def _broadcast_scenario(
+    client: drivers.Client, prefix: str, run: Callable[[FakeCluster, Path], Awaitable[None]]
+) -> Scenario:
+    return Scenario(
+        f"{client}_broadcast",
+        client,
+        run,
+        [Pick(f"{prefix}_heart_beat_consumer_broadcast", 34, _has_consumer)],
+    )
+
+
+def _offset_not_found_scenario(client: drivers.Client, prefix: str) -> Scenario:
+    return Scenario(
+        f"{client}_offset_not_found",
+        client,
+        _consumer(client, count=1, timeout=8.0, check=False),
+        [Pick(f"{prefix}_get_max_offset", 30, _topic_is(TOPIC))],
+        offset_not_found=True,
+    )
+
+
 def _cpp_scenarios() -> list[Scenario]:
     return [
-        Scenario(
-            "cpp_producer",
-            "cpp",
-            _producer("cpp", tags="TagA", keys_prefix="KEY", props={"color": "red"}, linger=LINGER),
-            [
-                Pick("cpp_get_routeinfo_by_topic", 105, _topic_is(TOPIC), first_of_connection=True),
-                Pick("cpp_send_message", 10, _topic_is(TOPIC)),
-                Pick("cpp_heart_beat_producer", 34, _producer_only),
-                Pick("cpp_unregister_client_producer", 35, _group("producerGroup")),
-            ],
-        ),
+        _producer_scenario("cpp", "cpp", "send_message", 10),
         Scenario(
             "cpp_batch",
             "cpp",
@@ -154,21 +202,12 @@ def _cpp_scenarios() -> list[Scenario]:
             _producer("cpp", tags="TagA", keys_prefix="KEY", oneway=True),
             [Pick("cpp_send_message_oneway", 10, _topic_is(TOPIC))],
         ),
-        Scenario(
-            "cpp_consumer",
+        _consumer_scenario(
+            "cpp",
             "cpp",
             # linger: re-pulls after consumption carry the COMMIT_OFFSET flag (the fake holds pulls 2 s)
             _consumer("cpp", expr="TagA || TagB", fail_first=1, linger=3.0),
-            [
-                Pick("cpp_heart_beat_consumer", 34, _consumer_sub_with_tags),
-                Pick("cpp_get_consumer_list_by_group", 38),
-                Pick("cpp_query_consumer_offset", 14, _topic_is(TOPIC)),
-                Pick("cpp_pull_message", 11, _topic_is(TOPIC)),
-                Pick("cpp_pull_message_commit", 11, lambda f: f.ext_int("sysFlag") & 1 == 1),
-                Pick("cpp_consumer_send_msg_back", 36),
-                Pick("cpp_update_consumer_offset", 15, _committed),
-                Pick("cpp_unregister_client_consumer", 35, _group("consumerGroup")),
-            ],
+            [Pick("cpp_pull_message_commit", 11, lambda f: f.ext_int("sysFlag") & 1 == 1)],
         ),
         Scenario(
             "cpp_orderly",
@@ -176,62 +215,19 @@ def _cpp_scenarios() -> list[Scenario]:
             _consumer("cpp", produce_opts={"orderly_key": "1"}, orderly=True),
             [Pick("cpp_lock_batch_mq", 41), Pick("cpp_unlock_batch_mq", 42)],
         ),
-        Scenario(
-            "cpp_broadcast",
-            "cpp",
-            _consumer("cpp", broadcast=True, consumer_first=True),
-            [Pick("cpp_heart_beat_consumer_broadcast", 34, _has_consumer)],
-        ),
-        Scenario(
-            "cpp_offset_not_found",
-            "cpp",
-            _consumer("cpp", count=1, timeout=8.0, check=False),
-            [Pick("cpp_get_max_offset", 30, _topic_is(TOPIC))],
-            offset_not_found=True,
-        ),
+        _broadcast_scenario("cpp", "cpp", _consumer("cpp", broadcast=True, consumer_first=True)),
+        _offset_not_found_scenario("cpp", "cpp"),
     ]
 
 
 def _js_scenarios() -> list[Scenario]:
     return [
-        Scenario(
-            "js_producer",
-            "js",
-            _producer("js", tags="TagA", keys_prefix="KEY", props={"color": "red"}, linger=LINGER),
-            [
-                Pick("alions_get_routeinfo_by_topic", 105, _topic_is(TOPIC), first_of_connection=True),
-                Pick("alions_send_message_v2", 310, _topic_is(TOPIC)),
-                Pick("alions_heart_beat_producer", 34, _producer_only),
-                Pick("alions_unregister_client_producer", 35, _group("producerGroup")),
-            ],
+        _producer_scenario("js", "alions", "send_message_v2", 310),
+        _consumer_scenario(
+            "js", "alions", _consumer("js", expr="TagA || TagB", fail_first=1, from_where="first"), []
         ),
-        Scenario(
-            "js_consumer",
-            "js",
-            _consumer("js", expr="TagA || TagB", fail_first=1, from_where="first"),
-            [
-                Pick("alions_heart_beat_consumer", 34, _consumer_sub_with_tags),
-                Pick("alions_get_consumer_list_by_group", 38),
-                Pick("alions_query_consumer_offset", 14, _topic_is(TOPIC)),
-                Pick("alions_pull_message", 11, _topic_is(TOPIC)),
-                Pick("alions_consumer_send_msg_back", 36),
-                Pick("alions_update_consumer_offset", 15, _committed),
-                Pick("alions_unregister_client_consumer", 35, _group("consumerGroup")),
-            ],
-        ),
-        Scenario(
-            "js_broadcast",
-            "js",
-            _consumer("js", broadcast=True, from_where="first"),
-            [Pick("alions_heart_beat_consumer_broadcast", 34, _has_consumer)],
-        ),
-        Scenario(
-            "js_offset_not_found",
-            "js",
-            _consumer("js", count=1, timeout=8.0, check=False),
-            [Pick("alions_get_max_offset", 30, _topic_is(TOPIC))],
-            offset_not_found=True,
-        ),
+        _broadcast_scenario("js", "alions", _consumer("js", broadcast=True, from_where="first")),
+        _offset_not_found_scenario("js", "alions"),
     ]
 
 

@@ -239,13 +239,20 @@ def _checked(result: DriverResult, what: str, check: bool) -> DriverResult:
     return result
 
 
+def _produce_setup(
+    client: Client, namesrv: str, topic: str, count: int, log_dir: Path | None, opts: dict[str, Any]
+) -> tuple[list[str], Path]:
+    """What :func:`produce` and :func:`produce_async` share: the client check, log dir and argv."""
+    available(client)
+    log_dir = _new_log_dir(log_dir, client)
+    return produce_argv(client, namesrv, topic, count, log_dir=log_dir, **opts), log_dir
+
+
 def produce(
     client: Client, namesrv: str, topic: str, count: int, *, timeout: float = 60.0, check: bool = True,
     log_dir: Path | None = None, **opts: Any,
 ) -> DriverResult:  # fmt: skip
-    available(client)
-    log_dir = _new_log_dir(log_dir, client)
-    argv = produce_argv(client, namesrv, topic, count, log_dir=log_dir, **opts)
+    argv, log_dir = _produce_setup(client, namesrv, topic, count, log_dir, opts)
     return _checked(run_driver(argv, log_dir, timeout), f"{client} produce", check)
 
 
@@ -253,9 +260,7 @@ async def produce_async(
     client: Client, namesrv: str, topic: str, count: int, *, timeout: float = 60.0, check: bool = True,
     log_dir: Path | None = None, **opts: Any,
 ) -> DriverResult:  # fmt: skip
-    available(client)
-    log_dir = _new_log_dir(log_dir, client)
-    argv = produce_argv(client, namesrv, topic, count, log_dir=log_dir, **opts)
+    argv, log_dir = _produce_setup(client, namesrv, topic, count, log_dir, opts)
     return _checked(await run_driver_async(argv, log_dir, timeout), f"{client} produce", check)
 
 
@@ -276,13 +281,21 @@ async def run_js_produce_async(namesrv: str, topic: str, count: int, **opts: Any
     return (await produce_async("js", namesrv, topic, count, **opts)).sent
 
 
+def _consume_setup(
+    client: Client, namesrv: str, topic: str, expect: int, timeout: float, log_dir: Path | None,
+    opts: dict[str, Any],
+) -> tuple[list[str], Path]:  # fmt: skip
+    """What :func:`start_consumer` and :func:`start_consumer_async` share."""
+    available(client)
+    log_dir = _new_log_dir(log_dir, client)
+    return consume_argv(client, namesrv, topic, expect, timeout, log_dir=log_dir, **opts), log_dir
+
+
 def start_consumer(
     client: Client, namesrv: str, topic: str, *, expect: int, timeout: float, log_dir: Path | None = None,
     **opts: Any,
 ) -> ConsumerHandle:  # fmt: skip
-    available(client)
-    log_dir = _new_log_dir(log_dir, client)
-    argv = consume_argv(client, namesrv, topic, expect, timeout, log_dir=log_dir, **opts)
+    argv, log_dir = _consume_setup(client, namesrv, topic, expect, timeout, log_dir, opts)
     return ConsumerHandle(client, argv, log_dir, timeout)
 
 
@@ -290,9 +303,7 @@ async def start_consumer_async(
     client: Client, namesrv: str, topic: str, *, expect: int, timeout: float, log_dir: Path | None = None,
     **opts: Any,
 ) -> AsyncConsumerHandle:  # fmt: skip
-    available(client)
-    log_dir = _new_log_dir(log_dir, client)
-    argv = consume_argv(client, namesrv, topic, expect, timeout, log_dir=log_dir, **opts)
+    argv, log_dir = _consume_setup(client, namesrv, topic, expect, timeout, log_dir, opts)
     return await AsyncConsumerHandle(client, argv, log_dir, timeout)._start()
 
 

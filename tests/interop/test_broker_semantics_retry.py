@@ -37,8 +37,8 @@ from pocketmq.remoting.protocol.bodies import SubscriptionGroupConfig
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.testing.procs import Servers, servers
-from pocketmq.testing.wire import Wire
 from tests.interop import drivers
+from tests.wire_calls import call_once
 
 pytestmark = pytest.mark.interop
 
@@ -66,14 +66,7 @@ def procs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
 
 
 def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None) -> Any:
-    async def go() -> Any:
-        wire = Wire(addr)
-        try:
-            return await wire.call(code, ext, body)
-        finally:
-            await wire.close()
-
-    return asyncio.run(go())
+    return asyncio.run(call_once(addr, code, ext, body))
 
 
 def query(addr: str, topic: str, key: str) -> list[Any]:

@@ -11,7 +11,6 @@ capture_golden.py) honest: it still records what a real client sends.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.testing import cluster, cluster_in_thread
 from tests.interop import drivers
 from tests.interop.capture import FakeCluster
+from tests.pids import pid_alive
 
 pytestmark = pytest.mark.interop
 
@@ -53,16 +53,6 @@ async def servers(tmp_path: Path) -> AsyncIterator[Servers]:
         for topic in TOPICS:
             await c.create_topic(topic, queues=QUEUES)
         yield Servers(c.namesrv_addr, c.record_requests())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); check its state
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split(")")[-1].split()[0] != "Z"
 
 
 def test_prerequisites_report_versions() -> None:
@@ -96,7 +86,7 @@ async def test_roundtrip_every_pair(
         assert m["keys"] == f"key-{m['body'][-1]}"
         assert m["properties"]["color"] == "red"
         assert m["reconsume_times"] == 0
-    assert handle.proc is not None and not _alive(handle.proc.pid)
+    assert handle.proc is not None and not pid_alive(handle.proc.pid)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -144,7 +134,7 @@ async def test_stop_is_clean_and_reports_signal(servers: Servers, client: driver
     assert result.returncode == 1, result.describe()  # expectation not met
     assert result.summary is not None and result.summary["signal"] in (15, "SIGTERM"), result.describe()
     assert RequestCode.UNREGISTER_CLIENT in servers.codes(), servers.names()
-    assert not _alive(pid)
+    assert not pid_alive(pid)
 
 
 @pytest.mark.parametrize("client", CLIENTS)

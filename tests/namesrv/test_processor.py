@@ -38,6 +38,7 @@ from pocketmq.remoting.protocol.route import (
     TopicSysFlag,
 )
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
+from tests.waiting import wait_until
 
 CLUSTER = "DefaultCluster"
 A_MASTER = "10.0.0.1:10911"
@@ -146,6 +147,12 @@ async def ok(client: RemotingClient, ns: NamesrvController, cmd: RemotingCommand
     return reply
 
 
+async def put_order_conf(client: RemotingClient, ns: NamesrvController, topic: str, conf: str) -> None:
+    """PUT_KV_CONFIG of a topic's order config (the ORDER_TOPIC_CONFIG namespace)."""
+    ext = {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": topic, "value": conf}
+    await ok(client, ns, request(RequestCode.PUT_KV_CONFIG, ext))
+
+
 async def route(client: RemotingClient, ns: NamesrvController, topic: str) -> TopicRouteData | None:
     reply = await call(client, ns, route_request(topic))
     if reply.code == ResponseCode.TOPIC_NOT_EXIST:
@@ -171,18 +178,6 @@ def tables(ns: NamesrvController) -> dict[str, Any]:
             "filters": rim.filter_server_table,
         }
     )
-
-
-async def wait_for(predicate: Any, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 # ---- routes ------------------------------------------------------------------------------------
@@ -220,14 +215,7 @@ async def test_slave_gets_master_addresses_and_kv_table(
 ) -> None:
     master = await ok(client, ns, register_request("broker-a", A_MASTER, wrapper("T1")))
     assert not master.ext_fields and master.body is None  # no ORDER_TOPIC_CONFIG namespace yet
-    await ok(
-        client,
-        ns,
-        request(
-            RequestCode.PUT_KV_CONFIG,
-            {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": "T1", "value": "broker-a:4"},
-        ),
-    )
+    await put_order_conf(client, ns, "T1", "broker-a:4")
     slave = await ok(client, ns, register_request("broker-a", A_SLAVE, wrapper("T1"), broker_id=1))
     assert slave.ext_fields == {"haServerAddr": "10.0.0.1:10912", "masterAddr": A_MASTER}
     assert KVTable.decode(slave.body or b"").table == {"T1": "broker-a:4"}
@@ -271,14 +259,7 @@ async def test_route_cache_follows_every_change(ns: NamesrvController, client: R
     assert t2 is not None and [q.perm for q in t2.queue_datas] == [6, 6]
     # Order topic config appears once the feature is on and the KV entry exists.
     await ok(client, ns, request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true\n"))
-    await ok(
-        client,
-        ns,
-        request(
-            RequestCode.PUT_KV_CONFIG,
-            {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": "T2", "value": "broker-a:4;broker-b:4"},
-        ),
-    )
+    await put_order_conf(client, ns, "T2", "broker-a:4;broker-b:4")
     t2 = await route(client, ns, "T2")
     assert t2 is not None and t2.order_topic_conf == "broker-a:4;broker-b:4"
     # Unregistering the only master of T3 removes the topic.
@@ -469,7 +450,7 @@ async def test_query_data_version_and_expiry(
         await asyncio.sleep(0.3)  # a few scans
         assert (await route(client, ns, "T1")) is not None
         clock.advance(91)
-        await wait_for(lambda: A_MASTER not in ns.route_info.broker_live_table)
+        await wait_until(lambda: A_MASTER not in ns.route_info.broker_live_table)
         assert (await route(client, ns, "T1")) is None
         # The expired broker's connection was closed by the name server.
         await asyncio.wait_for(conn.wait_closed(), 3)
@@ -489,7 +470,7 @@ async def test_closed_broker_connection_removes_broker(ns: NamesrvController, cl
         data = await route(client, ns, "T1")
         return data is not None and [b.broker_name for b in data.broker_datas] == ["broker-b"]
 
-    await wait_for(only_b)
+    await wait_until(only_b)
     assert "broker-a" not in ns.route_info.broker_addr_table
     # Plain client connections closing do not disturb anything.
     other = RemotingClient()

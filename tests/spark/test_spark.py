@@ -53,6 +53,16 @@ def keys_of(spark: Any, out: Path) -> tuple[int, int]:
     return df.count(), df.select("brokerName", "queueId", "queueOffset").distinct().count()
 
 
+def filled(
+    mq: ThreadedCluster, topic: str, queues: int, per_queue: int, *, body_size: int = 0, **read: str
+) -> dict[str, str]:
+    """Create ``topic`` with ``queues`` queues per broker, put ``per_queue`` messages in each, and
+    return the source options that read it from the earliest offset (plus ``read``)."""
+    mq.create_topic(topic, queues)
+    mq.fill(topic, per_queue, queues, body_size=body_size)
+    return {"nameServer": mq.namesrv, "topic": topic, "startingOffsets": "earliest", **read}
+
+
 def offsets_logged(cp: Path) -> list[dict[str, Any]]:
     """The source offsets Spark checkpointed per batch (the last line of each offsets file)."""
     files = sorted((cp / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
@@ -65,14 +75,7 @@ def offsets_logged(cp: Path) -> list[dict[str, Any]]:
 def test_exactly_once_across_restart_with_batch_sizes(
     spark: Any, mq: ThreadedCluster, tmp_path: Path
 ) -> None:
-    mq.create_topic("EO", 4)
-    mq.fill("EO", 50, 4)  # 2 brokers x 4 queues x 50 = 400
-    opts = {
-        "nameServer": mq.namesrv,
-        "topic": "EO",
-        "startingOffsets": "earliest",
-        "maxOffsetsPerTrigger": "120",
-    }
+    opts = filled(mq, "EO", 4, 50, maxOffsetsPerTrigger="120")  # 2 brokers x 4 queues x 50 = 400
     out, cp = tmp_path / "out", tmp_path / "cp"
     # 120 / 8 queues = 15 offsets per queue per batch (Kafka's split rounds shares down)
     assert run(spark, opts, out, cp) == [120, 120, 120, 40]
@@ -88,14 +91,7 @@ def test_exactly_once_across_restart_with_batch_sizes(
 def test_read_failure_mid_batch_then_restart(
     spark: Any, mq: ThreadedCluster, tmp_path: Path, fault_dir: Path
 ) -> None:
-    mq.create_topic("FAIL", 4)
-    mq.fill("FAIL", 40, 4)
-    opts = {
-        "nameServer": mq.namesrv,
-        "topic": "FAIL",
-        "startingOffsets": "earliest",
-        "maxOffsetsPerTrigger": "160",
-    }
+    opts = filled(mq, "FAIL", 4, 40, maxOffsetsPerTrigger="160")
     out, cp = tmp_path / "out", tmp_path / "cp"
     (fault_dir / "fail-from-20").touch()  # batch 1 reads [20, 40): one of its tasks dies after its rows
     q = stream(spark, opts, out, cp)
@@ -111,9 +107,7 @@ def test_read_failure_mid_batch_then_restart(
 
 
 def test_queue_added_between_runs(spark: Any, mq: ThreadedCluster, tmp_path: Path) -> None:
-    mq.create_topic("GROW", 2)
-    mq.fill("GROW", 30, 2)
-    opts = {"nameServer": mq.namesrv, "topic": "GROW", "startingOffsets": "earliest"}
+    opts = filled(mq, "GROW", 2, 30)
     out, cp = tmp_path / "out", tmp_path / "cp"
     assert sum(run(spark, opts, out, cp)) == 120
     mq.create_topic("GROW", 3)  # queue 2 appears on both brokers
@@ -127,15 +121,8 @@ def test_queue_added_between_runs(spark: Any, mq: ThreadedCluster, tmp_path: Pat
 
 
 def test_tag_filtering(spark: Any, mq: ThreadedCluster, tmp_path: Path) -> None:
-    mq.create_topic("TAGS", 2)
-    mq.fill("TAGS", 60, 2)  # tags cycle A, B, C by offset
-    opts = {
-        "nameServer": mq.namesrv,
-        "topic": "TAGS",
-        "startingOffsets": "earliest",
-        "subExpression": "A || C",
-        "maxOffsetsPerTrigger": "120",
-    }
+    # tags cycle A, B, C by offset
+    opts = filled(mq, "TAGS", 2, 60, subExpression="A || C", maxOffsetsPerTrigger="120")
     out, cp = tmp_path / "out", tmp_path / "cp"
     assert sum(run(spark, opts, out, cp)) == 160  # limits count offsets: 2 batches of 120 offsets
     rows = spark.read.parquet(str(out)).select("tags", "queueOffset").collect()
@@ -146,9 +133,7 @@ def test_tag_filtering(spark: Any, mq: ThreadedCluster, tmp_path: Path) -> None:
 def test_retention_with_fail_on_data_loss_true_and_false(spark: Any, tmp_path: Path) -> None:
     mq = ThreadedCluster(brokers=2, store_config=RETENTION_STORE)
     try:
-        mq.create_topic("RET", 2)
-        mq.fill("RET", 40, 2, body_size=1000)
-        opts = {"nameServer": mq.namesrv, "topic": "RET", "startingOffsets": "earliest"}
+        opts = filled(mq, "RET", 2, 40, body_size=1000)
         out, cp = tmp_path / "out", tmp_path / "cp"
         assert sum(run(spark, opts, out, cp)) == 160
         mq.fill("RET", 260, 2, start=40, body_size=1000)

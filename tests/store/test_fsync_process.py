@@ -24,6 +24,7 @@ import pytest
 from pocketmq.store import MessageStore, PutMessageStatus
 from pocketmq.store.services import flush as flush_module
 from pocketmq.store.services.fsync_process import FsyncProcess
+from tests.pids import pid_alive
 
 from .conftest import make_msg, tiny_config
 
@@ -54,16 +55,6 @@ def _record_thread_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     return threaded
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not reaped by its parent yet) counts as gone
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(") ", 1)[1][0] != "Z"
-
-
 def test_helper_syncs_each_path_and_reports_errors(tmp_path):
     proc = FsyncProcess()
     try:
@@ -84,7 +75,7 @@ def test_helper_syncs_each_path_and_reports_errors(tmp_path):
         assert _answer(proc) == [errno.ENOTDIR]
     finally:
         proc.close()
-    assert not _alive(proc.pid)
+    assert not pid_alive(proc.pid)
     with pytest.raises(OSError):
         proc.request(paths)  # closed
 
@@ -121,7 +112,7 @@ async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, 
     assert not any(commitlog_fds & set(fds) for fds in threaded)
     pid = gc._proc.pid
     await store.shutdown()
-    assert gc._proc is None and not _alive(pid)  # the helper is reaped on stop
+    assert gc._proc is None and not pid_alive(pid)  # the helper is reaped on stop
 
 
 async def test_helper_fsync_error_is_retried_not_acknowledged(tmp_path):
@@ -178,7 +169,7 @@ async def test_helper_killed_hands_over_to_the_thread_without_false_acks(tmp_pat
         assert r.append is not None
         assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
     assert gc._proc is None and threaded  # synced by the thread from then on
-    assert not _alive(pid)  # reaped, not left a zombie
+    assert not pid_alive(pid)  # reaped, not left a zombie
     await store.shutdown()
 
 
@@ -205,14 +196,14 @@ def test_helper_exits_when_the_broker_is_killed(tmp_path):
     try:
         assert owner.stdout is not None
         helper = int(owner.stdout.readline())
-        assert _alive(helper)
+        assert pid_alive(helper)
         owner.kill()
         owner.wait(10)
         deadline = time.monotonic() + 5
-        while _alive(helper) and time.monotonic() < deadline:
+        while pid_alive(helper) and time.monotonic() < deadline:
             time.sleep(0.02)
         # orphaned, it is re-parented and reaped by init; either way it must not keep running
-        assert not _alive(helper)
+        assert not pid_alive(helper)
     finally:
         if owner.poll() is None:
             owner.kill()

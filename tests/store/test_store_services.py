@@ -12,6 +12,7 @@ import pytest
 
 from pocketmq.store import MessageStore, PutMessageStatus
 from pocketmq.store.log import mapped_file as mapped_file_module
+from pocketmq.store.services import flush as flush_module
 from pocketmq.store.services.cleanup import count_expired_files, decide, is_time_to_delete
 
 from .conftest import FakeClock, make_msg, pull_all, tiny_config
@@ -26,6 +27,13 @@ async def _started(root: str, clock=None, **overrides) -> MessageStore:
     store.load()
     await store.start()
     return store
+
+
+async def _thread_group_commit(root: str, monkeypatch, **overrides) -> MessageStore:
+    """A started SYNC_FLUSH store whose group commit fsyncs on its thread, not in the fsync
+    process (that one has its own tests: test_fsync_process)."""
+    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)
+    return await _started(root, flush_disk_type="SYNC_FLUSH", **overrides)
 
 
 async def _until(cond, timeout=5.0):
@@ -80,12 +88,9 @@ async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_pat
     """Thread fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
     import sys
 
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)
     before = sys.getswitchinterval()
-    a = await _started(str(tmp_path / "a"), flush_disk_type="SYNC_FLUSH")
-    b = await _started(str(tmp_path / "b"), flush_disk_type="SYNC_FLUSH")
+    a = await _thread_group_commit(str(tmp_path / "a"), monkeypatch)
+    b = await _thread_group_commit(str(tmp_path / "b"), monkeypatch)
     assert sys.getswitchinterval() <= 0.0005
     await a.shutdown()
     assert sys.getswitchinterval() <= 0.0005  # b still runs
@@ -103,12 +108,7 @@ async def test_wait_false_returns_before_the_flush(tmp_path):
 
 
 async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch):
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(
-        flush_module.GroupCommitService, "use_process", False
-    )  # (the process: test_fsync_process)
-    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
+    store = await _thread_group_commit(str(tmp_path / "s"), monkeypatch, sync_flush_timeout=100)
     release = threading.Event()
     real = flush_module._fsync_all
 
@@ -125,12 +125,7 @@ async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypat
 
 
 async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch):
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(
-        flush_module.GroupCommitService, "use_process", False
-    )  # (the process: test_fsync_process)
-    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=2000)
+    store = await _thread_group_commit(str(tmp_path / "s"), monkeypatch, sync_flush_timeout=2000)
     real = flush_module._fsync_all
     failures = []
 
@@ -148,12 +143,7 @@ async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monk
 
 
 async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, monkeypatch):
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(
-        flush_module.GroupCommitService, "use_process", False
-    )  # (the process: test_fsync_process)
-    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    store = await _thread_group_commit(str(tmp_path / "s"), monkeypatch)
     gc = store._services.group_commit  # type: ignore[union-attr]
     fsyncs = 0
     real = gc.executor.submit

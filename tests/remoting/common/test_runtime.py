@@ -4,6 +4,7 @@ import asyncio
 import os
 import signal
 import threading
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -83,30 +84,28 @@ def test_signal_without_shutdown_cancels_main() -> None:
         runtime.run(main)
 
 
-def test_second_signal_forces_cancellation_when_shutdown_hangs() -> None:
-    async def hanging_shutdown() -> None:
-        await asyncio.sleep(0)
-        os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator
-        await asyncio.sleep(3600)
+async def _hanging_shutdown() -> None:
+    await asyncio.sleep(0)
+    os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator: a second signal
+    await asyncio.sleep(3600)
 
+
+async def _bad_shutdown() -> None:
+    raise RuntimeError("shutdown bug")
+
+
+@pytest.mark.parametrize(
+    "shutdown",
+    [_hanging_shutdown, _bad_shutdown],
+    ids=["second_signal_forces_cancellation_when_shutdown_hangs", "failing_shutdown"],
+)
+def test_shutdown_that_does_not_finish_cancels_main(shutdown: Callable[[], Awaitable[None]]) -> None:
     async def main() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         await asyncio.sleep(5)
 
     with pytest.raises(asyncio.CancelledError):
-        runtime.run(main, shutdown=hanging_shutdown)
-
-
-def test_failing_shutdown_cancels_main() -> None:
-    async def bad_shutdown() -> None:
-        raise RuntimeError("shutdown bug")
-
-    async def main() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(5)
-
-    with pytest.raises(asyncio.CancelledError):
-        runtime.run(main, shutdown=bad_shutdown)
+        runtime.run(main, shutdown=shutdown)
 
 
 def test_run_off_main_thread_skips_signal_handlers() -> None:
