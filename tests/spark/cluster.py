@@ -14,7 +14,9 @@ from typing import Any, TypeVar
 
 from pocketmq.broker.controller import BrokerController
 from pocketmq.client import Message, Producer
+from pocketmq.client.api import MQClientAPI
 from pocketmq.client.message import MessageQueue
+from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.testing import Cluster, cluster
 
 T = TypeVar("T")
@@ -36,6 +38,15 @@ async def send_to_queue(
             body = f"{topic}/{broker}/{queue_id}/{i}".encode()
             msgs.append(Message(topic, body.ljust(body_size, b"."), tags=tags[i % len(tags)], keys=f"k{i}"))
         await producer.send_batch(msgs, queue=mq)
+
+
+async def commit_offset(c: Cluster, broker_addr: str, group: str, mq: MessageQueue, offset: int) -> None:
+    """Store ``group``'s consumer offset of ``mq`` on the broker at ``broker_addr``, as a client would."""
+    remoting = RemotingClient()
+    try:
+        await MQClientAPI(remoting, [c.namesrv_addr]).update_consumer_offset(broker_addr, group, mq, offset)
+    finally:
+        await remoting.close()
 
 
 async def force_retention(broker: BrokerController) -> None:

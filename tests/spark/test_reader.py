@@ -15,16 +15,14 @@ import pyarrow as pa
 import pytest
 
 from pocketmq.client import Message, Producer
-from pocketmq.client.api import MQClientAPI
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG
 from pocketmq.remoting.transport.blocking import pool
-from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.spark.errors import DataLossError, ReadError
 from pocketmq.spark.metadata import ClusterClient
 from pocketmq.spark.reader import PullSettings, read_range
 from pocketmq.testing import Cluster, cluster
-from tests.spark.cluster import RETENTION_STORE, force_retention, send_to_queue
+from tests.spark.cluster import RETENTION_STORE, commit_offset, force_retention, send_to_queue
 
 pytestmark = pytest.mark.integration
 
@@ -183,12 +181,6 @@ async def test_metadata_snapshot_timestamps_and_committed_offsets() -> None:
             a0: 0,
             b2: 0,
         }
-        remoting = RemotingClient()
-        try:
-            await MQClientAPI(remoting, [c.namesrv_addr]).update_consumer_offset(
-                c.broker_addrs[0], "CG", MessageQueue("M", "broker-a", 0), 12
-            )
-        finally:
-            await remoting.close()
+        await commit_offset(c, c.broker_addrs[0], "CG", MessageQueue("M", "broker-a", 0), 12)
         assert (await asyncio.to_thread(cc.committed_offsets, "CG", [a0], snap.broker_addrs))[a0] == 12
         cc.close()

@@ -17,9 +17,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from pocketmq.client import Producer
-from pocketmq.client.api import MQClientAPI
 from pocketmq.client.message import MessageQueue
-from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.spark.errors import DataLossError, InvalidOptionError
 from pocketmq.spark.options import parse_options
 from pocketmq.spark.source import (
@@ -29,7 +27,7 @@ from pocketmq.spark.source import (
     RocketMQStreamReader,
 )
 from pocketmq.testing import Cluster, cluster
-from tests.spark.cluster import send_to_queue
+from tests.spark.cluster import commit_offset, send_to_queue
 
 pytestmark = pytest.mark.integration
 
@@ -136,13 +134,7 @@ async def test_starting_positions(two: tuple[Cluster, Producer]) -> None:
     assert await asyncio.to_thread(r.initialOffset) == {
         "S": {"broker-a": {"0": 30, "1": 30}, "broker-b": {"0": 30, "1": 30}}
     }
-    remoting = RemotingClient()
-    try:
-        await MQClientAPI(remoting, [c.namesrv_addr]).update_consumer_offset(
-            c.broker_addrs[1], "CG", MessageQueue("S", "broker-b", 0), 7
-        )
-    finally:
-        await remoting.close()
+    await commit_offset(c, c.broker_addrs[1], "CG", MessageQueue("S", "broker-b", 0), 7)
     g = stream_reader(c, group="CG", startingOffsets="earliest")
     got = await asyncio.to_thread(g.initialOffset)
     assert got["S"]["broker-b"]["0"] == 7

@@ -22,6 +22,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def earliest(namesrv: str, topic: str, **more: str) -> dict[str, str]:
+    """Source options reading ``topic`` from its earliest offsets, plus ``more``."""
+    return {"nameServer": namesrv, "topic": topic, "startingOffsets": "earliest", **more}
+
+
 def stream(spark: Any, opts: dict[str, str], out: Path, cp: Path, *, available_now: bool = True) -> Any:
     reader = spark.readStream.format("rocketmq")
     for k, v in opts.items():
@@ -67,12 +72,7 @@ def test_exactly_once_across_restart_with_batch_sizes(
 ) -> None:
     mq.create_topic("EO", 4)
     mq.fill("EO", 50, 4)  # 2 brokers x 4 queues x 50 = 400
-    opts = {
-        "nameServer": mq.namesrv,
-        "topic": "EO",
-        "startingOffsets": "earliest",
-        "maxOffsetsPerTrigger": "120",
-    }
+    opts = earliest(mq.namesrv, "EO", maxOffsetsPerTrigger="120")
     out, cp = tmp_path / "out", tmp_path / "cp"
     # 120 / 8 queues = 15 offsets per queue per batch (Kafka's split rounds shares down)
     assert run(spark, opts, out, cp) == [120, 120, 120, 40]
@@ -90,12 +90,7 @@ def test_read_failure_mid_batch_then_restart(
 ) -> None:
     mq.create_topic("FAIL", 4)
     mq.fill("FAIL", 40, 4)
-    opts = {
-        "nameServer": mq.namesrv,
-        "topic": "FAIL",
-        "startingOffsets": "earliest",
-        "maxOffsetsPerTrigger": "160",
-    }
+    opts = earliest(mq.namesrv, "FAIL", maxOffsetsPerTrigger="160")
     out, cp = tmp_path / "out", tmp_path / "cp"
     (fault_dir / "fail-from-20").touch()  # batch 1 reads [20, 40): one of its tasks dies after its rows
     q = stream(spark, opts, out, cp)
@@ -113,7 +108,7 @@ def test_read_failure_mid_batch_then_restart(
 def test_queue_added_between_runs(spark: Any, mq: ThreadedCluster, tmp_path: Path) -> None:
     mq.create_topic("GROW", 2)
     mq.fill("GROW", 30, 2)
-    opts = {"nameServer": mq.namesrv, "topic": "GROW", "startingOffsets": "earliest"}
+    opts = earliest(mq.namesrv, "GROW")
     out, cp = tmp_path / "out", tmp_path / "cp"
     assert sum(run(spark, opts, out, cp)) == 120
     mq.create_topic("GROW", 3)  # queue 2 appears on both brokers
@@ -129,13 +124,7 @@ def test_queue_added_between_runs(spark: Any, mq: ThreadedCluster, tmp_path: Pat
 def test_tag_filtering(spark: Any, mq: ThreadedCluster, tmp_path: Path) -> None:
     mq.create_topic("TAGS", 2)
     mq.fill("TAGS", 60, 2)  # tags cycle A, B, C by offset
-    opts = {
-        "nameServer": mq.namesrv,
-        "topic": "TAGS",
-        "startingOffsets": "earliest",
-        "subExpression": "A || C",
-        "maxOffsetsPerTrigger": "120",
-    }
+    opts = earliest(mq.namesrv, "TAGS", subExpression="A || C", maxOffsetsPerTrigger="120")
     out, cp = tmp_path / "out", tmp_path / "cp"
     assert sum(run(spark, opts, out, cp)) == 160  # limits count offsets: 2 batches of 120 offsets
     rows = spark.read.parquet(str(out)).select("tags", "queueOffset").collect()
@@ -148,7 +137,7 @@ def test_retention_with_fail_on_data_loss_true_and_false(spark: Any, tmp_path: P
     try:
         mq.create_topic("RET", 2)
         mq.fill("RET", 40, 2, body_size=1000)
-        opts = {"nameServer": mq.namesrv, "topic": "RET", "startingOffsets": "earliest"}
+        opts = earliest(mq.namesrv, "RET")
         out, cp = tmp_path / "out", tmp_path / "cp"
         assert sum(run(spark, opts, out, cp)) == 160
         mq.fill("RET", 260, 2, start=40, body_size=1000)

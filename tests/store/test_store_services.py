@@ -28,6 +28,15 @@ async def _started(root: str, clock=None, **overrides) -> MessageStore:
     return store
 
 
+@pytest.fixture
+def flush_module(monkeypatch):
+    """store.services.flush with group commit fsyncing in a thread (the process: test_fsync_process)."""
+    from pocketmq.store.services import flush
+
+    monkeypatch.setattr(flush.GroupCommitService, "use_process", False)
+    return flush
+
+
 async def _until(cond, timeout=5.0):
     """Poll store state that has no event of its own (queue ends, flushed offsets)."""
     async with asyncio.timeout(timeout):
@@ -76,13 +85,10 @@ async def test_sync_flush_group_commit_with_many_waiters(tmp_path):
     await store.shutdown()
 
 
-async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path, monkeypatch):
+async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path, flush_module):
     """Thread fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
     import sys
 
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)
     before = sys.getswitchinterval()
     a = await _started(str(tmp_path / "a"), flush_disk_type="SYNC_FLUSH")
     b = await _started(str(tmp_path / "b"), flush_disk_type="SYNC_FLUSH")
@@ -102,12 +108,7 @@ async def test_wait_false_returns_before_the_flush(tmp_path):
     await store.shutdown()
 
 
-async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch):
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(
-        flush_module.GroupCommitService, "use_process", False
-    )  # (the process: test_fsync_process)
+async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch, flush_module):
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
     release = threading.Event()
     real = flush_module._fsync_all
@@ -124,12 +125,7 @@ async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypat
     await store.shutdown()
 
 
-async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch):
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(
-        flush_module.GroupCommitService, "use_process", False
-    )  # (the process: test_fsync_process)
+async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch, flush_module):
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=2000)
     real = flush_module._fsync_all
     failures = []
@@ -147,12 +143,7 @@ async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monk
     await store.shutdown()
 
 
-async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, monkeypatch):
-    from pocketmq.store.services import flush as flush_module
-
-    monkeypatch.setattr(
-        flush_module.GroupCommitService, "use_process", False
-    )  # (the process: test_fsync_process)
+async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, flush_module):
     store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
     gc = store._services.group_commit  # type: ignore[union-attr]
     fsyncs = 0

@@ -4,6 +4,7 @@ import asyncio
 import os
 import signal
 import threading
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -74,39 +75,34 @@ def test_first_signal_runs_graceful_shutdown(sig: signal.Signals) -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_signal_without_shutdown_cancels_main() -> None:
-    async def main() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(5)
+async def _sigterm_then_wait() -> None:
+    """A main that receives SIGTERM and would run on for 5 s."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.sleep(5)
 
+
+async def _hanging_shutdown() -> None:
+    await asyncio.sleep(0)
+    os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator
+    await asyncio.sleep(3600)
+
+
+async def _bad_shutdown() -> None:
+    raise RuntimeError("shutdown bug")
+
+
+@pytest.mark.parametrize(
+    "shutdown",
+    [None, _hanging_shutdown, _bad_shutdown],
+    ids=[
+        "signal_without_shutdown_cancels_main",
+        "second_signal_forces_cancellation_when_shutdown_hangs",
+        "failing_shutdown_cancels_main",
+    ],
+)
+def test_signal_ends_in_cancelling_main(shutdown: Callable[[], Awaitable[None]] | None) -> None:
     with pytest.raises(asyncio.CancelledError):
-        runtime.run(main)
-
-
-def test_second_signal_forces_cancellation_when_shutdown_hangs() -> None:
-    async def hanging_shutdown() -> None:
-        await asyncio.sleep(0)
-        os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator
-        await asyncio.sleep(3600)
-
-    async def main() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(5)
-
-    with pytest.raises(asyncio.CancelledError):
-        runtime.run(main, shutdown=hanging_shutdown)
-
-
-def test_failing_shutdown_cancels_main() -> None:
-    async def bad_shutdown() -> None:
-        raise RuntimeError("shutdown bug")
-
-    async def main() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(5)
-
-    with pytest.raises(asyncio.CancelledError):
-        runtime.run(main, shutdown=bad_shutdown)
+        runtime.run(_sigterm_then_wait, shutdown=shutdown)
 
 
 def test_run_off_main_thread_skips_signal_handlers() -> None:
