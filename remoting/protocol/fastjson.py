@@ -391,6 +391,27 @@ def _lookup(obj: Mapping[str, Any], key: str, aliases: tuple[str, ...]) -> Any:
     return _MISSING
 
 
+def _absent(key: str, default: Any) -> Any:
+    """What a missing or null field reads as: ``default``, or BodyFormatError if it has none."""
+    if default is _MISSING:
+        raise BodyFormatError("required field is missing", field=key)
+    return default
+
+
+def _read_scalar(
+    obj: Mapping[str, Any],
+    key: str,
+    default: Any,
+    convert: Callable[[Any, str], Any],
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    """``key``'s value through ``convert`` (which raises BodyFormatError), or :func:`_absent`."""
+    value = _lookup(obj, key, aliases)
+    if value is _MISSING or value is None:
+        return _absent(key, default)
+    return convert(value, key)
+
+
 def get_str(
     obj: Mapping[str, Any], key: str, default: Any = _MISSING, *, aliases: tuple[str, ...] = ()
 ) -> Any:
@@ -399,11 +420,10 @@ def get_str(
     Raises:
         BodyFormatError: missing without a default, or not a string/number.
     """
-    value = _lookup(obj, key, aliases)
-    if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+    return _read_scalar(obj, key, default, _to_str, aliases)
+
+
+def _to_str(value: Any, key: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -442,9 +462,7 @@ def get_int(
     """
     value = _lookup(obj, key, aliases)
     if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+        return _absent(key, default)
     result = _to_int(value, key)
     if (min_value is not None and result < min_value) or (max_value is not None and result > max_value):
         raise BodyFormatError(f"{result} is outside [{min_value}, {max_value}]", field=key)
@@ -457,11 +475,10 @@ def get_float(obj: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
     Raises:
         BodyFormatError: missing without a default, or not a number.
     """
-    value = _lookup(obj, key, ())
-    if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+    return _read_scalar(obj, key, default, _to_float)
+
+
+def _to_float(value: Any, key: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -478,11 +495,10 @@ def get_bool(obj: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
     Raises:
         BodyFormatError: missing without a default, or not a boolean.
     """
-    value = _lookup(obj, key, ())
-    if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+    return _read_scalar(obj, key, default, _to_bool)
+
+
+def _to_bool(value: Any, key: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
