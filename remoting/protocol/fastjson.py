@@ -179,15 +179,32 @@ class _Parser:
                 return val, pos + len(word)
         raise self.fail(pos, "unexpected character")
 
-    def obj(self, pos: int, depth: int) -> tuple[dict[Any, Any], int]:
+    def enter(self, pos: int, depth: int, close: str) -> tuple[int, bool]:
+        """Start a container at ``depth``: the position of its first item, and True if it is
+        empty (the position is then past ``close``)."""
         if depth > self.max_depth:
             raise self.fail(pos, f"nesting deeper than {self.max_depth}")
+        pos = self.ws(pos)
+        if pos < len(self.s) and self.s[pos] == close:
+            return pos + 1, True
+        return pos, False
+
+    def after_item(self, pos: int, close: str) -> tuple[int, bool]:
+        """After an item: past its ``,`` (False), or past ``close`` when the container ends (True)."""
+        s = self.s
+        pos = self.ws(pos)
+        if pos < len(s):
+            if s[pos] == ",":
+                return pos + 1, False
+            if s[pos] == close:
+                return pos + 1, True
+        raise self.fail(pos, f"expected ',' or '{close}'")
+
+    def obj(self, pos: int, depth: int) -> tuple[dict[Any, Any], int]:
         s = self.s
         out: dict[Any, Any] = {}
-        pos = self.ws(pos)
-        if pos < len(s) and s[pos] == "}":
-            return out, pos + 1
-        while True:
+        pos, done = self.enter(pos, depth, "}")
+        while not done:
             key, pos = self.value(pos, depth)
             key = _freeze(key)
             pos = self.ws(pos)
@@ -195,32 +212,17 @@ class _Parser:
                 raise self.fail(pos, "expected ':'")
             val, pos = self.value(pos + 1, depth)
             out[key] = val
-            pos = self.ws(pos)
-            if pos < len(s) and s[pos] == ",":
-                pos += 1
-                continue
-            if pos < len(s) and s[pos] == "}":
-                return out, pos + 1
-            raise self.fail(pos, "expected ',' or '}'")
+            pos, done = self.after_item(pos, "}")
+        return out, pos
 
     def arr(self, pos: int, depth: int) -> tuple[list[Any], int]:
-        if depth > self.max_depth:
-            raise self.fail(pos, f"nesting deeper than {self.max_depth}")
-        s = self.s
         out: list[Any] = []
-        pos = self.ws(pos)
-        if pos < len(s) and s[pos] == "]":
-            return out, pos + 1
-        while True:
+        pos, done = self.enter(pos, depth, "]")
+        while not done:
             val, pos = self.value(pos, depth)
             out.append(val)
-            pos = self.ws(pos)
-            if pos < len(s) and s[pos] == ",":
-                pos += 1
-                continue
-            if pos < len(s) and s[pos] == "]":
-                return out, pos + 1
-            raise self.fail(pos, "expected ',' or ']'")
+            pos, done = self.after_item(pos, "]")
+        return out, pos
 
 
 def _fast_loads(data: bytes | str) -> Any:
