@@ -179,15 +179,32 @@ class _Parser:
                 return val, pos + len(word)
         raise self.fail(pos, "unexpected character")
 
-    def obj(self, pos: int, depth: int) -> tuple[dict[Any, Any], int]:
+    def enter(self, pos: int, depth: int, close: str) -> tuple[int, bool]:
+        """Start a container at ``depth``: the position of its first item, and True if it is
+        empty (the position is then past ``close``)."""
         if depth > self.max_depth:
             raise self.fail(pos, f"nesting deeper than {self.max_depth}")
+        pos = self.ws(pos)
+        if pos < len(self.s) and self.s[pos] == close:
+            return pos + 1, True
+        return pos, False
+
+    def after_item(self, pos: int, close: str) -> tuple[int, bool]:
+        """After an item: past its ``,`` (False), or past ``close`` when the container ends (True)."""
+        s = self.s
+        pos = self.ws(pos)
+        if pos < len(s):
+            if s[pos] == ",":
+                return pos + 1, False
+            if s[pos] == close:
+                return pos + 1, True
+        raise self.fail(pos, f"expected ',' or '{close}'")
+
+    def obj(self, pos: int, depth: int) -> tuple[dict[Any, Any], int]:
         s = self.s
         out: dict[Any, Any] = {}
-        pos = self.ws(pos)
-        if pos < len(s) and s[pos] == "}":
-            return out, pos + 1
-        while True:
+        pos, done = self.enter(pos, depth, "}")
+        while not done:
             key, pos = self.value(pos, depth)
             key = _freeze(key)
             pos = self.ws(pos)
@@ -195,32 +212,17 @@ class _Parser:
                 raise self.fail(pos, "expected ':'")
             val, pos = self.value(pos + 1, depth)
             out[key] = val
-            pos = self.ws(pos)
-            if pos < len(s) and s[pos] == ",":
-                pos += 1
-                continue
-            if pos < len(s) and s[pos] == "}":
-                return out, pos + 1
-            raise self.fail(pos, "expected ',' or '}'")
+            pos, done = self.after_item(pos, "}")
+        return out, pos
 
     def arr(self, pos: int, depth: int) -> tuple[list[Any], int]:
-        if depth > self.max_depth:
-            raise self.fail(pos, f"nesting deeper than {self.max_depth}")
-        s = self.s
         out: list[Any] = []
-        pos = self.ws(pos)
-        if pos < len(s) and s[pos] == "]":
-            return out, pos + 1
-        while True:
+        pos, done = self.enter(pos, depth, "]")
+        while not done:
             val, pos = self.value(pos, depth)
             out.append(val)
-            pos = self.ws(pos)
-            if pos < len(s) and s[pos] == ",":
-                pos += 1
-                continue
-            if pos < len(s) and s[pos] == "]":
-                return out, pos + 1
-            raise self.fail(pos, "expected ',' or ']'")
+            pos, done = self.after_item(pos, "]")
+        return out, pos
 
 
 def _fast_loads(data: bytes | str) -> Any:
@@ -391,6 +393,27 @@ def _lookup(obj: Mapping[str, Any], key: str, aliases: tuple[str, ...]) -> Any:
     return _MISSING
 
 
+def _absent(key: str, default: Any) -> Any:
+    """What a missing or null field reads as: ``default``, or BodyFormatError if it has none."""
+    if default is _MISSING:
+        raise BodyFormatError("required field is missing", field=key)
+    return default
+
+
+def _read_scalar(
+    obj: Mapping[str, Any],
+    key: str,
+    default: Any,
+    convert: Callable[[Any, str], Any],
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    """``key``'s value through ``convert`` (which raises BodyFormatError), or :func:`_absent`."""
+    value = _lookup(obj, key, aliases)
+    if value is _MISSING or value is None:
+        return _absent(key, default)
+    return convert(value, key)
+
+
 def get_str(
     obj: Mapping[str, Any], key: str, default: Any = _MISSING, *, aliases: tuple[str, ...] = ()
 ) -> Any:
@@ -399,11 +422,10 @@ def get_str(
     Raises:
         BodyFormatError: missing without a default, or not a string/number.
     """
-    value = _lookup(obj, key, aliases)
-    if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+    return _read_scalar(obj, key, default, _to_str, aliases)
+
+
+def _to_str(value: Any, key: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -442,9 +464,7 @@ def get_int(
     """
     value = _lookup(obj, key, aliases)
     if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+        return _absent(key, default)
     result = _to_int(value, key)
     if (min_value is not None and result < min_value) or (max_value is not None and result > max_value):
         raise BodyFormatError(f"{result} is outside [{min_value}, {max_value}]", field=key)
@@ -457,11 +477,10 @@ def get_float(obj: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
     Raises:
         BodyFormatError: missing without a default, or not a number.
     """
-    value = _lookup(obj, key, ())
-    if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+    return _read_scalar(obj, key, default, _to_float)
+
+
+def _to_float(value: Any, key: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -478,11 +497,10 @@ def get_bool(obj: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
     Raises:
         BodyFormatError: missing without a default, or not a boolean.
     """
-    value = _lookup(obj, key, ())
-    if value is _MISSING or value is None:
-        if default is _MISSING:
-            raise BodyFormatError("required field is missing", field=key)
-        return default
+    return _read_scalar(obj, key, default, _to_bool)
+
+
+def _to_bool(value: Any, key: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pocketmq.store.log.layout import offset_of_file_name
 from pocketmq.store.log.mapped_file import MappedFile
@@ -71,6 +71,16 @@ class MappedFileQueue:
             return None
         idx = (offset - files[0].file_from_offset) // self.file_size
         return files[idx] if idx < len(files) else None
+
+    def segments_from(self, offset: int, stop: int | None = None) -> Iterator[MappedFile]:
+        """The file holding ``offset``, then each next one while its start is below ``stop``
+        (None: no bound); a missing file (past the end, or a gap) ends the walk."""
+        while stop is None or offset < stop:
+            mf = self.find_by_offset(offset)
+            if mf is None:
+                return
+            yield mf
+            offset = mf.file_from_offset + mf.file_size
 
     def min_offset(self) -> int:
         return self.files[0].file_from_offset if self.files else 0

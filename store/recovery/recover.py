@@ -63,12 +63,8 @@ def scan_commit_log(
     stop_offset: int | None = None,
 ) -> int:
     """Walk records from ``start_offset``; returns the offset just past the last valid one."""
-    mfq = commitlog.mfq
     off = start_offset
-    while stop_offset is None or off < stop_offset:
-        mf = mfq.find_by_offset(off)
-        if mf is None:
-            return off
+    for mf in commitlog.mfq.segments_from(start_offset, stop_offset):
         base = mf.file_from_offset
         pos = off - base
         mm = mf.mm
@@ -111,16 +107,12 @@ def redispatch_scan(
     properties parsing). A queue whose units are missing is added to ``rebuild``. Returns the
     offset just past the last valid record.
     """
-    mfq = commitlog.mfq
     queues = cq_table.flat
     is_indexed = index.is_indexed
     off = start_offset
     last_ts = 0
     try:
-        while True:
-            mf = mfq.find_by_offset(off)
-            if mf is None:
-                return off
+        for mf in commitlog.mfq.segments_from(start_offset):
             base = mf.file_from_offset
             pos = off - base
             file_size = mf.file_size
@@ -160,6 +152,7 @@ def redispatch_scan(
             finally:
                 view.release()
             off = base + file_size
+        return off
     finally:
         if last_ts:
             dispatcher.last_dispatched_timestamp = last_ts

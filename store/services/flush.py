@@ -17,6 +17,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.dispatch.dispatcher import Dispatcher
 from pocketmq.store.index.file import IndexService
@@ -43,20 +44,46 @@ def _fsync_all(fds: list[int]) -> None:
             logger.debug("fdatasync(%d) skipped: %s", fd, exc)
 
 
-async def _flush_commitlog(service: StoreService, commitlog: CommitLog, checkpoint: StoreCheckpoint) -> int:
-    mfq = commitlog.mfq
-    plan = mfq.flush_plan()
-    if not plan:
+class CommitLogSyncService(StoreService):
+    """What both CommitLog durability services share: the log, the checkpoint whose physic
+    timestamp a flush advances, and the flush itself (plan on the loop, fsync in a worker)."""
+
+    def __init__(
+        self,
+        interval_s: float | None,
+        commitlog: CommitLog,
+        checkpoint: StoreCheckpoint,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        super().__init__(interval_s, executor)
+        self.commitlog = commitlog
+        self.mfq = commitlog.mfq
+        self.checkpoint = checkpoint
+
+    def flush_plan(self) -> tuple[list[tuple[MappedFile, int]], int]:
+        """The dirty ranges to sync and the last store timestamp they cover."""
+        mfq = self.mfq
+        last = mfq.last
+        return mfq.flush_plan(), last.last_store_timestamp if last is not None else 0
+
+    def commit_flush(self, plan: list[tuple[MappedFile, int]], ts: int) -> int:
+        """Mark ``plan`` flushed after its fsync; returns the new flushed position."""
+        mfq = self.mfq
+        mfq.commit_flush(plan)
+        cp = self.checkpoint
+        cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, ts)
         return mfq.flushed_where
-    last = mfq.last
-    ts = last.last_store_timestamp if last is not None else 0
-    await service.in_thread(_fsync_all, [mf.fd for mf, _ in plan if not mf.closed])
-    mfq.commit_flush(plan)
-    checkpoint.physic_msg_timestamp = max(checkpoint.physic_msg_timestamp, ts)
-    return mfq.flushed_where
+
+    async def flush_commitlog(self) -> int:
+        """fsync every dirty page now; returns the flushed position. Raises OSError (EIO...)."""
+        plan, ts = self.flush_plan()
+        if not plan:
+            return self.mfq.flushed_where
+        await self.in_thread(_fsync_all, [mf.fd for mf, _ in plan if not mf.closed])
+        return self.commit_flush(plan, ts)
 
 
-class CommitLogFlushService(StoreService):
+class CommitLogFlushService(CommitLogSyncService):
     """ASYNC_FLUSH: every ``flushIntervalCommitLog`` ms if >= ``flushCommitLogLeastPages`` pages
     are dirty, and at least every ``flushCommitLogThoroughInterval`` ms."""
 
@@ -69,24 +96,22 @@ class CommitLogFlushService(StoreService):
         config: MessageStoreConfig,
         executor: ThreadPoolExecutor,
     ) -> None:
-        super().__init__(config.flush_interval_commit_log / 1000, executor)
-        self.commitlog = commitlog
-        self.checkpoint = checkpoint
+        super().__init__(config.flush_interval_commit_log / 1000, commitlog, checkpoint, executor)
         self.least_bytes = config.flush_commit_log_least_pages * OS_PAGE_SIZE
         self.thorough_s = config.flush_commit_log_thorough_interval / 1000
         self._last_thorough = time.monotonic()
 
     async def run_once(self) -> None:
-        dirty = self.commitlog.mfq.dirty_bytes()
+        dirty = self.mfq.dirty_bytes()
         now = time.monotonic()
         thorough = now - self._last_thorough >= self.thorough_s
         if dirty and (dirty >= self.least_bytes or thorough):
             if thorough:
                 self._last_thorough = now
-            await _flush_commitlog(self, self.commitlog, self.checkpoint)
+            await self.flush_commitlog()
 
     async def on_stop(self) -> None:
-        await _flush_commitlog(self, self.commitlog, self.checkpoint)
+        await self.flush_commitlog()
 
 
 #: pause before retrying a failed group-commit fsync
@@ -127,7 +152,7 @@ class _Round:
         self.count = 0
 
 
-class GroupCommitService(StoreService):
+class GroupCommitService(CommitLogSyncService):
     """SYNC_FLUSH: put waiters are resolved once ``flushed_where`` covers their end offset.
 
     Waiters join the *open round* and all await its one future (no future, queue entry or
@@ -156,10 +181,7 @@ class GroupCommitService(StoreService):
         config: MessageStoreConfig,
         executor: ThreadPoolExecutor,
     ) -> None:
-        super().__init__(None, executor)
-        self.commitlog = commitlog
-        self.mfq = commitlog.mfq
-        self.checkpoint = checkpoint
+        super().__init__(None, commitlog, checkpoint, executor)
         self.timeout_s = config.sync_flush_timeout / 1000
         self._open: _Round | None = None
         self._rounds: deque[_Round] = deque()
@@ -202,10 +224,7 @@ class GroupCommitService(StoreService):
     def _start_flush(self) -> None:
         """Close the open round and fsync everything written so far, in the executor."""
         self._open = None
-        mfq = self.mfq
-        plan = mfq.flush_plan()
-        last = mfq.last
-        ts = last.last_store_timestamp if last is not None else 0
+        plan, ts = self.flush_plan()
         fds = [mf.fd for mf, _ in plan if not mf.closed]
         loop = asyncio.get_running_loop()
         proc = self._proc
@@ -292,11 +311,7 @@ class GroupCommitService(StoreService):
                 continue
             finally:
                 self._inflight = None
-            mfq = self.mfq
-            mfq.commit_flush(plan)
-            cp = self.checkpoint
-            cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, ts)
-            flushed = mfq.flushed_where
+            flushed = self.commit_flush(plan, ts)
             covered = 0
             while rounds and rounds[0].end <= flushed and rounds[0] is not self._open:
                 rnd = rounds.popleft()
@@ -332,12 +347,7 @@ class GroupCommitService(StoreService):
         if self._switch_lowered:
             self._switch_lowered = False
             _restore_switch_interval()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(self._sweeper)
         if self._inflight is not None:
             try:
                 await self._inflight[0]
@@ -346,7 +356,7 @@ class GroupCommitService(StoreService):
             self._inflight = None
         self._open = None
         try:
-            flushed = await _flush_commitlog(self, self.commitlog, self.checkpoint)
+            flushed = await self.flush_commitlog()
         except OSError as exc:
             logger.error("final CommitLog fsync failed: %s", exc)
             flushed = self.mfq.flushed_where

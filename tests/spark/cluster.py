@@ -41,7 +41,7 @@ async def send_to_queue(
 
 
 async def commit_offset(c: Cluster, broker_addr: str, group: str, mq: MessageQueue, offset: int) -> None:
-    """Store ``group``'s consumer offset of ``mq`` on the broker, as a client would."""
+    """Store ``group``'s consumer offset of ``mq`` on the broker at ``broker_addr``, as a client would."""
     remoting = RemotingClient()
     try:
         await MQClientAPI(remoting, [c.namesrv_addr]).update_consumer_offset(broker_addr, group, mq, offset)

@@ -80,33 +80,57 @@ def r(key: MessageQueue, a: int, b: int) -> OffsetRange:
     return OffsetRange(key, a, b)
 
 
-def test_split_no_min_partitions_is_one_to_one() -> None:
-    assert split_ranges([r(A0, 1, 2), r(A1, 1, 3)]) == [r(A0, 1, 2), r(A1, 1, 3)]
+def pieces(key: MessageQueue, *bounds: int) -> list[OffsetRange]:
+    """Contiguous ranges of ``key`` between consecutive ``bounds``."""
+    return [r(key, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
-def test_split_min_partitions_not_above_count_is_one_to_one() -> None:
-    ranges = [r(A0, 1, 2), r(A1, 1, 3), r(B0, 5, 9)]
-    assert split_ranges(ranges, min_partitions=3) == ranges
-
-
-def test_split_one_queue_into_four() -> None:
-    assert split_ranges([r(A0, 1, 17)], min_partitions=4) == [
-        r(A0, 1, 5),
-        r(A0, 5, 9),
-        r(A0, 9, 13),
-        r(A0, 13, 17),
-    ]
-
-
-def test_split_one_queue_into_three_rounding_to_the_last() -> None:
-    assert split_ranges([r(A0, 1, 17)], min_partitions=3) == [r(A0, 1, 6), r(A0, 6, 11), r(A0, 11, 17)]
-    assert split_ranges([r(A0, 1, 11)], min_partitions=3) == [r(A0, 1, 4), r(A0, 4, 7), r(A0, 7, 11)]
-
-
-def test_split_skewed_queues_proportionally_and_ignores_empty() -> None:
-    expected = [r(A0, 1, 5), r(A1, 1, 7), r(A1, 7, 14), r(A1, 14, 21)]
-    assert split_ranges([r(A0, 1, 5), r(A1, 1, 21)], min_partitions=4) == expected
-    assert split_ranges([r(A0, 1, 5), r(B0, 1, 1), r(A1, 1, 21)], min_partitions=4) == expected
+@pytest.mark.parametrize(
+    ("ranges", "options", "expected"),
+    [
+        pytest.param(
+            [r(A0, 1, 2), r(A1, 1, 3)], {}, [r(A0, 1, 2), r(A1, 1, 3)], id="no_min_partitions_one_to_one"
+        ),
+        pytest.param(
+            [r(A0, 1, 2), r(A1, 1, 3), r(B0, 5, 9)],
+            {"min_partitions": 3},
+            [r(A0, 1, 2), r(A1, 1, 3), r(B0, 5, 9)],
+            id="min_partitions_not_above_count_one_to_one",
+        ),
+        pytest.param(
+            [r(A0, 1, 17)], {"min_partitions": 4}, pieces(A0, 1, 5, 9, 13, 17), id="one_queue_into_four"
+        ),
+        pytest.param(
+            [r(A0, 1, 17)],
+            {"min_partitions": 3},
+            pieces(A0, 1, 6, 11, 17),
+            id="into_three_rounding_to_the_last",
+        ),
+        pytest.param(
+            [r(A0, 1, 11)],
+            {"min_partitions": 3},
+            pieces(A0, 1, 4, 7, 11),
+            id="into_three_rounding_to_the_last_2",
+        ),
+        pytest.param(
+            [r(A0, 1, 5), r(A1, 1, 21)],
+            {"min_partitions": 4},
+            [r(A0, 1, 5), *pieces(A1, 1, 7, 14, 21)],
+            id="skewed_queues_proportionally",
+        ),
+        pytest.param(
+            [r(A0, 1, 5), r(B0, 1, 1), r(A1, 1, 21)],
+            {"min_partitions": 4},
+            [r(A0, 1, 5), *pieces(A1, 1, 7, 14, 21)],
+            id="skewed_queues_ignores_empty",
+        ),
+        pytest.param([r(A0, 0, 100)], {"max_records": 30}, pieces(A0, 0, 25, 50, 75, 100), id="max_records"),
+    ],
+)
+def test_split_ranges(
+    ranges: list[OffsetRange], options: dict[str, int], expected: list[OffsetRange]
+) -> None:
+    assert split_ranges(ranges, **options) == expected
 
 
 def test_split_rounds_half_up_like_scala() -> None:
@@ -116,12 +140,6 @@ def test_split_rounds_half_up_like_scala() -> None:
 
 
 def test_split_max_records_then_min_partitions() -> None:
-    assert split_ranges([r(A0, 0, 100)], max_records=30) == [
-        r(A0, 0, 25),
-        r(A0, 25, 50),
-        r(A0, 50, 75),
-        r(A0, 75, 100),
-    ]
     out = split_ranges([r(A0, 0, 100), r(B0, 0, 10)], max_records=60, min_partitions=8)
     assert sum(x.size for x in out) == 110 and all(x.size <= 60 for x in out)
     assert len(out) >= 8

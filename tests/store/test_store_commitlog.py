@@ -177,3 +177,18 @@ def test_ha_append_seam_replicates_byte_for_byte(open_store, tmp_path):
         a = master.get_message("g", "TopicA", q, 0, 32)
         b = slave.get_message("g", "TopicA", q, 0, 32)
         assert a.body == b.body and a.message_count == b.message_count > 0
+
+
+def test_segments_from_walks_the_files_from_an_offset_up_to_a_bound(open_store):
+    store = open_store()
+    size = 64 * 1024
+    for i in range(300):  # about 180 KiB: more than two segments
+        assert store.put_message(make_msg(i, body_size=500)).status is PutMessageStatus.PUT_OK
+    mfq = store.commitlog.mfq
+    starts = [mf.file_from_offset for mf in mfq.files]
+    assert len(starts) >= 3
+    assert [mf.file_from_offset for mf in mfq.segments_from(0)] == starts
+    assert [mf.file_from_offset for mf in mfq.segments_from(size + 17)] == starts[1:]
+    assert [mf.file_from_offset for mf in mfq.segments_from(10, stop=size)] == starts[:1]
+    assert [mf.file_from_offset for mf in mfq.segments_from(10, stop=size + 1)] == starts[:2]
+    assert list(mfq.segments_from(len(starts) * size)) == []

@@ -12,7 +12,6 @@ import pytest
 
 from pocketmq.store import MessageStore, PutMessageStatus
 from pocketmq.store.log import mapped_file as mapped_file_module
-from pocketmq.store.services import flush as flush_module
 from pocketmq.store.services.cleanup import count_expired_files, decide, is_time_to_delete
 
 from .conftest import FakeClock, make_msg, pull_all, tiny_config
@@ -29,11 +28,13 @@ async def _started(root: str, clock=None, **overrides) -> MessageStore:
     return store
 
 
-async def _thread_group_commit(root: str, monkeypatch, **overrides) -> MessageStore:
-    """A started SYNC_FLUSH store whose group commit fsyncs on its thread, not in the fsync
-    process (that one has its own tests: test_fsync_process)."""
-    monkeypatch.setattr(flush_module.GroupCommitService, "use_process", False)
-    return await _started(root, flush_disk_type="SYNC_FLUSH", **overrides)
+@pytest.fixture
+def flush_module(monkeypatch):
+    """store.services.flush with group commit fsyncing in a thread (the process: test_fsync_process)."""
+    from pocketmq.store.services import flush
+
+    monkeypatch.setattr(flush.GroupCommitService, "use_process", False)
+    return flush
 
 
 async def _until(cond, timeout=5.0):
@@ -84,13 +85,13 @@ async def test_sync_flush_group_commit_with_many_waiters(tmp_path):
     await store.shutdown()
 
 
-async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path, monkeypatch):
+async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path, flush_module):
     """Thread fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
     import sys
 
     before = sys.getswitchinterval()
-    a = await _thread_group_commit(str(tmp_path / "a"), monkeypatch)
-    b = await _thread_group_commit(str(tmp_path / "b"), monkeypatch)
+    a = await _started(str(tmp_path / "a"), flush_disk_type="SYNC_FLUSH")
+    b = await _started(str(tmp_path / "b"), flush_disk_type="SYNC_FLUSH")
     assert sys.getswitchinterval() <= 0.0005
     await a.shutdown()
     assert sys.getswitchinterval() <= 0.0005  # b still runs
@@ -107,8 +108,8 @@ async def test_wait_false_returns_before_the_flush(tmp_path):
     await store.shutdown()
 
 
-async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch):
-    store = await _thread_group_commit(str(tmp_path / "s"), monkeypatch, sync_flush_timeout=100)
+async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypatch, flush_module):
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=100)
     release = threading.Event()
     real = flush_module._fsync_all
 
@@ -124,8 +125,8 @@ async def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path, monkeypat
     await store.shutdown()
 
 
-async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch):
-    store = await _thread_group_commit(str(tmp_path / "s"), monkeypatch, sync_flush_timeout=2000)
+async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monkeypatch, flush_module):
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH", sync_flush_timeout=2000)
     real = flush_module._fsync_all
     failures = []
 
@@ -142,8 +143,8 @@ async def test_sync_flush_fsync_error_is_retried_not_acknowledged(tmp_path, monk
     await store.shutdown()
 
 
-async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, monkeypatch):
-    store = await _thread_group_commit(str(tmp_path / "s"), monkeypatch)
+async def test_group_commit_splits_waiters_into_pipelined_rounds(tmp_path, flush_module):
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
     gc = store._services.group_commit  # type: ignore[union-attr]
     fsyncs = 0
     real = gc.executor.submit

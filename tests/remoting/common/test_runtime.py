@@ -75,18 +75,15 @@ def test_first_signal_runs_graceful_shutdown(sig: signal.Signals) -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_signal_without_shutdown_cancels_main() -> None:
-    async def main() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(5)
-
-    with pytest.raises(asyncio.CancelledError):
-        runtime.run(main)
+async def _sigterm_then_wait() -> None:
+    """A main that receives SIGTERM and would run on for 5 s."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.sleep(5)
 
 
 async def _hanging_shutdown() -> None:
     await asyncio.sleep(0)
-    os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator: a second signal
+    os.kill(os.getpid(), signal.SIGTERM)  # the impatient operator
     await asyncio.sleep(3600)
 
 
@@ -96,16 +93,16 @@ async def _bad_shutdown() -> None:
 
 @pytest.mark.parametrize(
     "shutdown",
-    [_hanging_shutdown, _bad_shutdown],
-    ids=["second_signal_forces_cancellation_when_shutdown_hangs", "failing_shutdown"],
+    [None, _hanging_shutdown, _bad_shutdown],
+    ids=[
+        "signal_without_shutdown_cancels_main",
+        "second_signal_forces_cancellation_when_shutdown_hangs",
+        "failing_shutdown_cancels_main",
+    ],
 )
-def test_shutdown_that_does_not_finish_cancels_main(shutdown: Callable[[], Awaitable[None]]) -> None:
-    async def main() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(5)
-
+def test_signal_ends_in_cancelling_main(shutdown: Callable[[], Awaitable[None]] | None) -> None:
     with pytest.raises(asyncio.CancelledError):
-        runtime.run(main, shutdown=shutdown)
+        runtime.run(_sigterm_then_wait, shutdown=shutdown)
 
 
 def test_run_off_main_thread_skips_signal_handlers() -> None:
