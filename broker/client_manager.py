@@ -13,9 +13,9 @@ Rules (RocketMQ ``ProducerManager`` / ``ConsumerManager`` / ``ConsumerGroupInfo`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pocketmq.remoting.protocol.bodies import (
     ConsumeFromWhere,
@@ -143,35 +143,15 @@ class ConsumerManager:
 
     def unregister_consumer(self, group: str, conn: RemotingConnection) -> bool:
         """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
-        cgi = self.consumer_table.get(group)
-        if cgi is None or cgi.channels.pop(conn, None) is None:
-            return False
-        if not cgi.channels:
-            del self.consumer_table[group]
-        return True
+        return _drop_from_group(self.consumer_table, _group_channels, group, conn)
 
     def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
         """Forget ``conn`` everywhere; returns the groups whose membership changed."""
-        changed: list[str] = []
-        for group, cgi in list(self.consumer_table.items()):
-            if cgi.channels.pop(conn, None) is not None:
-                changed.append(group)
-                if not cgi.channels:
-                    del self.consumer_table[group]
-        return changed
+        return _drop_everywhere(self.consumer_table, _group_channels, conn)
 
     def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
         """Evict channels silent longer than the expiry; returns ``(group, channel)`` pairs."""
-        expired: list[tuple[str, ClientChannelInfo]] = []
-        limit = self.channel_expired_timeout_ms
-        for group, cgi in list(self.consumer_table.items()):
-            for conn, info in list(cgi.channels.items()):
-                if now_ms - info.last_update_ms > limit:
-                    del cgi.channels[conn]
-                    expired.append((group, info))
-            if not cgi.channels:
-                del self.consumer_table[group]
-        return expired
+        return _evict_silent(self.consumer_table, _group_channels, now_ms, self.channel_expired_timeout_ms)
 
     def query_topic_consume_by_who(self, topic: str) -> set[str]:
         return {g for g, cgi in self.consumer_table.items() if topic in cgi.subscription_table}
@@ -191,33 +171,13 @@ class ProducerManager:
             old.last_update_ms = info.last_update_ms
 
     def unregister_producer(self, group: str, conn: RemotingConnection) -> bool:
-        channels = self.group_channel_table.get(group)
-        if channels is None or channels.pop(conn, None) is None:
-            return False
-        if not channels:
-            del self.group_channel_table[group]
-        return True
+        return _drop_from_group(self.group_channel_table, _same, group, conn)
 
     def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
-        groups: list[str] = []
-        for group, channels in list(self.group_channel_table.items()):
-            if channels.pop(conn, None) is not None:
-                groups.append(group)
-                if not channels:
-                    del self.group_channel_table[group]
-        return groups
+        return _drop_everywhere(self.group_channel_table, _same, conn)
 
     def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
-        expired: list[tuple[str, ClientChannelInfo]] = []
-        limit = self.channel_expired_timeout_ms
-        for group, channels in list(self.group_channel_table.items()):
-            for conn, info in list(channels.items()):
-                if now_ms - info.last_update_ms > limit:
-                    del channels[conn]
-                    expired.append((group, info))
-            if not channels:
-                del self.group_channel_table[group]
-        return expired
+        return _evict_silent(self.group_channel_table, _same, now_ms, self.channel_expired_timeout_ms)
 
     def get_channels(self, group: str) -> list[ClientChannelInfo]:
         return list(self.group_channel_table.get(group, {}).values())
@@ -228,3 +188,61 @@ class ProducerManager:
             if getattr(info.conn, "is_active", True):
                 return info
         return None
+
+
+# -- the channel tables: {group: entry}, an entry holding {conn: ClientChannelInfo} -------------
+# Consumers and producers keep the same shape (a consumer group's entry is its ConsumerGroupInfo,
+# a producer group's entry is the channel dict itself); a group left without channels goes.
+Channels = dict[Any, ClientChannelInfo]
+_E = TypeVar("_E")
+
+
+def _same(channels: Channels) -> Channels:
+    return channels
+
+
+def _group_channels(cgi: ConsumerGroupInfo) -> Channels:
+    return cgi.channels
+
+
+def _drop_from_group(
+    table: dict[str, _E], channels_of: Callable[[_E], Channels], group: str, conn: Any
+) -> bool:
+    """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
+    entry = table.get(group)
+    if entry is None:
+        return False
+    channels = channels_of(entry)
+    if channels.pop(conn, None) is None:
+        return False
+    if not channels:
+        del table[group]
+    return True
+
+
+def _drop_everywhere(table: dict[str, _E], channels_of: Callable[[_E], Channels], conn: Any) -> list[str]:
+    """Remove ``conn`` from every group; the groups it was in."""
+    changed: list[str] = []
+    for group, entry in list(table.items()):
+        channels = channels_of(entry)
+        if channels.pop(conn, None) is not None:
+            changed.append(group)
+            if not channels:
+                del table[group]
+    return changed
+
+
+def _evict_silent(
+    table: dict[str, _E], channels_of: Callable[[_E], Channels], now_ms: int, limit_ms: int
+) -> list[tuple[str, ClientChannelInfo]]:
+    """Remove channels silent for more than ``limit_ms``; the ``(group, channel)`` pairs removed."""
+    expired: list[tuple[str, ClientChannelInfo]] = []
+    for group, entry in list(table.items()):
+        channels = channels_of(entry)
+        for conn, info in list(channels.items()):
+            if now_ms - info.last_update_ms > limit_ms:
+                del channels[conn]
+                expired.append((group, info))
+        if not channels:
+            del table[group]
+    return expired
