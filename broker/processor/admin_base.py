@@ -13,14 +13,15 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.bodies import MessageQueue
 from pocketmq.remoting.protocol.codes import LanguageCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.state import BrokerState
     from pocketmq.broker.stats import BrokerStatsManager
     from pocketmq.remoting.transport.connection import RemotingConnection
 
@@ -59,20 +60,13 @@ def language_name(code: int) -> str:
 
 
 @dataclass(eq=False, kw_only=True)
-class AdminBase:
-    """One group of admin handlers; ``register`` puts them on the broker's servers."""
-
-    #: request code → method name
-    HANDLERS: ClassVar[dict[int, str]] = {}
+class AdminBase(HandlerTable):
+    """One group of admin handlers (its ``HANDLERS`` table); ``register`` puts them on the broker's servers."""
 
     #: the broker's live config (``broker_name``, the slave guard)
     state: BrokerState
     #: the broker's stats manager
     stats: BrokerStatsManager
-
-    def register(self, register: Registrar) -> None:
-        for code, name in self.HANDLERS.items():
-            register(code, getattr(self, name))
 
     @property
     def broker_name(self) -> str:
