@@ -13,9 +13,9 @@ Rules (RocketMQ ``ProducerManager`` / ``ConsumerManager`` / ``ConsumerGroupInfo`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pocketmq.remoting.protocol.bodies import (
     ConsumeFromWhere,
@@ -111,10 +111,70 @@ class ConsumerGroupInfo:
         return updated
 
 
-class ConsumerManager:
+Channels = dict[Any, ClientChannelInfo]
+_E = TypeVar("_E")
+
+
+class GroupChannelTable(Generic[_E]):
+    """``{group: entry}``, each entry holding the group's ``{conn: ClientChannelInfo}``.
+
+    The channel bookkeeping consumers and producers share; a group left without channels goes.
+    """
+
+    def __init__(self, table: dict[str, _E], channel_expired_timeout_ms: int) -> None:
+        self.table = table
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+
+    @staticmethod
+    def channels_of(entry: _E) -> Channels:
+        raise NotImplementedError
+
+    def unregister(self, group: str, conn: RemotingConnection) -> bool:
+        """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
+        entry = self.table.get(group)
+        if entry is None:
+            return False
+        channels = self.channels_of(entry)
+        if channels.pop(conn, None) is None:
+            return False
+        if not channels:
+            del self.table[group]
+        return True
+
+    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
+        """Forget ``conn`` everywhere; returns the groups whose membership changed."""
+        changed: list[str] = []
+        for group, entry in list(self.table.items()):
+            channels = self.channels_of(entry)
+            if channels.pop(conn, None) is not None:
+                changed.append(group)
+                if not channels:
+                    del self.table[group]
+        return changed
+
+    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
+        """Evict channels silent longer than the expiry; returns ``(group, channel)`` pairs."""
+        expired: list[tuple[str, ClientChannelInfo]] = []
+        limit = self.channel_expired_timeout_ms
+        for group, entry in list(self.table.items()):
+            channels = self.channels_of(entry)
+            for conn, info in list(channels.items()):
+                if now_ms - info.last_update_ms > limit:
+                    del channels[conn]
+                    expired.append((group, info))
+            if not channels:
+                del self.table[group]
+        return expired
+
+
+class ConsumerManager(GroupChannelTable[ConsumerGroupInfo]):
     def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
-        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+        super().__init__(self.consumer_table, channel_expired_timeout_ms)
+
+    @staticmethod
+    def channels_of(entry: ConsumerGroupInfo) -> Channels:
+        return entry.channels
 
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
         return self.consumer_table.get(group)
@@ -141,26 +201,20 @@ class ConsumerManager:
         r2 = cgi.update_subscription(subs, info.last_update_ms)
         return r1 or r2
 
-    def unregister_consumer(self, group: str, conn: RemotingConnection) -> bool:
-        """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
-        return _drop_from_group(self.consumer_table, _group_channels, group, conn)
-
-    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
-        """Forget ``conn`` everywhere; returns the groups whose membership changed."""
-        return _drop_everywhere(self.consumer_table, _group_channels, conn)
-
-    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
-        """Evict channels silent longer than the expiry; returns ``(group, channel)`` pairs."""
-        return _evict_silent(self.consumer_table, _group_channels, now_ms, self.channel_expired_timeout_ms)
+    unregister_consumer = GroupChannelTable.unregister
 
     def query_topic_consume_by_who(self, topic: str) -> set[str]:
         return {g for g, cgi in self.consumer_table.items() if topic in cgi.subscription_table}
 
 
-class ProducerManager:
+class ProducerManager(GroupChannelTable[Channels]):
     def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
-        self.group_channel_table: dict[str, dict[Any, ClientChannelInfo]] = {}
-        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+        self.group_channel_table: dict[str, Channels] = {}
+        super().__init__(self.group_channel_table, channel_expired_timeout_ms)
+
+    @staticmethod
+    def channels_of(entry: Channels) -> Channels:
+        return entry
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
         channels = self.group_channel_table.setdefault(group, {})
@@ -170,14 +224,7 @@ class ProducerManager:
         else:
             old.last_update_ms = info.last_update_ms
 
-    def unregister_producer(self, group: str, conn: RemotingConnection) -> bool:
-        return _drop_from_group(self.group_channel_table, _same, group, conn)
-
-    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
-        return _drop_everywhere(self.group_channel_table, _same, conn)
-
-    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
-        return _evict_silent(self.group_channel_table, _same, now_ms, self.channel_expired_timeout_ms)
+    unregister_producer = GroupChannelTable.unregister
 
     def get_channels(self, group: str) -> list[ClientChannelInfo]:
         return list(self.group_channel_table.get(group, {}).values())
@@ -188,61 +235,3 @@ class ProducerManager:
             if getattr(info.conn, "is_active", True):
                 return info
         return None
-
-
-# -- the channel tables: {group: entry}, an entry holding {conn: ClientChannelInfo} -------------
-# Consumers and producers keep the same shape (a consumer group's entry is its ConsumerGroupInfo,
-# a producer group's entry is the channel dict itself); a group left without channels goes.
-Channels = dict[Any, ClientChannelInfo]
-_E = TypeVar("_E")
-
-
-def _same(channels: Channels) -> Channels:
-    return channels
-
-
-def _group_channels(cgi: ConsumerGroupInfo) -> Channels:
-    return cgi.channels
-
-
-def _drop_from_group(
-    table: dict[str, _E], channels_of: Callable[[_E], Channels], group: str, conn: Any
-) -> bool:
-    """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
-    entry = table.get(group)
-    if entry is None:
-        return False
-    channels = channels_of(entry)
-    if channels.pop(conn, None) is None:
-        return False
-    if not channels:
-        del table[group]
-    return True
-
-
-def _drop_everywhere(table: dict[str, _E], channels_of: Callable[[_E], Channels], conn: Any) -> list[str]:
-    """Remove ``conn`` from every group; the groups it was in."""
-    changed: list[str] = []
-    for group, entry in list(table.items()):
-        channels = channels_of(entry)
-        if channels.pop(conn, None) is not None:
-            changed.append(group)
-            if not channels:
-                del table[group]
-    return changed
-
-
-def _evict_silent(
-    table: dict[str, _E], channels_of: Callable[[_E], Channels], now_ms: int, limit_ms: int
-) -> list[tuple[str, ClientChannelInfo]]:
-    """Remove channels silent for more than ``limit_ms``; the ``(group, channel)`` pairs removed."""
-    expired: list[tuple[str, ClientChannelInfo]] = []
-    for group, entry in list(table.items()):
-        channels = channels_of(entry)
-        for conn, info in list(channels.items()):
-            if now_ms - info.last_update_ms > limit_ms:
-                del channels[conn]
-                expired.append((group, info))
-        if not channels:
-            del table[group]
-    return expired
