@@ -414,7 +414,7 @@ class BrokerController:
         addrs = cfg.namesrv_addr_list
         if not addrs:
             return
-        wrapper = self.topic_config_manager.build_serialize_wrapper()
+        wrapper = self.topic_config_manager.build_wrapper()
         perm = cfg.broker_permission
         if not (PermName.is_writeable(perm) and PermName.is_readable(perm)):
             wrapper.topic_config_table = {

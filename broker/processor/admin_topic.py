@@ -145,7 +145,7 @@ class TopicAdmin(AdminBase):
 
     # -- reads ---------------------------------------------------------------------------------
     def get_all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, self.topics.build_serialize_wrapper().encode())
+        return ok(request, self.topics.build_wrapper().encode())
 
     def get_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetTopicConfigRequestHeader.from_ext_fields(request.ext_fields)
