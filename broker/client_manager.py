@@ -121,8 +121,9 @@ class GroupChannelTable(Generic[_E]):
     The channel bookkeeping consumers and producers share; a group left without channels goes.
     """
 
-    def __init__(self, table: dict[str, _E], channel_expired_timeout_ms: int) -> None:
-        self.table = table
+    def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
+        #: group → entry (a consumer's ConsumerGroupInfo, a producer's channel dict)
+        self.table: dict[str, _E] = {}
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
 
     @staticmethod
@@ -168,19 +169,15 @@ class GroupChannelTable(Generic[_E]):
 
 
 class ConsumerManager(GroupChannelTable[ConsumerGroupInfo]):
-    def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
-        self.consumer_table: dict[str, ConsumerGroupInfo] = {}
-        super().__init__(self.consumer_table, channel_expired_timeout_ms)
-
     @staticmethod
     def channels_of(entry: ConsumerGroupInfo) -> Channels:
         return entry.channels
 
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
-        return self.consumer_table.get(group)
+        return self.table.get(group)
 
     def find_subscription_data(self, group: str, topic: str) -> SubscriptionData | None:
-        info = self.consumer_table.get(group)
+        info = self.table.get(group)
         return info.find_subscription_data(topic) if info is not None else None
 
     def register_consumer(
@@ -193,10 +190,10 @@ class ConsumerManager(GroupChannelTable[ConsumerGroupInfo]):
         subs: Iterable[SubscriptionData],
     ) -> bool:
         """Register or refresh; True when the group's membership or topic set changed."""
-        cgi = self.consumer_table.get(group)
+        cgi = self.table.get(group)
         if cgi is None:
             cgi = ConsumerGroupInfo(group, consume_type, message_model, consume_from_where)
-            self.consumer_table[group] = cgi
+            self.table[group] = cgi
         r1 = cgi.update_channel(info, consume_type, message_model, consume_from_where)
         r2 = cgi.update_subscription(subs, info.last_update_ms)
         return r1 or r2
@@ -204,20 +201,16 @@ class ConsumerManager(GroupChannelTable[ConsumerGroupInfo]):
     unregister_consumer = GroupChannelTable.unregister
 
     def query_topic_consume_by_who(self, topic: str) -> set[str]:
-        return {g for g, cgi in self.consumer_table.items() if topic in cgi.subscription_table}
+        return {g for g, cgi in self.table.items() if topic in cgi.subscription_table}
 
 
 class ProducerManager(GroupChannelTable[Channels]):
-    def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
-        self.group_channel_table: dict[str, Channels] = {}
-        super().__init__(self.group_channel_table, channel_expired_timeout_ms)
-
     @staticmethod
     def channels_of(entry: Channels) -> Channels:
         return entry
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
-        channels = self.group_channel_table.setdefault(group, {})
+        channels = self.table.setdefault(group, {})
         old = channels.get(info.conn)
         if old is None or old.client_id != info.client_id:
             channels[info.conn] = info
@@ -227,11 +220,11 @@ class ProducerManager(GroupChannelTable[Channels]):
     unregister_producer = GroupChannelTable.unregister
 
     def get_channels(self, group: str) -> list[ClientChannelInfo]:
-        return list(self.group_channel_table.get(group, {}).values())
+        return list(self.table.get(group, {}).values())
 
     def get_available_channel(self, group: str) -> ClientChannelInfo | None:
         """A live channel of ``group`` (for CHECK_TRANSACTION_STATE)."""
-        for info in self.group_channel_table.get(group, {}).values():
+        for info in self.table.get(group, {}).values():
             if getattr(info.conn, "is_active", True):
                 return info
         return None

@@ -38,7 +38,6 @@ BUILTIN_GROUPS = (
 
 
 class SubscriptionGroupManager(VersionedConfigFile[SubscriptionGroupConfig, SubscriptionGroupWrapper]):
-    wrapper_type = SubscriptionGroupWrapper
     file_name = "subscriptionGroup.json"
 
     def __init__(
@@ -55,6 +54,8 @@ class SubscriptionGroupManager(VersionedConfigFile[SubscriptionGroupConfig, Subs
         }
         super().__init__(config_dir, self.subscription_group_table, now_ms=now_ms, fsync=fsync)
         self.auto_create = auto_create_subscription_group
+
+    wrapper_type = SubscriptionGroupWrapper
 
     @staticmethod
     def unwrap(wrapper: SubscriptionGroupWrapper) -> dict[str, SubscriptionGroupConfig]:

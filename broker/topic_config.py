@@ -39,7 +39,6 @@ SCHEDULE_QUEUE_NUMS = 18
 
 
 class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWrapper]):
-    wrapper_type = TopicConfigSerializeWrapper
     file_name = "topics.json"
 
     def __init__(
@@ -179,6 +178,8 @@ class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWr
         return tc
 
     # -- the wrapper (registration and persistence) ----------------------------------------------
+    wrapper_type = TopicConfigSerializeWrapper
+
     @staticmethod
     def unwrap(wrapper: TopicConfigSerializeWrapper) -> dict[str, TopicConfig]:
         return wrapper.topic_config_table
