@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pocketmq.remoting.protocol.bodies import (
     ConsumeFromWhere,
@@ -111,16 +111,73 @@ class ConsumerGroupInfo:
         return updated
 
 
-class ConsumerManager:
+Channels = dict[Any, ClientChannelInfo]
+_E = TypeVar("_E")
+
+
+class GroupChannelTable(Generic[_E]):
+    """``{group: entry}``, each entry holding the group's ``{conn: ClientChannelInfo}``.
+
+    The channel bookkeeping consumers and producers share; a group left without channels goes.
+    """
+
     def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
-        self.consumer_table: dict[str, ConsumerGroupInfo] = {}
+        #: group → entry (a consumer's ConsumerGroupInfo, a producer's channel dict)
+        self.table: dict[str, _E] = {}
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
 
+    @staticmethod
+    def channels_of(entry: _E) -> Channels:
+        raise NotImplementedError
+
+    def unregister(self, group: str, conn: RemotingConnection) -> bool:
+        """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
+        entry = self.table.get(group)
+        if entry is None:
+            return False
+        channels = self.channels_of(entry)
+        if channels.pop(conn, None) is None:
+            return False
+        if not channels:
+            del self.table[group]
+        return True
+
+    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
+        """Forget ``conn`` everywhere; returns the groups whose membership changed."""
+        changed: list[str] = []
+        for group, entry in list(self.table.items()):
+            channels = self.channels_of(entry)
+            if channels.pop(conn, None) is not None:
+                changed.append(group)
+                if not channels:
+                    del self.table[group]
+        return changed
+
+    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
+        """Evict channels silent longer than the expiry; returns ``(group, channel)`` pairs."""
+        expired: list[tuple[str, ClientChannelInfo]] = []
+        limit = self.channel_expired_timeout_ms
+        for group, entry in list(self.table.items()):
+            channels = self.channels_of(entry)
+            for conn, info in list(channels.items()):
+                if now_ms - info.last_update_ms > limit:
+                    del channels[conn]
+                    expired.append((group, info))
+            if not channels:
+                del self.table[group]
+        return expired
+
+
+class ConsumerManager(GroupChannelTable[ConsumerGroupInfo]):
+    @staticmethod
+    def channels_of(entry: ConsumerGroupInfo) -> Channels:
+        return entry.channels
+
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
-        return self.consumer_table.get(group)
+        return self.table.get(group)
 
     def find_subscription_data(self, group: str, topic: str) -> SubscriptionData | None:
-        info = self.consumer_table.get(group)
+        info = self.table.get(group)
         return info.find_subscription_data(topic) if info is not None else None
 
     def register_consumer(
@@ -133,98 +190,41 @@ class ConsumerManager:
         subs: Iterable[SubscriptionData],
     ) -> bool:
         """Register or refresh; True when the group's membership or topic set changed."""
-        cgi = self.consumer_table.get(group)
+        cgi = self.table.get(group)
         if cgi is None:
             cgi = ConsumerGroupInfo(group, consume_type, message_model, consume_from_where)
-            self.consumer_table[group] = cgi
+            self.table[group] = cgi
         r1 = cgi.update_channel(info, consume_type, message_model, consume_from_where)
         r2 = cgi.update_subscription(subs, info.last_update_ms)
         return r1 or r2
 
-    def unregister_consumer(self, group: str, conn: RemotingConnection) -> bool:
-        """Remove ``conn`` from ``group``; True when it was there (membership changed)."""
-        cgi = self.consumer_table.get(group)
-        if cgi is None or cgi.channels.pop(conn, None) is None:
-            return False
-        if not cgi.channels:
-            del self.consumer_table[group]
-        return True
-
-    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
-        """Forget ``conn`` everywhere; returns the groups whose membership changed."""
-        changed: list[str] = []
-        for group, cgi in list(self.consumer_table.items()):
-            if cgi.channels.pop(conn, None) is not None:
-                changed.append(group)
-                if not cgi.channels:
-                    del self.consumer_table[group]
-        return changed
-
-    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
-        """Evict channels silent longer than the expiry; returns ``(group, channel)`` pairs."""
-        expired: list[tuple[str, ClientChannelInfo]] = []
-        limit = self.channel_expired_timeout_ms
-        for group, cgi in list(self.consumer_table.items()):
-            for conn, info in list(cgi.channels.items()):
-                if now_ms - info.last_update_ms > limit:
-                    del cgi.channels[conn]
-                    expired.append((group, info))
-            if not cgi.channels:
-                del self.consumer_table[group]
-        return expired
+    unregister_consumer = GroupChannelTable.unregister
 
     def query_topic_consume_by_who(self, topic: str) -> set[str]:
-        return {g for g, cgi in self.consumer_table.items() if topic in cgi.subscription_table}
+        return {g for g, cgi in self.table.items() if topic in cgi.subscription_table}
 
 
-class ProducerManager:
-    def __init__(self, channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
-        self.group_channel_table: dict[str, dict[Any, ClientChannelInfo]] = {}
-        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+class ProducerManager(GroupChannelTable[Channels]):
+    @staticmethod
+    def channels_of(entry: Channels) -> Channels:
+        return entry
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
-        channels = self.group_channel_table.setdefault(group, {})
+        channels = self.table.setdefault(group, {})
         old = channels.get(info.conn)
         if old is None or old.client_id != info.client_id:
             channels[info.conn] = info
         else:
             old.last_update_ms = info.last_update_ms
 
-    def unregister_producer(self, group: str, conn: RemotingConnection) -> bool:
-        channels = self.group_channel_table.get(group)
-        if channels is None or channels.pop(conn, None) is None:
-            return False
-        if not channels:
-            del self.group_channel_table[group]
-        return True
-
-    def do_channel_close_event(self, conn: RemotingConnection) -> list[str]:
-        groups: list[str] = []
-        for group, channels in list(self.group_channel_table.items()):
-            if channels.pop(conn, None) is not None:
-                groups.append(group)
-                if not channels:
-                    del self.group_channel_table[group]
-        return groups
-
-    def scan_not_active_channel(self, now_ms: int) -> list[tuple[str, ClientChannelInfo]]:
-        expired: list[tuple[str, ClientChannelInfo]] = []
-        limit = self.channel_expired_timeout_ms
-        for group, channels in list(self.group_channel_table.items()):
-            for conn, info in list(channels.items()):
-                if now_ms - info.last_update_ms > limit:
-                    del channels[conn]
-                    expired.append((group, info))
-            if not channels:
-                del self.group_channel_table[group]
-        return expired
+    unregister_producer = GroupChannelTable.unregister
 
     def get_channels(self, group: str) -> list[ClientChannelInfo]:
-        return list(self.group_channel_table.get(group, {}).values())
+        return list(self.table.get(group, {}).values())
 
     def get_available_channel(self, group: str) -> ClientChannelInfo | None:
         """A live channel of ``group`` (for CHECK_TRANSACTION_STATE)."""
-        for info in self.group_channel_table.get(group, {}).values():
+        for info in self.table.get(group, {}).values():
             if getattr(info.conn, "is_active", True):
                 return info
         return None

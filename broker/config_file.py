@@ -1,5 +1,9 @@
 """Base of the broker's JSON metadata managers (topics.json, subscriptionGroup.json, consumerOffset.json).
 
+:class:`VersionedConfigFile` adds what topics.json and subscriptionGroup.json share: a
+``{name: config}`` table with a ``DataVersion`` bumped on every change, persisted as its wire
+wrapper (the body of GET_ALL_TOPIC_CONFIG / GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
+
 Rules (RocketMQ ``ConfigManager`` without its locks):
 
 * the table lives on the event loop and changes synchronously; a change sets ``dirty``;
@@ -15,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from pocketmq.remoting.common import persist
+from pocketmq.remoting.protocol.route import DataVersion
 
 logger = logging.getLogger(__name__)
 
@@ -93,3 +100,81 @@ class ConfigFileManager:
     def _write(self, data: bytes) -> None:
         assert self.path is not None
         persist.atomic_write_bytes(self.path, data, fsync=self.fsync)
+
+
+class VersionedWrapper(Protocol):
+    """A config table's wire wrapper (``TopicConfigSerializeWrapper``, ``SubscriptionGroupWrapper``):
+    built from ``(table, data_version)``, encoded and decoded as JSON."""
+
+    data_version: DataVersion
+
+    def __init__(self, table: dict[str, Any], data_version: DataVersion, /) -> None: ...
+
+    def encode(self, *, pretty: bool = False) -> bytes: ...
+
+    @classmethod
+    def decode(cls, data: bytes | str) -> Self: ...
+
+
+_V = TypeVar("_V")
+_W = TypeVar("_W", bound=VersionedWrapper)
+
+
+class VersionedConfigFile(ConfigFileManager, Generic[_V, _W]):
+    """A ``{name: config}`` table (``table``) versioned by ``data_version``, persisted as its wrapper.
+
+    A subclass names its wrapper class (``wrapper_type``) and how to read a wrapper's table
+    (:meth:`unwrap`).
+    """
+
+    def __init__(
+        self,
+        config_dir: str | None,
+        table: dict[str, _V],
+        *,
+        now_ms: Callable[[], int],
+        fsync: bool = True,
+    ) -> None:
+        super().__init__(config_dir, fsync=fsync)
+        self.now_ms = now_ms
+        self.table = table
+        self.data_version = DataVersion(now_ms(), 0)
+
+    # -- the wrapper (to override) -----------------------------------------------------------------
+    wrapper_type: type[_W]
+
+    @staticmethod
+    def unwrap(wrapper: _W) -> dict[str, _V]:
+        raise NotImplementedError
+
+    # -- changes -----------------------------------------------------------------------------------
+    def bump_version(self) -> None:
+        """Every change: the next ``DataVersion`` and the file dirty."""
+        self.data_version = self.data_version.next_version(self.now_ms())
+        self.dirty = True
+
+    def pop(self, name: str) -> _V | None:
+        """Remove ``name``'s config (a change when it was there); the removed config or None."""
+        old = self.table.pop(name, None)
+        if old is not None:
+            self.bump_version()
+        return old
+
+    # -- the wrapper: the wire body and the file ---------------------------------------------------
+    def build_wrapper(self) -> _W:
+        return self.wrapper_type(dict(self.table), self.data_version)
+
+    def encode(self) -> bytes:
+        return self.build_wrapper().encode(pretty=True)
+
+    def decode(self, data: bytes) -> None:
+        wrapper = self.wrapper_type.decode(data)
+        self.table.update(self.unwrap(wrapper))
+        self.data_version = wrapper.data_version
+
+    def replace_all(self, wrapper: _W) -> None:
+        """Adopt a master's table (slave sync)."""
+        self.table.clear()
+        self.table.update(self.unwrap(wrapper))
+        self.data_version = wrapper.data_version
+        self.dirty = True

@@ -58,7 +58,7 @@ from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.longpolling import PullRequestHoldService
-from pocketmq.broker.namesrv_api import BrokerOuterAPI
+from pocketmq.broker.namesrv_api import BrokerIdentity, BrokerOuterAPI
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
 from pocketmq.broker.processor.admin import BrokerAdmin, ConsumerAdmin, GroupAdmin, TopicAdmin
 from pocketmq.broker.processor.admin_base import AdminBase
@@ -265,6 +265,11 @@ class BrokerController:
     def broker_addr(self) -> str:
         return self.state.broker_addr
 
+    def _identity(self) -> BrokerIdentity:
+        """How this broker names itself to the name servers (its current config and address)."""
+        cfg = self.config
+        return BrokerIdentity(cfg.broker_cluster_name, self.broker_addr, cfg.broker_name, cfg.broker_id)
+
     def register_processor(self, code: int, handler: Handler, *, fast: bool = True) -> None:
         """Serve ``code`` on the main port and (unless ``fast=False``) on the VIP port."""
         self.remoting_server.register(code, handler)
@@ -373,13 +378,7 @@ class BrokerController:
         for server in self._servers():
             await server.stop()
         if cfg.namesrv_addr_list:
-            await self.namesrv_api.unregister_broker_all(
-                cfg.namesrv_addr_list,
-                cluster_name=cfg.broker_cluster_name,
-                broker_addr=self.broker_addr,
-                broker_name=cfg.broker_name,
-                broker_id=cfg.broker_id,
-            )
+            await self.namesrv_api.unregister_broker_all(cfg.namesrv_addr_list, self._identity())
         try:
             await self.store.shutdown()
         finally:
@@ -415,7 +414,7 @@ class BrokerController:
         addrs = cfg.namesrv_addr_list
         if not addrs:
             return
-        wrapper = self.topic_config_manager.build_serialize_wrapper()
+        wrapper = self.topic_config_manager.build_wrapper()
         perm = cfg.broker_permission
         if not (PermName.is_writeable(perm) and PermName.is_readable(perm)):
             wrapper.topic_config_table = {
@@ -425,10 +424,7 @@ class BrokerController:
             }  # fmt: skip
         result = await self.namesrv_api.register_broker_all(
             addrs,
-            cluster_name=cfg.broker_cluster_name,
-            broker_addr=self.broker_addr,
-            broker_name=cfg.broker_name,
-            broker_id=cfg.broker_id,
+            self._identity(),
             ha_server_addr=cfg.ha_server_addr,
             wrapper=wrapper,
             compressed=cfg.compressed_register,

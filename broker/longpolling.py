@@ -29,6 +29,7 @@ from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.store import MessageFilter
 
@@ -213,13 +214,8 @@ class PullRequestHoldService:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
-            self._sweeper = None
+        await cancel_and_wait(self._sweeper)
+        self._sweeper = None
         for req in self.table.take_all():
             self._run(req)
 

@@ -6,18 +6,19 @@ The controller (the composition root) owns one and hands it to every processor t
 them, so a processor never holds the controller itself.
 
 :class:`Registrar` is how a processor puts its handlers on the broker's servers: the
-controller's ``register_processor`` (main port, and the VIP port unless ``fast=False``).
+controller's ``register_processor`` (main port, and the VIP port unless ``fast=False``);
+:class:`HandlerTable` is the usual way, a table of request code → method name.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.remoting.protocol.message import HostAddress, pack_host_ip
 from pocketmq.remoting.transport.connection import Handler
 
-__all__ = ["BrokerState", "Registrar"]
+__all__ = ["BrokerState", "HandlerTable", "Registrar"]
 
 
 class BrokerState:
@@ -43,3 +44,14 @@ class Registrar(Protocol):
     """Serve ``code`` with ``handler`` (on the VIP port too unless ``fast=False``)."""
 
     def __call__(self, code: int, handler: Handler, *, fast: bool = True) -> None: ...
+
+
+class HandlerTable:
+    """A processor that serves the codes of its ``HANDLERS`` table (on both ports)."""
+
+    #: request code → name of the method that serves it
+    HANDLERS: ClassVar[dict[int, str]] = {}
+
+    def register(self, register: Registrar) -> None:
+        for code, name in self.HANDLERS.items():
+            register(code, getattr(self, name))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pocketmq.broker.config_file import ConfigFileManager
+from pocketmq.broker.config_file import VersionedConfigFile
 from pocketmq.remoting.protocol.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from pocketmq.remoting.protocol.route import (
     CID_ONSAPI_OWNER_GROUP,
@@ -21,7 +21,6 @@ from pocketmq.remoting.protocol.route import (
     ONS_HTTP_PROXY_GROUP,
     SELF_TEST_CONSUMER_GROUP,
     TOOLS_CONSUMER_GROUP,
-    DataVersion,
     is_sys_consumer_group,
 )
 
@@ -38,7 +37,7 @@ BUILTIN_GROUPS = (
 )
 
 
-class SubscriptionGroupManager(ConfigFileManager):
+class SubscriptionGroupManager(VersionedConfigFile[SubscriptionGroupConfig, SubscriptionGroupWrapper]):
     file_name = "subscriptionGroup.json"
 
     def __init__(
@@ -49,17 +48,18 @@ class SubscriptionGroupManager(ConfigFileManager):
         auto_create_subscription_group: bool = True,
         fsync: bool = True,
     ) -> None:
-        super().__init__(config_dir, fsync=fsync)
-        self.now_ms = now_ms
-        self.auto_create = auto_create_subscription_group
-        self.data_version = DataVersion(now_ms(), 0)
+        #: the table (the base's ``table``)
         self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {
             g: SubscriptionGroupConfig(g) for g in BUILTIN_GROUPS
         }
+        super().__init__(config_dir, self.subscription_group_table, now_ms=now_ms, fsync=fsync)
+        self.auto_create = auto_create_subscription_group
 
-    def _changed(self) -> None:
-        self.data_version = self.data_version.next_version(self.now_ms())
-        self.dirty = True
+    wrapper_type = SubscriptionGroupWrapper
+
+    @staticmethod
+    def unwrap(wrapper: SubscriptionGroupWrapper) -> dict[str, SubscriptionGroupConfig]:
+        return wrapper.subscription_group_table
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config; auto-created (and persisted later) when allowed, else None."""
@@ -68,7 +68,7 @@ class SubscriptionGroupManager(ConfigFileManager):
             sgc = SubscriptionGroupConfig(group)
             self.subscription_group_table[group] = sgc
             logger.info("auto-created subscription group %s", group)
-            self._changed()
+            self.bump_version()
         return sgc
 
     def contains(self, group: str) -> bool:
@@ -78,28 +78,10 @@ class SubscriptionGroupManager(ConfigFileManager):
         old = self.subscription_group_table.get(sgc.group_name)
         self.subscription_group_table[sgc.group_name] = sgc
         logger.info("subscription group %s %s: %s", sgc.group_name, "updated" if old else "created", sgc)
-        self._changed()
+        self.bump_version()
 
     def delete_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
-        sgc = self.subscription_group_table.pop(group, None)
+        sgc = self.pop(group)
         if sgc is not None:
             logger.info("deleted subscription group %s", group)
-            self._changed()
         return sgc
-
-    def build_wrapper(self) -> SubscriptionGroupWrapper:
-        return SubscriptionGroupWrapper(dict(self.subscription_group_table), self.data_version)
-
-    def encode(self) -> bytes:
-        return self.build_wrapper().encode(pretty=True)
-
-    def decode(self, data: bytes) -> None:
-        wrapper = SubscriptionGroupWrapper.decode(data)
-        self.subscription_group_table.update(wrapper.subscription_group_table)
-        self.data_version = wrapper.data_version
-
-    def replace_all(self, wrapper: SubscriptionGroupWrapper) -> None:
-        """Adopt a master's table (slave sync)."""
-        self.subscription_group_table = dict(wrapper.subscription_group_table)
-        self.data_version = wrapper.data_version
-        self.dirty = True

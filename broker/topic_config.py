@@ -19,14 +19,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pocketmq.broker.config_file import ConfigFileManager
+from pocketmq.broker.config_file import VersionedConfigFile
 from pocketmq.remoting.protocol.route import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     RMQ_SYS_BENCHMARK_TOPIC,
     RMQ_SYS_OFFSET_MOVED_EVENT,
     RMQ_SYS_SCHEDULE_TOPIC,
     RMQ_SYS_SELF_TEST_TOPIC,
-    DataVersion,
     PermName,
     TopicConfig,
     TopicConfigSerializeWrapper,
@@ -39,7 +38,7 @@ logger = logging.getLogger(__name__)
 SCHEDULE_QUEUE_NUMS = 18
 
 
-class TopicConfigManager(ConfigFileManager):
+class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWrapper]):
     file_name = "topics.json"
 
     def __init__(
@@ -57,11 +56,10 @@ class TopicConfigManager(ConfigFileManager):
         trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC",
         fsync: bool = True,
     ) -> None:
-        super().__init__(config_dir, fsync=fsync)
-        self.now_ms = now_ms
-        self.auto_create_topic_enable = auto_create_topic_enable
+        #: the table (the base's ``table``)
         self.topic_config_table: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion(now_ms(), 0)
+        super().__init__(config_dir, self.topic_config_table, now_ms=now_ms, fsync=fsync)
+        self.auto_create_topic_enable = auto_create_topic_enable
         #: Called after a change name servers must learn about (new or updated topic).
         self.on_change: Callable[[], None] | None = None
         self.system_topics: set[str] = set()
@@ -101,8 +99,7 @@ class TopicConfigManager(ConfigFileManager):
 
     # -- changes ---------------------------------------------------------------------------------
     def _changed(self, notify: bool) -> None:
-        self.data_version = self.data_version.next_version(self.now_ms())
-        self.dirty = True
+        self.bump_version()
         if notify and self.on_change is not None:
             self.on_change()
 
@@ -175,26 +172,14 @@ class TopicConfigManager(ConfigFileManager):
             self._changed(False)
 
     def delete_topic_config(self, topic: str) -> TopicConfig | None:
-        tc = self.topic_config_table.pop(topic, None)
+        tc = self.pop(topic)
         if tc is not None:
             logger.info("deleted topic %s", topic)
-            self._changed(False)
         return tc
 
-    # -- registration and persistence ------------------------------------------------------------
-    def build_serialize_wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(dict(self.topic_config_table), self.data_version)
+    # -- the wrapper (registration and persistence) ----------------------------------------------
+    wrapper_type = TopicConfigSerializeWrapper
 
-    def encode(self) -> bytes:
-        return self.build_serialize_wrapper().encode(pretty=True)
-
-    def decode(self, data: bytes) -> None:
-        wrapper = TopicConfigSerializeWrapper.decode(data)
-        self.topic_config_table.update(wrapper.topic_config_table)
-        self.data_version = wrapper.data_version
-
-    def replace_all(self, wrapper: TopicConfigSerializeWrapper) -> None:
-        """Adopt a master's table (slave sync)."""
-        self.topic_config_table = dict(wrapper.topic_config_table)
-        self.data_version = wrapper.data_version
-        self.dirty = True
+    @staticmethod
+    def unwrap(wrapper: TopicConfigSerializeWrapper) -> dict[str, TopicConfig]:
+        return wrapper.topic_config_table

@@ -1,4 +1,5 @@
-"""The base of the admin handler groups (``admin_*.py``): registration, the slave guard, replies.
+"""The base of the admin handler groups (``admin_*.py``): registration, the slave guard
+(:func:`master_only`), replies.
 
 Each group is built with exactly the collaborators its handlers use (managers, the store, the
 stats manager, the broker's live :class:`~pocketmq.broker.state.BrokerState`); topic and
@@ -8,18 +9,21 @@ may re-register with the name servers first (:func:`register_now`).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.bodies import MessageQueue
 from pocketmq.remoting.protocol.codes import LanguageCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.state import BrokerState
     from pocketmq.broker.stats import BrokerStatsManager
+    from pocketmq.remoting.transport.connection import RemotingConnection
 
 logger = logging.getLogger("pocketmq.broker.processor.admin")
 
@@ -56,20 +60,13 @@ def language_name(code: int) -> str:
 
 
 @dataclass(eq=False, kw_only=True)
-class AdminBase:
-    """One group of admin handlers; ``register`` puts them on the broker's servers."""
-
-    #: request code → method name
-    HANDLERS: ClassVar[dict[int, str]] = {}
+class AdminBase(HandlerTable):
+    """One group of admin handlers (its ``HANDLERS`` table); ``register`` puts them on the broker's servers."""
 
     #: the broker's live config (``broker_name``, the slave guard)
     state: BrokerState
     #: the broker's stats manager
     stats: BrokerStatsManager
-
-    def register(self, register: Registrar) -> None:
-        for code, name in self.HANDLERS.items():
-            register(code, getattr(self, name))
 
     @property
     def broker_name(self) -> str:
@@ -78,17 +75,29 @@ class AdminBase:
     def mq(self, topic: str, queue_id: int) -> MessageQueue:
         return MessageQueue(topic, self.broker_name, queue_id)
 
-    def refuse_on_slave(self, request: RemotingCommand) -> RemotingCommand | None:
-        """SYSTEM_ERROR with Java's remark when this broker is a slave (topic/group mutations)."""
-        if self.state.config.is_slave:
-            return fail(request, ResponseCode.SYSTEM_ERROR, SLAVE_REMARK)
-        return None
-
     @staticmethod
     async def persist(*managers: Persistable) -> None:
         """Write the given config managers now (atomic temp+fsync+rename) before replying."""
         for mgr in managers:
             await mgr.persist_async()
+
+
+_A = TypeVar("_A", bound=AdminBase)
+
+
+def master_only(
+    handler: Callable[[_A, RemotingConnection, RemotingCommand], Awaitable[RemotingCommand]],
+) -> Callable[[_A, RemotingConnection, RemotingCommand], Awaitable[RemotingCommand]]:
+    """The slave guard of a topic/group mutation (Java ``validateSlave``): on a slave the handler
+    does not run and the reply is SYSTEM_ERROR with :data:`SLAVE_REMARK`."""
+
+    @functools.wraps(handler)
+    async def guarded(self: _A, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        if self.state.config.is_slave:
+            return fail(request, ResponseCode.SYSTEM_ERROR, SLAVE_REMARK)
+        return await handler(self, conn, request)
+
+    return guarded
 
 
 async def register_now(register_broker: RegisterBroker) -> None:

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pocketmq.broker.processor.admin_base import AdminBase, fail, language_name, ok
+from pocketmq.broker.processor.admin_base import AdminBase, fail, language_name, master_only, ok
 from pocketmq.broker.processor.admin_checks import group_name_error
 from pocketmq.remoting.protocol.bodies import (
     Connection,
@@ -75,12 +75,10 @@ class GroupAdmin(AdminBase):
         RequestCode.CLONE_GROUP_OFFSET: "clone_group_offset",
     }
 
+    @master_only
     async def update_and_create_subscription_group(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
-        refused = self.refuse_on_slave(request)
-        if refused is not None:
-            return refused
         if not request.body:
             return ok(request)  # Java: a null config is ignored
         try:
@@ -101,12 +99,10 @@ class GroupAdmin(AdminBase):
     ) -> RemotingCommand:
         return ok(request, self.groups.build_wrapper().encode())
 
+    @master_only
     async def delete_subscription_group(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
-        refused = self.refuse_on_slave(request)
-        if refused is not None:
-            return refused
         h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
         logger.info(
             "delete subscription group %s (removeOffset=%s), caller %s",

@@ -27,7 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pocketmq.broker.processor.admin_base import AdminBase, RegisterBroker, fail, ok, register_now
+from pocketmq.broker.processor.admin_base import (
+    AdminBase,
+    RegisterBroker,
+    fail,
+    master_only,
+    ok,
+    register_now,
+)
 from pocketmq.broker.processor.admin_checks import topic_config_of, topic_name_error
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.bodies import GroupList, TopicOffset, TopicStatsTable
@@ -101,15 +108,13 @@ class TopicAdmin(AdminBase):
     def _mutation_header(
         self, conn: RemotingConnection, request: RemotingCommand, parse: Callable[[Any], _H], action: str
     ) -> _H | RemotingCommand:
-        """The parsed header of a create or delete, or its refusal (slave, invalid or system topic)."""
-        refused = self.refuse_on_slave(request)
-        if refused is not None:
-            return refused
+        """The parsed header of a create or delete, or its refusal (invalid or system topic)."""
         h = parse(request.ext_fields)
         logger.info("%s topic %s, caller %s", action, h.topic, conn.remote_addr)
         bad = self._invalid_topic(request, h.topic)
         return h if bad is None else bad
 
+    @master_only
     async def update_and_create_topic(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
@@ -126,6 +131,7 @@ class TopicAdmin(AdminBase):
         await register_now(self.register_broker)
         return ok(request)
 
+    @master_only
     async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = self._mutation_header(conn, request, DeleteTopicRequestHeader.from_ext_fields, "delete")
         if isinstance(h, RemotingCommand):
@@ -139,7 +145,7 @@ class TopicAdmin(AdminBase):
 
     # -- reads ---------------------------------------------------------------------------------
     def get_all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        return ok(request, self.topics.build_serialize_wrapper().encode())
+        return ok(request, self.topics.build_wrapper().encode())
 
     def get_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = GetTopicConfigRequestHeader.from_ext_fields(request.ext_fields)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.client_manager import ClientChannelInfo
+from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.bodies import (
     ConsumerData,
     ConsumeType,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from pocketmq.broker.broker2client import Broker2Client
     from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
     from pocketmq.broker.rebalance_lock import RebalanceLockManager
-    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.state import BrokerState
     from pocketmq.broker.subscription import SubscriptionGroupManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.common.clock import Clock
@@ -73,7 +74,7 @@ def with_retry_subscription(cd: ConsumerData) -> tuple[SubscriptionData, ...]:
 
 
 @dataclass(eq=False, kw_only=True)
-class ClientManageProcessor:
+class ClientManageProcessor(HandlerTable):
     """Owns the client registration and queue-lock codes (module docstring)."""
 
     topics: TopicConfigManager
@@ -85,12 +86,13 @@ class ClientManageProcessor:
     state: BrokerState
     clock: Clock
 
-    def register(self, reg: Registrar) -> None:
-        reg(RequestCode.HEART_BEAT, self.heart_beat)
-        reg(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
-        reg(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
-        reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
-        reg(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
+    HANDLERS = {
+        RequestCode.HEART_BEAT: "heart_beat",
+        RequestCode.UNREGISTER_CLIENT: "unregister_client",
+        RequestCode.CHECK_CLIENT_CONFIG: "check_client_config",
+        RequestCode.LOCK_BATCH_MQ: "lock_batch_mq",
+        RequestCode.UNLOCK_BATCH_MQ: "unlock_batch_mq",
+    }
 
     def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:

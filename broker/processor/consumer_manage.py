@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.bodies import GetConsumerListByGroupResponseBody
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -48,26 +49,27 @@ def memory_limit(ratio_percent: int) -> int:
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager
     from pocketmq.broker.offset_manager import ConsumerOffsetManager
-    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.state import BrokerState
     from pocketmq.remoting.transport.connection import RemotingConnection
     from pocketmq.store import MessageStore
 
 
 @dataclass(eq=False, kw_only=True)
-class ConsumerManageProcessor:
+class ConsumerManageProcessor(HandlerTable):
     store: MessageStore
     offsets: ConsumerOffsetManager
     consumers: ConsumerManager
     state: BrokerState
 
-    def register(self, reg: Registrar) -> None:
-        reg(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
-        reg(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset)
-        reg(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.get_consumer_list_by_group)
-        reg(RequestCode.GET_MAX_OFFSET, self.get_max_offset)
-        reg(RequestCode.GET_MIN_OFFSET, self.get_min_offset)
-        reg(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset_by_timestamp)
-        reg(RequestCode.GET_EARLIEST_MSG_STORETIME, self.get_earliest_msg_storetime)
+    HANDLERS = {
+        RequestCode.QUERY_CONSUMER_OFFSET: "query_consumer_offset",
+        RequestCode.UPDATE_CONSUMER_OFFSET: "update_consumer_offset",
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP: "get_consumer_list_by_group",
+        RequestCode.GET_MAX_OFFSET: "get_max_offset",
+        RequestCode.GET_MIN_OFFSET: "get_min_offset",
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: "search_offset_by_timestamp",
+        RequestCode.GET_EARLIEST_MSG_STORETIME: "get_earliest_msg_storetime",
+    }
 
     def query_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)

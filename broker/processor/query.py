@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.headers import (
@@ -29,7 +30,7 @@ from pocketmq.remoting.protocol.headers import (
 from pocketmq.remoting.protocol.message import MessageDecodeError, decode_message
 
 if TYPE_CHECKING:
-    from pocketmq.broker.state import BrokerState, Registrar
+    from pocketmq.broker.state import BrokerState
     from pocketmq.remoting.transport.connection import RemotingConnection
     from pocketmq.store import MessageStore
 
@@ -38,13 +39,14 @@ UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 
 
 @dataclass(eq=False, kw_only=True)
-class QueryMessageProcessor:
+class QueryMessageProcessor(HandlerTable):
     store: MessageStore
     state: BrokerState
 
-    def register(self, reg: Registrar) -> None:
-        reg(RequestCode.QUERY_MESSAGE, self.query_message)
-        reg(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
+    HANDLERS = {
+        RequestCode.QUERY_MESSAGE: "query_message",
+        RequestCode.VIEW_MESSAGE_BY_ID: "view_message_by_id",
+    }
 
     def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)

@@ -19,6 +19,8 @@ from pocketmq.remoting.protocol.bodies import (
     MessageModel,
     MessageQueue,
     SubscriptionData,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
 )
 from pocketmq.remoting.protocol.route import PermName, TopicConfig
 
@@ -84,6 +86,18 @@ def test_topics_json_round_trip_and_backup(tmp_path):
     (tmp_path / "topics.json.bak").write_text("{garbage")
     with pytest.raises(PersistCorruptError):
         tcm(tmp_path).load()
+
+
+def test_replace_all_adopts_a_masters_table_in_place():
+    master, slave = tcm(), tcm()
+    master.update_topic_config(TopicConfig("FromMaster", 2, 2))
+    table = slave.topic_config_table
+    slave.replace_all(master.build_wrapper())
+    assert slave.topic_config_table is table and table == master.topic_config_table
+    assert slave.data_version == master.data_version and slave.dirty
+    groups = SubscriptionGroupManager(None, now_ms=FakeClock().now_ms, fsync=False)
+    groups.replace_all(SubscriptionGroupWrapper({"G": SubscriptionGroupConfig("G")}, master.data_version))
+    assert list(groups.subscription_group_table) == ["G"] and groups.data_version == master.data_version
 
 
 def test_order_topic_flags_follow_the_kv_table():

@@ -142,7 +142,7 @@ async def test_order_flag_is_kept_and_an_order_topic_refuses_sends_when_not_writ
         assert r.code == ResponseCode.SUCCESS, r.remark
         tc = b.topic_config_manager.select_topic_config("OrdT")
         assert tc is not None and tc.order
-        wrapper = b.topic_config_manager.build_serialize_wrapper()
+        wrapper = b.topic_config_manager.build_wrapper()
         assert wrapper.topic_config_table["OrdT"].order  # what REGISTER_BROKER carries
         assert (await w.send("OrdT", b"in-order", queue_id=3)).code == ResponseCode.SUCCESS
         assert (await pull_until(w, "OrdT", 3))[0].body == b"in-order"

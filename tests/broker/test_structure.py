@@ -36,3 +36,26 @@ def test_only_the_composition_root_imports_the_controller():
         if p.name not in ROOTS and "pocketmq.broker.controller" in imported_modules(p)
     ]
     assert offenders == []
+
+
+def test_every_handler_table_names_a_method_of_its_processor():
+    from pocketmq.broker.processor.admin_broker import BrokerAdmin
+    from pocketmq.broker.processor.admin_consumer import ConsumerAdmin
+    from pocketmq.broker.processor.admin_group import GroupAdmin
+    from pocketmq.broker.processor.admin_topic import TopicAdmin
+    from pocketmq.broker.processor.client_manage import ClientManageProcessor
+    from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
+    from pocketmq.broker.processor.query import QueryMessageProcessor
+
+    tables = [
+        BrokerAdmin,
+        ConsumerAdmin,
+        GroupAdmin,
+        TopicAdmin,
+        ClientManageProcessor,
+        ConsumerManageProcessor,
+    ]
+    for cls in [*tables, QueryMessageProcessor]:
+        assert cls.HANDLERS, cls
+        missing = [name for name in cls.HANDLERS.values() if not callable(getattr(cls, name, None))]
+        assert missing == [], cls
