@@ -143,6 +143,33 @@ def _check_topic(tc: TopicConfig) -> None:
         raise RegistrationError(f"topic {name}: negative perm or topicSysFlag")
 
 
+def _check_identity(
+    cluster_name: str, broker_addr: str, broker_name: str, broker_id: int, ha_server_addr: str | None
+) -> None:
+    """Who registers: names present and legal, a host:port address, a broker id in range."""
+    _check_name("clusterName", cluster_name)
+    _check_name("brokerName", broker_name)
+    _check_addr("brokerAddr", broker_addr)
+    _check_name("haServerAddr", ha_server_addr, required=False)
+    if not isinstance(broker_id, int) or isinstance(broker_id, bool):
+        raise RegistrationError("brokerId must be an integer")
+    if broker_id < 0 or broker_id > _MAX_BROKER_ID:
+        raise RegistrationError(f"brokerId {broker_id} is negative or too large")
+
+
+def _check_payload(wrapper: TopicConfigSerializeWrapper | None, filter_server_list: list[str] | None) -> None:
+    """What it registers: bounded filter-server and topic counts, each topic config legal."""
+    if filter_server_list is not None and len(filter_server_list) > MAX_FILTER_SERVERS:
+        raise RegistrationError(f"{len(filter_server_list)} filter servers (limit {MAX_FILTER_SERVERS})")
+    if wrapper is not None:
+        if len(wrapper.topic_config_table) > MAX_TOPICS_PER_BROKER:
+            raise RegistrationError(
+                f"{len(wrapper.topic_config_table)} topics in one registration (limit {MAX_TOPICS_PER_BROKER})"
+            )
+        for tc in wrapper.topic_config_table.values():
+            _check_topic(tc)
+
+
 class RouteInfoManager:
     """The five route tables and every operation of the name server's route requests.
 
@@ -188,15 +215,8 @@ class RouteInfoManager:
             RegistrationError: missing/blank names, a bad address, a negative broker id or absurd
                 sizes; no table is changed.
         """
-        self._validate_registration(
-            cluster_name,
-            broker_addr,
-            broker_name,
-            broker_id,
-            ha_server_addr,
-            topic_config_wrapper,
-            filter_server_list,
-        )
+        _check_identity(cluster_name, broker_addr, broker_name, broker_id, ha_server_addr)
+        _check_payload(topic_config_wrapper, filter_server_list)
         self._move_cluster(broker_name, cluster_name)
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
 
@@ -241,34 +261,6 @@ class RouteInfoManager:
             if table is not None:
                 result.kv_table = KVTable(table)
         return result
-
-    def _validate_registration(
-        self,
-        cluster_name: str,
-        broker_addr: str,
-        broker_name: str,
-        broker_id: int,
-        ha_server_addr: str | None,
-        wrapper: TopicConfigSerializeWrapper | None,
-        filter_server_list: list[str] | None,
-    ) -> None:
-        _check_name("clusterName", cluster_name)
-        _check_name("brokerName", broker_name)
-        _check_addr("brokerAddr", broker_addr)
-        _check_name("haServerAddr", ha_server_addr, required=False)
-        if not isinstance(broker_id, int) or isinstance(broker_id, bool):
-            raise RegistrationError("brokerId must be an integer")
-        if broker_id < 0 or broker_id > _MAX_BROKER_ID:
-            raise RegistrationError(f"brokerId {broker_id} is negative or too large")
-        if filter_server_list is not None and len(filter_server_list) > MAX_FILTER_SERVERS:
-            raise RegistrationError(f"{len(filter_server_list)} filter servers (limit {MAX_FILTER_SERVERS})")
-        if wrapper is not None:
-            if len(wrapper.topic_config_table) > MAX_TOPICS_PER_BROKER:
-                raise RegistrationError(
-                    f"{len(wrapper.topic_config_table)} topics in one registration (limit {MAX_TOPICS_PER_BROKER})"
-                )
-            for tc in wrapper.topic_config_table.values():
-                _check_topic(tc)
 
     def _move_cluster(self, broker_name: str, cluster_name: str) -> None:
         """A broker name re-registering under another cluster leaves the old one."""
