@@ -4,10 +4,14 @@
   Java broker stores), and whether the sender waits for the flush;
 * :func:`join_batch_properties`: a batch item's properties with the header's appended
   (``MessageExtBatchEncoder``: one separator between them);
-* :func:`apply_delay_level`: the ``SCHEDULE_TOPIC_XXXX`` rewrite of a ``DELAY`` message.
+* :func:`apply_delay_level`: the ``SCHEDULE_TOPIC_XXXX`` rewrite of a ``DELAY`` message;
+* :func:`java_reput_properties`: the properties a Java 4.9 schedule service re-puts a due
+  message with (its record's properties parsed into a ``HashMap`` and written back).
 """
 
 from __future__ import annotations
+
+from operator import itemgetter
 
 from pocketmq.remoting.protocol.message import (
     NAME_VALUE_SEPARATOR,
@@ -17,6 +21,7 @@ from pocketmq.remoting.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
     get_property,
+    java_string_hash,
 )
 from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.store import MessageInner
@@ -29,6 +34,7 @@ __all__ = [
     "apply_delay_level",
     "delay_level_of",
     "has_delay",
+    "java_reput_properties",
     "join_batch_properties",
     "stored_properties",
     "strip_property",
@@ -150,3 +156,51 @@ def join_batch_properties(item: str, batch: str) -> str:
 def has_delay(props: str) -> bool:
     value = get_property(props, MessageConst.DELAY)
     return value is not None and value.strip() not in ("", "0")
+
+
+_KEY_BUCKET_HASH: dict[str, int] = {}
+_BUCKET = itemgetter(0)
+
+
+def java_reput_properties(props: str) -> tuple[str, dict[str, str]]:
+    """What Apache RocketMQ 4.9's ``ScheduleMessageService.messageTimeup`` stores for a due record.
+
+    Java reads the schedule record back (``MessageDecoder.string2messageProperties``: a
+    ``HashMap`` of initial capacity 128; an entry needs a non-empty name before its first
+    ``\x01`` and a non-empty value; a repeated name keeps its first place and takes the last
+    value) and writes the re-put's string with ``messageProperties2String`` from that map:
+    ``name\x01value\x02`` per entry in the map's iteration order (bucket
+    ``(h ^ h >>> 16) & (capacity - 1)`` of the name's ``String.hashCode``, insertion order within
+    a bucket), so ``DELAY``, ``REAL_TOPIC`` and ``REAL_QID`` stay in the stored string (only the
+    in-memory map loses ``DELAY`` and gains ``WAIT=false``). Returns the string and the parsed
+    map. (A bucket Java turned into a tree -- 8+ names in one bucket -- is not modelled.)
+    """
+    entries: dict[str, str] = {}
+    index, end_all = 0, len(props)
+    while index < end_all:
+        end = props.find(PROPERTY_SEPARATOR, index)
+        if end < 0:
+            end = end_all
+        if end - index >= 3:
+            sep = props.find(NAME_VALUE_SEPARATOR, index)
+            if index < sep < end - 1:
+                entries[props[index:sep]] = props[sep + 1 : end]
+        index = end + 1
+    capacity = 128
+    while len(entries) > capacity * 3 // 4:  # HashMap doubles past its 0.75 load factor
+        capacity *= 2
+    mask = capacity - 1
+    cache = _KEY_BUCKET_HASH
+    buckets: list[tuple[int, str]] = []
+    for name in entries:
+        h = cache.get(name)
+        if h is None:
+            h = java_string_hash(name) & 0xFFFFFFFF
+            h ^= h >> 16
+            if len(cache) > 4096:  # names repeat; keep hostile input bounded
+                cache.clear()
+            cache[name] = h
+        buckets.append((h & mask, name))
+    buckets.sort(key=_BUCKET)  # stable: insertion order within a bucket
+    out = "".join(f"{name}{NAME_VALUE_SEPARATOR}{entries[name]}{PROPERTY_SEPARATOR}" for _, name in buckets)
+    return out, entries
