@@ -55,6 +55,7 @@ from pocketmq.remoting.protocol.message import (
     PROPS_LEN,
     RECORD_PREFIX_STRUCTS,
     MessageConst,
+    get_property,
 )
 from pocketmq.remoting.protocol.route import (
     RMQ_SYS_SCHEDULE_TOPIC,
@@ -324,9 +325,9 @@ class ScheduleMessageService(Service):
         # WAIT=false and the cleared DELAY live only in Java's map. The store treats the copy
         # as a normal message: its topic is not SCHEDULE_TOPIC_XXXX, so tagsCode is the TAGS
         # hash, and put_message never waits for a flush.
-        props, entries = java_reput_properties(props)
-        real_topic = entries.get(MessageConst.REAL_TOPIC)
-        real_qid = entries.get(MessageConst.REAL_QID)
+        props = java_reput_properties(props)  # each name once, with the value Java's map holds
+        real_topic = get_property(props, MessageConst.REAL_TOPIC)
+        real_qid = get_property(props, MessageConst.REAL_QID)
         queue_id = int(real_qid) if real_qid is not None and real_qid.isdigit() else -1
         if not real_topic or queue_id < 0 or real_topic == RMQ_SYS_TRANS_HALF_TOPIC:
             logger.error(

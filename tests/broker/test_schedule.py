@@ -88,7 +88,7 @@ async def test_delayed_message_waits_for_its_level_then_arrives_intact(tmp_path)
     assert (p["REAL_TOPIC"], p["REAL_QID"], p["DELAY"]) == ("DelayT", "2", "2")
     assert "WAIT" not in p
     # byte for byte (order included) the schedule record's properties as Java re-serializes them
-    assert m.properties_str == java_reput_properties(record.properties_str)[0]
+    assert m.properties_str == java_reput_properties(record.properties_str)
     assert m.properties_str.endswith("\x02") and m.properties_str.count("\x02") == len(p)
     # the real-topic unit is a normal one: tagsCode is the TAGS hash, not a delivery time
     assert unit[2] == java_string_hash("TagA")
@@ -269,13 +269,19 @@ _JAVA_REPUT = (
 
 
 def test_reput_properties_are_what_a_java_schedule_service_stores():
-    out, entries = java_reput_properties(_SENT)
-    assert out == _JAVA_REPUT
-    assert entries["DELAY"] == "2" and entries["REAL_TOPIC"] == "DelayT"
+    for sent in (_SENT, _SENT + "\x02"):  # the cached fast path and its first (uncached) run
+        assert java_reput_properties(sent) == _JAVA_REPUT
+        assert java_reput_properties(sent) == _JAVA_REPUT
     # a record Java wrote itself comes back unchanged
-    assert java_reput_properties(_JAVA_REPUT)[0] == _JAVA_REPUT
+    assert java_reput_properties(_JAVA_REPUT) == _JAVA_REPUT
     # Java's parse: empty names/values and entries shorter than 3 chars are dropped; a value
     # may hold \x01; a repeated name keeps its first place and takes the last value
     odd = "\x01v\x02k\x01\x02ab\x02DELAY\x013\x02k2\x01a\x01b\x02DELAY\x014\x02\x02"
-    assert java_reput_properties(odd) == ("k2\x01a\x01b\x02DELAY\x014\x02", {"DELAY": "4", "k2": "a\x01b"})
-    assert java_reput_properties("") == ("", {})
+    assert java_reput_properties(odd) == "k2\x01a\x01b\x02DELAY\x014\x02"
+    assert java_reput_properties("") == ""
+    assert java_reput_properties("DELAY\x011") == "DELAY\x011\x02"
+    # the cached shapes: same names and count with other values, then other names (JVM output)
+    assert java_reput_properties(_SENT.replace("TagA", "TagB")) == _JAVA_REPUT.replace("TagA", "TagB")
+    assert java_reput_properties("b\x011\x02a\x012") == "a\x012\x02b\x011\x02"
+    assert java_reput_properties("TAGS\x01t\x02KEYS\x01k") == "TAGS\x01t\x02KEYS\x01k\x02"
+    assert java_reput_properties("KEYS\x01k\x02TAGS\x01t") == "TAGS\x01t\x02KEYS\x01k\x02"
