@@ -15,8 +15,11 @@ Delivery (this module):
   clock went back -- counts as now, as Java's ``correctDeliverTimestamp``). The delay is taken
   from the current ``messageDelayLevel``, so a restart with other delays applies them;
 * a due record is re-put as a new message to ``REAL_TOPIC``/``REAL_QID``: body, flag, sysFlag,
-  born timestamp and host, store host, reconsume times and properties kept, ``DELAY`` removed,
-  ``WAIT=false`` (Java ``messageTimeup``). The first record that is not due stops the level;
+  born timestamp and host, store host and reconsume times kept, and the properties string Java's
+  ``messageTimeup`` stores (:func:`~pocketmq.broker.processor.message_props.java_reput_properties`:
+  the record's properties in ``HashMap`` order, ``DELAY=<level>``, ``REAL_TOPIC`` and ``REAL_QID``
+  still in it, so a consumer's ``getDelayTimeLevel()`` returns the level it was sent with; no
+  ``WAIT``, the re-put never waits for a flush). The first record that is not due stops the level;
 * a put the store refuses (disk full, shutting down, ...) is retried from the same record after
   10 s (``DELAY_FOR_A_PERIOD``); a record that can never be stored (illegal, no REAL_TOPIC, a
   transaction half topic) is skipped with an error log instead of blocking its level forever;
@@ -44,16 +47,15 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.broker.config_file import ConfigFileManager
-from pocketmq.broker.processor.message_props import strip_property
+from pocketmq.broker.processor.message_props import java_reput_properties
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.bodies import DelayOffsetTable
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
     PROPS_LEN,
     RECORD_PREFIX_STRUCTS,
     MessageConst,
+    get_property,
 )
 from pocketmq.remoting.protocol.route import (
     RMQ_SYS_SCHEDULE_TOPIC,
@@ -81,12 +83,6 @@ DELAY_FOR_A_PERIOD_MS = 10_000
 #: Records per store read (the store's in-memory transfer limit).
 READ_BATCH = 32
 
-_DELAY_KEY = MessageConst.DELAY + NAME_VALUE_SEPARATOR
-_WAIT_KEY = MessageConst.WAIT + NAME_VALUE_SEPARATOR
-_WAIT_FALSE = f"{MessageConst.WAIT}{NAME_VALUE_SEPARATOR}false"
-_SEP_WAIT_FALSE = PROPERTY_SEPARATOR + _WAIT_FALSE
-_REAL_TOPIC_KEY = MessageConst.REAL_TOPIC + NAME_VALUE_SEPARATOR
-_REAL_QID_KEY = MessageConst.REAL_QID + NAME_VALUE_SEPARATOR
 _PUT_OK = PutMessageStatus.PUT_OK
 _RECORD_V4 = RECORD_PREFIX_STRUCTS[0]
 _UNPACK_V4 = _RECORD_V4.unpack_from
@@ -98,18 +94,6 @@ _S = GetMessageStatus
 _SKIP_STATUSES = frozenset(
     {_S.OFFSET_TOO_SMALL, _S.MESSAGE_WAS_REMOVING, _S.NO_MATCHED_MESSAGE, _S.OFFSET_FOUND_NULL}
 )
-
-
-def _last_value(props: str, needle: str) -> str | None:
-    """The value of the last ``needle`` (``key\x01``) entry: the one the send path appended."""
-    i = props.rfind(needle)
-    while i > 0 and props[i - 1] != PROPERTY_SEPARATOR:
-        i = props.rfind(needle, 0, i)
-    if i < 0:
-        return None
-    start = i + len(needle)
-    end = props.find(PROPERTY_SEPARATOR, start)
-    return props[start:] if end < 0 else props[start:end]
 
 
 class DelayOffsetManager(ConfigFileManager):
@@ -337,10 +321,13 @@ class ScheduleMessageService(Service):
             props = buf[p : p + props_len].decode()
         except UnicodeDecodeError:
             props = ""
-        if _DELAY_KEY in props:
-            props, _ = strip_property(props, MessageConst.DELAY)
-        real_topic = _last_value(props, _REAL_TOPIC_KEY)
-        real_qid = _last_value(props, _REAL_QID_KEY)
+        # Java messageTimeup: the record's map written back (DELAY, REAL_TOPIC, REAL_QID kept);
+        # WAIT=false and the cleared DELAY live only in Java's map. The store treats the copy
+        # as a normal message: its topic is not SCHEDULE_TOPIC_XXXX, so tagsCode is the TAGS
+        # hash, and put_message never waits for a flush.
+        props = java_reput_properties(props)  # each name once, with the value Java's map holds
+        real_topic = get_property(props, MessageConst.REAL_TOPIC)
+        real_qid = get_property(props, MessageConst.REAL_QID)
         queue_id = int(real_qid) if real_qid is not None and real_qid.isdigit() else -1
         if not real_topic or queue_id < 0 or real_topic == RMQ_SYS_TRANS_HALF_TOPIC:
             logger.error(
@@ -348,9 +335,6 @@ class ScheduleMessageService(Service):
                 f[6], f[3] + 1, f[5], real_topic, real_qid,
             )  # fmt: skip
             return False
-        if _WAIT_KEY in props:
-            props, _ = strip_property(props, MessageConst.WAIT)
-        props = props + _SEP_WAIT_FALSE if props and props[-1] != PROPERTY_SEPARATOR else props + _WAIT_FALSE
         inner = MessageInner(
             real_topic,
             buf[body_at : body_at + body_len],

@@ -4,10 +4,16 @@
   Java broker stores), and whether the sender waits for the flush;
 * :func:`join_batch_properties`: a batch item's properties with the header's appended
   (``MessageExtBatchEncoder``: one separator between them);
-* :func:`apply_delay_level`: the ``SCHEDULE_TOPIC_XXXX`` rewrite of a ``DELAY`` message.
+* :func:`apply_delay_level`: the ``SCHEDULE_TOPIC_XXXX`` rewrite of a ``DELAY`` message;
+* :func:`java_reput_properties`: the properties a Java 4.9 schedule service re-puts a due
+  message with (its record's properties parsed into a ``HashMap`` and written back).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from operator import itemgetter
+from typing import Any
 
 from pocketmq.remoting.protocol.message import (
     NAME_VALUE_SEPARATOR,
@@ -17,6 +23,7 @@ from pocketmq.remoting.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
     get_property,
+    java_string_hash,
 )
 from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.store import MessageInner
@@ -29,6 +36,7 @@ __all__ = [
     "apply_delay_level",
     "delay_level_of",
     "has_delay",
+    "java_reput_properties",
     "join_batch_properties",
     "stored_properties",
     "strip_property",
@@ -150,3 +158,109 @@ def join_batch_properties(item: str, batch: str) -> str:
 def has_delay(props: str) -> bool:
     value = get_property(props, MessageConst.DELAY)
     return value is not None and value.strip() not in ("", "0")
+
+
+_KEY_BUCKET_HASH: dict[str, int] = {}
+_BUCKET = itemgetter(0)
+_EMPTY_VALUE = NAME_VALUE_SEPARATOR + PROPERTY_SEPARATOR
+#: entry names in record order -> a getter of the entries in Java's order (None: no fast path)
+#: the last shape reordered: its entries' prefixes (``name\x01``) and getter (records of a
+#: level mostly share one shape: checking it is cheaper than the names tuple and the lookup)
+_LAST_SHAPE: list[Any] = [(), None]
+_STARTS = str.startswith
+_ORDER: dict[tuple[str, ...], Callable[[list[str]], Any] | None] = {}
+
+
+def java_reput_properties(props: str) -> str:
+    """The properties string Apache RocketMQ 4.9's ``ScheduleMessageService.messageTimeup`` stores.
+
+    Java reads the schedule record back (``MessageDecoder.string2messageProperties``: a
+    ``HashMap`` of initial capacity 128; an entry needs a non-empty name before its first
+    ``\x01`` and a non-empty value; a repeated name keeps its first place and takes the last
+    value) and writes the re-put's string with ``messageProperties2String`` from that map:
+    ``name\x01value\x02`` per entry in the map's iteration order (bucket
+    ``(h ^ h >>> 16) & (capacity - 1)`` of the name's ``String.hashCode``, insertion order within
+    a bucket), so ``DELAY``, ``REAL_TOPIC`` and ``REAL_QID`` stay in the stored string (only the
+    in-memory map loses ``DELAY`` and gains ``WAIT=false``). Each name appears once in the
+    result, with the value Java's map holds. (A bucket Java turned into a tree -- 8+ names in
+    one bucket of a 64+ table -- is not modelled.)
+
+    Per re-put: records of one shape (the same names in the same order, no odd entry) reuse a
+    cached reordering, so the common case is two splits and a join.
+    """
+    items = props.split(PROPERTY_SEPARATOR)
+    if not items[-1]:
+        items.pop()  # a trailing separator (a record Java wrote), or no properties at all
+    if _EMPTY_VALUE not in props and props[-1:] != NAME_VALUE_SEPARATOR:
+        prefixes, getter = _LAST_SHAPE
+        if len(items) == len(prefixes) and all(map(_STARTS, items, prefixes)):
+            return PROPERTY_SEPARATOR.join(getter(items)) + PROPERTY_SEPARATOR  # same as the last
+        try:
+            names = tuple([item[: item.index(NAME_VALUE_SEPARATOR)] for item in items])
+        except ValueError:  # an entry without a name/value separator: Java drops it
+            names = None
+        if names is not None:
+            try:
+                getter = _ORDER[names]
+            except KeyError:
+                getter = _order_of(names)
+            if getter is not None:
+                _LAST_SHAPE[:] = (tuple([name + NAME_VALUE_SEPARATOR for name in names]), getter)
+                return PROPERTY_SEPARATOR.join(getter(items)) + PROPERTY_SEPARATOR
+    return _java_map_string(_java_map(props))
+
+
+def _order_of(names: tuple[str, ...]) -> Callable[[list[str]], Any] | None:
+    """Cache the getter putting entries named ``names`` in Java's order (None if not usable)."""
+    getter: Callable[[list[str]], Any] | None = None
+    if len(names) >= 2 and "" not in names and len(set(names)) == len(names):
+        order = [names.index(name) for name in _java_order(names)]
+        getter = itemgetter(*order)
+    if len(_ORDER) > 1024:  # shapes repeat; keep hostile input bounded
+        _ORDER.clear()
+    _ORDER[names] = getter
+    return getter
+
+
+def _java_map(props: str) -> dict[str, str]:
+    """Java ``string2messageProperties`` (insertion order = Python dict order)."""
+    entries: dict[str, str] = {}
+    index, end_all = 0, len(props)
+    while index < end_all:
+        end = props.find(PROPERTY_SEPARATOR, index)
+        if end < 0:
+            end = end_all
+        if end - index >= 3:
+            sep = props.find(NAME_VALUE_SEPARATOR, index)
+            if index < sep < end - 1:
+                entries[props[index:sep]] = props[sep + 1 : end]
+        index = end + 1
+    return entries
+
+
+def _java_order(names: Collection[str]) -> list[str]:
+    """Distinct ``names`` put in this order into a ``HashMap(128)``, in its iteration order."""
+    capacity = 128
+    while len(names) > capacity * 3 // 4:  # HashMap doubles past its 0.75 load factor
+        capacity *= 2
+    mask = capacity - 1
+    cache = _KEY_BUCKET_HASH
+    buckets: list[tuple[int, str]] = []
+    for name in names:
+        h = cache.get(name)
+        if h is None:
+            h = java_string_hash(name) & 0xFFFFFFFF
+            h ^= h >> 16
+            if len(cache) > 4096:  # names repeat; keep hostile input bounded
+                cache.clear()
+            cache[name] = h
+        buckets.append((h & mask, name))
+    buckets.sort(key=_BUCKET)  # stable: insertion order within a bucket
+    return [name for _, name in buckets]
+
+
+def _java_map_string(entries: dict[str, str]) -> str:
+    """Java ``messageProperties2String`` over a ``HashMap(128)`` holding ``entries``."""
+    return "".join(
+        f"{name}{NAME_VALUE_SEPARATOR}{entries[name]}{PROPERTY_SEPARATOR}" for name in _java_order(entries)
+    )

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pathlib
 import time
 
+from pocketmq.broker.processor.message_props import java_reput_properties
 from pocketmq.broker.schedule import DelayOffsetManager, ScheduleMessageService
 from pocketmq.broker.stats import GROUP_GET_NUMS, TOPIC_PUT_NUMS
 from pocketmq.remoting.protocol.bodies import DelayOffsetTable
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
-from pocketmq.remoting.protocol.message import encode_batch, properties_to_string
+from pocketmq.remoting.protocol.message import (
+    decode_messages,
+    encode_batch,
+    java_string_hash,
+    properties_to_string,
+)
 from pocketmq.remoting.protocol.route import KVTable
+from pocketmq.store.log.layout import CQ_UNIT
 from pocketmq.store.message_inner import MessageInner
 from tests.broker.helpers import (
     SCHEDULE,
@@ -27,6 +36,12 @@ from tests.broker.helpers import (
     running_broker,
     stat_value,
 )
+
+
+def cq_units(store, topic: str, qid: int) -> list[tuple[int, int, int]]:
+    d = os.path.join(store.config.consume_queue_dir, topic, str(qid))
+    data = b"".join(pathlib.Path(d, n).read_bytes() for n in sorted(os.listdir(d)))
+    return [u for u in CQ_UNIT.iter_unpack(data) if u[1] > 0]
 
 
 def now_ms() -> int:
@@ -51,6 +66,7 @@ async def test_delayed_message_waits_for_its_level_then_arrives_intact(tmp_path)
         assert b.store.get_max_offset_in_queue(SCHEDULE, 1) == 1
         held = b.store.get_message("g", SCHEDULE, 1, 0, 1)
         assert held.message_count == 1
+        (record,) = decode_messages(held.body)
         r = await w.pull("DelayT", 2, 0, sys_flag=0x4)
         assert r.code == ResponseCode.PULL_NOT_FOUND
         (m,) = await pull_until(w, "DelayT", 2)
@@ -62,12 +78,20 @@ async def test_delayed_message_waits_for_its_level_then_arrives_intact(tmp_path)
             (GROUP_GET_NUMS, "DelayT@CG"),
         ):
             assert stat_value(b, name, key) == 1, (name, key)
+        (unit,) = cq_units(b.store, "DelayT", 2)
     assert m.body == b"later" and m.topic == "DelayT" and m.queue_id == 2 and m.flag == 7
     assert m.born_timestamp == born and m.reconsume_times == 0
     p = m.properties
     assert (p["TAGS"], p["KEYS"], p["biz"], p["CLUSTER"]) == ("TagA", "k1", "v", "DefaultCluster")
-    assert (p["REAL_TOPIC"], p["REAL_QID"], p["WAIT"]) == ("DelayT", "2", "false")
-    assert "DELAY" not in p
+    # as Apache's messageTimeup stores it: DELAY, REAL_TOPIC, REAL_QID kept (a Java consumer's
+    # getDelayTimeLevel() is the level it was sent with), no WAIT (only in Java's map)
+    assert (p["REAL_TOPIC"], p["REAL_QID"], p["DELAY"]) == ("DelayT", "2", "2")
+    assert "WAIT" not in p
+    # byte for byte (order included) the schedule record's properties as Java re-serializes them
+    assert m.properties_str == java_reput_properties(record.properties_str)
+    assert m.properties_str.endswith("\x02") and m.properties_str.count("\x02") == len(p)
+    # the real-topic unit is a normal one: tagsCode is the TAGS hash, not a delivery time
+    assert unit[2] == java_string_hash("TagA")
     # the level's delay (2 s) passed between the schedule record's store time and the re-put
     assert m.store_timestamp - born >= 2000
 
@@ -228,3 +252,36 @@ async def test_properties_survive_byte_for_byte(tmp_path):
     for k, v in props.items():
         assert m.properties[k] == v
     assert properties_to_string({k: m.properties[k] for k in props}) == properties_to_string(props)
+
+
+# Apache RocketMQ 4.9 (HashMap(128) from string2messageProperties, messageProperties2String),
+# run on a JVM (HashMap<>(128), the same parse and write loops) for these inputs: the expected strings are the JVM's output.
+_SENT = (
+    "TAGS\x01TagA\x02KEYS\x01k1\x02DELAY\x012\x02biz\x01v\x02CLUSTER\x01DefaultCluster\x02"
+    "REAL_TOPIC\x01DelayT\x02REAL_QID\x012\x02UNIQ_KEY\x017F0000010001\x02WAIT\x01true\x02"
+    "x\x01\u00e9\u4e2d"
+)
+_JAVA_REPUT = (
+    "biz\x01v\x02CLUSTER\x01DefaultCluster\x02UNIQ_KEY\x017F0000010001\x02DELAY\x012\x02"
+    "TAGS\x01TagA\x02KEYS\x01k1\x02WAIT\x01true\x02REAL_TOPIC\x01DelayT\x02x\x01\u00e9\u4e2d\x02"
+    "REAL_QID\x012\x02"
+)
+
+
+def test_reput_properties_are_what_a_java_schedule_service_stores():
+    for sent in (_SENT, _SENT + "\x02"):  # the cached fast path and its first (uncached) run
+        assert java_reput_properties(sent) == _JAVA_REPUT
+        assert java_reput_properties(sent) == _JAVA_REPUT
+    # a record Java wrote itself comes back unchanged
+    assert java_reput_properties(_JAVA_REPUT) == _JAVA_REPUT
+    # Java's parse: empty names/values and entries shorter than 3 chars are dropped; a value
+    # may hold \x01; a repeated name keeps its first place and takes the last value
+    odd = "\x01v\x02k\x01\x02ab\x02DELAY\x013\x02k2\x01a\x01b\x02DELAY\x014\x02\x02"
+    assert java_reput_properties(odd) == "k2\x01a\x01b\x02DELAY\x014\x02"
+    assert java_reput_properties("") == ""
+    assert java_reput_properties("DELAY\x011") == "DELAY\x011\x02"
+    # the cached shapes: same names and count with other values, then other names (JVM output)
+    assert java_reput_properties(_SENT.replace("TagA", "TagB")) == _JAVA_REPUT.replace("TagA", "TagB")
+    assert java_reput_properties("b\x011\x02a\x012") == "a\x012\x02b\x011\x02"
+    assert java_reput_properties("TAGS\x01t\x02KEYS\x01k") == "TAGS\x01t\x02KEYS\x01k\x02"
+    assert java_reput_properties("KEYS\x01k\x02TAGS\x01t") == "TAGS\x01t\x02KEYS\x01k\x02"

@@ -65,7 +65,8 @@ async def test_send_back_goes_to_retry_after_level_3_plus_reconsume_times(tmp_pa
         p = m.properties
         assert p["RETRY_TOPIC"] == "T" and p["ORIGIN_MESSAGE_ID"] == orig.msg_id
         assert (p["KEYS"], p["TAGS"], p["biz"]) == ("m1", "TagA", "1")
-        assert p["REAL_TOPIC"] == "%RETRY%G" and "DELAY" not in p
+        # the schedule service's re-put keeps the level it waited at (3 + reconsume times)
+        assert p["REAL_TOPIC"] == "%RETRY%G" and p["DELAY"] == str(2 + n)
     assert stat_value(b, SNDBCK_PUT_NUMS, "T@G") == 2
 
 

@@ -66,11 +66,13 @@ async def test_listener_sends_poison_straight_to_dlq(pmq: Cluster) -> None:
 async def test_retry_then_success_and_poison_to_dlq(pmq: Cluster) -> None:
     await pmq.create_topic("RetryT", queues=2)
     deliveries: list[tuple[bytes, str, int]] = []
+    delays: set[tuple[int, str | None]] = set()
 
     async def listener(msgs, ctx):
         ctx.delay_level_when_next_consume = 1  # 1 s: keep the test short
         for m in msgs:
             deliveries.append((m.body, m.topic, m.reconsume_times))
+            delays.add((min(m.reconsume_times, 1), m.get_property("DELAY")))
             if m.body == b"poison" or (m.body == b"flaky" and m.reconsume_times == 0):
                 return RECONSUME_LATER
         return CONSUME_SUCCESS
@@ -89,6 +91,8 @@ async def test_retry_then_success_and_poison_to_dlq(pmq: Cluster) -> None:
     assert flaky == [("RetryT", 0), ("RetryT", 1)]  # redelivered once, under its own topic
     assert poison == [("RetryT", 0), ("RetryT", 1), ("RetryT", 2)]  # then no more: DLQ
     assert [b for b, *_ in deliveries].count(b"ok") == 1
+    # a redelivery came through the schedule service: DELAY holds the level it waited at
+    assert delays == {(0, None), (1, "1")}
     await open_dlq_for_reading(pmq, "RTG")
     dlq = LitePullConsumer("DLQReader", namesrv=pmq.namesrv_addr)
     async with dlq:
