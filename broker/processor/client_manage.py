@@ -19,10 +19,12 @@ Unlike RocketMQ, UNREGISTER_CLIENT of a consumer also releases that client's loc
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.client_manager import ClientChannelInfo
+from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.remoting.protocol.bodies import (
     ConsumerData,
     ConsumeType,
@@ -92,7 +94,9 @@ class ClientManageProcessor:
         reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
         reg(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
 
-    def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def heart_beat(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         try:
             data = HeartbeatData.decode(request.body or b"")
         except BodyFormatError as exc:
@@ -130,7 +134,8 @@ class ClientManageProcessor:
                 pd.group_name,
                 ClientChannelInfo(conn, info.client_id, info.language, info.version, now, info.remote_addr),
             )
-        return RemotingCommand.response_to(request)
+        # a group or %RETRY% topic auto-created here is written before the reply acknowledges it
+        return reply_when_durable(RemotingCommand.response_to(request), self.groups, self.topics)
 
     def unregister_client(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
