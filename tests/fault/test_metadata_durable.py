@@ -1,7 +1,7 @@
 """Metadata a reply acknowledges survives ``kill -9`` of a real mqbroker process (issue 23).
 
-A topic auto-created by a send, a group and its ``%RETRY%`` topic auto-created by a heartbeat or
-a pull are in topics.json / subscriptionGroup.json before the reply, not only after the periodic
+A topic auto-created by a send (ASYNC_FLUSH and SYNC_FLUSH), a group and its ``%RETRY%`` topic
+auto-created by a heartbeat, a pull or a send-back are in topics.json / subscriptionGroup.json before the reply, not only after the periodic
 config persist (every second): the broker is killed right after the last reply and the files are
 read before it restarts. And at load, a topic whose ConsumeQueues are on disk but whose config
 is missing is restored, so its stored messages are never orphaned.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pocketmq.remoting.protocol.codes import ResponseCode
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.testing.procs import Servers, servers
 from pocketmq.testing.wire import Wire
@@ -69,8 +69,9 @@ def pull_all(s: Servers, topic: str, group: str) -> list[bytes]:
     return asyncio.run(run())
 
 
-def test_topic_auto_created_by_sends_survives_kill9_right_after_send_ok(tmp_path: Path) -> None:
-    with servers(tmp_path) as s:
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_topic_auto_created_by_sends_survives_kill9_right_after_send_ok(tmp_path: Path, flush: str) -> None:
+    with servers(tmp_path, broker_keys={"flushDiskType": flush}) as s:
         asyncio.run(send_all(s.broker.addr, "AutoTopic"))
         s.broker.kill9()  # within milliseconds of the last SEND_OK: before any periodic persist
         saved = table(s, "topics.json", "topicConfigTable")
@@ -89,8 +90,14 @@ def test_group_and_retry_topic_auto_created_survive_kill9(tmp_path: Path) -> Non
             try:
                 r = await w.heartbeat("c1", consumer_group="HeartbeatGroup", topics={"Known": "*"})
                 assert r.code == ResponseCode.SUCCESS, r.remark
+                r = await w.send("Known", b"to-retry")
+                assert r.code == ResponseCode.SUCCESS, r.remark
                 r = await w.pull("Known", 0, 0, group="PullGroup", sys_flag=0x4, suspend_ms=0)
-                assert r.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED), r.remark
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                (msg,) = decode_messages(r.body or b"")
+                back = {"offset": str(msg.commit_log_offset), "group": "BackGroup", "delayLevel": "0"}
+                r = await w.call(RequestCode.CONSUMER_SEND_MSG_BACK, back)
+                assert r.code == ResponseCode.SUCCESS, r.remark
             finally:
                 await w.close()
 
@@ -98,8 +105,8 @@ def test_group_and_retry_topic_auto_created_survive_kill9(tmp_path: Path) -> Non
         s.broker.kill9()
         groups = table(s, "subscriptionGroup.json", "subscriptionGroupTable")
         topics = table(s, "topics.json", "topicConfigTable")
-        assert {"HeartbeatGroup", "PullGroup"} <= set(groups), s.diagnostics()
-        assert "%RETRY%HeartbeatGroup" in topics, s.diagnostics()
+        assert {"HeartbeatGroup", "PullGroup", "BackGroup"} <= set(groups), s.diagnostics()
+        assert {"%RETRY%HeartbeatGroup", "%RETRY%BackGroup"} <= set(topics), s.diagnostics()
         s.restart_broker()
         s.wait_route("%RETRY%HeartbeatGroup")
 
