@@ -141,6 +141,8 @@ class ConfigFileManager:
         else:
             fut.set_result(None)
         finally:
+            if not fut.done():  # cancelled (shutdown): the final persist writes the table
+                fut.cancel()
             if self._queued is fut:
                 self._queued = None
             if self.durable is fut:
@@ -153,20 +155,22 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
 
 
 def reply_when_durable(reply: T | Awaitable[T], *managers: ConfigFileManager) -> T | Awaitable[T]:
-    """``reply`` now, or an awaitable of it once the managers' pending writes are durable."""
-    for mgr in managers:
-        if mgr.durable is not None:
-            return _after_writes(reply, managers)
-    return reply
+    """``reply`` now, or an awaitable of it once the managers' pending writes are durable.
+
+    The writes pending now are the ones awaited (a write failing while the reply itself is still
+    awaited is not missed); a failed write answers SYSTEM_ERROR instead of the reply.
+    """
+    pending = [(mgr.file_name, mgr.durable) for mgr in managers if mgr.durable is not None]
+    if not pending:
+        return reply
+    return _after_writes(reply, pending)
 
 
-async def _after_writes(reply: T | Awaitable[T], managers: tuple[ConfigFileManager, ...]) -> T:
+async def _after_writes(reply: T | Awaitable[T], pending: list[tuple[str, asyncio.Future[None]]]) -> T:
     result = cast(T, await reply if inspect.isawaitable(reply) else reply)
-    for mgr in managers:
-        fut = mgr.durable
-        if fut is not None:
-            try:
-                await asyncio.shield(fut)
-            except OSError as exc:
-                raise RemoteSystemError(f"could not persist {mgr.file_name}: {exc}") from None
+    for file_name, fut in pending:
+        try:
+            await asyncio.shield(fut)
+        except OSError as exc:
+            raise RemoteSystemError(f"could not persist {file_name}: {exc}") from None
     return result

@@ -271,6 +271,11 @@ async def test_a_failed_write_answers_system_error(tmp_path, monkeypatch):
     with pytest.raises(RemoteSystemError, match="topics.json"):
         await reply_when_durable("ok", m)
     assert m.dirty and m.durable is None  # the periodic persist retries
+    # the write fails while the reply itself (e.g. a SYNC_FLUSH wait) is still pending: not missed
+    m.create_topic_in_send_message_method("B", "TBW102", 4)
+    deferred = reply_when_durable(asyncio.sleep(0.05, "ok"), m)
+    with pytest.raises(RemoteSystemError, match="No space left"):
+        await deferred
 
 
 def test_restore_missing_topics_from_the_store(caplog):
