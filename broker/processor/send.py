@@ -34,6 +34,9 @@ header's properties appended to their own (reference §4.6). The put is synchron
 A SYNC_FLUSH put waits for its group-commit round: the handler returns no reply and
 :mod:`pocketmq.broker.processor.flush_replies` answers the send once its round is flushed (no
 task per send). A SYNC_MASTER put (replication) makes the handler return an awaitable instead.
+While a topic auto-created by a send is being written to topics.json (``topics.durable``), replies
+are deferred until the write completes (``config_file.reply_when_durable``; issue 23); the
+steady state pays one attribute test.
 """
 
 from __future__ import annotations
