@@ -11,21 +11,29 @@ Rules (RocketMQ ``ConfigManager`` without its locks):
   blocking write (temp file, fsync, rename, ``.bak``) runs in the default executor through
   :meth:`persist_async`; :meth:`persist` is the blocking form for shutdown and tests;
 * :meth:`load` is tolerant: a missing file is a first start, an unreadable one falls back to
-  ``.bak`` (:mod:`pocketmq.remoting.common.persist`), and both broken is a startup error.
+  ``.bak`` (:mod:`pocketmq.remoting.common.persist`), and both broken is a startup error;
+* a change a reply acknowledges (a topic or group auto-created while serving a request) calls
+  :meth:`persist_soon`: one write is scheduled (concurrent changes coalesce into it) and
+  ``durable`` is its future until it completes; :func:`reply_when_durable` defers a reply until
+  then (RocketMQ persists such a topic before answering the send).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
-from collections.abc import Callable
-from typing import Any, Generic, Protocol, Self, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
 from pocketmq.remoting.common import persist
+from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.route import DataVersion
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ConfigFileManager:
@@ -39,6 +47,11 @@ class ConfigFileManager:
         self.fsync = fsync
         self.dirty = False
         self._writing: asyncio.Future[None] | None = None
+        #: The write covering the latest acknowledged change, until it completes (else None).
+        self.durable: asyncio.Future[None] | None = None
+        #: A scheduled write that has not taken its snapshot yet (later changes join it).
+        self._queued: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- to override ---------------------------------------------------------------------------
     def encode(self) -> bytes:
@@ -100,6 +113,72 @@ class ConfigFileManager:
     def _write(self, data: bytes) -> None:
         assert self.path is not None
         persist.atomic_write_bytes(self.path, data, fsync=self.fsync)
+
+    def persist_soon(self) -> None:
+        """Schedule a write covering the current table; ``durable`` completes with it.
+
+        Changes made before the scheduled write takes its snapshot join it (one write). Without
+        a running loop (tools, tests) the change stays ``dirty`` for the next persist.
+        """
+        if self.path is None or self._queued is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        fut: asyncio.Future[None] = loop.create_future()
+        fut.add_done_callback(_retrieve)
+        self._queued = self.durable = fut
+        task = loop.create_task(self._write_queued(fut))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write_queued(self, fut: asyncio.Future[None]) -> None:
+        try:
+            # a write in progress took its snapshot before this change: wait, then write again
+            while self._writing is not None:
+                await asyncio.shield(self._writing)
+            self._queued = None  # the snapshot below covers every change up to here
+            await self.persist_async()
+        except Exception as exc:
+            logger.error("could not persist %s: %s", self.path, exc)
+            fut.set_exception(exc)
+        else:
+            fut.set_result(None)
+        finally:
+            if not fut.done():  # cancelled (shutdown): the final persist writes the table
+                fut.cancel()
+            if self._queued is fut:
+                self._queued = None
+            if self.durable is fut:
+                self.durable = None
+
+
+def _retrieve(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # logged by _write_queued; waiters see it too
+
+
+def reply_when_durable(reply: T | Awaitable[T], *managers: ConfigFileManager) -> T | Awaitable[T]:
+    """``reply`` now, or an awaitable of it once the managers' pending writes are durable.
+
+    The writes pending now are the ones awaited (a write failing while the reply itself is still
+    awaited is not missed); a failed write answers SYSTEM_ERROR instead of the reply.
+    """
+    pending = [(mgr.file_name, mgr.durable) for mgr in managers if mgr.durable is not None]
+    if not pending:
+        return reply
+    return _after_writes(reply, pending)
+
+
+async def _after_writes(reply: T | Awaitable[T], pending: list[tuple[str, asyncio.Future[None]]]) -> T:
+    result = cast(T, await reply if inspect.isawaitable(reply) else reply)
+    for file_name, fut in pending:
+        try:
+            await asyncio.shield(fut)
+        except OSError as exc:
+            raise RemoteSystemError(f"could not persist {file_name}: {exc}") from None
+    return result
 
 
 class VersionedWrapper(Protocol):

@@ -302,6 +302,9 @@ class BrokerController:
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
         self.store.load()
+        # stored messages are never orphaned: a topic missing from topics.json is given a config
+        if self.topic_config_manager.restore_missing(self.store.queue_counts()):
+            self.topic_config_manager.persist()
         if self.schedule_message_service is not None:
             # after recovery: its offsets are checked against the recovered schedule queues
             self.schedule_message_service.load()

@@ -62,13 +62,14 @@ class SubscriptionGroupManager(VersionedConfigFile[SubscriptionGroupConfig, Subs
         return wrapper.subscription_group_table
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
-        """The group's config; auto-created (and persisted later) when allowed, else None."""
+        """The group's config; auto-created (written at once: :meth:`persist_soon`) when allowed, else None."""
         sgc = self.subscription_group_table.get(group)
         if sgc is None and (self.auto_create or is_sys_consumer_group(group)):
             sgc = SubscriptionGroupConfig(group)
             self.subscription_group_table[group] = sgc
             logger.info("auto-created subscription group %s", group)
             self.bump_version()
+            self.persist_soon()
         return sgc
 
     def contains(self, group: str) -> bool:

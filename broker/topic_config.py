@@ -31,6 +31,7 @@ from pocketmq.remoting.protocol.route import (
     TopicConfigSerializeWrapper,
     is_system_topic,
     reply_topic,
+    topic_error,
 )
 
 logger = logging.getLogger(__name__)
@@ -134,6 +135,7 @@ class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWr
         self.topic_config_table[topic] = tc
         logger.info("auto-created topic %s from %s: %d queues, perm %d", topic, default_topic, nums, tc.perm)
         self._changed(True)
+        self.persist_soon()
         return tc
 
     def create_topic_in_send_message_back_method(
@@ -147,6 +149,7 @@ class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWr
         self.topic_config_table[topic] = tc
         logger.info("created topic %s: %d queues, perm %d", topic, queue_nums, perm)
         self._changed(True)
+        self.persist_soon()
         return tc
 
     def update_topic_config(self, tc: TopicConfig) -> None:
@@ -176,6 +179,26 @@ class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWr
         if tc is not None:
             logger.info("deleted topic %s", topic)
         return tc
+
+    def restore_missing(self, queue_counts: dict[str, int]) -> list[str]:
+        """Give a config to every stored topic that has none (its messages would be orphaned).
+
+        ``queue_counts`` maps the store's topics to their queue counts; a missing topic gets that
+        many read and write queues, perm RW, one warning each. Returns the restored names.
+        """
+        restored = []
+        for topic, nums in sorted(queue_counts.items()):
+            if topic in self.topic_config_table or topic_error(topic) is not None:
+                continue
+            self.topic_config_table[topic] = TopicConfig(topic, nums, nums, PermName.DEFAULT)
+            logger.warning(
+                "topic %s has %d consume queues on disk but no config in %s: restored with %d queues, perm RW",
+                topic, nums, self.file_name, nums,
+            )  # fmt: skip
+            restored.append(topic)
+        if restored:
+            self._changed(True)
+        return restored
 
     # -- the wrapper (registration and persistence) ----------------------------------------------
     wrapper_type = TopicConfigSerializeWrapper

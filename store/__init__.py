@@ -86,6 +86,8 @@ Admin
     ``delete_topics(topics) -> int``, ``clean_unused_topics(retain) -> int`` (DELETE_TOPIC_IN_BROKER),
     ``clean_expired_consume_queues() -> int``, ``delete_expired_commit_log_now(rounds) -> bool``,
     ``read_consume_queue(topic, queue_id, index, count) -> ConsumeQueueRead | None``,
+    ``queue_counts() -> dict[str, int]`` (every topic with ConsumeQueues → highest queue id + 1;
+    the broker restores configs missing from topics.json with it),
     ``put_times_total`` and ``transferred_msg_count`` (the counters behind BrokerStats),
     ``disk_full`` (set by the cleaner above ``diskSpaceWarningLevelRatio``), ``do_reput()`` and
     ``flush()`` for synchronous use.

@@ -536,6 +536,10 @@ class MessageStore:
                 del table[key]
         return n
 
+    def queue_counts(self) -> dict[str, int]:
+        """Every topic with ConsumeQueues (after :meth:`load`) → its queue count (highest queue id + 1)."""
+        return {topic: max(queues) + 1 for topic, queues in self.cq_table.queues.items() if queues}
+
     def clean_unused_topics(self, retain: Iterable[str]) -> int:
         """Delete the queues of every topic not in ``retain`` (system topics are kept)."""
         keep = set(retain) | {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"}

@@ -19,10 +19,12 @@ Unlike RocketMQ, UNREGISTER_CLIENT of a consumer also releases that client's loc
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.client_manager import ClientChannelInfo
+from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.bodies import (
     ConsumerData,
@@ -94,7 +96,9 @@ class ClientManageProcessor(HandlerTable):
         RequestCode.UNLOCK_BATCH_MQ: "unlock_batch_mq",
     }
 
-    def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def heart_beat(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         try:
             data = HeartbeatData.decode(request.body or b"")
         except BodyFormatError as exc:
@@ -132,7 +136,8 @@ class ClientManageProcessor(HandlerTable):
                 pd.group_name,
                 ClientChannelInfo(conn, info.client_id, info.language, info.version, now, info.remote_addr),
             )
-        return RemotingCommand.response_to(request)
+        # a group or %RETRY% topic auto-created here is written before the reply acknowledges it
+        return reply_when_durable(RemotingCommand.response_to(request), self.groups, self.topics)
 
     def unregister_client(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)

@@ -30,9 +30,11 @@ are parsed once per distinct (topic, expression, type, version) and cached.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.filter import TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull
 from pocketmq.broker.processor.pull_checks import check_pull, pull_outcome
@@ -113,8 +115,14 @@ class PullMessageProcessor:
         # Java serves pulls only on the main port, never on the VIP port.
         register(RequestCode.PULL_MESSAGE, self.process, fast=False)
 
-    def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
-        return self.process_request(conn, request, allow_suspend=True)
+    def process(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        response = self.process_request(conn, request, allow_suspend=True)
+        if self.groups.durable is None:
+            return response
+        # a group auto-created by this pull is written before the reply acknowledges it
+        return reply_when_durable(response, self.groups)
 
     def execute_when_wakeup(self, held: HeldPull) -> None:
         """Re-run a held pull without suspending and send its reply (long-polling callback)."""

@@ -34,6 +34,9 @@ header's properties appended to their own (reference §4.6). The put is synchron
 A SYNC_FLUSH put waits for its group-commit round: the handler returns no reply and
 :mod:`pocketmq.broker.processor.flush_replies` answers the send once its round is flushed (no
 task per send). A SYNC_MASTER put (replication) makes the handler return an awaitable instead.
+While a topic auto-created by a send is being written to topics.json (``topics.durable``), replies
+are deferred until the write completes (``config_file.reply_when_durable``; issue 23); the
+steady state pays one attribute test.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.processor.batch_body import batch_items
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
@@ -184,8 +188,13 @@ class SendMessageProcessor:
         else:
             header = SendMessageRequestHeader.from_ext_fields_v2(request.ext_fields)
         if header.batch or code == _SEND_BATCH_MESSAGE:
-            return self._send_batch(conn, request, header)
-        return self._send_single(conn, request, header)
+            reply = self._send_batch(conn, request, header)
+        else:
+            reply = self._send_single(conn, request, header)
+        if self.topics.durable is None or reply is None:  # steady state: no topic waits for its write
+            return reply
+        # a topic auto-created for this (or a concurrent) send: answer once topics.json holds it
+        return reply_when_durable(reply, self.topics, self.groups)
 
     # --------------------------------------------------------------------------- retry / DLQ
     def _retry_and_dlq(
@@ -321,12 +330,21 @@ class SendMessageProcessor:
         result: PutResult,
         queue_id: int,
         topic: str,
-    ) -> RemotingCommand | None:
+    ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
         """A failed put is answered now; a stored one once its round is flushed (FlushReplies)."""
         if result.append is None:
             return self._reply(request, result, queue_id, topic)
+        if self.topics.durable is not None:  # process() defers the reply: it must be returned
+            return self._reply_after(request, self._flushed(result), queue_id, topic)
         self.flush_replies.add(self.store, conn, request, result, queue_id, topic)
         return None  # answered by FlushReplies, like a held pull
+
+    async def _flushed(self, result: PutResult) -> PutResult:
+        """``result`` once its group-commit round is flushed (FLUSH_DISK_TIMEOUT when it timed out)."""
+        waiter = self.store.flush_waiter(result)
+        if waiter is None or await waiter or result.append is None:
+            return result
+        return PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result.append)
 
     # ------------------------------------------------------------------------------- replies
     async def _reply_after(

@@ -34,9 +34,11 @@ with a send to ``%RETRY%<group>``):
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.processor.message_props import apply_delay_level
 from pocketmq.broker.processor.peer_address import host_address
 from pocketmq.broker.retry_policy import (
@@ -99,7 +101,13 @@ class ConsumerSendMsgBackProcessor:
     def register(self, register: Registrar) -> None:
         register(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
 
-    def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def process(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        # a group, %RETRY% or %DLQ% topic auto-created here is written before the reply
+        return reply_when_durable(self._send_back(conn, request), self.groups, self.topics)
+
+    def _send_back(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
         cfg = self.state.config
         group = h.group

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
 
@@ -213,3 +215,91 @@ def test_rebalance_locks():
     assert m.is_locked("G", q0, "c1", 100)
     m.unlock_batch("G", [q0], "c1")
     assert not m.is_locked("G", q0, "c1", 100)
+
+
+# ------------------------------------------------------------------ durable before the reply (issue 23)
+
+
+async def test_auto_created_topics_and_groups_coalesce_into_one_write(tmp_path, monkeypatch):
+    from pocketmq.broker.config_file import reply_when_durable
+
+    m = tcm(tmp_path)
+    writes: list[bytes] = []
+    real_write = m._write
+    monkeypatch.setattr(m, "_write", lambda data: (writes.append(data), real_write(data))[1])
+    assert m.durable is None
+    assert reply_when_durable("steady", m) == "steady"  # nothing pending: no awaitable, no cost
+    m.create_topic_in_send_message_method("A", "TBW102", 4)
+    first = m.durable
+    assert first is not None
+    m.create_topic_in_send_message_method("B", "TBW102", 4)
+    m.create_topic_in_send_message_back_method("%RETRY%G", 1, 6)
+    assert m.durable is first  # concurrent creations join the scheduled write
+    assert await reply_when_durable("ok", m) == "ok"
+    assert len(writes) == 1 and m.durable is None and not m.dirty
+    on_disk = json.loads((tmp_path / "topics.json").read_text())["topicConfigTable"]
+    assert {"A", "B", "%RETRY%G"} <= set(on_disk)
+
+    g = SubscriptionGroupManager(str(tmp_path), now_ms=FakeClock().now_ms, fsync=False)
+    g.find_subscription_group_config("NewGroup")
+    assert g.durable is not None
+    await reply_when_durable("ok", g)
+    assert "NewGroup" in (tmp_path / "subscriptionGroup.json").read_text()
+
+
+async def test_a_change_during_a_write_gets_its_own_write(tmp_path, monkeypatch):
+    m = tcm(tmp_path)
+    gate, taken = threading.Event(), threading.Event()
+    snapshots: list[bytes] = []
+    real_write = m._write
+
+    def slow_write(data: bytes) -> None:
+        snapshots.append(data)
+        taken.set()
+        gate.wait(5)
+        real_write(data)
+
+    monkeypatch.setattr(m, "_write", slow_write)
+    m.create_topic_in_send_message_method("A", "TBW102", 4)
+    first = m.durable
+    assert await asyncio.to_thread(taken.wait, 5)  # the first write has its snapshot (without B)
+    m.create_topic_in_send_message_method("B", "TBW102", 4)
+    second = m.durable
+    assert second is not None and second is not first
+    gate.set()
+    await second
+    assert len(snapshots) == 2 and b'"B"' in snapshots[1] and b'"B"' not in snapshots[0]
+
+
+async def test_a_failed_write_answers_system_error(tmp_path, monkeypatch):
+    from pocketmq.broker.config_file import reply_when_durable
+    from pocketmq.remoting.protocol.errors import RemoteSystemError
+
+    m = tcm(tmp_path)
+
+    def broken(data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(m, "_write", broken)
+    m.create_topic_in_send_message_method("A", "TBW102", 4)
+    with pytest.raises(RemoteSystemError, match="topics.json"):
+        await reply_when_durable("ok", m)
+    assert m.dirty and m.durable is None  # the periodic persist retries
+    # the write fails while the reply itself (e.g. a SYNC_FLUSH wait) is still pending: not missed
+    m.create_topic_in_send_message_method("B", "TBW102", 4)
+    deferred = reply_when_durable(asyncio.sleep(0.05, "ok"), m)
+    with pytest.raises(RemoteSystemError, match="No space left"):
+        await deferred
+
+
+def test_restore_missing_topics_from_the_store(caplog):
+    m = tcm()
+    version = m.data_version
+    restored = m.restore_missing({"Orphan": 3, "TBW102": 8, "%RETRY%G": 1, "bad/name": 1})
+    assert restored == ["%RETRY%G", "Orphan"]
+    tc = m.select_topic_config("Orphan")
+    assert tc is not None and (tc.read_queue_nums, tc.write_queue_nums, tc.perm) == (3, 3, 6)
+    assert m.select_topic_config("TBW102").write_queue_nums == 8  # existing configs are kept
+    assert m.data_version != version and m.dirty
+    assert sum("Orphan" in r.getMessage() for r in caplog.records if r.levelname == "WARNING") == 1
+    assert m.restore_missing({"Orphan": 3}) == []
