@@ -154,9 +154,15 @@ def up(
     data_dir: str, host: str, namesrv_port: int, broker_port: int, overrides: tuple[str, ...], log_level: str
 ) -> None:
     """Run a name server and one broker in this process (Ctrl-C to stop)."""
-    from pocketmq.broker.config import ConfigError
+    from pocketmq.broker.config import ConfigError, load_broker_config
     from pocketmq.remoting.common.runtime import run_until_stopped
 
+    try:
+        # refuse a bad or not-yet-supported key (aclEnable=true, tls.*...) before starting anything
+        load_broker_config(None, overrides)
+    except ConfigError as exc:
+        click.echo(f"pocketmq up: {exc}", err=True)
+        sys.exit(2)
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",

@@ -81,6 +81,21 @@ def _fail(msg: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+def _check_config(namesrv_conf: str | None, master_conf: str | None, overrides: tuple[str, ...]) -> None:
+    """Load the configs the processes will load, before starting any: a bad or not-yet-supported
+    key (``aclEnable=true``, ``tls.*``...) is one line and exit 2, not a broker dying at start."""
+    from pocketmq.broker.config import load_broker_config
+    from pocketmq.namesrv.config import load_namesrv_config
+    from pocketmq.remoting.common.config import ConfigError
+
+    try:
+        load_namesrv_config(namesrv_conf)
+        # the role keys plan() sets for a master come after the file, before the overrides
+        load_broker_config(master_conf, ["brokerId=0", "brokerRole=ASYNC_MASTER", *overrides])
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+
+
 def _conf(conf_dir: str | None, name: str) -> str | None:
     if conf_dir is None:
         return None
@@ -199,6 +214,7 @@ def up(
             "does not have yet; a slave would start but never replicate. Use --slaves 0.",
             2,
         )
+    _check_config(_conf(conf_dir, "namesrv.conf"), _conf(conf_dir, "broker-a.conf"), overrides)
     path = Path(root).resolve()
     state = _read(path)
     if state is not None and any(is_alive(p) for p in state[0]):

@@ -9,6 +9,9 @@ keys) → ``key=value`` overrides (``--set``/``-p`` style). Rules:
   logged as a warning, so an unchanged Java ``broker.conf`` still starts;
 * any other unknown key is a :class:`ConfigError` naming the key, its source (``file:line`` or
   ``override``) and the closest known key;
+* a value asking for a feature not built yet (``aclEnable=true``, ``brokerRole=SLAVE``,
+  ``tls.*``...: the table in :mod:`pocketmq.remoting.common.unsupported`) is a :class:`ConfigError`
+  saying so;
 * a value the field's type rejects is a :class:`ConfigError` naming the key, the value, the
   expected type and the source.
 
@@ -35,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from pocketmq.remoting.common import properties
+from pocketmq.remoting.common.unsupported import Refusal, is_off_family_key, refusal_message
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +193,16 @@ def _dispatch(
     foreign = _foreign_index(known_foreign_keys)
     per_model: list[dict[str, ConfigItem]] = [{} for _ in model_classes]
     warned: set[str] = set()
+
+    def applies(row: Refusal) -> bool:
+        return row.key.endswith("*") or row.key in foreign or any(row.key in index for index in indexes)
+
     for item in items:
+        refused = refusal_message(item.key, item.value, item.source, applies=applies)
+        if refused is not None:
+            raise ConfigError(refused, key=item.key, source=item.source)
+        if is_off_family_key(item.key):
+            continue  # e.g. tls.enable=false: the default, nothing to set
         hit = False
         for index, assigned in zip(indexes, per_model, strict=True):
             name = index.get(item.key)
