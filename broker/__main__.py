@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import logging.config
-import os
 import sys
 
 import click
 
 from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
 from pocketmq.remoting.common.logsetup import configure_logging
-from pocketmq.remoting.common.runtime import boot_done, run_until_stopped
+from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_options
 
 logger = logging.getLogger("pocketmq.broker")
 
@@ -59,19 +58,13 @@ async def serve(config: BrokerConfig, stop: asyncio.Event | None = None, *, free
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-c", "--config-file", "conf", type=click.Path(dir_okay=False), help="broker .conf file")
+@server_options("broker .conf file")
 @click.option(
     "-n", "--namesrv-addr", "namesrv", help="name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876"
 )
 @click.option("-p", "--print-config", "print_all", is_flag=True, help="print all config keys and exit")
 @click.option(
     "-m", "--print-important-config", "print_important", is_flag=True, help="print important keys and exit"
-)
-@click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override any config key (repeatable)"
-)
-@click.option(
-    "--log-level", default=lambda: os.environ.get("POCKETMQ_LOG_LEVEL", "INFO"), show_default="INFO"
 )
 def main(
     conf: str | None,

@@ -33,7 +33,7 @@ from pocketmq.namesrv.config import NamesrvConfig, load_namesrv_config
 from pocketmq.remoting.common.config import ConfigError, render_config
 from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.persist import PersistCorruptError
-from pocketmq.remoting.common.runtime import boot_done, run_until_stopped
+from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_options
 
 logger = logging.getLogger("pocketmq.namesrv")
 
@@ -59,15 +59,9 @@ async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None, *, fre
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-c", "--config-file", "conf", type=click.Path(dir_okay=False), help="namesrv .conf file")
+@server_options("namesrv .conf file")
 @click.option(
     "-p", "--print-config", "print_config", is_flag=True, help="print the effective config and exit"
-)
-@click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override any config key (repeatable)"
-)
-@click.option(
-    "--log-level", default=lambda: os.environ.get("POCKETMQ_LOG_LEVEL", "INFO"), show_default="INFO"
 )
 def main(conf: str | None, print_config: bool, overrides: tuple[str, ...], log_level: str) -> None:
     """Start a pocketmq name server (RocketMQ 4.x compatible)."""

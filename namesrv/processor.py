@@ -446,9 +446,9 @@ class NamesrvProcessor:
         if not request.body:
             return _reply(request)
         try:
-            updates = properties.loads(request.body)
-        except (properties.PropertiesError, UnicodeDecodeError) as exc:
-            return _reply(request, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+            updates = properties.loads_request_body(request.body)
+        except ValueError as exc:
+            return _reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
         config = self.owner.config
         black = config.config_black_list_keys
         # kv_config_path and kvConfigPath name the same key.

@@ -167,12 +167,10 @@ class BrokerAdmin(AdminBase):
     async def update_broker_config(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
-        if not request.body:
-            return ok(request)
         try:
-            updates = properties.loads(request.body)
-        except (properties.PropertiesError, UnicodeDecodeError) as exc:
-            return fail(request, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+            updates = properties.loads_request_body(request.body)
+        except ValueError as exc:
+            return fail(request, ResponseCode.SYSTEM_ERROR, str(exc))
         if not updates:
             return ok(request)
         refused = refused_keys(updates)

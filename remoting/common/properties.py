@@ -171,6 +171,21 @@ def loads(text: str | bytes) -> dict[str, str]:
     return {e.key: e.value for e in parse_entries(text)}
 
 
+def loads_request_body(body: bytes | None) -> dict[str, str]:
+    """The properties body of UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG ({} for none).
+
+    Raises:
+        ValueError: a malformed escape or a body that is not UTF-8; its text is RocketMQ's
+            ``string2Properties error: ...`` remark, which both servers answer with.
+    """
+    if not body:
+        return {}
+    try:
+        return loads(body)
+    except (PropertiesError, UnicodeDecodeError) as exc:
+        raise ValueError(f"string2Properties error: {exc}") from None
+
+
 def load(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a ``.properties`` / ``.conf`` file (UTF-8; a BOM is ignored).
 

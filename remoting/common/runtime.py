@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import click
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -38,6 +40,7 @@ __all__ = [
     "new_event_loop",
     "run",
     "run_until_stopped",
+    "server_options",
     "uvloop_available",
 ]
 
@@ -201,3 +204,31 @@ def boot_done(line: str, *, freeze_gc: bool) -> None:
         gc.collect()
         gc.freeze()
     print(line, flush=True)
+
+
+def server_options(conf_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The command-line options ``mqnamesrv`` and ``mqbroker`` share: ``-c/--config-file`` (as
+    RocketMQ's), ``--set KEY=VALUE`` (repeatable; stands in for RocketMQ's ``-D`` overrides) and
+    ``--log-level`` (default from ``POCKETMQ_LOG_LEVEL``, else INFO). The command receives them as
+    ``conf``, ``overrides`` and ``log_level``."""
+
+    def add(command: Callable[..., None]) -> Callable[..., None]:
+        for option in (
+            click.option(
+                "--log-level",
+                default=lambda: os.environ.get("POCKETMQ_LOG_LEVEL", "INFO"),
+                show_default="INFO",
+            ),
+            click.option(
+                "--set",
+                "overrides",
+                multiple=True,
+                metavar="KEY=VALUE",
+                help="override any config key (repeatable)",
+            ),
+            click.option("-c", "--config-file", "conf", type=click.Path(dir_okay=False), help=conf_help),
+        ):
+            command = option(command)
+        return command
+
+    return add
