@@ -24,7 +24,7 @@ import click
 
 from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
 from pocketmq.remoting.common.logsetup import configure_logging
-from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_options
+from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_command
 
 logger = logging.getLogger("pocketmq.broker")
 
@@ -57,8 +57,7 @@ async def serve(config: BrokerConfig, stop: asyncio.Event | None = None, *, free
         await controller.shutdown()
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@server_options("broker .conf file")
+@server_command("broker .conf file")
 @click.option(
     "-n", "--namesrv-addr", "namesrv", help="name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876"
 )

@@ -33,7 +33,7 @@ from pocketmq.namesrv.config import NamesrvConfig, load_namesrv_config
 from pocketmq.remoting.common.config import ConfigError, render_config
 from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.persist import PersistCorruptError
-from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_options
+from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_command
 
 logger = logging.getLogger("pocketmq.namesrv")
 
@@ -58,8 +58,7 @@ async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None, *, fre
         await controller.shutdown()
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@server_options("namesrv .conf file")
+@server_command("namesrv .conf file")
 @click.option(
     "-p", "--print-config", "print_config", is_flag=True, help="print the effective config and exit"
 )

@@ -155,6 +155,18 @@ class TopicStatus:
         }
 
 
+class _CounterDiff:
+    """A :class:`BrokerRuntime` column read as counter ``later`` minus counter ``earlier``."""
+
+    def __init__(self, later: str, earlier: str) -> None:
+        self.later = later
+        self.earlier = earlier
+
+    def __get__(self, runtime: BrokerRuntime, owner: type[BrokerRuntime] | None = None) -> int:
+        stats = runtime.stats
+        return _int(stats.get(self.later)) - _int(stats.get(self.earlier))
+
+
 @dataclass(slots=True)
 class BrokerRuntime:
     """One broker's GET_BROKER_RUNTIME_INFO table, with clusterList's derived columns."""
@@ -199,24 +211,11 @@ class BrokerRuntime:
     def disk_ratio(self) -> float:
         return _float(self.stats.get("commitLogDiskRatio"))
 
-    def _diff(self, a: str, b: str) -> int:
-        return _int(self.stats.get(a)) - _int(self.stats.get(b))
-
-    @property
-    def in_total_yest(self) -> int:
-        return self._diff("msgPutTotalTodayMorning", "msgPutTotalYesterdayMorning")
-
-    @property
-    def out_total_yest(self) -> int:
-        return self._diff("msgGetTotalTodayMorning", "msgGetTotalYesterdayMorning")
-
-    @property
-    def in_total_today(self) -> int:
-        return self._diff("msgPutTotalTodayNow", "msgPutTotalTodayMorning")
-
-    @property
-    def out_total_today(self) -> int:
-        return self._diff("msgGetTotalTodayNow", "msgGetTotalTodayMorning")
+    # clusterList's day totals: one of RocketMQ's BrokerStats counters minus another
+    in_total_yest = _CounterDiff("msgPutTotalTodayMorning", "msgPutTotalYesterdayMorning")
+    out_total_yest = _CounterDiff("msgGetTotalTodayMorning", "msgGetTotalYesterdayMorning")
+    in_total_today = _CounterDiff("msgPutTotalTodayNow", "msgPutTotalTodayMorning")
+    out_total_today = _CounterDiff("msgGetTotalTodayNow", "msgGetTotalTodayMorning")
 
     def to_json(self) -> dict[str, Any]:
         s = self.stats

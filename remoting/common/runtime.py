@@ -40,7 +40,7 @@ __all__ = [
     "new_event_loop",
     "run",
     "run_until_stopped",
-    "server_options",
+    "server_command",
     "uvloop_available",
 ]
 
@@ -206,13 +206,14 @@ def boot_done(line: str, *, freeze_gc: bool) -> None:
     print(line, flush=True)
 
 
-def server_options(conf_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The command-line options ``mqnamesrv`` and ``mqbroker`` share: ``-c/--config-file`` (as
-    RocketMQ's), ``--set KEY=VALUE`` (repeatable; stands in for RocketMQ's ``-D`` overrides) and
-    ``--log-level`` (default from ``POCKETMQ_LOG_LEVEL``, else INFO). The command receives them as
-    ``conf``, ``overrides`` and ``log_level``."""
+def server_command(conf_help: str) -> Callable[[Callable[..., None]], click.Command]:
+    """The click command of ``mqnamesrv`` and ``mqbroker`` with the options both take:
+    ``-c/--config-file`` (as RocketMQ's), ``--set KEY=VALUE`` (repeatable; stands in for
+    RocketMQ's ``-D`` overrides), ``--log-level`` (default from ``POCKETMQ_LOG_LEVEL``, else INFO)
+    and ``-h/--help``. The function receives them as ``conf``, ``overrides`` and ``log_level``;
+    its own ``click.option`` decorators go below this one."""
 
-    def add(command: Callable[..., None]) -> Callable[..., None]:
+    def make(main: Callable[..., None]) -> click.Command:
         for option in (
             click.option(
                 "--log-level",
@@ -228,7 +229,7 @@ def server_options(conf_help: str) -> Callable[[Callable[..., None]], Callable[.
             ),
             click.option("-c", "--config-file", "conf", type=click.Path(dir_okay=False), help=conf_help),
         ):
-            command = option(command)
-        return command
+            main = option(main)
+        return click.command(context_settings={"help_option_names": ["-h", "--help"]})(main)
 
-    return add
+    return make

@@ -39,6 +39,7 @@ from pocketmq.remoting.protocol.route import (
 )
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from tests.waiting import wait_until
+from tests.wire_calls import remoting_client
 
 CLUSTER = "DefaultCluster"
 A_MASTER = "10.0.0.1:10911"
@@ -132,9 +133,8 @@ async def ns(tmp_path: Path, clock: FakeClock) -> AsyncIterator[NamesrvControlle
 
 @pytest.fixture
 async def client() -> AsyncIterator[RemotingClient]:
-    cli = RemotingClient(RemotingClientConfig(request_timeout=10.0, sweep_interval=0.02))
-    yield cli
-    await cli.close()
+    async with remoting_client(10.0) as cli:
+        yield cli
 
 
 async def call(client: RemotingClient, ns: NamesrvController, cmd: RemotingCommand) -> RemotingCommand:

@@ -16,9 +16,10 @@ from pocketmq.remoting.protocol.errors import (
     RemotingTimeoutError,
     TopicNotExistError,
 )
-from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
+from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.remoting.transport.connection import ProcessorDispatcher, RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
+from tests.wire_calls import remoting_client
 
 ECHO = 9000
 SLOW = 9001
@@ -75,9 +76,8 @@ async def server() -> AsyncIterator[RemotingServer]:
 
 @pytest.fixture
 async def client() -> AsyncIterator[RemotingClient]:
-    cli = RemotingClient(RemotingClientConfig(request_timeout=2.0, sweep_interval=0.02))
-    yield cli
-    await cli.close()
+    async with remoting_client(2.0) as cli:
+        yield cli
 
 
 def addr(srv: RemotingServer) -> str:
