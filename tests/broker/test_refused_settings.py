@@ -141,12 +141,17 @@ def test_pocketmq_up_refuses_before_starting(tmp_path: Path, row: tuple[str, str
 
 
 def test_pocketmq_cluster_up_refuses_before_starting(tmp_path: Path) -> None:
-    out = _run(
-        "pocketmq.deploy", "cluster", "up", "--masters", "1", "--dir", str(tmp_path / "c"),
-        "--namesrv-port", "0", "--broker-port", "0", "--set", "aclEnable=true",
-    )  # fmt: skip
-    _assert_one_line_refusal(out, "aclEnable", "true")
-    assert not (tmp_path / "c").exists()
+    root = tmp_path / "c"
+    try:
+        out = _run(
+            "pocketmq.deploy", "cluster", "up", "--masters", "1", "--dir", str(root),
+            "--namesrv-port", "0", "--broker-port", "0", "--set", "aclEnable=true",
+        )  # fmt: skip
+        _assert_one_line_refusal(out, "aclEnable", "true")
+        assert not root.exists()
+    finally:
+        if root.exists():  # the refusal failed and a cluster started: stop it, leave no process
+            _run("pocketmq.deploy", "cluster", "down", "--dir", str(root))
 
 
 @pytest.mark.parametrize("row", REFUSED, ids=_ids)
