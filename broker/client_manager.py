@@ -13,6 +13,7 @@ Rules (RocketMQ ``ProducerManager`` / ``ConsumerManager`` / ``ConsumerGroupInfo`
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -115,7 +116,7 @@ Channels = dict[Any, ClientChannelInfo]
 _E = TypeVar("_E")
 
 
-class GroupChannelTable(Generic[_E]):
+class GroupChannelTable(ABC, Generic[_E]):
     """``{group: entry}``, each entry holding the group's ``{conn: ClientChannelInfo}``.
 
     The channel bookkeeping consumers and producers share; a group left without channels goes.
@@ -127,8 +128,8 @@ class GroupChannelTable(Generic[_E]):
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
 
     @staticmethod
-    def channels_of(entry: _E) -> Channels:
-        raise NotImplementedError
+    @abstractmethod
+    def channels_of(entry: _E) -> Channels: ...
 
     def unregister(self, group: str, conn: RemotingConnection) -> bool:
         """Remove ``conn`` from ``group``; True when it was there (membership changed)."""

@@ -24,6 +24,7 @@ import asyncio
 import inspect
 import logging
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
@@ -199,7 +200,7 @@ _V = TypeVar("_V")
 _W = TypeVar("_W", bound=VersionedWrapper)
 
 
-class VersionedConfigFile(ConfigFileManager, Generic[_V, _W]):
+class VersionedConfigFile(ConfigFileManager, ABC, Generic[_V, _W]):
     """A ``{name: config}`` table (``table``) versioned by ``data_version``, persisted as its wrapper.
 
     A subclass names its wrapper class (``wrapper_type``) and how to read a wrapper's table
@@ -223,8 +224,8 @@ class VersionedConfigFile(ConfigFileManager, Generic[_V, _W]):
     wrapper_type: type[_W]
 
     @staticmethod
-    def unwrap(wrapper: _W) -> dict[str, _V]:
-        raise NotImplementedError
+    @abstractmethod
+    def unwrap(wrapper: _W) -> dict[str, _V]: ...
 
     # -- changes -----------------------------------------------------------------------------------
     def bump_version(self) -> None:

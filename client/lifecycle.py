@@ -17,6 +17,7 @@ Using a client that is not RUNNING raises ``ClientClosedError("<kind> <name> is 
 from __future__ import annotations
 
 import enum
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Self
 
@@ -74,14 +75,14 @@ class Lifecycle:
             raise self.closed_error()
 
 
-class AsyncClient:
+class AsyncClient(ABC):
     """A producer or consumer: ``async with client:`` runs :meth:`start`, then :meth:`shutdown`."""
 
-    async def start(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def start(self) -> None: ...
 
-    async def shutdown(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def shutdown(self) -> None: ...
 
     async def __aenter__(self) -> Self:
         await self.start()

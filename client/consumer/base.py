@@ -7,6 +7,7 @@ do not depend on how a consumer pulls.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import ClassVar
 
 from pocketmq.client.config import ConsumerConfig, MessageModel
@@ -53,8 +54,8 @@ class ConsumerBase(AsyncClient):
         return self._instance
 
     @property
-    def offset_store(self) -> OffsetStore:
-        raise NotImplementedError
+    @abstractmethod
+    def offset_store(self) -> OffsetStore: ...
 
     async def _attach(self) -> MQClientInstance:
         """Start's first steps: join the shared client instance and load this group's offsets
@@ -79,8 +80,8 @@ class ConsumerBase(AsyncClient):
         self._life.move(SHUTDOWN)
         return inst
 
-    def subscriptions(self) -> list[SubscriptionData]:
-        raise NotImplementedError
+    @abstractmethod
+    def subscriptions(self) -> list[SubscriptionData]: ...
 
     # ------------------------------------------------------------------ ConsumerInner protocol
     def consumer_data(self) -> ConsumerData:
