@@ -21,8 +21,9 @@ Rules:
   ``MAX_BACKLOG`` commands wait), so completions and other peers are served in between.
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
   read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
-* ``connection_lost`` fails every pending request with ``RemotingConnectError`` chained to
-  the cause.
+* ``connection_lost`` first handles the commands of earlier reads still waiting (a peer that
+  writes a burst and closes gets every request served; the replies are dropped, unlogged), then
+  fails every pending request with ``RemotingConnectError`` chained to the cause.
 * Garbage from the peer: ``data_received`` is the one receive point where the decoder's
   ``LocalProtocolError``s become ``RemoteProtocolError`` (h11). A bad header whose opaque is
   readable is answered with SYSTEM_ERROR and the stream goes on; broken framing, or a header
@@ -257,6 +258,13 @@ class RemotingConnection(asyncio.Protocol):
         self.transport = None
         self._out = None
         self._closing = True
+        backlog, self._backlog = self._backlog, None
+        if backlog:
+            # Every command read before the close is handled (RocketMQ serves each request that
+            # arrived before the FIN; after a framing error, the whole frames before it), now
+            # and in one go since nothing else needs the turn; replies are dropped silently.
+            self._batch_time = _monotonic()
+            self._handle(backlog)
         pending, self.pending = self.pending, {}
         err = RemotingConnectError(
             f"connection to {self.remote_addr} closed" + (f": {reason}" if reason else "")
