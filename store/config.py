@@ -73,7 +73,8 @@ class MessageStoreConfig(BaseModel):
         300_000 * CQ_STORE_UNIT_SIZE, ge=CQ_STORE_UNIT_SIZE, description="ConsumeQueue file size, bytes"
     )
     enable_consume_queue_ext: bool = Field(
-        False, description="ConsumeQueue extension files (accepted for broker.conf compatibility, not used)"
+        False,
+        description="ConsumeQueue extension files (only false: true is refused until built, remoting/common/unsupported.py)",
     )
     mapped_file_size_consume_queue_ext: int = Field(
         48 * _MiB,
@@ -131,7 +132,8 @@ class MessageStoreConfig(BaseModel):
     )
     warm_maped_file_enable: bool = Field(False, description="prefault new segments by writing them")
     transient_store_pool_enable: bool = Field(
-        False, description="write through off-heap buffers (accepted for broker.conf compatibility, not used)"
+        False,
+        description="write through off-heap buffers (only false: true is refused until built, remoting/common/unsupported.py)",
     )
     transient_store_pool_size: int = Field(
         5, description="number of transient store buffers (accepted for broker.conf compatibility, not used)"
@@ -219,7 +221,7 @@ class MessageStoreConfig(BaseModel):
     )
     duplication_enable: bool = Field(
         False,
-        description="Java: reput from the CommitLog start on a slave (accepted for broker.conf compatibility, not used)",
+        description="Java: reput from the CommitLog start on a slave (only false: true is refused until built)",
     )
     message_delay_level: str = Field(
         DEFAULT_MESSAGE_DELAY_LEVEL,
@@ -241,11 +243,12 @@ class MessageStoreConfig(BaseModel):
         description="Java: async delayed delivery resends before blocking (accepted for broker.conf compatibility, not used)",
     )
     enable_lmq: bool = Field(
-        False, description="light message queues (accepted for broker.conf compatibility, not used)"
+        False,
+        description="light message queues (only false: true is refused until built, remoting/common/unsupported.py)",
     )
     enable_multi_dispatch: bool = Field(
         False,
-        description="dispatch one message to several queues (accepted for broker.conf compatibility, not used)",
+        description="dispatch one message to several queues (only false: true is refused until built, remoting/common/unsupported.py)",
     )
     max_lmq_consume_queue_num: int = Field(
         20_000, description="light message queue limit (accepted for broker.conf compatibility, not used)"

@@ -19,6 +19,11 @@ key                         refused values              missing feature
 ``tls.*`` (any key)         anything but an "off"       TLS (``tls.enable``, ``tls.server.mode``,
                             value: empty, ``false``,    ``tls.server.certPath``, ...)
                             ``disabled``, ``none``
+``enableConsumeQueueExt``   true                        ConsumeQueue extension files (filter bitmaps)
+``transientStorePoolEnable`` true                       off-heap write buffers (transient store pool)
+``enableLmq``               true                        light message queues
+``enableMultiDispatch``     true                        dispatch to several queues (LMQ)
+``duplicationEnable``       true                        slave re-dispatch from the CommitLog start
 ==========================  ==========================  ============================================
 
 A row applies only where its key is a setting of the component being configured (``aclEnable``
@@ -82,6 +87,15 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("enablePropertyFilter", "true", "SQL92 message filtering", _is_true),
     Refusal("useTLS", "true", "TLS", _is_true),
     Refusal("tls.*", "anything but off/false/disabled/none/empty", "TLS", _tls_on),
+    # store keys Java brokers accept that turn on a feature pocketmq lacks (the store's other
+    # "accepted for broker.conf compatibility" keys are tuning knobs of Java's own machinery)
+    Refusal("enableConsumeQueueExt", "true", "ConsumeQueue extension files (filter bitmaps)", _is_true),
+    Refusal(
+        "transientStorePoolEnable", "true", "the transient store pool (off-heap write buffers)", _is_true
+    ),
+    Refusal("enableLmq", "true", "light message queues (LMQ)", _is_true),
+    Refusal("enableMultiDispatch", "true", "multi-queue dispatch (LMQ)", _is_true),
+    Refusal("duplicationEnable", "true", "slave re-dispatch (HA)", _is_true),
 )
 
 

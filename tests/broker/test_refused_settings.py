@@ -29,11 +29,18 @@ REFUSED = [
     ("tls.enable", "true"),
     ("tls.server.mode", "enforcing"),
     ("tls.server.certPath", "/etc/rocketmq/server.pem"),
+    ("enableConsumeQueueExt", "true"),
+    ("transientStorePoolEnable", "true"),
+    ("enableLmq", "true"),
+    ("enableMultiDispatch", "true"),
+    ("duplicationEnable", "true"),
 ]
 #: The same keys at their defaults (or an "off" value): accepted.
 ACCEPTED = [
     "brokerRole=ASYNC_MASTER", "brokerId=0", "enableSlaveActingMaster=false", "enableControllerMode=false",
     "aclEnable=false", "enablePropertyFilter=false", "useTLS=false", "tls.enable=false",
+    "enableConsumeQueueExt=false", "transientStorePoolEnable=false", "enableLmq=false",
+    "enableMultiDispatch=false", "duplicationEnable=false",
     "tls.server.mode=disabled", "tls.server.needClientAuth=none", "tls.server.certPath=",
 ]  # fmt: skip
 
