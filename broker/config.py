@@ -144,7 +144,13 @@ class BrokerSettings(BaseModel):
     transaction_check_interval: int = 60_000
 
     # -- misc
-    acl_enable: bool = False
+    acl_enable: bool = Field(
+        False,
+        description="ACL 1.0: signed requests checked against rocketmqHome/conf/plain_acl.yml (+ conf/acl/)",
+    )
+    acl_file_watch_interval_ms: int = Field(
+        5000, ge=100, description="pocketmq: how often the ACL files are checked for changes (hot reload), ms"
+    )
     store_reply_message_enable: bool = True
 
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``

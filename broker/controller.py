@@ -54,13 +54,16 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from pocketmq.broker.acl import AclConfigError, AclValidator, PlainAclManager
+from pocketmq.broker.acl.files import AclFiles
 from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
-from pocketmq.broker.config import BrokerConfig
+from pocketmq.broker.config import BrokerConfig, ConfigError
 from pocketmq.broker.longpolling import PullRequestHoldService
 from pocketmq.broker.namesrv_api import BrokerIdentity, BrokerOuterAPI
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
 from pocketmq.broker.processor.admin import BrokerAdmin, ConsumerAdmin, GroupAdmin, TopicAdmin
+from pocketmq.broker.processor.admin_acl import AclAdmin
 from pocketmq.broker.processor.admin_base import AdminBase
 from pocketmq.broker.processor.client_manage import ClientManageProcessor
 from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
@@ -134,12 +137,15 @@ class BrokerController:
         self.producer_manager = ProducerManager(config.channel_expired_timeout)
         self.rebalance_lock_manager = RebalanceLockManager()
         self.store = MessageStore(config.store, clock=clock.now_ms)
+        #: ``aclEnable``: the rules (None when off) and the server hook enforcing them
+        self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)
         self.remoting_server = RemotingServer(
             RemotingServerConfig(
                 host=config.listen_host,
                 port=config.listen_port,
                 idle_timeout=float(config.server_channel_max_idle_time_seconds),
-            )
+            ),
+            hooks=list(hooks),
         )
         fast_port = config.listen_port - 2
         self.fast_remoting_server: RemotingServer | None = None
@@ -149,7 +155,8 @@ class BrokerController:
                     host=config.listen_host,
                     port=fast_port,
                     idle_timeout=float(config.server_channel_max_idle_time_seconds),
-                )
+                ),
+                hooks=list(hooks),
             )
         self.namesrv_api = BrokerOuterAPI()
         #: the config and advertised address every component reads (update_config swaps it)
@@ -241,7 +248,8 @@ class BrokerController:
             store=store, topics=topics, state=state, stats=stats, schedule=schedule, clock=clock,
             update_config=self.update_config, register_broker=register_broker,
         )  # fmt: skip
-        admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin)
+        acl_admin = AclAdmin(state=state, stats=stats, acl=self.acl_manager)
+        admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin, acl_admin)
         #: the admin handler groups by class name (tests and tools tune them, e.g.
         #: ``ConsumerAdmin.call_client_timeout``)
         self.admin_processors: dict[str, AdminBase] = {type(a).__name__: a for a in admins}
@@ -355,6 +363,10 @@ class BrokerController:
             _Periodic(self._persist_config, interval=CONFIG_PERSIST_INTERVAL, name="config-persist"),
             _Periodic(self._scan_clients, interval=CLIENT_SCAN_INTERVAL, initial_delay=CLIENT_SCAN_INTERVAL, name="client-scan"),
         ]  # fmt: skip
+        if self.acl_manager is not None:
+            self._services.append(
+                _Periodic(self._reload_acl, interval=cfg.acl_file_watch_interval_ms / 1000, name="acl-watch")
+            )
         for service in self._services:
             service.start()
         logger.info(
@@ -438,6 +450,10 @@ class BrokerController:
         self.last_register_result = result
 
     # --------------------------------------------------------------------------- services
+    async def _reload_acl(self) -> None:
+        if self.acl_manager is not None:
+            self.acl_manager.maybe_reload()
+
     async def _flush_offsets(self) -> None:
         if self.consumer_offset_manager.dirty:
             await self.consumer_offset_manager.persist_async()
@@ -477,6 +493,30 @@ class BrokerController:
     @property
     def store_path(self) -> str:
         return os.path.abspath(self.config.store.store_path_root_dir)
+
+
+def build_acl(
+    config: BrokerConfig, now_ms: Callable[[], int], *, fsync: bool
+) -> tuple[PlainAclManager | None, tuple[AclValidator, ...]]:
+    """The ACL manager (rules loaded now) and server hooks for ``aclEnable`` (none when off).
+
+    Raises:
+        ConfigError: ACL on without ``rocketmqHome``, without any ACL file, or with a bad one.
+    """
+    if not config.acl_enable:
+        return None, ()
+    if not config.rocketmq_home:
+        raise ConfigError(
+            "aclEnable=true needs rocketmqHome (or ROCKETMQ_HOME): the ACL files are "
+            "<rocketmqHome>/conf/plain_acl.yml and <rocketmqHome>/conf/acl/*.yml",
+            key="rocketmqHome",
+        )
+    manager = PlainAclManager(AclFiles(config.rocketmq_home, fsync=fsync), now_ms=now_ms)
+    try:
+        manager.load()
+    except AclConfigError as exc:
+        raise ConfigError(f"aclEnable=true: {exc}", key="aclEnable") from None
+    return manager, (AclValidator(manager),)
 
 
 def _close(conn: RemotingConnection) -> None:

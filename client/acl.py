@@ -1,24 +1,47 @@
-"""ACL request signing (Java ``AclClientRPCHook``, reference §9.1).
+"""ACL request signing on the client side (Java ``AclClientRPCHook``) and where credentials come from.
 
-Before each request: add ``AccessKey`` to the ext fields, sort the ext fields by key, concatenate
-their *values* (no keys, no separators) followed by the body, and set
-``Signature = Base64(HMAC-SHA1(secretKey, bytes))``.
+Before each request the hook adds ``AccessKey`` (and ``SecurityToken`` when set) to the ext fields
+and then ``Signature`` over the sorted ext-field values plus the body
+(:func:`pocketmq.remoting.protocol.acl.sign`).
+
+Tools (``mqadmin``, ``pocketmq bench``, the Spark source) find credentials as RocketMQ's tools do,
+plus environment variables (:func:`tool_credentials`):
+
+1. ``ROCKETMQ_ACCESS_KEY`` / ``ROCKETMQ_SECRET_KEY`` (and optional ``ROCKETMQ_SECURITY_TOKEN``);
+2. else ``$ROCKETMQ_HOME/conf/tools.yml`` with ``accessKey`` / ``secretKey`` keys (RocketMQ's
+   ``AclUtils.getAclRPCHook``); a missing file or blank keys mean "no ACL".
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
+import os
+from dataclasses import dataclass
 
+from pocketmq.remoting.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, sign
 from pocketmq.remoting.protocol.command import RemotingCommand
 
+__all__ = ["AclClientRPCHook", "SessionCredentials", "sign", "tool_credentials"]
 
-def sign(secret_key: str, ext_fields: dict[str, str], body: bytes | None) -> str:
-    data = "".join(v for k, v in sorted(ext_fields.items()) if k != "Signature").encode()
-    if body:
-        data += body
-    return base64.b64encode(hmac.new(secret_key.encode(), data, hashlib.sha1).digest()).decode()
+ENV_ACCESS_KEY = "ROCKETMQ_ACCESS_KEY"
+ENV_SECRET_KEY = "ROCKETMQ_SECRET_KEY"
+ENV_SECURITY_TOKEN = "ROCKETMQ_SECURITY_TOKEN"
+#: ``MixAll.ACL_CONF_TOOLS_FILE``, under ``ROCKETMQ_HOME``.
+TOOLS_FILE = os.path.join("conf", "tools.yml")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCredentials:
+    """An ACL account's keys (Java ``SessionCredentials``). ``repr`` never shows the secret."""
+
+    access_key: str
+    secret_key: str
+    security_token: str | None = None
+
+    def __repr__(self) -> str:
+        return f"SessionCredentials(access_key={self.access_key!r}, secret_key='***')"
+
+    def hook(self) -> AclClientRPCHook:
+        return AclClientRPCHook(self.access_key, self.secret_key, self.security_token)
 
 
 class AclClientRPCHook:
@@ -27,16 +50,55 @@ class AclClientRPCHook:
         self.secret_key = secret_key
         self.security_token = security_token
 
+    def __repr__(self) -> str:
+        return f"AclClientRPCHook(access_key={self.access_key!r})"
+
     def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         ext = request.ext_fields
         if ext is None:
             ext = request.ext_fields = {}
-        ext["AccessKey"] = self.access_key
+        ext[ACCESS_KEY] = self.access_key
         if self.security_token:
-            ext["SecurityToken"] = self.security_token
-        ext["Signature"] = sign(self.secret_key, ext, request.body)
+            ext[SECURITY_TOKEN] = self.security_token
+        ext[SIGNATURE] = sign(self.secret_key, ext, request.body)
 
     def after_response(
         self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None
     ) -> None:
         return None
+
+
+def tool_credentials(environ: dict[str, str] | None = None) -> SessionCredentials | None:
+    """The credentials a tool should sign with (see the module docstring), or None.
+
+    Raises:
+        ValueError: ``tools.yml`` exists but is not a YAML mapping.
+    """
+    env = os.environ if environ is None else environ
+    ak, sk = env.get(ENV_ACCESS_KEY, "").strip(), env.get(ENV_SECRET_KEY, "").strip()
+    if ak and sk:
+        return SessionCredentials(ak, sk, env.get(ENV_SECURITY_TOKEN) or None)
+    home = env.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    path = os.path.join(home, TOOLS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected accessKey/secretKey keys")
+    ak, sk = str(doc.get("accessKey") or "").strip(), str(doc.get("secretKey") or "").strip()
+    if not ak or not sk:
+        return None
+    token = doc.get("securityToken")
+    return SessionCredentials(ak, sk, str(token) if token else None)

@@ -23,7 +23,6 @@ REFUSED = [
     ("brokerId", "1"),
     ("enableSlaveActingMaster", "true"),
     ("enableControllerMode", "true"),
-    ("aclEnable", "true"),
     ("enablePropertyFilter", "true"),
     ("useTLS", "true"),
     ("tls.enable", "true"),
@@ -89,7 +88,8 @@ def test_set_override_is_refused(row: tuple[str, str]) -> None:
 
 
 def test_mqbroker_set_refuses_with_one_line() -> None:
-    _assert_one_line_refusal(_run("pocketmq.broker", "--set", "aclEnable=true"), "aclEnable", "true")
+    out = _run("pocketmq.broker", "--set", "enablePropertyFilter=true")
+    _assert_one_line_refusal(out, "enablePropertyFilter", "true")
 
 
 def test_defaults_and_off_values_still_load() -> None:
@@ -152,9 +152,9 @@ def test_pocketmq_cluster_up_refuses_before_starting(tmp_path: Path) -> None:
     try:
         out = _run(
             "pocketmq.deploy", "cluster", "up", "--masters", "1", "--dir", str(root),
-            "--namesrv-port", "0", "--broker-port", "0", "--set", "aclEnable=true",
+            "--namesrv-port", "0", "--broker-port", "0", "--set", "enablePropertyFilter=true",
         )  # fmt: skip
-        _assert_one_line_refusal(out, "aclEnable", "true")
+        _assert_one_line_refusal(out, "enablePropertyFilter", "true")
         assert not root.exists()
     finally:
         if root.exists():  # the refusal failed and a cluster started: stop it, leave no process
