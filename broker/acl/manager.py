@@ -14,6 +14,7 @@ Secrets are never logged: log lines name access keys and files only.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -113,6 +114,9 @@ class PlainAclManager:
             AclConfigError: bad keys, permissions or white-list pattern (nothing written).
             OSError: the file could not be written.
         """
+        existing = self.rules.accounts.get(cfg.access_key)
+        if not cfg.secret_key and existing is not None:  # an update may leave the secret out
+            cfg = dataclasses.replace(cfg, secret_key=existing.secret_key)
         if len(cfg.access_key) <= KEY_MIN_LENGTH or len(cfg.secret_key) <= KEY_MIN_LENGTH:
             raise AclConfigError(
                 f"The accessKey={cfg.access_key} and secretKey cannot be null and length should longer than 6"
@@ -123,7 +127,6 @@ class PlainAclManager:
             parse_address_pattern(cfg.white_remote_address)
         except AddressPatternError as exc:
             raise AclConfigError(f"whiteRemoteAddress: {exc}") from None
-        existing = self.rules.accounts.get(cfg.access_key)
         path = existing.source if existing is not None else self.files.default_file
         doc = self._doc(path)
         accounts = doc.get("accounts")

@@ -123,7 +123,9 @@ async def test_every_command_json_has_its_documented_keys(tmp_path: Path) -> Non
                     "addWritePerm": (["-b", "broker-b"], {"brokerName", "namesrvs"}),
                     "deleteTopic": (["-t", "J2"], {"topic", "clusters", "brokers", "namesrvs"}),
                 }
-                assert set(cases) == set(COMMANDS), set(COMMANDS) ^ set(cases)
+                # the ACL commands need aclEnable: their --json keys are checked in test_mqadmin_acl.py
+                acl_commands = {n for n, (module, _, _) in COMMANDS.items() if module.endswith(".cli_acl")}
+                assert set(cases) == set(COMMANDS) - acl_commands, set(COMMANDS) ^ set(cases)
                 docs: dict[str, Any] = {}
                 for name, (args, keys) in cases.items():
                     r = await arun_cli(name, *ns, *args, "--json")
