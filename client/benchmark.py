@@ -154,6 +154,15 @@ _common = [
 ]
 
 
+def _acl() -> dict[str, Any]:
+    """ACL credentials for every client of a run: ROCKETMQ_ACCESS_KEY / ROCKETMQ_SECRET_KEY, else
+    $ROCKETMQ_HOME/conf/tools.yml (as RocketMQ's tools); none: unsigned requests."""
+    from pocketmq.client.acl import tool_credentials
+
+    creds = tool_credentials()
+    return {"access_key": creds.access_key, "secret_key": creds.secret_key} if creds else {}
+
+
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(_common):
         fn = opt(fn)
@@ -179,7 +188,7 @@ def produce(namesrv: str, topic: str, body_size: int, duration: float, count: in
         body = os.urandom(body_size)
         stop = asyncio.Event()
         async with Producer(group, namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30,
-                            default_topic_queue_nums=queues) as producer:  # fmt: skip
+                            default_topic_queue_nums=queues, **_acl()) as producer:  # fmt: skip
             await producer.send(Message(topic, body))  # route + connection warm-up (counted as "warmup")
             meter.start()
             deadline = time.monotonic() + duration
@@ -248,7 +257,8 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 return CONSUME_SUCCESS
 
             consumer = PushConsumer(group, namesrv=namesrv, listener=listener, consume_from_where=cfw,
-                                    consume_message_batch_max_size=batch_max, pull_threshold_for_queue=4000)  # fmt: skip
+                                    consume_message_batch_max_size=batch_max, pull_threshold_for_queue=4000,
+                                    **_acl())  # fmt: skip
             consumer.subscribe(topic)
             async with consumer:
                 try:
@@ -256,7 +266,9 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 except TimeoutError:
                     pass
         else:
-            lite = LitePullConsumer(group, namesrv=namesrv, consume_from_where=cfw, pull_batch_size=32)
+            lite = LitePullConsumer(
+                group, namesrv=namesrv, consume_from_where=cfw, pull_batch_size=32, **_acl()
+            )
             lite.subscribe(topic)
             async with lite:
                 deadline = time.monotonic() + duration
@@ -297,11 +309,11 @@ def e2e(namesrv: str, topic: str, body_size: int, duration: float, count: int, r
             return CONSUME_SUCCESS
 
         async with Producer(
-            group + "_p", namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30
+            group + "_p", namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30, **_acl()
         ) as producer:
             await producer.send(Message(topic, b"warm-up"))
             consumer = PushConsumer(group, namesrv=namesrv, listener=listener,
-                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)  # fmt: skip
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, **_acl())  # fmt: skip
             consumer.subscribe(topic)
             async with consumer:
                 await asyncio.sleep(2.0)  # let the rebalance assign queues and pulls park
