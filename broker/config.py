@@ -36,6 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
+from pocketmq.remoting.transport.tls import TlsSettings
 from pocketmq.store import MessageStoreConfig
 
 __all__ = [
@@ -76,8 +77,9 @@ def _default_broker_name() -> str:
         return "DEFAULT_BROKER"
 
 
-class BrokerSettings(BaseModel):
-    """Scalar broker + remoting-server keys (Java ``BrokerConfig`` and ``NettyServerConfig``)."""
+class BrokerSettings(TlsSettings):
+    """Scalar broker + remoting-server keys (Java ``BrokerConfig`` and ``NettyServerConfig``), and
+    the ``tls.*`` keys (:class:`~pocketmq.remoting.transport.tls.TlsSettings`)."""
 
     model_config = CONFIG_MODEL_CONFIG
 
@@ -148,6 +150,11 @@ class BrokerSettings(BaseModel):
         False,
         description="ACL 1.0: signed requests checked against rocketmqHome/conf/plain_acl.yml (+ conf/acl/)",
     )
+    use_tls: bool = Field(
+        False,
+        alias="useTLS",
+        description="NettyClientConfig: the broker's own connections (name servers) use TLS",
+    )
     acl_file_watch_interval_ms: int = Field(
         5000, ge=100, description="pocketmq: how often the ACL files are checked for changes (hot reload), ms"
     )
@@ -199,7 +206,7 @@ FOREIGN_KEYS: frozenset[str] = frozenset(
         "waitTimeMillsInPullQueue", "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue",
         "enableCalcFilterBitMap", "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter",
         "filterDataCleanTimeSpan", "filterServerNums", "isolateLogEnable", "autoDeleteUnusedStats",
-        "traceTopicName", "enableDetailStat", "useTLS", "accessMessageInMemoryMaxRatio",
+        "traceTopicName", "enableDetailStat", "accessMessageInMemoryMaxRatio",
         "transactionOpMsgMaxSize", "transactionOpBatchInterval", "isDelayOffsetPersistNeeded",
         "compatibleWithOldNameSrv", "enableSlaveActingMaster", "checkAliveInterval", "enableControllerMode",
         "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",

@@ -82,6 +82,7 @@ from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
+from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
@@ -139,11 +140,15 @@ class BrokerController:
         self.store = MessageStore(config.store, clock=clock.now_ms)
         #: ``aclEnable``: the rules (None when off) and the server hook enforcing them
         self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)
+        # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
+        server_ssl, permissive = config.server_context(), config.tls_server_mode == "permissive"
         self.remoting_server = RemotingServer(
             RemotingServerConfig(
                 host=config.listen_host,
                 port=config.listen_port,
                 idle_timeout=float(config.server_channel_max_idle_time_seconds),
+                ssl=server_ssl,
+                tls_permissive=permissive,
             ),
             hooks=list(hooks),
         )
@@ -155,10 +160,13 @@ class BrokerController:
                     host=config.listen_host,
                     port=fast_port,
                     idle_timeout=float(config.server_channel_max_idle_time_seconds),
+                    ssl=server_ssl,
+                    tls_permissive=permissive,
                 ),
                 hooks=list(hooks),
             )
-        self.namesrv_api = BrokerOuterAPI()
+        outbound = RemotingClientConfig(connect_timeout=3.0, ssl=config.outbound_context(config.use_tls))
+        self.namesrv_api = BrokerOuterAPI(RemotingClient(outbound))
         #: the config and advertised address every component reads (update_config swaps it)
         self.state = BrokerState(config)
         self.broker2client = Broker2Client(

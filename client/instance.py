@@ -73,12 +73,13 @@ class MQClientInstance:
         self.config = config
         self.client_id = client_id
         hooks = (
-            [AclClientRPCHook(config.access_key, config.secret_key)]
+            [AclClientRPCHook(config.access_key, config.secret_key, config.security_token)]
             if config.access_key and config.secret_key
             else []
         )
         timeout = config.mq_client_api_timeout / 1000
-        self.remoting = RemotingClient(RemotingClientConfig(request_timeout=timeout), hooks=list(hooks))
+        remoting_config = RemotingClientConfig(request_timeout=timeout, ssl=config.ssl_context())
+        self.remoting = RemotingClient(remoting_config, hooks=list(hooks))
         self.api = MQClientAPI(self.remoting, config.namesrv_list, config.mq_client_api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}

@@ -4,6 +4,7 @@
                 [--set key=value ...]
     pocketmq cluster up|down|status ...   (multi-process local clusters, pocketmq.deploy.launcher)
     pocketmq bench ...        (the SDK benchmarks, when pocketmq.client.benchmark is installed)
+    pocketmq tls-cert ...     (a self-signed certificate and key for local TLS)
 
 ``up`` runs a name server and one broker (``broker-a``) in one process, listening on
 ``127.0.0.1:9876`` and ``127.0.0.1:10911`` by default, with all files under the data dir
@@ -38,6 +39,7 @@ UP_STORE_DEFAULTS = {
 LAZY_COMMANDS = {
     "bench": ("pocketmq.client.benchmark", "bench"),
     "cluster": ("pocketmq.deploy.launcher", "cluster"),
+    "tls-cert": ("pocketmq.deploy.tls_cert", "tls_cert"),
 }
 
 

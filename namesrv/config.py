@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
+from pocketmq.remoting.transport.tls import TlsSettings
 
 __all__ = ["KNOWN_UNSUPPORTED_KEYS", "NamesrvConfig", "load_namesrv_config"]
 
@@ -24,7 +25,7 @@ def _home_path(*parts: str) -> str:
     return os.path.join(os.path.expanduser("~"), *parts)
 
 
-class NamesrvConfig(BaseModel):
+class NamesrvConfig(TlsSettings):
     model_config = CONFIG_MODEL_CONFIG
 
     # -- NamesrvConfig.java ------------------------------------------------------------------

@@ -123,6 +123,9 @@ class NamesrvController:
                 port=config.listen_port,
                 idle_timeout=float(idle) if idle > 0 else float("inf"),
                 backlog=config.server_socket_backlog,
+                # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
+                ssl=config.server_context(),
+                tls_permissive=config.tls_server_mode == "permissive",
             )
         )
         for code, handler in self.processor.handlers().items():

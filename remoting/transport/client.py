@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ class RemotingClientConfig:
     sweep_interval: float = 0.05
     #: Close connections idle this long (seconds); 0 disables (clients heartbeat anyway).
     idle_timeout: float = 0.0
+    #: TLS for every connection (``useTLS``); None = plaintext. See ``transport.tls``.
+    ssl: ssl.SSLContext | None = None
 
 
 class RemotingClient:
@@ -89,8 +92,9 @@ class RemotingClient:
                     ),
                     host.strip("[]"),
                     port,
+                    ssl=self.config.ssl,
                 )
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:  # ssl.SSLError (a refused certificate) is an OSError
             raise RemotingConnectError(f"connect to {addr} failed: {exc}") from exc
         self._conns[addr] = proto
         if self._sweeper is None or self._sweeper.done():
