@@ -84,6 +84,7 @@ from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.hooks import BeforeHook
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
 
@@ -150,7 +151,7 @@ class BrokerController:
                 ssl=server_ssl,
                 tls_permissive=permissive,
             ),
-            hooks=list(hooks),
+            before_hooks=list(hooks),
         )
         fast_port = config.listen_port - 2
         self.fast_remoting_server: RemotingServer | None = None
@@ -163,7 +164,7 @@ class BrokerController:
                     ssl=server_ssl,
                     tls_permissive=permissive,
                 ),
-                hooks=list(hooks),
+                before_hooks=list(hooks),
             )
         outbound = RemotingClientConfig(connect_timeout=3.0, ssl=config.outbound_context(config.use_tls))
         self.namesrv_api = BrokerOuterAPI(RemotingClient(outbound))
@@ -505,8 +506,9 @@ class BrokerController:
 
 def build_acl(
     config: BrokerConfig, now_ms: Callable[[], int], *, fsync: bool
-) -> tuple[PlainAclManager | None, tuple[AclValidator, ...]]:
-    """The ACL manager (rules loaded now) and server hooks for ``aclEnable`` (none when off).
+) -> tuple[PlainAclManager | None, tuple[BeforeHook, ...]]:
+    """The ACL manager (rules loaded now) and the servers' before-hooks for ``aclEnable`` (none
+    when off: a broker without ACL runs no check at all).
 
     Raises:
         ConfigError: ACL on without ``rocketmqHome``, without any ACL file, or with a bad one.
@@ -524,7 +526,7 @@ def build_acl(
         manager.load()
     except AclConfigError as exc:
         raise ConfigError(f"aclEnable=true: {exc}", key="aclEnable") from None
-    return manager, (AclValidator(manager),)
+    return manager, (AclValidator(manager).before_request,)
 
 
 def _close(conn: RemotingConnection) -> None:

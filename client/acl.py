@@ -10,17 +10,22 @@ plus environment variables (:func:`tool_credentials`):
 1. ``ROCKETMQ_ACCESS_KEY`` / ``ROCKETMQ_SECRET_KEY`` (and optional ``ROCKETMQ_SECURITY_TOKEN``);
 2. else ``$ROCKETMQ_HOME/conf/tools.yml`` with ``accessKey`` / ``secretKey`` keys (RocketMQ's
    ``AclUtils.getAclRPCHook``); a missing file or blank keys mean "no ACL".
+
+and TLS from ``ROCKETMQ_TLS_ENABLE=true`` (RocketMQ's ``-Dtls.enable``), trusting
+``ROCKETMQ_TLS_TRUST_CERT_PATH`` (else the system CAs); ``ROCKETMQ_TLS_VERIFY_SERVER=false`` turns
+certificate and host-name checks off (:func:`tool_tls_options`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from pocketmq.remoting.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, sign
+from pocketmq.remoting.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, Signer, sign
 from pocketmq.remoting.protocol.command import RemotingCommand
 
-__all__ = ["AclClientRPCHook", "SessionCredentials", "sign", "tool_credentials"]
+__all__ = ["AclClientRPCHook", "SessionCredentials", "sign", "tool_credentials", "tool_tls_options"]
 
 ENV_ACCESS_KEY = "ROCKETMQ_ACCESS_KEY"
 ENV_SECRET_KEY = "ROCKETMQ_SECRET_KEY"
@@ -45,10 +50,15 @@ class SessionCredentials:
 
 
 class AclClientRPCHook:
+    """Signs every request. An ``RPCHook`` (``hooks=``); its :meth:`before_request` alone is also a
+    before-hook (``RemotingClient(before_hooks=[hook.before_request])``), which keeps the client's
+    fast path: the SDK installs it that way."""
+
     def __init__(self, access_key: str, secret_key: str, security_token: str | None = None) -> None:
         self.access_key = access_key
         self.secret_key = secret_key
         self.security_token = security_token
+        self._signer = Signer(secret_key)
 
     def __repr__(self) -> str:
         return f"AclClientRPCHook(access_key={self.access_key!r})"
@@ -60,7 +70,7 @@ class AclClientRPCHook:
         ext[ACCESS_KEY] = self.access_key
         if self.security_token:
             ext[SECURITY_TOKEN] = self.security_token
-        ext[SIGNATURE] = sign(self.secret_key, ext, request.body)
+        ext[SIGNATURE] = self._signer.sign(ext, request.body)
 
     def after_response(
         self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None
@@ -102,3 +112,15 @@ def tool_credentials(environ: dict[str, str] | None = None) -> SessionCredential
         return None
     token = doc.get("securityToken")
     return SessionCredentials(ak, sk, str(token) if token else None)
+
+
+def tool_tls_options(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """``ClientConfig`` TLS options for a tool from the environment (module docstring); {} = plaintext."""
+    env = os.environ if environ is None else environ
+    if env.get("ROCKETMQ_TLS_ENABLE", "").strip().lower() != "true":
+        return {}
+    return {
+        "use_tls": True,
+        "tls_trust_cert_path": env.get("ROCKETMQ_TLS_TRUST_CERT_PATH") or None,
+        "tls_verify_server": env.get("ROCKETMQ_TLS_VERIFY_SERVER", "true").strip().lower() != "false",
+    }

@@ -155,12 +155,14 @@ _common = [
 
 
 def _acl() -> dict[str, Any]:
-    """ACL credentials for every client of a run: ROCKETMQ_ACCESS_KEY / ROCKETMQ_SECRET_KEY, else
-    $ROCKETMQ_HOME/conf/tools.yml (as RocketMQ's tools); none: unsigned requests."""
-    from pocketmq.client.acl import tool_credentials
+    """ACL credentials and TLS for every client of a run: ROCKETMQ_ACCESS_KEY / ROCKETMQ_SECRET_KEY,
+    else $ROCKETMQ_HOME/conf/tools.yml (as RocketMQ's tools), none: unsigned requests; TLS with
+    ROCKETMQ_TLS_ENABLE=true (see pocketmq.client.acl)."""
+    from pocketmq.client.acl import tool_credentials, tool_tls_options
 
     creds = tool_credentials()
-    return {"access_key": creds.access_key, "secret_key": creds.secret_key} if creds else {}
+    acl = {"access_key": creds.access_key, "secret_key": creds.secret_key} if creds else {}
+    return {**acl, **tool_tls_options()}
 
 
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -79,7 +79,8 @@ class MQClientInstance:
         )
         timeout = config.mq_client_api_timeout / 1000
         remoting_config = RemotingClientConfig(request_timeout=timeout, ssl=config.ssl_context())
-        self.remoting = RemotingClient(remoting_config, hooks=list(hooks))
+        # signing is a before-hook: it keeps the client's fast path (no coroutine per request)
+        self.remoting = RemotingClient(remoting_config, before_hooks=[h.before_request for h in hooks])
         self.api = MQClientAPI(self.remoting, config.namesrv_list, config.mq_client_api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}

@@ -47,9 +47,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pocketmq.broker.acl.address import Address
+from pocketmq.broker.acl.address import NO_ADDRESS, Address
 from pocketmq.broker.acl.rules import PUB, SUB, AclRules, check_permission, perm_name
-from pocketmq.remoting.protocol.acl import ACCESS_KEY, SIGNATURE, signature_matches
+from pocketmq.remoting.protocol.acl import ACCESS_KEY, SIGNATURE
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.fastjson import BodyFormatError
 from pocketmq.remoting.protocol.heartbeat import HeartbeatData
@@ -104,37 +104,31 @@ def required_resources(code: int, ext: Mapping[str, str], body: bytes | None) ->
     Raises:
         BodyFormatError: a HEART_BEAT body that is not a heartbeat.
     """
-    out: dict[str, int] = {}
-
-    def add(resource: str | None, perm: int) -> None:
-        if resource is not None:
-            out[resource] = perm
-
-    if code in (_SEND_V2, _SEND):
+    if code in (_SEND_V2, _SEND):  # the common case first
         topic = ext.get("b" if code == _SEND_V2 else "topic")
-        if topic is not None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            add(_retry(ext.get("a" if code == _SEND_V2 else "group")), SUB)
-        else:
-            add(topic, PUB)
-    elif code == _PULL:
-        add(ext.get("topic"), SUB)
-        add(_retry(ext.get("consumerGroup")), SUB)
+        if topic is None:
+            return {}
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return {topic: PUB}
+        group = ext.get("a" if code == _SEND_V2 else "group")
+        return {} if group is None else {RETRY_GROUP_TOPIC_PREFIX + group: SUB}
+    pairs: list[tuple[str | None, int]] = []
+    if code == _PULL:
+        pairs = [(ext.get("topic"), SUB), (_retry(ext.get("consumerGroup")), SUB)]
     elif code == _BACK:
-        add(_retry(ext.get("group")), SUB)
+        pairs = [(_retry(ext.get("group")), SUB)]
     elif code == _QUERY:
-        add(ext.get("topic"), SUB)
+        pairs = [(ext.get("topic"), SUB)]
     elif code == _HEARTBEAT:
         heartbeat = HeartbeatData.decode(body or b"")
         for consumer in heartbeat.consumer_data_set:
-            add(_retry(consumer.group_name), SUB)
-            for sub in consumer.subscription_data_set:
-                add(sub.topic, SUB)
+            pairs.append((_retry(consumer.group_name), SUB))
+            pairs.extend((sub.topic, SUB) for sub in consumer.subscription_data_set)
     elif code in _GROUP_ONLY:
-        add(_retry(ext.get("consumerGroup")), SUB)
+        pairs = [(_retry(ext.get("consumerGroup")), SUB)]
     elif code == _OFFSET:
-        add(_retry(ext.get("consumerGroup")), SUB)
-        add(ext.get("topic"), SUB)
-    return out
+        pairs = [(_retry(ext.get("consumerGroup")), SUB), (ext.get("topic"), SUB)]
+    return {resource: perm for resource, perm in pairs if resource is not None}
 
 
 def _resource_text(resource: str) -> str:
@@ -163,9 +157,9 @@ def decide(
     account = rules.accounts.get(access_key)
     if account is None:
         return Decision(False, f"No acl config for {access_key}", access_key)
-    if account.white.matches(peer):
+    if account.white is not NO_ADDRESS and account.white.matches(peer):
         return ALLOW
-    if not signature_matches(account.secret_key, ext.get(SIGNATURE), dict(ext), body):
+    if not account.signer.matches(ext.get(SIGNATURE), ext, body):
         return Decision(False, f"Check signature failed for accessKey={access_key}", access_key)
     try:
         needed = required_resources(code, ext, body)

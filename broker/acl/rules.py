@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pocketmq.broker.acl.address import AddressMatcher, AddressPatternError, parse_address_pattern
-from pocketmq.remoting.protocol.acl import PlainAccessConfig
+from pocketmq.remoting.protocol.acl import PlainAccessConfig, Signer
 from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
@@ -119,6 +119,8 @@ class Account:
     perms: Mapping[str, int]
     source: str
     config: PlainAccessConfig = field(repr=False)
+    #: the secret's HMAC key schedule, computed once
+    signer: Signer = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +228,7 @@ def build_account(cfg: PlainAccessConfig, source: str) -> Account:
         perms=perms,
         source=source,
         config=cfg,
+        signer=Signer(cfg.secret_key),
     )
 
 

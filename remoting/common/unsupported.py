@@ -83,10 +83,17 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("enableControllerMode", "true", "master/slave replication (HA controller)", _is_true),
     Refusal("enablePropertyFilter", "true", "SQL92 message filtering", _is_true),
     Refusal(
-        "tls.test.mode.enable", "true", "self-signed test certificates (make a pair: pocketmq tls-cert)", _is_true
+        "tls.test.mode.enable",
+        "true",
+        "self-signed test certificates (make a pair: pocketmq tls-cert)",
+        _is_true,
     ),
-    Refusal("tls.server.keyPassword", "any value", "encrypted TLS private keys (use an unencrypted PEM)", _set),
-    Refusal("tls.client.keyPassword", "any value", "encrypted TLS private keys (use an unencrypted PEM)", _set),
+    Refusal(
+        "tls.server.keyPassword", "any value", "encrypted TLS private keys (use an unencrypted PEM)", _set
+    ),
+    Refusal(
+        "tls.client.keyPassword", "any value", "encrypted TLS private keys (use an unencrypted PEM)", _set
+    ),
     Refusal("tls.config.file", "any value", "a separate TLS file (put the tls.* keys in the .conf)", _set),
     # store keys Java brokers accept that turn on a feature pocketmq lacks (the store's other
     # "accepted for broker.conf compatibility" keys are tuning knobs of Java's own machinery)

@@ -24,11 +24,12 @@ Also here: the headers and body of the ACL admin requests (codes 50-54) and
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
-from collections.abc import Mapping
+from binascii import b2a_base64 as _b64
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from pocketmq.remoting.protocol.header_codec import CommandHeader, header, wire
@@ -39,6 +40,7 @@ __all__ = [
     "DeleteAccessConfigRequestHeader",
     "GetBrokerAclConfigResponseHeader",
     "PlainAccessConfig",
+    "Signer",
     "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "cluster_acl_config_body",
     "ONS_CHANNEL",
@@ -58,32 +60,93 @@ ONS_CHANNEL = "OnsChannel"
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 _UNSIGNED = (SIGNATURE, UNIQUE_KEY_QUERY)
+#: SHA-1 block size (HMAC pads the key to it).
+_BLOCK = 64
 
 
 def signature_content(ext_fields: Mapping[str, str] | None, body: bytes | None) -> bytes:
     """The bytes a signature covers (see the module docstring)."""
     data = b""
     if ext_fields:
-        data = "".join(v for k, v in sorted(ext_fields.items()) if k not in _UNSIGNED).encode()
+        data = "".join([v for k, v in sorted(ext_fields.items()) if k not in _UNSIGNED]).encode()
     if body:
         data += body
     return data
 
 
+#: ext-field key order (as received) → getter of the signed values in key order. A client sends
+#: few distinct key sets, so the sort runs once per set; bounded (a peer controls the keys).
+_ORDERS: dict[tuple[str, ...], Callable[[Mapping[str, str]], Any]] = {}
+_MAX_ORDERS = 1024
+
+
+def _signed_values(ext_fields: Mapping[str, str]) -> bytes:
+    """The ext-field part of :func:`signature_content` (values in key order, UTF-8)."""
+    keys = tuple(ext_fields)
+    getter = _ORDERS.get(keys)
+    if getter is None:
+        signed = [k for k in sorted(keys) if k not in _UNSIGNED]
+        if not signed:
+            return b""
+        if len(_ORDERS) >= _MAX_ORDERS:
+            _ORDERS.clear()
+        getter = _ORDERS[keys] = itemgetter(*signed)
+    # itemgetter of one key returns the value itself: "".join of a str is that str
+    return "".join(getter(ext_fields)).encode()
+
+
+class Signer:
+    """Signs and checks requests with one secret key.
+
+    HMAC-SHA1 by hand from two SHA1 states prepared once (key XOR ipad / opad, RFC 2104), copied
+    per request: half the cost of ``hmac`` objects for a 1 KB message; the body is fed without a
+    copy, and the ext-field order is cached (:func:`_signed_values`).
+    """
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, secret_key: str) -> None:
+        key = secret_key.encode()
+        if len(key) > _BLOCK:
+            key = hashlib.sha1(key).digest()
+        key = key.ljust(_BLOCK, b"\0")
+        self._inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
+        self._outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
+
+    def digest(self, ext_fields: Mapping[str, str] | None, body: bytes | None) -> bytes:
+        inner = self._inner.copy()
+        if ext_fields:
+            inner.update(_signed_values(ext_fields))
+        if body:
+            inner.update(body)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+    def sign(self, ext_fields: Mapping[str, str] | None, body: bytes | None) -> str:
+        """``Base64(HMAC-SHA1(secret, signed bytes))``."""
+        return _b64(self.digest(ext_fields, body), newline=False).decode()
+
+    def matches(
+        self, signature: str | None, ext_fields: Mapping[str, str] | None, body: bytes | None
+    ) -> bool:
+        """Whether ``signature`` is the request's signature (constant-time comparison)."""
+        if not signature:
+            return False
+        expected = _b64(self.digest(ext_fields, body), newline=False)
+        return hmac.compare_digest(expected, signature.encode("utf-8", "surrogateescape"))
+
+
 def sign(secret_key: str, ext_fields: Mapping[str, str] | None, body: bytes | None) -> str:
     """``Base64(HMAC-SHA1(secret_key, signature_content(ext_fields, body)))``."""
-    digest = hmac.new(secret_key.encode(), signature_content(ext_fields, body), hashlib.sha1).digest()
-    return base64.b64encode(digest).decode()
+    return Signer(secret_key).sign(ext_fields, body)
 
 
 def signature_matches(
     secret_key: str, signature: str | None, ext_fields: Mapping[str, str] | None, body: bytes | None
 ) -> bool:
     """Whether ``signature`` is the request's signature under ``secret_key`` (constant time)."""
-    if not signature:
-        return False
-    expected = sign(secret_key, ext_fields, body)
-    return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "surrogateescape"))
+    return Signer(secret_key).matches(signature, ext_fields, body)
 
 
 # ------------------------------------------------------------------------- admin wire types

@@ -13,13 +13,14 @@ import itertools
 import logging
 import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
-from pocketmq.remoting.transport.hooks import RPCHook
+from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 from pocketmq.remoting.transport.tls import PermissiveServer
 
 logger = logging.getLogger(__name__)
@@ -45,10 +46,15 @@ class RemotingServer:
     """Serve RocketMQ remoting requests on one port."""
 
     def __init__(
-        self, config: RemotingServerConfig | None = None, *, hooks: list[RPCHook] | None = None
+        self,
+        config: RemotingServerConfig | None = None,
+        *,
+        hooks: list[RPCHook] | None = None,
+        before_hooks: Sequence[BeforeHook] = (),
     ) -> None:
         self.config = config or RemotingServerConfig()
         self.dispatcher = ProcessorDispatcher(hooks=hooks)
+        self.dispatcher.before_hooks.extend(before_hooks)
         self._server: asyncio.base_events.Server | PermissiveServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._opaque = itertools.count(1)

@@ -260,3 +260,29 @@ def test_heartbeat_resources_and_bad_body() -> None:
     assert required_resources(36, {"group": "g"}, None) == {"%RETRY%g": SUB}
     assert required_resources(12, {"topic": "t"}, None) == {"t": SUB}
     assert required_resources(10, {"topic": "%RETRY%g", "group": "g"}, None) == {"%RETRY%g": SUB}
+
+
+@pytest.mark.parametrize("secret", ["12345678", "k" * 64, "long-" * 30, "ünïcødé-secret"])
+@pytest.mark.parametrize(
+    "ext",
+    [
+        {},
+        {"AccessKey": "a"},
+        {"b": "x", "a": "y", "Signature": "s"},
+        {"z": "1", "_UNIQUE_KEY_QUERY": "t", "é": "2"},
+    ],
+)
+def test_signer_is_rfc2104_hmac_sha1(secret: str, ext: dict[str, str]) -> None:
+    from pocketmq.remoting.protocol.acl import Signer
+
+    for body in (None, b"", b"body" * 300):
+        data = "".join(
+            v for k, v in sorted(ext.items()) if k not in ("Signature", "_UNIQUE_KEY_QUERY")
+        ).encode()
+        want = base64.b64encode(
+            hmac.new(secret.encode(), data + (body or b""), hashlib.sha1).digest()
+        ).decode()
+        signer = Signer(secret)
+        assert signer.sign(ext, body) == want
+        assert signer.sign(dict(reversed(list(ext.items()))), body) == want  # any arrival order
+        assert signer.matches(want, ext, body) and not signer.matches(want[:-2] + "==", ext, body)
