@@ -36,7 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
-from pocketmq.remoting.transport.tls import TlsSettings
+from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
 from pocketmq.store import MessageStoreConfig
 
 __all__ = [
@@ -297,7 +297,18 @@ class BrokerConfig(BrokerSettings):
             source=source,
         )
         store = apply_config(self.store, store_items, source=source) if store_items else self.store
-        return _combine(settings, store)
+        new = _combine(settings, store)
+        changed = [k for k, n in _STARTUP_ONLY if getattr(new, n) != getattr(self, n)] + changed_tls_keys(
+            self, new
+        )
+        if changed:
+            raise ConfigError(f"{source}: {changed[0]} {RESTART_REMARK}", key=changed[0], source=source)
+        return new
+
+
+#: Security settings a running broker cannot change (refused by UPDATE_BROKER_CONFIG rather than
+#: accepted and ignored until the next start), besides the tls.* keys: (key, attribute).
+_STARTUP_ONLY = (("aclEnable", "acl_enable"), ("useTLS", "use_tls"))
 
 
 def _spellings(model_cls: type[BaseModel]) -> set[str]:

@@ -40,6 +40,7 @@ __all__ = [
     "PermissiveServer",
     "TlsConfigError",
     "TlsSettings",
+    "changed_tls_keys",
     "client_ssl_context",
     "server_ssl_context",
 ]
@@ -137,6 +138,20 @@ class TlsSettings(BaseModel):
             key=self.tls_client_key_path,
             verify=self.tls_client_auth_server,
         )
+
+
+def changed_tls_keys(old: TlsSettings, new: TlsSettings) -> list[str]:
+    """The ``tls.*`` keys whose value differs: a running server cannot adopt them (its sockets and
+    contexts are built at startup), so a live config update refuses them with :data:`RESTART_REMARK`."""
+    return [
+        field.alias or name
+        for name, field in TlsSettings.model_fields.items()
+        if getattr(old, name) != getattr(new, name)
+    ]
+
+
+#: How a live update refusing a startup-only key says why (after ``<source>: <key> ``).
+RESTART_REMARK = "is read at startup only: change it in the .conf and restart"
 
 
 def _load_chain(ctx: ssl.SSLContext, cert: str, key: str | None, cert_key: str, key_key: str) -> None:
