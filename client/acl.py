@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from pocketmq.remoting.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, Signer, sign
+from pocketmq.remoting.protocol.acl import RequestSigner, sign
 from pocketmq.remoting.protocol.command import RemotingCommand
 
 __all__ = ["AclClientRPCHook", "SessionCredentials", "sign", "tool_credentials", "tool_tls_options"]
@@ -58,19 +58,13 @@ class AclClientRPCHook:
         self.access_key = access_key
         self.secret_key = secret_key
         self.security_token = security_token
-        self._signer = Signer(secret_key)
+        self._sign = RequestSigner(access_key, secret_key, security_token)
 
     def __repr__(self) -> str:
         return f"AclClientRPCHook(access_key={self.access_key!r})"
 
     def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
-        ext = request.ext_fields
-        if ext is None:
-            ext = request.ext_fields = {}
-        ext[ACCESS_KEY] = self.access_key
-        if self.security_token:
-            ext[SECURITY_TOKEN] = self.security_token
-        ext[SIGNATURE] = self._signer.sign(ext, request.body)
+        self._sign(request)
 
     def after_response(
         self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None

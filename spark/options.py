@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from pocketmq.remoting.protocol.acl import RequestSigner
 from pocketmq.remoting.protocol.heartbeat import SubscriptionData
 from pocketmq.remoting.protocol.topics import group_error, topic_error
 from pocketmq.spark.errors import InvalidOptionError
@@ -53,6 +54,8 @@ _KNOWN: dict[str, str] = {
     "group": "both",
     "fetchOffset.numRetries": "both",
     "fetchOffset.retryIntervalMs": "both",
+    "accessKey": "both",
+    "secretKey": "both",
 }
 _BY_LOWER = {name.lower(): name for name in _KNOWN}
 #: Options Spark itself may add to a load() (a path argument); not ours, never an error.
@@ -112,6 +115,15 @@ class SourceOptions:
     group: str | None = None
     fetch_retries: int = 3
     fetch_retry_interval_ms: int = 200
+    #: ACL credentials: every request is signed when both are set
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+
+    def signer(self) -> RequestSigner | None:
+        """Signs requests with the ACL credentials (None: unsigned)."""
+        return (
+            RequestSigner(self.access_key, self.secret_key) if self.access_key and self.secret_key else None
+        )
 
     @property
     def pull_group(self) -> str:
@@ -180,10 +192,20 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         group=group,
         fetch_retries=_int_default(opts, "fetchOffset.numRetries", 3, minimum=0),
         fetch_retry_interval_ms=_int_default(opts, "fetchOffset.retryIntervalMs", 200, minimum=0),
+        access_key=_credential(opts, "accessKey", "secretKey"),
+        secret_key=_credential(opts, "secretKey", "accessKey"),
     )
 
 
 # -------------------------------------------------------------------------------- helpers
+
+
+def _credential(opts: dict[str, str], name: str, pair: str) -> str | None:
+    """``accessKey`` / ``secretKey``: both or neither."""
+    value = (opts.get(name) or "").strip() or None
+    if value is not None and not (opts.get(pair) or "").strip():
+        raise InvalidOptionError(pair, f"{name} is set: {pair} is needed too (ACL signs with both)")
+    return value
 
 
 def _check(name: str, error: str | None) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.header_codec import CommandHeader, header, wire
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "DeleteAccessConfigRequestHeader",
     "GetBrokerAclConfigResponseHeader",
     "PlainAccessConfig",
+    "RequestSigner",
     "Signer",
     "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "cluster_acl_config_body",
@@ -135,6 +137,30 @@ class Signer:
             return False
         expected = _b64(self.digest(ext_fields, body), newline=False)
         return hmac.compare_digest(expected, signature.encode("utf-8", "surrogateescape"))
+
+
+class RequestSigner:
+    """Adds ``AccessKey`` (and ``SecurityToken``) and then ``Signature`` to a request, as RocketMQ's
+    ``AclClientRPCHook`` (the SDK's hook and the Spark source use it). ``repr`` hides the secret."""
+
+    __slots__ = ("_signer", "access_key", "security_token")
+
+    def __init__(self, access_key: str, secret_key: str, security_token: str | None = None) -> None:
+        self.access_key = access_key
+        self.security_token = security_token
+        self._signer = Signer(secret_key)
+
+    def __repr__(self) -> str:
+        return f"RequestSigner(access_key={self.access_key!r})"
+
+    def __call__(self, request: RemotingCommand) -> None:
+        ext = request.ext_fields
+        if ext is None:
+            ext = request.ext_fields = {}
+        ext[ACCESS_KEY] = self.access_key
+        if self.security_token:
+            ext[SECURITY_TOKEN] = self.security_token
+        ext[SIGNATURE] = self._signer.sign(ext, request.body)
 
 
 def sign(secret_key: str, ext_fields: Mapping[str, str] | None, body: bytes | None) -> str:
