@@ -18,6 +18,7 @@ from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.testing import Cluster, cluster
+from tests.acl_support import acl_cluster, write_acl
 from tests.integration.support import loop_clean_at_exit  # noqa: F401 - fixtures
 from tests.waiting import wait_until
 
@@ -46,19 +47,10 @@ ACL = {
 }
 
 
-def write_acl(home: Path, doc: dict) -> None:
-    (home / "conf").mkdir(parents=True, exist_ok=True)
-    (home / "conf" / "plain_acl.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
-
-
 @pytest.fixture
 async def acl(tmp_path: Path) -> AsyncIterator[Cluster]:
-    home = tmp_path / "home"
-    write_acl(home, ACL)
-    cfg = {"aclEnable": True, "rocketmqHome": str(home), "aclFileWatchIntervalMs": 100}
-    async with cluster(tmp_path / "c", broker_config=cfg) as c:
-        for topic in ("TopicOk", "TopicDeny", "TopicOther"):
-            await c.create_topic(topic, queues=2)
+    topics = ("TopicOk", "TopicDeny", "TopicOther")
+    async with acl_cluster(tmp_path, ACL, topics, aclFileWatchIntervalMs=100) as c:
         yield c
 
 

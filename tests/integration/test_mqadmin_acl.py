@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from pocketmq.client import Message, Producer, SendStatus
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.acl_support import acl_cluster  # noqa: E402
 from tests.client.admin.cli_helpers import arun_cli  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -35,11 +36,7 @@ NORMAL_ENV = {
 
 @pytest.fixture
 async def acl(tmp_path: Path) -> AsyncIterator[Cluster]:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(yaml.safe_dump(ACL, sort_keys=False))
-    async with cluster(tmp_path / "c", broker_config={"aclEnable": True, "rocketmqHome": str(home)}) as c:
-        await c.create_topic("T", queues=1)
+    async with acl_cluster(tmp_path, ACL, ("T",), queues=1) as c:
         yield c
 
 

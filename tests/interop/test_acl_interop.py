@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
+from tests.acl_support import acl_cluster
 from tests.interop import drivers
 
 pytestmark = pytest.mark.interop
@@ -43,12 +43,7 @@ N = 5
 
 @pytest.fixture
 async def acl(tmp_path: Path) -> AsyncIterator[Cluster]:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(yaml.safe_dump(ACL, sort_keys=False))
-    async with cluster(tmp_path / "c", broker_config={"aclEnable": True, "rocketmqHome": str(home)}) as c:
-        for topic in ("AclOk", "AclDeny", "AclWhite"):
-            await c.create_topic(topic, queues=2)
+    async with acl_cluster(tmp_path, ACL, ("AclOk", "AclDeny", "AclWhite")) as c:
         yield c
 
 

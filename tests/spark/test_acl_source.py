@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pocketmq.client import Message, Producer
 from pocketmq.client.message import MessageQueue
@@ -16,7 +15,8 @@ from pocketmq.spark.errors import InvalidOptionError
 from pocketmq.spark.metadata import ClusterClient
 from pocketmq.spark.options import parse_options
 from pocketmq.spark.reader import PullSettings, read_range
-from pocketmq.testing import Cluster, cluster
+from pocketmq.testing import Cluster
+from tests.acl_support import acl_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -35,11 +35,7 @@ ACL = {
 
 @pytest.fixture
 async def acl(tmp_path: Path) -> AsyncIterator[Cluster]:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(yaml.safe_dump(ACL))
-    async with cluster(tmp_path / "c", broker_config={"aclEnable": True, "rocketmqHome": str(home)}) as c:
-        await c.create_topic("S", queues=1)
+    async with acl_cluster(tmp_path, ACL, ("S",), queues=1) as c:
         async with Producer("PG", namesrv=c.namesrv_addr, access_key="writer1", secret_key="writer12") as p:
             for i in range(5):
                 await p.send(Message("S", b"m%d" % i))
