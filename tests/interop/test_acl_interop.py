@@ -36,6 +36,13 @@ ACL = {
             "whiteRemoteAddress": "127.0.0.1",
             "admin": True,
         },
+        # white-listed elsewhere: from 127.0.0.1 it needs a valid signature like any account
+        {
+            "accessKey": "elsewhere",
+            "secretKey": "elsewhere-secret",
+            "whiteRemoteAddress": "192.168.1.*",
+            "admin": True,
+        },
     ],
 }
 N = 5
@@ -81,8 +88,9 @@ async def test_allowed_account_produces_and_consumes(
         ("RocketMQ", "wrong-secret", "AclOk"),
         ("nobody12", "12345678", "AclOk"),
         ("RocketMQ", "12345678", "AclDeny"),
+        ("elsewhere", "not-its-secret", "AclOk"),
     ],
-    ids=["wrong-secret", "unknown-key", "deny-topic"],
+    ids=["wrong-secret", "unknown-key", "deny-topic", "not-white-listed"],
 )
 async def test_refused_clients_store_nothing(
     acl: Cluster, client: drivers.Client, ak: str, sk: str, topic: str
