@@ -95,8 +95,10 @@ def tool_credentials(environ: dict[str, str] | None = None) -> SessionCredential
 
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # the message leaves the source line out: it may hold the secret
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ValueError(f"{path}: not valid YAML{where}") from None
     if doc is None:
         return None
     if not isinstance(doc, dict):

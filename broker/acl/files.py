@@ -20,7 +20,7 @@ import yaml
 from pocketmq.broker.acl.rules import AclConfigError, AclRules, build_rules
 from pocketmq.remoting.common.persist import atomic_write_text
 
-__all__ = ["AclFiles", "Fingerprint"]
+__all__ = ["AclFiles", "Fingerprint", "yaml_problem"]
 
 DEFAULT_FILE = os.path.join("conf", "plain_acl.yml")
 ACL_DIR = os.path.join("conf", "acl")
@@ -28,6 +28,14 @@ TOOLS_FILE = os.path.join("conf", "tools.yml")
 
 #: (path, mtime_ns, size) of every ACL file: a change of any means "reload".
 Fingerprint = tuple[tuple[str, int, int], ...]
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What is wrong and where, without the quoted source line (it may hold a secret key)."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or type(exc).__name__
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
 
 
 class AclFiles:
@@ -78,7 +86,7 @@ class AclFiles:
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise AclConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+            raise AclConfigError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
 
     def load(self) -> tuple[AclRules, Fingerprint]:
         """The rules of every file, and the fingerprint they were read at.

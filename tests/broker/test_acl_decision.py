@@ -286,3 +286,15 @@ def test_signer_is_rfc2104_hmac_sha1(secret: str, ext: dict[str, str]) -> None:
         assert signer.sign(ext, body) == want
         assert signer.sign(dict(reversed(list(ext.items()))), body) == want  # any arrival order
         assert signer.matches(want, ext, body) and not signer.matches(want[:-2] + "==", ext, body)
+
+
+def test_broken_yaml_error_never_quotes_the_file(tmp_path) -> None:
+    from pocketmq.broker.acl.files import AclFiles
+
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "plain_acl.yml").write_text(
+        "accounts:\n  - {accessKey: RocketMQ, secretKey: topsecret99\n"
+    )
+    with pytest.raises(AclConfigError, match="not valid YAML") as err:
+        AclFiles(str(tmp_path)).load()
+    assert "topsecret99" not in str(err.value) and "line" in str(err.value)
