@@ -32,6 +32,7 @@ from typing import Any
 
 from pocketmq.broker.acl.address import AddressMatcher, AddressPatternError, parse_address_pattern
 from pocketmq.remoting.protocol.acl import PlainAccessConfig, Signer
+from pocketmq.remoting.protocol.registration import DataVersion
 from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
@@ -121,17 +122,6 @@ class Account:
     config: PlainAccessConfig = field(repr=False)
     #: the secret's HMAC key schedule, computed once
     signer: Signer = field(repr=False, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class DataVersion:
-    """``dataVersion`` of one file (RocketMQ ``DataVersion``)."""
-
-    counter: int = 0
-    timestamp: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        return {"counter": self.counter, "stateVersion": 0, "timestamp": self.timestamp}
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +226,9 @@ def _data_version(value: Any) -> DataVersion:
     if isinstance(value, list) and value and isinstance(value[0], dict):
         first = value[0]
         try:
-            return DataVersion(int(first.get("counter") or 0), int(first.get("timestamp") or 0))
+            return DataVersion(
+                timestamp=int(first.get("timestamp") or 0), counter=int(first.get("counter") or 0)
+            )
         except (TypeError, ValueError):
             return DataVersion()
     return DataVersion()
