@@ -1,20 +1,59 @@
-"""Pull-side message filters (pure): tag-hash matching over ConsumeQueue units.
+"""Pull-side message filters (pure): tag-hash matching over ConsumeQueue units, SQL92 matching
+over the stored record's properties.
 
-``ExpressionMessageFilter.isMatchedByConsumeQueue`` (reference §5.3): a unit matches when
+TAG (``ExpressionMessageFilter.isMatchedByConsumeQueue``, reference §5.3): a unit matches when
 there is no subscription, the subscription is class-filter mode or ``*``, or its tagsCode is in
 the subscription's code set. Code sets are always recomputed server-side from the tags
-(:meth:`SubscriptionData.build`, the protocol's one builder): C++ sends garbage codes. Hash collisions are possible; clients
-re-filter by exact tag string.
+(:meth:`SubscriptionData.build`, the protocol's one builder): C++ sends garbage codes. Hash
+collisions are possible; clients re-filter by exact tag string.
 
-SQL92 is not evaluated: a SQL92 subscription is rejected unless ``enablePropertyFilter``, and
-then every unit matches at the queue level (the commit-log check accepts everything too).
+SQL92 (``ExpressionMessageFilter.isMatchedByCommitLog``): every unit passes the queue-level check
+(there is no bloom-filter bitmap: pocketmq has no ConsumeQueue extension); the record's properties
+are decoded and the compiled expression (:mod:`pocketmq.remoting.protocol.filter`) evaluated; only
+TRUE matches (NULL, FALSE and an evaluation RocketMQ aborts with an exception do not).
+
+``filterSupportRetry`` (``ExpressionForRetryMessageFilter``): a message of ``%RETRY%<group>`` is
+evaluated against the group's SQL92 subscription of its original topic (its ``RETRY_TOPIC``
+property); one whose original topic has no SQL92 subscription in the group is delivered.
+
+:class:`SqlFilterCache` keeps compiled expressions by (group, topic, expression) (RocketMQ's
+``ConsumerFilterManager`` keeps one per (topic, group)), compile errors included, bounded.
 """
 
 from __future__ import annotations
 
-from pocketmq.remoting.protocol.bodies import ExpressionType, SubscriptionData
+import logging
+import struct
+from collections.abc import Callable
 
-__all__ = ["TagMessageFilter"]
+from pocketmq.remoting.protocol.bodies import ExpressionType, SubscriptionData
+from pocketmq.remoting.protocol.filter import EvalError, SqlExpression, SqlFilterError, compile_sql
+from pocketmq.remoting.protocol.message import (
+    HOST_FLAGS_MASK,
+    RECORD_PREFIX_STRUCTS,
+    MessageConst,
+    string_to_properties,
+)
+
+__all__ = [
+    "RetrySqlMessageFilter",
+    "SqlFilterCache",
+    "SqlMessageFilter",
+    "TagMessageFilter",
+    "record_properties",
+]
+
+logger = logging.getLogger(__name__)
+
+_SQL92 = ExpressionType.SQL92.value
+# SYSFLAG follows TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG (int32) and QUEUEOFFSET,
+# PHYSICALOFFSET (int64) in every host family; the prefix size (BODYLENGTH is its last int32)
+# depends on the family bits of SYSFLAG.
+_SYSFLAG_AT = struct.calcsize(">iiiiiqq")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+_PREFIX_SIZE = {flags: s.size for flags, s in RECORD_PREFIX_STRUCTS.items()}
+_RETRY_TOPIC = MessageConst.RETRY_TOPIC
 
 
 class TagMessageFilter:
@@ -44,3 +83,110 @@ class TagMessageFilter:
 
     def is_matched_by_commit_log(self, buf: bytes) -> bool:
         return True
+
+
+def record_properties(buf: bytes) -> dict[str, str]:
+    """The properties of one stored CommitLog record (layout: ``remoting.protocol.message``):
+    the prefix (its size from SYSFLAG's host bits), BODY, TOPICLEN 1, TOPIC, PROPERTIESLENGTH 2,
+    PROPERTIES. Raises ValueError / IndexError / struct.error on a cut record."""
+    sys_flag = _INT.unpack_from(buf, _SYSFLAG_AT)[0]
+    prefix = _PREFIX_SIZE[sys_flag & HOST_FLAGS_MASK]
+    at = prefix + _INT.unpack_from(buf, prefix - 4)[0]
+    at += 1 + buf[at]
+    n = _SHORT.unpack_from(buf, at)[0]
+    text = buf[at + 2 : at + 2 + n].decode()
+    try:
+        # the usual case: every entry is name\x01value (Java writes no trailing separator)
+        return dict(item.split("\x01", 1) for item in text.split("\x02"))
+    except ValueError:
+        return string_to_properties(text)
+
+
+class SqlMessageFilter:
+    """The store's ``MessageFilter`` for one SQL92 subscription (module docstring)."""
+
+    __slots__ = ("evaluate", "expression")
+
+    accepts_all = False
+
+    def __init__(self, expression: SqlExpression) -> None:
+        self.expression = expression
+        self.evaluate = expression.evaluate
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return True
+
+    def is_matched_by_commit_log(self, buf: bytes) -> bool:
+        try:
+            return self.evaluate(record_properties(buf)) is True
+        except EvalError:
+            return False
+        except (ValueError, IndexError, KeyError, struct.error):
+            logger.warning("SQL92 filter: unreadable record skipped (%d bytes)", len(buf))
+            return False
+
+
+class RetrySqlMessageFilter:
+    """``filterSupportRetry`` for a ``%RETRY%<group>`` pull: ``lookup(original topic)`` gives the
+    group's compiled SQL92 subscription of that topic, or None (then the message matches)."""
+
+    __slots__ = ("lookup",)
+
+    accepts_all = False
+
+    def __init__(self, lookup: Callable[[str], SqlExpression | None]) -> None:
+        self.lookup = lookup
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return True
+
+    def is_matched_by_commit_log(self, buf: bytes) -> bool:
+        try:
+            props = record_properties(buf)
+        except (ValueError, IndexError, KeyError, struct.error):
+            return True  # like a message without RETRY_TOPIC: nothing to filter on
+        real_topic = props.get(_RETRY_TOPIC)
+        expression = self.lookup(real_topic) if real_topic else None
+        if expression is None:
+            return True
+        try:
+            return expression.evaluate(props) is True
+        except EvalError:
+            return False
+
+
+class SqlFilterCache:
+    """Compiled SQL92 subscriptions by (group, topic, expression), compile errors included;
+    cleared when ``max_entries`` is reached (keys come from clients)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        self._table: dict[tuple[str, str, str], SqlMessageFilter | SqlFilterError] = {}
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, group: str, topic: str, expression: str) -> SqlMessageFilter:
+        """The filter of ``expression``; raises SqlFilterError (cached too) when it is invalid."""
+        key = (group, topic, expression)
+        found = self._table.get(key)
+        if found is None:
+            try:
+                found = SqlMessageFilter(compile_sql(expression))
+            except SqlFilterError as exc:
+                found = exc
+            if len(self._table) >= self.max_entries:
+                self._table.clear()
+            self._table[key] = found
+        if isinstance(found, SqlFilterError):
+            raise found
+        return found
+
+    def get_subscription(self, group: str, sub: SubscriptionData | None) -> SqlExpression | None:
+        """The compiled expression of ``sub`` when it is a valid SQL92 subscription, else None."""
+        if sub is None or sub.expression_type != _SQL92:
+            return None
+        try:
+            return self.get(group, sub.topic, sub.sub_string).expression
+        except SqlFilterError:
+            return None
