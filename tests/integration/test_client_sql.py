@@ -26,6 +26,7 @@ from pocketmq.client import (
 from pocketmq.client.sync import SyncPushConsumer
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.testing import Cluster, cluster
+from tests.client.admin.cli_helpers import arun_cli
 from tests.integration.support import loop_clean_at_exit  # noqa: F401 - fixtures
 from tests.waiting import wait_until
 
@@ -80,6 +81,14 @@ async def test_push_lite_pull_and_sync_get_exactly_the_matches(sql: Cluster) -> 
         while len(polled) < len(want_region):
             polled.extend(int(m.body) for m in await lite.poll(2.0))
         await wait_until(lambda: len(got) >= len(want_between))
+        # mqadmin shows the expression type
+        ns = ["-n", sql.namesrv_addr]
+        conn = await arun_cli("consumerConnection", *ns, "-g", "SqlPush")
+        assert "a BETWEEN 10 AND 19" in conn.out and "SQL92" in conn.out, conn.out
+        status = (await arun_cli("consumerStatus", *ns, "-g", "SqlPush", "--json")).json()
+        (client,) = status["clients"].values()
+        subs = {s["topic"]: s["expressionType"] for s in client["subscriptionSet"]}
+        assert subs["SqlT"] == "SQL92"
         await asyncio.sleep(0.3)  # nothing more arrives
         polled.extend(int(m.body) for m in await lite.poll(0.3))
     assert sorted(got) == sorted(want_between)
