@@ -8,9 +8,11 @@ the subscription's code set. Code sets are always recomputed server-side from th
 collisions are possible; clients re-filter by exact tag string.
 
 SQL92 (``ExpressionMessageFilter.isMatchedByCommitLog``): every unit passes the queue-level check
-(there is no bloom-filter bitmap: pocketmq has no ConsumeQueue extension); the record's properties
-are decoded and the compiled expression (:mod:`pocketmq.remoting.protocol.filter`) evaluated; only
-TRUE matches (NULL, FALSE and an evaluation RocketMQ aborts with an exception do not).
+(there is no bloom-filter bitmap: pocketmq has no ConsumeQueue extension); the properties the
+expression reads are picked out of the record's PROPERTIES bytes (the others are never decoded:
+the same values RocketMQ's full decode gives, checked in the tests) and the compiled expression
+(:mod:`pocketmq.remoting.protocol.filter`) evaluated; only TRUE matches (NULL, FALSE and an
+evaluation RocketMQ aborts with an exception do not).
 
 ``filterSupportRetry`` (``ExpressionForRetryMessageFilter``): a message of ``%RETRY%<group>`` is
 evaluated against the group's SQL92 subscription of its original topic (its ``RETRY_TOPIC``
@@ -40,6 +42,7 @@ __all__ = [
     "SqlFilterCache",
     "SqlMessageFilter",
     "TagMessageFilter",
+    "properties_span",
     "record_properties",
 ]
 
@@ -85,16 +88,25 @@ class TagMessageFilter:
         return True
 
 
-def record_properties(buf: bytes) -> dict[str, str]:
-    """The properties of one stored CommitLog record (layout: ``remoting.protocol.message``):
-    the prefix (its size from SYSFLAG's host bits), BODY, TOPICLEN 1, TOPIC, PROPERTIESLENGTH 2,
-    PROPERTIES. Raises ValueError / IndexError / struct.error on a cut record."""
-    sys_flag = _INT.unpack_from(buf, _SYSFLAG_AT)[0]
-    prefix = _PREFIX_SIZE[sys_flag & HOST_FLAGS_MASK]
+def properties_span(buf: bytes) -> tuple[int, int]:
+    """Where the PROPERTIES field of one stored CommitLog record is (layout:
+    ``remoting.protocol.message``): after the prefix (its size from SYSFLAG's host bits), BODY,
+    TOPICLEN 1, TOPIC and PROPERTIESLENGTH 2. Raises IndexError / KeyError / struct.error on a
+    cut record."""
+    prefix = _PREFIX_SIZE[_INT.unpack_from(buf, _SYSFLAG_AT)[0] & HOST_FLAGS_MASK]
     at = prefix + _INT.unpack_from(buf, prefix - 4)[0]
     at += 1 + buf[at]
-    n = _SHORT.unpack_from(buf, at)[0]
-    text = buf[at + 2 : at + 2 + n].decode()
+    start = at + 2
+    end = start + _SHORT.unpack_from(buf, at)[0]
+    if end > len(buf):
+        raise IndexError("properties beyond the record")
+    return start, end
+
+
+def record_properties(buf: bytes) -> dict[str, str]:
+    """Every property of one stored record, as RocketMQ's ``MessageDecoder.decodeProperties``."""
+    start, end = properties_span(buf)
+    text = buf[start:end].decode("utf-8", "replace")
     try:
         # the usual case: every entry is name\x01value (Java writes no trailing separator)
         return dict(item.split("\x01", 1) for item in text.split("\x02"))
@@ -102,26 +114,54 @@ def record_properties(buf: bytes) -> dict[str, str]:
         return string_to_properties(text)
 
 
+class _Picker:
+    """The properties an expression reads, picked out of a record's PROPERTIES bytes without
+    decoding the others: ``name\x01value`` entries split by ``\x02``, the last entry of a name
+    wins (as when RocketMQ decodes them into a map)."""
+
+    __slots__ = ("needles",)
+
+    def __init__(self, names: frozenset[str]) -> None:
+        # (name, b"\x02name\x01", b"name\x01"): an entry in the middle, or the first entry
+        self.needles = tuple((n, b"\x02" + n.encode() + b"\x01", n.encode() + b"\x01") for n in sorted(names))
+
+    def __call__(self, buf: bytes) -> dict[str, str]:
+        start, end = properties_span(buf)
+        out: dict[str, str] = {}
+        for name, inner, first in self.needles:
+            i = buf.rfind(inner, start, end)
+            if i >= 0:
+                i += len(inner)
+            elif buf.startswith(first, start, end):
+                i = start + len(first)
+            else:
+                continue
+            j = buf.find(b"\x02", i, end)
+            out[name] = buf[i : end if j < 0 else j].decode("utf-8", "replace")
+        return out
+
+
 class SqlMessageFilter:
     """The store's ``MessageFilter`` for one SQL92 subscription (module docstring)."""
 
-    __slots__ = ("evaluate", "expression")
+    __slots__ = ("evaluate", "expression", "pick")
 
     accepts_all = False
 
     def __init__(self, expression: SqlExpression) -> None:
         self.expression = expression
         self.evaluate = expression.evaluate
+        self.pick = _Picker(expression.names)
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return True
 
     def is_matched_by_commit_log(self, buf: bytes) -> bool:
         try:
-            return self.evaluate(record_properties(buf)) is True
+            return self.evaluate(self.pick(buf)) is True
         except EvalError:
             return False
-        except (ValueError, IndexError, KeyError, struct.error):
+        except (IndexError, KeyError, struct.error):
             logger.warning("SQL92 filter: unreadable record skipped (%d bytes)", len(buf))
             return False
 
@@ -143,7 +183,7 @@ class RetrySqlMessageFilter:
     def is_matched_by_commit_log(self, buf: bytes) -> bool:
         try:
             props = record_properties(buf)
-        except (ValueError, IndexError, KeyError, struct.error):
+        except (IndexError, KeyError, struct.error):
             return True  # like a message without RETRY_TOPIC: nothing to filter on
         real_topic = props.get(_RETRY_TOPIC)
         expression = self.lookup(real_topic) if real_topic else None

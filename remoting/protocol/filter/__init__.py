@@ -26,13 +26,15 @@ __all__ = ["MAX_DEPTH", "EvalError", "SqlExpression", "SqlFilterError", "compile
 class SqlExpression:
     """A compiled expression. ``evaluate(properties)`` gives RocketMQ's three-valued result
     (True, False, None for NULL) or raises :class:`EvalError` where RocketMQ's evaluation throws;
-    ``matches(properties)`` is what the broker delivers on: only True matches."""
+    ``matches(properties)`` is what the broker delivers on: only True matches. ``names`` are the
+    property names the expression reads (the rest of a message's properties never matter)."""
 
-    __slots__ = ("evaluate", "expression")
+    __slots__ = ("evaluate", "expression", "names")
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
-        self.evaluate = parse(expression).fn
+        root, self.names = parse(expression)
+        self.evaluate = root.fn
 
     def matches(self, properties: Mapping[str, str]) -> bool:
         try:

@@ -41,19 +41,21 @@ _DOUBLE_MIN = 5e-324  # Double.MIN_VALUE, the smallest positive double
 _ORDERING = frozenset({">", ">=", "<", "<="})
 
 
-def parse(text: str) -> Expr:
-    """The boolean expression of ``text``; raises SqlFilterError."""
-    return _Parser(text).expression()
+def parse(text: str) -> tuple[Expr, frozenset[str]]:
+    """The boolean expression of ``text`` and the property names it reads; raises SqlFilterError."""
+    parser = _Parser(text)
+    return parser.expression(), frozenset(parser.names)
 
 
 class _Parser:
-    __slots__ = ("i", "nesting", "text", "tokens")
+    __slots__ = ("i", "names", "nesting", "text", "tokens")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
         self.nesting = 0
+        self.names: set[str] = set()
 
     # -- token helpers
     def peek(self, ahead: int = 0) -> Token:
@@ -226,6 +228,7 @@ class _Parser:
             return e
         if t.kind == "ID":
             self.take()
+            self.names.add(t.text)
             return ops.prop(t.text)
         if t.kind == "STR":
             self.take()
