@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "EvalError",
@@ -134,53 +136,39 @@ def _same_type_compare(lv: object, rv: object) -> int:
     return -1 if lv < rv else 1  # type: ignore[operator]
 
 
-def java_compare(lv: object, rv: object) -> int:
+#: (left type, right type) -> (left conversion, right conversion): the module table, as data
+_CONVERSIONS: dict[tuple[type, type], tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]] = {
+    (int, JLong): (None, None),  # Python compares int with int subclasses exactly
+    (int, float): (float, None),
+    (int, str): (None, parse_int),
+    (JLong, int): (None, None),
+    (JLong, float): (float, None),
+    (JLong, str): (None, parse_long),
+    (float, int): (None, float),
+    (float, JLong): (None, float),
+    (float, str): (None, parse_double),
+    (str, bool): (parse_boolean, None),
+    (str, int): (parse_int, None),
+    (str, JLong): (parse_long, None),
+    (str, float): (parse_double, None),
+}
+
+
+def java_compare(lv: Any, rv: Any) -> int:
     """``ComparisonExpression.__compare(lv, rv, true)`` of two non-null values (module table)."""
     tl = type(lv)
     tr = type(rv)
     if tl is not tr:
-        if tl is bool:
-            if tr is str:
+        conv = _CONVERSIONS.get((tl, tr))
+        if conv is None:
+            if tl is bool and tr is str:
                 raise EvalError("a Boolean cannot be compared with a String")
             return -1
-        if tl is int:
-            if tr is JLong:
-                pass
-            elif tr is float:
-                lv = float(lv)  # type: ignore[arg-type]
-            elif tr is str:
-                rv = parse_int(rv)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif tl is JLong:
-            if tr is int:
-                pass
-            elif tr is float:
-                lv = float(lv)  # type: ignore[arg-type]
-            elif tr is str:
-                rv = parse_long(rv)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif tl is float:
-            if tr is int or tr is JLong:
-                rv = float(rv)  # type: ignore[arg-type]
-            elif tr is str:
-                rv = parse_double(rv)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif tl is str:
-            if tr is bool:
-                lv = parse_boolean(lv)  # type: ignore[arg-type]
-            elif tr is int:
-                lv = parse_int(lv)  # type: ignore[arg-type]
-            elif tr is JLong:
-                lv = parse_long(lv)  # type: ignore[arg-type]
-            elif tr is float:
-                lv = parse_double(lv)  # type: ignore[arg-type]
-            else:
-                return -1
-        else:
-            return -1
+        left, right = conv
+        if left is not None:
+            lv = left(lv)
+        if right is not None:
+            rv = right(rv)
     return _same_type_compare(lv, rv)
 
 
