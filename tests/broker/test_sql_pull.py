@@ -142,3 +142,16 @@ async def test_filter_support_retry(tmp_path) -> None:
             assert r.code == ResponseCode.SUCCESS, r.remark
             # a message without RETRY_TOPIC has nothing to be filtered by: delivered
             assert sorted(int(m.body) for m in decode_messages(r.body)) == sorted({*want, 2}), support
+
+
+async def test_64_kib_expression_over_the_wire(tmp_path) -> None:
+    values = ", ".join(f"'v{i:05d}'" for i in range(8000))
+    expression = f"a IN ({values}) OR a = 'x'"
+    assert len(expression) > 64 * 1024
+    async with broker_and_wire(str(tmp_path / "s"), enablePropertyFilter=True) as (broker, wire):
+        await put(broker, wire, "BIG", [{"a": "v07999"}, {"a": "v8000"}, {"a": "x"}])
+        code, found, _ = await pull_all(wire, "BIG", expression)
+        assert (code, found) == (ResponseCode.SUCCESS, [0, 2])
+        code, _, remark = await pull_all(wire, "BIG", expression + " OR")
+        assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+        assert f"line 1, column {len(expression) + 4}" in remark and len(remark) < 500

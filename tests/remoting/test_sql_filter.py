@@ -253,3 +253,13 @@ def test_final_dash_dash_comment_and_double_minus() -> None:
     assert compile_sql("a > 1 -- it's a comment & more").matches({"a": "2"})
     with pytest.raises(SqlFilterError, match="unclosed string"):
         compile_sql("a > 1 AND b = 'x")
+
+
+def test_error_messages_quote_operands_briefly() -> None:
+    values = ", ".join(f"'v{i}'" for i in range(5000))
+    with pytest.raises(SqlFilterError) as info:
+        compile_sql(f"(a IN ({values})) > 5")
+    assert "cannot be compared" in str(info.value) and len(str(info.value)) < 200
+    with pytest.raises(SqlFilterError) as info:
+        compile_sql("a = 'x' '" + "y" * 70_000 + "'")
+    assert "Encountered \"'yyy" in str(info.value) and len(str(info.value)) < 200

@@ -86,6 +86,11 @@ class Expr:
         return _UNKNOWN
 
 
+def _quote(text: str) -> str:
+    """Source text in an error message, cut short (an operand may be most of a 64 KiB expression)."""
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _depth(*parts: Expr) -> int:
     return 1 + max(p.depth for p in parts)
 
@@ -141,7 +146,7 @@ def as_boolean(e: Expr) -> Expr:
             return v if type(v) is bool else False
 
         return Expr(Kind.BOOL, f, e.text, _depth(e))
-    raise CompileError(f"Expression will not result in a boolean value: {e.text}")
+    raise CompileError(f"Expression will not result in a boolean value: {_quote(e.text)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,7 +233,7 @@ def _check_orderable(e: Expr) -> None:
     if e.kind == Kind.CONST and type(e.value) in _NUMBER_TYPES:
         return
     if e.kind in (Kind.CONST, Kind.BCONST) or e.is_boolean:
-        raise CompileError(f"Value '{e.text}' cannot be compared.")
+        raise CompileError(f"Value '{_quote(e.text)}' cannot be compared.")
 
 
 _TESTS: dict[str, Callable[[int], bool]] = {
@@ -316,8 +321,8 @@ def between(value: Expr, low: Expr, high: Expr, text: str, *, negated: bool) -> 
             raise CompileError(f"Illegal values of between: {exc}") from None
         if wrong_order:
             raise CompileError(
-                f"Illegal values of between, left value({low.text}) must less than or equal to "
-                f"right value({high.text})"
+                f"Illegal values of between, left value({_quote(low.text)}) must less than or equal to "
+                f"right value({_quote(high.text)})"
             )
     if negated:
         a, b = ordering("<", value, low, text), ordering(">", value, high, text)
@@ -347,9 +352,9 @@ def equal(left: Expr, right: Expr, text: str) -> Expr:
     literal compared with another literal."""
     for e in (left, right):
         if e.kind == Kind.BCONST and e.value is None:
-            raise CompileError(f"'{e.text}' cannot be compared.")
+            raise CompileError(f"'{_quote(e.text)}' cannot be compared.")
     if left.kind == Kind.BCONST and right.kind == Kind.CONST:
-        raise CompileError(f"'{left.text}' cannot be compared with '{right.text}'")
+        raise CompileError(f"'{_quote(left.text)}' cannot be compared with '{_quote(right.text)}'")
     return raw_equal(left, right, text)
 
 
@@ -400,7 +405,7 @@ def is_null(e: Expr, text: str, *, negated: bool) -> Expr:
 def in_list(e: Expr, values: Sequence[str], text: str, *, negated: bool) -> Expr:
     """``createInFilter``: the left side must be a property; NULL when it is absent."""
     if e.kind != Kind.PROP:
-        raise CompileError(f"Expected a property for In expression, got: {e.text}")
+        raise CompileError(f"Expected a property for In expression, got: {_quote(e.text)}")
     name = e.value
     choices = frozenset(values)
     if negated:

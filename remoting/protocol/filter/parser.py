@@ -79,7 +79,9 @@ class _Parser:
         t = self.peek()
         if t.kind == "ERR":
             return SqlFilterError(t.text, self.text, t.start)
-        found = "end of expression" if t.kind == "EOF" else f'"{self.text[t.start : t.end]}"'
+        token = self.text[t.start : t.end]
+        token = token if len(token) <= 60 else token[:57] + "..."
+        found = "end of expression" if t.kind == "EOF" else f'"{token}"'
         return SqlFilterError(f"Encountered {found}, was expecting {what}", self.text, t.start)
 
     def fail(self, exc: CompileError, at: int) -> SqlFilterError:
