@@ -155,3 +155,13 @@ async def test_64_kib_expression_over_the_wire(tmp_path) -> None:
         code, _, remark = await pull_all(wire, "BIG", expression + " OR")
         assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
         assert f"line 1, column {len(expression) + 4}" in remark and len(remark) < 500
+
+
+async def test_enable_property_filter_at_run_time(tmp_path) -> None:
+    async with broker_and_wire(str(tmp_path / "s")) as (broker, wire):
+        await put(broker, wire, "RT", [{"a": "1"}, {"a": "7"}])
+        code, _, _ = await pull_all(wire, "RT", "a > 5")
+        assert code == ResponseCode.SYSTEM_ERROR
+        r = await wire.call(RequestCode.UPDATE_BROKER_CONFIG, None, b"enablePropertyFilter=true\n")
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        assert await pull_all(wire, "RT", "a > 5") == (ResponseCode.SUCCESS, [1], "")
