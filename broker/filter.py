@@ -197,11 +197,14 @@ class RetrySqlMessageFilter:
 
 class SqlFilterCache:
     """Compiled SQL92 subscriptions by (group, topic, expression), compile errors included;
-    cleared when ``max_entries`` is reached (keys come from clients)."""
+    cleared when ``max_entries`` or ``max_chars`` of expression text is reached (keys come from
+    clients; a compiled expression keeps ~40 bytes per character of its text)."""
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self, max_entries: int = 4096, max_chars: int = 4 << 20) -> None:
         self.max_entries = max_entries
+        self.max_chars = max_chars
         self._table: dict[tuple[str, str, str], SqlMessageFilter | SqlFilterError] = {}
+        self._chars = 0
 
     def __len__(self) -> int:
         return len(self._table)
@@ -215,9 +218,11 @@ class SqlFilterCache:
                 found = SqlMessageFilter(compile_sql(expression))
             except SqlFilterError as exc:
                 found = exc
-            if len(self._table) >= self.max_entries:
+            if len(self._table) >= self.max_entries or self._chars + len(expression) > self.max_chars:
                 self._table.clear()
+                self._chars = 0
             self._table[key] = found
+            self._chars += len(expression)
         if isinstance(found, SqlFilterError):
             raise found
         return found

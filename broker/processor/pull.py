@@ -114,8 +114,11 @@ class PullMessageProcessor:
 
     def __post_init__(self) -> None:
         self.hold.execute = self.execute_when_wakeup
-        #: (topic, expression, type, version) -> the parsed subscription and its filter
-        self._carried: dict[tuple[str, str | None, str | None, int], tuple[SubscriptionData, _Filter]] = {}
+        #: (topic, expression, type, version) -> the parsed subscription and its TAG filter (None
+        #: for SQL92: its compiled form lives in ``sql_filters`` alone, which bounds its memory)
+        self._carried: dict[
+            tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter | None]
+        ] = {}
         #: compiled SQL92 subscriptions (carried or from heartbeats)
         self.sql_filters = SqlFilterCache(_SUB_CACHE_MAX)
 
@@ -259,23 +262,31 @@ class PullMessageProcessor:
         key = (header.topic, header.subscription, header.expression_type, header.sub_version)
         cached = self._carried.get(key)
         if cached is None:
-            try:
-                sub = SubscriptionData.build(
-                    header.topic,
-                    header.subscription,
-                    sub_version=header.sub_version,
-                    expression_type=header.expression_type or "TAG",
-                )
-            except Exception as exc:
-                raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
-            message_filter: _Filter
-            if sub.expression_type == _TAG:
-                message_filter = TagMessageFilter(sub)
-            else:
-                message_filter = self._sql_filter(header.consumer_group, sub)
-            if len(self._carried) >= _SUB_CACHE_MAX:
-                self._carried.clear()
-            cached = self._carried[key] = (sub, message_filter)
+            cached = self._parse_carried(key, header)
+        sub, tag_filter = cached
+        return sub, tag_filter if tag_filter is not None else self._sql_filter(header.consumer_group, sub)
+
+    def _parse_carried(
+        self, key: tuple[str, str | None, str | None, int], header: PullMessageRequestHeader
+    ) -> tuple[SubscriptionData, TagMessageFilter | None]:
+        """Parse and cache a carried subscription (an invalid SQL92 one raises 23 here)."""
+        try:
+            sub = SubscriptionData.build(
+                header.topic,
+                header.subscription,
+                sub_version=header.sub_version,
+                expression_type=header.expression_type or "TAG",
+            )
+        except Exception as exc:
+            raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
+        tag_filter = None
+        if sub.expression_type == _TAG:
+            tag_filter = TagMessageFilter(sub)
+        else:
+            self._sql_filter(header.consumer_group, sub)  # an invalid expression: 23 now
+        if len(self._carried) >= _SUB_CACHE_MAX:
+            self._carried.clear()
+        cached = self._carried[key] = (sub, tag_filter)
         return cached
 
     def _subscription(self, header: PullMessageRequestHeader, broadcast_enable: bool) -> SubscriptionData:

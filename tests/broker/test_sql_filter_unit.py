@@ -77,3 +77,10 @@ def test_cache_keeps_filters_and_errors_bounded() -> None:
     cache.get("g", "t", "b > 1")
     cache.get("g", "t", "c > 1")  # full: cleared, then this one
     assert len(cache) == 1
+
+
+def test_cache_is_bounded_by_expression_text_too() -> None:
+    cache = SqlFilterCache(max_entries=100, max_chars=25)
+    cache.get("g", "t", "a > 1")  # 5 chars
+    cache.get("g", "t", "region IN ('eu', 'us')")  # 22 more: over 25, cleared first
+    assert len(cache) == 1
