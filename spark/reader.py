@@ -76,6 +76,8 @@ class PullSettings:
     timeout_ms: int
     fail_on_data_loss: bool
     include_properties: bool
+    #: the ``filter`` option (SQL92), evaluated here on each message's properties
+    sql_filter: str | None = None
 
     @property
     def tags(self) -> frozenset[str] | None:
@@ -96,7 +98,10 @@ class _RangeReader:
         self.addrs = addrs
         self.tags = settings.tags
         self.policy = DataLossPolicy(settings.fail_on_data_loss)
-        self.cols = Columns(key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags)
+        self.cols = Columns(
+            key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags,
+            sql_filter=settings.sql_filter,
+        )  # fmt: skip
         self.timeout = settings.timeout_ms / 1000
         self.ext = {
             "consumerGroup": settings.group,

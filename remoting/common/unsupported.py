@@ -14,7 +14,6 @@ key                         refused values              missing feature
 ``enableSlaveActingMaster`` true                        HA
 ``enableControllerMode``    true                        HA (5.x controller)
 ``aclEnable``               true                        ACL (signed requests, plain_acl.yml)
-``enablePropertyFilter``    true                        SQL92 filtering (the evaluator)
 ``useTLS``                  true                        TLS
 ``tls.*`` (any key)         anything but an "off"       TLS (``tls.enable``, ``tls.server.mode``,
                             value: empty, ``false``,    ``tls.server.certPath``, ...)
@@ -84,7 +83,6 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("enableSlaveActingMaster", "true", "master/slave replication (HA)", _is_true),
     Refusal("enableControllerMode", "true", "master/slave replication (HA controller)", _is_true),
     Refusal("aclEnable", "true", "ACL (request signing, plain_acl.yml)", _is_true),
-    Refusal("enablePropertyFilter", "true", "SQL92 message filtering", _is_true),
     Refusal("useTLS", "true", "TLS", _is_true),
     Refusal("tls.*", "anything but off/false/disabled/none/empty", "TLS", _tls_on),
     # store keys Java brokers accept that turn on a feature pocketmq lacks (the store's other

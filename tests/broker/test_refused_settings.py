@@ -1,4 +1,4 @@
-"""No setting accepted and ignored: values asking for a feature not built yet (HA, ACL, SQL92, TLS)
+"""No setting accepted and ignored: values asking for a feature not built yet (HA, ACL, TLS, LMQ)
 stop mqbroker / mqnamesrv / pocketmq up / pocketmq cluster up with one line naming the key, and
 UPDATE_BROKER_CONFIG refuses them (table: pocketmq.remoting.common.unsupported.REFUSALS)."""
 
@@ -24,7 +24,6 @@ REFUSED = [
     ("enableSlaveActingMaster", "true"),
     ("enableControllerMode", "true"),
     ("aclEnable", "true"),
-    ("enablePropertyFilter", "true"),
     ("useTLS", "true"),
     ("tls.enable", "true"),
     ("tls.server.mode", "enforcing"),
@@ -136,7 +135,7 @@ def test_name_server_rows_are_scoped_and_update_refuses_tls() -> None:
         apply_config(base, {"tls.enable": "true"}, known_foreign_keys=KNOWN_UNSUPPORTED_KEYS)
 
 
-@pytest.mark.parametrize("row", [("enablePropertyFilter", "true"), ("tls.enable", "true")], ids=_ids)
+@pytest.mark.parametrize("row", [("enableLmq", "true"), ("tls.enable", "true")], ids=_ids)
 def test_pocketmq_up_refuses_before_starting(tmp_path: Path, row: tuple[str, str]) -> None:
     key, value = row
     out = _run(
