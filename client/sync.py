@@ -34,6 +34,7 @@ from typing import Any, Protocol, Self, TypeVar
 
 from pocketmq.client.consumer.lite_pull import LitePullConsumer
 from pocketmq.client.consumer.push import PushConsumer
+from pocketmq.client.consumer.subscription import MessageSelector
 from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
 from pocketmq.client.producer.producer import Producer
 from pocketmq.remoting.common.runtime import new_event_loop
@@ -160,10 +161,12 @@ class SyncLitePullConsumer(_BlockingClient):
     def __enter__(self) -> Self:
         return self
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.consumer.subscribe(topic, expression)
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        self.consumer.subscribe(topic, expression, expression_type)
 
-    def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
+    def assign(self, mqs: Iterable[MessageQueue], expression: str | MessageSelector = "*") -> None:
         async def do() -> None:
             self.consumer.assign(mqs, expression)
 
@@ -233,5 +236,7 @@ class SyncPushConsumer(_BlockingClient):
         self.consumer = PushConsumer(group, namesrv, listener=bridge, orderly=orderly, **options)
         super().__init__(self.consumer)
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.consumer.subscribe(topic, expression)
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        self.consumer.subscribe(topic, expression, expression_type)

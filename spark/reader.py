@@ -77,6 +77,8 @@ class PullSettings:
     timeout_ms: int
     fail_on_data_loss: bool
     include_properties: bool
+    #: the ``filter`` option (SQL92), evaluated here on each message's properties
+    sql_filter: str | None = None
     #: ACL credentials (strings: settings are pickled to executors; the signer is built there)
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
@@ -105,7 +107,10 @@ class _RangeReader:
         self.addrs = addrs
         self.tags = settings.tags
         self.policy = DataLossPolicy(settings.fail_on_data_loss)
-        self.cols = Columns(key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags)
+        self.cols = Columns(
+            key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags,
+            sql_filter=settings.sql_filter,
+        )  # fmt: skip
         self.timeout = settings.timeout_ms / 1000
         self.sign = settings.signer()
         self.ext = {

@@ -113,7 +113,7 @@ class _Base:
         o = self.opts
         return PullSettings(
             o.name_servers, o.pull_group, o.sub_expression, o.pull_batch_size, o.pull_timeout_ms,
-            o.fail_on_data_loss, o.include_properties, o.access_key, o.secret_key,
+            o.fail_on_data_loss, o.include_properties, o.sql_filter, o.access_key, o.secret_key,
         )  # fmt: skip
 
     def _snapshot(self, *, strict: bool) -> Snapshot:

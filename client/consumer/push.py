@@ -40,7 +40,7 @@ from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averag
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import send_message_back
 from pocketmq.client.consumer.stats import ConsumeStats
-from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
+from pocketmq.client.consumer.subscription import MessageSelector, SubscriptionData, new_subscription
 from pocketmq.client.errors import (
     ClientStateError,
     MessageValidationError,
@@ -109,8 +109,11 @@ class PushConsumer(ConsumerBase):
             self.register_listener(listener, orderly=orderly)
 
     # ------------------------------------------------------------------------ configuration
-    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
-        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``).
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``), an SQL92
+        one (``expression_type="SQL92"``) or a :class:`MessageSelector`.
 
         Raises:
             MessageValidationError: invalid topic or expression.
@@ -181,6 +184,7 @@ class PushConsumer(ConsumerBase):
         # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
             await self.queue_ops.refresh_route(topic)
+        await self._check_client_in_broker()
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         inst.wakeup_rebalance()

@@ -13,7 +13,6 @@ key                         refused values              missing feature
 ``brokerId``                anything but ``0``          HA (a broker id > 0 is a slave)
 ``enableSlaveActingMaster`` true                        HA
 ``enableControllerMode``    true                        HA (5.x controller)
-``enablePropertyFilter``    true                        SQL92 filtering (the evaluator)
 ``tls.test.mode.enable``    true                        RocketMQ's throwaway self-signed certificates
 ``tls.server.keyPassword``, any value                   encrypted TLS private keys
 ``tls.client.keyPassword``
@@ -81,7 +80,6 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("brokerId", "other than 0 (a slave)", "master/slave replication (HA)", _not_zero),
     Refusal("enableSlaveActingMaster", "true", "master/slave replication (HA)", _is_true),
     Refusal("enableControllerMode", "true", "master/slave replication (HA controller)", _is_true),
-    Refusal("enablePropertyFilter", "true", "SQL92 message filtering", _is_true),
     Refusal(
         "tls.test.mode.enable",
         "true",

@@ -1,4 +1,4 @@
-"""No setting accepted and ignored: values asking for a feature not built yet (HA, ACL, SQL92, TLS)
+"""No setting accepted and ignored: values asking for a feature not built yet (HA, ACL, TLS, LMQ)
 stop mqbroker / mqnamesrv / pocketmq up / pocketmq cluster up with one line naming the key, and
 UPDATE_BROKER_CONFIG refuses them (table: pocketmq.remoting.common.unsupported.REFUSALS)."""
 
@@ -23,7 +23,6 @@ REFUSED = [
     ("brokerId", "1"),
     ("enableSlaveActingMaster", "true"),
     ("enableControllerMode", "true"),
-    ("enablePropertyFilter", "true"),
     ("tls.test.mode.enable", "true"),
     ("tls.server.keyPassword", "secret"),
     ("tls.client.keyPassword", "secret"),
@@ -89,8 +88,8 @@ def test_set_override_is_refused(row: tuple[str, str]) -> None:
 
 
 def test_mqbroker_set_refuses_with_one_line() -> None:
-    out = _run("pocketmq.broker", "--set", "enablePropertyFilter=true")
-    _assert_one_line_refusal(out, "enablePropertyFilter", "true")
+    out = _run("pocketmq.broker", "--set", "enableLmq=true")
+    _assert_one_line_refusal(out, "enableLmq", "true")
 
 
 def test_defaults_and_off_values_still_load() -> None:
@@ -139,9 +138,7 @@ def test_name_server_rows_are_scoped_and_update_refuses_tls() -> None:
         apply_config(base, {"tls.test.mode.enable": "true"}, known_foreign_keys=KNOWN_UNSUPPORTED_KEYS)
 
 
-@pytest.mark.parametrize(
-    "row", [("enablePropertyFilter", "true"), ("tls.test.mode.enable", "true")], ids=_ids
-)
+@pytest.mark.parametrize("row", [("enableLmq", "true"), ("tls.test.mode.enable", "true")], ids=_ids)
 def test_pocketmq_up_refuses_before_starting(tmp_path: Path, row: tuple[str, str]) -> None:
     key, value = row
     out = _run(
@@ -157,9 +154,9 @@ def test_pocketmq_cluster_up_refuses_before_starting(tmp_path: Path) -> None:
     try:
         out = _run(
             "pocketmq.deploy", "cluster", "up", "--masters", "1", "--dir", str(root),
-            "--namesrv-port", "0", "--broker-port", "0", "--set", "enablePropertyFilter=true",
+            "--namesrv-port", "0", "--broker-port", "0", "--set", "enableLmq=true",
         )  # fmt: skip
-        _assert_one_line_refusal(out, "enablePropertyFilter", "true")
+        _assert_one_line_refusal(out, "enableLmq", "true")
         assert not root.exists()
     finally:
         if root.exists():  # the refusal failed and a cluster started: stop it, leave no process
