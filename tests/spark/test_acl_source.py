@@ -55,8 +55,15 @@ async def test_signed_reads(acl: Cluster) -> None:
     ((key, state),) = snap.queues.items()
     assert state.max_offset == 5
     s = PullSettings(
-        opts.name_servers, "spark-acl", "*", 32, 3000, True, False,
-        access_key=opts.access_key, secret_key=opts.secret_key,
+        opts.name_servers,
+        "spark-acl",
+        "*",
+        32,
+        3000,
+        True,
+        False,
+        access_key=opts.access_key,
+        secret_key=opts.secret_key,
     )
     addrs = snap.broker_addrs[key.broker_name]
     rows = await asyncio.to_thread(
@@ -65,7 +72,9 @@ async def test_signed_reads(acl: Cluster) -> None:
     assert [r["body"] for r in rows] == [b"m%d" % i for i in range(5)]
     # unsigned, or a wrong secret: the broker refuses the pull
     for ak, sk in ((None, None), ("sparkUser", "wrongSecret")):
-        bad = PullSettings(opts.name_servers, "spark-acl", "*", 32, 3000, True, False, access_key=ak, secret_key=sk)
+        bad = PullSettings(
+            opts.name_servers, "spark-acl", "*", 32, 3000, True, False, access_key=ak, secret_key=sk
+        )
         with pytest.raises(Exception, match="AclException"):
             await asyncio.to_thread(
                 lambda b=bad: list(read_range(b, MessageQueue("S", key.broker_name, 0), 0, 5, addrs))
