@@ -281,7 +281,7 @@ class SendMessageProcessor:
         service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
-        result = service.prepare_message(inner)
+        result = service.prepare_message(inner, wait)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, inner.topic)
         return self._reply_after(request, result, queue_id, inner.topic)
