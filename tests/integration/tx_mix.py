@@ -22,7 +22,8 @@ from pocketmq.client import (
     PushConsumer,
     TransactionState,
 )
-from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.remoting.protocol.registration import KVTable
 from pocketmq.testing.wire import Wire
 
@@ -78,8 +79,15 @@ async def produce(
 
 
 async def produce_with(
-    producer: Producer, topic: str, keys: range, ledger: Ledger, *, concurrency: int
+    producer: Producer,
+    topic: str,
+    keys: range,
+    ledger: Ledger,
+    *,
+    concurrency: int,
+    pause_on_failure: float = 0.0,
 ) -> None:
+    """Each key once (a failed send is not retried: its half may be stored, and is rolled back)."""
     it = iter(keys)
 
     async def worker() -> None:
@@ -90,6 +98,8 @@ async def produce_with(
                 )
             except Exception:
                 ledger.send_failures += 1
+                if pause_on_failure:
+                    await asyncio.sleep(pause_on_failure)  # pacing while the broker is down
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
@@ -139,3 +149,21 @@ async def topic_total(broker_addr: str, topic: str = "TxAccept", queues: int = 4
         return total
     finally:
         await w.close()
+
+
+async def stored_keys(broker_addr: str, topic: str = "TxAccept", queues: int = 4) -> Counter[str]:
+    """Every message stored in ``topic`` by key, read with plain pulls from offset 0."""
+    w = Wire(broker_addr)
+    keys: Counter[str] = Counter()
+    try:
+        for q in range(queues):
+            offset = 0
+            while True:
+                r = await w.pull(topic, q, offset, group="TxAudit", sys_flag=0x4, suspend_ms=0)
+                if r.code != ResponseCode.SUCCESS:
+                    break
+                keys.update(m.keys or "" for m in decode_messages(r.body or b""))
+                offset = int(r.ext_fields["nextBeginOffset"])
+    finally:
+        await w.close()
+    return keys
