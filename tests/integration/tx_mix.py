@@ -53,6 +53,8 @@ class Ledger:
     #: key → monotonic times its checks arrived
     check_times: dict[str, list[float]] = field(default_factory=dict)
     send_failures: int = 0
+    #: set to end :func:`produce_with` after the transactions in progress
+    stop: bool = False
 
     async def execute_local(self, msg: Message, result: Any) -> TransactionState:
         i = int(msg.keys or "0")
@@ -92,6 +94,8 @@ async def produce_with(
 
     async def worker() -> None:
         for i in it:
+            if ledger.stop:
+                return
             try:
                 await producer.send_in_transaction(
                     Message(topic, str(i).encode(), keys=str(i)), ledger.execute_local
