@@ -229,6 +229,12 @@ class TransactionalMessageService:
                 topic, 1, PermName.PERM_READ | PermName.PERM_WRITE
             )
             self._ready_topics.add(topic)
+            if topic == RMQ_SYS_TRANS_HALF_TOPIC:
+                # the progress exists from the first half on: consumerProgress of
+                # CID_RMQ_SYS_TRANS shows the pending backlog before the first check run
+                for queue_topic in (RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC):
+                    if self.offsets.query_offset(CID_SYS_RMQ_TRANS, queue_topic, 0) < 0:
+                        self.offsets.commit_offset(CID_SYS_RMQ_TRANS, queue_topic, 0, 0)
 
     # -------------------------------------------------------------------------- prepare
     def prepare_message(self, inner: MessageInner, wait: bool = False) -> PutResult | Awaitable[PutResult]:
