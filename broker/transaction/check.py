@@ -41,7 +41,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     half_action,
     is_resolved,
 )
-from pocketmq.broker.transaction.service import READ_BATCH, HalfMessage, read_half
+from pocketmq.broker.transaction.service import READ_BATCH, HalfMessage, edit_properties, read_half
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (
@@ -50,8 +50,6 @@ from pocketmq.remoting.protocol.message import (
     MessageConst,
     MessageDecodeError,
     encode_message,
-    properties_to_string,
-    string_to_properties,
 )
 from pocketmq.remoting.protocol.route import (
     CID_SYS_RMQ_TRANS,
@@ -77,6 +75,9 @@ _SKIP_STATUSES = frozenset(
 )
 _V4 = RECORD_PREFIX_STRUCTS[0]
 _STOPS = (HalfAction.NEW, HalfAction.WAIT)
+_TIMES = MessageConst.TRANSACTION_CHECK_TIMES
+_PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
+_COPY_DROPS = (_TIMES, _PREPARED)
 
 
 class TransactionalMessageCheckService(Service):
@@ -158,12 +159,13 @@ class TransactionalMessageCheckService(Service):
                     pos += total
                     continue
                 msg = half.msg
-                times = check_times(msg.get_property(MessageConst.TRANSACTION_CHECK_TIMES))
+                props = msg.properties  # parsed once: the decision, the copy and the check read it
+                times = check_times(props.get(_TIMES))
                 action = half_action(
                     resolved=is_resolved(q, half.tx_offset, done), times=times,
                     check_max=cfg.transaction_check_max, now_ms=now, born_ms=msg.born_timestamp,
                     store_ms=msg.store_timestamp, run_start_ms=run_start, timeout_ms=cfg.transaction_time_out,
-                    immunity_raw=msg.get_property(MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS),
+                    immunity_raw=props.get(MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS),
                     file_reserved_ms=reserved_ms,
                 )  # fmt: skip
                 if action in _STOPS or not self._act(action, half, times):
@@ -210,10 +212,8 @@ class TransactionalMessageCheckService(Service):
     def _copy(self, half: HalfMessage, topic: str, times: int) -> tuple[PutResult, str] | None:
         """Append a copy of ``half`` to ``topic`` queue 0; its put result and properties."""
         msg = half.msg
-        props = string_to_properties(msg.properties_str)
-        props[MessageConst.TRANSACTION_CHECK_TIMES] = str(times)
-        props[MessageConst.TRAN_PREPARED_QUEUE_OFFSET] = str(half.tx_offset)
-        props_str = properties_to_string(props)
+        add = ((_TIMES, str(times)), (_PREPARED, str(half.tx_offset)))
+        props_str = edit_properties(msg.properties_str, _COPY_DROPS, add)
         inner = MessageInner(
             topic, msg.body, 0, msg.flag, props_str, msg.sys_flag, msg.born_timestamp, half.born_host,
             half.store_host, msg.reconsume_times, msg.prepared_transaction_offset,
@@ -231,7 +231,7 @@ class TransactionalMessageCheckService(Service):
         append = result.append
         assert append is not None
         msg = half.msg
-        props = string_to_properties(props_str)
+        props = msg.properties  # the half's: the copy differs only in its check count and offset
         real_qid = props.get(MessageConst.REAL_QID, "")
         uniq = props.get(MessageConst.UNIQ_KEY)
         header = CheckTransactionStateRequestHeader(
@@ -239,7 +239,7 @@ class TransactionalMessageCheckService(Service):
             msg_id=uniq, transaction_id=uniq, offset_msg_id=append.msg_id,
         )  # fmt: skip
         body = encode_message(
-            topic=props.get(MessageConst.REAL_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC), body=msg.body,
+            topic=props.get(MessageConst.REAL_TOPIC) or RMQ_SYS_TRANS_HALF_TOPIC, body=msg.body,
             properties=props_str, queue_id=int(real_qid) if real_qid.isdigit() else 0, flag=msg.flag,
             queue_offset=append.logics_offset, commit_log_offset=append.wrote_offset, sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp, born_host=half.born_host, store_timestamp=append.store_timestamp,

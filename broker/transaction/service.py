@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pocketmq.broker.processor.message_props import join_batch_properties, strip_property
 from pocketmq.broker.transaction.bookkeeping import (
     OP_TAG,
     is_resolved,
@@ -42,6 +43,8 @@ from pocketmq.broker.transaction.bookkeeping import (
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
     RECORD_PREFIX_STRUCTS,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -52,8 +55,8 @@ from pocketmq.remoting.protocol.message import (
     MessageExt,
     decode_message,
     decode_messages,
+    get_property,
     properties_to_string,
-    string_to_properties,
 )
 from pocketmq.remoting.protocol.route import (
     CID_SYS_RMQ_TRANS,
@@ -72,7 +75,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HalfMessage", "TransactionCounters", "TransactionalMessageService", "read_half"]
+__all__ = [
+    "HalfMessage",
+    "TransactionCounters",
+    "TransactionalMessageService",
+    "edit_properties",
+    "read_half",
+]
 
 #: records per store read of the op and half queues (the store's in-memory transfer limit)
 READ_BATCH = 32
@@ -84,6 +93,22 @@ _SKIP_STATUSES = frozenset(
 )
 
 
+def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str], ...] = ()) -> str:
+    """``props`` without the ``drop`` names, with the ``add`` entries appended (string work only:
+    no dict of every property, as this runs for each half, commit and check copy)."""
+    for name in drop:
+        if name + NAME_VALUE_SEPARATOR in props:
+            props, _ = strip_property(props, name)
+    if add:
+        tail = PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in add)
+        props = join_batch_properties(props, tail)
+    return props
+
+
+_REAL = (MessageConst.REAL_TOPIC, MessageConst.REAL_QID)
+_COMMIT_DROPS = (MessageConst.TRAN_MSG, *_REAL)
+
+
 @dataclass(slots=True)
 class HalfMessage:
     """A stored half message with its hosts in wire form (for copies and commits)."""
@@ -91,19 +116,16 @@ class HalfMessage:
     msg: MessageExt
     born_host: HostAddress
     store_host: HostAddress
-
-    @property
-    def tx_offset(self) -> int:
-        return transaction_offset(
-            self.msg.queue_offset, self.msg.get_property(MessageConst.TRAN_PREPARED_QUEUE_OFFSET)
-        )
+    #: the transaction it belongs to (:func:`~.bookkeeping.transaction_offset`)
+    tx_offset: int
 
 
 def read_half(raw: bytes | memoryview, pos: int = 0) -> HalfMessage:
     """Decode one stored record; raises :class:`MessageDecodeError` on garbage."""
     msg = decode_message(raw, pos)
     f = RECORD_PREFIX_STRUCTS[msg.sys_flag & HOST_FLAGS_MASK].unpack_from(raw, pos)
-    return HalfMessage(msg, (f[9], f[10]), (f[12], f[13]))
+    tx = transaction_offset(msg.queue_offset, msg.get_property(MessageConst.TRAN_PREPARED_QUEUE_OFFSET))
+    return HalfMessage(msg, (f[9], f[10]), (f[12], f[13]), tx)
 
 
 @dataclass(slots=True)
@@ -239,10 +261,9 @@ class TransactionalMessageService:
     # -------------------------------------------------------------------------- prepare
     def prepare_message(self, inner: MessageInner, wait: bool = False) -> PutResult | Awaitable[PutResult]:
         """Store ``inner`` as a half message; awaitable when ``wait`` and the flush policy waits."""
-        props = string_to_properties(inner.properties_string())
-        props[MessageConst.REAL_TOPIC] = inner.topic
-        props[MessageConst.REAL_QID] = str(inner.queue_id)
-        inner.properties = properties_to_string(props)
+        inner.properties = edit_properties(
+            inner.properties_string(), _REAL, ((_REAL[0], inner.topic), (_REAL[1], str(inner.queue_id)))
+        )
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
@@ -296,10 +317,9 @@ class TransactionalMessageService:
     def commit(self, half: HalfMessage) -> PutResult:
         """Put the real message; on success write the op record. The real message's put result."""
         msg = half.msg
-        props = string_to_properties(msg.properties_str)
-        real_topic = props.pop(MessageConst.REAL_TOPIC, "")
-        real_qid = props.pop(MessageConst.REAL_QID, "")
-        props.pop(MessageConst.TRAN_MSG, None)
+        props = msg.properties_str
+        real_topic = get_property(props, MessageConst.REAL_TOPIC) or ""
+        real_qid = get_property(props, MessageConst.REAL_QID) or ""
         if not real_topic or not real_qid.isdigit():
             raise RemoteSystemError(
                 f"half message {msg.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
@@ -309,7 +329,7 @@ class TransactionalMessageService:
             msg.body,
             int(real_qid),
             msg.flag,
-            properties_to_string(props),
+            edit_properties(props, _COMMIT_DROPS),
             (msg.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
             msg.born_timestamp,
             half.born_host,
