@@ -18,7 +18,8 @@ code  condition
 13    body longer than ``maxMessageSize``; properties longer than 32767 bytes; bad batch body;
       a batch to a ``%RETRY%`` topic; a batch whose header carries ``DELAY`` > 0
 1     ``DELAY`` that is not an integer (Java's ``Integer.parseInt`` fails)
-16    a transactional half message while ``rejectTransactionMessage`` (or no transaction service)
+16    a transactional half message while ``rejectTransactionMessage`` (else it is stored as a
+      half message: :mod:`pocketmq.broker.transaction`)
 ====  =========================================================================================
 
 The checks are :func:`~pocketmq.broker.processor.send_checks.check_send` (and the size rules

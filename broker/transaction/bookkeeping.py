@@ -9,11 +9,12 @@ Identity of a transaction
     every copy of one transaction names the same ``Y``: :func:`transaction_offset`.
 
 Op record (``RMQ_SYS_TRANS_OP_HALF_TOPIC`` queue 0, tag ``d``)
-    body = the half-queue offsets it resolves, decimal, comma-separated (RocketMQ 4.9's
-    ``OFFSET_SEPARATOR``): ``"X"`` when END_TRANSACTION names the first copy, ``"X,Y"`` when it
-    names a later copy ``X`` of transaction ``Y`` (:func:`op_body`). A half at ``X`` with
-    transaction offset ``Y`` is resolved when ``X`` or ``Y`` is in the set of offsets named by
-    op records (:func:`is_resolved`): committing any copy resolves every copy.
+    body = one half-queue offset, decimal (what RocketMQ 4.x writes and reads). Resolving a later
+    copy ``X`` of transaction ``Y`` writes two records, ``"X"`` and ``"Y"`` (:func:`op_bodies`).
+    Bodies naming several offsets separated by commas (RocketMQ 5.x's batched op records) are
+    read too (:func:`parse_op_body`). A half at ``X`` with transaction offset ``Y`` is resolved
+    when ``X`` or ``Y`` is named by an op record (:func:`is_resolved`): committing any copy
+    resolves every copy.
 
 Progress (consumer offsets of ``CID_RMQ_SYS_TRANS``)
     The half progress passes a half only once it is resolved, copied for a check, discarded or
@@ -30,15 +31,15 @@ from collections.abc import Container, Mapping
 
 #: RocketMQ ``TransactionalMessageUtil.REMOVETAG``: the tag of op records
 OP_TAG = "d"
-#: RocketMQ ``TransactionalMessageUtil.OFFSET_SEPARATOR``
+#: RocketMQ 5.x ``TransactionalMessageUtil.OFFSET_SEPARATOR`` (batched op records)
 OFFSET_SEPARATOR = ","
 
 
-def op_body(half_offset: int, tx_offset: int) -> bytes:
-    """The op record body resolving the half at ``half_offset`` of transaction ``tx_offset``."""
+def op_bodies(half_offset: int, tx_offset: int) -> list[bytes]:
+    """The op record bodies resolving the half at ``half_offset`` of transaction ``tx_offset``."""
     if half_offset == tx_offset:
-        return str(half_offset).encode()
-    return f"{half_offset}{OFFSET_SEPARATOR}{tx_offset}".encode()
+        return [str(half_offset).encode()]
+    return [str(half_offset).encode(), str(tx_offset).encode()]
 
 
 def parse_op_body(body: bytes) -> list[int]:

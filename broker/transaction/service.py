@@ -36,7 +36,7 @@ from pocketmq.broker.processor.message_props import join_batch_properties, strip
 from pocketmq.broker.transaction.bookkeeping import (
     OP_TAG,
     is_resolved,
-    op_body,
+    op_bodies,
     parse_op_body,
     transaction_offset,
 )
@@ -348,21 +348,22 @@ class TransactionalMessageService:
         self.write_op(half.msg.queue_offset, half.tx_offset)
 
     def write_op(self, half_offset: int, tx_offset: int) -> bool:
-        """Record that the transaction is resolved (in memory at once, and as an op record)."""
+        """Record that the transaction is resolved (in memory at once, and as op records)."""
         self.done.add(half_offset)
         self.done.add(tx_offset)
         self.ensure_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)
         host = self.state.store_host
-        inner = MessageInner(
-            RMQ_SYS_TRANS_OP_HALF_TOPIC, op_body(half_offset, tx_offset), 0, 0, _OP_PROPERTIES, 0,
-            self.now_ms(), host, host,
-        )  # fmt: skip
-        result = self.store.put_message(inner)
-        if not result.status.is_ok:
-            # resolved for this run of the broker; after a restart the half is checked again
-            logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)
-            return False
-        return True
+        stored = True
+        for body in op_bodies(half_offset, tx_offset):
+            inner = MessageInner(
+                RMQ_SYS_TRANS_OP_HALF_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, self.now_ms(), host, host
+            )
+            result = self.store.put_message(inner)
+            if not result.status.is_ok:
+                # resolved for this run of the broker; after a restart the half is checked again
+                logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)
+                stored = False
+        return stored
 
     # ----------------------------------------------------------------------- reporting
     def runtime_info(self) -> dict[str, str]:

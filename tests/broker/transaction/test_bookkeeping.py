@@ -11,7 +11,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     half_action,
     immunity_ms,
     is_resolved,
-    op_body,
+    op_bodies,
     parse_op_body,
     transaction_offset,
 )
@@ -20,16 +20,16 @@ A = HalfAction
 
 
 @pytest.mark.parametrize(
-    ("half", "tx", "body", "parsed"),
+    ("half", "tx", "bodies"),
     [
-        (7, 7, b"7", [7]),  # the first copy: its own offset
-        (12, 7, b"12,7", [12, 7]),  # a check copy: its offset and its transaction's
-        (0, 0, b"0", [0]),
+        (7, 7, [b"7"]),  # the first half: its own offset
+        (12, 7, [b"12", b"7"]),  # a check copy: its offset and its transaction's, one record each
+        (0, 0, [b"0"]),
     ],
 )
-def test_op_body_round_trip(half: int, tx: int, body: bytes, parsed: list[int]) -> None:
-    assert op_body(half, tx) == body
-    assert parse_op_body(body) == parsed
+def test_op_bodies_round_trip(half: int, tx: int, bodies: list[bytes]) -> None:
+    assert op_bodies(half, tx) == bodies
+    assert [n for b in bodies for n in parse_op_body(b)] == sorted({half, tx}, key=[half, tx].index)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,8 @@ def test_op_body_round_trip(half: int, tx: int, body: bytes, parsed: list[int]) 
         (b"", []),
         (b"abc", []),
         (b"-3", []),
-        (b"1,,2", [1, 2]),
+        (b"1,,2", [1, 2]),  # RocketMQ 5.x batched op records
+        (b"3,4,", [3, 4]),
         (b" 4 , 5", [4, 5]),  # written by hand or by another tool
         (b"\xff\xfe", []),
         (b"1,x,3", [1, 3]),
