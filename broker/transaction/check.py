@@ -41,7 +41,13 @@ from pocketmq.broker.transaction.bookkeeping import (
     half_action,
     is_resolved,
 )
-from pocketmq.broker.transaction.service import READ_BATCH, HalfMessage, edit_properties, read_half
+from pocketmq.broker.transaction.service import (
+    READ_BATCH,
+    SKIP_STATUSES,
+    HalfMessage,
+    edit_properties,
+    read_half,
+)
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (
@@ -70,9 +76,6 @@ __all__ = ["SendCheck", "TransactionalMessageCheckService"]
 SendCheck = Callable[[str, CheckTransactionStateRequestHeader, bytes], bool]
 
 _S = GetMessageStatus
-_SKIP_STATUSES = frozenset(
-    {_S.OFFSET_TOO_SMALL, _S.MESSAGE_WAS_REMOVING, _S.NO_MATCHED_MESSAGE, _S.OFFSET_FOUND_NULL}
-)
 _V4 = RECORD_PREFIX_STRUCTS[0]
 _STOPS = (HalfAction.NEW, HalfAction.WAIT)
 _TIMES = MessageConst.TRANSACTION_CHECK_TIMES
@@ -135,7 +138,7 @@ class TransactionalMessageCheckService(Service):
         while offset < high and budget > 0 and not stop:
             result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0, offset, READ_BATCH)
             if result.status is not _S.FOUND:
-                if result.status in _SKIP_STATUSES and result.next_begin_offset > offset:
+                if result.status in SKIP_STATUSES and result.next_begin_offset > offset:
                     offset = result.next_begin_offset
                     continue
                 break

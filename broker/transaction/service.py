@@ -88,7 +88,8 @@ READ_BATCH = 32
 _OP_PROPERTIES = properties_to_string({MessageConst.TAGS: OP_TAG})
 _TX_BITS = TRANSACTION_ROLLBACK_TYPE  # the two transaction-type bits of sysFlag (0xC)
 _S = GetMessageStatus
-_SKIP_STATUSES = frozenset(
+#: store read statuses past which a reader moves on (to ``next_begin_offset``)
+SKIP_STATUSES = frozenset(
     {_S.OFFSET_TOO_SMALL, _S.MESSAGE_WAS_REMOVING, _S.NO_MATCHED_MESSAGE, _S.OFFSET_FOUND_NULL}
 )
 
@@ -229,7 +230,7 @@ class TransactionalMessageService:
                         op_max_half[op.queue_offset] = max(named, default=-1)
                     count += 1
                 offset = max(offset + 1, result.next_begin_offset)
-            elif result.status in _SKIP_STATUSES and result.next_begin_offset > offset:
+            elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
                 offset = result.next_begin_offset
             else:
                 break
