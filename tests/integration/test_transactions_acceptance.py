@@ -45,6 +45,7 @@ def test_committed_set_is_consumed_exactly_once(tmp_path: Path, n: int) -> None:
             expected = ledger.expected()
             async with consumer(namesrv, "TxAccept", got):
                 await wait_until(lambda: len(got) >= len(expected), timeout=120)
+
                 # consumed everything stored in the topic (a second copy would be stored by now)
                 async def consumed_all() -> bool:
                     return await topic_total(s.broker.addr) == len(got)
