@@ -138,10 +138,10 @@ class BrokerSettings(BaseModel):
     compressed_register: bool = False
     force_register: bool = True
 
-    # -- transactions (used by the transaction services)
-    transaction_time_out: int = 6000
-    transaction_check_max: int = 15
-    transaction_check_interval: int = 60_000
+    # -- transactions (broker/transaction: docs/transactions.md)
+    transaction_time_out: int = Field(6000, ge=0, description="ms a half waits before its first check")
+    transaction_check_max: int = Field(15, ge=1, description="checks before a half is discarded")
+    transaction_check_interval: int = Field(60_000, ge=1, description="ms between check runs")
 
     # -- misc
     acl_enable: bool = False
