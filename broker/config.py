@@ -36,6 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
+from pocketmq.remoting.common.metrics_http import check_exporter_type, parse_metrics_label
 from pocketmq.store import MessageStoreConfig
 
 __all__ = [
@@ -147,6 +148,14 @@ class BrokerSettings(BaseModel):
     acl_enable: bool = False
     store_reply_message_enable: bool = True
 
+    # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
+    metrics_exporter_type: str = Field(
+        "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
+    )
+    metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
+    metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
+    metrics_label: str = Field("", description="'name:value,...' labels added to every metric")
+
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
     maped_file_size_commit_log: int | None = Field(
         None, ge=4096, description="RocketMQ <= 4.2 spelling of mappedFileSizeCommitLog"
@@ -154,6 +163,17 @@ class BrokerSettings(BaseModel):
     maped_file_size_consume_queue: int | None = Field(
         None, ge=20, description="RocketMQ <= 4.2 spelling of mappedFileSizeConsumeQueue"
     )
+
+    @field_validator("metrics_exporter_type")
+    @classmethod
+    def _check_exporter(cls, v: str) -> str:
+        return check_exporter_type(v)
+
+    @field_validator("metrics_label")
+    @classmethod
+    def _check_label(cls, v: str) -> str:
+        parse_metrics_label(v)
+        return v
 
     @field_validator("namesrv_addr")
     @classmethod
