@@ -39,6 +39,7 @@ from aiohttp import web
 
 from pocketmq.client.admin import MQAdmin, MQAdminError
 from pocketmq.client.admin.model import message_json
+from pocketmq.client.errors import MQClientError, TopicRouteNotFoundError
 from pocketmq.remoting.protocol.errors import RemotingError, ResponseError
 from pocketmq.remoting.protocol.route import PermName, TopicConfig
 from pocketmq.remoting.protocol.topics import is_dlq_topic, is_retry_topic, is_system_topic
@@ -80,9 +81,9 @@ def _handler(fn: Callable[[MQAdmin, web.Request], Awaitable[Any]]) -> Handler:
             result = await fn(admin, request)
         except BadRequest as exc:
             return web.json_response({"error": str(exc)}, status=400)
-        except NotFound as exc:
+        except (NotFound, TopicRouteNotFoundError) as exc:
             return web.json_response({"error": str(exc)}, status=404)
-        except (ResponseError, MQAdminError, RemotingError, OSError) as exc:
+        except (ResponseError, MQAdminError, MQClientError, RemotingError, OSError) as exc:
             return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=502)
         return web.json_response(result)
 
@@ -310,6 +311,18 @@ async def resend(admin: MQAdmin, request: web.Request) -> Any:
     return await admin.consume_message_directly(group, client, msg)
 
 
+async def trace(admin: MQAdmin, request: web.Request) -> Any:
+    from pocketmq.client.admin.traces import query_msg_trace
+
+    msg_id = _arg(request, "id")
+    topic = _arg(request, "traceTopic", required=False) or None
+    try:
+        hops = await query_msg_trace(admin, msg_id, topic)
+    except TopicRouteNotFoundError as exc:
+        return {"msgId": msg_id, "hops": [], "error": f"no trace topic: {exc}"}
+    return {"msgId": msg_id, "hops": [h.to_json() for h in hops]}
+
+
 def routes(app: web.Application) -> None:
     r = app.router
     r.add_get("/api/cluster", _handler(cluster))
@@ -328,3 +341,4 @@ def routes(app: web.Application) -> None:
     r.add_get("/api/messages", _handler(messages))
     r.add_get("/api/message", _handler(message_detail))
     r.add_post("/api/message/resend", _handler(resend))
+    r.add_get("/api/trace", _handler(trace))

@@ -218,3 +218,28 @@ async def _lag(b: Browser) -> int | None:
 async def _lag_is(b: Browser, want: int) -> bool:
     text = (await b.text("#group-lag-now")).strip()
     return text.isdigit() and int(text) == want
+
+
+async def test_trace_page_shows_the_send_and_consume_hops(tmp_path: Path) -> None:
+    from tests.integration.test_trace import traced_send_and_consume
+
+    _chromium_or_skip()
+    async with cluster(tmp_path / "c", broker_config={"traceTopicEnable": "true"}) as c:
+        msg_id, _ = await traced_send_and_consume(c)
+        console = ConsoleServer(c.namesrv_addr)
+        await console.start(host="127.0.0.1", port=0)
+        try:
+            agen = _browser(tmp_path, console.url)
+            b = await agen.__anext__()
+            try:
+                await b.goto(f"#/trace?id={msg_id}", "trace")
+                await b.page.wait_for_selector("#trace-hops >> text=SubAfter")
+                hops = await b.text("#trace-hops")
+                assert "Pub" in hops and "TracePG" in hops and "TraceCG" in hops and "SUCCESS" in hops
+                assert await b.page.locator("#trace-timeline rect").count() == 3
+                await b.shot("trace-hops")
+            finally:
+                await agen.aclose()
+        finally:
+            await console.stop()
+    assert not b.errors, b.errors

@@ -437,7 +437,7 @@ function traceTimeline(hops) {
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", `0 0 ${w} ${hops.length * rowH + 10}`);
-  svg.setAttribute("width", "100%");
+  svg.setAttribute("width", w);
   svg.setAttribute("id", "trace-timeline");
   hops.forEach((h, i) => {
     const x = 160 + ((h.timestamp - t0) / span) * (w - 200);
