@@ -36,7 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
-from pocketmq.remoting.common.metrics_http import check_exporter_type, parse_metrics_label
+from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 from pocketmq.store import MessageStoreConfig
 
 __all__ = [
@@ -149,12 +149,12 @@ class BrokerSettings(BaseModel):
     store_reply_message_enable: bool = True
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
-    metrics_exporter_type: str = Field(
+    metrics_exporter_type: ExporterType = Field(
         "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
     )
     metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
     metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
-    metrics_label: str = Field("", description="'name:value,...' labels added to every metric")
+    metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
 
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
     maped_file_size_commit_log: int | None = Field(
@@ -163,17 +163,6 @@ class BrokerSettings(BaseModel):
     maped_file_size_consume_queue: int | None = Field(
         None, ge=20, description="RocketMQ <= 4.2 spelling of mappedFileSizeConsumeQueue"
     )
-
-    @field_validator("metrics_exporter_type")
-    @classmethod
-    def _check_exporter(cls, v: str) -> str:
-        return check_exporter_type(v)
-
-    @field_validator("metrics_label")
-    @classmethod
-    def _check_label(cls, v: str) -> str:
-        parse_metrics_label(v)
-        return v
 
     @field_validator("namesrv_addr")
     @classmethod

@@ -77,7 +77,7 @@ from pocketmq.broker.stats import BrokerStatsManager
 from pocketmq.broker.subscription import SubscriptionGroupManager
 from pocketmq.broker.topic_config import TopicConfigManager
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
-from pocketmq.remoting.common.metrics_http import PromExporter, parse_metrics_label, with_labels
+from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import HostAddress
@@ -424,12 +424,12 @@ class BrokerController:
             flush_behind=lambda: int(store.runtime_info().get("remainHowManyDataToFlush", "0")),
             now_ms=self.clock.now_ms,
         )  # fmt: skip
-        exporter = PromExporter(
-            [with_labels(metrics, parse_metrics_label(cfg.metrics_label))],
+        exporter = await start_exporter(
+            metrics,
             host=cfg.metrics_prom_exporter_host,
             port=cfg.metrics_prom_exporter_port,
+            label=cfg.metrics_label,
         )
-        await exporter.start()
         self.metrics = metrics
         self.metrics_exporter = exporter
         # the one per-put cost of metrics: an instance attribute shadows the method, so nothing

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
-from pocketmq.remoting.common.metrics_http import check_exporter_type, parse_metrics_label
+from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 
 __all__ = ["KNOWN_UNSUPPORTED_KEYS", "NamesrvConfig", "load_namesrv_config"]
 
@@ -76,23 +76,12 @@ class NamesrvConfig(BaseModel):
     write_buffer_low_water_mark: int = Field(0, ge=0, description="bytes; 0 = asyncio default")
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
-    metrics_exporter_type: str = Field(
+    metrics_exporter_type: ExporterType = Field(
         "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
     )
     metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
     metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
-    metrics_label: str = Field("", description="'name:value,...' labels added to every metric")
-
-    @field_validator("metrics_exporter_type")
-    @classmethod
-    def _check_exporter(cls, v: str) -> str:
-        return check_exporter_type(v)
-
-    @field_validator("metrics_label")
-    @classmethod
-    def _check_label(cls, v: str) -> str:
-        parse_metrics_label(v)
-        return v
+    metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
 
     @property
     def config_black_list_keys(self) -> frozenset[str]:

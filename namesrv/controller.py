@@ -42,7 +42,7 @@ from pocketmq.namesrv.route_info import RouteInfoManager
 from pocketmq.remoting.common import persist
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.config import render_config
-from pocketmq.remoting.common.metrics_http import PromExporter, parse_metrics_label, with_labels
+from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.transport.connection import RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 
@@ -245,13 +245,12 @@ class NamesrvController:
             connections=lambda: len(self.server.connections),
             monotonic_ms=self.clock.monotonic_ms,
         )
-        exporter = PromExporter(
-            [with_labels(collector, parse_metrics_label(cfg.metrics_label))],
+        self.metrics_exporter = await start_exporter(
+            collector,
             host=cfg.metrics_prom_exporter_host,
             port=cfg.metrics_prom_exporter_port,
+            label=cfg.metrics_label,
         )
-        await exporter.start()
-        self.metrics_exporter = exporter
 
     # -- connections -------------------------------------------------------------------------
 

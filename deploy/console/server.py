@@ -19,6 +19,7 @@ from aiohttp import web
 
 from pocketmq.client.admin import MQAdmin
 from pocketmq.deploy.console.api import ADMIN_KEY, routes
+from pocketmq.remoting.common.metrics_http import serve_http
 
 logger = logging.getLogger(__name__)
 
@@ -73,19 +74,8 @@ class ConsoleServer:
 
     async def start(self, *, host: str = "127.0.0.1", port: int = 8082) -> None:
         """Bind and serve. Raises OSError when the port cannot be bound."""
-        runner = web.AppRunner(self.app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
+        self._runner, self.port = await serve_http(self.app, host, port)
         self.host = host
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else port
         logger.info("console serving %s (name server %s)", self.url, self.namesrv_addr)
 
     async def stop(self) -> None:

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -31,9 +33,13 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "EXPORTER_TYPES",
+    "ExporterType",
+    "MetricsLabel",
     "PromExporter",
     "check_exporter_type",
     "parse_metrics_label",
+    "serve_http",
+    "start_exporter",
     "with_labels",
 ]
 
@@ -71,6 +77,16 @@ def parse_metrics_label(value: str) -> dict[str, str]:
     return out
 
 
+def _check_label(value: str) -> str:
+    parse_metrics_label(value)
+    return value
+
+
+#: the config field types of ``metricsExporterType`` and ``metricsLabel`` (validated on load)
+ExporterType = Annotated[str, AfterValidator(check_exporter_type)]
+MetricsLabel = Annotated[str, AfterValidator(_check_label)]
+
+
 def with_labels(collector: Collector, extra: Mapping[str, str]) -> Collector:
     """``collector`` with ``extra`` labels appended to every sample (``metricsLabel``)."""
     if not extra:
@@ -85,6 +101,26 @@ def with_labels(collector: Collector, extra: Mapping[str, str]) -> Collector:
                 yield family
 
     return _Labelled()
+
+
+async def serve_http(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` on ``host:port`` on the running loop; returns its runner and bound port.
+
+    Raises: OSError when the port cannot be bound (nothing is left open).
+    """
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or []
+    return runner, (sockets[0].getsockname()[1] if sockets else port)
 
 
 class PromExporter:
@@ -119,22 +155,20 @@ class PromExporter:
         app = web.Application()
         app.router.add_get("/metrics", metrics)
         app.router.add_get("/", index)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self._runner, self.port = await serve_http(app, self.host, self.port)
         logger.info("metrics exporter serving http://%s:%d/metrics", self.host, self.port)
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+
+
+async def start_exporter(collector: Collector, *, host: str, port: int, label: str) -> PromExporter:
+    """A started exporter of ``collector`` with the ``metricsLabel`` labels added.
+
+    Raises: OSError when the port cannot be bound.
+    """
+    exporter = PromExporter([with_labels(collector, parse_metrics_label(label))], host=host, port=port)
+    await exporter.start()
+    return exporter

@@ -82,3 +82,34 @@ def test_topic_kinds_and_packaged_pages() -> None:
     assert topic_kind("DefaultCluster_REPLY_TOPIC", set(), set()) == "SYSTEM"
     assert topic_kind("Orders", {"DefaultCluster"}, {"broker-a"}) == "NORMAL"
     assert {p.name for p in static_dir().iterdir()} >= {"index.html", "console.js", "console.css"}
+
+
+async def test_pocketmq_up_serves_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+    import re
+
+    from pocketmq.deploy.cli import run_up
+
+    stop = asyncio.Event()
+    ready = asyncio.Event()
+    task = asyncio.create_task(
+        run_up(
+            str(tmp_path / "data"),
+            "127.0.0.1",
+            0,
+            0,
+            (),
+            stop,
+            ready=lambda ns, b: ready.set(),
+            console_port=0,
+        )
+    )
+    try:
+        await asyncio.wait_for(ready.wait(), 60)
+        match = re.search(r"web console (http://\S+)", capsys.readouterr().out)
+        assert match, "pocketmq up did not print the console address"
+        status, body = await asyncio.to_thread(_call, match.group(1) + "api/cluster")
+        assert status == 200 and [b["brokerName"] for b in body["brokers"]] == ["broker-a"]
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)

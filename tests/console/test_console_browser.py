@@ -10,6 +10,7 @@ error. Screenshots of the main pages go to test-artifacts/console/ (ignored by g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -96,20 +97,26 @@ async def _send_many(c: Cluster, topic: str, n: int) -> None:
             await producer.send(Message(topic, f"m{i}".encode(), keys=f"bulk-{i}"))
 
 
+@contextlib.asynccontextmanager
+async def console_in_chromium(c: Cluster, tmp: Path) -> AsyncIterator[Browser]:
+    """The console of ``c`` on an ephemeral port, opened in a fresh Chromium profile."""
+    console = ConsoleServer(c.namesrv_addr)
+    await console.start(host="127.0.0.1", port=0)
+    try:
+        agen = _browser(tmp, console.url)
+        b = await agen.__anext__()
+        try:
+            yield b
+        finally:
+            await agen.aclose()
+    finally:
+        await console.stop()
+
+
 async def test_console_pages_in_chromium(tmp_path: Path) -> None:
     _chromium_or_skip()
-    async with cluster(tmp_path / "c") as c:
-        console = ConsoleServer(c.namesrv_addr)
-        await console.start(host="127.0.0.1", port=0)
-        try:
-            agen = _browser(tmp_path, console.url)
-            b = await agen.__anext__()
-            try:
-                await _drive(c, b)
-            finally:
-                await agen.aclose()
-        finally:
-            await console.stop()
+    async with cluster(tmp_path / "c") as c, console_in_chromium(c, tmp_path) as b:
+        await _drive(c, b)
     assert not b.errors, b.errors
 
 
@@ -163,6 +170,16 @@ async def _drive(c: Cluster, b: Browser) -> None:
     await page.wait_for_selector('#view[data-page="message"]')
     assert await b.text("#message-body") == "hello from the console"
     await b.shot("message")
+    # by time range (the last hour, in the browser's time zone)
+    await b.goto("#/messages", "messages")
+    an_hour_ago = await page.evaluate(
+        "() => { const d = new Date(Date.now() - 3600e3); d.setMinutes(d.getMinutes() - d.getTimezoneOffset());"
+        " return d.toISOString().slice(0, 16); }"
+    )
+    await page.fill("#time-topic", "WebTopic")
+    await page.fill("#by-time input[name=begin]", an_hour_ago)
+    await page.click("#by-time button")
+    await page.wait_for_selector(f"#messages >> text={msg_id}")
 
     # -- a consumer group: lag appears, falls while the consumer runs, then an offset reset
     await _send_many(c, "WebTopic", 20)
@@ -209,6 +226,16 @@ async def _drive(c: Cluster, b: Browser) -> None:
         await b.goto("#/trace", "trace")
         await b.shot("trace")
 
+    # delete a topic from its page (the cluster is asked for, then confirmed)
+    await c.create_topic("WebTemp", queues=1)
+    await b.goto("#/topic/WebTemp", "topic")
+    await page.click("#delete-topic")
+    await page.wait_for_selector('#view[data-page="topics"]')
+    assert any("Really delete topic WebTemp?" in d for d in b.dialogs)
+    await page.fill("#topic-filter", "WebT")
+    await page.wait_for_selector("#topics >> text=WebTopic")
+    assert "WebTemp" not in await b.text("#topics")
+
 
 async def _lag(b: Browser) -> int | None:
     text = (await b.text("#group-lag-now")).strip()
@@ -226,20 +253,11 @@ async def test_trace_page_shows_the_send_and_consume_hops(tmp_path: Path) -> Non
     _chromium_or_skip()
     async with cluster(tmp_path / "c", broker_config={"traceTopicEnable": "true"}) as c:
         msg_id, _ = await traced_send_and_consume(c)
-        console = ConsoleServer(c.namesrv_addr)
-        await console.start(host="127.0.0.1", port=0)
-        try:
-            agen = _browser(tmp_path, console.url)
-            b = await agen.__anext__()
-            try:
-                await b.goto(f"#/trace?id={msg_id}", "trace")
-                await b.page.wait_for_selector("#trace-hops >> text=SubAfter")
-                hops = await b.text("#trace-hops")
-                assert "Pub" in hops and "TracePG" in hops and "TraceCG" in hops and "SUCCESS" in hops
-                assert await b.page.locator("#trace-timeline rect").count() == 3
-                await b.shot("trace-hops")
-            finally:
-                await agen.aclose()
-        finally:
-            await console.stop()
+        async with console_in_chromium(c, tmp_path) as b:
+            await b.goto(f"#/trace?id={msg_id}", "trace")
+            await b.page.wait_for_selector("#trace-hops >> text=SubAfter")
+            hops = await b.text("#trace-hops")
+            assert "Pub" in hops and "TracePG" in hops and "TraceCG" in hops and "SUCCESS" in hops
+            assert await b.page.locator("#trace-timeline rect").count() == 3
+            await b.shot("trace-hops")
     assert not b.errors, b.errors
