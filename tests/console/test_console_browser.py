@@ -152,6 +152,11 @@ async def _drive(c: Cluster, b: Browser) -> None:
     await page.fill("#send-body", "hello from the console")
     await page.click("#send-submit")
     await page.wait_for_selector("#send-result-table >> text=SEND_OK")
+    # the status table is refreshed: one message in the topic now
+    await page.wait_for_function(
+        "() => [...document.querySelectorAll('#topic-status tbody tr')]"
+        ".some(r => r.children[3].textContent === '1')"
+    )
     result = await b.text("#send-result-table")
     msg_id = next(line.split()[-1] for line in result.splitlines() if line.startswith("msgId"))
     await b.shot("topic")

@@ -216,6 +216,8 @@ async function pageTopic(topic) {
     const r = await api(`/api/topics/${encodeURIComponent(topic)}/send`, { method: "POST", json: Object.fromEntries(new FormData(sendForm)) });
     result.replaceChildren(kvTable("send-result-table", r));
     say(`sent: ${r.sendStatus} ${r.msgId}`, "ok");
+    const fresh = await api(`/api/topics/${encodeURIComponent(topic)}`);
+    document.getElementById("topic-status").replaceWith(statusTable(fresh.status.queues));
   });
   const reset = resetForm(d.groups.map(g => g.group), [topic]);
   const del = el("button", { class: "danger", id: "delete-topic", onclick: async () => {
@@ -228,9 +230,7 @@ async function pageTopic(topic) {
   view.replaceChildren(
     el("h2", {}, `Topic ${topic}`),
     el("h3", {}, "Status"),
-    table("topic-status", [["broker", q => q.brokerName], ["queue", q => q.queueId, "num"],
-      ["min offset", q => q.minOffset, "num"], ["max offset", q => q.maxOffset, "num"],
-      ["last update", q => fmtTime(q.lastUpdateTimestamp)]], d.status.queues),
+    statusTable(d.status.queues),
     el("h3", {}, "Route"),
     table("topic-route", [["broker", b => b.brokerName], ["addresses", b => JSON.stringify(b.brokerAddrs)]], d.route.brokerDatas || []),
     table("topic-queues", [["broker", q => q.brokerName], ["read", q => q.readQueueNums, "num"],
@@ -241,6 +241,12 @@ async function pageTopic(topic) {
     el("h3", {}, "Send a test message"), sendForm, result,
     el("h3", {}, "Reset consumer offset"), reset,
     el("h3", {}, "Delete"), del);
+}
+
+function statusTable(queues) {
+  return table("topic-status", [["broker", q => q.brokerName], ["queue", q => q.queueId, "num"],
+    ["min offset", q => q.minOffset, "num"], ["max offset", q => q.maxOffset, "num"],
+    ["last update", q => fmtTime(q.lastUpdateTimestamp)]], queues);
 }
 
 function resetForm(groups, topics) {
