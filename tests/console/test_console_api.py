@@ -113,3 +113,45 @@ async def test_pocketmq_up_serves_the_console(tmp_path: Path, capsys: pytest.Cap
     finally:
         stop.set()
         await asyncio.wait_for(task, 60)
+
+
+async def test_resend_pushes_the_message_to_an_online_client(tmp_path: Path) -> None:
+    """POST /api/message/resend: consume message directly, through the broker, by one client."""
+    import asyncio
+
+    from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer
+    from tests.waiting import wait_until
+
+    async with cluster(tmp_path / "c") as c:
+        await c.create_topic("ResendTopic", queues=1)
+        got: list[bytes] = []
+
+        async def listener(msgs: list[Any], ctx: Any) -> Any:
+            got.extend(m.body for m in msgs)
+            return CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            "ResendCG", namesrv=c.namesrv_addr, listener=listener,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )  # fmt: skip
+        consumer.subscribe("ResendTopic", "*")
+        console = ConsoleServer(c.namesrv_addr)
+        await console.start(host="127.0.0.1", port=0)
+        try:
+            async with Producer("ResendPG", namesrv=c.namesrv_addr) as producer:
+                sent = await producer.send(Message("ResendTopic", b"again"))
+            async with consumer:
+                await wait_until(lambda: got == [b"again"], timeout=30)
+                body = {"topic": "ResendTopic", "id": sent.msg_id, "group": "ResendCG",
+                        "clientId": consumer.instance.client_id}  # fmt: skip
+                status, result = await asyncio.to_thread(
+                    _call, console.url + "api/message/resend", "POST", body
+                )
+                assert status == 200, result
+                assert result["consumeResult"] == "CR_SUCCESS"
+                assert got == [b"again", b"again"]
+                bad = {**body, "clientId": ""}
+                status, err = await asyncio.to_thread(_call, console.url + "api/message/resend", "POST", bad)
+                assert status == 400 and "clientId" in err["error"]
+        finally:
+            await console.stop()
