@@ -227,6 +227,14 @@ async def _drive(c: Cluster, b: Browser) -> None:
         await page.wait_for_selector("#groups >> text=WebGroup")
         await page.click("#groups th:has-text('lag')")
         await b.shot("groups")
+        # add a group through the form (confirmed): written to the broker as asked
+        await page.fill("#group-form input[name=group]", "WebGroup2")
+        await page.fill("#group-form input[name=retryMaxTimes]", "3")
+        await page.uncheck("#group-form input[name=consumeEnable]")
+        await page.click("#group-form button[type=submit]")
+        await page.wait_for_selector("#status.ok >> text=group WebGroup2 written")
+        sgc = c.brokers[0].subscription_group_manager.subscription_group_table["WebGroup2"]
+        assert (sgc.retry_max_times, sgc.consume_enable, sgc.consume_broadcast_enable) == (3, False, True)
         await b.goto("#/producers", "producers")
         await b.goto("#/trace", "trace")
         await b.shot("trace")

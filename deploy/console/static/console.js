@@ -286,11 +286,16 @@ async function pageGroups() {
   const form = el("form", { class: "inline panel", id: "group-form" },
     el("label", {}, "cluster ", el("input", { name: "cluster", value: "DefaultCluster", size: 14 })),
     el("label", {}, "group ", el("input", { name: "group", required: true })),
+    el("label", {}, "retry queues ", el("input", { name: "retryQueueNums", type: "number", value: 1, min: 0, size: 3 })),
     el("label", {}, "retry max times ", el("input", { name: "retryMaxTimes", type: "number", value: 16, size: 4 })),
+    el("label", {}, el("input", { type: "checkbox", name: "consumeEnable", checked: true }), " consume enabled"),
+    el("label", {}, el("input", { type: "checkbox", name: "consumeBroadcastEnable", checked: true }), " broadcast allowed"),
     el("button", { class: "primary", type: "submit" }, "Add / update"));
   form.addEventListener("submit", async e => {
     e.preventDefault();
     const body = Object.fromEntries(new FormData(form));
+    body.consumeEnable = form.elements.consumeEnable.checked;
+    body.consumeBroadcastEnable = form.elements.consumeBroadcastEnable.checked;
     if (!confirm(`Create or update consumer group ${body.group}?`)) return;
     await api("/api/groups", { method: "POST", json: body });
     say(`group ${body.group} written`, "ok");
