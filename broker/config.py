@@ -36,6 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
+from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 from pocketmq.store import MessageStoreConfig
 
 __all__ = [
@@ -146,6 +147,14 @@ class BrokerSettings(BaseModel):
     # -- misc
     acl_enable: bool = False
     store_reply_message_enable: bool = True
+
+    # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
+    metrics_exporter_type: ExporterType = Field(
+        "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
+    )
+    metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
+    metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
+    metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
 
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
     maped_file_size_commit_log: int | None = Field(

@@ -65,6 +65,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "printMsg": (_M, "print_msg", "Print Message Detail"),
     "sendMessage": (_M, "send_message", "Send a message"),
     "consumeMessage": (_M, "consume_message", "Consume message"),
+    "queryMsgTraceById": ("pocketmq.client.admin.cli_trace", "query_msg_trace_by_id", "Query a message trace"),
 }  # fmt: skip
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

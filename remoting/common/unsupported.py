@@ -23,6 +23,7 @@ key                         refused values              missing feature
 ``enableLmq``               true                        light message queues
 ``enableMultiDispatch``     true                        dispatch to several queues (LMQ)
 ``duplicationEnable``       true                        slave re-dispatch from the CommitLog start
+``metricsExporterType``     ``OTLP_GRPC``, ``LOG``      push metrics exporters (``PROM`` is built)
 ==========================  ==========================  ============================================
 
 A row applies only where its key is a setting of the component being configured (``aclEnable``
@@ -60,6 +61,10 @@ def _tls_on(value: str) -> bool:
     return value.strip().lower() not in _TLS_OFF
 
 
+def _push_exporter(value: str) -> bool:
+    return value.strip().upper() in ("OTLP_GRPC", "LOG")
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """One row: ``key`` (camelCase; a trailing ``*`` matches a prefix), which values are refused
@@ -94,6 +99,8 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("enableLmq", "true", "light message queues (LMQ)", _is_true),
     Refusal("enableMultiDispatch", "true", "multi-queue dispatch (LMQ)", _is_true),
     Refusal("duplicationEnable", "true", "slave re-dispatch (HA)", _is_true),
+    # metrics: PROM (the /metrics endpoint) is built; the push exporters are not
+    Refusal("metricsExporterType", "OTLP_GRPC or LOG", "OTLP and log metrics exporters", _push_exporter),
 )
 
 
