@@ -36,6 +36,7 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
+from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
 from pocketmq.store import MessageStoreConfig
 
@@ -140,10 +141,10 @@ class BrokerSettings(TlsSettings):
     compressed_register: bool = False
     force_register: bool = True
 
-    # -- transactions (used by the transaction services)
-    transaction_time_out: int = 6000
-    transaction_check_max: int = 15
-    transaction_check_interval: int = 60_000
+    # -- transactions (broker/transaction: docs/transactions.md)
+    transaction_time_out: int = Field(6000, ge=0, description="ms a half waits before its first check")
+    transaction_check_max: int = Field(15, ge=1, description="checks before a half is discarded")
+    transaction_check_interval: int = Field(60_000, ge=1, description="ms between check runs")
 
     # -- misc
     acl_enable: bool = Field(
@@ -159,6 +160,14 @@ class BrokerSettings(TlsSettings):
         5000, ge=100, description="pocketmq: how often the ACL files are checked for changes (hot reload), ms"
     )
     store_reply_message_enable: bool = True
+
+    # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
+    metrics_exporter_type: ExporterType = Field(
+        "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
+    )
+    metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
+    metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
+    metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
 
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
     maped_file_size_commit_log: int | None = Field(

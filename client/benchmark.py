@@ -106,7 +106,16 @@ class Meter:
         return out
 
 
-async def _report(meter: Meter, interval: float, stop: asyncio.Event) -> None:
+async def _report(
+    meter: Meter, interval: float, stop: asyncio.Event, *, duration: float = 0.0, count: int = 0
+) -> None:
+    """Every ``interval`` s: one line on stderr, or on a terminal one progress bar redrawn in place
+    (towards ``count`` messages, else ``duration`` seconds)."""
+    from pocketmq.client.progress import ProgressBar
+
+    bar = ProgressBar(f"[{meter.kind}]", count or duration, unit="" if count else "s")
+    if bar.enabled:
+        interval = min(interval, 0.25)
     last_n, last_t = 0, time.monotonic()
     while not stop.is_set():
         try:
@@ -117,12 +126,18 @@ async def _report(meter: Meter, interval: float, stop: asyncio.Event) -> None:
         n = meter.count
         recent = meter.latencies[-10_000:]
         p = percentiles(recent)
-        click.echo(
-            f"[{meter.kind}] {meter.elapsed():6.1f}s  msgs={n}  tps={(n - last_n) / max(now - last_t, 1e-9):,.0f}"
-            f"  errors={meter.errors}  p50={p['p50_us']:.0f}us  p99={p['p99_us']:.0f}us",
-            err=True,
-        )
+        tps = (n - last_n) / max(now - last_t, 1e-9)
+        if bar.enabled:
+            bar.update(n if count else min(meter.elapsed(), duration),
+                       f"msgs={n} tps={tps:,.0f} errors={meter.errors} p99={p['p99_us']:.0f}us")  # fmt: skip
+        else:
+            click.echo(
+                f"[{meter.kind}] {meter.elapsed():6.1f}s  msgs={n}  tps={tps:,.0f}"
+                f"  errors={meter.errors}  p50={p['p50_us']:.0f}us  p99={p['p99_us']:.0f}us",
+                err=True,
+            )
         last_n, last_t = n, now
+    bar.close()
 
 
 def _run(coro_fn: Callable[[], Awaitable[dict[str, Any]]]) -> None:
@@ -211,7 +226,9 @@ def produce(namesrv: str, topic: str, body_size: int, duration: float, count: in
                     if (count and meter.count >= count) or time.monotonic() > deadline:
                         stop.set()
 
-            reporter = asyncio.create_task(_report(meter, report_interval, stop))
+            reporter = asyncio.create_task(
+                _report(meter, report_interval, stop, duration=duration, count=count)
+            )
             await asyncio.gather(*(worker() for _ in range(inflight)))
             stop.set()
             await reporter
@@ -251,7 +268,7 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 stop.set()
 
         meter.start()
-        reporter = asyncio.create_task(_report(meter, report_interval, stop))
+        reporter = asyncio.create_task(_report(meter, report_interval, stop, duration=duration, count=count))
         if mode == "push":
 
             async def listener(msgs: list[MessageExt], ctx: Any) -> Any:
@@ -322,7 +339,9 @@ def e2e(namesrv: str, topic: str, body_size: int, duration: float, count: int, r
                 meter.latencies.clear()
                 meter.count = 0
                 meter.start()
-                reporter = asyncio.create_task(_report(meter, report_interval, stop))
+                reporter = asyncio.create_task(
+                    _report(meter, report_interval, stop, duration=duration, count=count)
+                )
                 interval = 1.0 / rate
                 sent = 0
                 begin = time.monotonic()

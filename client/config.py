@@ -165,6 +165,8 @@ class ProducerConfig(ClientConfig):
     max_message_size: int = Field(default=4 * 1024 * 1024, gt=0, description="bytes")
     send_latency_fault_enable: bool = Field(default=False, description="latency fault tolerance")
     max_in_flight: int = Field(default=65_535, gt=0, description="send_async/oneway in flight")
+    enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
+    customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
 
 
 class ConsumerConfig(ClientConfig):
@@ -208,6 +210,8 @@ class PushConsumerConfig(ConsumerConfig):
     suspend_current_queue_time_millis: int = Field(default=1000, ge=10, le=30_000)
     rebalance_interval: int = Field(default=20_000, gt=0, description="ms")
     lock_interval: int = Field(default=20_000, gt=0, description="orderly: broker lock renewal, ms")
+    enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
+    customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
 
 
 class LitePullConsumerConfig(ConsumerConfig):

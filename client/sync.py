@@ -19,7 +19,8 @@ Example::
             print(msg.body)
 
 Listeners of :class:`SyncPushConsumer` are plain functions; they run in a worker thread
-so that a blocking listener never stalls the event loop.
+so that a blocking listener never stalls the event loop. So do the local transaction and the
+``transaction_checker`` of :meth:`SyncProducer.send_in_transaction` (``docs/transactions.md``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pocketmq.client.consumer.push import PushConsumer
 from pocketmq.client.consumer.subscription import MessageSelector
 from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
 from pocketmq.client.producer.producer import Producer
+from pocketmq.client.producer.transaction import TransactionState
 from pocketmq.remoting.common.runtime import new_event_loop
 from pocketmq.remoting.protocol.message import MessageExt
 
@@ -134,11 +136,37 @@ class _BlockingClient:
 
 
 class SyncProducer(_BlockingClient):
-    """Blocking :class:`Producer`; same arguments."""
+    """Blocking :class:`Producer`; same arguments, except that ``transaction_checker`` is a plain
+    (blocking) function ``(MessageExt) -> TransactionState``, run in a worker thread."""
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", namesrv: str | None = None, **options: Any) -> None:
-        self.producer = Producer(group, namesrv, **options)
+    def __init__(
+        self,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | None = None,
+        *,
+        transaction_checker: Callable[[MessageExt], TransactionState] | None = None,
+        **options: Any,
+    ) -> None:
+        checker = None
+        if transaction_checker is not None:
+            blocking_checker = transaction_checker
+
+            async def checker(msg: MessageExt) -> TransactionState:
+                return await asyncio.get_running_loop().run_in_executor(None, blocking_checker, msg)
+
+        self.producer = Producer(group, namesrv, transaction_checker=checker, **options)
         super().__init__(self.producer)
+
+    def send_in_transaction(
+        self, msg: Message, execute_local: Callable[[Message, SendResult], TransactionState]
+    ) -> tuple[SendResult, TransactionState]:
+        """Send a half message, run ``execute_local`` (a plain function, in a worker thread), then
+        commit or roll back; UNKNOW (or an exception) leaves it to the broker's check-back."""
+
+        async def bridge(m: Message, result: SendResult) -> TransactionState:
+            return await asyncio.get_running_loop().run_in_executor(None, execute_local, m, result)
+
+        return run(self.producer.send_in_transaction(msg, bridge))
 
     def send(self, msg: Message, **kwargs: Any) -> SendResult:
         return run(self.producer.send(msg, **kwargs))

@@ -71,6 +71,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "updateGlobalWhiteAddr": (_A, "update_global_white_addr", "Update global white address for acl Config File in broker"),
     "clusterAclConfigVersion": (_A, "cluster_acl_config_version", "List all of acl config version information in cluster"),
     "getAclConfig": (_A, "get_acl_config", "List all of acl config information in cluster"),
+    "queryMsgTraceById": ("pocketmq.client.admin.cli_trace", "query_msg_trace_by_id", "Query a message trace"),
 }  # fmt: skip
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

@@ -47,6 +47,7 @@ from pocketmq.client.errors import (
 )
 from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.trace import hook_consumer
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
@@ -107,6 +108,8 @@ class PushConsumer(ConsumerBase):
         self._start_time = time.time_ns() // 1_000_000
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
+        if config.enable_msg_trace:  # message traces: shadows start/shutdown (client/trace.py)
+            hook_consumer(self)
 
     # ------------------------------------------------------------------------ configuration
     def subscribe(

@@ -22,6 +22,7 @@ key                         refused values              missing feature
 ``enableLmq``               true                        light message queues
 ``enableMultiDispatch``     true                        dispatch to several queues (LMQ)
 ``duplicationEnable``       true                        slave re-dispatch from the CommitLog start
+``metricsExporterType``     ``OTLP_GRPC``, ``LOG``      push metrics exporters (``PROM`` is built)
 ==========================  ==========================  ============================================
 
 A row applies only where its key is a setting of the component being configured (``brokerId``
@@ -56,6 +57,10 @@ def _ha_role(value: str) -> bool:
 
 def _set(value: str) -> bool:
     return bool(value.strip())
+
+
+def _push_exporter(value: str) -> bool:
+    return value.strip().upper() in ("OTLP_GRPC", "LOG")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +107,8 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("enableLmq", "true", "light message queues (LMQ)", _is_true),
     Refusal("enableMultiDispatch", "true", "multi-queue dispatch (LMQ)", _is_true),
     Refusal("duplicationEnable", "true", "slave re-dispatch (HA)", _is_true),
+    # metrics: PROM (the /metrics endpoint) is built; the push exporters are not
+    Refusal("metricsExporterType", "OTLP_GRPC or LOG", "OTLP and log metrics exporters", _push_exporter),
 )
 
 

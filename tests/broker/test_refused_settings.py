@@ -32,13 +32,16 @@ REFUSED = [
     ("enableLmq", "true"),
     ("enableMultiDispatch", "true"),
     ("duplicationEnable", "true"),
+    ("metricsExporterType", "OTLP_GRPC"),
+    ("metricsExporterType", "LOG"),
 ]
 #: The same keys at their defaults (or an "off" value): accepted.
 ACCEPTED = [
     "brokerRole=ASYNC_MASTER", "brokerId=0", "enableSlaveActingMaster=false", "enableControllerMode=false",
     "aclEnable=false", "enablePropertyFilter=false", "useTLS=false", "tls.enable=false",
     "enableConsumeQueueExt=false", "transientStorePoolEnable=false", "enableLmq=false",
-    "enableMultiDispatch=false", "duplicationEnable=false",
+    "enableMultiDispatch=false", "duplicationEnable=false", "metricsExporterType=PROM",
+    "metricsExporterType=DISABLE",
     "tls.server.mode=disabled", "tls.server.need.client.auth=none", "tls.server.certPath=",
     "tls.test.mode.enable=false", "tls.server.keyPassword=", "tls.config.file=",
 ]  # fmt: skip
