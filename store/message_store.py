@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
 from pocketmq.store.clock import now_ms
@@ -363,6 +363,20 @@ class MessageStore:
         if result.append is None:
             return result
         return await self._policy.wait(result, self.replication_waiter)
+
+    def replicate_then(
+        self, result: PutResult, resolve: Callable[[Any, PutMessageStatus], None], arg: Any
+    ) -> PutMessageStatus | None:
+        """SYNC_MASTER without a task per put: the replication status of ``result`` (a stored put)
+        now (PUT_OK, SLAVE_NOT_AVAILABLE), or None and later ``resolve(arg, status)`` on the
+        loop (PUT_OK once a slave acknowledged its end offset, FLUSH_SLAVE_TIMEOUT after
+        ``slaveTimeout``). PUT_OK when no replication applies (not a SYNC_MASTER, HA not started).
+        """
+        append = result.append
+        master = self.ha_master
+        if append is None or master is None or not self._sync_master:
+            return PutMessageStatus.PUT_OK
+        return master.group_transfer.add(append.wrote_offset + append.wrote_bytes, resolve, arg)
 
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset).

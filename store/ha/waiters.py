@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from pocketmq.store.results import PutMessageStatus
 
@@ -31,8 +32,21 @@ _FLUSH_SLAVE_TIMEOUT = PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 _SLAVE_NOT_AVAILABLE = PutMessageStatus.SLAVE_NOT_AVAILABLE
 
 
+#: a waiter's completion: ``resolve(arg, status)``
+Resolve = Callable[[Any, PutMessageStatus], None]
+
+
+def _set_future(fut: asyncio.Future[PutMessageStatus], status: PutMessageStatus) -> None:
+    if not fut.done():
+        fut.set_result(status)
+
+
 class GroupTransfer:
     """The SYNC_MASTER :class:`~pocketmq.store.listener.ReplicationWaiter`.
+
+    Two ways to wait: ``await wait_replicated(end)`` (a future per put, for the store's
+    ``put_*_async``), or :meth:`add` with a plain callback (no future, no task: the broker's
+    send path answers its requests straight from the acknowledgement).
 
     Args:
         slave_count: how many slave connections have reported at least once.
@@ -55,7 +69,7 @@ class GroupTransfer:
         self._fallbehind_max = fallbehind_max
         #: the highest offset any accepted slave report acknowledged (Java push2SlaveMaxOffset)
         self.acked = 0
-        self._fifo: deque[tuple[int, float, asyncio.Future[PutMessageStatus]]] = deque()
+        self._fifo: deque[tuple[int, float, Resolve, Any]] = deque()
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -66,18 +80,25 @@ class GroupTransfer:
         """A slave is connected and less than ``haSlaveFallbehindMax`` behind ``end_offset``."""
         return self._slave_count() > 0 and end_offset - self.acked < self._fallbehind_max
 
-    async def wait_replicated(self, end_offset: int) -> PutMessageStatus:
+    def add(self, end_offset: int, resolve: Resolve, arg: Any) -> PutMessageStatus | None:
+        """The status now (PUT_OK, SLAVE_NOT_AVAILABLE), or None: ``resolve(arg, status)`` is
+        called later, on the loop, with PUT_OK or FLUSH_SLAVE_TIMEOUT."""
         if self.acked >= end_offset:
             return _PUT_OK
         if not self.slave_ok(end_offset):
             return _SLAVE_NOT_AVAILABLE
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[PutMessageStatus] = loop.create_future()
-        deadline = loop.time() + self._timeout_s
-        self._fifo.append((end_offset, deadline, fut))
+        self._fifo.append((end_offset, loop.time() + self._timeout_s, resolve, arg))
         if self._timer is None:
             self._timer = loop.call_later(self._timeout_s, self._expire)
         self._wakeup()
+        return None
+
+    async def wait_replicated(self, end_offset: int) -> PutMessageStatus:
+        fut: asyncio.Future[PutMessageStatus] = asyncio.get_running_loop().create_future()
+        status = self.add(end_offset, _set_future, fut)
+        if status is not None:
+            return status
         return await fut
 
     def on_ack(self, offset: int) -> None:
@@ -87,9 +108,8 @@ class GroupTransfer:
         self.acked = offset
         fifo = self._fifo
         while fifo and fifo[0][0] <= offset:
-            fut = fifo.popleft()[2]
-            if not fut.done():
-                fut.set_result(_PUT_OK)
+            _, _, resolve, arg = fifo.popleft()
+            resolve(arg, _PUT_OK)
 
     def _expire(self) -> None:
         self._timer = None
@@ -97,12 +117,10 @@ class GroupTransfer:
         loop = asyncio.get_running_loop()
         now = loop.time()
         while fifo and fifo[0][1] <= now:
-            fut = fifo.popleft()[2]
-            if not fut.done():
-                fut.set_result(_FLUSH_SLAVE_TIMEOUT)
+            _, _, resolve, arg = fifo.popleft()
+            resolve(arg, _FLUSH_SLAVE_TIMEOUT)
         if fifo:
-            delay = max(0.0, fifo[0][1] - now)
-            self._timer = loop.call_later(delay, self._expire)
+            self._timer = loop.call_later(max(0.0, fifo[0][1] - now), self._expire)
 
     def reset_watermark(self) -> None:
         """Forget acknowledgements (tests; a master whose CommitLog was truncated)."""
@@ -114,6 +132,5 @@ class GroupTransfer:
             self._timer.cancel()
             self._timer = None
         while self._fifo:
-            fut = self._fifo.popleft()[2]
-            if not fut.done():
-                fut.set_result(_FLUSH_SLAVE_TIMEOUT)
+            _, _, resolve, arg = self._fifo.popleft()
+            resolve(arg, _FLUSH_SLAVE_TIMEOUT)
