@@ -151,3 +151,25 @@ async def test_slave_copies_the_masters_metadata(pmq: Cluster) -> None:
     assert "GroupOnMaster" in slave.subscription_group_manager.table
     assert slave.consumer_offset_manager.query_offset("GroupOnMaster", "OnlyOnMaster", 1) == 42
     await asyncio.sleep(0)
+
+
+async def test_master_suggests_the_slave_for_old_data_and_the_sdk_follows(tmp_path) -> None:
+    # accessMessageInMemoryMaxRatio=0: any data behind the CommitLog head counts as "not in memory"
+    async with cluster(
+        tmp_path / "c",
+        brokers=0,
+        broker_config={"slaveReadEnable": True},
+        store_config={"accessMessageInMemoryMaxRatio": 0},
+    ) as c:
+        master, slave = await _pair(c, "ASYNC_MASTER")
+        await c.create_topic("OldData", queues=1)
+        async with Producer("OPG", namesrv=c.namesrv_addr) as producer:
+            for i in range(100):
+                await producer.send(Message("OldData", b"%d" % i))
+        await wait_until(lambda: slave.store.get_max_phy_offset() == master.store.get_max_phy_offset())
+        got: list = []
+        async with collecting_consumer(c, "OCG", "OldData", got, pull_batch_size=10):
+            await wait_until(lambda: len(got) >= 100)
+        # the first pull went to the master, which suggested brokerId 1; the rest read the slave
+        assert slave.store.transferred_msg_count >= 50
+        assert master.store.transferred_msg_count < 100
