@@ -262,3 +262,20 @@ def test_port_zero_binds_a_free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         assert sock.getsockname()[1] > 0
+
+
+def test_reput_waits_for_a_record_cut_inside_its_size_field(open_store, tmp_path, caplog):
+    """A transfer may end 1-7 bytes into a record; a 1 KiB record's first bytes are zeros."""
+    seed = open_store(str(tmp_path / "seed"))
+    for i in range(3):
+        seed.put_message(make_msg(i, body_size=1024))
+    data = _commitlog_bytes(seed, 0, seed.get_max_phy_offset())
+    first = int.from_bytes(data[:4], "big")
+    assert data[first : first + 2] == b"\x00\x00"
+    slave = open_store(str(tmp_path / "s"), broker_role="SLAVE")
+    caplog.set_level(logging.ERROR)
+    for piece in (data[: first + 2], data[first + 2 : first + 5], data[first + 5 :]):
+        assert slave.append_to_commit_log(slave.get_max_phy_offset(), piece)
+        slave.do_reput()
+    assert "reput stopped" not in caplog.text
+    assert slave.get_max_offset_in_queue("TopicA", 0) == 3
