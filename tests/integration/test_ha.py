@@ -15,6 +15,8 @@ import pytest
 
 from pocketmq.broker.controller import BrokerController
 from pocketmq.client import Message, Producer, SendStatus
+from pocketmq.client.admin.admin import MQAdmin
+from pocketmq.client.admin.format import cluster_list_table
 from pocketmq.remoting.protocol.bodies import SubscriptionGroupConfig
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.route import TopicConfig
@@ -76,9 +78,13 @@ async def test_sync_master_replicates_and_the_slave_serves_after_the_master_is_g
     route = pmq.namesrv.route_info.pickup_topic_route_data("HaTopic")
     assert route is not None
     assert route.broker_datas[0].broker_addrs == {0: master.broker_addr, 1: slave.broker_addr}
-    # the master's figures for operators
+    # the master's figures for operators, and mqadmin clusterList's HA columns
     info = master.store.runtime_info()
     assert info["haSlaveCount"] == "1" and info["haSlaveAckOffset"] == str(end)
+    async with MQAdmin(pmq.namesrv_addr) as admin:
+        text = cluster_list_table(await admin.cluster_list(), 0)
+    assert "#PutOffset" in text and f"slave of {master.ha_server_addr} (connected, reported {end})" in text
+    assert "master: slaves 127.0.0.1:" in text and "lag 0 B" in text
     # the master goes away: a consumer reads everything from the slave
     await pmq.stop_broker(0)
     got: list = []
