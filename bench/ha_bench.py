@@ -90,7 +90,7 @@ def _pair(role: str) -> Iterator[tuple[str, int, int]]:
             taken |= {port - 2, port, port + 1}
             args = [f"{BIN}/mqbroker", "-n", f"127.0.0.1:{ns_port}", "--log-level", "WARNING"]
             for kv in ("brokerName=broker-a", f"listenPort={port}", "brokerIP1=127.0.0.1",
-                       f"storePathRootDir={tmp}/{name}", "defaultTopicQueueNums=8", "fastListenEnable=false", *keys):  # fmt: skip
+                       f"storePathRootDir={tmp}/{name}", "defaultTopicQueueNums=8", "fastListenEnable=false", "haListenPort=0", *keys):  # fmt: skip
                 args += ["--set", kv]
             procs.append(subprocess.Popen(args, stdout=log, stderr=log))
             _wait_port(port)

@@ -49,7 +49,7 @@ def _broker(root: Path, name: str, port: int, namesrv: str, **keys: str) -> Serv
     _precreate(store)
     all_keys = {
         "brokerName": "broker-a", "listenPort": str(port), "listenHost": "127.0.0.1", "brokerIP1": "127.0.0.1",
-        "fastListenEnable": "false", "namesrvAddr": namesrv, "storePathRootDir": str(store), **STORE_KEYS, **keys,
+        "fastListenEnable": "false", "haListenPort": "0", "namesrvAddr": namesrv, "storePathRootDir": str(store), **STORE_KEYS, **keys,
     }  # fmt: skip
     argv = [sys.executable, "-m", "pocketmq.broker"]
     for k, v in all_keys.items():
