@@ -88,6 +88,8 @@ logger = logging.getLogger(__name__)
 
 CLIENT_SCAN_INTERVAL = 10.0
 CONFIG_PERSIST_INTERVAL = 1.0
+#: a slave whose registration named no master registers again after this many seconds
+SLAVE_REREGISTER_S = 2.0
 
 
 class _Periodic(Service):
@@ -450,6 +452,10 @@ class BrokerController:
             # haMasterAddress is set) and copies its metadata from masterAddr
             if result.ha_server_addr:
                 self.store.update_ha_master_address(result.ha_server_addr)
+            elif not cfg.store.ha_master_address:
+                # no live master registered yet (started together): ask again soon rather than
+                # at the next period (30 s), so replication starts once the master is up
+                asyncio.get_running_loop().call_later(SLAVE_REREGISTER_S, self.trigger_register)
             self.slave_sync.master_addr = result.master_addr or None
         self.last_register_result = result
 

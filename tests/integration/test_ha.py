@@ -179,3 +179,12 @@ async def test_master_suggests_the_slave_for_old_data_and_the_sdk_follows(tmp_pa
         # the first pull went to the master, which suggested brokerId 1; the rest read the slave
         assert slave.store.transferred_msg_count >= 50
         assert master.store.transferred_msg_count < 100
+
+
+async def test_a_slave_started_before_its_master_follows_it_within_seconds(pmq: Cluster) -> None:
+    slave = await pmq.add_broker(SLAVE, store_overrides={"brokerRole": "SLAVE"})
+    assert slave.store.ha_slave is not None and slave.store.ha_slave.master_address is None
+    master = await pmq.add_broker({"brokerName": "broker-a"}, store_overrides={"brokerRole": "SYNC_MASTER"})
+    # the slave asks the name server again every 2 s until a master is named (not every 30 s)
+    await wait_until(lambda: slave.store.ha_slave is not None and slave.store.ha_slave.connected, timeout=10)
+    assert slave.store.ha_slave.master_address == master.ha_server_addr
