@@ -452,9 +452,10 @@ class BrokerController:
             # haMasterAddress is set) and copies its metadata from masterAddr
             if result.ha_server_addr:
                 self.store.update_ha_master_address(result.ha_server_addr)
-            elif not cfg.store.ha_master_address:
-                # no live master registered yet (started together): ask again soon rather than
-                # at the next period (30 s), so replication starts once the master is up
+            elif self.store.ha_slave is not None and self.store.ha_slave.master_address is None:
+                # no master known yet (started together): ask again soon rather than at the next
+                # period (30 s), so replication starts once the master is up. A slave that lost
+                # its master keeps the old address (reconnecting every 5 s) and the usual period.
                 asyncio.get_running_loop().call_later(SLAVE_REREGISTER_S, self.trigger_register)
             self.slave_sync.master_addr = result.master_addr or None
         self.last_register_result = result
