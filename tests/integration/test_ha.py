@@ -20,6 +20,7 @@ from pocketmq.client.admin.format import cluster_list_table
 from pocketmq.remoting.protocol.bodies import SubscriptionGroupConfig
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.route import TopicConfig
+from pocketmq.store import BrokerRole
 from pocketmq.testing import Cluster, cluster
 from pocketmq.testing.wire import Wire
 from tests.integration.support import collecting_consumer, loop_clean_at_exit  # noqa: F401 - fixtures
@@ -188,3 +189,40 @@ async def test_a_slave_started_before_its_master_follows_it_within_seconds(pmq: 
     # the slave asks the name server again every 2 s until a master is named (not every 30 s)
     await wait_until(lambda: slave.store.ha_slave is not None and slave.store.ha_slave.connected, timeout=10)
     assert slave.store.ha_slave.master_address == master.ha_server_addr
+
+
+async def test_manual_failover_a_slave_restarted_as_master_keeps_every_acknowledged_message(
+    pmq: Cluster,
+) -> None:
+    master, slave = await _pair(pmq)
+    await pmq.create_topic("Failover", queues=2)
+    async with Producer("FoPG", namesrv=pmq.namesrv_addr) as producer:
+        sent = [await producer.send(Message("Failover", b"f%d" % i)) for i in range(60)]
+    assert all(r.send_status is SendStatus.SEND_OK for r in sent)
+    await wait_until(lambda: slave.store.dispatch_behind_bytes == 0)
+    await pmq.stop_broker(0)  # the master is gone for good
+    # RocketMQ 4.x's manual failover: the slave restarts on its own store as brokerId 0
+    await slave.shutdown()
+    cfg = slave.config
+    promoted = BrokerController(
+        cfg.model_copy(
+            update={
+                "broker_id": 0,
+                "listen_port": 0,
+                "store": cfg.store.model_copy(update={"broker_role": BrokerRole.ASYNC_MASTER}),
+            }
+        ),
+        fsync=False,
+    )
+    await promoted.start()
+    pmq.brokers[1] = promoted
+    assert promoted.store.ha_master is not None and promoted.store.ha_slave is None
+    assert "Failover" in promoted.topic_config_manager.table  # its own topics.json
+    got: list = []
+    async with collecting_consumer(pmq, "FoCG", "Failover", got):
+        await wait_until(lambda: len({m.body for m in got}) >= 60, timeout=30)
+    assert {m.body for m in got} == {b"f%d" % i for i in range(60)}
+    # and it takes new sends as the group's master
+    async with Producer("FoPG2", namesrv=pmq.namesrv_addr) as producer:
+        r = await producer.send(Message("Failover", b"after"))
+    assert r.send_status is SendStatus.SEND_OK and r.message_queue.broker_name == "broker-a"
