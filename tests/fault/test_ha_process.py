@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -194,5 +195,85 @@ async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: P
             print(f"--- {p.log.name}:\n{p.log_tail(40)}")
         raise
     finally:
+        for p in reversed(procs):
+            p.stop()
+
+
+CYCLES = int(os.environ.get("HA_SIGSTOP_CYCLES", "3"))
+
+
+async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path) -> None:
+    """T6 with real processes: the slave SIGSTOPped for 5 s, ``HA_SIGSTOP_CYCLES`` times (the
+    acceptance run uses 10). Every send gets SEND_OK, or FLUSH_SLAVE_TIMEOUT within slaveTimeout
+    (3 s) + 10 % (the link stays up while the slave is stopped, so never 11 here); after SIGCONT
+    the slave holds every byte of the master's log."""
+
+    ns_port = free_port()
+    ns_dir = tmp_path / "namesrv"
+    namesrv = ServerProcess(
+        [sys.executable, "-m", "pocketmq.namesrv", "--set", f"listenPort={ns_port}", "--set", "bindAddress=127.0.0.1",
+         "--set", f"kvConfigPath={ns_dir / 'kv.json'}", "--set", f"configStorePath={ns_dir / 'ns.properties'}"],
+        ns_port, tmp_path / "namesrv.log",
+    )  # fmt: skip
+    mport = free_broker_port(set())
+    sport = free_broker_port({mport - 2, mport, mport + 1})
+    master = _broker(tmp_path, "master", mport, namesrv.addr, brokerRole="SYNC_MASTER")
+    slave = _broker(tmp_path, "slave", sport, namesrv.addr, brokerRole="SLAVE", brokerId="1")
+    procs = [namesrv, master, slave]
+    try:
+        for p in procs:
+            p.start()
+
+        async def slave_connected() -> bool:
+            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+
+        await wait_until(slave_connected, timeout=30)
+        outcomes: list[tuple[SendStatus, float]] = []
+        stop = asyncio.Event()
+        async with Producer("HaStopPG", namesrv=namesrv.addr, send_msg_timeout=15_000) as producer:
+            loop = asyncio.get_running_loop()
+
+            async def one(i: int) -> None:
+                t0 = loop.time()
+                r = await producer.send(Message(TOPIC, b"%08d" % i))
+                outcomes.append((r.send_status, loop.time() - t0))
+
+            async def load() -> None:
+                tasks = []
+                i = 0
+                while not stop.is_set():
+                    tasks.append(loop.create_task(one(i)))
+                    i += 1
+                    await asyncio.sleep(0.02)
+                await asyncio.gather(*tasks)
+
+            runner = loop.create_task(load())
+            assert slave.proc is not None
+            for _ in range(CYCLES):
+                await asyncio.sleep(1.0)
+                os.kill(slave.proc.pid, signal.SIGSTOP)
+                await asyncio.sleep(5.0)
+                os.kill(slave.proc.pid, signal.SIGCONT)
+            await asyncio.sleep(1.0)
+            stop.set()
+            await runner
+        statuses = {s for s, _ in outcomes}
+        assert SendStatus.SEND_OK in statuses and SendStatus.FLUSH_SLAVE_TIMEOUT in statuses
+        assert statuses <= {SendStatus.SEND_OK, SendStatus.FLUSH_SLAVE_TIMEOUT}
+        late = [w for s, w in outcomes if s is SendStatus.FLUSH_SLAVE_TIMEOUT and not 2.9 <= w <= 3.3]
+        assert not late, f"FLUSH_SLAVE_TIMEOUT outside slaveTimeout + 10 %: {late[:5]}"
+        end = int((await _runtime(master.addr))["commitLogMaxOffset"])
+        deadline = time.monotonic() + 30
+        while int((await _runtime(slave.addr))["commitLogMaxOffset"]) != end:
+            assert time.monotonic() < deadline, "slave did not catch up after SIGCONT"
+            await asyncio.sleep(0.05)
+        assert _commitlog(tmp_path / "slave", 0, end) == _commitlog(tmp_path / "master", 0, end)
+    except BaseException:
+        for p in procs:
+            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
+        raise
+    finally:
+        if slave.proc is not None and slave.proc.poll() is None:
+            os.kill(slave.proc.pid, signal.SIGCONT)
         for p in reversed(procs):
             p.stop()
