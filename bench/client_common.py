@@ -98,6 +98,8 @@ def cluster(
                         f"defaultTopicQueueNums={queues}",
                         "--set",
                         "fastListenEnable=false",
+                        "--set",
+                        "haListenPort=0",  # listenPort + 1 may be taken by an ephemeral socket
                         *(arg for kv in sets for arg in ("--set", kv)),
                         "--log-level",
                         "WARNING",

@@ -20,6 +20,7 @@ set; ``brokerIP2`` = ``brokerIP1`` unless set; ``registerNameServerPeriod`` clam
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 from collections.abc import Iterable, Mapping
@@ -39,6 +40,8 @@ from pocketmq.remoting.common.config import (
 from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
 from pocketmq.store import MessageStoreConfig
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "FOREIGN_KEYS",
@@ -341,6 +344,16 @@ def _combine(settings: BrokerSettings, store: MessageStoreConfig) -> BrokerConfi
             moved[key] = value
     if moved:
         store = MessageStoreConfig.model_validate({**store.model_dump(by_alias=True), **moved})
+    # BrokerStartup's role rules: a slave needs brokerId > 0; a master's id is always 0
+    if store.broker_role.value == "SLAVE":
+        if data["broker_id"] <= 0:
+            raise ConfigError("Slave's brokerId must be > 0 (brokerRole=SLAVE)", key="brokerId")
+    elif data["broker_id"] != 0:
+        logger.warning(
+            "brokerId=%d ignored: brokerRole=%s is a master, whose brokerId is 0 (set brokerRole=SLAVE "
+            "for a slave)", data["broker_id"], store.broker_role.value,
+        )  # fmt: skip
+        data["broker_id"] = 0
     return BrokerConfig.model_validate({**data, "store": store})
 
 

@@ -79,6 +79,7 @@ from pocketmq.broker.processor.send import SendMessageProcessor
 from pocketmq.broker.processor.send_back import ConsumerSendMsgBackProcessor
 from pocketmq.broker.rebalance_lock import RebalanceLockManager
 from pocketmq.broker.schedule import ScheduleMessageService
+from pocketmq.broker.slave_sync import SlaveSynchronize
 from pocketmq.broker.state import BrokerState, Registrar
 from pocketmq.broker.stats import BrokerStatsManager
 from pocketmq.broker.subscription import SubscriptionGroupManager
@@ -101,6 +102,8 @@ logger = logging.getLogger(__name__)
 
 CLIENT_SCAN_INTERVAL = 10.0
 CONFIG_PERSIST_INTERVAL = 1.0
+#: a slave whose registration named no master registers again after this many seconds
+SLAVE_REREGISTER_S = 2.0
 
 
 class _Periodic(Service):
@@ -210,6 +213,12 @@ class BrokerController:
         self._build_processors()
         self.store.arriving_listener = self.pull_hold_service
         self._services: list[Service] = []
+        #: a slave's copy of its master's metadata (codes 21, 43, 45, 201; every 10 s)
+        self.slave_sync = SlaveSynchronize(
+            client=self.namesrv_api.client, topics=self.topic_config_manager,
+            groups=self.subscription_group_manager, offsets=self.consumer_offset_manager,
+            delay_offsets=schedule.offsets if (schedule := self.schedule_message_service) else None,
+        )  # fmt: skip
         self._register_service = _Periodic(
             self._register_periodically,
             interval=config.register_period_ms / 1000,
@@ -388,13 +397,16 @@ class BrokerController:
                 )
                 self.fast_remoting_server = None
         await self.store.start()
+        await self._start_ha()
         self.pull_hold_service.start()
         schedule = self.schedule_message_service
         if schedule is not None and not cfg.is_slave:
             schedule.start()
         if not cfg.is_slave:
             self.transaction_check_service.start()
-        self._services = [
+        if cfg.is_slave:
+            self._services.append(self.slave_sync.service())
+        self._services += [
             self._register_service,
             _Periodic(self._flush_offsets, interval=cfg.flush_consumer_offset_interval / 1000, name="offset-flush"),
             _Periodic(self._persist_config, interval=CONFIG_PERSIST_INTERVAL, name="config-persist"),
@@ -511,14 +523,51 @@ class BrokerController:
         result = await self.namesrv_api.register_broker_all(
             addrs,
             self._identity(),
-            ha_server_addr=cfg.ha_server_addr,
+            ha_server_addr=self.ha_server_addr,
             wrapper=wrapper,
             compressed=cfg.compressed_register,
             timeout=cfg.register_broker_timeout_mills / 1000,
         )
         if result is not None and result.kv_table is not None:
             self.topic_config_manager.update_order_topic_config(set(result.kv_table.table))
+        if result is not None and cfg.is_slave:
+            # RocketMQ: a slave follows the live master the name server names (unless
+            # haMasterAddress is set) and copies its metadata from masterAddr
+            if result.ha_server_addr:
+                self.store.update_ha_master_address(result.ha_server_addr)
+            elif self.store.ha_slave is not None and self.store.ha_slave.master_address is None:
+                # no master known yet (started together): ask again soon rather than at the next
+                # period (30 s), so replication starts once the master is up. A slave that lost
+                # its master keeps the old address (reconnecting every 5 s) and the usual period.
+                asyncio.get_running_loop().call_later(SLAVE_REREGISTER_S, self.trigger_register)
+            self.slave_sync.master_addr = result.master_addr or None
         self.last_register_result = result
+
+    # --------------------------------------------------------------------------------- HA
+    async def _start_ha(self) -> None:
+        """Replication: a master listens on ``haListenPort`` (a free port when the broker's own
+        port is ephemeral and ``haListenPort`` was not set), a slave follows its master."""
+        cfg = self.config
+        port = cfg.store.ha_listen_port
+        if cfg.listen_port == 0 and "ha_listen_port" not in cfg.store.model_fields_set:
+            port = 0
+        try:
+            await self.store.start_ha(host=cfg.listen_host, port=port)
+        except BaseException:
+            await self.remoting_server.stop()
+            if self.fast_remoting_server is not None:
+                await self.fast_remoting_server.stop()
+            await self.store.shutdown()
+            self._stopped = True
+            raise
+
+    @property
+    def ha_server_addr(self) -> str:
+        """``brokerIP2:haListenPort`` as bound (sent in REGISTER_BROKER)."""
+        cfg = self.config
+        master = self.store.ha_master
+        port = master.port if master is not None else cfg.store.ha_listen_port
+        return f"{cfg.broker_ip2 or cfg.broker_ip1}:{port}"
 
     # --------------------------------------------------------------------------- services
     async def _reload_acl(self) -> None:

@@ -296,14 +296,15 @@ class MQClientInstance:
         return addr, bid != MASTER_ID
 
     async def find_broker_addr_for_offsets(self, broker_name: str) -> str:
-        """The master of ``broker_name`` (route refreshed once if unknown)."""
-        addr = self.find_broker_addr_in_publish(broker_name)
-        if addr is None:
+        """The master of ``broker_name``, else one of its slaves while the master is gone (Java
+        ``findBrokerAddressInSubscribe(name, MASTER_ID, false)``); route refreshed once if unknown."""
+        found = self.find_broker_addr_in_subscribe(broker_name)
+        if found is None:
             await self.update_all_routes()
-            addr = self.find_broker_addr_in_publish(broker_name)
-            if addr is None:
+            found = self.find_broker_addr_in_subscribe(broker_name)
+            if found is None:
                 raise BrokerNotFoundError(broker_name)
-        return addr
+        return found[0]
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
         return await self.api.query_consumer_offset(addr, group, mq)

@@ -260,28 +260,26 @@ class MessageStoreConfig(BaseModel):
         description="ASYNC_MASTER, SYNC_MASTER (puts wait for the slave) or SLAVE (puts refused)",
     )
     ha_listen_port: int = Field(10912, description="master port slaves connect to for CommitLog replication")
-    ha_send_heartbeat_interval: int = Field(
-        5000, description="slave offset report period, ms (HA) (for HA replication, not built yet: unused)"
-    )
+    ha_send_heartbeat_interval: int = Field(5000, description="slave offset report period, ms (HA)")
     ha_housekeeping_interval: int = Field(
         20_000,
-        description="master drops a slave silent this long, ms (HA) (for HA replication, not built yet: unused)",
+        description="master drops a slave silent this long, ms (HA)",
     )
     ha_transfer_batch_size: int = Field(
         32 * 1024,
-        description="max CommitLog bytes per HA transfer (for HA replication, not built yet: unused)",
+        description="max CommitLog bytes per HA transfer",
     )
     ha_master_address: str | None = Field(
         None,
-        description="a slave's master HA address host:port (else learned from the name server) (for HA replication, not built yet: unused)",
+        description="a slave's master HA address host:port (else learned from the name server)",
     )
     ha_slave_fallbehind_max: int = Field(
         256 * _MiB,
-        description="SYNC_MASTER: slave behind by more than this many bytes is not in sync (for HA replication, not built yet: unused)",
+        description="SYNC_MASTER: slave behind by more than this many bytes is not in sync",
     )
     slave_timeout: int = Field(
         3000,
-        description="SYNC_MASTER wait for the slave before SLAVE_NOT_AVAILABLE/FLUSH_SLAVE_TIMEOUT, ms (for HA replication, not built yet: unused)",
+        description="SYNC_MASTER wait for the slave before SLAVE_NOT_AVAILABLE/FLUSH_SLAVE_TIMEOUT, ms",
     )
     offset_check_in_slave: bool = Field(False, description="a slave corrects out-of-range pull offsets too")
     debug_lock_enable: bool = Field(

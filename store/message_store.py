@@ -6,13 +6,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.protocol.message import MessageConst, MessageDecodeError, MessageExt, decode_message
 from pocketmq.store.clock import now_ms
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from pocketmq.store.dispatch.dispatcher import Dispatcher
 from pocketmq.store.errors import IllegalStateError
+from pocketmq.store.ha import HAMaster, HASlave
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.log.batch_encode import BatchItem
@@ -78,6 +79,9 @@ class MessageStore:
         self.dispatcher = Dispatcher(self.commitlog, self.cq_table, self.index, config, arriving_listener)
         self.checkpoint: StoreCheckpoint | None = None
         self.replication_waiter: ReplicationWaiter | None = None
+        #: the HA side :meth:`start_ha` started: the master's listener, or the slave's client
+        self.ha_master: HAMaster | None = None
+        self.ha_slave: HASlave | None = None
         self.last_shutdown_clean = True
         self._is_slave = config.broker_role is BrokerRole.SLAVE
         self._disk_full = False
@@ -177,10 +181,69 @@ class MessageStore:
         self._policy.group_commit = services.group_commit if self._sync_flush else None
         self._state = "running"
 
+    async def start_ha(self, *, host: str = "0.0.0.0", port: int | None = None) -> None:
+        """Start replication (after :meth:`start`): a master listens for slaves on ``host:port``
+        (default ``haListenPort``; 0 picks a free port, read it back from ``ha_master.port``), and
+        a SYNC_MASTER's puts wait on its ``GroupTransfer``; a slave follows ``haMasterAddress``
+        or the address given to :meth:`update_ha_master_address`.
+
+        Raises:
+            OSError: the HA port cannot be bound.
+        """
+        if self._state != "running":
+            raise IllegalStateError(f"start_ha() in state {self._state}")
+        cfg = self.config
+        if self._is_slave:
+            slave = HASlave(
+                self,
+                master_address=cfg.ha_master_address,
+                heartbeat_ms=cfg.ha_send_heartbeat_interval,
+                housekeeping_ms=cfg.ha_housekeeping_interval,
+            )
+            slave.start()
+            self.ha_slave = slave
+            return
+        master = HAMaster(
+            self,
+            host=host,
+            port=cfg.ha_listen_port if port is None else port,
+            segment_size=cfg.mapped_file_size_commit_log,
+            batch_size=cfg.ha_transfer_batch_size,
+            heartbeat_ms=cfg.ha_send_heartbeat_interval,
+            housekeeping_ms=cfg.ha_housekeeping_interval,
+            slave_timeout_ms=cfg.slave_timeout,
+            fallbehind_max=cfg.ha_slave_fallbehind_max,
+        )
+        await master.start()
+        self.ha_master = master
+        if self._services is not None:
+            # ASYNC_MASTER replication follows reput (one call per dispatch batch, not per put);
+            # SYNC_MASTER puts also wake the transfer themselves (GroupTransfer.wait_replicated)
+            self._services.after_dispatch = master.wakeup
+        if self._sync_master:
+            self.replication_waiter = master.group_transfer
+
+    def update_ha_master_address(self, addr: str | None) -> None:
+        """A slave learned its master's HA address (REGISTER_BROKER reply): follow it, unless
+        ``haMasterAddress`` is configured (as RocketMQ)."""
+        if self.ha_slave is not None and not self.config.ha_master_address:
+            self.ha_slave.update_master_address(addr)
+
+    async def _stop_ha(self) -> None:
+        master, self.ha_master = self.ha_master, None
+        slave, self.ha_slave = self.ha_slave, None
+        if master is not None:
+            if self._services is not None:
+                self._services.after_dispatch = None
+            await master.stop()
+        if slave is not None:
+            await slave.stop()
+
     async def shutdown(self) -> None:
         """Stop services, dispatch what is left, flush everything, write the checkpoint, drop ``abort``."""
         if self._state == "closed":
             return
+        await self._stop_ha()
         self._state = "stopping"
         services, self._services = self._services, None
         self._wake_reput = _noop
@@ -301,6 +364,20 @@ class MessageStore:
             return result
         return await self._policy.wait(result, self.replication_waiter)
 
+    def replicate_then(
+        self, result: PutResult, resolve: Callable[[Any, PutMessageStatus], None], arg: Any
+    ) -> PutMessageStatus | None:
+        """SYNC_MASTER without a task per put: the replication status of ``result`` (a stored put)
+        now (PUT_OK, SLAVE_NOT_AVAILABLE), or None and later ``resolve(arg, status)`` on the
+        loop (PUT_OK once a slave acknowledged its end offset, FLUSH_SLAVE_TIMEOUT after
+        ``slaveTimeout``). PUT_OK when no replication applies (not a SYNC_MASTER, HA not started).
+        """
+        append = result.append
+        master = self.ha_master
+        if append is None or master is None or not self._sync_master:
+            return PutMessageStatus.PUT_OK
+        return master.group_transfer.add(append.wrote_offset + append.wrote_bytes, resolve, arg)
+
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset).
 
@@ -395,7 +472,7 @@ class MessageStore:
             stats.get_miss_times += 1
         return GetResult(
             sel.status,
-            self._correct(offset, offset + sel.scanned),
+            offset + sel.scanned,  # not corrected: Java corrects only the out-of-range cases
             min_o,
             max_o,
             sel.body,
@@ -521,7 +598,32 @@ class MessageStore:
                 "pageCacheLockTimeMills": "0",
             }
         )
+        info.update(self.ha_runtime_info())
         return info
+
+    def ha_runtime_info(self) -> dict[str, str]:
+        """pocketmq's HA figures (RocketMQ 4.x has no runtime keys for them): on a master the
+        connected slaves, each one's acknowledged offset and the lag behind the put offset; on a
+        slave the master followed and the offset last reported to it."""
+        master, slave = self.ha_master, self.ha_slave
+        put_where = self.commitlog.max_offset
+        if master is not None:
+            slaves = master.slaves()
+            best = max((ack for _, ack in slaves), default=-1)
+            return {
+                "haListenPort": str(master.port),
+                "haSlaveCount": str(len(slaves)),
+                "haSlaves": ",".join(f"{addr}={ack}" for addr, ack in slaves),
+                "haSlaveAckOffset": str(best),
+                "haSlaveFallBehind": str(put_where - best) if slaves else "-1",
+            }
+        if slave is not None:
+            return {
+                "haMasterAddress": slave.master_address or "",
+                "haConnected": "true" if slave.connected else "false",
+                "haReportedOffset": str(slave.reported_offset),
+            }
+        return {}
 
     # ================================================================ admin
 

@@ -203,6 +203,7 @@ class PullMessageProcessor:
             result.next_begin_offset,
             result.suggest_pulling_from_slave,
             sgc.which_broker_when_consume_slowly,
+            sgc.broker_id,
         )
 
         response: RemotingCommand | None = None

@@ -20,7 +20,8 @@ anything else                                          1 SYSTEM_ERROR
 =====================================================  =====================================
 
 ``suggestWhichBrokerId`` is the group's ``whichBrokerWhenConsumeSlowly`` when the store says the
-master is behind in memory, else the master (0); always the master unless ``slaveReadEnable``.
+pull read data older than the in-memory window, else the group's ``brokerId`` (0 by default);
+always the master (0) unless ``slaveReadEnable``.
 On a slave without ``offsetCheckInSlave`` an OFFSET_MOVED becomes 20 with ``nextBeginOffset`` =
 the request's offset (a slave does not move consumers).
 """
@@ -113,13 +114,22 @@ def pull_outcome(
     next_begin: int,
     from_slave: bool,
     which_broker: int,
+    group_broker_id: int = MASTER_ID,
 ) -> tuple[int, int, int]:
-    """``(code, suggestWhichBrokerId, nextBeginOffset)`` of a pull's reply."""
+    """``(code, suggestWhichBrokerId, nextBeginOffset)`` of a pull's reply.
+
+    ``from_slave``: the store suggests pulling from a slave (the data read is older than the
+    in-memory window); ``which_broker``: the group's ``whichBrokerWhenConsumeSlowly``;
+    ``group_broker_id``: the group's ``brokerId`` (where it reads while it keeps up).
+    """
     if status is _NO_MESSAGE_IN_QUEUE or status is _NO_MATCHED_LOGIC_QUEUE:
         code = _PULL_OFFSET_MOVED if request_offset != 0 else _PULL_NOT_FOUND
     else:
         code = STATUS_CODE.get(status, _SYSTEM_ERROR)
-    suggest = which_broker if from_slave and cfg.slave_read_enable else MASTER_ID
+    if cfg.slave_read_enable:
+        suggest = which_broker if from_slave else group_broker_id
+    else:
+        suggest = MASTER_ID
     if cfg.is_slave and code == _PULL_OFFSET_MOVED and not cfg.store.offset_check_in_slave:
         next_begin = request_offset
         code = _PULL_RETRY_IMMEDIATELY

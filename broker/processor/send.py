@@ -60,6 +60,7 @@ from pocketmq.broker.processor.message_props import (
     strip_property,
 )
 from pocketmq.broker.processor.peer_address import born_host_of
+from pocketmq.broker.processor.replication_replies import ReplicationReplies
 from pocketmq.broker.processor.send_checks import (
     ILLEGAL_REMARK,
     PUT_STATUS_DEFAULT,
@@ -151,6 +152,7 @@ class SendMessageProcessor:
         self._held_pulls = self.held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
         self.flush_replies = FlushReplies(self._reply)
+        self.replication_replies = ReplicationReplies(self._reply)
 
     def _settings(self) -> SendSettings:
         s = self._s
@@ -265,6 +267,8 @@ class SendMessageProcessor:
                 return self._prepare_transaction(request, inner, queue_id, wait)
         store = self.store
         if wait and s.policy_waits:
+            if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
+                return self.replication_replies.add(store, conn, request, store.put_message(inner), queue_id, inner.topic)  # fmt: skip
             if not s.sync_flush_only:
                 return self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
             return self._put_then_flush(conn, request, store.put_message(inner), queue_id, inner.topic)
@@ -314,6 +318,8 @@ class SendMessageProcessor:
         )  # fmt: skip
         store = self.store
         if wait and s.policy_waits:
+            if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
+                return self.replication_replies.add(store, conn, request, store.put_batch(template, items), queue_id, topic)  # fmt: skip
             if not s.sync_flush_only:
                 return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
             return self._put_then_flush(conn, request, store.put_batch(template, items), queue_id, topic)

@@ -89,7 +89,7 @@ class SendSettings:
 
     __slots__ = (
         "cfg", "cluster", "is_slave", "max_body", "policy_waits", "region", "start_accept", "sync_flush_only",
-        "trace_on", "writable",
+        "sync_master_only", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
@@ -110,6 +110,11 @@ class SendSettings:
         self.sync_flush_only = (
             cfg.store.flush_disk_type is FlushDiskType.SYNC_FLUSH
             and cfg.store.broker_role is not BrokerRole.SYNC_MASTER
+        )
+        # SYNC_MASTER without SYNC_FLUSH: answered from the slave's acknowledgement (replication_replies)
+        self.sync_master_only = (
+            cfg.store.broker_role is BrokerRole.SYNC_MASTER
+            and cfg.store.flush_disk_type is not FlushDiskType.SYNC_FLUSH
         )
 
 

@@ -187,7 +187,24 @@ def cluster_list_table(brokers: Sequence[BrokerRuntime], now_ms: int, more: bool
              _load(b.out_tps, j["pullQueueSize"], j["pullQueueHeadWaitMs"]),
              b.page_cache_lock_time, f"{b.hours(now_ms):.2f}", f"{b.disk_ratio:.4f}"]
         )  # fmt: skip
+    if any(_ha_cells(b) for b in brokers):  # a broker group with slaves: its replication figures
+        headers += ["#PutOffset", "#HA"]
+        for row, b in zip(rows, brokers, strict=True):
+            row += [b.stats.get("commitLogMaxOffset", ""), _ha_cells(b) or ""]
     return table(headers, rows)
+
+
+def _ha_cells(b: BrokerRuntime) -> str | None:
+    """A master's slaves (acknowledged offset, lag in bytes) or a slave's master; None without HA."""
+    st = b.stats
+    if st.get("haMasterAddress") is not None:
+        state = "connected" if st.get("haConnected") == "true" else "disconnected"
+        return (
+            f"slave of {st['haMasterAddress'] or '?'} ({state}, reported {st.get('haReportedOffset', '?')})"
+        )
+    if st.get("haSlaveCount", "0") != "0":
+        return f"master: slaves {st.get('haSlaves', '')}, lag {st.get('haSlaveFallBehind', '?')} B"
+    return None
 
 
 def broker_status_dump(brokers: Sequence[BrokerRuntime]) -> str:

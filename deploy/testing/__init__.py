@@ -99,9 +99,17 @@ class Cluster:
     def broker_addrs(self) -> list[str]:
         return [b.broker_addr for b in self.brokers]
 
-    def _config(self, i: int, overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
+    def _config(
+        self,
+        i: int,
+        overrides: Mapping[str, Any] | None = None,
+        store_overrides: Mapping[str, Any] | None = None,
+    ) -> BrokerConfig:
         name = _broker_name(i)
-        store = {**TEST_STORE_CONFIG, **self.store_config, "storePathRootDir": os.path.join(self.root, name)}
+        store = {
+            **TEST_STORE_CONFIG, **self.store_config, **(store_overrides or {}),
+            "storePathRootDir": os.path.join(self.root, name),
+        }  # fmt: skip
         data: dict[str, Any] = {
             "brokerName": name,
             "brokerIP1": "127.0.0.1",
@@ -114,9 +122,16 @@ class Cluster:
         }
         return BrokerConfig.model_validate(data)
 
-    async def add_broker(self, overrides: Mapping[str, Any] | None = None) -> BrokerController:
-        """Start one more broker (named broker-a, broker-b, ...) and wait for its registration."""
-        broker = BrokerController(self._config(len(self.brokers), overrides), fsync=self.fsync)
+    async def add_broker(
+        self, overrides: Mapping[str, Any] | None = None, store_overrides: Mapping[str, Any] | None = None
+    ) -> BrokerController:
+        """Start one more broker (named broker-a, broker-b, ... unless ``overrides`` names it, as
+        a slave does: ``{"brokerName": "broker-a", "brokerId": 1}`` with ``store_overrides``
+        ``{"brokerRole": "SLAVE"}``; its store is still under the next name) and wait for its
+        registration."""
+        broker = BrokerController(
+            self._config(len(self.brokers), overrides, store_overrides), fsync=self.fsync
+        )
         await broker.start()
         self.brokers.append(broker)
         return broker

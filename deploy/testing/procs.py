@@ -129,6 +129,9 @@ class Servers:
             "listenHost": "127.0.0.1",
             "brokerIP1": "127.0.0.1",
             "fastListenEnable": "false",
+            # the HA port on a free port the broker picks (listenPort + 1 may be any socket's
+            # ephemeral port by now); the name server advertises the bound one
+            "haListenPort": "0",
             "namesrvAddr": self.namesrv.addr,
             "storePathRootDir": str(self.store_dir),
             **STORE_KEYS,

@@ -9,9 +9,7 @@ UPDATE_NAMESRV_CONFIG, with one line naming the key, its source and the missing 
 ==========================  ==========================  ============================================
 key                         refused values              missing feature
 ==========================  ==========================  ============================================
-``brokerRole``              ``SYNC_MASTER``, ``SLAVE``  HA (master/slave replication)
-``brokerId``                anything but ``0``          HA (a broker id > 0 is a slave)
-``enableSlaveActingMaster`` true                        HA
+``enableSlaveActingMaster`` true                        HA (5.x slave acting as master)
 ``enableControllerMode``    true                        HA (5.x controller)
 ``tls.test.mode.enable``    true                        RocketMQ's throwaway self-signed certificates
 ``tls.server.keyPassword``, any value                   encrypted TLS private keys
@@ -46,15 +44,6 @@ def _is_true(value: str) -> bool:
     return value.strip().lower() in _TRUE
 
 
-def _not_zero(value: str) -> bool:
-    v = value.strip()
-    return v.isdigit() and int(v) != 0
-
-
-def _ha_role(value: str) -> bool:
-    return value.strip() in ("SYNC_MASTER", "SLAVE")
-
-
 def _set(value: str) -> bool:
     return bool(value.strip())
 
@@ -81,8 +70,6 @@ class Refusal:
 
 #: The one table of refused settings (see the module docstring).
 REFUSALS: tuple[Refusal, ...] = (
-    Refusal("brokerRole", "SYNC_MASTER or SLAVE", "master/slave replication (HA)", _ha_role),
-    Refusal("brokerId", "other than 0 (a slave)", "master/slave replication (HA)", _not_zero),
     Refusal("enableSlaveActingMaster", "true", "master/slave replication (HA)", _is_true),
     Refusal("enableControllerMode", "true", "master/slave replication (HA controller)", _is_true),
     Refusal(

@@ -429,7 +429,8 @@ class CommitLog:
         return _Encoded(parts, sizes, props_list, phy - start, flags)
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
-        """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``).
+        """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``, or be a
+        segment boundary when the CommitLog is empty).
 
         The bytes are a verbatim copy of the master's CommitLog, BLANKs included, so file
         boundaries line up; records may be cut anywhere (reput waits for the rest).
@@ -437,7 +438,10 @@ class CommitLog:
         Raises:
             OSError: a segment could not be created.
         """
-        if start_offset != self.max_offset:
+        # an empty slave starts wherever the master's transfer starts (a segment boundary: the
+        # master begins a new slave at its last segment)
+        empty_start = self.mfq.last is None and start_offset % self.mfq.file_size == 0
+        if start_offset != self.max_offset and not empty_start:
             return False
         view = memoryview(data)
         off = start_offset

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,8 @@ class StoreServices:
         ]
         self.index_proc: IndexProcess | None = None
         self._index_watch: StoreService | None = None
+        #: called after each reput batch (the HA master wakes its transfers)
+        self.after_dispatch: Callable[[], None] | None = None
 
     def start(self) -> None:
         mfq = self.store.commitlog.mfq
@@ -104,6 +107,8 @@ class StoreServices:
             self.allocate.advance(last)
         if self.index_proc is not None:
             self.index_proc.publish(self.store.dispatcher.reput_from_offset)
+        if self.after_dispatch is not None:
+            self.after_dispatch()
 
     async def stop(self) -> None:
         """Reverse start order; reput drains, then the flushers run a last time."""

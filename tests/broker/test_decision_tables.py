@@ -242,6 +242,11 @@ def test_pull_outcome_suggest_and_slave_rules(tmp_path):
     reads = cfg(tmp_path, slaveReadEnable=True)
     assert pull_outcome(reads, S.FOUND, 5, 9, True, 1) == (ResponseCode.SUCCESS, 1, 9)
     assert pull_outcome(reads, S.FOUND, 5, 9, False, 1) == (ResponseCode.SUCCESS, 0, 9)
+    assert pull_outcome(reads, S.FOUND, 5, 9, False, 1, 2) == (
+        ResponseCode.SUCCESS,
+        2,
+        9,
+    )  # the group's brokerId
     assert pull_outcome(master, moved, 5, 9, False, 1) == (ResponseCode.PULL_OFFSET_MOVED, 0, 9)
     slave = cfg(tmp_path, {"brokerRole": "SLAVE"})
     assert pull_outcome(slave, moved, 5, 9, False, 1) == (ResponseCode.PULL_RETRY_IMMEDIATELY, 0, 5)

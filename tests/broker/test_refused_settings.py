@@ -16,11 +16,8 @@ from pocketmq.remoting.common.config import apply_config
 from pocketmq.remoting.common.unsupported import REFUSALS
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 
-#: One refused setting per row of REFUSALS (plus the second HA role).
+#: One refused setting per row of REFUSALS (plus more tls keys).
 REFUSED = [
-    ("brokerRole", "SYNC_MASTER"),
-    ("brokerRole", "SLAVE"),
-    ("brokerId", "1"),
     ("enableSlaveActingMaster", "true"),
     ("enableControllerMode", "true"),
     ("tls.test.mode.enable", "true"),

@@ -58,6 +58,7 @@ def test_pocketmq_up_serves_and_stops_cleanly(tmp_path: Path) -> None:
     argv = [
         sys.executable, "-m", "pocketmq.deploy", "up", "--data-dir", str(tmp_path / "data"),
         "--namesrv-port", str(ns_port), "--broker-port", str(broker_port), "--set", "fastListenEnable=false",
+        "--set", "haListenPort=0",  # listenPort + 1 may be an ephemeral socket's port by now
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:

@@ -42,6 +42,7 @@ class ServerConf(BaseModel):
     listen_port: int = Field(10911, ge=0, le=65535)
     broker_role: Literal["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] = "ASYNC_MASTER"
     namesrv_addr: str | None = None
+    enable_controller_mode: bool = False
 
 
 FOREIGN = frozenset({"serverWorkerThreads", "useEpollNativeSelector"})
@@ -178,9 +179,10 @@ def test_apply_config_returns_a_new_model() -> None:
     updated = apply_config(base, {"namesrvAddr": "h:1"})
     assert updated.namesrv_addr == "h:1" and updated.listen_port == 1
     assert base.namesrv_addr is None
-    # a value asking for a feature not built yet (HA) is refused, not applied
-    with pytest.raises(ConfigError, match="brokerRole=SLAVE is not supported yet"):
-        apply_config(base, {"brokerRole": "SLAVE"})
+    # a value asking for a feature not built yet (the 5.x HA controller) is refused, not applied
+    with pytest.raises(ConfigError, match="enableControllerMode=true is not supported yet"):
+        apply_config(base, {"enableControllerMode": "true"})
+    assert apply_config(base, {"brokerRole": "SLAVE"}).broker_role == "SLAVE"  # HA is built
     with pytest.raises(ConfigError, match="update"):
         apply_config(base, {"listenPort": "x"})
     with pytest.raises(ConfigError):

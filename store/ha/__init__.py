@@ -1,0 +1,15 @@
+"""Master/slave replication with RocketMQ 4.x's HA protocol (byte layout in ``codec``).
+
+``codec`` the frames (sans-IO decoders, the transfer start rule); ``master.HAMaster`` the
+master's HA listener and one ``SlaveConnection`` per slave; ``waiters.GroupTransfer`` the
+SYNC_MASTER waits (the store's ``ReplicationWaiter``); ``slave.HASlave`` the slave's client.
+The façade (``MessageStore.start``) starts the master side on a master and the client on a
+slave; the broker only supplies the master's address (``update_ha_master_address``).
+"""
+
+from pocketmq.store.ha.codec import HAFrameError
+from pocketmq.store.ha.master import HAMaster
+from pocketmq.store.ha.slave import HASlave
+from pocketmq.store.ha.waiters import GroupTransfer
+
+__all__ = ["GroupTransfer", "HAFrameError", "HAMaster", "HASlave"]
