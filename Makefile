@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	$(BIN)/python -m pocketmq.deploy.devenv $(CURDIR)  # Spark in the editable venv (deploy/devenv.py)
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -26,6 +27,7 @@ $(JS_STAMP): $(JS_DIR)/package.json
 js-deps: $(JS_STAMP)
 
 run: install
+	@echo "pocketmq: to use the SDK and Spark from another shell:  source $(VENV)/bin/activate  then  python your_script.py"
 	$(BIN)/pocketmq up
 
 lint: install

@@ -164,18 +164,7 @@ def stored(namesrv: str) -> int:
 
 
 def spark_session(root: str) -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    import pkgutil
-
-    if not any(m.name == "pyspark_rocketmq" for m in pkgutil.iter_modules()):  # editable install
-        shim = os.path.join(root, "shim")  # removed with the bench's temp dir
-        os.makedirs(shim)
-        here = os.path.dirname(os.path.abspath(__file__))
-        os.symlink(
-            os.path.join(here, "..", "spark", "pyspark_rocketmq"), os.path.join(shim, "pyspark_rocketmq")
-        )
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (shim, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
     spark = (

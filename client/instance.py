@@ -203,7 +203,7 @@ class MQClientInstance:
         for p in self.producers.values():
             topics.update(p.publish_topics())
         for c in self.consumers.values():
-            topics.update(s.topic for s in c.subscriptions())
+            topics.update(c.route_topics())
         missing = False
         for topic in topics:
             try:

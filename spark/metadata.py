@@ -28,7 +28,7 @@ from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.protocol.topics import PermName
 from pocketmq.remoting.transport.blocking import ConnectionPool, pool
-from pocketmq.spark.errors import MetadataError
+from pocketmq.spark.errors import MetadataError, UnknownTopicError
 from pocketmq.spark.offsets import OffsetMap, queue_label
 from pocketmq.spark.planning import QueueState, Snapshot
 
@@ -180,13 +180,22 @@ class ClusterClient:
         return results
 
     def snapshot(self, topics: Iterable[str], *, strict: bool) -> Snapshot:
-        """Routes plus min/max offsets of every readable queue of ``topics``."""
+        """Routes plus min/max offsets of every readable queue of ``topics``.
+
+        A strict snapshot (a query's start, a batch) fails on a topic the name servers do not
+        know, naming it, as Kafka's source fails on options it cannot satisfy; a lenient one
+        (a later trigger) treats it as a topic with no queues (deleted, or its brokers down).
+        """
         snap = Snapshot()
         keys: list[MessageQueue] = []
         for topic in topics:
             route = self.route(topic)
             if route is None:
-                logger.info("topic %r has no route yet; it has no queues to read", topic)
+                if strict:
+                    raise UnknownTopicError(
+                        "topic", f"topic {topic!r} does not exist (name servers {list(self.name_servers)})"
+                    )
+                logger.info("topic %r has no route now; it has no queues to read", topic)
                 continue
             snap.broker_addrs.update(broker_addresses(route))
             keys.extend(route_queues(topic, route))

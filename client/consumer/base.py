@@ -84,6 +84,10 @@ class ConsumerBase(AsyncClient):
     def subscriptions(self) -> list[SubscriptionData]: ...
 
     # ------------------------------------------------------------------ ConsumerInner protocol
+    def route_topics(self) -> set[str]:
+        """Topics whose routes the client instance refreshes for this consumer."""
+        return {s.topic for s in self.subscriptions()}
+
     def consumer_data(self) -> ConsumerData:
         return self.queue_ops.consumer_data(self.CONSUME_TYPE, self.subscriptions())
 

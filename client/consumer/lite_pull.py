@@ -119,16 +119,37 @@ class LitePullConsumer(ConsumerBase):
         if self._assigned_mode is False:
             raise ClientStateError("subscribe and assign are mutually exclusive")
         wanted = set(mqs)
+        new_topics: set[str] = set()
         for mq in wanted:
             check_topic(mq.topic)
             if mq.topic not in self._subs:
                 self._subs[mq.topic] = new_subscription(mq.topic, expression)
+                new_topics.add(mq.topic)
         self._assigned_mode = True
         for mq in [m for m in self._queues if m not in wanted]:
             self._drop_queue(mq)
+        # after start, a topic new to this consumer needs its route before its queues can pull
+        late = bool(new_topics) and self._life.state is RUNNING
         for mq in wanted:
             if mq not in self._queues:
-                self._add_queue(mq, ProcessQueue(now_ms()), -1)
+                self._add_queue(mq, ProcessQueue(now_ms()), -1, pull=not (late and mq.topic in new_topics))
+        if late:
+            self.instance.tasks.spawn(self._route_then_pull(new_topics), name="lite-assign-route")
+
+    async def _route_then_pull(self, topics: set[str]) -> None:
+        for topic in topics:
+            await self.queue_ops.refresh_route(topic)
+        for mq, st in list(self._queues.items()):
+            if mq.topic in topics and self._life.state is RUNNING and not st.paused:
+                self._start_pull(mq, st)
+
+    def route_topics(self) -> set[str]:
+        """Topics whose routes the client instance keeps fresh: subscribed and assigned ones."""
+        return set(self._subs)
+
+    @property
+    def running(self) -> bool:
+        return self._life.state is RUNNING
 
     def assignment(self) -> set[MessageQueue]:
         return set(self._queues)
@@ -182,10 +203,10 @@ class LitePullConsumer(ConsumerBase):
         self._instance = None
 
     # --------------------------------------------------------------------------- queues
-    def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+    def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int, *, pull: bool = True) -> None:
         st = _QueueState(pq, offset)
         self._queues[mq] = st
-        if self._life.state is RUNNING:
+        if pull and self._life.state is RUNNING:
             self._start_pull(mq, st)
 
     def _start_pull(self, mq: MessageQueue, st: _QueueState) -> None:

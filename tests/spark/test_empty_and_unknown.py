@@ -1,0 +1,56 @@
+"""Issue 22 defect 2: empty ranges give empty results, unknown topics a clear error."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.spark.cluster import ThreadedCluster
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+
+def batch(spark: Any, **opts: str) -> Any:
+    reader = spark.read.format("rocketmq")
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def test_batch_read_of_an_empty_topic_is_empty(spark: Any, mq: ThreadedCluster) -> None:
+    mq.create_topic("EmptyTopic", 2)
+    assert batch(spark, nameServer=mq.namesrv, topic="EmptyTopic").count() == 0
+
+
+def test_batch_read_from_a_future_timestamp_is_empty(spark: Any, mq: ThreadedCluster) -> None:
+    mq.create_topic("FutureTs", 2)
+    mq.fill("FutureTs", 5, 2)
+    future = str(int(time.time() * 1000) + 3_600_000)
+    df = batch(spark, nameServer=mq.namesrv, topic="FutureTs", startingTimestamp=future)
+    assert df.count() == 0
+
+
+def test_batch_read_of_an_unknown_topic_names_it(spark: Any, mq: ThreadedCluster) -> None:
+    with pytest.raises(Exception, match=r"topic.*NoSuchTopicXyz.*does not exist"):
+        batch(spark, nameServer=mq.namesrv, topic="NoSuchTopicXyz").count()
+
+
+def test_stream_over_a_misspelled_topic_fails_naming_it(
+    spark: Any, mq: ThreadedCluster, tmp_path: Path
+) -> None:
+    q = (
+        spark.readStream.format("rocketmq")
+        .option("nameServer", mq.namesrv)
+        .option("topic", "MisspelledTopicXyz")
+        .load()
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=r"MisspelledTopicXyz.*does not exist"):
+        q.awaitTermination(90)
