@@ -16,7 +16,7 @@ shared, so wall time alone is noisy.
 
 The brokers' per-pull caps (RocketMQ: 32 messages / 256 KiB from memory) are raised with
 ``--broker-cap`` so one pull can return ``--pull-batch-size`` messages: a Python pull loop only
-keeps up when every pull returns a few hundred messages (SPARK_SOURCE.md §2.5). Run with
+keeps up when every pull returns a few hundred messages. Run with
 ``--broker-cap 32 --pull-batch-size 32`` for RocketMQ's defaults.
 
     .venv/bin/python bench/spark_read.py [--messages 1000000] [--queues 8] [--pull-batch-size 1024] [--repeat 2]

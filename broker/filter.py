@@ -1,6 +1,6 @@
 """Pull-side message filters (pure): tag-hash matching over ConsumeQueue units.
 
-``ExpressionMessageFilter.isMatchedByConsumeQueue`` (reference §5.3): a unit matches when
+``ExpressionMessageFilter.isMatchedByConsumeQueue``: a unit matches when
 there is no subscription, the subscription is class-filter mode or ``*``, or its tagsCode is in
 the subscription's code set. Code sets are always recomputed server-side from the tags
 (:meth:`SubscriptionData.build`, the protocol's one builder): C++ sends garbage codes. Hash collisions are possible; clients

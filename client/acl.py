@@ -1,4 +1,4 @@
-"""ACL request signing (Java ``AclClientRPCHook``, reference §9.1).
+"""ACL request signing (Java ``AclClientRPCHook``).
 
 Before each request: add ``AccessKey`` to the ext fields, sort the ext fields by key, concatenate
 their *values* (no keys, no separators) followed by the body, and set

@@ -1,4 +1,4 @@
-"""Client configuration: one frozen pydantic model per client kind (STYLE.md §3.6).
+"""Client configuration: one frozen pydantic model per client kind (docs/development.md).
 
 Attribute names are snake_case; the camelCase aliases are RocketMQ's own ``ClientConfig`` /
 ``DefaultMQProducer`` / ``DefaultMQPushConsumer`` / ``DefaultLitePullConsumer`` field names, so a

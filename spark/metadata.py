@@ -1,6 +1,6 @@
 """The driver's view of the cluster: routes from the name server, offsets from the brokers.
 
-All calls are blocking (they run in Spark's planner process, pitfall 18). Per trigger the
+All calls are blocking (they run in Spark's planner process). Per trigger the
 planner asks the name server for each topic's route (so queues added since the last trigger
 are discovered) and every broker for its queues' min and max offsets. Each broker gets one
 pipelined burst of GET_MIN_OFFSET / GET_MAX_OFFSET requests on one connection, and the brokers

@@ -1,6 +1,6 @@
 """Source options: one validated, picklable :class:`SourceOptions` built from Spark's options.
 
-Spark hands a case-insensitive mapping (SPARK_SOURCE.md pitfall 3), so names are matched
+Spark hands a case-insensitive mapping, so names are matched
 case-insensitively; an unknown name, a value that does not parse, an option that does not
 apply to the query kind (batch / streaming) or two options that contradict each other raise
 :class:`InvalidOptionError` naming the option. Names follow the Kafka source where the concept

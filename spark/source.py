@@ -1,6 +1,6 @@
 """The PySpark Python Data Source: ``spark.read/readStream.format("rocketmq")``.
 
-Where things run (SPARK_SOURCE.md §2.4, pitfall 18): ``DataSource.schema`` in the driver;
+Where things run: ``DataSource.schema`` in the driver;
 the stream reader's ``initialOffset``/``latestOffset``/``partitions``/``commit`` in Spark's
 long-lived Python planner process; ``read`` in reused Python worker processes, on a pickled
 copy of the reader (so readers pickle only their options).
@@ -10,7 +10,7 @@ Streaming, per trigger: fetch the cluster :class:`Snapshot` (routes + min/max of
 control (``maxOffsetsPerTrigger`` through ``ReadMaxRows``, ``minOffsetsPerTrigger`` +
 ``maxTriggerDelay`` through a :class:`TriggerGate`) -> canonical offsets. ``AvailableNow``
 fixes the snapshot once in ``prepareForTriggerAvailableNow``. ``commit`` does nothing that
-matters: the checkpoint is the truth (pitfall 5).
+matters: the checkpoint is the truth (Spark may replay any batch after it).
 
 Pitfall 6: ``initialOffset`` is re-run on every restart and its result ignored; when the start
 depends on the moment (latest, timestamps, a group), the first ``latestOffset`` call returns
@@ -241,7 +241,7 @@ class RocketMQStreamReader(_Base, DataSourceStreamReader, SupportsTriggerAvailab
         self._latest = rec.latest
         first, self._first_call = self._first_call, False
         if first and self._target is None and not self.opts.start.deterministic and start == self._initial:
-            return to_json_dict(start_map)  # an empty batch 0 pins the start (pitfall 6)
+            return to_json_dict(start_map)  # an empty batch 0 pins the start
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(limit.max_rows, rec.effective_start, rec.latest)
         else:

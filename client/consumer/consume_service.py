@@ -5,7 +5,7 @@ from one queue and call the listener. Rules:
 
 * retried messages (topic ``%RETRY%group``) are shown under their original topic;
 * a call running past ``consume_timeout`` minutes is cancelled by a sweeper (no per-call
-  timer, STYLE.md §3.8g) and counts as RECONSUME_LATER; exceptions and ``None`` count too;
+  timer, docs/development.md, hot paths) and counts as RECONSUME_LATER; exceptions and ``None`` count too;
 * failed messages of a clustering group are sent back to the broker (CONSUMER_SEND_MSG_BACK →
   ``%RETRY%group`` with a growing delay, DLQ after ``max_reconsume_times``); when the send-back
   itself fails they are consumed again locally after 5 s with ``reconsume_times + 1``, so nothing

@@ -190,7 +190,7 @@ class Producer(AsyncClient):
 
     def _track(self, fut: asyncio.Future[SendResult], callback: SendCallback | None) -> None:
         self._inflight.add(fut)
-        # partial of a module function, not a closure per send (STYLE.md §3.8)
+        # partial of a module function, not a closure per send (docs/development.md, hot paths)
         fut.add_done_callback(partial(_sent, self._inflight, callback))
 
     async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:

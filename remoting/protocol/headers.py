@@ -1,4 +1,4 @@
-"""Typed custom headers of RocketMQ 4.x requests and responses (reference §2).
+"""Typed custom headers of RocketMQ 4.x requests and responses.
 
 Field names on the wire are the Java field names (``wire(...)``); SEND_MESSAGE_V2 adds
 single-letter names (``v2=``). Python attributes are snake_case. ``int32=True`` marks Java

@@ -176,7 +176,7 @@ async def test_metadata_snapshot_timestamps_and_committed_offsets() -> None:
         assert snap.broker_addrs == {"broker-a": (c.broker_addrs[0],), "broker-b": (c.broker_addrs[1],)}
         found = await asyncio.to_thread(cc.search_offsets, {a0: middle}, snap.broker_addrs)
         assert found == {a0: 10}
-        # no stored offset on a young queue: RocketMQ answers 0, not QUERY_NOT_FOUND (reference §2.2)
+        # no stored offset on a young queue: RocketMQ answers 0, not QUERY_NOT_FOUND
         assert await asyncio.to_thread(cc.committed_offsets, "CG", [a0, b2], snap.broker_addrs) == {
             a0: 0,
             b2: 0,
