@@ -25,7 +25,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -310,7 +317,7 @@ class RocketMQBatchReader(_Base, DataSourceReader):
 
 
 class RocketMQDataSource(DataSource):
-    """``format("rocketmq")``: read RocketMQ topics as a batch or a stream."""
+    """``format("rocketmq")``: read RocketMQ topics as a batch or a stream, and write to them."""
 
     @classmethod
     def name(cls) -> str:
@@ -328,3 +335,13 @@ class RocketMQDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return RocketMQStreamReader(parse_options(self.options, "stream"))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from pocketmq.spark.writer import RocketMQWriter, sink_options
+
+        return RocketMQWriter(sink_options(dict(self.options), schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pocketmq.spark.writer import RocketMQStreamWriter, sink_options
+
+        return RocketMQStreamWriter(sink_options(dict(self.options), schema, overwrite))
