@@ -18,7 +18,7 @@ import logging
 import threading
 from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pocketmq.spark.lag import source_lag
 
