@@ -66,6 +66,7 @@ from pocketmq.broker.processor.client_manage import ClientManageProcessor
 from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pocketmq.broker.processor.pull import PullMessageProcessor
 from pocketmq.broker.processor.query import QueryMessageProcessor
+from pocketmq.broker.processor.reply import ReplyMessageProcessor
 from pocketmq.broker.processor.send import SendMessageProcessor
 from pocketmq.broker.processor.send_back import ConsumerSendMsgBackProcessor
 from pocketmq.broker.rebalance_lock import RebalanceLockManager
@@ -224,6 +225,10 @@ class BrokerController:
             locks=self.rebalance_lock_manager, notifier=self.broker2client, state=state, clock=clock,
         )  # fmt: skip
         self.query_processor = QueryMessageProcessor(store=store, state=state)
+        self.reply_processor = ReplyMessageProcessor(
+            producers=self.producer_manager, consumers=consumers, server=self.remoting_server, state=state,
+            now_ms=clock.now_ms, store_reply=self.send_processor.process,
+        )  # fmt: skip
         register_broker = self.register_broker_all
         topic_admin = TopicAdmin(
             store=store, topics=topics, offsets=offsets, consumers=consumers, state=state, stats=stats,
@@ -286,6 +291,7 @@ class BrokerController:
             self.client_manage_processor,
             *self.admin_processors.values(),
             self.query_processor,
+            self.reply_processor,
         )
         for processor in processors:
             processor.register(reg)

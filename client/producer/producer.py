@@ -22,7 +22,7 @@ from pocketmq.client.errors import RemotingTooMuchRequestError
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import Message, MessageQueue, SendResult
-from pocketmq.client.producer import transaction
+from pocketmq.client.producer import request_reply, transaction
 from pocketmq.client.producer.prepare import MessagePreparer
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
 from pocketmq.client.producer.sender import Sender
@@ -220,6 +220,28 @@ class Producer(AsyncClient):
         if queue is not None:
             return await sender.send_to(p, queue, budget)
         return await sender.send(p, budget, sender.attempts)
+
+    # ------------------------------------------------------------------------ request-reply
+    async def request(self, msg: Message, timeout: float = 3.0) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply (RocketMQ 4.x request-reply).
+
+        The responder answers with :meth:`send_reply` of
+        :func:`~pocketmq.client.producer.request_reply.create_reply_message`.
+
+        Raises:
+            RequestTimeoutError: the request was sent but no reply came within ``timeout`` s.
+            SendFailedError, ResponseError, MessageValidationError: the request was not sent.
+        """
+        return await request_reply.request(self, msg, timeout)
+
+    async def send_reply(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+        """Send a reply message (SEND_REPLY_MESSAGE_V2); the broker pushes it to the requester.
+
+        Raises:
+            SendFailedError: every attempt failed, e.g. with SYSTEM_ERROR when the broker could
+                not reach the requester (gone, or it never sent that broker a heartbeat).
+        """
+        return await request_reply.send_reply(self, msg, self._timeout if timeout is None else timeout)
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's writable queues (route fetched if needed)."""
