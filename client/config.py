@@ -73,6 +73,9 @@ class ClientConfig(BaseModel):
     client_ip: str = Field(default_factory=local_ip, description="address reported in the client id")
     instance_name: str = Field(default=DEFAULT_INSTANCE_NAME, description="DEFAULT means one per process")
     unit_name: str | None = None
+    namespace: str | None = Field(
+        default=None, description="RocketMQ namespace: topics and groups are used as '<namespace>%<name>'"
+    )
     poll_name_server_interval: int = Field(default=30_000, gt=0, description="route refresh, ms")
     heartbeat_broker_interval: int = Field(default=30_000, gt=0, description="heartbeats, ms")
     persist_consumer_offset_interval: int = Field(default=5_000, gt=0, description="offset persist, ms")

@@ -8,7 +8,7 @@ do not depend on how a consumer pulls.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pocketmq.client.config import ConsumerConfig, MessageModel
 from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -19,6 +19,7 @@ from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue
+from pocketmq.client.namespace import unwrap_messages, unwrap_queue, wrap, wrap_queue
 from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.topics import retry_topic
 
@@ -30,6 +31,10 @@ class ConsumerBase(AsyncClient):
     CONSUME_TYPE: ClassVar[ConsumeType]
 
     def __init__(self, config: ConsumerConfig, allocate_strategy: AllocateStrategy) -> None:
+        #: RocketMQ namespace: the group and topics on the wire are 'ns%name' (client/namespace.py)
+        self.namespace = config.namespace or None
+        if self.namespace:
+            config = config.model_copy(update={"consumer_group": wrap(self.namespace, config.consumer_group)})
         self.config = config
         self.group = config.consumer_group
         self.retry_topic = retry_topic(self.group)
@@ -46,6 +51,38 @@ class ConsumerBase(AsyncClient):
         # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
         (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
          self.pull) = self.queue_ops.public_api()  # fmt: skip
+        if self.namespace:
+            self._namespace_queue_api(self.namespace)
+
+    def _namespace_queue_api(self, ns: str) -> None:
+        """The public queue operations take and return plain topics and queues."""
+        fetch, lo, hi, by_time, pull = (
+            self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp, self.pull
+        )  # fmt: skip
+
+        async def fetch_message_queues(topic: str) -> set[MessageQueue]:
+            return {unwrap_queue(ns, mq) for mq in await fetch(wrap(ns, topic))}
+
+        async def min_offset(mq: MessageQueue) -> int:
+            return await lo(wrap_queue(ns, mq))
+
+        async def max_offset(mq: MessageQueue) -> int:
+            return await hi(wrap_queue(ns, mq))
+
+        async def offset_for_timestamp(mq: MessageQueue, timestamp_ms: int) -> int:
+            return await by_time(wrap_queue(ns, mq), timestamp_ms)
+
+        async def pull_plain(mq: MessageQueue, *args: Any, **kwargs: Any) -> Any:
+            result = await pull(wrap_queue(ns, mq), *args, **kwargs)
+            unwrap_messages(ns, result.msgs)
+            return result
+
+        self.fetch_message_queues, self.min_offset, self.max_offset = (
+            fetch_message_queues,
+            min_offset,
+            max_offset,
+        )
+        self.offset_for_timestamp, self.pull = offset_for_timestamp, pull_plain
 
     @property
     def instance(self) -> MQClientInstance:

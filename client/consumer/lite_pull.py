@@ -36,6 +36,7 @@ from pocketmq.client.consumer.subscription import SubscriptionData, new_subscrip
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.lifecycle import RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.namespace import unwrap_messages, unwrap_queue, wrap, wrap_queue
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.errors import FlowControlError
@@ -106,6 +107,7 @@ class LitePullConsumer(ConsumerBase):
         if self._assigned_mode:
             raise ClientStateError("subscribe and assign are mutually exclusive")
         check_topic(topic)
+        topic = wrap(self.namespace, topic)
         self._assigned_mode = False
         self._subs[topic] = new_subscription(topic, expression)
         if self._rebalance is not None:
@@ -118,7 +120,7 @@ class LitePullConsumer(ConsumerBase):
         """Consume exactly these queues (no rebalance); replaces the previous assignment."""
         if self._assigned_mode is False:
             raise ClientStateError("subscribe and assign are mutually exclusive")
-        wanted = set(mqs)
+        wanted = {wrap_queue(self.namespace, mq) for mq in mqs}
         new_topics: set[str] = set()
         for mq in wanted:
             check_topic(mq.topic)
@@ -152,7 +154,7 @@ class LitePullConsumer(ConsumerBase):
         return self._life.state is RUNNING
 
     def assignment(self) -> set[MessageQueue]:
-        return set(self._queues)
+        return {unwrap_queue(self.namespace, mq) for mq in self._queues}
 
     @property
     def offset_store(self) -> OffsetStore:
@@ -324,6 +326,8 @@ class LitePullConsumer(ConsumerBase):
             if batch.mq.topic == self.retry_topic:  # a batch comes from one queue: one topic
                 reset_retry_topic(batch.msgs, self.retry_topic)
             self._maybe_auto_commit()
+            if self.namespace:
+                unwrap_messages(self.namespace, batch.msgs)
             return batch.msgs
 
     def _maybe_auto_commit(self) -> None:
@@ -352,6 +356,7 @@ class LitePullConsumer(ConsumerBase):
             self._update_store_offsets()
             mqs = list(self._queues)
         else:
+            offsets = {wrap_queue(self.namespace, mq): off for mq, off in offsets.items()}
             for mq, off in offsets.items():
                 store.update_offset(mq, off)
             mqs = list(offsets)
@@ -363,7 +368,9 @@ class LitePullConsumer(ConsumerBase):
         """The offset stored for ``mq`` (broker or file), -1 if none."""
         from pocketmq.client.consumer.offset_store import ReadOffsetType
 
-        return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        return await self.offset_store.read_offset(
+            wrap_queue(self.namespace, mq), ReadOffsetType.READ_FROM_STORE
+        )
 
     # --------------------------------------------------------------------- seek and pause
     async def seek(self, mq: MessageQueue, offset: int) -> None:
@@ -372,6 +379,7 @@ class LitePullConsumer(ConsumerBase):
         Raises:
             MessageValidationError: ``mq`` is not assigned or the offset is out of range.
         """
+        mq = wrap_queue(self.namespace, mq)
         st = self._queues.get(mq)
         if st is None:
             raise MessageValidationError(f"{mq} is not assigned to this consumer")
@@ -389,12 +397,13 @@ class LitePullConsumer(ConsumerBase):
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
         for mq in mqs:
-            st = self._queues.get(mq)
+            st = self._queues.get(wrap_queue(self.namespace, mq))
             if st is not None:
                 st.paused = True
 
     def resume(self, mqs: Iterable[MessageQueue]) -> None:
         for mq in mqs:
+            mq = wrap_queue(self.namespace, mq)
             st = self._queues.get(mq)
             if st is not None and st.paused:
                 st.paused = False
@@ -402,7 +411,7 @@ class LitePullConsumer(ConsumerBase):
                     self._start_pull(mq, st)
 
     def is_paused(self, mq: MessageQueue) -> bool:
-        st = self._queues.get(mq)
+        st = self._queues.get(wrap_queue(self.namespace, mq))
         return st is not None and st.paused
 
     # ------------------------------------------------------------------ ConsumerInner protocol

@@ -47,6 +47,7 @@ from pocketmq.client.errors import (
 )
 from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.namespace import plain_topic_listener, wrap
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
@@ -116,6 +117,7 @@ class PushConsumer(ConsumerBase):
             MessageValidationError: invalid topic or expression.
         """
         check_topic(topic)
+        topic = wrap(self.namespace, topic)
         self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
@@ -135,6 +137,8 @@ class PushConsumer(ConsumerBase):
             raise ClientStateError("register the listener before start()")
         if not callable(listener):
             raise MessageValidationError("listener must be callable")
+        if self.namespace:  # the listener sees plain topics
+            listener = plain_topic_listener(self.namespace, listener)
         self._listener = listener
         self._orderly = orderly
 
