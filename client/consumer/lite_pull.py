@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -329,6 +329,20 @@ class LitePullConsumer(ConsumerBase):
             if self.namespace:
                 unwrap_messages(self.namespace, batch.msgs)
             return batch.msgs
+
+    def __aiter__(self) -> AsyncIterator[MessageExt]:
+        """``async for msg in consumer``: one message at a time, in poll order, until the
+        consumer shuts down (offsets advance as with :meth:`poll`)."""
+        return self._messages()
+
+    async def _messages(self) -> AsyncIterator[MessageExt]:
+        while self._life.state is RUNNING:
+            try:
+                msgs = await self.poll()
+            except ClientClosedError:
+                return
+            for msg in msgs:
+                yield msg
 
     def _maybe_auto_commit(self) -> None:
         if self.config.auto_commit:

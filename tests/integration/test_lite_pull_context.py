@@ -48,3 +48,26 @@ def test_with_block_starts_the_lite_pull_consumer(tmp_path, caplog: pytest.LogCa
             assert consumer.committed(mq) == 6
     finally:
         run(stack.aclose())
+
+
+async def test_async_for_over_a_lite_pull_consumer(tmp_path) -> None:
+    from pocketmq.client import LitePullConsumer, Producer
+
+    async with cluster(tmp_path / "pmq") as c:
+        await c.create_topic("LiteIter", queues=2)
+        async with Producer("LIP", namesrv=c.namesrv_addr) as producer:
+            for i in range(10):
+                await producer.send(Message("LiteIter", b"%d" % i))
+        consumer = LitePullConsumer(
+            "LIC", namesrv=c.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+        )
+        consumer.subscribe("LiteIter")
+        got: list[bytes] = []
+        async with consumer:
+            async for msg in consumer:
+                got.append(msg.body)
+                if len(got) == 10:
+                    break
+        assert sorted(got) == sorted(b"%d" % i for i in range(10))
+        # after shutdown the iteration ends instead of raising
+        assert [m async for m in consumer] == []
