@@ -38,6 +38,7 @@ _KNOWN: dict[str, str] = {
     "topic": "both",
     "startingOffsets": "both",
     "endingOffsets": "batch",
+    "endingTimestamp": "batch",
     "startingTimestamp": "both",
     "startingOffsetsByTimestamp": "both",
     "maxOffsetsPerTrigger": "stream",
@@ -55,6 +56,9 @@ _KNOWN: dict[str, str] = {
     "fetchOffset.retryIntervalMs": "both",
 }
 _BY_LOWER = {name.lower(): name for name in _KNOWN}
+#: Kafka's names accepted for the same meaning: ``includeHeaders`` adds the message's
+#: user properties (RocketMQ's headers) as the ``properties`` column
+_ALIASES = {"includeheaders": "includeProperties"}
 #: Options Spark itself may add to a load() (a path argument); not ours, never an error.
 _IGNORED = {"path"}
 
@@ -99,6 +103,7 @@ class SourceOptions:
     topics: tuple[str, ...]
     start: StartSpec
     end: OffsetMap | None = None  # batch: None = latest; JSON values may be LATEST
+    end_timestamp: int | None = None  # batch: endingTimestamp (ms), every queue
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
@@ -130,10 +135,12 @@ def canonical_options(options: Mapping[str, str]) -> dict[str, str]:
         lower = str(raw_name).lower()
         if lower in _IGNORED:
             continue
-        name = _BY_LOWER.get(lower)
+        name = _BY_LOWER.get(lower) or _ALIASES.get(lower)
         if name is None:
-            known = ", ".join(sorted(_KNOWN))
+            known = ", ".join(sorted([*_KNOWN, "includeHeaders"]))
             raise InvalidOptionError(str(raw_name), f"unknown option (known options: {known})")
+        if name in out and out[name].strip().lower() != str(value).strip().lower():
+            raise InvalidOptionError(str(raw_name), f"contradicts {name!r} (an alias of the same option)")
         out[name] = str(value)
     return out
 
@@ -154,6 +161,13 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
     topics = _parse_topics(opts.get("topic"))
     start = _parse_start(opts, mode, topics)
     end = _parse_end(opts.get("endingOffsets"), topics) if mode == "batch" else None
+    end_timestamp = _int(opts, "endingTimestamp", minimum=0)
+    if end_timestamp is not None and end is not None:
+        raise InvalidOptionError("endingTimestamp", "conflicts with 'endingOffsets': give only one end")
+    if end_timestamp is not None and start.timestamp is not None and end_timestamp < start.timestamp:
+        raise InvalidOptionError(
+            "endingTimestamp", f"{end_timestamp} is before startingTimestamp {start.timestamp}"
+        )
     group = opts.get("group")
     if group is not None:
         _check("group", group_error(group))
@@ -167,6 +181,7 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         topics=topics,
         start=start,
         end=end,
+        end_timestamp=end_timestamp,
         max_offsets_per_trigger=_int(opts, "maxOffsetsPerTrigger", minimum=1),
         min_offsets_per_trigger=_int(opts, "minOffsetsPerTrigger", minimum=1),
         max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),

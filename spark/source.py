@@ -288,9 +288,17 @@ class RocketMQBatchReader(_Base, DataSourceReader):
             if key not in snap.queues:
                 raise InvalidOptionError("endingOffsets", f"queue {queue_label(key)} does not exist")
         policy = DataLossPolicy(self.opts.fail_on_data_loss)
+        ts = self.opts.end_timestamp
+        by_time = (
+            self.cluster.search_offsets(dict.fromkeys(snap.queues, ts), snap.broker_addrs)
+            if ts is not None
+            else {}
+        )
         for key, st in snap.queues.items():
             value = explicit.get(key, LATEST)
-            if value == LATEST:
+            if key in by_time:  # endingTimestamp: the first offset stored at or after it (exclusive end)
+                value = min(max(by_time[key], start[key]), st.max_offset)
+            elif value == LATEST:
                 value = st.max_offset
             elif value > st.max_offset:
                 raise InvalidOptionError(

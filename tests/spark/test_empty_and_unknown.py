@@ -54,3 +54,19 @@ def test_stream_over_a_misspelled_topic_fails_naming_it(
     )
     with pytest.raises(Exception, match=r"MisspelledTopicXyz.*does not exist"):
         q.awaitTermination(90)
+
+
+def test_batch_read_up_to_an_ending_timestamp(spark: Any, mq: ThreadedCluster) -> None:
+    mq.create_topic("EndTs", 1)
+    mq.fill("EndTs", 10, 1)
+    cut = int(time.time() * 1000) + 2
+    while time.time() * 1000 <= cut + 2:  # the next messages are stored strictly after `cut`
+        time.sleep(0.001)
+    mq.fill("EndTs", 10, 1, start=10)
+    df = batch(spark, nameServer=mq.namesrv, topic="EndTs", endingTimestamp=str(cut))
+    assert df.count() == 2 * 10  # two brokers x one queue x the first 10
+    both = batch(spark, nameServer=mq.namesrv, topic="EndTs", includeHeaders="true")
+    assert "properties" in both.columns and both.count() == 40
+    with pytest.raises(Exception, match="endingTimestamp"):
+        batch(spark, nameServer=mq.namesrv, topic="EndTs", endingTimestamp=str(cut),
+              endingOffsets='{"EndTs": {"broker-a": {"0": 5}}}').count()  # fmt: skip

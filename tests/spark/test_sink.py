@@ -60,9 +60,9 @@ def test_batch_write_100k_rows_each_received_once(spark: Any, mq: ThreadedCluste
         F.col("id").cast("string").alias("keys"),
         F.create_map(F.lit("n"), F.col("id").cast("string")).alias("properties"),
     )
-    df.write.format("rocketmq").option("nameServer", mq.namesrv).option("topic", "SinkBatch").mode(
-        "append"
-    ).save()
+    df.write.format("rocketmq").option("nameServer", mq.namesrv).option("topic", "SinkBatch").option(
+        "sendBatchSize", "512"
+    ).option("producerGroup", "SinkPG").mode("append").save()
     back = (
         spark.read.format("rocketmq")
         .option("nameServer", mq.namesrv)
