@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from pocketmq.remoting.protocol.heartbeat import SubscriptionData
+from pocketmq.remoting.protocol.heartbeat import MessageQueue, SubscriptionData
 from pocketmq.remoting.protocol.topics import group_error, topic_error
 from pocketmq.spark.errors import InvalidOptionError
 from pocketmq.spark.offsets import EARLIEST, LATEST, OffsetMap, from_json_dict, parse_json_option
@@ -36,6 +36,7 @@ DEFAULT_PULL_GROUP = "spark-rocketmq-reader"
 _KNOWN: dict[str, str] = {
     "nameServer": "both",
     "topic": "both",
+    "assign": "both",
     "startingOffsets": "both",
     "endingOffsets": "batch",
     "endingTimestamp": "batch",
@@ -111,6 +112,7 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     sub_expression: str = "*"
+    assigned: frozenset[MessageQueue] | None = None  # ``assign``: read only these queues
     include_properties: bool = False
     pull_batch_size: int = 32
     pull_timeout_ms: int = 10_000
@@ -158,7 +160,8 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
             kind = "batch reads (spark.read)" if where == "batch" else "streaming queries (spark.readStream)"
             raise InvalidOptionError(name, f"only applies to {kind}")
     name_servers = _parse_name_servers(opts.get("nameServer"))
-    topics = _parse_topics(opts.get("topic"))
+    assigned = _parse_assign(opts) if "assign" in opts else None
+    topics = tuple(sorted({mq.topic for mq in assigned})) if assigned else _parse_topics(opts.get("topic"))
     start = _parse_start(opts, mode, topics)
     end = _parse_end(opts.get("endingOffsets"), topics) if mode == "batch" else None
     end_timestamp = _int(opts, "endingTimestamp", minimum=0)
@@ -189,6 +192,7 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         max_records_per_partition=_int(opts, "maxRecordsPerPartition", minimum=1),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         sub_expression=sub.strip() or "*",
+        assigned=assigned,
         include_properties=_bool(opts, "includeProperties", False),
         pull_batch_size=_int(opts, "pullBatchSize", minimum=1, maximum=65536) or 32,
         pull_timeout_ms=_int(opts, "pullTimeoutMs", minimum=1) or 10_000,
@@ -228,6 +232,25 @@ def _parse_topics(value: str | None) -> tuple[str, ...]:
         if topic not in topics:
             topics.append(topic)
     return tuple(topics)
+
+
+def _parse_assign(opts: dict[str, str]) -> frozenset[MessageQueue]:
+    """``assign``: ``{"topic": {"brokerName": [queueId, ...]}}``, instead of ``topic``."""
+    if "topic" in opts:
+        raise InvalidOptionError("assign", "conflicts with 'topic': give the topics or the queues, not both")
+    data = parse_json_option("assign", opts["assign"])
+    out: set[MessageQueue] = set()
+    if not isinstance(data, dict) or not data:
+        raise InvalidOptionError("assign", 'expected {"topic": {"brokerName": [queueId, ...]}}')
+    for topic, brokers in data.items():
+        _check("assign", topic_error(str(topic)))
+        if not isinstance(brokers, dict) or not brokers:
+            raise InvalidOptionError("assign", f'topic {topic!r}: expected {{"brokerName": [queueId, ...]}}')
+        for broker, ids in brokers.items():
+            if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and i >= 0 for i in ids):
+                raise InvalidOptionError("assign", f"{topic}/{broker}: expected a list of queue ids >= 0")
+            out.update(MessageQueue(str(topic), str(broker), i) for i in ids)
+    return frozenset(out)
 
 
 def _only_listed_topics(name: str, offsets: OffsetMap, topics: tuple[str, ...]) -> None:

@@ -126,6 +126,15 @@ class _Base:
     def _snapshot(self, *, strict: bool) -> Snapshot:
         snap = self.cluster.snapshot(self.opts.topics, strict=strict)
         self._addrs.update(snap.broker_addrs)
+        assigned = self.opts.assigned
+        if assigned is not None:  # ``assign``: the other queues of the topics do not exist for us
+            missing = assigned - snap.queues.keys()
+            if strict and missing:
+                labels = sorted(map(queue_label, missing))
+                raise InvalidOptionError(
+                    "assign", f"queue(s) {labels} do not exist (or their broker is down)"
+                )
+            snap.queues = {k: v for k, v in snap.queues.items() if k in assigned}
         return snap
 
     def _addresses(self, brokers: set[str]) -> dict[str, tuple[str, ...]]:

@@ -70,3 +70,19 @@ def test_batch_read_up_to_an_ending_timestamp(spark: Any, mq: ThreadedCluster) -
     with pytest.raises(Exception, match="endingTimestamp"):
         batch(spark, nameServer=mq.namesrv, topic="EndTs", endingTimestamp=str(cut),
               endingOffsets='{"EndTs": {"broker-a": {"0": 5}}}').count()  # fmt: skip
+
+
+def test_assign_reads_only_the_named_queues(spark: Any, mq: ThreadedCluster) -> None:
+    from pocketmq.spark.options import parse_options
+
+    mq.create_topic("Assigned", 2)
+    mq.fill("Assigned", 5, 2)  # 2 brokers x 2 queues x 5
+    spec = '{"Assigned": {"broker-a": [1], "broker-b": [0]}}'
+    df = batch(spark, nameServer=mq.namesrv, assign=spec)
+    rows = df.select("brokerName", "queueId").distinct().collect()
+    assert sorted((r["brokerName"], r["queueId"]) for r in rows) == [("broker-a", 1), ("broker-b", 0)]
+    assert df.count() == 10
+    with pytest.raises(Exception, match="assign.*Assigned/broker-a/7"):
+        batch(spark, nameServer=mq.namesrv, assign='{"Assigned": {"broker-a": [7]}}').count()
+    with pytest.raises(Exception, match="conflicts with 'topic'"):
+        parse_options({"nameServer": mq.namesrv, "topic": "Assigned", "assign": spec}, "batch")
