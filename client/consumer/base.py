@@ -7,7 +7,10 @@ do not depend on how a consumer pulls.
 
 from __future__ import annotations
 
+import inspect
+import logging
 from abc import abstractmethod
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from pocketmq.client.config import ConsumerConfig, MessageModel
@@ -19,11 +22,14 @@ from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue
-from pocketmq.client.namespace import unwrap_messages, unwrap_queue, wrap, wrap_queue
+from pocketmq.client.namespace import unwrap, unwrap_messages, unwrap_queue, wrap, wrap_queue
 from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from pocketmq.remoting.protocol.topics import retry_topic
 
 __all__ = ["ConsumerBase"]
+
+
+logger = logging.getLogger(__name__)
 
 
 class ConsumerBase(AsyncClient):
@@ -120,6 +126,30 @@ class ConsumerBase(AsyncClient):
     @abstractmethod
     def subscriptions(self) -> list[SubscriptionData]: ...
 
+    # ------------------------------------------------------------------ rebalance listener
+    #: RocketMQ's ``MessageQueueListener``: called as ``listener(topic, mq_all, mq_divided)``
+    #: (plain function or coroutine function) after a rebalance changed this consumer's queues
+    #: of ``topic``: every queue of the topic and the ones now assigned here. Set it before or
+    #: after start: ``consumer.rebalance_listener = on_change``. Errors are logged.
+    rebalance_listener: Callable[[str, set[MessageQueue], set[MessageQueue]], Any] | None = None
+
+    def _notify_rebalance(self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]) -> None:
+        listener = self.rebalance_listener
+        if listener is None:
+            return
+        ns = self.namespace
+        if ns:
+            topic = unwrap(ns, topic)
+            mq_all = {unwrap_queue(ns, q) for q in mq_all}
+            mq_divided = {unwrap_queue(ns, q) for q in mq_divided}
+        try:
+            result = listener(topic, mq_all, mq_divided)
+        except Exception:
+            logger.exception("%s: rebalance listener failed for %s", self.group, topic)
+            return
+        if inspect.isawaitable(result):
+            self.instance.tasks.spawn(_logged(self.group, topic, result), name=f"rebalance-listener:{topic}")
+
     # ------------------------------------------------------------------ ConsumerInner protocol
     def route_topics(self) -> set[str]:
         """Topics whose routes the client instance refreshes for this consumer."""
@@ -138,3 +168,10 @@ class ConsumerBase(AsyncClient):
 
     def remove_dirty_offset(self, mq: MessageQueue) -> None:
         self.offset_store.remove_offset(mq)
+
+
+async def _logged(group: str, topic: str, result: Awaitable[Any]) -> None:
+    try:
+        await result
+    except Exception:
+        logger.exception("%s: rebalance listener failed for %s", group, topic)

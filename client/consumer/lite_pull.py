@@ -495,3 +495,4 @@ class LitePullConsumer(ConsumerBase):
     ) -> None:
         for mq in [m for m in self._queues if m.topic == topic and m not in mq_divided]:
             self._drop_queue(mq)
+        self._notify_rebalance(topic, mq_all, mq_divided)

@@ -345,6 +345,7 @@ class PushConsumer(ConsumerBase):
         self.instance.tasks.spawn(
             self.instance.send_heartbeat_to_all_brokers(), name="heartbeat-after-rebalance"
         )
+        self._notify_rebalance(topic, mq_all, mq_divided)
 
     # --------------------------------------------------------------------------------- pulls
     def _later(self, req: PullRequest, delay_ms: int) -> bool:
