@@ -182,6 +182,11 @@ class PushConsumerConfig(ConsumerConfig):
     suspend_current_queue_time_millis: int = Field(default=1000, ge=10, le=30_000)
     rebalance_interval: int = Field(default=20_000, gt=0, description="ms")
     lock_interval: int = Field(default=20_000, gt=0, description="orderly: broker lock renewal, ms")
+    await_termination_millis_when_shutdown: int = Field(
+        default=0,
+        ge=0,
+        description="ms shutdown waits for running listeners to finish (their offsets commit); 0: cancel them",
+    )
 
 
 class LitePullConsumerConfig(ConsumerConfig):

@@ -201,7 +201,7 @@ class PushConsumer(ConsumerBase):
             async with asyncio.timeout(self.config.mq_client_api_timeout / 1000):
                 async with self._rebalance.table_lock:
                     pass
-        await self._service.stop()
+        await self._service.stop(self.config.await_termination_millis_when_shutdown / 1000)
         self._rebalance.drop_all()
         await inst.pull_service.cancel_group(self.group)
         mqs = list(self._rebalance.process_queue_table)
