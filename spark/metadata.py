@@ -15,7 +15,9 @@ batch planning) raises :class:`MetadataError` instead.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +28,7 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingError
 from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.remoting.protocol.route import TopicRouteData
-from pocketmq.remoting.protocol.topics import PermName
+from pocketmq.remoting.protocol.topics import PermName, is_dlq_topic, is_retry_topic, is_system_topic
 from pocketmq.remoting.transport.blocking import ConnectionPool, pool
 from pocketmq.spark.errors import MetadataError, UnknownTopicError
 from pocketmq.spark.offsets import OffsetMap, queue_label
@@ -133,6 +135,33 @@ class ClusterClient:
             raise last
 
         return self._retrying(f"route of topic {topic!r} from {list(self.name_servers)}", ask)
+
+    def topics_matching(self, pattern: str) -> list[str]:
+        """Every topic the name servers know whose whole name matches ``pattern``, except
+        system, retry and DLQ topics (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)."""
+        regex = re.compile(pattern)
+
+        def ask() -> list[str]:
+            last: Exception | None = None
+            for ns in self.name_servers:
+                try:
+                    reply, body = self.pool.invoke(
+                        ns, _request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None), self.timeout
+                    )
+                except RemotingError as exc:
+                    last = exc
+                    continue
+                if reply.code != ResponseCode.SUCCESS:
+                    raise MetadataError(f"name server {ns}: topic list: code {reply.code} {reply.remark}")
+                names = json.loads(body).get("topicList", []) if body else []
+                return sorted(
+                    t for t in names
+                    if regex.fullmatch(t) and not is_system_topic(t) and not is_retry_topic(t) and not is_dlq_topic(t)
+                )  # fmt: skip
+            assert last is not None
+            raise last
+
+        return self._retrying(f"topic list from {list(self.name_servers)}", ask)
 
     # ----------------------------------------------------------------------------- offsets
     def _per_broker(

@@ -37,6 +37,7 @@ _KNOWN: dict[str, str] = {
     "nameServer": "both",
     "topic": "both",
     "assign": "both",
+    "topicPattern": "both",
     "startingOffsets": "both",
     "endingOffsets": "batch",
     "endingTimestamp": "batch",
@@ -113,6 +114,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     sub_expression: str = "*"
     assigned: frozenset[MessageQueue] | None = None  # ``assign``: read only these queues
+    topic_pattern: str | None = None  # ``topicPattern``: topics resolved at every trigger
     include_properties: bool = False
     pull_batch_size: int = 32
     pull_timeout_ms: int = 10_000
@@ -161,7 +163,13 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
             raise InvalidOptionError(name, f"only applies to {kind}")
     name_servers = _parse_name_servers(opts.get("nameServer"))
     assigned = _parse_assign(opts) if "assign" in opts else None
-    topics = tuple(sorted({mq.topic for mq in assigned})) if assigned else _parse_topics(opts.get("topic"))
+    pattern = _parse_pattern(opts) if "topicPattern" in opts else None
+    if assigned:
+        topics = tuple(sorted({mq.topic for mq in assigned}))
+    elif pattern is not None:
+        topics = ()
+    else:
+        topics = _parse_topics(opts.get("topic"))
     start = _parse_start(opts, mode, topics)
     end = _parse_end(opts.get("endingOffsets"), topics) if mode == "batch" else None
     end_timestamp = _int(opts, "endingTimestamp", minimum=0)
@@ -175,7 +183,7 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
     if group is not None:
         _check("group", group_error(group))
     sub = opts.get("subExpression", "*")
-    subscription = SubscriptionData.build(topics[0], sub)
+    subscription = SubscriptionData.build(topics[0] if topics else "pattern", sub)
     if not subscription.is_all and not subscription.tags_set:
         raise InvalidOptionError("subExpression", f"subscription expression {sub!r} names no tag")
     return SourceOptions(
@@ -193,6 +201,7 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         sub_expression=sub.strip() or "*",
         assigned=assigned,
+        topic_pattern=pattern,
         include_properties=_bool(opts, "includeProperties", False),
         pull_batch_size=_int(opts, "pullBatchSize", minimum=1, maximum=65536) or 32,
         pull_timeout_ms=_int(opts, "pullTimeoutMs", minimum=1) or 10_000,
@@ -253,7 +262,25 @@ def _parse_assign(opts: dict[str, str]) -> frozenset[MessageQueue]:
     return frozenset(out)
 
 
+def _parse_pattern(opts: dict[str, str]) -> str:
+    """``topicPattern``: a regular expression the whole topic name must match (Kafka's
+    ``subscribePattern``), instead of ``topic`` or ``assign``."""
+    for other in ("topic", "assign"):
+        if other in opts:
+            raise InvalidOptionError(
+                "topicPattern", f"conflicts with {other!r}: give one way to name the topics"
+            )
+    text = opts["topicPattern"]
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise InvalidOptionError("topicPattern", f"not a regular expression ({exc}): {text!r}") from None
+    return text
+
+
 def _only_listed_topics(name: str, offsets: OffsetMap, topics: tuple[str, ...]) -> None:
+    if not topics:  # topicPattern: the topics are known only when the query runs
+        return
     for key in offsets:
         if key.topic not in topics:
             raise InvalidOptionError(name, f"topic {key.topic!r} is not in the 'topic' option {list(topics)}")

@@ -115,6 +115,12 @@ class _Base:
             )  # fmt: skip
         return self._cluster
 
+    def _topics(self) -> tuple[str, ...]:
+        """The topics to read now: the ``topic`` option, or ``topicPattern``'s matches (a topic
+        created later enters at the next trigger, its queues from their first offset)."""
+        pattern = self.opts.topic_pattern
+        return tuple(self.cluster.topics_matching(pattern)) if pattern is not None else self.opts.topics
+
     @property
     def settings(self) -> PullSettings:
         o = self.opts
@@ -124,7 +130,7 @@ class _Base:
         )  # fmt: skip
 
     def _snapshot(self, *, strict: bool) -> Snapshot:
-        snap = self.cluster.snapshot(self.opts.topics, strict=strict)
+        snap = self.cluster.snapshot(self._topics(), strict=strict)
         self._addrs.update(snap.broker_addrs)
         assigned = self.opts.assigned
         if assigned is not None:  # ``assign``: the other queues of the topics do not exist for us
@@ -139,7 +145,7 @@ class _Base:
 
     def _addresses(self, brokers: set[str]) -> dict[str, tuple[str, ...]]:
         if not brokers <= self._addrs.keys():  # e.g. a replayed batch right after a restart
-            for topic in self.opts.topics:
+            for topic in self._topics():
                 route = self.cluster.route(topic)
                 if route is not None:
                     self._addrs.update(broker_addresses(route))

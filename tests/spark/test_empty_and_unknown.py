@@ -86,3 +86,15 @@ def test_assign_reads_only_the_named_queues(spark: Any, mq: ThreadedCluster) -> 
         batch(spark, nameServer=mq.namesrv, assign='{"Assigned": {"broker-a": [7]}}').count()
     with pytest.raises(Exception, match="conflicts with 'topic'"):
         parse_options({"nameServer": mq.namesrv, "topic": "Assigned", "assign": spec}, "batch")
+
+
+def test_topic_pattern_reads_every_matching_topic(spark: Any, mq: ThreadedCluster) -> None:
+    for topic in ("PatOne", "PatTwo", "PatternNot"):
+        mq.create_topic(topic, 1)
+        mq.fill(topic, 3, 1)  # 2 brokers x 1 queue x 3
+    df = batch(spark, nameServer=mq.namesrv, topicPattern="Pat(One|Two)")
+    counts = {r["topic"]: r["count"] for r in df.groupBy("topic").count().collect()}
+    assert counts == {"PatOne": 6, "PatTwo": 6}
+    assert batch(spark, nameServer=mq.namesrv, topicPattern="NoMatch.*").count() == 0
+    with pytest.raises(Exception, match="topicPattern.*conflicts with 'topic'"):
+        batch(spark, nameServer=mq.namesrv, topic="PatOne", topicPattern="Pat.*").count()
