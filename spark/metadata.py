@@ -110,29 +110,30 @@ class ClusterClient:
         raise MetadataError(f"{what} failed after {self.retries + 1} attempt(s): {last}") from last
 
     # ------------------------------------------------------------------------------ routes
+    def _namesrv(self, code: int, ext: dict[str, str] | None) -> tuple[str, RemotingCommand, bytes]:
+        """``(name server, reply, body)`` of the first name server that answers."""
+        last: Exception | None = None
+        for ns in self.name_servers:
+            try:
+                reply, body = self.pool.invoke(ns, _request(code, ext), self.timeout)
+            except RemotingError as exc:
+                last = exc
+                continue
+            return ns, reply, body
+        assert last is not None
+        raise last
+
     def route(self, topic: str) -> TopicRouteData | None:
         """The topic's route, or ``None`` when the name servers know no such topic."""
 
         def ask() -> TopicRouteData | None:
             ext = {"topic": topic, "acceptStandardJsonOnly": "true"}
-            last: Exception | None = None
-            for ns in self.name_servers:
-                try:
-                    reply, body = self.pool.invoke(
-                        ns, _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext), self.timeout
-                    )
-                except RemotingError as exc:
-                    last = exc
-                    continue
-                if reply.code == ResponseCode.TOPIC_NOT_EXIST:
-                    return None
-                if reply.code != ResponseCode.SUCCESS or not body:
-                    raise MetadataError(
-                        f"name server {ns}: route of {topic!r}: code {reply.code} {reply.remark}"
-                    )
-                return TopicRouteData.decode(body)
-            assert last is not None
-            raise last
+            ns, reply, body = self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext)
+            if reply.code == ResponseCode.TOPIC_NOT_EXIST:
+                return None
+            if reply.code != ResponseCode.SUCCESS or not body:
+                raise MetadataError(f"name server {ns}: route of {topic!r}: code {reply.code} {reply.remark}")
+            return TopicRouteData.decode(body)
 
         return self._retrying(f"route of topic {topic!r} from {list(self.name_servers)}", ask)
 
@@ -142,24 +143,14 @@ class ClusterClient:
         regex = re.compile(pattern)
 
         def ask() -> list[str]:
-            last: Exception | None = None
-            for ns in self.name_servers:
-                try:
-                    reply, body = self.pool.invoke(
-                        ns, _request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None), self.timeout
-                    )
-                except RemotingError as exc:
-                    last = exc
-                    continue
-                if reply.code != ResponseCode.SUCCESS:
-                    raise MetadataError(f"name server {ns}: topic list: code {reply.code} {reply.remark}")
-                names = json.loads(body).get("topicList", []) if body else []
-                return sorted(
-                    t for t in names
-                    if regex.fullmatch(t) and not is_system_topic(t) and not is_retry_topic(t) and not is_dlq_topic(t)
-                )  # fmt: skip
-            assert last is not None
-            raise last
+            ns, reply, body = self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None)
+            if reply.code != ResponseCode.SUCCESS:
+                raise MetadataError(f"name server {ns}: topic list: code {reply.code} {reply.remark}")
+            names = json.loads(body).get("topicList", []) if body else []
+            return sorted(
+                t for t in names
+                if regex.fullmatch(t) and not is_system_topic(t) and not is_retry_topic(t) and not is_dlq_topic(t)
+            )  # fmt: skip
 
         return self._retrying(f"topic list from {list(self.name_servers)}", ask)
 
