@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	$(BIN)/python -m pocketmq.deploy.devenv $(CURDIR)  # Spark in the editable venv (deploy/devenv.py)
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -39,6 +40,7 @@ test-deps:
 	else echo "test-deps: not root or no apt-get; the browser and promtool tests will skip"; fi
 
 run: install
+	@echo "pocketmq: to use the SDK and Spark from another shell:  source $(VENV)/bin/activate  then  python your_script.py"
 	$(BIN)/pocketmq up
 
 lint: install

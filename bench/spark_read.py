@@ -16,7 +16,7 @@ shared, so wall time alone is noisy.
 
 The brokers' per-pull caps (RocketMQ: 32 messages / 256 KiB from memory) are raised with
 ``--broker-cap`` so one pull can return ``--pull-batch-size`` messages: a Python pull loop only
-keeps up when every pull returns a few hundred messages (SPARK_SOURCE.md §2.5). Run with
+keeps up when every pull returns a few hundred messages. Run with
 ``--broker-cap 32 --pull-batch-size 32`` for RocketMQ's defaults.
 
     .venv/bin/python bench/spark_read.py [--messages 1000000] [--queues 8] [--pull-batch-size 1024] [--repeat 2]
@@ -164,18 +164,7 @@ def stored(namesrv: str) -> int:
 
 
 def spark_session(root: str) -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    import pkgutil
-
-    if not any(m.name == "pyspark_rocketmq" for m in pkgutil.iter_modules()):  # editable install
-        shim = os.path.join(root, "shim")  # removed with the bench's temp dir
-        os.makedirs(shim)
-        here = os.path.dirname(os.path.abspath(__file__))
-        os.symlink(
-            os.path.join(here, "..", "spark", "pyspark_rocketmq"), os.path.join(shim, "pyspark_rocketmq")
-        )
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (shim, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
     spark = (

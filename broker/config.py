@@ -6,7 +6,7 @@ A Java ``broker.conf`` is one flat properties file that mixes the keys of four J
 store keys to :class:`~pocketmq.store.config.MessageStoreConfig`, Java keys pocketmq does not
 implement are accepted with a warning, and anything else is a startup error naming the key.
 
-Order (DESIGN.md §5): defaults (``NAMESRV_ADDR`` / ``ROCKETMQ_HOME`` from the environment act as
+Order (docs/development.md, configuration): defaults (``NAMESRV_ADDR`` / ``ROCKETMQ_HOME`` from the environment act as
 defaults, as in Java) → the ``.conf`` file → ``-n`` → ``--set key=value`` overrides.
 
 RocketMQ <= 4.2 spelled two store keys ``mapedFileSizeCommitLog`` / ``mapedFileSizeConsumeQueue``;

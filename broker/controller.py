@@ -75,6 +75,7 @@ from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pocketmq.broker.processor.end_transaction import EndTransactionProcessor
 from pocketmq.broker.processor.pull import PullMessageProcessor
 from pocketmq.broker.processor.query import QueryMessageProcessor
+from pocketmq.broker.processor.reply import ReplyMessageProcessor
 from pocketmq.broker.processor.send import SendMessageProcessor
 from pocketmq.broker.processor.send_back import ConsumerSendMsgBackProcessor
 from pocketmq.broker.rebalance_lock import RebalanceLockManager
@@ -271,6 +272,10 @@ class BrokerController:
         self.end_transaction_processor = EndTransactionProcessor(
             transactions=self.transactional_message_service, state=state
         )
+        self.reply_processor = ReplyMessageProcessor(
+            producers=self.producer_manager, consumers=consumers, server=self.remoting_server, state=state,
+            now_ms=clock.now_ms, store_reply=self.send_processor.process,
+        )  # fmt: skip
         register_broker = self.register_broker_all
         topic_admin = TopicAdmin(
             store=store, topics=topics, offsets=offsets, consumers=consumers, state=state, stats=stats,
@@ -336,6 +341,7 @@ class BrokerController:
             *self.admin_processors.values(),
             self.query_processor,
             self.end_transaction_processor,
+            self.reply_processor,
         )
         for processor in processors:
             processor.register(reg)

@@ -1,7 +1,7 @@
 """Pull-side message filters (pure): tag-hash matching over ConsumeQueue units, SQL92 matching
 over the stored record's properties.
 
-TAG (``ExpressionMessageFilter.isMatchedByConsumeQueue``, reference §5.3): a unit matches when
+TAG (``ExpressionMessageFilter.isMatchedByConsumeQueue``): a unit matches when
 there is no subscription, the subscription is class-filter mode or ``*``, or its tagsCode is in
 the subscription's code set. Code sets are always recomputed server-side from the tags
 (:meth:`SubscriptionData.build`, the protocol's one builder): C++ sends garbage codes. Hash

@@ -1,7 +1,6 @@
 """``ConsumerOffsetManager``: committed consumer offsets, ``"<topic>@<group>" → {queueId: offset}``.
 
-Persisted as ``config/consumerOffset.json`` in the fastjson shape of a Java broker (reference
-§6.8)::
+Persisted as ``config/consumerOffset.json`` in the fastjson shape of a Java broker::
 
     {"offsetTable":{"TopicA@GroupA":{0:123,1:45}}}     (pretty-printed with tabs)
 

@@ -1,7 +1,7 @@
 """``RebalanceLockManager``: per-queue locks of orderly consumers (LOCK/UNLOCK_BATCH_MQ).
 
 A queue is granted to a client id when it is unlocked, already held by that client (the lock is
-renewed), or its holder has not renewed for ``lock_max_live_ms`` (60 s, reference §7.4).
+renewed), or its holder has not renewed for ``lock_max_live_ms`` (60 s, RocketMQ's REBALANCE_LOCK_MAX_LIVE_TIME).
 :meth:`unlock_all` releases a client's locks in a group (used when it unregisters from the group).
 Pure: time is an argument.
 """

@@ -26,7 +26,7 @@ Delivery (this module):
 * at most ``level_budget`` messages per level per turn, then the loop yields, so a backlog of
   due messages never starves the broker's other work (or the other levels).
 
-Progress (``config/delayOffset.json``, fastjson form with bare integer keys, reference §6.8)::
+Progress (``config/delayOffset.json``, fastjson form with bare integer keys)::
 
     {"offsetTable":{1:17,3:0}}
 

@@ -2,7 +2,7 @@
 
 Built-in groups as a Java broker: ``TOOLS_CONSUMER``, ``FILTERSRV_CONSUMER``,
 ``SELF_TEST_C_GROUP``, ``CID_ONS-HTTP-PROXY``, ``CID_ONSAPI_PULL``, ``CID_ONSAPI_PERMISSION``,
-``CID_ONSAPI_OWNER``. An unknown group is created with the defaults of reference §3.3 on first
+``CID_ONSAPI_OWNER``. An unknown group is created with RocketMQ's defaults on first
 use when ``autoCreateSubscriptionGroup`` is on (always for ``CID_RMQ_SYS_*`` groups).
 """
 

@@ -2,7 +2,7 @@
 
 Rules (RocketMQ ``TopicConfigManager``):
 
-* built-in topics are put in the table at construction (reference §6.8): ``SELF_TEST_TOPIC``,
+* built-in topics are put in the table at construction: ``SELF_TEST_TOPIC``,
   ``TBW102`` (when ``autoCreateTopicEnable``; perm 7), ``BenchmarkTest``, the cluster-name and
   broker-name topics (perm INHERIT, +RW when enabled), ``OFFSET_MOVED_EVENT``,
   ``SCHEDULE_TOPIC_XXXX`` (18 queues), ``<cluster>_REPLY_TOPIC`` and the trace topic if enabled;

@@ -1,4 +1,4 @@
-"""Client configuration: one frozen pydantic model per client kind (STYLE.md §3.6).
+"""Client configuration: one frozen pydantic model per client kind (docs/development.md).
 
 Attribute names are snake_case; the camelCase aliases are RocketMQ's own ``ClientConfig`` /
 ``DefaultMQProducer`` / ``DefaultMQPushConsumer`` / ``DefaultLitePullConsumer`` field names, so a
@@ -74,6 +74,9 @@ class ClientConfig(BaseModel):
     client_ip: str = Field(default_factory=local_ip, description="address reported in the client id")
     instance_name: str = Field(default=DEFAULT_INSTANCE_NAME, description="DEFAULT means one per process")
     unit_name: str | None = None
+    namespace: str | None = Field(
+        default=None, description="RocketMQ namespace: topics and groups are used as '<namespace>%<name>'"
+    )
     poll_name_server_interval: int = Field(default=30_000, gt=0, description="route refresh, ms")
     heartbeat_broker_interval: int = Field(default=30_000, gt=0, description="heartbeats, ms")
     persist_consumer_offset_interval: int = Field(default=5_000, gt=0, description="offset persist, ms")
@@ -212,6 +215,11 @@ class PushConsumerConfig(ConsumerConfig):
     lock_interval: int = Field(default=20_000, gt=0, description="orderly: broker lock renewal, ms")
     enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
     customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
+    await_termination_millis_when_shutdown: int = Field(
+        default=0,
+        ge=0,
+        description="ms shutdown waits for running listeners to finish (their offsets commit); 0: cancel them",
+    )
 
 
 class LitePullConsumerConfig(ConsumerConfig):

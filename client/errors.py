@@ -1,4 +1,4 @@
-"""Exceptions of the client SDK (STYLE.md §3.5).
+"""Exceptions of the client SDK (docs/development.md).
 
 ``MQClientError`` is the root of everything the SDK raises itself. Broker and name server
 replies other than SUCCESS surface as the remoting layer's :class:`ResponseError` subclasses

@@ -24,6 +24,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from pocketmq.client.acl import AclClientRPCHook
 from pocketmq.client.api import MQClientAPI
@@ -32,6 +33,7 @@ from pocketmq.client.consumer.pull_service import PullMessageService
 from pocketmq.client.errors import BrokerNotFoundError, ClientStateError, TopicRouteNotFoundError
 from pocketmq.client.inner import ConsumerInner, ProducerInner
 from pocketmq.client.message import MessageQueue
+from pocketmq.client.producer.request_reply import ReplyTable, on_push_reply
 from pocketmq.client.route import to_publish_info, to_subscribe_info
 from pocketmq.remoting.common.service import Service, TaskSet
 from pocketmq.remoting.protocol import fastjson
@@ -96,6 +98,7 @@ class MQClientInstance:
         self._started = False
         self._stopped = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.replies = ReplyTable()  # request-reply: correlation id -> waiting request
         self._register_handlers()
 
     # ----------------------------------------------------------------------- shared lifecycle
@@ -205,7 +208,7 @@ class MQClientInstance:
         for p in self.producers.values():
             topics.update(p.publish_topics())
         for c in self.consumers.values():
-            topics.update(s.topic for s in c.subscriptions())
+            topics.update(c.route_topics())
         missing = False
         for topic in topics:
             try:
@@ -391,6 +394,7 @@ class MQClientInstance:
         reg(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
         reg(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
         reg(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
+        reg(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, partial(on_push_reply, self.replies))
         self.remoting.dispatcher.on_close.append(self._on_broker_closed)
 
     def _on_broker_closed(self, conn: RemotingConnection) -> None:

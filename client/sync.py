@@ -179,20 +179,26 @@ class SyncProducer(_BlockingClient):
 
 
 class SyncLitePullConsumer(_BlockingClient):
-    """Blocking :class:`LitePullConsumer`; same arguments. Its ``with`` block does not start
-    it: subscribe or assign first, then call :meth:`start`."""
+    """Blocking :class:`LitePullConsumer`; same arguments. Its ``with`` block starts it (unless
+    :meth:`start` was called already) and shuts it down; ``subscribe`` and ``assign`` work
+    before or after the start, as in RocketMQ's ``DefaultLitePullConsumer``."""
 
     def __init__(self, group: str = "DEFAULT_CONSUMER", namesrv: str | None = None, **options: Any) -> None:
         self.consumer = LitePullConsumer(group, namesrv, **options)
         super().__init__(self.consumer)
 
     def __enter__(self) -> Self:
+        if not self.consumer.running:
+            self.start()
         return self
 
     def subscribe(
         self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
     ) -> None:
-        self.consumer.subscribe(topic, expression, expression_type)
+        async def do() -> None:  # after start it spawns a rebalance on the loop
+            self.consumer.subscribe(topic, expression, expression_type)
+
+        run(do())
 
     def assign(self, mqs: Iterable[MessageQueue], expression: str | MessageSelector = "*") -> None:
         async def do() -> None:

@@ -1,6 +1,6 @@
 """Broker liveness: the periodic expiry scan and the closed-connection hook.
 
-Two ways a broker leaves the route tables without unregistering (reference §7.5):
+Two ways a broker leaves the route tables without unregistering:
 
 1. **Expiry.** :class:`BrokerLivenessService` runs every ``scanNotActiveBrokerInterval`` ms
    (RocketMQ 4.x: 10 s, first run after 5 s) and drops every broker whose last REGISTER_BROKER or

@@ -1,4 +1,4 @@
-"""The name server's request processors: request code → handler (reference §2.1).
+"""The name server's request processors: request code → handler.
 
 Handlers are thin: read the custom header, call :class:`RouteInfoManager` or
 :class:`KVConfigManager`, encode the reply. Rules:

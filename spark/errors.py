@@ -19,6 +19,10 @@ class InvalidOptionError(RocketMQSourceError, ValueError):
         super().__init__(f"rocketmq source option {option!r}: {detail}")
 
 
+class UnknownTopicError(InvalidOptionError):
+    """A topic named by the ``topic`` option is not known to the name servers."""
+
+
 class DataLossError(RocketMQSourceError):
     """Offsets the query must read are gone (retention, a removed queue, a reset queue).
 

@@ -1,6 +1,6 @@
 """The driver's view of the cluster: routes from the name server, offsets from the brokers.
 
-All calls are blocking (they run in Spark's planner process, pitfall 18). Per trigger the
+All calls are blocking (they run in Spark's planner process). Per trigger the
 planner asks the name server for each topic's route (so queues added since the last trigger
 are discovered) and every broker for its queues' min and max offsets. Each broker gets one
 pipelined burst of GET_MIN_OFFSET / GET_MAX_OFFSET requests on one connection, and the brokers
@@ -15,7 +15,9 @@ batch planning) raises :class:`MetadataError` instead.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,9 +28,9 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingError
 from pocketmq.remoting.protocol.heartbeat import MessageQueue
 from pocketmq.remoting.protocol.route import TopicRouteData
-from pocketmq.remoting.protocol.topics import PermName
+from pocketmq.remoting.protocol.topics import PermName, is_dlq_topic, is_retry_topic, is_system_topic
 from pocketmq.remoting.transport.blocking import ConnectionPool, pool
-from pocketmq.spark.errors import MetadataError
+from pocketmq.spark.errors import MetadataError, UnknownTopicError
 from pocketmq.spark.offsets import OffsetMap, queue_label
 from pocketmq.spark.planning import QueueState, Snapshot
 
@@ -117,31 +119,49 @@ class ClusterClient:
         raise MetadataError(f"{what} failed after {self.retries + 1} attempt(s): {last}") from last
 
     # ------------------------------------------------------------------------------ routes
+    def _namesrv(self, code: int, ext: dict[str, str] | None) -> tuple[str, RemotingCommand, bytes]:
+        """``(name server, reply, body)`` of the first name server that answers."""
+        last: Exception | None = None
+        for ns in self.name_servers:
+            try:
+                reply, body = self.pool.invoke(ns, self._request(code, ext), self.timeout)
+            except RemotingError as exc:
+                last = exc
+                continue
+            return ns, reply, body
+        assert last is not None
+        raise last
+
     def route(self, topic: str) -> TopicRouteData | None:
         """The topic's route, or ``None`` when the name servers know no such topic."""
 
         def ask() -> TopicRouteData | None:
             ext = {"topic": topic, "acceptStandardJsonOnly": "true"}
-            last: Exception | None = None
-            for ns in self.name_servers:
-                try:
-                    reply, body = self.pool.invoke(
-                        ns, self._request(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext), self.timeout
-                    )
-                except RemotingError as exc:
-                    last = exc
-                    continue
-                if reply.code == ResponseCode.TOPIC_NOT_EXIST:
-                    return None
-                if reply.code != ResponseCode.SUCCESS or not body:
-                    raise MetadataError(
-                        f"name server {ns}: route of {topic!r}: code {reply.code} {reply.remark}"
-                    )
-                return TopicRouteData.decode(body)
-            assert last is not None
-            raise last
+            ns, reply, body = self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext)
+            if reply.code == ResponseCode.TOPIC_NOT_EXIST:
+                return None
+            if reply.code != ResponseCode.SUCCESS or not body:
+                raise MetadataError(f"name server {ns}: route of {topic!r}: code {reply.code} {reply.remark}")
+            return TopicRouteData.decode(body)
 
         return self._retrying(f"route of topic {topic!r} from {list(self.name_servers)}", ask)
+
+    def topics_matching(self, pattern: str) -> list[str]:
+        """Every topic the name servers know whose whole name matches ``pattern``, except
+        system, retry and DLQ topics (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)."""
+        regex = re.compile(pattern)
+
+        def ask() -> list[str]:
+            ns, reply, body = self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None)
+            if reply.code != ResponseCode.SUCCESS:
+                raise MetadataError(f"name server {ns}: topic list: code {reply.code} {reply.remark}")
+            names = json.loads(body).get("topicList", []) if body else []
+            return sorted(
+                t for t in names
+                if regex.fullmatch(t) and not is_system_topic(t) and not is_retry_topic(t) and not is_dlq_topic(t)
+            )  # fmt: skip
+
+        return self._retrying(f"topic list from {list(self.name_servers)}", ask)
 
     # ----------------------------------------------------------------------------- offsets
     def _per_broker(
@@ -189,13 +209,22 @@ class ClusterClient:
         return results
 
     def snapshot(self, topics: Iterable[str], *, strict: bool) -> Snapshot:
-        """Routes plus min/max offsets of every readable queue of ``topics``."""
+        """Routes plus min/max offsets of every readable queue of ``topics``.
+
+        A strict snapshot (a query's start, a batch) fails on a topic the name servers do not
+        know, naming it, as Kafka's source fails on options it cannot satisfy; a lenient one
+        (a later trigger) treats it as a topic with no queues (deleted, or its brokers down).
+        """
         snap = Snapshot()
         keys: list[MessageQueue] = []
         for topic in topics:
             route = self.route(topic)
             if route is None:
-                logger.info("topic %r has no route yet; it has no queues to read", topic)
+                if strict:
+                    raise UnknownTopicError(
+                        "topic", f"topic {topic!r} does not exist (name servers {list(self.name_servers)})"
+                    )
+                logger.info("topic %r has no route now; it has no queues to read", topic)
                 continue
             snap.broker_addrs.update(broker_addresses(route))
             keys.extend(route_queues(topic, route))

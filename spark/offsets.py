@@ -5,7 +5,7 @@ Shape (ConsumeQueue logical offsets; the value is the *next* offset to read)::
     {"<topic>": {"<brokerName>": {"<queueId>": nextOffset, ...}, ...}, ...}
 
 Spark serialises the dict we return with ``json.dumps`` and compares the text with the last
-one to decide whether a new micro-batch has data (SPARK_SOURCE.md pitfall 4): a different key
+one to decide whether a new micro-batch has data (Spark compares offsets as JSON text): a different key
 order is a "change" and an idle stream then runs empty batches forever. Every dict handed to
 Spark is therefore built by :func:`to_json_dict`, with keys inserted in ``sort_keys`` order
 (string order, so ``"10"`` sorts before ``"2"``), which makes ``json.dumps`` of it equal to

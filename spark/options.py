@@ -1,6 +1,6 @@
 """Source options: one validated, picklable :class:`SourceOptions` built from Spark's options.
 
-Spark hands a case-insensitive mapping (SPARK_SOURCE.md pitfall 3), so names are matched
+Spark hands a case-insensitive mapping, so names are matched
 case-insensitively; an unknown name, a value that does not parse, an option that does not
 apply to the query kind (batch / streaming) or two options that contradict each other raise
 :class:`InvalidOptionError` naming the option. Names follow the Kafka source where the concept
@@ -29,7 +29,7 @@ from typing import Literal
 
 from pocketmq.remoting.protocol.acl import RequestSigner
 from pocketmq.remoting.protocol.filter import SqlFilterError, compile_sql
-from pocketmq.remoting.protocol.heartbeat import SubscriptionData
+from pocketmq.remoting.protocol.heartbeat import MessageQueue, SubscriptionData
 from pocketmq.remoting.protocol.topics import group_error, topic_error
 from pocketmq.spark.errors import InvalidOptionError
 from pocketmq.spark.offsets import EARLIEST, LATEST, OffsetMap, from_json_dict, parse_json_option
@@ -44,8 +44,11 @@ DEFAULT_PULL_GROUP = "spark-rocketmq-reader"
 _KNOWN: dict[str, str] = {
     "nameServer": "both",
     "topic": "both",
+    "assign": "both",
+    "topicPattern": "both",
     "startingOffsets": "both",
     "endingOffsets": "batch",
+    "endingTimestamp": "batch",
     "startingTimestamp": "both",
     "startingOffsetsByTimestamp": "both",
     "maxOffsetsPerTrigger": "stream",
@@ -66,6 +69,9 @@ _KNOWN: dict[str, str] = {
     "secretKey": "both",
 }
 _BY_LOWER = {name.lower(): name for name in _KNOWN}
+#: Kafka's names accepted for the same meaning: ``includeHeaders`` adds the message's
+#: user properties (RocketMQ's headers) as the ``properties`` column
+_ALIASES = {"includeheaders": "includeProperties"}
 #: Options Spark itself may add to a load() (a path argument); not ours, never an error.
 _IGNORED = {"path"}
 
@@ -110,6 +116,7 @@ class SourceOptions:
     topics: tuple[str, ...]
     start: StartSpec
     end: OffsetMap | None = None  # batch: None = latest; JSON values may be LATEST
+    end_timestamp: int | None = None  # batch: endingTimestamp (ms), every queue
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
@@ -119,6 +126,8 @@ class SourceOptions:
     sub_expression: str = "*"
     #: a SQL92 expression the executors evaluate on each message's properties
     sql_filter: str | None = None
+    assigned: frozenset[MessageQueue] | None = None  # ``assign``: read only these queues
+    topic_pattern: str | None = None  # ``topicPattern``: topics resolved at every trigger
     include_properties: bool = False
     pull_batch_size: int = 32
     pull_timeout_ms: int = 10_000
@@ -152,10 +161,12 @@ def canonical_options(options: Mapping[str, str]) -> dict[str, str]:
         lower = str(raw_name).lower()
         if lower in _IGNORED:
             continue
-        name = _BY_LOWER.get(lower)
+        name = _BY_LOWER.get(lower) or _ALIASES.get(lower)
         if name is None:
-            known = ", ".join(sorted(_KNOWN))
+            known = ", ".join(sorted([*_KNOWN, "includeHeaders"]))
             raise InvalidOptionError(str(raw_name), f"unknown option (known options: {known})")
+        if name in out and out[name].strip().lower() != str(value).strip().lower():
+            raise InvalidOptionError(str(raw_name), f"contradicts {name!r} (an alias of the same option)")
         out[name] = str(value)
     return out
 
@@ -173,14 +184,28 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
             kind = "batch reads (spark.read)" if where == "batch" else "streaming queries (spark.readStream)"
             raise InvalidOptionError(name, f"only applies to {kind}")
     name_servers = _parse_name_servers(opts.get("nameServer"))
-    topics = _parse_topics(opts.get("topic"))
+    assigned = _parse_assign(opts) if "assign" in opts else None
+    pattern = _parse_pattern(opts) if "topicPattern" in opts else None
+    if assigned:
+        topics = tuple(sorted({mq.topic for mq in assigned}))
+    elif pattern is not None:
+        topics = ()
+    else:
+        topics = _parse_topics(opts.get("topic"))
     start = _parse_start(opts, mode, topics)
     end = _parse_end(opts.get("endingOffsets"), topics) if mode == "batch" else None
+    end_timestamp = _int(opts, "endingTimestamp", minimum=0)
+    if end_timestamp is not None and end is not None:
+        raise InvalidOptionError("endingTimestamp", "conflicts with 'endingOffsets': give only one end")
+    if end_timestamp is not None and start.timestamp is not None and end_timestamp < start.timestamp:
+        raise InvalidOptionError(
+            "endingTimestamp", f"{end_timestamp} is before startingTimestamp {start.timestamp}"
+        )
     group = opts.get("group")
     if group is not None:
         _check("group", group_error(group))
     sub = opts.get("subExpression", "*")
-    subscription = SubscriptionData.build(topics[0], sub)
+    subscription = SubscriptionData.build(topics[0] if topics else "pattern", sub)
     if not subscription.is_all and not subscription.tags_set:
         raise InvalidOptionError("subExpression", f"subscription expression {sub!r} names no tag")
     sql_filter = opts.get("filter")
@@ -195,6 +220,7 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         topics=topics,
         start=start,
         end=end,
+        end_timestamp=end_timestamp,
         max_offsets_per_trigger=_int(opts, "maxOffsetsPerTrigger", minimum=1),
         min_offsets_per_trigger=_int(opts, "minOffsetsPerTrigger", minimum=1),
         max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),
@@ -203,6 +229,8 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         sub_expression=sub.strip() or "*",
         sql_filter=sql_filter,
+        assigned=assigned,
+        topic_pattern=pattern,
         include_properties=_bool(opts, "includeProperties", False),
         pull_batch_size=_int(opts, "pullBatchSize", minimum=1, maximum=65536) or 32,
         pull_timeout_ms=_int(opts, "pullTimeoutMs", minimum=1) or 10_000,
@@ -254,7 +282,44 @@ def _parse_topics(value: str | None) -> tuple[str, ...]:
     return tuple(topics)
 
 
+def _parse_assign(opts: dict[str, str]) -> frozenset[MessageQueue]:
+    """``assign``: ``{"topic": {"brokerName": [queueId, ...]}}``, instead of ``topic``."""
+    if "topic" in opts:
+        raise InvalidOptionError("assign", "conflicts with 'topic': give the topics or the queues, not both")
+    data = parse_json_option("assign", opts["assign"])
+    out: set[MessageQueue] = set()
+    if not isinstance(data, dict) or not data:
+        raise InvalidOptionError("assign", 'expected {"topic": {"brokerName": [queueId, ...]}}')
+    for topic, brokers in data.items():
+        _check("assign", topic_error(str(topic)))
+        if not isinstance(brokers, dict) or not brokers:
+            raise InvalidOptionError("assign", f'topic {topic!r}: expected {{"brokerName": [queueId, ...]}}')
+        for broker, ids in brokers.items():
+            if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and i >= 0 for i in ids):
+                raise InvalidOptionError("assign", f"{topic}/{broker}: expected a list of queue ids >= 0")
+            out.update(MessageQueue(str(topic), str(broker), i) for i in ids)
+    return frozenset(out)
+
+
+def _parse_pattern(opts: dict[str, str]) -> str:
+    """``topicPattern``: a regular expression the whole topic name must match (Kafka's
+    ``subscribePattern``), instead of ``topic`` or ``assign``."""
+    for other in ("topic", "assign"):
+        if other in opts:
+            raise InvalidOptionError(
+                "topicPattern", f"conflicts with {other!r}: give one way to name the topics"
+            )
+    text = opts["topicPattern"]
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise InvalidOptionError("topicPattern", f"not a regular expression ({exc}): {text!r}") from None
+    return text
+
+
 def _only_listed_topics(name: str, offsets: OffsetMap, topics: tuple[str, ...]) -> None:
+    if not topics:  # topicPattern: the topics are known only when the query runs
+        return
     for key in offsets:
         if key.topic not in topics:
             raise InvalidOptionError(name, f"topic {key.topic!r} is not in the 'topic' option {list(topics)}")

@@ -7,13 +7,13 @@
 * A queue that appears for the first time enters the offsets at its min offset with an empty
   range; it is read from the next batch on. That way ``partitions(start, end)`` never has to
   look anything up for a queue missing from ``start``, so a replayed batch plans exactly the
-  same ranges (SPARK_SOURCE.md §4.1).
+  same ranges.
 * :func:`rate_limit` is the Kafka source's proportional ``maxOffsetsPerTrigger`` split: every
   queue with data gets its share, small shares round up (no queue starves), big ones down, and
   nothing passes a queue's latest offset.
 * :func:`split_ranges` is Kafka's ``KafkaOffsetRangeCalculator`` (``maxRecordsPerPartition``
   first, then ``minPartitions`` with Scala's half-up ``math.round``: Python's ``round`` is
-  banker's rounding, pitfall 15); :func:`interleave` orders the ranges so that consecutive tasks
+  banker's rounding); :func:`interleave` orders the ranges so that consecutive tasks
   go to different brokers.
 """
 
@@ -199,7 +199,7 @@ def backlog(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int
 class TriggerGate:
     """``minOffsetsPerTrigger`` + ``maxTriggerDelay``: hold a batch back until enough data.
 
-    The Python ``ReadMinRows`` has no delay and there is no CompositeReadLimit (pitfall 8), so
+    The Python ``ReadMinRows`` has no delay and there is no CompositeReadLimit in PySpark, so
     the gate lives in ``latestOffset``. The delay counts from the last batch let through, or
     from the gate's creation (a restarted query also waits for the minimum first).
     """

@@ -1,6 +1,6 @@
 """Executor side: pull one planned ``[start, until)`` range of one queue and yield Arrow batches.
 
-The pull loop (reference §5.2 for statuses)::
+The pull loop::
 
     reply                                   action
     --------------------------------------- -----------------------------------------------------

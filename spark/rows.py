@@ -1,8 +1,7 @@
 """Output schema and the columnar decoder that turns pull bodies into Arrow record batches.
 
-A pull body is a run of CommitLog records (layout in :mod:`pocketmq.remoting.protocol.message`,
-reference §4.1). The generic ``decode_messages`` builds one object per message; this hot path
-does as little per record in Python as it can (STYLE.md §3.8), and the rest per batch:
+A pull body is a run of CommitLog records (layout in :mod:`pocketmq.remoting.protocol.message`). The generic ``decode_messages`` builds one object per message; this hot path
+does as little per record in Python as it can (docs/development.md, hot paths), and the rest per batch:
 
 * per record (:meth:`Columns.decode`, fast path, straight from the connection's receive
   buffer): one unpack of the IPv4 prefix ``Struct``, one of a per-topic ``Struct`` for
@@ -10,7 +9,7 @@ does as little per record in Python as it can (STYLE.md §3.8), and the rest per
   list, the body appended to one batch-wide ``bytearray`` (its only copy before Arrow takes the
   buffer as is) and the encoded properties sliced;
 * per batch (:meth:`Columns.to_batch`, one Arrow ``RecordBatch`` per ~4k rows: yielding Arrow is
-  about 4x faster than tuples, pitfall 12): strided slices of the flat list become the integer
+  about 4x faster than tuples): strided slices of the flat list become the integer
   columns, the body offsets are a cumulative sum of BODYLENGTH, Arrow kernels split the
   properties and pick TAGS / KEYS / UNIQ_KEY, host strings come from a cache, and the tag
   filter is one ``is_in`` + ``filter``; the SQL92 ``filter`` option is one compiled-expression

@@ -1,6 +1,6 @@
 """The PySpark Python Data Source: ``spark.read/readStream.format("rocketmq")``.
 
-Where things run (SPARK_SOURCE.md §2.4, pitfall 18): ``DataSource.schema`` in the driver;
+Where things run: ``DataSource.schema`` in the driver;
 the stream reader's ``initialOffset``/``latestOffset``/``partitions``/``commit`` in Spark's
 long-lived Python planner process; ``read`` in reused Python worker processes, on a pickled
 copy of the reader (so readers pickle only their options).
@@ -10,7 +10,7 @@ Streaming, per trigger: fetch the cluster :class:`Snapshot` (routes + min/max of
 control (``maxOffsetsPerTrigger`` through ``ReadMaxRows``, ``minOffsetsPerTrigger`` +
 ``maxTriggerDelay`` through a :class:`TriggerGate`) -> canonical offsets. ``AvailableNow``
 fixes the snapshot once in ``prepareForTriggerAvailableNow``. ``commit`` does nothing that
-matters: the checkpoint is the truth (pitfall 5).
+matters: the checkpoint is the truth (Spark may replay any batch after it).
 
 Pitfall 6: ``initialOffset`` is re-run on every restart and its result ignored; when the start
 depends on the moment (latest, timestamps, a group), the first ``latestOffset`` call returns
@@ -25,7 +25,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -108,6 +115,12 @@ class _Base:
             )  # fmt: skip
         return self._cluster
 
+    def _topics(self) -> tuple[str, ...]:
+        """The topics to read now: the ``topic`` option, or ``topicPattern``'s matches (a topic
+        created later enters at the next trigger, its queues from their first offset)."""
+        pattern = self.opts.topic_pattern
+        return tuple(self.cluster.topics_matching(pattern)) if pattern is not None else self.opts.topics
+
     @property
     def settings(self) -> PullSettings:
         o = self.opts
@@ -117,13 +130,22 @@ class _Base:
         )  # fmt: skip
 
     def _snapshot(self, *, strict: bool) -> Snapshot:
-        snap = self.cluster.snapshot(self.opts.topics, strict=strict)
+        snap = self.cluster.snapshot(self._topics(), strict=strict)
         self._addrs.update(snap.broker_addrs)
+        assigned = self.opts.assigned
+        if assigned is not None:  # ``assign``: the other queues of the topics do not exist for us
+            missing = assigned - snap.queues.keys()
+            if strict and missing:
+                labels = sorted(map(queue_label, missing))
+                raise InvalidOptionError(
+                    "assign", f"queue(s) {labels} do not exist (or their broker is down)"
+                )
+            snap.queues = {k: v for k, v in snap.queues.items() if k in assigned}
         return snap
 
     def _addresses(self, brokers: set[str]) -> dict[str, tuple[str, ...]]:
         if not brokers <= self._addrs.keys():  # e.g. a replayed batch right after a restart
-            for topic in self.opts.topics:
+            for topic in self._topics():
                 route = self.cluster.route(topic)
                 if route is not None:
                     self._addrs.update(broker_addresses(route))
@@ -184,7 +206,10 @@ class _Base:
         return [RangePartition(r.key, r.start, r.until, addrs.get(r.key.broker_name, ())) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            # PySpark runs one task with a bare InputPartition when partitions() planned none
+            # (an empty topic, a start at the end): an empty range reads nothing
+            return iter(())
         return read_range(self.settings, partition.key, partition.start, partition.until, partition.addrs)
 
 
@@ -238,7 +263,7 @@ class RocketMQStreamReader(_Base, DataSourceStreamReader, SupportsTriggerAvailab
         self._latest = rec.latest
         first, self._first_call = self._first_call, False
         if first and self._target is None and not self.opts.start.deterministic and start == self._initial:
-            return to_json_dict(start_map)  # an empty batch 0 pins the start (pitfall 6)
+            return to_json_dict(start_map)  # an empty batch 0 pins the start
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(limit.max_rows, rec.effective_start, rec.latest)
         else:
@@ -278,9 +303,17 @@ class RocketMQBatchReader(_Base, DataSourceReader):
             if key not in snap.queues:
                 raise InvalidOptionError("endingOffsets", f"queue {queue_label(key)} does not exist")
         policy = DataLossPolicy(self.opts.fail_on_data_loss)
+        ts = self.opts.end_timestamp
+        by_time = (
+            self.cluster.search_offsets(dict.fromkeys(snap.queues, ts), snap.broker_addrs)
+            if ts is not None
+            else {}
+        )
         for key, st in snap.queues.items():
             value = explicit.get(key, LATEST)
-            if value == LATEST:
+            if key in by_time:  # endingTimestamp: the first offset stored at or after it (exclusive end)
+                value = min(max(by_time[key], start[key]), st.max_offset)
+            elif value == LATEST:
                 value = st.max_offset
             elif value > st.max_offset:
                 raise InvalidOptionError(
@@ -307,7 +340,7 @@ class RocketMQBatchReader(_Base, DataSourceReader):
 
 
 class RocketMQDataSource(DataSource):
-    """``format("rocketmq")``: read RocketMQ topics as a batch or a stream."""
+    """``format("rocketmq")``: read RocketMQ topics as a batch or a stream, and write to them."""
 
     @classmethod
     def name(cls) -> str:
@@ -325,3 +358,13 @@ class RocketMQDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return RocketMQStreamReader(parse_options(self.options, "stream"))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from pocketmq.spark.writer import RocketMQWriter, sink_options
+
+        return RocketMQWriter(sink_options(dict(self.options), schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pocketmq.spark.writer import RocketMQStreamWriter, sink_options
+
+        return RocketMQStreamWriter(sink_options(dict(self.options), schema, overwrite))

@@ -1,6 +1,6 @@
 """pocketmq.store: RocketMQ 4.x's message store (CommitLog, ConsumeQueue, IndexFile), in Python.
 
-On-disk formats are RocketMQ's own (reference §4, §6; byte tables in ``log/layout.py`` and
+On-disk formats are RocketMQ's own (byte tables in ``log/layout.py`` and
 ``pocketmq.remoting.protocol.message``). The core is synchronous and loop-agnostic; only
 ``store.services`` (flush, group commit, reput, allocation, cleanup, the put waits) uses
 asyncio, and the façade's async methods delegate to it.

@@ -1,4 +1,4 @@
-"""The distribution installs the repository folders as the `pocketmq` namespace (DESIGN.md §2)."""
+"""The distribution installs the repository folders as the `pocketmq` namespace (ARCHITECTURE.md §1)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ recomputed server-side (C++ sends garbage ``codeSet``) and, for clustering push 
 consumers (NOTIFY_CONSUMER_IDS_CHANGED). Producers are registered per group. A malformed body is
 answered SYSTEM_ERROR naming the bad field.
 
-LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (``RebalanceLockManager``, reference §7.4): one lock table per
+LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (``RebalanceLockManager``): one lock table per
 group; a queue is granted when free, held by the same client id (renewed) or not renewed for
 60 s. Unknown groups are served like known ones (RocketMQ 4.x checks none): code 0 with the
 granted queues. A body that does not parse (or lacks ``consumerGroup``/``clientId``) → 1.

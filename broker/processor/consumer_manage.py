@@ -2,8 +2,8 @@
 
 * QUERY_CONSUMER_OFFSET (14): the committed offset; with none, **0 when the queue is young**
   (min offset <= 0 and its first message, if any, is still "in memory"), so a brand-new group
-  consumes a young topic from the start even with CONSUME_FROM_LAST_OFFSET (reference §2.2,
-  §10.2); otherwise 22 QUERY_NOT_FOUND.
+  consumes a young topic from the start even with CONSUME_FROM_LAST_OFFSET, as RocketMQ's
+  ``ConsumerManageProcessor`` does (docs/differences.md); otherwise 22 QUERY_NOT_FOUND.
 * UPDATE_CONSUMER_OFFSET (15): store the offset (persisted every ``flushConsumerOffsetInterval``).
 * GET_MAX_OFFSET (30) / GET_MIN_OFFSET (31) / SEARCH_OFFSET_BY_TIMESTAMP (29) /
   GET_EARLIEST_MSG_STORETIME (32): straight from the store.

@@ -17,7 +17,7 @@ def host_address(addr: str) -> HostAddress:
     """``"ip:port"`` (or ``"[v6]:port"``) → the packed form stored as BORNHOST.
 
     IPv4-mapped IPv6 addresses are unmapped; other IPv6 peers become 127.0.0.1 because the C++
-    and ali-ons message decoders only understand 4-byte hosts (reference §4.1 QUIRK).
+    and ali-ons message decoders only understand 4-byte hosts.
     """
     host, _, port_s = addr.rpartition(":")
     host = host.strip("[]")

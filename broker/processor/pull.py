@@ -16,7 +16,7 @@ code  condition
 ====  =========================================================================================
 
 The checks and the status mapping are :mod:`pocketmq.broker.processor.pull_checks`.
-Store status → reply (reference §5.2): FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20;
+Store status → reply: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20;
 OFFSET_OVERFLOW_ONE / OFFSET_FOUND_NULL 19; OFFSET_TOO_SMALL / OFFSET_OVERFLOW_BADLY 21;
 NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE 21 unless the request offset is 0 (then 19).
 Every reply carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset``, ``maxOffset``
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-# Enum members hoisted for the per-request path (STYLE.md §3.8).
+# Enum members hoisted for the per-request path (docs/development.md, hot paths).
 _TAG = ExpressionType.TAG.value
 _BROADCASTING = MessageModel.BROADCASTING
 _SUCCESS = int(ResponseCode.SUCCESS)

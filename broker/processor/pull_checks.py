@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STATUS_CODE", "check_pull", "pull_outcome"]
 
-# Enum members hoisted: once per pull (STYLE.md §3.8)
+# Enum members hoisted: once per pull (docs/development.md, hot paths)
 _PERM_READ = int(PermName.PERM_READ)
 _PULL_NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
 _PULL_OFFSET_MOVED = int(ResponseCode.PULL_OFFSET_MOVED)

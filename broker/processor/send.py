@@ -31,7 +31,7 @@ CONSUMER_SEND_MSG_BACK. ``DELAY`` > 0 (clamped to the highest level) stores the
 message in ``SCHEDULE_TOPIC_XXXX`` for the schedule service (:mod:`pocketmq.broker.schedule`).
 
 Stored properties = the request's, minus ``WAIT``, plus ``CLUSTER``. Batch records get the
-header's properties appended to their own (reference §4.6). The put is synchronous on the loop.
+header's properties appended to their own. The put is synchronous on the loop.
 A SYNC_FLUSH put waits for its group-commit round: the handler returns no reply and
 :mod:`pocketmq.broker.processor.flush_replies` answers the send once its round is flushed (no
 task per send). A SYNC_MASTER put (replication) makes the handler return an awaitable instead.
@@ -110,7 +110,7 @@ if TYPE_CHECKING:
 #: the longest not-yet-dispatched tail a send dispatches itself for a waiting pull (_dispatch_now)
 _DISPATCH_NOW_MAX_BYTES = 256 * 1024
 
-# Enum members hoisted for the per-request path (STYLE.md §3.8).
+# Enum members hoisted for the per-request path (docs/development.md, hot paths).
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SUCCESS = int(ResponseCode.SUCCESS)

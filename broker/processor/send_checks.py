@@ -49,7 +49,7 @@ __all__ = [
     "properties_too_long",
 ]
 
-# Enum member hoisted for the per-request path (STYLE.md §3.8).
+# Enum member hoisted for the per-request path (docs/development.md, hot paths).
 _PERM_WRITE = int(PermName.PERM_WRITE)
 #: topic names that passed the name checks are remembered; the set is cleared past this size
 _OK_TOPICS_MAX = 100_000

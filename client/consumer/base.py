@@ -7,8 +7,11 @@ do not depend on how a consumer pulls.
 
 from __future__ import annotations
 
+import inspect
+import logging
 from abc import abstractmethod
-from typing import ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
 from pocketmq.client.config import ConsumerConfig, MessageModel
 from pocketmq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -19,10 +22,14 @@ from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue
+from pocketmq.client.namespace import unwrap, unwrap_messages, unwrap_queue, wrap, wrap_queue
 from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType, ExpressionType
 from pocketmq.remoting.protocol.topics import retry_topic
 
 __all__ = ["ConsumerBase"]
+
+
+logger = logging.getLogger(__name__)
 
 
 class ConsumerBase(AsyncClient):
@@ -30,6 +37,10 @@ class ConsumerBase(AsyncClient):
     CONSUME_TYPE: ClassVar[ConsumeType]
 
     def __init__(self, config: ConsumerConfig, allocate_strategy: AllocateStrategy) -> None:
+        #: RocketMQ namespace: the group and topics on the wire are 'ns%name' (client/namespace.py)
+        self.namespace = config.namespace or None
+        if self.namespace:
+            config = config.model_copy(update={"consumer_group": wrap(self.namespace, config.consumer_group)})
         self.config = config
         self.group = config.consumer_group
         self.retry_topic = retry_topic(self.group)
@@ -46,6 +57,38 @@ class ConsumerBase(AsyncClient):
         # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
         (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
          self.pull) = self.queue_ops.public_api()  # fmt: skip
+        if self.namespace:
+            self._namespace_queue_api(self.namespace)
+
+    def _namespace_queue_api(self, ns: str) -> None:
+        """The public queue operations take and return plain topics and queues."""
+        fetch, lo, hi, by_time, pull = (
+            self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp, self.pull
+        )  # fmt: skip
+
+        async def fetch_message_queues(topic: str) -> set[MessageQueue]:
+            return {unwrap_queue(ns, mq) for mq in await fetch(wrap(ns, topic))}
+
+        async def min_offset(mq: MessageQueue) -> int:
+            return await lo(wrap_queue(ns, mq))
+
+        async def max_offset(mq: MessageQueue) -> int:
+            return await hi(wrap_queue(ns, mq))
+
+        async def offset_for_timestamp(mq: MessageQueue, timestamp_ms: int) -> int:
+            return await by_time(wrap_queue(ns, mq), timestamp_ms)
+
+        async def pull_plain(mq: MessageQueue, *args: Any, **kwargs: Any) -> Any:
+            result = await pull(wrap_queue(ns, mq), *args, **kwargs)
+            unwrap_messages(ns, result.msgs)
+            return result
+
+        self.fetch_message_queues, self.min_offset, self.max_offset = (
+            fetch_message_queues,
+            min_offset,
+            max_offset,
+        )
+        self.offset_for_timestamp, self.pull = offset_for_timestamp, pull_plain
 
     @property
     def instance(self) -> MQClientInstance:
@@ -103,7 +146,35 @@ class ConsumerBase(AsyncClient):
     @abstractmethod
     def subscriptions(self) -> list[SubscriptionData]: ...
 
+    # ------------------------------------------------------------------ rebalance listener
+    #: RocketMQ's ``MessageQueueListener``: called as ``listener(topic, mq_all, mq_divided)``
+    #: (plain function or coroutine function) after a rebalance changed this consumer's queues
+    #: of ``topic``: every queue of the topic and the ones now assigned here. Set it before or
+    #: after start: ``consumer.rebalance_listener = on_change``. Errors are logged.
+    rebalance_listener: Callable[[str, set[MessageQueue], set[MessageQueue]], Any] | None = None
+
+    def _notify_rebalance(self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]) -> None:
+        listener = self.rebalance_listener
+        if listener is None:
+            return
+        ns = self.namespace
+        if ns:
+            topic = unwrap(ns, topic)
+            mq_all = {unwrap_queue(ns, q) for q in mq_all}
+            mq_divided = {unwrap_queue(ns, q) for q in mq_divided}
+        try:
+            result = listener(topic, mq_all, mq_divided)
+        except Exception:
+            logger.exception("%s: rebalance listener failed for %s", self.group, topic)
+            return
+        if inspect.isawaitable(result):
+            self.instance.tasks.spawn(_logged(self.group, topic, result), name=f"rebalance-listener:{topic}")
+
     # ------------------------------------------------------------------ ConsumerInner protocol
+    def route_topics(self) -> set[str]:
+        """Topics whose routes the client instance refreshes for this consumer."""
+        return {s.topic for s in self.subscriptions()}
+
     def consumer_data(self) -> ConsumerData:
         return self.queue_ops.consumer_data(self.CONSUME_TYPE, self.subscriptions())
 
@@ -117,3 +188,10 @@ class ConsumerBase(AsyncClient):
 
     def remove_dirty_offset(self, mq: MessageQueue) -> None:
         self.offset_store.remove_offset(mq)
+
+
+async def _logged(group: str, topic: str, result: Awaitable[Any]) -> None:
+    try:
+        await result
+    except Exception:
+        logger.exception("%s: rebalance listener failed for %s", group, topic)

@@ -56,9 +56,9 @@ class ConsumeMessageOrderlyService(ConsumeServiceBase[OrderlyListener]):
         if self.clustering:
             self._tasks.spawn(self._lock_renewal(), name="orderly-lock-renewal")
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 0.0) -> None:
         self._stopped = True
-        await super().stop()
+        await super().stop()  # orderly listeners are not awaited (the grace applies to concurrent ones)
 
     @property
     def backlog(self) -> int:

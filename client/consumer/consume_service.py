@@ -5,7 +5,7 @@ from one queue and call the listener. Rules:
 
 * retried messages (topic ``%RETRY%group``) are shown under their original topic;
 * a call running past ``consume_timeout`` minutes is cancelled by a sweeper (no per-call
-  timer, STYLE.md §3.8g) and counts as RECONSUME_LATER; exceptions and ``None`` count too;
+  timer, docs/development.md, hot paths) and counts as RECONSUME_LATER; exceptions and ``None`` count too;
 * failed messages of a clustering group are sent back to the broker (CONSUMER_SEND_MSG_BACK →
   ``%RETRY%group`` with a growing delay, DLQ after ``max_reconsume_times``); when the send-back
   itself fails they are consumed again locally after 5 s with ``reconsume_times + 1``, so nothing
@@ -17,6 +17,7 @@ from one queue and call the listener. Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -95,9 +96,26 @@ class ConsumeServiceBase(Generic[L]):
         self.batch_size = cfg.consume_message_batch_max_size
         self.timeout = cfg.consume_timeout * 60.0
         self._tasks = TaskSet(tasks_name)
+        # graceful stop: listener calls in progress, and the future stop() waits on for them
+        self._running = 0
+        self._closing = False
+        self._drained: asyncio.Future[None] | None = None
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 0.0) -> None:
+        """Take no new batches; wait up to ``grace`` seconds for the listener calls in progress
+        (their results, offsets included, are processed); then cancel what is left."""
+        self._closing = True
+        if grace > 0 and self._running:
+            self._drained = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await self._drained
         await self._tasks.cancel_all(timeout=1.0)
+
+    def _check_drained(self) -> None:
+        drained = self._drained
+        if drained is not None and not self._running and not drained.done():
+            drained.set_result(None)
 
 
 class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
@@ -144,9 +162,15 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         get = self._queue.get
         while True:
             msgs, pq, mq = await get()
-            if pq.dropped:
+            if pq.dropped or self._closing:
                 continue
-            await self._consume(slot, msgs, pq, mq)
+            self._running += 1
+            try:
+                await self._consume(slot, msgs, pq, mq)
+            finally:
+                self._running -= 1
+                if self._drained is not None:
+                    self._check_drained()
 
     async def _call_listener(
         self, slot: _Slot, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from pocketmq.client.consumer.subscription import MessageSelector, SubscriptionD
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.lifecycle import RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.namespace import unwrap_messages, unwrap_queue, wrap, wrap_queue
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.common.service import TaskSet
 from pocketmq.remoting.protocol.errors import FlowControlError
@@ -110,6 +111,7 @@ class LitePullConsumer(ConsumerBase):
         if self._assigned_mode:
             raise ClientStateError("subscribe and assign are mutually exclusive")
         check_topic(topic)
+        topic = wrap(self.namespace, topic)
         self._assigned_mode = False
         self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
@@ -122,20 +124,41 @@ class LitePullConsumer(ConsumerBase):
         """Consume exactly these queues (no rebalance); replaces the previous assignment."""
         if self._assigned_mode is False:
             raise ClientStateError("subscribe and assign are mutually exclusive")
-        wanted = set(mqs)
+        wanted = {wrap_queue(self.namespace, mq) for mq in mqs}
+        new_topics: set[str] = set()
         for mq in wanted:
             check_topic(mq.topic)
             if mq.topic not in self._subs:
                 self._subs[mq.topic] = new_subscription(mq.topic, expression)
+                new_topics.add(mq.topic)
         self._assigned_mode = True
         for mq in [m for m in self._queues if m not in wanted]:
             self._drop_queue(mq)
+        # after start, a topic new to this consumer needs its route before its queues can pull
+        late = bool(new_topics) and self._life.state is RUNNING
         for mq in wanted:
             if mq not in self._queues:
-                self._add_queue(mq, ProcessQueue(now_ms()), -1)
+                self._add_queue(mq, ProcessQueue(now_ms()), -1, pull=not (late and mq.topic in new_topics))
+        if late:
+            self.instance.tasks.spawn(self._route_then_pull(new_topics), name="lite-assign-route")
+
+    async def _route_then_pull(self, topics: set[str]) -> None:
+        for topic in topics:
+            await self.queue_ops.refresh_route(topic)
+        for mq, st in list(self._queues.items()):
+            if mq.topic in topics and self._life.state is RUNNING and not st.paused:
+                self._start_pull(mq, st)
+
+    def route_topics(self) -> set[str]:
+        """Topics whose routes the client instance keeps fresh: subscribed and assigned ones."""
+        return set(self._subs)
+
+    @property
+    def running(self) -> bool:
+        return self._life.state is RUNNING
 
     def assignment(self) -> set[MessageQueue]:
-        return set(self._queues)
+        return {unwrap_queue(self.namespace, mq) for mq in self._queues}
 
     @property
     def offset_store(self) -> OffsetStore:
@@ -187,10 +210,10 @@ class LitePullConsumer(ConsumerBase):
         self._instance = None
 
     # --------------------------------------------------------------------------- queues
-    def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+    def _add_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int, *, pull: bool = True) -> None:
         st = _QueueState(pq, offset)
         self._queues[mq] = st
-        if self._life.state is RUNNING:
+        if pull and self._life.state is RUNNING:
             self._start_pull(mq, st)
 
     def _start_pull(self, mq: MessageQueue, st: _QueueState) -> None:
@@ -308,7 +331,23 @@ class LitePullConsumer(ConsumerBase):
             if batch.mq.topic == self.retry_topic:  # a batch comes from one queue: one topic
                 reset_retry_topic(batch.msgs, self.retry_topic)
             self._maybe_auto_commit()
+            if self.namespace:
+                unwrap_messages(self.namespace, batch.msgs)
             return batch.msgs
+
+    def __aiter__(self) -> AsyncIterator[MessageExt]:
+        """``async for msg in consumer``: one message at a time, in poll order, until the
+        consumer shuts down (offsets advance as with :meth:`poll`)."""
+        return self._messages()
+
+    async def _messages(self) -> AsyncIterator[MessageExt]:
+        while self._life.state is RUNNING:
+            try:
+                msgs = await self.poll()
+            except ClientClosedError:
+                return
+            for msg in msgs:
+                yield msg
 
     def _maybe_auto_commit(self) -> None:
         if self.config.auto_commit:
@@ -336,6 +375,7 @@ class LitePullConsumer(ConsumerBase):
             self._update_store_offsets()
             mqs = list(self._queues)
         else:
+            offsets = {wrap_queue(self.namespace, mq): off for mq, off in offsets.items()}
             for mq, off in offsets.items():
                 store.update_offset(mq, off)
             mqs = list(offsets)
@@ -347,7 +387,9 @@ class LitePullConsumer(ConsumerBase):
         """The offset stored for ``mq`` (broker or file), -1 if none."""
         from pocketmq.client.consumer.offset_store import ReadOffsetType
 
-        return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        return await self.offset_store.read_offset(
+            wrap_queue(self.namespace, mq), ReadOffsetType.READ_FROM_STORE
+        )
 
     # --------------------------------------------------------------------- seek and pause
     async def seek(self, mq: MessageQueue, offset: int) -> None:
@@ -356,6 +398,7 @@ class LitePullConsumer(ConsumerBase):
         Raises:
             MessageValidationError: ``mq`` is not assigned or the offset is out of range.
         """
+        mq = wrap_queue(self.namespace, mq)
         st = self._queues.get(mq)
         if st is None:
             raise MessageValidationError(f"{mq} is not assigned to this consumer")
@@ -373,12 +416,13 @@ class LitePullConsumer(ConsumerBase):
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
         for mq in mqs:
-            st = self._queues.get(mq)
+            st = self._queues.get(wrap_queue(self.namespace, mq))
             if st is not None:
                 st.paused = True
 
     def resume(self, mqs: Iterable[MessageQueue]) -> None:
         for mq in mqs:
+            mq = wrap_queue(self.namespace, mq)
             st = self._queues.get(mq)
             if st is not None and st.paused:
                 st.paused = False
@@ -386,7 +430,7 @@ class LitePullConsumer(ConsumerBase):
                     self._start_pull(mq, st)
 
     def is_paused(self, mq: MessageQueue) -> bool:
-        st = self._queues.get(mq)
+        st = self._queues.get(wrap_queue(self.namespace, mq))
         return st is not None and st.paused
 
     # ------------------------------------------------------------------ ConsumerInner protocol
@@ -456,3 +500,4 @@ class LitePullConsumer(ConsumerBase):
     ) -> None:
         for mq in [m for m in self._queues if m.topic == topic and m not in mq_divided]:
             self._drop_queue(mq)
+        self._notify_rebalance(topic, mq_all, mq_divided)

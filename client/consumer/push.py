@@ -47,6 +47,7 @@ from pocketmq.client.errors import (
 )
 from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.namespace import plain_topic_listener, wrap
 from pocketmq.client.trace import hook_consumer
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
@@ -122,6 +123,7 @@ class PushConsumer(ConsumerBase):
             MessageValidationError: invalid topic or expression.
         """
         check_topic(topic)
+        topic = wrap(self.namespace, topic)
         self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
@@ -141,6 +143,8 @@ class PushConsumer(ConsumerBase):
             raise ClientStateError("register the listener before start()")
         if not callable(listener):
             raise MessageValidationError("listener must be callable")
+        if self.namespace:  # the listener sees plain topics
+            listener = plain_topic_listener(self.namespace, listener)
         self._listener = listener
         self._orderly = orderly
 
@@ -204,7 +208,7 @@ class PushConsumer(ConsumerBase):
             async with asyncio.timeout(self.config.mq_client_api_timeout / 1000):
                 async with self._rebalance.table_lock:
                     pass
-        await self._service.stop()
+        await self._service.stop(self.config.await_termination_millis_when_shutdown / 1000)
         self._rebalance.drop_all()
         await inst.pull_service.cancel_group(self.group)
         mqs = list(self._rebalance.process_queue_table)
@@ -348,6 +352,7 @@ class PushConsumer(ConsumerBase):
         self.instance.tasks.spawn(
             self.instance.send_heartbeat_to_all_brokers(), name="heartbeat-after-rebalance"
         )
+        self._notify_rebalance(topic, mq_all, mq_divided)
 
     # --------------------------------------------------------------------------------- pulls
     def _later(self, req: PullRequest, delay_ms: int) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -22,7 +23,8 @@ from pocketmq.client.errors import RemotingTooMuchRequestError
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import Message, MessageQueue, SendResult
-from pocketmq.client.producer import transaction
+from pocketmq.client.namespace import unwrap_queue, wrap, wrap_queue
+from pocketmq.client.producer import request_reply, transaction
 from pocketmq.client.producer.prepare import MessagePreparer
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
 from pocketmq.client.producer.sender import Sender
@@ -63,6 +65,11 @@ class Producer(AsyncClient):
         **options: Any,
     ) -> None:
         config = resolve_config(ProducerConfig, config, "producer_group", group, namesrv, options)
+        if config.namespace:  # the group on the wire is 'ns%group' (client/namespace.py)
+            config = config.model_copy(
+                update={"producer_group": wrap(config.namespace, config.producer_group)}
+            )
+        self._ns = config.namespace or None
         check_group(config.producer_group)
         self.config = config
         self.group = config.producer_group
@@ -157,6 +164,9 @@ class Producer(AsyncClient):
         sender = self._sender
         if sender.instance is None:
             raise self._life.closed_error()
+        ns = self._ns
+        if ns is not None:
+            msg, queue = replace(msg, topic=wrap(ns, msg.topic)), queue and wrap_queue(ns, queue)
         p = self._prep.prepare(msg)
         budget = self._timeout if timeout is None else timeout
         if sharding_key is not None:
@@ -166,8 +176,12 @@ class Producer(AsyncClient):
                 assert selector is not None
                 info = await sender.publish_info(msg.topic)
                 queue = selector(info.message_queues, msg, arg)
-            return await sender.send_to(p, queue, budget)
-        return await sender.send(p, budget, sender.attempts)
+            result = await sender.send_to(p, queue, budget)
+        else:
+            result = await sender.send(p, budget, sender.attempts)
+        if ns is not None:
+            result.message_queue = unwrap_queue(ns, result.message_queue)
+        return result
 
     def send_async(
         self, msg: Message, callback: SendCallback | None = None, *, timeout: float | None = None
@@ -182,6 +196,8 @@ class Producer(AsyncClient):
         self._check_running()
         if len(self._inflight) >= self.config.max_in_flight:
             raise RemotingTooMuchRequestError(f"{len(self._inflight)} async sends in flight")
+        if self._ns is not None:
+            msg = replace(msg, topic=wrap(self._ns, msg.topic))
         p = self._prep.prepare(msg)
         budget = self._timeout if timeout is None else timeout
         sender = self._sender
@@ -193,12 +209,14 @@ class Producer(AsyncClient):
 
     def _track(self, fut: asyncio.Future[SendResult], callback: SendCallback | None) -> None:
         self._inflight.add(fut)
-        # partial of a module function, not a closure per send (STYLE.md §3.8)
+        # partial of a module function, not a closure per send (docs/development.md, hot paths)
         fut.add_done_callback(partial(_sent, self._inflight, callback))
 
     async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
         """Write the request and return; no reply, no retry (Java ``sendOneway``)."""
         self._check_running()
+        if self._ns is not None:
+            msg, queue = replace(msg, topic=wrap(self._ns, msg.topic)), queue and wrap_queue(self._ns, queue)
         p = self._prep.prepare(msg)
         sender = self._sender
         if queue is None:
@@ -217,12 +235,44 @@ class Producer(AsyncClient):
                 encoded batch larger than ``max_message_size``.
         """
         self._check_running()
+        ns = self._ns
+        if ns is not None:
+            msgs = [replace(m, topic=wrap(ns, m.topic)) for m in msgs]
+            queue = queue and wrap_queue(ns, queue)
         p = self._prep.prepare_batch(msgs)
         budget = self._timeout if timeout is None else timeout
         sender = self._sender
         if queue is not None:
-            return await sender.send_to(p, queue, budget)
-        return await sender.send(p, budget, sender.attempts)
+            result = await sender.send_to(p, queue, budget)
+        else:
+            result = await sender.send(p, budget, sender.attempts)
+        if ns is not None:
+            result.message_queue = unwrap_queue(ns, result.message_queue)
+        return result
+
+    # ------------------------------------------------------------------------ request-reply
+    async def request(self, msg: Message, timeout: float = 3.0) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply (RocketMQ 4.x request-reply).
+
+        The responder answers with :meth:`send_reply` of
+        :func:`~pocketmq.client.producer.request_reply.create_reply_message`.
+
+        Raises:
+            RequestTimeoutError: the request was sent but no reply came within ``timeout`` s.
+            SendFailedError, ResponseError, MessageValidationError: the request was not sent.
+        """
+        if self._ns is not None:
+            msg = replace(msg, topic=wrap(self._ns, msg.topic))
+        return await request_reply.request(self, msg, timeout)
+
+    async def send_reply(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+        """Send a reply message (SEND_REPLY_MESSAGE_V2); the broker pushes it to the requester.
+
+        Raises:
+            SendFailedError: every attempt failed, e.g. with SYSTEM_ERROR when the broker could
+                not reach the requester (gone, or it never sent that broker a heartbeat).
+        """
+        return await request_reply.send_reply(self, msg, self._timeout if timeout is None else timeout)
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's writable queues (route fetched if needed)."""

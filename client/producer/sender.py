@@ -289,7 +289,7 @@ class Sender:
         info.index += 1
         out: asyncio.Future[SendResult] = reply.get_loop().create_future()
         begin = time.monotonic()
-        # partial, not a closure: a C call into the callback (STYLE.md §3.8)
+        # partial, not a closure: a C call into the callback (docs/development.md, hot paths)
         reply.add_done_callback(partial(_first_reply, self, out, p, budget, begin, mq, addr))
         return out
 

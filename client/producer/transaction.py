@@ -1,4 +1,4 @@
-"""Transactional messages, 4.x half-message design (reference §7.3).
+"""Transactional messages, 4.x half-message design.
 
 1. the half message is sent with ``TRAN_MSG=true``, ``PGROUP=<group>`` and the prepared sysFlag;
 2. the local transaction runs; an exception counts as UNKNOW (the broker will ask later);

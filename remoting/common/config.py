@@ -1,6 +1,6 @@
 """Loading frozen pydantic config models from RocketMQ ``.conf`` files and ``key=value`` overrides.
 
-Order (DESIGN.md §5): model defaults → the ``.conf`` file (Java properties, RocketMQ's camelCase
+Order (docs/development.md, configuration): model defaults → the ``.conf`` file (Java properties, RocketMQ's camelCase
 keys) → ``key=value`` overrides (``--set``/``-p`` style). Rules:
 
 * a key may be written in camelCase (``listenPort``, the field's alias) or snake_case
@@ -57,7 +57,7 @@ __all__ = [
     "render_config",
 ]
 
-#: The ``model_config`` every component config model uses (STYLE.md §3.6).
+#: The ``model_config`` every component config model uses (docs/development.md).
 CONFIG_MODEL_CONFIG = ConfigDict(
     frozen=True,
     extra="forbid",

@@ -5,7 +5,7 @@
 * the loop is uvloop's when importable (``asyncio.Runner(loop_factory=uvloop.new_event_loop)``,
   never the deprecated ``uvloop.install()``), else the stdlib loop;
 * the default executor is a bounded thread pool meant only for GIL-releasing calls (fsync,
-  fallocate, madvise via ctypes, unlinking big files); see STYLE.md §3.7;
+  fallocate, madvise via ctypes, unlinking big files); see docs/development.md;
 * SIGTERM/SIGINT: the first one calls the graceful ``shutdown`` callback (or cancels ``main``
   when there is none); a second one cancels ``main`` at once.
 

@@ -1,4 +1,4 @@
-"""JSON bodies of the client/broker requests (reference §3.5, §3.6, §6.8).
+"""JSON bodies of the client/broker requests.
 
 ==============================  ==================================================================
 body                            JSON (fastjson: keys alphabetical; ``<MQ>`` = object-as-key)
@@ -18,13 +18,13 @@ ConsumerConnection (203)        ``{"connectionSet":[Connection],"consumeFromWher
                                 "messageModel","subscriptionTable":{topic:SubscriptionData}}``
 ProducerConnection (204)        ``{"connectionSet":[{"clientAddr","clientId","language","version"}]}``
 ResetOffsetBody (220/222)       ``{"offsetTable":{<MQ>:offset}}``; for C++: ``{"offsetTable":[{MQ + "offset"}]}``
-SubscriptionGroupConfig         §3.3 defaults; subscriptionGroup.json ``{"dataVersion","subscriptionGroupTable"}``
+SubscriptionGroupConfig         Java defaults; subscriptionGroup.json ``{"dataVersion","subscriptionGroupTable"}``
 GroupList                       ``{"groupList":[..]}``
 consumerOffset.json             ``{"offsetTable":{"topic@group":{0:123,1:45}}}`` (bare int keys)
 delayOffset.json                ``{"offsetTable":{1:0,2:17}}`` (bare int keys)
 ==============================  ==================================================================
 
-Client quirks accepted (§3.5, §10.2): enums as names or ordinals (C++ sends ints), ``subVersion``
+Client quirks accepted: enums as names or ordinals (C++ sends ints), ``subVersion``
 as a number or a string, missing ``*DataSet`` keys, missing ``expressionType`` (→ ``TAG``). Tag
 codes are always recomputed from the tags with Java's ``String.hashCode``; a client's ``codeSet``
 is never trusted (C++ sends ``atoi(tag)``). The heartbeat bodies live in heartbeat.py (re-exported).

@@ -1,4 +1,4 @@
-"""Wire codes of the RocketMQ 4.x remoting protocol (reference §1-§2).
+"""Wire codes of the RocketMQ 4.x remoting protocol.
 
 Every number here is RocketMQ's own: request codes (``RequestCode.java``), response codes
 (``RemotingSysResponseCode.java`` + ``ResponseCode.java``), language bytes (``LanguageCode.java``)
@@ -13,10 +13,10 @@ from enum import IntEnum
 
 #: ``flag`` bit 0: the command is a response.
 RPC_TYPE_RESPONSE = 0x1
-#: ``flag`` bit 1: the sender expects no reply (C++ and ali-ons never set it, reference §1.4).
+#: ``flag`` bit 1: the sender expects no reply (C++ and ali-ons never set it).
 RPC_ONEWAY = 0x2
 
-#: ``MQVersion.Version.V4_9_8`` ordinal: what we put in every command we send (reference §1.6).
+#: ``MQVersion.Version.V4_9_8`` ordinal: what we put in every command we send.
 CURRENT_VERSION = 409
 #: Requests at or above this version get standard-JSON route data (quoted integer keys).
 VERSION_STANDARD_JSON_ROUTE = 401
@@ -200,7 +200,7 @@ def code_name(code: int, *, response: bool) -> str:
         return str(code)
 
 
-# PullSysFlag bits of PULL_MESSAGE's sysFlag header (reference §5.1); the one definition that the
+# PullSysFlag bits of PULL_MESSAGE's sysFlag header; the one definition that the
 # broker's pull processor and the client's pull request both read.
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2

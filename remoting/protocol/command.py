@@ -1,6 +1,6 @@
 """``RemotingCommand``: one request or response of the RocketMQ remoting protocol.
 
-Frame layout (reference §1.1), big-endian:
+Frame layout, big-endian:
 
     ======  ==========  ============================================================
     offset  size        field

@@ -1,4 +1,4 @@
-"""Reading and writing the JSON dialect of Alibaba fastjson (reference §3.0).
+"""Reading and writing the JSON dialect of Alibaba fastjson.
 
 fastjson writes maps whose keys are not strings with *non-string keys*, which is not JSON:
 

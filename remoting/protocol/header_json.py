@@ -5,7 +5,7 @@ The header is fastjson's rendering of ``RemotingCommand``::
     {"code":0,"extFields":{"k":"v"},"flag":1,"language":"JAVA","opaque":12,
      "remark":"...","serializeTypeCurrentRPC":"JSON","version":409}
 
-Quirks honoured (reference §1.2):
+Quirks honoured:
 
 * clients send extFields values as JSON numbers and booleans (C++ for ints, ali-ons for
   everything): they are coerced to Java's string forms (``1`` → ``"1"``, ``true`` → ``"true"``);
@@ -14,7 +14,7 @@ Quirks honoured (reference §1.2):
 * C++ appends ``\\n`` to the header text (it is inside the header length; JSON ignores it);
 * every value we emit is a JSON string, because C++ reads only string values.
 
-orjson is used when importable (~15x faster than ``json`` on this path, STYLE.md §3.8h); the
+orjson is used when importable (~15x faster than ``json`` on this path, docs/development.md, hot paths); the
 stdlib fallback keeps the codec usable without it. Both are exercised by the tests.
 """
 

@@ -1,4 +1,4 @@
-"""Typed custom headers of RocketMQ 4.x requests and responses (reference §2).
+"""Typed custom headers of RocketMQ 4.x requests and responses.
 
 Field names on the wire are the Java field names (``wire(...)``); SEND_MESSAGE_V2 adds
 single-letter names (``v2=``). Python attributes are snake_case. ``int32=True`` marks Java
@@ -431,3 +431,27 @@ class GetConsumeStatsInBrokerHeader(CommandHeader):
 @header
 class ResumeCheckHalfMessageRequestHeader(CommandHeader):
     msg_id: str | None = wire("msgId", default=None)
+
+
+# ------------------------------------------------------------------------------ request-reply
+
+
+@header
+class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326): the broker hands a reply to the requesting client;
+    the body is the reply's body, ``properties`` carries CORRELATION_ID and the rest."""
+
+    producer_group: str = wire("producerGroup")
+    topic: str = wire("topic")
+    default_topic: str = wire("defaultTopic")
+    default_topic_queue_nums: int = wire("defaultTopicQueueNums", int32=True)
+    queue_id: int = wire("queueId", int32=True)
+    sys_flag: int = wire("sysFlag", int32=True)
+    born_timestamp: int = wire("bornTimestamp")
+    flag: int = wire("flag", int32=True)
+    properties: str | None = wire("properties", default=None)
+    reconsume_times: int | None = wire("reconsumeTimes", default=None, int32=True)
+    unit_mode: bool = wire("unitMode", default=False)
+    born_host: str = wire("bornHost", default="")
+    store_host: str = wire("storeHost", default="")
+    store_timestamp: int = wire("storeTimestamp", default=0)

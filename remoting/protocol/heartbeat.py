@@ -1,8 +1,8 @@
-"""Heartbeat bodies and their parts (reference §3.5): HeartbeatData (34), ConsumerData,
+"""Heartbeat bodies and their parts: HeartbeatData (34), ConsumerData,
 ProducerData, SubscriptionData, MessageQueue, and the consumer enums. Layouts are in
 :mod:`pocketmq.remoting.protocol.bodies`'s docstring, which re-exports everything here.
 
-Client quirks accepted (§3.5, §10.2): enums as names or ordinals (C++ sends ints), ``subVersion``
+Client quirks accepted: enums as names or ordinals (C++ sends ints), ``subVersion``
 as a number or a string, missing ``*DataSet`` keys, missing ``expressionType`` (→ ``TAG``). Tag
 codes are always recomputed from the tags with Java's ``String.hashCode``; a client's ``codeSet``
 is never trusted (C++ sends ``atoi(tag)``).

@@ -2,7 +2,7 @@
 
 A pull response body is raw CommitLog bytes, so one codec serves disk and wire.
 
-CommitLog record (all integers big-endian, signed; IPv4 hosts shown, reference §4.1)::
+CommitLog record (all integers big-endian, signed; IPv4 hosts shown)::
 
     offset size field                        notes
     ------ ---- ---------------------------- ---------------------------------------------
@@ -34,7 +34,7 @@ End-of-file blank (a record that did not fit in the rest of a CommitLog segment)
 
     0  4 remaining bytes of the file     4  4 BLANK_MAGIC_CODE 0xCBD43194 (-875286124)
 
-Batch body (SEND_BATCH_MESSAGE, or SEND_MESSAGE_V2 with ``m=true``; reference §4.6), one
+Batch body (SEND_BATCH_MESSAGE, or SEND_MESSAGE_V2 with ``m=true``), one
 item after another::
 
     offset size field
@@ -336,7 +336,7 @@ def create_uniq_id() -> str:
 # CommitLog record encoder
 
 # Fixed part of a record up to and including BODYLENGTH, one Struct per host-family combination
-# (STYLE §3.8a: one pack_into for the whole prefix, then body and a cached topic/properties tail).
+# (hot-path rule, docs/development.md: one pack_into for the whole prefix, then body and a cached topic/properties tail).
 _PREFIX_FMT = (
     ">"
     "i"  # TOTALSIZE

@@ -1,4 +1,4 @@
-"""Topic configs and broker registration bodies (reference §3.3-3.4): DataVersion, TopicConfig,
+"""Topic configs and broker registration bodies: DataVersion, TopicConfig,
 TopicConfigSerializeWrapper, RegisterBrokerBody (JSON and the compressed form), RegisterBrokerResult.
 Byte layouts and JSON shapes are in :mod:`pocketmq.remoting.protocol.route`'s docstring, which
 re-exports everything here.
@@ -303,7 +303,7 @@ class RegisterBrokerBody:
     def decode(
         cls, data: bytes, *, compressed: bool = False, max_inflated: int = MAX_INFLATED_REGISTER_BODY
     ) -> RegisterBrokerBody:
-        """Decode the plain JSON form or the zlib form of reference §3.4.
+        """Decode the plain JSON form or the zlib form (``compressedRegister``).
 
         Raises: BodyFormatError (bad zlib, truncated, oversized, malformed parts).
         """

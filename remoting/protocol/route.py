@@ -1,4 +1,4 @@
-"""Route data and broker registration bodies: the JSON shapes of reference §3.1-3.4.
+"""Route data and broker registration bodies: the JSON shapes of RocketMQ's Java classes.
 
 ========================  ======================================================================
 body                      JSON (fastjson: keys alphabetical, nulls omitted)
@@ -16,7 +16,7 @@ TopicConfigSerializeWr.   ``{"dataVersion":{..},"topicConfigTable":{topic:TopicC
 RegisterBrokerBody (103)  ``{"filterServerList":[..],"topicConfigSerializeWrapper":{..}}``
 ========================  ======================================================================
 
-Key forms (§3.0): ``brokerAddrs`` keys are written quoted (``{"0":..}``) unless
+Key forms: ``brokerAddrs`` keys are written quoted (``{"0":..}``) unless
 ``standard_json=False`` asks for fastjson's bare-integer form, which pre-4.9.4 namesrvs send to
 clients whose request version is < 401 (:func:`wants_standard_json`). Decoders accept both, and
 also ``topicSynFlag`` (the 4.x-before-4.9 spelling of ``topicSysFlag``), numbers given as

@@ -2,7 +2,7 @@
 
 For callers that must not run an event loop: Spark's planner and its reused Python worker
 processes (a forked worker must not inherit a loop), scripts. It speaks the RocketMQ frame
-protocol (reference §1.1) with the sans-IO codec of :mod:`pocketmq.remoting.protocol`; the
+protocol with the sans-IO codec of :mod:`pocketmq.remoting.protocol`; the
 asyncio side is :mod:`pocketmq.remoting.transport.client`.
 
 * :class:`BlockingConnection`: one socket. ``send`` assigns the opaque and writes the frame;

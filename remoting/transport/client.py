@@ -2,7 +2,7 @@
 
 * ``invoke`` sends a request and awaits its reply (matched by opaque); the deadline lives on
   the pending entry and one sweeper task per client expires them all (RocketMQ
-  ``scanResponseTable``; cheaper than ``wait_for`` per call, STYLE.md §3.8g).
+  ``scanResponseTable``; cheaper than ``wait_for`` per call, docs/development.md, hot paths).
 * ``invoke_oneway`` writes and forgets.
 * Connections are opened on first use and re-opened after a loss (reconnect); concurrent
   callers share one connect attempt.

@@ -5,7 +5,7 @@ that Spark replays after a failure rewrites the same directory: together with th
 (which makes the source replay exactly the same offsets) the output is exactly-once. The total
 per tag is ``spark.read.parquet(output).groupBy("tag").sum("count")``.
 
-Run it (``pocketmq up`` starts a local name server and broker)::
+Run it with the venv activated (``pocketmq up`` starts a local name server and broker)::
 
     python spark/examples/tag_counts.py --name-server 127.0.0.1:9876 --topic TopicTest \\
         --output /tmp/tag_counts --checkpoint /tmp/tag_counts_checkpoint --available-now
@@ -32,7 +32,7 @@ def start(
 ) -> StreamingQuery:
     """Start the query; it stops by itself after the available data when ``available_now``."""
     messages = (
-        spark.readStream.format("rocketmq")  # registered automatically by the pocketmq[spark] install
+        spark.readStream.format("rocketmq")  # found by PySpark through the installed pyspark_rocketmq shim
         .option("nameServer", name_server)
         .option("topic", topic)
         .option("startingOffsets", "earliest")

@@ -1,4 +1,4 @@
-"""On-disk layouts of the store (reference §6); all integers big-endian.
+"""On-disk layouts of the store; all integers big-endian.
 
 Directory (``storePathRootDir``)::
 
@@ -30,7 +30,7 @@ CommitLog record: the layout is ``remoting.protocol.message``'s (``RECORD_PREFIX
 Struct per host family, then BODY, TOPICLEN 1, TOPIC, PROPERTIESLENGTH 2, PROPERTIES). The store
 describes the prefix once more, field by field (``record_fields``), only to derive what its
 scans need: the skipping structs (``record_struct``: one ``unpack_from`` of just the fields a
-scan reads, STYLE §3.8b), field offsets (``record_offset``) and the index of a field in a full
+scan reads, docs/development.md), field offsets (``record_offset``) and the index of a field in a full
 prefix's unpacked tuple (``RECORD_FIELD_INDEX``). tests/store/test_store_layout.py checks the
 table against ``RECORD_PREFIX_STRUCTS`` for every host family.
 

@@ -12,7 +12,7 @@ CommitLog with this one routine. It returns ``(size, fields)``:
 ``fields`` is ``(topic, queue_id, queue_offset, sys_flag, store_timestamp,
 prepared_transaction_offset, properties)``. Scans are the hot path of recovery (a 1 GiB
 CommitLog is ~900,000 records), so an IPv4 record is decoded with one ``unpack_from`` of a
-struct that skips the fields a scan does not need (STYLE §3.8b), and the body CRC is computed
+struct that skips the fields a scan does not need (docs/development.md, hot paths), and the body CRC is computed
 on a memoryview slice (no copy) when the caller passes one.
 
 Record layout: ``pocketmq.remoting.protocol.message``; the skipping struct

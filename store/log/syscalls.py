@@ -1,7 +1,7 @@
 """Thin wrappers over the few Linux syscalls the store needs beyond ``os``.
 
 ``madvise`` and ``fallocate`` with a mode go through libc via ``ctypes`` because ctypes releases
-the GIL for the call (``mmap.madvise`` does not, STYLE §3.8d). Every wrapper degrades to a
+the GIL for the call (``mmap.madvise`` does not, docs/development.md). Every wrapper degrades to a
 portable fallback when the call or the flag is unavailable. These are blocking calls: services
 run them in a worker thread; the synchronous core calls them directly.
 """

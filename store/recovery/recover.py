@@ -1,6 +1,6 @@
 """Recovery: find the last valid CommitLog record, cut everything after it, make queues agree.
 
-Order (reference §6.6, hardened):
+Order:
 
 1. ConsumeQueues are loaded and each finds its own end (last three files). A queue with a
    missing file in the middle is marked for rebuild.

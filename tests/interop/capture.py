@@ -1,7 +1,7 @@
 """Frame capture server: a fake name server + broker on ONE port that records every inbound frame.
 
 Capture tooling only -- never used to test our servers. It answers just enough of the protocol
-(reference §2, §3.1, §5) for the real C++ client and ali-ons to walk through route lookup,
+for the real C++ client and ali-ons to walk through route lookup,
 heartbeat, send, rebalance, offset queries, pull (with a tiny in-memory store so that messages
 actually flow), send-back to ``%RETRY%<group>``, orderly locks and unregister.
 
@@ -328,7 +328,7 @@ class FakeCluster:
             return encode_response(
                 22, f.opaque, remark="Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
             )
-        # Java broker answers offset 0 for a young queue with no committed offset (reference §2.2).
+        # Java broker answers offset 0 for a young queue with no committed offset.
         return encode_response(0, f.opaque, {"offset": self._offsets.get(key, 0)})
 
     async def _update_offset(self, conn: Conn, f: Frame) -> bytes:

@@ -3,7 +3,7 @@
 This is test tooling only: it never imports pocketmq (the code under test), so golden frames
 captured with it do not depend on our own codec being right.
 
-Frame (reference §1.1), all big-endian:
+Frame, all big-endian:
 
 | Offset | Size | Field                                                     |
 |--------|------|-----------------------------------------------------------|
@@ -12,7 +12,7 @@ Frame (reference §1.1), all big-endian:
 | 8      | H    | header (JSON text for serialize type 0)                   |
 | 8 + H  | B    | body                                                      |
 
-Stored message record written into pull replies (reference §4.1, IPv4 hosts only):
+Stored message record written into pull replies:
 
 | Offset | Size | Field                 | Offset | Size | Field                        |
 |--------|------|-----------------------|--------|------|------------------------------|
@@ -26,7 +26,7 @@ Stored message record written into pull replies (reference §4.1, IPv4 hosts onl
 | 36     | 4    | SYSFLAG               |        | 2    | PROPERTIESLENGTH, then PROPS |
 | 40     | 8    | BORNTIMESTAMP         |        |      |                              |
 
-Batch body inner record (reference §4.6): TOTALSIZE(4) MAGIC(4) BODYCRC(4) FLAG(4) BODYLEN(4) BODY
+Batch body inner record: TOTALSIZE(4) MAGIC(4) BODYCRC(4) FLAG(4) BODYLEN(4) BODY
 PROPSLEN(2) PROPS.
 """
 

@@ -21,7 +21,7 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.frame import FrameDecoder
 
-# The Java broker's reply to a send, reference §1.2 (extFields order as printed there).
+# The Java broker's reply to a send (extFields in the order a Java broker writes them).
 JAVA_SEND_REPLY_HEADER = (
     b'{"code":0,"extFields":{"queueId":"1","TRACE_ON":"true","MSG_REGION":"DefaultRegion",'
     b'"msgId":"0A0A0A0A00002A9F0000000000000F3C","queueOffset":"7"},"flag":1,"language":"JAVA",'

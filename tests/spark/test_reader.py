@@ -18,7 +18,7 @@ from pocketmq.client import Message, Producer
 from pocketmq.client.message import MessageQueue
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG
 from pocketmq.remoting.transport.blocking import pool
-from pocketmq.spark.errors import DataLossError, ReadError
+from pocketmq.spark.errors import DataLossError, ReadError, UnknownTopicError
 from pocketmq.spark.metadata import ClusterClient
 from pocketmq.spark.reader import PullSettings, read_range
 from pocketmq.testing import Cluster, cluster
@@ -165,7 +165,9 @@ async def test_metadata_snapshot_timestamps_and_committed_offsets() -> None:
             await send_to_queue(p, "M", "broker-a", 0, 5, start=10)
             await send_to_queue(p, "M", "broker-b", 2, 7)
         cc = ClusterClient([c.namesrv_addr])
-        snap = await asyncio.to_thread(cc.snapshot, ["M", "NoSuchTopic"], strict=True)
+        with pytest.raises(UnknownTopicError, match="'NoSuchTopic' does not exist"):
+            await asyncio.to_thread(cc.snapshot, ["M", "NoSuchTopic"], strict=True)  # a query's start
+        snap = await asyncio.to_thread(cc.snapshot, ["M", "NoSuchTopic"], strict=False)  # a later trigger
         a0, b2 = MessageQueue("M", "broker-a", 0), MessageQueue("M", "broker-b", 2)
         assert len(snap.queues) == 6
         assert (snap.queues[a0].min_offset, snap.queues[a0].max_offset, snap.queues[b2].max_offset) == (
@@ -176,7 +178,7 @@ async def test_metadata_snapshot_timestamps_and_committed_offsets() -> None:
         assert snap.broker_addrs == {"broker-a": (c.broker_addrs[0],), "broker-b": (c.broker_addrs[1],)}
         found = await asyncio.to_thread(cc.search_offsets, {a0: middle}, snap.broker_addrs)
         assert found == {a0: 10}
-        # no stored offset on a young queue: RocketMQ answers 0, not QUERY_NOT_FOUND (reference §2.2)
+        # no stored offset on a young queue: RocketMQ answers 0, not QUERY_NOT_FOUND
         assert await asyncio.to_thread(cc.committed_offsets, "CG", [a0, b2], snap.broker_addrs) == {
             a0: 0,
             b2: 0,

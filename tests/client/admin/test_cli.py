@@ -13,7 +13,7 @@ import pytest
 from pocketmq.client.admin.cli import COMMANDS, AdminGroup, canonical_name, cli
 from tests.client.admin.cli_helpers import MQADMIN, run_cli
 
-#: The commands issue 8 requires (ECOSYSTEM.md §1 ★ plus four more).
+#: The commands issue 8 requires (the most used mqadmin commands plus four more).
 REQUIRED = [
     "updateTopic", "deleteTopic", "topicList", "topicRoute", "topicStatus", "updateTopicPerm", "clusterList",
     "brokerStatus", "getBrokerConfig", "updateBrokerConfig", "updateSubGroup", "deleteSubGroup",

@@ -1,4 +1,4 @@
-"""Builds the golden records field by field from ROCKETMQ_REFERENCE.md §4.1/§4.6 (independent of the codec)."""
+"""Builds the golden records field by field from RocketMQ's record and batch layouts (independent of the codec)."""
 
 # Run from the repository root: .venv/bin/python tests/data/messages/build_golden.py
 # ruff: noqa: C408, E401, E702, E501
