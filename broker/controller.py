@@ -80,6 +80,7 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
 
@@ -139,6 +140,7 @@ class BrokerController:
                 host=config.listen_host,
                 port=config.listen_port,
                 idle_timeout=float(config.server_channel_max_idle_time_seconds),
+                **server_limits(config),
             )
         )
         fast_port = config.listen_port - 2
@@ -149,6 +151,7 @@ class BrokerController:
                     host=config.listen_host,
                     port=fast_port,
                     idle_timeout=float(config.server_channel_max_idle_time_seconds),
+                    **server_limits(config),
                 )
             )
         self.namesrv_api = BrokerOuterAPI()

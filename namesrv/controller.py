@@ -42,6 +42,7 @@ from pocketmq.remoting.common import persist
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.config import render_config
 from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 
 logger = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ class NamesrvController:
                 port=config.listen_port,
                 idle_timeout=float(idle) if idle > 0 else float("inf"),
                 backlog=config.server_socket_backlog,
+                **server_limits(config),
             )
         )
         for code, handler in self.processor.handlers().items():
