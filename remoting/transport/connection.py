@@ -98,6 +98,8 @@ MAX_BATCH_PARTS = 64
 PER_TURN = 32
 #: Reading pauses while this many commands of earlier reads are waiting.
 MAX_BACKLOG = 4096
+#: A reply body this large is written at once instead of joining the batch.
+BIG_BODY = 64 * 1024
 
 #: A request awaiting its reply: (future, deadline, request). A plain tuple: one is built per
 #: request, and a tuple costs a fraction of a class instance.
@@ -268,6 +270,9 @@ class RemotingConnection(asyncio.Protocol):
                             pass
                 else:
                     dispatch(self, cmd)
+                    if not self.can_write and self.transport is not None:
+                        self._stall(commands, cmd)  # the peer does not read: stop here
+                        break
         finally:
             self._out = opened
             if batch:
@@ -276,6 +281,17 @@ class RemotingConnection(asyncio.Protocol):
                     transport.writelines(batch)
                     self.last_write = self.last_read
                 batch.clear()
+
+    def _stall(self, commands: list[RemotingCommand], last: RemotingCommand) -> None:
+        """The write buffer passed its high-water mark while handling ``commands``: the ones
+        after ``last`` wait, ahead of the backlog, for ``resume_writing``."""
+        idx = next(k for k, c in enumerate(commands) if c is last)
+        rest = commands[idx + 1 :]
+        if rest:
+            backlog = self._backlog
+            self._backlog = rest + backlog if backlog else rest
+        if self._backlog:
+            self._backlog_stalled = True
 
     def _remote_protocol_errors(self, errors: list[LocalProtocolError]) -> None:
         """The one place where the decoder's local errors become the peer's (h11's conversion).
@@ -368,6 +384,11 @@ class RemotingConnection(asyncio.Protocol):
             body = cmd.body
             if body:
                 out.append(body)
+                if len(body) >= BIG_BODY:
+                    # a large reply (a pull's) leaves now, so a write buffer past its high-water
+                    # mark stops the handling of the next request (``_handle``), not a slice later
+                    self._write_batch(out)
+                    return
             if len(out) >= MAX_BATCH_PARTS:
                 self._write_batch(out)
             return
