@@ -193,7 +193,7 @@ class CommitLog:
         plen = len(props_b)
         body = msg.body
         blen = len(body)
-        if plen > MAX_PROPERTIES_LENGTH:
+        if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
             return _FAIL_PROPS
         if blen > self.max_body:
             return _FAIL_ILLEGAL
@@ -399,7 +399,7 @@ class CommitLog:
             plen = len(props_b)
             body = m.body
             blen = len(body)
-            if plen > MAX_PROPERTIES_LENGTH:
+            if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
                 return _FAIL_PROPS
             if blen > max_body:
                 return _FAIL_ILLEGAL

@@ -8,6 +8,7 @@ load, faults injected, acknowledged, lost, duplicated, verdict (and notes: measu
 * T1/T2 ``run_kill9_producers``: SDK producers on a pre-created and an auto-created topic,
   the broker ``kill -9``ed at random moments and restarted on its store; every SEND_OK message
   must be consumed (pulled through the broker) after the last restart.
+* T3 ``run_t3`` (``test_power_loss.py``): power loss simulated at the store level, 20 rounds.
 * T14 ``run_fuzz``: structure-aware mutations of real send, pull and heartbeat frames (lengths,
   header length, serializer byte, ext fields, bad UTF-8, bad JSON) over many connections while
   real sends run: the broker stays up, logs no traceback, its RSS grows < 50 MiB, every
@@ -15,6 +16,10 @@ load, faults injected, acknowledged, lost, duplicated, verdict (and notes: measu
 * T16 ``run_slow_clients``: idle connections, clients sending one byte a second, clients that
   pull without reading: idle ones closed at the idle timeout, partial frames at the frame
   completion timeout, the broker's RSS bounded; healthy clients' p99 is reported.
+* T18 ``run_overload``: many connections with many sends in flight, far above what the broker
+  sustains, plus an SDK producer: the broker's RSS stays bounded (a connection's reading pauses
+  while its requests wait; puts are synchronous, nothing queues without bound), only success or
+  busy/refusal codes are answered, and every acknowledged message is consumed.
 * T17 ``run_disk_full``: the store on a size-limited tmpfs filled by producers: refused with 14
   before ENOSPC, never another error; what was acknowledged is consumed; writes resume once
   space is freed, without a restart (skipped where tmpfs cannot be mounted).
@@ -551,6 +556,104 @@ def run_disk_full(root: Path, *, size_mib: int = 48, seconds: float = 30.0) -> R
     return row
 
 
+# ------------------------------------------------------------------------------------ T18
+
+
+async def _flood(
+    addr: str, inflight: int, stop: asyncio.Event, acked: set[bytes], codes: dict[int, int], tag: str
+) -> None:
+    w = Wire(addr)
+    counter = iter(range(1 << 62))
+    body = b"o" * 1000
+
+    async def one() -> None:
+        while not stop.is_set():
+            key = f"{tag}-{next(counter)}".encode()
+            try:
+                r = await w.send("Overload", key + body, queue_id=hash(key) % 4)
+            except Exception:  # timed out or refused by the client's own limits: not acknowledged
+                codes[-1] = codes.get(-1, 0) + 1
+                continue
+            codes[r.code] = codes.get(r.code, 0) + 1
+            if r.code == ResponseCode.SUCCESS:
+                acked.add(key + body)
+
+    try:
+        await asyncio.gather(*(one() for _ in range(inflight)))
+    finally:
+        await w.close()
+
+
+def run_overload(root: Path, *, seconds: float, senders: int, inflight: int) -> Row:
+    row = Row(
+        "T18 overload",
+        f"{senders} connections x {inflight} sends in flight (1 KB) + 1 SDK producer, {seconds:.0f} s",
+        "offered load far above what the broker sustains",
+    )
+    with servers(root, topics={"Overload": 4}) as s:
+        assert s.broker.proc is not None
+        pid = s.broker.proc.pid
+
+        async def main() -> None:
+            rss0 = rss_mib(pid)
+            stop = asyncio.Event()
+            acked: set[bytes] = set()
+            codes: dict[int, int] = {}
+            sdk_acked: set[bytes] = set()
+            floods = [
+                asyncio.create_task(_flood(s.broker.addr, inflight, stop, acked, codes, f"w{k}"))
+                for k in range(senders)
+            ]
+            sdk = asyncio.create_task(_produce(s.namesrv.addr, "Overload", "sdk", stop, sdk_acked))
+            peak = rss0
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < seconds:
+                await asyncio.sleep(0.5)
+                peak = max(peak, rss_mib(pid))
+            stop.set()
+            await asyncio.gather(*floods, sdk, return_exceptions=True)
+            consumed = await consume_all(s.broker.addr, "Overload", 4)
+            check_delivery(row, acked | sdk_acked, consumed)
+            rate = len(acked | sdk_acked) / seconds
+            row.notes.append(
+                f"replies {codes} (-1: client-side failure); {rate:.0f} msg/s acknowledged; "
+                f"SDK producer {len(sdk_acked)} acknowledged; broker RSS {rss0:.0f} -> peak {peak:.0f} MiB"
+            )
+            if peak - rss0 > 300:
+                row.fail(f"RSS grew {peak - rss0:.0f} MiB")
+            unexpected = {c: n for c, n in codes.items() if c not in (-1, 0, 2, 14)}
+            if unexpected:
+                row.fail(f"unexpected reply codes {unexpected}")
+
+        asyncio.run(main())
+        broker_log_clean(row, s)
+    return row
+
+
+# ------------------------------------------------------------------------------------ T3
+
+
+def run_t3(root: Path, flush: str, *, rounds: int) -> Row:
+    from tests.fault.test_power_loss import run_power_loss
+
+    row = Row(
+        "T3 power loss (store level)",
+        f"64 concurrent puts into a store process, {flush}",
+        f"{rounds} x SIGKILL + every CommitLog byte after the last fsync dropped (a random part kept: torn record)",
+    )
+    try:
+        acknowledged, lost_durable, lost_tail = run_power_loss(root, flush, rounds)
+    except AssertionError as exc:
+        row.fail(str(exc))
+        return row
+    row.acknowledged = acknowledged
+    row.lost = lost_durable + (lost_tail if flush == "SYNC_FLUSH" else 0)
+    row.notes.append(f"{lost_tail} acknowledged but after the last fsync (lost by design under ASYNC_FLUSH)")
+    if row.lost:
+        row.fail("acknowledged messages lost")
+    return row
+
+
 # ------------------------------------------------------------------------------------ table
 
 
@@ -577,6 +680,7 @@ def main() -> int:
         rows += [
             run_kill9_producers(base / f"t1-{f}", flush=f, kills=20) for f in ("SYNC_FLUSH", "ASYNC_FLUSH")
         ]
+        rows += [run_t3(base / f"t3-{f}", f, rounds=20) for f in ("SYNC_FLUSH", "ASYNC_FLUSH")]
         rows.append(run_fuzz(base / "t14", frames=1_000_000, connections=1000, rate=2000))
         rows.append(
             run_slow_clients(base / "t16", idle=10_000, trickle=1000, non_readers=100, idle_timeout=20)

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.fault.chaos import Row, run_disk_full, run_fuzz, run_kill9_producers, run_slow_clients
+from tests.fault.chaos import (
+    Row,
+    run_disk_full,
+    run_fuzz,
+    run_kill9_producers,
+    run_overload,
+    run_slow_clients,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
 
@@ -35,3 +42,7 @@ def test_t17_full_disk_refuses_with_14_and_resumes(tmp_path: Path) -> None:
     if row is None:
         pytest.skip("cannot mount a size-limited tmpfs here (needs root / CAP_SYS_ADMIN)")
     passed(row)
+
+
+def test_t18_overload_keeps_memory_bounded_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    passed(run_overload(tmp_path, seconds=4, senders=4, inflight=64))
