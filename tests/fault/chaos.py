@@ -9,6 +9,11 @@ load, faults injected, acknowledged, lost, duplicated, verdict (and notes: measu
   the broker ``kill -9``ed at random moments and restarted on its store; every SEND_OK message
   must be consumed (pulled through the broker) after the last restart.
 * T3 ``run_t3`` (``test_power_loss.py``): power loss simulated at the store level, 20 rounds.
+* T9/T10 and T11 ``run_consumer_faults``: three push consumer processes (orderly for T11, with
+  16 sharding keys), consumers ``kill -9``ed and restarted (a rebalance each) and the broker
+  ``kill -9``ed mid-stream: every acknowledged message is consumed, redeliveries are counted, and
+  for T11 no consumer sees a key's sequence skip ahead (a gap or an inversion; replays allowed).
+  Queue ownership within two rebalance periods is not checked here.
 * T14 ``run_fuzz``: structure-aware mutations of real send, pull and heartbeat frames (lengths,
   header length, serializer byte, ext fields, bad UTF-8, bad JSON) over many connections while
   real sends run: the broker stays up, logs no traceback, its RSS grows < 50 MiB, every
@@ -162,6 +167,178 @@ def run_kill9_producers(root: Path, *, flush: str, kills: int, producers: int = 
                 check_delivery(row, got, consumed)
 
         asyncio.run(main())
+        broker_log_clean(row, s)
+    return row
+
+
+# ------------------------------------------------------------------------------- T9/T10, T11
+
+CONSUMER_CHILD = os.path.join(os.path.dirname(__file__), "consumer_child.py")
+
+
+class ConsumerProcess:
+    """One ``consumer_child.py``; ``lines`` collects the bodies it received, in order."""
+
+    def __init__(self, namesrv: str, group: str, topic: str, orderly: bool) -> None:
+        import threading
+
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.proc = subprocess.Popen(
+            [sys.executable, CONSUMER_CHILD, namesrv, group, topic, "1" if orderly else "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("M "):
+                self.lines.append(line[2:].rstrip("\n"))
+            elif line.startswith("READY"):
+                self.ready.set()
+
+    def kill9(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        self.reader.join(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.reader.join(10)
+
+
+def _order_gaps(streams: list[list[str]]) -> list[str]:
+    """Every delivery of every consumer process, merged in time order per key: a key's sequence
+    number may repeat or restart lower (a replay after a rebalance) but never skip ahead of the
+    highest delivered so far + 1 (a gap or an inversion)."""
+    events: list[tuple[int, str, int]] = []
+    for stream in streams:
+        for line in stream:
+            stamp, _, body = line.partition(" ")
+            key, _, seq = body.rpartition("-")
+            events.append((int(stamp), key, int(seq)))
+    events.sort()
+    high: dict[str, int] = {}
+    problems = []
+    for _stamp, key, seq in events:
+        top = high.get(key, -1)
+        if seq > top + 1:
+            problems.append(f"key {key}: {seq} delivered when the highest so far was {top}")
+        high[key] = max(top, seq)
+    return problems
+
+
+def run_consumer_faults(
+    root: Path, *, orderly: bool, consumer_kills: int, broker_kills: int, keys: int = 16, rate: float = 100
+) -> Row:
+    kind = "T11 orderly consumers" if orderly else "T9/T10 push consumers"
+    row = Row(
+        f"{kind} under kill -9",
+        f"3 push consumers{' (orderly)' if orderly else ''}, 1 SDK producer {rate:.0f} msg/s"
+        + (f", {keys} sharding keys" if orderly else ""),
+        # T11 counts rebalances: an orderly consumer killed -9 keeps its queue locks on the broker
+        # for their 60 s lease (RocketMQ's), so its consumers are stopped and started instead
+        f"{consumer_kills} x {'stop' if orderly else 'kill -9'} of a consumer (restarted: a rebalance each), "
+        f"{broker_kills} x kill -9 of the broker",
+    )
+    rng = random.Random()
+    topic = "ChaosOrder" if orderly else "ChaosSub"
+    with servers(root, topics={topic: 8}) as s:
+        ns = s.namesrv.addr
+        runs: list[ConsumerProcess] = []
+
+        def start_consumer() -> ConsumerProcess:
+            c = ConsumerProcess(ns, "chaos-cg", topic, orderly)
+            runs.append(c)
+            return c
+
+        live = [start_consumer() for _ in range(3)]
+        try:
+            for c in live:
+                assert c.ready.wait(60), "consumer did not start"
+
+            async def main() -> None:
+                stop = asyncio.Event()
+                acked: set[str] = set()
+
+                async def produce() -> None:
+                    async with Producer("chaos-pg", namesrv=ns) as producer:
+                        seq = dict.fromkeys(range(keys), 0)
+                        i = 0
+                        while not stop.is_set():
+                            key = i % keys
+                            i += 1
+                            body = f"k{key}-{seq[key]}"
+                            try:
+                                msg = Message(topic, body.encode())
+                                if orderly:
+                                    r = await producer.send(msg, sharding_key=f"k{key}")
+                                else:
+                                    r = await producer.send(msg)
+                            except Exception:
+                                await asyncio.sleep(0.1)
+                                i -= 1  # the same key again: its sequence must stay gapless
+                                continue
+                            if r.send_status is SendStatus.SEND_OK:
+                                acked.add(body)
+                                seq[key] += 1
+                            else:
+                                i -= 1
+                            await asyncio.sleep(1 / rate)
+
+                producer = asyncio.create_task(produce())
+                faults = ["consumer"] * consumer_kills + ["broker"] * broker_kills
+                rng.shuffle(faults)
+                for fault in faults:
+                    await asyncio.sleep(rng.uniform(0.3, 1.5))
+                    if fault == "broker":
+                        s.broker.kill9()
+                        await asyncio.to_thread(s.restart_broker)
+                    else:
+                        victim = live.pop(rng.randrange(len(live)))
+                        await asyncio.to_thread(victim.stop if orderly else victim.kill9)
+                        fresh = start_consumer()
+                        await asyncio.to_thread(fresh.ready.wait, 60)
+                        live.append(fresh)
+                await asyncio.sleep(1)
+                stop.set()
+                await producer
+                deadline = time.monotonic() + 90
+                seen: set[str] = set()
+                while time.monotonic() < deadline:
+                    seen = {line.partition(" ")[2] for c in runs for line in c.lines}
+                    if acked <= seen:
+                        break
+                    await asyncio.sleep(0.5)
+                delivered = [line.partition(" ")[2] for c in runs for line in c.lines]
+                row.acknowledged = len(acked)
+                row.lost = len(acked - seen)
+                row.duplicated = len(delivered) - len(set(delivered))
+                if row.lost:
+                    row.fail(
+                        f"{row.lost} acknowledged messages never consumed, e.g. {sorted(acked - seen)[:3]}"
+                    )
+                if orderly:
+                    gaps = _order_gaps([c.lines for c in runs])
+                    if gaps:
+                        row.fail(f"{len(gaps)} order violations, e.g. {gaps[:3]}")
+                row.notes.append(f"{len(runs)} consumer processes in all; {row.duplicated} redeliveries")
+
+            asyncio.run(main())
+        finally:
+            for c in runs:
+                c.stop()
         broker_log_clean(row, s)
     return row
 
@@ -681,6 +858,8 @@ def main() -> int:
             run_kill9_producers(base / f"t1-{f}", flush=f, kills=20) for f in ("SYNC_FLUSH", "ASYNC_FLUSH")
         ]
         rows += [run_t3(base / f"t3-{f}", f, rounds=20) for f in ("SYNC_FLUSH", "ASYNC_FLUSH")]
+        rows.append(run_consumer_faults(base / "t9", orderly=False, consumer_kills=20, broker_kills=10))
+        rows.append(run_consumer_faults(base / "t11", orderly=True, consumer_kills=30, broker_kills=10))
         rows.append(run_fuzz(base / "t14", frames=1_000_000, connections=1000, rate=2000))
         rows.append(
             run_slow_clients(base / "t16", idle=10_000, trickle=1000, non_readers=100, idle_timeout=20)

@@ -9,6 +9,7 @@ import pytest
 
 from tests.fault.chaos import (
     Row,
+    run_consumer_faults,
     run_disk_full,
     run_fuzz,
     run_kill9_producers,
@@ -46,3 +47,11 @@ def test_t17_full_disk_refuses_with_14_and_resumes(tmp_path: Path) -> None:
 
 def test_t18_overload_keeps_memory_bounded_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
     passed(run_overload(tmp_path, seconds=4, senders=4, inflight=64))
+
+
+def test_t9_t10_push_consumers_and_broker_killed_lose_nothing(tmp_path: Path) -> None:
+    passed(run_consumer_faults(tmp_path, orderly=False, consumer_kills=2, broker_kills=1))
+
+
+def test_t11_orderly_consumers_keep_each_keys_order(tmp_path: Path) -> None:
+    passed(run_consumer_faults(tmp_path, orderly=True, consumer_kills=2, broker_kills=1))
