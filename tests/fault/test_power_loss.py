@@ -21,10 +21,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -36,43 +33,11 @@ from pocketmq.store.recovery.recover import scan_commit_log
 
 sys.path.insert(0, os.path.dirname(__file__))
 from store_crash_child import QUEUES, TOPIC, config  # noqa: E402
+from test_store_crash import Child  # noqa: E402
 
 pytestmark = pytest.mark.fault
 
 CHILD = os.path.join(os.path.dirname(__file__), "power_loss_child.py")
-
-
-class Child:
-    def __init__(self, root: str, flush: str, first: int, count: int) -> None:
-        self.acks: list[tuple[int, int, int, int]] = []
-        self.flushed = 0
-        self.ready = threading.Event()
-        self.proc = subprocess.Popen(
-            [sys.executable, CHILD, root, flush, str(first), str(count), "64"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("A "):
-                _, i, phy, qoff, size = line.split()
-                self.acks.append((int(i), int(phy), int(qoff), int(size)))
-            elif line.startswith("F "):
-                self.flushed = max(self.flushed, int(line.split()[1]))
-            elif line.startswith("READY"):
-                self.ready.set()
-
-    def kill_after(self, delay: float) -> None:
-        assert self.ready.wait(30), "no READY"
-        time.sleep(delay)
-        self.proc.kill()
-        self.proc.wait()
-        self.reader.join(10)
 
 
 def drop_after(root: str, cut: int) -> None:
@@ -133,13 +98,13 @@ def run_power_loss(root: Path, flush: str, rounds: int) -> tuple[int, int, int]:
     lost_durable = lost_tail = 0
     durable = 0  # what the previous round recovered is on disk before the next child starts
     for _ in range(rounds):
-        child = Child(store_dir, flush, first, 1_000_000)
+        child = Child(store_dir, flush, first, 1_000_000, script=CHILD)
         child.kill_after(rng.uniform(0.3, 1.2))
         first += 1_000_000
         flushed = max(child.flushed, durable)
         cut = flushed + rng.randrange(0, 3 * 4096)  # part of the tail survives: a torn record
         drop_after(store_dir, cut)
-        fresh = {i: (phy, phy + size) for i, phy, _q, size in child.acks}
+        fresh = {i: (phy, phy + child.sizes[i]) for i, phy, _q in child.acks}
         if flush == "SYNC_FLUSH":  # an ack is given after its fsync
             late = [i for i, (_p, end) in fresh.items() if end > flushed]
             assert not late, f"acknowledged before their fsync: {late[:5]}"
