@@ -87,31 +87,48 @@ def p99(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
+#: pull replies other than FOUND / PULL_NOT_FOUND met by ``consume_all`` (reported in notes)
+PULL_SURPRISES: list[str] = []
+
+
 async def consume_all(broker_addr: str, topic: str, queues: int, group: str = GROUP) -> list[bytes]:
-    """Every message of ``topic`` pulled through the broker, from offset 0 of each queue."""
+    """Every message of ``topic`` pulled through the broker, from offset 0 of each queue (a reply
+    other than FOUND or PULL_NOT_FOUND is retried a few times and recorded in ``PULL_SURPRISES``)."""
     w = Wire(broker_addr)
     bodies: list[bytes] = []
     try:
         for q in range(queues):
-            offset = 0
+            offset, retries = 0, 0
             while True:
                 r = await w.pull(topic, q, offset, group=group, sys_flag=0x4, suspend_ms=0)
-                if r.code != ResponseCode.SUCCESS:
+                if r.code == ResponseCode.SUCCESS:
+                    bodies += [m.body for m in decode_messages(r.body or b"")]
+                    offset = int(r.ext_fields["nextBeginOffset"])  # type: ignore[index]
+                    continue
+                if r.code == ResponseCode.PULL_NOT_FOUND:
                     break
-                bodies += [m.body for m in decode_messages(r.body or b"")]
-                offset = int(r.ext_fields["nextBeginOffset"])  # type: ignore[index]
+                PULL_SURPRISES.append(f"{topic}/{q}@{offset}: code {r.code} {r.remark!r}")
+                retries += 1
+                if retries > 5:
+                    break
+                await asyncio.sleep(0.5)
     finally:
         await w.close()
     return bodies
 
 
 def check_delivery(row: Row, acked: set[bytes], consumed: list[bytes]) -> None:
+    if PULL_SURPRISES:
+        row.notes.append(f"pull replies: {PULL_SURPRISES[:5]}")
+        PULL_SURPRISES.clear()
     got = set(consumed)
     row.acknowledged += len(acked)
     row.lost += len(acked - got)
     row.duplicated += len(consumed) - len(got)
     if acked - got:
-        row.fail(f"{len(acked - got)} acknowledged messages not consumed, e.g. {sorted(acked - got)[:3]}")
+        row.fail(
+            f"{len(acked - got)} acknowledged messages not consumed, e.g. {[b[:24] for b in sorted(acked - got)[:3]]}"
+        )
 
 
 def broker_log_clean(row: Row, s: Servers) -> None:
@@ -409,7 +426,24 @@ def mutate(rng: random.Random, frame: bytes) -> bytes:
     return bytes(data)
 
 
-async def _fuzz_connection(port: int, frames: int, rng: random.Random, counter: list[int]) -> None:
+class _Pace:
+    """A shared pace for all fuzzing connections: ``rate`` frames/s in all (0: unpaced)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.next = time.monotonic()
+
+    async def take(self, n: int) -> None:
+        if not self.rate:
+            return
+        now = time.monotonic()
+        self.next = max(self.next, now) + n / self.rate
+        await asyncio.sleep(max(0.0, self.next - now - n / self.rate))
+
+
+async def _fuzz_connection(
+    port: int, frames: int, rng: random.Random, counter: list[int], pace: _Pace | None = None
+) -> None:
     bases = _base_frames()
     sent = 0
     while sent < frames:
@@ -425,6 +459,8 @@ async def _fuzz_connection(port: int, frames: int, rng: random.Random, counter: 
                     mutate(rng, rng.choice(bases)) if rng.random() < 0.9 else rng.choice(bases)
                     for _ in range(min(20, frames - sent))
                 )
+                if pace is not None:
+                    await pace.take(min(20, frames - sent))
                 sent += min(20, frames - sent)
                 writer.write(batch)
                 await writer.drain()
@@ -467,10 +503,13 @@ async def _background_sends(
         await w.close()
 
 
-def run_fuzz(root: Path, *, frames: int, connections: int, rate: float, baseline_s: float = 2.0) -> Row:
+def run_fuzz(
+    root: Path, *, frames: int, connections: int, rate: float, baseline_s: float = 2.0, fuzz_rate: float = 0
+) -> Row:
+    paced = f" at {fuzz_rate:.0f} frames/s" if fuzz_rate else ""
     row = Row(
         "T14 fuzzed frames",
-        f"{frames} frames over {connections} connections + {rate:.0f} msg/s real sends",
+        f"{frames} frames{paced} over {connections} connections + {rate:.0f} msg/s real sends",
         "send/pull/heartbeat frames mutated: lengths, header length, serializer, ext fields, UTF-8, JSON",
     )
     with servers(root, topics={"Background": 4}) as s:
@@ -508,13 +547,14 @@ def run_fuzz(root: Path, *, frames: int, connections: int, rate: float, baseline
             counter = [0]
             rng = random.Random(23)
             per = frames // connections
+            pace = _Pace(fuzz_rate)
             t0 = time.monotonic()
             # at most 200 fuzzing connections at a time (the test process's file descriptors)
             sem = asyncio.Semaphore(200)
 
             async def one(k: int) -> None:
                 async with sem:
-                    await _fuzz_connection(s.broker_port, per, random.Random(rng.random() + k), counter)
+                    await _fuzz_connection(s.broker_port, per, random.Random(rng.random() + k), counter, pace)
 
             await asyncio.gather(*(one(k) for k in range(connections)))
             elapsed = time.monotonic() - t0
@@ -596,7 +636,9 @@ def run_slow_clients(
 
             trickling = [asyncio.create_task(trickle_one(wr)) for _r, wr in trickles]
             peak = rss0
-            while time.monotonic() - t0 < idle_timeout + 3:
+            opened = time.monotonic()  # the idle clock of the last idle connection starts here
+            row.notes.append(f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s")
+            while time.monotonic() - opened < idle_timeout + 3:
                 await asyncio.sleep(0.5)
                 peak = max(peak, rss_mib(pid))
             closed_idle = sum(await asyncio.gather(*(_closed(r) for r, _w in idles)))
@@ -860,7 +902,7 @@ def main() -> int:
         rows += [run_t3(base / f"t3-{f}", f, rounds=20) for f in ("SYNC_FLUSH", "ASYNC_FLUSH")]
         rows.append(run_consumer_faults(base / "t9", orderly=False, consumer_kills=20, broker_kills=10))
         rows.append(run_consumer_faults(base / "t11", orderly=True, consumer_kills=30, broker_kills=10))
-        rows.append(run_fuzz(base / "t14", frames=1_000_000, connections=1000, rate=2000))
+        rows.append(run_fuzz(base / "t14", frames=1_000_000, connections=1000, rate=2000, fuzz_rate=10_000))
         rows.append(
             run_slow_clients(base / "t16", idle=10_000, trickle=1000, non_readers=100, idle_timeout=20)
         )
