@@ -906,6 +906,7 @@ def main() -> int:
         rows.append(
             run_slow_clients(base / "t16", idle=10_000, trickle=1000, non_readers=100, idle_timeout=20)
         )
+        rows.append(run_overload(base / "t18", seconds=60, senders=16, inflight=128))
         t17 = run_disk_full(base / "t17", size_mib=64, seconds=60)
         if t17 is not None:
             rows.append(t17)
