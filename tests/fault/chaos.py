@@ -73,9 +73,11 @@ class Row:
 
 
 def rss_mib(pid: int) -> float:
+    """The process's anonymous resident memory (``RssAnon``): its own memory. The pages of the
+    mapped store files it touched (``RssFile``) are page cache, and grow with what is written."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith("RssAnon:"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -134,7 +136,9 @@ def check_delivery(row: Row, acked: set[bytes], consumed: list[bytes]) -> None:
 def broker_log_clean(row: Row, s: Servers) -> None:
     text = s.broker.log.read_text(errors="replace")
     if "Traceback" in text:
-        row.fail("traceback in the broker log")
+        tail = text[text.index("Traceback") :].splitlines()
+        last = next((ln for ln in tail[1:] if ln and not ln.startswith(" ")), "?")
+        row.fail(f"traceback in the broker log: {tail[-1][:200] if not last else last[:200]}")
 
 
 # ------------------------------------------------------------------------------------ T1/T2
@@ -726,6 +730,10 @@ def run_disk_full(root: Path, *, size_mib: int = 48, seconds: float = 30.0) -> R
 
             async def main() -> None:
                 w = Wire(s.broker.addr)
+                # the checking group exists before the disk fills, as a running consumer's does
+                # (creating a group on a full disk is refused: it cannot be made durable)
+                await w.send("Full", b"first", queue_id=0)  # the topic (auto-created: the store is elsewhere)
+                await consume_all(s.broker.addr, "Full", 4)
                 acked: set[bytes] = set()
                 codes: dict[int, int] = {}
                 body = b"d" * 8000
