@@ -74,7 +74,17 @@ spark: install
 	$(PYTEST) -m spark $(PYTEST_ARGS) tests
 
 bench: install
-	@for b in bench/*.py; do grep -q "__main__" $$b || continue; echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in bench/*.py; do grep -q "__main__" $$b || continue; [ $$b = bench/soak.py ] && continue; echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# issue 23: the long forms of the fault scenarios (tests/fault/chaos.py), bounded in time, one
+# table (scenario, load, faults injected, acknowledged, lost, duplicated, verdict); the soak
+# (bench/soak.py, 30 min by default: SOAK_ARGS="--minutes 5")
+.PHONY: chaos soak
+chaos: install
+	$(BIN)/python -m tests.fault.chaos
+
+soak: install
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(JS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -99,6 +99,10 @@ def main(
     except OSError as exc:
         click.echo(f"mqbroker: {exc}", err=True)
         sys.exit(1)
+    except Exception as exc:  # one clear line, not a 40-line traceback (issue 23)
+        logger.debug("broker failed", exc_info=True)
+        click.echo(f"mqbroker: {type(exc).__name__}: {exc} (--log-level DEBUG shows where)", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

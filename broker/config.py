@@ -39,6 +39,11 @@ from pocketmq.remoting.common.config import (
 )
 from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
+from pocketmq.remoting.transport.limits import (
+    DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_MAX_HEADER_SIZE,
+    DEFAULT_PARTIAL_FRAME_BUDGET,
+)
 from pocketmq.store import MessageStoreConfig
 
 logger = logging.getLogger(__name__)
@@ -113,6 +118,17 @@ class BrokerSettings(TlsSettings):
     fast_listen_enable: bool = Field(
         True, description="pocketmq: also serve on listenPort-2 (RocketMQ's VIP channel), not for pulls"
     )
+    write_buffer_high_water_mark: int = Field(
+        0, ge=0, description="bytes of unread replies before that connection's reading stops (0 = 64 KiB)"
+    )
+    write_buffer_low_water_mark: int = Field(0, ge=0, description="bytes; reading resumes below (0 = 16 KiB)")
+    # pocketmq's limits on one peer (docs/limits.md)
+    server_header_max_length: int = Field(DEFAULT_MAX_HEADER_SIZE, ge=1024, le=16 * 1024 * 1024)
+    server_frame_completion_timeout_seconds: float = Field(
+        DEFAULT_FRAME_TIMEOUT, ge=0, description="0 = never"
+    )
+    server_partial_frame_memory_max: int = Field(DEFAULT_PARTIAL_FRAME_BUDGET, ge=1024 * 1024)
+    server_max_connections: int = Field(0, ge=0, description="0 = open-file limit minus 1024")
 
     # -- topics and groups
     default_topic_queue_nums: int = Field(8, ge=1, le=1024)
@@ -224,7 +240,7 @@ FOREIGN_KEYS: frozenset[str] = frozenset(
         "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
         "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverSocketSndBufSize",
         "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector",
-        "writeBufferHighWaterMark", "writeBufferLowWaterMark", "serverSocketBacklog",
+        "serverSocketBacklog",
         "clientWorkerThreads", "clientCallbackExecutorThreads", "clientOnewaySemaphoreValue",
         "clientAsyncSemaphoreValue", "connectTimeoutMillis", "channelNotActiveInterval",
         "clientChannelMaxIdleTimeSeconds", "clientSocketSndBufSize", "clientSocketRcvBufSize",

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
 from pocketmq.remoting.common import persist
+from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.route import DataVersion
 
@@ -222,6 +223,9 @@ class VersionedConfigFile(ConfigFileManager, ABC, Generic[_V, _W]):
 
     # -- the wrapper (to override) -----------------------------------------------------------------
     wrapper_type: type[_W]
+    #: the file's table key (``topicConfigTable``); missing or null in the file makes it unusable
+    #: (the backup is tried), never an empty table started from in silence (issue 23)
+    table_key: str = ""
 
     @staticmethod
     @abstractmethod
@@ -248,6 +252,10 @@ class VersionedConfigFile(ConfigFileManager, ABC, Generic[_V, _W]):
         return self.build_wrapper().encode(pretty=True)
 
     def decode(self, data: bytes) -> None:
+        if self.table_key:  # startup only: the second parse costs nothing that matters
+            obj = fastjson.loads(data)
+            if not isinstance(obj, dict) or obj.get(self.table_key) is None:
+                raise ValueError(f"{self.table_key} is missing or null")
         wrapper = self.wrapper_type.decode(data)
         self.table.update(self.unwrap(wrapper))
         self.data_version = wrapper.data_version

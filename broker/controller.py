@@ -96,6 +96,7 @@ from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, Top
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
 from pocketmq.remoting.transport.hooks import BeforeHook
+from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
 
@@ -163,6 +164,7 @@ class BrokerController:
                 idle_timeout=float(config.server_channel_max_idle_time_seconds),
                 ssl=server_ssl,
                 tls_permissive=permissive,
+                **server_limits(config),
             ),
             before_hooks=list(hooks),
         )
@@ -176,6 +178,7 @@ class BrokerController:
                     idle_timeout=float(config.server_channel_max_idle_time_seconds),
                     ssl=server_ssl,
                     tls_permissive=permissive,
+                    **server_limits(config),
                 ),
                 before_hooks=list(hooks),
             )

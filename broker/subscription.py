@@ -56,6 +56,7 @@ class SubscriptionGroupManager(VersionedConfigFile[SubscriptionGroupConfig, Subs
         self.auto_create = auto_create_subscription_group
 
     wrapper_type = SubscriptionGroupWrapper
+    table_key = "subscriptionGroupTable"
 
     @staticmethod
     def unwrap(wrapper: SubscriptionGroupWrapper) -> dict[str, SubscriptionGroupConfig]:

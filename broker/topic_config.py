@@ -202,6 +202,7 @@ class TopicConfigManager(VersionedConfigFile[TopicConfig, TopicConfigSerializeWr
 
     # -- the wrapper (registration and persistence) ----------------------------------------------
     wrapper_type = TopicConfigSerializeWrapper
+    table_key = "topicConfigTable"
 
     @staticmethod
     def unwrap(wrapper: TopicConfigSerializeWrapper) -> dict[str, TopicConfig]:

@@ -90,6 +90,10 @@ def main(conf: str | None, print_config: bool, overrides: tuple[str, ...], log_l
             where = f"{config.bind_address}:{config.listen_port}"
             click.echo(f"mqnamesrv: cannot listen on {where} (bindAddress/listenPort): {exc}", err=True)
         sys.exit(1)
+    except Exception as exc:  # one clear line, not a 40-line traceback (issue 23)
+        logging.getLogger("pocketmq.namesrv").debug("name server failed", exc_info=True)
+        click.echo(f"mqnamesrv: {type(exc).__name__}: {exc} (--log-level DEBUG shows where)", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,6 +18,11 @@ from pydantic import Field
 from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
 from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
 from pocketmq.remoting.transport.tls import TlsSettings
+from pocketmq.remoting.transport.limits import (
+    DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_MAX_HEADER_SIZE,
+    DEFAULT_PARTIAL_FRAME_BUDGET,
+)
 
 __all__ = ["KNOWN_UNSUPPORTED_KEYS", "NamesrvConfig", "load_namesrv_config"]
 
@@ -75,6 +80,13 @@ class NamesrvConfig(TlsSettings):
     server_socket_backlog: int = Field(1024, ge=1, description="listen backlog")
     write_buffer_high_water_mark: int = Field(0, ge=0, description="bytes; 0 = asyncio default")
     write_buffer_low_water_mark: int = Field(0, ge=0, description="bytes; 0 = asyncio default")
+    # pocketmq's limits on one peer (docs/limits.md)
+    server_header_max_length: int = Field(DEFAULT_MAX_HEADER_SIZE, ge=1024, le=16 * 1024 * 1024)
+    server_frame_completion_timeout_seconds: float = Field(
+        DEFAULT_FRAME_TIMEOUT, ge=0, description="0 = never"
+    )
+    server_partial_frame_memory_max: int = Field(DEFAULT_PARTIAL_FRAME_BUDGET, ge=1024 * 1024)
+    server_max_connections: int = Field(0, ge=0, description="0 = open-file limit minus 1024")
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
     metrics_exporter_type: ExporterType = Field(

@@ -44,6 +44,7 @@ from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.config import render_config
 from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ class NamesrvController:
                 # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
                 ssl=config.server_context(),
                 tls_permissive=config.tls_server_mode == "permissive",
+                **server_limits(config),
             )
         )
         for code, handler in self.processor.handlers().items():

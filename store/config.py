@@ -12,13 +12,16 @@ from __future__ import annotations
 import enum
 import os
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 CQ_STORE_UNIT_SIZE = 20
 
 _GiB = 1024 * 1024 * 1024
+_MAX_INT32 = 2**31 - 1
+#: IndexFile: 40-byte header, 4 bytes per hash slot, 20 per entry (must fit one mapping)
+_INDEX_HEADER, _INDEX_SLOT, _INDEX_ENTRY = 40, 4, 20
 _MiB = 1024 * 1024
 
 
@@ -68,9 +71,16 @@ class MessageStoreConfig(BaseModel):
         alias="storePathDLedgerCommitLog",
         description="DLedger CommitLog directory (accepted for broker.conf compatibility, not used)",
     )
-    mapped_file_size_commit_log: int = Field(_GiB, ge=4096, description="CommitLog segment size, bytes")
+    # Java ints: a segment is one mapping of at most 2 GiB - 1 (an unbounded size started, then
+    # every send failed with OverflowError; issue 23)
+    mapped_file_size_commit_log: int = Field(
+        _GiB, ge=4096, le=_MAX_INT32, description="CommitLog segment size, bytes"
+    )
     mapped_file_size_consume_queue: int = Field(
-        300_000 * CQ_STORE_UNIT_SIZE, ge=CQ_STORE_UNIT_SIZE, description="ConsumeQueue file size, bytes"
+        300_000 * CQ_STORE_UNIT_SIZE,
+        ge=CQ_STORE_UNIT_SIZE,
+        le=_MAX_INT32 // CQ_STORE_UNIT_SIZE * CQ_STORE_UNIT_SIZE,
+        description="ConsumeQueue file size, bytes",
     )
     enable_consume_queue_ext: bool = Field(
         False,
@@ -175,7 +185,12 @@ class MessageStoreConfig(BaseModel):
     disk_space_clean_forcibly_ratio: float = Field(0.85, gt=0, le=1, description="delete oldest above this")
 
     # -- messages, reads, index
-    max_message_size: int = Field(4 * _MiB, ge=1, description="max body size, bytes")
+    max_message_size: int = Field(
+        4 * _MiB,
+        ge=1,
+        le=_MAX_INT32,
+        description="max stored message size (body + topic + properties + 91), bytes",
+    )
     check_crc_on_recover: bool = Field(
         True, alias="checkCRCOnRecover", description="check every record's body CRC during recovery"
     )
@@ -207,8 +222,10 @@ class MessageStoreConfig(BaseModel):
     index_process_enable: bool = Field(
         False, description="pocketmq only: build IndexFiles in a child process (needs messageIndexEnable)"
     )
-    max_hash_slot_num: int = Field(5_000_000, ge=1, description="hash slots per IndexFile")
-    max_index_num: int = Field(5_000_000 * 4, ge=2, description="entries per IndexFile")
+    max_hash_slot_num: int = Field(
+        5_000_000, ge=1, le=_MAX_INT32 // 4, description="hash slots per IndexFile"
+    )
+    max_index_num: int = Field(5_000_000 * 4, ge=2, le=_MAX_INT32 // 20, description="entries per IndexFile")
     max_msgs_num_batch: int = Field(64, description="max messages one key query returns")
     message_index_safe: bool = Field(
         False,
@@ -334,6 +351,16 @@ class MessageStoreConfig(BaseModel):
         if v is not None and ";" in v:
             raise ValueError("multiple CommitLog paths (';') are not supported")
         return v
+
+    @model_validator(mode="after")
+    def _index_file_fits(self) -> MessageStoreConfig:
+        size = _INDEX_HEADER + self.max_hash_slot_num * _INDEX_SLOT + self.max_index_num * _INDEX_ENTRY
+        if size > _MAX_INT32:
+            raise ValueError(
+                f"maxHashSlotNum={self.max_hash_slot_num} and maxIndexNum={self.max_index_num} make an "
+                f"IndexFile of {size} bytes, more than {_MAX_INT32}"
+            )
+        return self
 
     @field_validator("enable_dleger_commit_log")
     @classmethod

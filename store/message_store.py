@@ -74,6 +74,7 @@ class MessageStore:
         self.clock = clock
         self.stats = StoreStats(clock())
         self.commitlog = CommitLog(config, clock, allocator=self._allocate)
+        self.commitlog.on_disk_full = self._on_disk_full
         self.cq_table = ConsumeQueueTable(config.consume_queue_dir, config.cq_file_size)
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num, clock)
         self.dispatcher = Dispatcher(self.commitlog, self.cq_table, self.index, config, arriving_listener)
@@ -118,6 +119,14 @@ class MessageStore:
     def disk_full(self, value: bool) -> None:
         self._disk_full = value
         self._writable = not self._refuse()
+
+    def _on_disk_full(self, reason: str) -> None:
+        """The CommitLog could not (ENOSPC) or should not (past ``diskSpaceWarningLevelRatio``)
+        reserve more disk: refuse puts (14) now, not at the cleaner's next run; the cleaner
+        accepts them again once it measures space."""
+        if not self._disk_full:
+            logger.error("%s: puts refused (SERVICE_NOT_AVAILABLE) until space is freed", reason)
+            self.disk_full = True
 
     @property
     def arriving_listener(self) -> MessageArrivingListener | None:

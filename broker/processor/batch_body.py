@@ -18,7 +18,9 @@ offset  bytes  field
 Every message of the batch shares topic, queue, sysFlag, born time/host and reconsume times
 (the request header's); its stored properties are its own with the header's appended
 (``MessageExtBatchEncoder``: one ``\\x02`` between them). Inconsistent items raise
-:class:`MessageIllegalError` with RocketMQ's MESSAGE_ILLEGAL code.
+:class:`MessageIllegalError` with RocketMQ's MESSAGE_ILLEGAL code, and so does a stored record
+longer than ``maxMessageSize``, or all of them together longer than it (the encoder's one
+buffer in RocketMQ).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ _HEAD = ITEM_HEAD.size
 #: header + the 2-byte properties length: the smallest item
 _MIN_ITEM = _HEAD + 2
 _MAX_PROPS = 32767
+#: a stored record's bytes besides body, topic and properties (``send_checks.STORED_FIXED``)
+_STORED_FIXED = 91
 
 
 def _illegal(detail: str) -> MessageIllegalError:
@@ -75,17 +79,20 @@ def batch_messages(
             store_host,
             reconsume_times,
         )
-        for flag, body, props in batch_items(data, header_props, max_body, body_too_long)
+        for flag, body, props in batch_items(data, header_props, max_body, body_too_long, topic)
     ]
 
 
-def batch_items(data: bytes, header_props: str, max_body: int, body_too_long: str) -> list[BatchItem]:
+def batch_items(
+    data: bytes, header_props: str, max_body: int, body_too_long: str, topic: str = ""
+) -> list[BatchItem]:
     """The batch's ``(flag, body, properties)`` items; ``header_props`` (non-empty) is appended
     to each one's properties. Bodies are memoryviews into ``data`` (copied once, by the store).
 
     Raises:
         MessageIllegalError: a truncated or inconsistent item, properties that are not UTF-8,
-            or a body longer than ``max_body`` (remark ``body_too_long``).
+            or a stored record (``topic``'s) or all of them longer than ``max_body``
+            (``maxMessageSize``; remark ``body_too_long``).
     """
     n = len(data)
     if n == 0:
@@ -96,6 +103,10 @@ def batch_items(data: bytes, header_props: str, max_body: int, body_too_long: st
     sep = PROPERTY_SEPARATOR
     view = memoryview(data)
     pos = 0
+    # stored size of each record but its own properties and body; the total is checked as it grows
+    fixed = _STORED_FIXED + len(topic.encode())
+    header_len = len(header_props.encode())
+    stored_total = 0
     while pos < n:
         if n - pos < _MIN_ITEM:
             raise _illegal(f"truncated batch item at {pos}")
@@ -109,8 +120,6 @@ def batch_items(data: bytes, header_props: str, max_body: int, body_too_long: st
         # the 2-byte length must say what TOTALSIZE implies (a Java short: at most 32767)
         if props_len > _MAX_PROPS or (data[p] << 8 | data[p + 1]) != props_len:
             raise _illegal(f"batch item at {pos}: properties length inconsistent")
-        if body_len > max_body:
-            raise MessageIllegalError(body_too_long)
         end = pos + total
         if props_len:
             try:
@@ -119,10 +128,15 @@ def batch_items(data: bytes, header_props: str, max_body: int, body_too_long: st
                 raise _illegal(f"batch item at {pos}: properties are not UTF-8") from None
             if props[-1] != sep:
                 props = f"{props}{sep}{header_props}"
+                props_len += 1
             else:
                 props += header_props
         else:
             props = header_props
+        stored = fixed + body_len + props_len + header_len
+        stored_total += stored
+        if stored > max_body or stored_total > max_body:
+            raise MessageIllegalError(body_too_long)
         append((flag, view[pos + _HEAD : p], props))
         pos = end
     return out

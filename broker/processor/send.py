@@ -15,8 +15,9 @@ code  condition
 17    unknown topic and no auto-create (template missing or without PERM_INHERIT)
 1     queueId >= max(readQueueNums, writeQueueNums)
 26    ``%RETRY%<group>`` whose group does not exist (and no auto-create)
-13    body longer than ``maxMessageSize``; properties longer than 32767 bytes; bad batch body;
-      a batch to a ``%RETRY%`` topic; a batch whose header carries ``DELAY`` > 0
+13    stored record longer than ``maxMessageSize``; properties longer than 32767 bytes; bad batch
+      body or one longer than ``maxMessageSize`` in all; a batch to a ``%RETRY%`` topic; a batch
+      whose header carries ``DELAY`` > 0 or a transaction type in its sysFlag
 1     ``DELAY`` that is not an integer (Java's ``Integer.parseInt`` fails)
 16    a transactional half message while ``rejectTransactionMessage`` (else it is stored as a
       half message: :mod:`pocketmq.broker.transaction`)
@@ -67,6 +68,7 @@ from pocketmq.broker.processor.send_checks import (
     PUT_STATUS_REPLY,
     SendSettings,
     check_send,
+    stored_size,
 )
 from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
 from pocketmq.remoting.protocol.codes import (
@@ -87,6 +89,7 @@ from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MULTI_TAGS_FLAG,
+    TRANSACTION_ROLLBACK_TYPE,
     HostAddress,
     MessageConst,
     get_property,
@@ -228,8 +231,6 @@ class SendMessageProcessor:
         s = self._settings()
         tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
         body = request.body or b""
-        if len(body) > s.max_body:  # inline of send_checks.body_too_large
-            raise MessageIllegalError(ILLEGAL_REMARK)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
@@ -238,6 +239,8 @@ class SendMessageProcessor:
             len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
         ):  # inline of send_checks.properties_too_long
             raise MessageIllegalError(ILLEGAL_REMARK)
+        if len(body) > s.max_body_fast and stored_size(len(body), header.topic, props) > s.max_body:
+            raise MessageIllegalError(ILLEGAL_REMARK)  # inline of send_checks.message_too_large
         inner = MessageInner(
             header.topic,
             body,
@@ -300,6 +303,8 @@ class SendMessageProcessor:
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise MessageIllegalError(f"batch request does not support retry group {topic}")
+        if header.sys_flag & TRANSACTION_ROLLBACK_TYPE:  # asyncPutMessages: no transactional batch
+            raise MessageIllegalError(ILLEGAL_REMARK)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
@@ -310,7 +315,7 @@ class SendMessageProcessor:
         sys_flag = header.sys_flag
         if tc.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
-        items = batch_items(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK)
+        items = batch_items(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK, topic)
         # the shared fields once; the store encodes the items against them (no MessageInner each)
         template = MessageInner(
             topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),

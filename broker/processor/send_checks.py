@@ -7,8 +7,14 @@ config (auto-created from its template when allowed, a ``%RETRY%`` topic created
 topic's PERM_WRITE and the queue id. It reads and creates topic configs through ``topics`` and
 nothing else, so a table test drives it with an in-memory :class:`TopicConfigManager`.
 
-:func:`body_too_large` and :func:`properties_too_long` are the size rules (13 with
-:data:`ILLEGAL_REMARK`); the send path inlines them (marked) and a test compares.
+:func:`message_too_large` and :func:`properties_too_long` are the size rules (13 with
+:data:`ILLEGAL_REMARK`); the send path inlines them (marked) and a test compares. As in
+RocketMQ's CommitLog, ``maxMessageSize`` bounds the stored record (:data:`STORED_FIXED` bytes +
+body + topic + properties), not the body alone: a 4 MiB body is refused at the 4 MiB default,
+and a batch is refused when one record or all of them together pass it
+(:mod:`pocketmq.broker.processor.batch_body`). A batch carrying a transaction type in its
+sysFlag is refused (13), as ``CommitLog.asyncPutMessages`` does: its messages could never be
+committed.
 :data:`PUT_STATUS_REPLY` maps the store's put status to the reply's code and remark.
 """
 
@@ -43,9 +49,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ILLEGAL_REMARK",
     "PUT_STATUS_REPLY",
+    "STORED_FIXED",
     "SendSettings",
-    "body_too_large",
     "check_send",
+    "message_too_large",
     "properties_too_long",
 ]
 
@@ -53,6 +60,12 @@ __all__ = [
 _PERM_WRITE = int(PermName.PERM_WRITE)
 #: topic names that passed the name checks are remembered; the set is cleared past this size
 _OK_TOPICS_MAX = 100_000
+#: A stored record's bytes besides body, topic and properties (``CommitLog.calMsgLength`` with
+#: IPv4 hosts; each IPv6 host adds 12, not counted here).
+STORED_FIXED = 91
+#: the longest topic name (127) and properties (32767): a body up to ``maxMessageSize`` minus
+#: these and ``STORED_FIXED`` cannot make the record too large, so only longer ones are measured
+_MAX_TOPIC_AND_PROPS = 127 + MAX_PROPERTIES_LENGTH
 
 ILLEGAL_REMARK = (
     "the message is illegal, maybe msg body or properties length not matched. "
@@ -88,8 +101,8 @@ class SendSettings:
     """Per-config values of the send path, computed once per config object."""
 
     __slots__ = (
-        "cfg", "cluster", "is_slave", "max_body", "policy_waits", "region", "start_accept", "sync_flush_only",
-        "sync_master_only", "trace_on", "writable",
+        "cfg", "cluster", "is_slave", "max_body", "max_body_fast", "policy_waits", "region", "start_accept",
+        "sync_flush_only", "sync_master_only", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
@@ -98,7 +111,10 @@ class SendSettings:
         self.region = cfg.region_id
         self.trace_on = "true" if cfg.trace_on else "false"
         self.is_slave = cfg.is_slave
+        #: ``maxMessageSize``: the largest stored record
         self.max_body = cfg.store.max_message_size
+        #: bodies up to this are within ``max_body`` whatever the topic and properties
+        self.max_body_fast = self.max_body - STORED_FIXED - _MAX_TOPIC_AND_PROPS
         self.start_accept = cfg.start_accept_send_request_time_stamp
         self.writable = PermName.is_writeable(cfg.broker_permission)
         # Whether a stored message waits for a flush (SYNC_FLUSH) or a slave (SYNC_MASTER).
@@ -180,9 +196,14 @@ def check_send(
     return tc
 
 
-def body_too_large(s: SendSettings, body: bytes) -> bool:
-    """A body longer than ``maxMessageSize`` (13, :data:`ILLEGAL_REMARK`)."""
-    return len(body) > s.max_body
+def message_too_large(s: SendSettings, body: bytes, topic: str, props: str) -> bool:
+    """The stored record would be longer than ``maxMessageSize`` (13, :data:`ILLEGAL_REMARK`)."""
+    return len(body) > s.max_body_fast and stored_size(len(body), topic, props) > s.max_body
+
+
+def stored_size(body_len: int, topic: str, props: str) -> int:
+    """The stored record's length (``calMsgLength``, IPv4 hosts)."""
+    return STORED_FIXED + body_len + len(topic.encode()) + len(props.encode())
 
 
 def properties_too_long(props: str) -> bool:

@@ -89,13 +89,20 @@ def read_conf_file(path: str | os.PathLike[str]) -> list[ConfigItem]:
     """Every entry of a ``.conf`` file, in order, tagged ``<path>:<line>``.
 
     Raises:
-        ConfigError: the file cannot be read or has a malformed escape.
+        ConfigError: the file cannot be read, is not UTF-8 or has a malformed escape.
     """
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8-sig")  # whole: the error's offset is the file's
     except OSError as exc:
         raise ConfigError(f"cannot read config file {os.fspath(path)}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        # a raw traceback named neither the file nor the line (issue 23)
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{os.fspath(path)}:{line}: not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8",
+            source=f"{os.fspath(path)}:{line}",
+        ) from None
     try:
         entries = properties.parse_entries(text)
     except properties.PropertiesError as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import struct
 
 from pocketmq.remoting.protocol.errors import HeaderDecodeError, LocalProtocolError
+from pocketmq.remoting.protocol.header_json import MAX_EXT_FIELDS
 
 _FIXED = struct.Struct(
     ">h"  # code
@@ -44,7 +45,8 @@ def decode_header(
     """Decode ``(code, language, version, opaque, flag, remark, ext_fields)``.
 
     Raises:
-        HeaderDecodeError: truncated header, lengths pointing outside it, invalid UTF-8.
+        HeaderDecodeError: truncated header, lengths pointing outside it, invalid UTF-8, more
+            than ``MAX_EXT_FIELDS`` entries (checked per entry, so a bomb costs no more than that).
     """
     view = memoryview(data)
     end = len(view)
@@ -84,6 +86,10 @@ def decode_header(
                 pos += vlen
                 if key and value:
                     ext[key] = value
+                    if len(ext) > MAX_EXT_FIELDS:  # checked while parsing, not after
+                        raise HeaderDecodeError(
+                            f"more than {MAX_EXT_FIELDS} extFields in binary header", opaque=opaque
+                        )
     except UnicodeDecodeError as exc:
         raise HeaderDecodeError(f"invalid UTF-8 in binary header: {exc}", opaque=opaque) from None
     return code, language, version, opaque, flag, remark, ext

@@ -29,8 +29,14 @@ Rules:
   readable is answered with SYSTEM_ERROR and the stream goes on; broken framing, or a header
   without a readable opaque, is logged once and closes only this connection (after the whole
   frames before it are served), with the ``RemoteProtocolError`` as its ``close_reason``.
-* When the transport's write buffer is full (``pause_writing``) reading stops too, so a peer
-  that sends requests without reading replies cannot make us buffer without bound.
+* When the transport's write buffer is full (``pause_writing``, above the high-water mark) reading
+  stops too, and so does the handling of commands already read (the backlog): a peer that sends
+  requests without reading replies costs at most the high-water mark plus one slice of replies,
+  not a reply to every request it managed to send (pulls: ~110 MiB per client before).
+* Partial frames: the bytes a connection holds of an unfinished frame count against a budget
+  shared by the server's connections (the connection that would pass it is closed), and
+  ``partial_since`` tells the server's sweeper since when a frame has been waiting
+  (:mod:`pocketmq.remoting.transport.limits`).
 """
 
 from __future__ import annotations
@@ -55,10 +61,13 @@ from pocketmq.remoting.protocol.errors import (
     RemotingTooMuchRequestError,
     ResponseError,
 )
-from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE, FrameDecoder
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
+from pocketmq.remoting.transport.limits import PartialFrameBudget, RateLimitedLog
 
 logger = logging.getLogger(__name__)
+#: a peer sending junk on many connections must not flood the log (one line per 10 s per kind)
+_limited_log = RateLimitedLog(logger)
 
 # Plain names for what every frame touches (a module attribute or enum member read costs
 # ~20-80 ns on CPython 3.11).
@@ -89,6 +98,8 @@ MAX_BATCH_PARTS = 64
 PER_TURN = 32
 #: Reading pauses while this many commands of earlier reads are waiting.
 MAX_BACKLOG = 4096
+#: A reply body this large is written at once instead of joining the batch.
+BIG_BODY = 64 * 1024
 
 #: A request awaiting its reply: (future, deadline, request). A plain tuple: one is built per
 #: request, and a tuple costs a fraction of a class instance.
@@ -112,9 +123,17 @@ class RemotingConnection(asyncio.Protocol):
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         loop: asyncio.AbstractEventLoop | None = None,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        partial_budget: PartialFrameBudget | None = None,
     ) -> None:
         self._dispatcher = dispatcher
-        self._decoder = FrameDecoder(max_frame_size)
+        self._decoder = FrameDecoder(max_frame_size, max_header_size)
+        self._budget = partial_budget
+        #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
+        self._partial = 0
+        #: when the unfinished frame began (0.0: none); the server's sweeper closes the
+        #: connection when it is older than ``serverFrameCompletionTimeoutSeconds``
+        self.partial_since = 0.0
         self._loop = loop or asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.pending: dict[int, _Pending] = {}
@@ -142,6 +161,8 @@ class RemotingConnection(asyncio.Protocol):
         #: ``MAX_BACKLOG`` of them
         self._backlog: list[RemotingCommand] | None = None
         self._backlog_paused = False
+        #: the backlog waits for ``resume_writing`` (the peer does not read its replies)
+        self._backlog_stalled = False
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -163,6 +184,9 @@ class RemotingConnection(asyncio.Protocol):
         commands = decoder.feed(data)
         if decoder.errors:
             self._remote_protocol_errors(decoder.errors)
+        held = decoder.buffered
+        if held or self._partial:  # an unfinished frame: checked per read, not per frame
+            self._account_partial(held, bool(commands))
         backlog = self._backlog
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
@@ -178,11 +202,38 @@ class RemotingConnection(asyncio.Protocol):
         if commands:
             self._handle(commands)
 
+    def _account_partial(self, held: int, completed: bool) -> None:
+        """Count the unfinished frame's ``held`` bytes against the shared budget; close this
+        connection if they would pass it."""
+        budget = self._budget
+        if budget is not None:
+            budget.used += held - self._partial
+        self._partial = held
+        if not held:
+            self.partial_since = 0.0
+        elif completed or not self.partial_since:
+            self.partial_since = self.last_read
+        if budget is not None and held and budget.used > budget.limit:
+            _limited_log.emit(
+                "partial-frame",
+                "closing %s: partial frames of all connections would exceed serverPartialFrameMemoryMax (%d bytes)",
+                self.remote_addr,
+                budget.limit,
+            )
+            self.abort(
+                RemoteProtocolError(f"partial frames exceed the server's budget of {budget.limit} bytes")
+            )
+
     def _next_slice(self) -> None:
         """Handle the next ``PER_TURN`` commands of a large read (see ``PER_TURN``)."""
         backlog = self._backlog
         if backlog is None or self.transport is None:
             self._backlog = None
+            return
+        if not self.can_write:
+            # The peer is not reading its replies: handle no more of its requests until the
+            # write buffer drains (``resume_writing`` schedules the next slice).
+            self._backlog_stalled = True
             return
         if len(backlog) > PER_TURN:
             commands = backlog[:PER_TURN]
@@ -219,6 +270,9 @@ class RemotingConnection(asyncio.Protocol):
                             pass
                 else:
                     dispatch(self, cmd)
+                    if not self.can_write and self.transport is not None:
+                        self._stall(commands, cmd)  # the peer does not read: stop here
+                        break
         finally:
             self._out = opened
             if batch:
@@ -227,6 +281,17 @@ class RemotingConnection(asyncio.Protocol):
                     transport.writelines(batch)
                     self.last_write = self.last_read
                 batch.clear()
+
+    def _stall(self, commands: list[RemotingCommand], last: RemotingCommand) -> None:
+        """The write buffer passed its high-water mark while handling ``commands``: the ones
+        after ``last`` wait, ahead of the backlog, for ``resume_writing``."""
+        idx = next(k for k, c in enumerate(commands) if c is last)
+        rest = commands[idx + 1 :]
+        if rest:
+            backlog = self._backlog
+            self._backlog = rest + backlog if backlog else rest
+        if self._backlog:
+            self._backlog_stalled = True
 
     def _remote_protocol_errors(self, errors: list[LocalProtocolError]) -> None:
         """The one place where the decoder's local errors become the peer's (h11's conversion).
@@ -247,7 +312,7 @@ class RemotingConnection(asyncio.Protocol):
                 except RemotingConnectError:
                     pass  # closing already: nobody to answer
                 continue
-            logger.warning("closing %s: %s", self.remote_addr, exc)
+            _limited_log.emit("protocol", "closing %s: %s", self.remote_addr, exc)
             self._loop.call_soon(self.abort, RemoteProtocolError.from_local(exc, self.remote_addr))
         errors.clear()
 
@@ -258,6 +323,8 @@ class RemotingConnection(asyncio.Protocol):
         self.transport = None
         self._out = None
         self._closing = True
+        if self._partial:
+            self._account_partial(0, False)
         backlog, self._backlog = self._backlog, None
         if backlog:
             # Every command read before the close is handled (RocketMQ serves each request that
@@ -290,6 +357,9 @@ class RemotingConnection(asyncio.Protocol):
         self.can_write = True
         if self.transport is not None and not self.transport.is_closing() and not self._backlog_paused:
             self.transport.resume_reading()
+        if self._backlog_stalled:
+            self._backlog_stalled = False
+            self._loop.call_soon(self._next_slice)
         for waiter in self._drain_waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -314,6 +384,11 @@ class RemotingConnection(asyncio.Protocol):
             body = cmd.body
             if body:
                 out.append(body)
+                if len(body) >= BIG_BODY:
+                    # a large reply (a pull's) leaves now, so a write buffer past its high-water
+                    # mark stops the handling of the next request (``_handle``), not a slice later
+                    self._write_batch(out)
+                    return
             if len(out) >= MAX_BATCH_PARTS:
                 self._write_batch(out)
             return

@@ -4,6 +4,8 @@ It owns the listening socket, the processor registry (:class:`ProcessorDispatche
 housekeeping task (request timeouts for server-initiated requests, idle-connection closing)
 and server-initiated requests over a client's own connection (``invoke``/``invoke_oneway``:
 CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO...).
+The limits one peer runs into (header size, frame completion, partial-frame memory, connection
+count, unread replies) are described in :mod:`pocketmq.remoting.transport.limits`.
 """
 
 from __future__ import annotations
@@ -18,12 +20,21 @@ from dataclasses import dataclass
 
 from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
+from pocketmq.remoting.protocol.errors import RemoteProtocolError
+from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
 from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
+from pocketmq.remoting.transport.limits import (
+    DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_PARTIAL_FRAME_BUDGET,
+    PartialFrameBudget,
+    RateLimitedLog,
+    max_connections,
+)
 from pocketmq.remoting.transport.tls import PermissiveServer
 
 logger = logging.getLogger(__name__)
+_limited_log = RateLimitedLog(logger)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +51,18 @@ class RemotingServerConfig:
     #: share the port (first byte 0x16 = TLS), else TLS only
     ssl: ssl.SSLContext | None = None
     tls_permissive: bool = False
+    #: ``serverHeaderMaxLength``
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    #: ``serverFrameCompletionTimeoutSeconds``: a frame begun and not completed this long closes
+    #: the connection (0: never)
+    frame_timeout: float = DEFAULT_FRAME_TIMEOUT
+    #: ``serverPartialFrameMemoryMax``: bytes of partial frames across all connections
+    partial_frame_budget: int = DEFAULT_PARTIAL_FRAME_BUDGET
+    #: ``serverMaxConnections`` (0: the open-file limit minus a reserve, ``limits.max_connections``)
+    max_connections: int = 0
+    #: ``writeBufferHighWaterMark`` / ``writeBufferLowWaterMark`` (0: asyncio's 64 KiB / 16 KiB)
+    write_buffer_high: int = 0
+    write_buffer_low: int = 0
 
 
 class RemotingServer:
@@ -59,6 +82,10 @@ class RemotingServer:
         self._sweeper: asyncio.Task[None] | None = None
         self._opaque = itertools.count(1)
         self.port = 0
+        self.partial_budget = PartialFrameBudget(self.config.partial_frame_budget)
+        self.max_connections = max_connections(self.config.max_connections)
+        # first of the on_connect callbacks: a refused connection is closed before the others run
+        self.dispatcher.on_connect.insert(0, self._admit)
 
     # ---------------------------------------------------------------------- registration
     def register(self, code: int, handler: Handler) -> None:
@@ -75,9 +102,16 @@ class RemotingServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
+        budget = self.partial_budget
 
         def factory() -> RemotingConnection:
-            return RemotingConnection(self.dispatcher, max_frame_size=cfg.max_frame_size, loop=loop)
+            return RemotingConnection(
+                self.dispatcher,
+                max_frame_size=cfg.max_frame_size,
+                loop=loop,
+                max_header_size=cfg.max_header_size,
+                partial_budget=budget,
+            )
 
         if cfg.ssl is not None and cfg.tls_permissive:
             permissive = PermissiveServer(factory, cfg.ssl, sniff_timeout=cfg.idle_timeout)
@@ -103,8 +137,26 @@ class RemotingServer:
             self._server = None
         await self.dispatcher.close()
 
+    def _admit(self, conn: RemotingConnection) -> None:
+        """``serverMaxConnections``: a connection beyond the limit is closed at once."""
+        cfg = self.config
+        if len(self.dispatcher.connections) > self.max_connections:
+            _limited_log.emit(
+                "max-connections",
+                "closing %s: %d connections reached serverMaxConnections",
+                conn.remote_addr,
+                self.max_connections,
+            )
+            conn.abort(RemoteProtocolError("too many connections"))
+            return
+        if cfg.write_buffer_high and conn.transport is not None:
+            conn.transport.set_write_buffer_limits(
+                high=cfg.write_buffer_high, low=cfg.write_buffer_low or None
+            )
+
     async def _housekeeping(self) -> None:
         idle = self.config.idle_timeout
+        frame_timeout = self.config.frame_timeout or float("inf")
         interval = self.config.sweep_interval
         last_idle_scan = time.monotonic()
         while True:
@@ -113,12 +165,20 @@ class RemotingServer:
             for conn in list(self.dispatcher.connections):
                 if conn.pending:
                     conn.expire(now)
-            if now - last_idle_scan >= min(1.0, idle / 4):
+            if now - last_idle_scan >= min(1.0, idle / 4, frame_timeout / 4):
                 last_idle_scan = now
                 for conn in list(self.dispatcher.connections):
                     if now - max(conn.last_read, conn.last_write) > idle:
                         logger.info("closing idle connection %s", conn.remote_addr)
                         conn.close()
+                    elif conn.partial_since and now - conn.partial_since > frame_timeout:
+                        _limited_log.emit(
+                            "frame-timeout",
+                            "closing %s: a frame begun %.0f s ago is not complete (serverFrameCompletionTimeoutSeconds)",
+                            conn.remote_addr,
+                            now - conn.partial_since,
+                        )
+                        conn.abort(RemoteProtocolError("frame not completed in time"))
 
     # --------------------------------------------------------------- server-initiated requests
     def next_opaque(self) -> int:

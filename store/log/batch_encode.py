@@ -95,7 +95,7 @@ def encode_items(
         props_b = props.encode()
         plen = len(props_b)
         blen = len(body)
-        if plen > MAX_PROPERTIES_LENGTH:
+        if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
             return TOO_LONG_PROPS
         if blen > max_body:
             return ILLEGAL

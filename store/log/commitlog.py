@@ -44,6 +44,7 @@ from pocketmq.store.log.crc import crc32_long, crc32_short
 from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.syscalls import disk_usage_ratio
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
 
@@ -68,6 +69,7 @@ _FAIL = {s: PutResult(s) for s in PutMessageStatus}
 _FAIL_ILLEGAL = _FAIL[PutMessageStatus.MESSAGE_ILLEGAL]
 _FAIL_PROPS = _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
 _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
+_FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
@@ -90,6 +92,12 @@ class CommitLog:
         self._system_clock = clock is now_ms
         self.file_size = config.mapped_file_size_commit_log
         self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, allocator=allocator)
+        # warmMapedFileEnable: whole segments get their blocks at creation; else sparse
+        self.mfq.preallocate = config.warm_maped_file_enable
+        #: called when the disk is full (ENOSPC reserving blocks, or past
+        #: ``diskSpaceWarningLevelRatio`` at an allocation step): the store refuses puts (14)
+        #: until its cleaner sees space again
+        self.on_disk_full: Callable[[str], None] | None = None
         #: (topic, queue_id) -> next queue offset
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self._topic_heads: dict[str, bytes] = {}
@@ -117,26 +125,54 @@ class CommitLog:
         return head
 
     def _segment_for(self, size: int) -> MappedFile | PutResult:
-        """The segment with room for ``size`` bytes + a blank, rolling (BLANK) if needed; a
-        failed put if no segment can hold that much or the next one cannot be created."""
-        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+        """The segment with room for ``size`` bytes + a blank, rolling (BLANK) if needed, with
+        disk blocks reserved for them (``MappedFile.ensure``); a failed put if no segment can
+        hold that much, the next one cannot be created, or the disk is full (14)."""
+        need = size + END_FILE_MIN_BLANK_LENGTH
+        if need > self.file_size:
             return _FAIL_ILLEGAL
         mf = self.mfq.last
-        if mf is not None and mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
-            return mf
-        if mf is not None and not mf.is_full:
-            remaining = mf.file_size - mf.wrote_position
-            SIZE_MAGIC.pack_into(mf.mm, mf.wrote_position, remaining, BLANK_MAGIC_CODE)
+        if mf is not None and mf.wrote_position + need > mf.file_size and not mf.is_full:
+            pos = mf.wrote_position
+            if not self._reserve(mf, pos + END_FILE_MIN_BLANK_LENGTH):
+                return _FAIL_DISK_FULL
+            SIZE_MAGIC.pack_into(mf.mm, pos, mf.file_size - pos, BLANK_MAGIC_CODE)
             mf.wrote_position = mf.file_size
-        try:
-            mf = self.mfq.last_for_append()
-        except OSError as exc:
-            if not self.create_failed:
-                logger.error("cannot create CommitLog segment in %s: %s", self.mfq.dir, exc)
-            self.create_failed = True
-            return _FAIL_CREATE
-        self.create_failed = False
+        if mf is None or mf.wrote_position + need > mf.file_size:
+            try:
+                mf = self.mfq.last_for_append()
+            except OSError as exc:
+                if not self.create_failed:
+                    logger.error("cannot create CommitLog segment in %s: %s", self.mfq.dir, exc)
+                self.create_failed = True
+                return _FAIL_CREATE
+            self.create_failed = False
+        if not self._reserve(mf, mf.wrote_position + need):
+            return _FAIL_DISK_FULL
         return mf
+
+    def _reserve(self, mf: MappedFile, end: int) -> bool:
+        """Disk blocks for ``mf[:end]`` before the mapping is written there (once per
+        ``ALLOCATION_STEP``); False on ENOSPC. Past ``diskSpaceWarningLevelRatio`` the store is
+        told the disk is full (later puts refused, 14) while this one still goes in."""
+        if end <= mf.allocated:
+            return True
+        try:
+            mf.ensure(end)
+        except OSError as exc:
+            if self.on_disk_full is not None:
+                self.on_disk_full(f"cannot reserve CommitLog blocks in {self.mfq.dir}: {exc}")
+            return False
+        try:
+            ratio = disk_usage_ratio(self.mfq.dir)
+        except OSError:
+            return True
+        if ratio > self.config.disk_space_warning_level_ratio and self.on_disk_full is not None:
+            self.on_disk_full(
+                f"disk {self.mfq.dir} is {ratio * 100:.1f}% used, over diskSpaceWarningLevelRatio "
+                f"{self.config.disk_space_warning_level_ratio}"
+            )
+        return True
 
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append one message (synchronous; the flush policy wait is the caller's business).
@@ -157,7 +193,7 @@ class CommitLog:
         plen = len(props_b)
         body = msg.body
         blen = len(body)
-        if plen > MAX_PROPERTIES_LENGTH:
+        if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
             return _FAIL_PROPS
         if blen > self.max_body:
             return _FAIL_ILLEGAL
@@ -174,7 +210,7 @@ class CommitLog:
         size = psize + blen + len(head) + 2 + plen
         files = self.mfq.files
         mf = files[-1] if files else None
-        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(size)
             if isinstance(got, PutResult):
                 return got
@@ -231,7 +267,7 @@ class CommitLog:
         if isinstance(encoded, PutResult):
             return encoded
         total = encoded.total
-        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(total)
             if isinstance(got, PutResult):
                 return got
@@ -263,7 +299,7 @@ class CommitLog:
             return _FAIL_ILLEGAL if encoded == ILLEGAL else _FAIL_PROPS
         assert isinstance(encoded, _Encoded)
         total = encoded.total
-        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+        if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(total)
             if isinstance(got, PutResult):
                 return got
@@ -363,7 +399,7 @@ class CommitLog:
             plen = len(props_b)
             body = m.body
             blen = len(body)
-            if plen > MAX_PROPERTIES_LENGTH:
+            if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
                 return _FAIL_PROPS
             if blen > max_body:
                 return _FAIL_ILLEGAL
@@ -451,6 +487,7 @@ class CommitLog:
                 mf = self.mfq.last_for_append(off)
             pos = off - mf.file_from_offset
             n = min(len(view), mf.file_size - pos)
+            mf.ensure(pos + n)  # blocks first: a full disk is an OSError, not a SIGBUS
             mf.mm[pos : pos + n] = view[:n]
             mf.wrote_position = pos + n
             view = view[n:]

@@ -9,9 +9,11 @@ Directory (``storePathRootDir``)::
     abort                                      exists while a store is open; gone after a clean close
     lock                                       flock()ed by the process that has the store open
 
-Every mapped file is preallocated to its full size (``posix_fallocate``) before it is mapped,
-so writes into the mapping never need new disk blocks (no SIGBUS on a full disk) and untouched
-space reads as zeros. A zero TOTALSIZE / zero unit therefore marks the end of written data.
+Every mapped file has its full size before it is mapped (sparse, as RocketMQ's: ``ftruncate``;
+whole CommitLog segments get their blocks at once only with ``warmMapedFileEnable``), so
+untouched space reads as zeros and a zero TOTALSIZE / zero unit marks the end of written data.
+The CommitLog reserves blocks (``posix_fallocate``) a step ahead of its writes, so a full disk
+is a refused put (14), never a SIGBUS (``mapped_file.MappedFile.ensure``).
 
 ConsumeQueue unit (20 bytes; logical offset n lives at byte n*20)::
 

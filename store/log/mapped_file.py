@@ -1,4 +1,11 @@
-"""``MappedFile``: one preallocated, memory-mapped segment of a CommitLog / ConsumeQueue / index.
+"""``MappedFile``: one memory-mapped segment of a CommitLog / ConsumeQueue / index.
+
+Files are sparse until written, as RocketMQ's are: a new file gets its size (``ftruncate``),
+not its blocks. ``allocated`` is how much of it has real blocks: the CommitLog asks for them
+(``ensure``, ``posix_fallocate`` a step ahead of the writer) before its mapped writes reach
+them, so a full disk is an ``OSError`` it answers with a refusal, never a SIGBUS. With
+``preallocate`` (``warmMapedFileEnable`` for CommitLog segments) the whole file gets its
+blocks at creation instead: 1 GiB of real disk per segment at once, one more segment ahead.
 
 Positions (bytes from the start of this file):
 
@@ -22,8 +29,12 @@ from pocketmq.store.errors import StoreCorruptError
 from pocketmq.store.log import syscalls
 from pocketmq.store.log.layout import file_name_of
 
-# Indirection so fault tests can inject ENOSPC without touching the os module.
+# Indirections so fault tests can inject ENOSPC without touching the os module.
 _preallocate = syscalls.preallocate
+_extend = syscalls.extend_sparse
+_allocate = syscalls.allocate_range
+#: blocks are reserved this far at a time ahead of the CommitLog writer (one fallocate per step)
+ALLOCATION_STEP = 4 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -48,6 +59,7 @@ class SelectedBuffer:
 
 class MappedFile:
     __slots__ = (
+        "allocated",
         "aux",
         "fd",
         "file_from_offset",
@@ -61,8 +73,10 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool) -> None:
-        """Open (or create and preallocate) ``path`` and map it.
+    def __init__(
+        self, path: str, file_from_offset: int, file_size: int, *, create: bool, preallocate: bool = False
+    ) -> None:
+        """Open (or create: sparse, or with all its blocks if ``preallocate``) ``path`` and map it.
 
         Raises:
             OSError: the file cannot be created or preallocated (e.g. ENOSPC). A half-created
@@ -78,6 +92,9 @@ class MappedFile:
         self.ref_count = 0
         #: end of the range a prefault was requested for (the allocation service's window)
         self.prefaulted = 0
+        #: bytes from the start known to have disk blocks (``ensure``); an existing file starts
+        #: at 0 (its first ``ensure`` costs a fallocate over blocks it mostly has already)
+        self.allocated = 0
         #: an owner's typed view over ``mm`` (ctypes ``from_buffer``); dropped by ``close``
         #: first, because a live export makes ``mmap.close`` fail
         self.aux: Any = None
@@ -90,7 +107,11 @@ class MappedFile:
                 raise StoreCorruptError(self.path, actual, f"file is larger than the configured {file_size}")
             if actual < file_size or not existed:
                 # new file, or one cut short by a crash/corruption: the missing part reads as zeros
-                _preallocate(fd, file_size)
+                if preallocate:
+                    _preallocate(fd, file_size)
+                    self.allocated = file_size
+                else:
+                    _extend(fd, file_size)
             self.mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)
@@ -103,14 +124,30 @@ class MappedFile:
         self.fd = fd
 
     @classmethod
-    def in_dir(cls, directory: str, file_from_offset: int, file_size: int, *, create: bool) -> MappedFile:
+    def in_dir(
+        cls, directory: str, file_from_offset: int, file_size: int, *, create: bool, preallocate: bool = False
+    ) -> MappedFile:
         """The segment ``directory/<20-digit offset>``."""
         return cls(
             os.path.join(directory, file_name_of(file_from_offset)),
             file_from_offset,
             file_size,
             create=create,
+            preallocate=preallocate,
         )
+
+    def ensure(self, end: int) -> None:
+        """Give ``[0, end)`` real disk blocks (a step ahead), so writes there cannot SIGBUS.
+
+        Raises:
+            OSError: ENOSPC (nothing changes; the caller refuses the write).
+        """
+        start = self.allocated
+        if end <= start:
+            return
+        stop = min(self.file_size, max(end, start + ALLOCATION_STEP))
+        _allocate(self.fd, start, stop - start)
+        self.allocated = stop
 
     # -- positions
     @property

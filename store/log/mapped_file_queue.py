@@ -28,6 +28,9 @@ class MappedFileQueue:
         self.allocator = allocator
         #: called after a segment was added (the allocation service prepares the next one)
         self.on_created: Callable[[MappedFile], None] | None = None
+        #: new files get all their blocks at creation (``warmMapedFileEnable`` CommitLog
+        #: segments); else they are sparse (``MappedFile``)
+        self.preallocate = False
         self.flushed_where = 0
 
     # -- loading
@@ -113,7 +116,9 @@ class MappedFileQueue:
         mf = self.allocator(self.dir, offset, self.file_size) if self.allocator else None
         if mf is None:
             os.makedirs(self.dir, exist_ok=True)
-            mf = MappedFile.in_dir(self.dir, offset, self.file_size, create=True)
+            mf = MappedFile.in_dir(
+                self.dir, offset, self.file_size, create=True, preallocate=self.preallocate
+            )
         if not self.files:
             self.flushed_where = offset
         self.files.append(mf)

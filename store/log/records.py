@@ -139,9 +139,19 @@ def validate_record(
     (props_len,) = _unpack_props_len(buf, props_at)
     if props_len < 0 or props_at + 2 + props_len != end:
         return CORRUPT, None
+    if (not buf[p + 1] or (props_len and not buf[end - 1])) and _zeros_after(buf, end, limit):
+        # A torn write (power loss): the record's length words reached the disk but its tail did
+        # not, so the topic or the properties end in zeros (the body has its CRC) and nothing
+        # follows. A real record never ends so: puts refuse properties ending in NUL (13).
+        return CORRUPT, None
     try:
         topic = _topic_of(buf[p + 1 : props_at])
         props = buf[props_at + 2 : end].decode() if props_len else ""
     except UnicodeDecodeError:
         return CORRUPT, None
     return total, (topic, queue_id, queue_offset, sys_flag, store_ts, prepared, props)
+
+
+def _zeros_after(buf: Buf, pos: int, limit: int) -> bool:
+    """Nothing was written after ``pos`` (the next 8 bytes are zeros, or the data ends)."""
+    return not any(buf[pos : min(limit, pos + 8)])

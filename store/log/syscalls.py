@@ -45,6 +45,24 @@ def preallocate(fd: int, size: int) -> None:
         os.ftruncate(fd, size)
 
 
+def extend_sparse(fd: int, size: int) -> None:
+    """Give the file its ``size`` without disk blocks (a sparse file, as RocketMQ's are)."""
+    os.ftruncate(fd, size)
+
+
+def allocate_range(fd: int, start: int, length: int) -> None:
+    """Reserve real blocks for ``[start, start + length)`` before mapped writes reach it.
+
+    Raises ``OSError`` (ENOSPC on a full disk: the caller refuses the write instead of taking
+    a SIGBUS). File systems without fallocate get nothing (their writes are as before).
+    """
+    try:
+        os.posix_fallocate(fd, start, length)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:
+            raise
+
+
 def mmap_address(mm: mmap.mmap) -> int:
     buf = (ctypes.c_char * 1).from_buffer(mm)
     try:

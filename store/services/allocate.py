@@ -54,7 +54,7 @@ def _create(
     directory: str, offset: int, size: int, prefault: bool, warm_write: bool, random: bool
 ) -> MappedFile:
     os.makedirs(directory, exist_ok=True)
-    mf = MappedFile.in_dir(directory, offset, size, create=True)
+    mf = MappedFile.in_dir(directory, offset, size, create=True, preallocate=warm_write)
     if random:
         _advise(mf, MADV_RANDOM)  # before the prefault, which would otherwise read ahead
     if prefault:

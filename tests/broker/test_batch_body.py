@@ -86,3 +86,17 @@ def test_batch_items_are_flag_body_view_and_properties_as_the_store_takes_them()
     assert all(type(b) is memoryview and b.obj is data for _, b, _ in items)  # no copy yet
     with pytest.raises(MessageIllegalError, match="too long"):
         batch_items(data, "CLUSTER\x01C", 2, "too long")
+
+
+def test_stored_records_alone_and_together_are_bounded_by_the_limit():
+    # each record is stored as 91 fixed bytes + body + topic + its properties with the header's
+    one = encode_batch([(0, b"x" * 100, "")])
+    header_props = "CLUSTER\x01C"
+    stored = 91 + 100 + len("T") + len(header_props)
+    assert len(batch_items(one, header_props, stored, "too long", "T")) == 1
+    with pytest.raises(MessageIllegalError, match="too long"):
+        batch_items(one, header_props, stored - 1, "too long", "T")
+    two = encode_batch([(0, b"x" * 100, "")] * 2)
+    with pytest.raises(MessageIllegalError, match="too long"):
+        batch_items(two, header_props, 2 * stored - 1, "too long", "T")
+    assert len(batch_items(two, header_props, 2 * stored, "too long", "T")) == 2

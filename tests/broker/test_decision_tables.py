@@ -149,14 +149,16 @@ class RefusingStore:
     [
         (b"x" * 64, ""),
         (b"x" * 65, ""),
+        (b"x" * 130, ""),
+        (b"x" * 140, ""),
         (b"", "K\x01" + "v" * 32760),
         (b"", "K\x01" + "v" * 32770),
         (b"", "K\x01" + "é" * 16383),  # short in characters, long in bytes
     ],
 )
 def test_send_size_rules_inline_matches_reference(tmp_path, body, props):
-    """send.py inlines send_checks.body_too_large / properties_too_long: same decisions."""
-    config = cfg(tmp_path, {"maxMessageSize": 64})
+    """send.py inlines send_checks.message_too_large / properties_too_long: same decisions."""
+    config = cfg(tmp_path, {"maxMessageSize": 256})
     state = BrokerState(config)
     groups = SubscriptionGroupManager(None, now_ms=lambda: NOW)
     proc = SendMessageProcessor(
@@ -168,7 +170,10 @@ def test_send_size_rules_inline_matches_reference(tmp_path, body, props):
     )
     s = send_checks.SendSettings(config)
     stored_props = props + "\x02CLUSTER\x01DefaultCluster" if props else "CLUSTER\x01DefaultCluster"
-    illegal = send_checks.body_too_large(s, body) or send_checks.properties_too_long(stored_props)
+    topic = request.ext_fields["topic"]  # type: ignore[index]
+    illegal = send_checks.properties_too_long(stored_props) or send_checks.message_too_large(
+        s, body, topic, stored_props
+    )
     with pytest.raises(ResponseError if illegal else _Stored) as info:
         proc.process(Peer(), request)  # type: ignore[arg-type]
     if illegal:

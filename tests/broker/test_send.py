@@ -243,15 +243,45 @@ async def test_queue_id_out_of_range(broker, wire):
     assert r.code == ResponseCode.SYSTEM_ERROR and "queueId[2] is illegal" in r.remark
 
 
-async def test_body_larger_than_max_message_size(tmp_path):
+async def test_stored_record_larger_than_max_message_size(tmp_path):
+    # maxMessageSize bounds the stored record (91 fixed bytes + body + topic + properties), as
+    # RocketMQ's CommitLog: a body of maxMessageSize is refused (issue 23: it was stored)
     async with broker_and_wire(str(tmp_path), store={"maxMessageSize": 1024}) as (b, w):
-        assert (await w.send("Big", b"x" * 1024)).code == ResponseCode.SUCCESS
-        r = await w.send("Big", b"x" * 1025)
+        assert (await w.send("Big", b"x" * 1024)).code == ResponseCode.MESSAGE_ILLEGAL
+        stored_props = "CLUSTER\x01DefaultCluster"
+        fits = 1024 - 91 - len("Big") - len(stored_props)
+        assert (await w.send("Big", b"x" * fits)).code == ResponseCode.SUCCESS
+        r = await w.send("Big", b"x" * (fits + 1))
         assert r.code == ResponseCode.MESSAGE_ILLEGAL
         body = encode_batch([(0, b"x" * 1025, "")])
         r = await w.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Big", "c": "TBW102", "d": "4",
                                                           "e": "0", "f": "0", "g": "0", "h": "0", "m": "true"}, body)  # fmt: skip
         assert r.code == ResponseCode.MESSAGE_ILLEGAL
+
+
+async def test_batch_with_a_transaction_flag_is_refused(wire):
+    # issue 23: a batch with sysFlag 4 (prepared) or 12 was stored, never consumable, and left a
+    # hole in the queue; RocketMQ's asyncPutMessages refuses it with MESSAGE_ILLEGAL
+    body = encode_batch([(0, b"a", ""), (0, b"b", "")])
+    for sys_flag in ("4", "8", "12"):
+        r = await wire.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "TxBatch", "c": "TBW102", "d": "4",
+                                                            "e": "0", "f": sys_flag, "g": "0", "h": "0", "m": "true"}, body)  # fmt: skip
+        assert r.code == ResponseCode.MESSAGE_ILLEGAL, sys_flag
+    r = await wire.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "TxBatch", "c": "TBW102", "d": "4",
+                                                        "e": "0", "f": "0", "g": "0", "h": "0", "m": "true"}, body)  # fmt: skip
+    assert r.code == ResponseCode.SUCCESS
+
+
+async def test_four_mib_body_and_five_mib_batch_are_refused_at_the_default_limit(tmp_path):
+    # issue 23: both were stored; RocketMQ's default maxMessageSize (4 MiB) bounds the stored
+    # record and a batch's records together
+    async with broker_and_wire(str(tmp_path), store={"mappedFileSizeCommitLog": 16 << 20}) as (b, w):
+        assert (await w.send("Huge", b"x" * (4 * 1024 * 1024))).code == ResponseCode.MESSAGE_ILLEGAL
+        body = encode_batch([(0, b"y" * (1024 * 1024), "")] * 5)
+        r = await w.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Huge", "c": "TBW102", "d": "4",
+                                                         "e": "0", "f": "0", "g": "0", "h": "0", "m": "true"}, body)  # fmt: skip
+        assert r.code == ResponseCode.MESSAGE_ILLEGAL
+        assert (await w.send("Huge", b"x" * (4 * 1024 * 1024 - 200))).code == ResponseCode.SUCCESS
 
 
 async def test_properties_longer_than_32k(wire):

@@ -2,8 +2,8 @@
 
 Usage: store_crash_child.py ROOT FLUSH_DISK_TYPE FIRST_INDEX COUNT CONCURRENCY
 
-Prints ``READY`` once the store is open, then ``A <index> <phy offset> <queue offset>`` for each
-put whose flush policy completed (PUT_OK), and ``DONE`` at the end. The parent kills it with
+Prints ``READY`` once the store is open, then ``A <index> <phy offset> <queue offset> <size>`` for
+each put whose flush policy completed (PUT_OK), and ``DONE`` at the end. The parent kills it with
 SIGKILL at random moments; a line that reached the pipe is an acknowledgement.
 """
 
@@ -67,8 +67,11 @@ async def main() -> None:
             r = await store.put_message_async(message(i))
             if r.status is PutMessageStatus.PUT_OK and r.append is not None:
                 # one write per ack: what reached the pipe before SIGKILL is an acknowledgement
-                out.write(f"A {i} {r.append.wrote_offset} {r.append.logics_offset}\n")
+                a = r.append
+                out.write(f"A {i} {a.wrote_offset} {a.logics_offset} {a.wrote_bytes}\n")
                 out.flush()
+            if i % 16 == 0:
+                await asyncio.sleep(0)  # an ASYNC_FLUSH put never suspends: let the services run
 
     await asyncio.gather(*(worker() for _ in range(conc)))
     await store.shutdown()

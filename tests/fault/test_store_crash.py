@@ -33,12 +33,15 @@ CHILD = os.path.join(os.path.dirname(__file__), "store_crash_child.py")
 
 
 class Child:
-    def __init__(self, root: str, flush: str, first: int, count: int) -> None:
+    def __init__(self, root: str, flush: str, first: int, count: int, script: str = CHILD) -> None:
         self.acks: list[tuple[int, int, int]] = []
+        #: index -> record size; the last CommitLog fsync reported (``power_loss_child.py``)
+        self.sizes: dict[int, int] = {}
+        self.flushed = 0
         self.ready = threading.Event()
         self.done = False
         self.proc = subprocess.Popen(
-            [sys.executable, CHILD, root, flush, str(first), str(count), "64"],
+            [sys.executable, script, root, flush, str(first), str(count), "64"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -50,8 +53,11 @@ class Child:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if line.startswith("A "):
-                _, i, phy, qoff = line.split()
+                _, i, phy, qoff, size = line.split()
                 self.acks.append((int(i), int(phy), int(qoff)))
+                self.sizes[int(i)] = int(size)
+            elif line.startswith("F "):
+                self.flushed = max(self.flushed, int(line.split()[1]))
             elif line.startswith("READY"):
                 self.ready.set()
             elif line.startswith("DONE"):

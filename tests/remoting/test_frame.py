@@ -246,10 +246,23 @@ def test_whole_frames_before_broken_framing_are_returned() -> None:
     assert dec.buffered == 0 and dec.feed(first) == []
 
 
-def test_half_million_field_header_is_rejected_with_opaque() -> None:
-    fields = ",".join(f'"k{i}":"v"' for i in range(500_000))
+def test_too_many_ext_fields_is_rejected_with_opaque() -> None:
+    fields = ",".join(f'"k{i}":"v"' for i in range(5_000))
     header = b'{"code":10,"opaque":7,"extFields":{' + fields.encode() + b"}}"
     assert rejected_by(frame_of(header)).opaque == 7
+
+
+def test_header_bomb_is_refused_from_its_first_eight_bytes() -> None:
+    # a half-million-field header (6 MB): refused from the header-length word, before the
+    # header's bytes arrive, so it is never buffered or parsed
+    fields = ",".join(f'"k{i}":"v"' for i in range(500_000))
+    frame = frame_of(b'{"code":10,"opaque":7,"extFields":{' + fields.encode() + b"}}")
+    err = broken_by(frame[:8])
+    assert isinstance(err, FrameTooLargeError) and "header length" in str(err)
+    # split inside the header-length word: still refused once it is whole
+    dec = FrameDecoder()
+    assert dec.feed(frame[:6]) == [] and dec.broken is None
+    broken_by(frame[6:64], dec)
 
 
 def test_unknown_serialize_type() -> None:

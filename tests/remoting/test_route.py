@@ -311,3 +311,27 @@ def test_select_broker_addr_is_rocketmq_rule() -> None:
 def test_schedule_v2_topic_is_not_sendable() -> None:
     # the client's own copy of this set used to lack SCHEDULE_TOPIC_XXXX_V2
     assert "SCHEDULE_TOPIC_XXXX_V2" in route.NOT_ALLOWED_SEND_TOPICS
+
+
+def test_register_body_bomb_is_refused_at_a_bound_proportional_to_its_size() -> None:
+    # issue 23: a 64 KB body inflating to 64 MiB was inflated in full (to the 256 MiB cap for a
+    # 250 KB one) before being refused; now the bound is 64x the compressed size, checked per step
+    import tracemalloc
+
+    bomb = zlib.compress(b"\0" * (64 * 1024 * 1024), 9)
+    assert len(bomb) < 100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(BodyFormatError, match="inflates beyond"):
+            RegisterBrokerBody.decode(bomb, compressed=True)
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024
+
+
+def test_register_body_of_a_large_real_topic_table_still_inflates() -> None:
+    table = {f"topic_{i:06d}": TopicConfig(f"topic_{i:06d}", 8, 8, 6) for i in range(20_000)}
+    body = RegisterBrokerBody(TopicConfigSerializeWrapper(table, DataVersion())).encode(compress=True)
+    decoded = RegisterBrokerBody.decode(body, compressed=True)
+    assert decoded.topic_config_serialize_wrapper.topic_config_table.keys() == table.keys()

@@ -130,6 +130,12 @@ def test_unknown_or_misspelled_key_is_an_error_naming_it():
         {"storePathCommitLog": "/a;/b"},
         {"enableDLegerCommitLog": "true"},
         {"diskMaxUsedSpaceRatio": "99"},
+        # issue 23: sizes beyond one mapping (a Java int) started, then every send failed
+        {"mappedFileSizeCommitLog": "1000000000000000000000"},
+        {"mappedFileSizeCommitLog": str(2**31)},
+        {"mappedFileSizeConsumeQueue": str(2**31)},
+        {"maxMessageSize": str(2**31)},
+        {"maxHashSlotNum": "300000000", "maxIndexNum": "100000000"},
     ],
 )
 def test_bad_values_are_rejected(bad):

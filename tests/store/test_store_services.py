@@ -228,32 +228,40 @@ async def test_async_flush_keeps_default_readahead_on_the_segment_being_written(
 
 
 async def test_disk_full_enospc_refuses_puts_keeps_reads_and_recovers(tmp_path, monkeypatch):
+    # Segments are sparse; blocks are reserved a step ahead of the writer, so a full disk is an
+    # ENOSPC from fallocate answered with SERVICE_NOT_AVAILABLE (14), never a SIGBUS nor the
+    # CREATE_MAPEDFILE_FAILED (1) a fully preallocated next segment used to give first.
+    from pocketmq.store.services import clean as clean_module
+
     store = await _started(str(tmp_path / "s"))
-    ok = 0
-    real = mapped_file_module._preallocate
+    monkeypatch.setattr(mapped_file_module, "ALLOCATION_STEP", 4096)
+    real = mapped_file_module._allocate
     full = True
 
-    def fake_preallocate(fd, size):
+    def fake_allocate(fd, start, length):
         if full:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(fd, size)
+        real(fd, start, length)
 
-    # only the first segment exists; make every new file fail from now on
-    await store._services.allocate.stop()  # type: ignore[union-attr]  # no prepared segment to hide the error
-    monkeypatch.setattr(mapped_file_module, "_preallocate", fake_preallocate)
+    monkeypatch.setattr(mapped_file_module, "_allocate", fake_allocate)
     statuses = []
+    ok = 0
     for i in range(200):
         r = store.put_message(make_msg(i, queue_id=i % 2, body_size=700))
         statuses.append(r.status)
         ok += r.is_ok
-    assert PutMessageStatus.CREATE_MAPEDFILE_FAILED in statuses
-    assert statuses[:ok] == [PutMessageStatus.PUT_OK] * ok  # fails only once the segment is full
+    assert PutMessageStatus.SERVICE_NOT_AVAILABLE in statuses
+    assert PutMessageStatus.CREATE_MAPEDFILE_FAILED not in statuses
+    assert statuses[:ok] == [PutMessageStatus.PUT_OK] * ok  # refused only once the reserve is used
+    assert store.disk_full
     await _until(
         lambda: store.get_max_offset_in_queue("TopicA", 0) + store.get_max_offset_in_queue("TopicA", 1) == ok
     )
     served = pull_all(store, "TopicA", 0) + pull_all(store, "TopicA", 1)
     assert len(served) == ok  # reads keep working
-    full = False  # space is back
+    full = False  # space is back: the cleaner's next round accepts puts again, no restart
+    monkeypatch.setattr(clean_module, "disk_usage_ratio", lambda path: 0.10)
+    await store._services.clean.run_once()  # type: ignore[union-attr]
     r = store.put_message(make_msg(999, body_size=700))
     assert r.status is PutMessageStatus.PUT_OK
     await _until(lambda: store.dispatch_behind_bytes == 0)
@@ -264,9 +272,38 @@ async def test_disk_full_enospc_refuses_puts_keeps_reads_and_recovers(tmp_path, 
     again.close()
 
 
+async def test_segments_are_sparse_until_written_unless_warm(tmp_path):
+    # issue 23: a default broker took ~2.4 GiB of real disk at its first message
+    store = await _started(str(tmp_path / "s"), mapped_file_size_commit_log=64 << 20)
+    store.put_message(make_msg(0))
+    await _until(lambda: store.dispatch_behind_bytes == 0)
+    for mf in store.commitlog.mfq.files:
+        assert os.stat(mf.path).st_blocks * 512 <= mapped_file_module.ALLOCATION_STEP + (1 << 20)
+    await store.shutdown()
+    warm = await _started(
+        str(tmp_path / "w"), mapped_file_size_commit_log=64 << 20, warm_maped_file_enable=True
+    )
+    warm.put_message(make_msg(0))
+    first = warm.commitlog.mfq.files[0]
+    assert os.stat(first.path).st_blocks * 512 >= 64 << 20  # warmMapedFileEnable: all blocks at once
+    await warm.shutdown()
+
+
+async def test_past_the_warning_ratio_at_an_allocation_step_puts_are_refused(tmp_path, monkeypatch):
+    from pocketmq.store.log import commitlog as commitlog_module
+
+    store = await _started(str(tmp_path / "s"))
+    monkeypatch.setattr(mapped_file_module, "ALLOCATION_STEP", 4096)
+    monkeypatch.setattr(commitlog_module, "disk_usage_ratio", lambda path: 0.95)
+    statuses = [store.put_message(make_msg(i, body_size=700)).status for i in range(20)]
+    assert statuses[0] is PutMessageStatus.PUT_OK  # the step that saw the ratio still went in
+    assert statuses[-1] is PutMessageStatus.SERVICE_NOT_AVAILABLE and store.disk_full
+    await store.shutdown()
+
+
 async def test_enospc_creating_a_consume_queue_file_blocks_reput_then_resumes(tmp_path, monkeypatch):
     store = await _started(str(tmp_path / "s"))
-    real = mapped_file_module._preallocate
+    real = mapped_file_module._extend  # ConsumeQueue files are sparse: sized, not allocated
     state = {"full": True}
 
     def fake(fd, size):
@@ -274,7 +311,7 @@ async def test_enospc_creating_a_consume_queue_file_blocks_reput_then_resumes(tm
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd, size)
 
-    monkeypatch.setattr(mapped_file_module, "_preallocate", fake)
+    monkeypatch.setattr(mapped_file_module, "_extend", fake)
     for i in range(5):
         assert store.put_message(make_msg(i, topic="NewTopic")).is_ok
     await asyncio.sleep(0.1)

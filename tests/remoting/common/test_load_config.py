@@ -157,6 +157,15 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
         load_config(StoreConf, tmp_path / "nope.conf")
 
 
+def test_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
+    # issue 23: a raw UnicodeDecodeError traceback named neither
+    path = tmp_path / "latin1.conf"
+    path.write_bytes(b"a=1\nbrokerName=caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8") as info:
+        load_config(StoreConf, path)
+    assert info.value.source == f"{path}:2" and str(path) in str(info.value)
+
+
 def test_bad_escape_in_file(tmp_path: Path) -> None:
     path = write(tmp_path, "a=1\nstorePathRootDir=\\u12\n")
     with pytest.raises(ConfigError) as info:

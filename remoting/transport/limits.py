@@ -1,0 +1,125 @@
+"""What one peer may cost a server: the limits a hostile or broken client runs into.
+
+RocketMQ's Netty server bounds a frame (``frameMaxLength``) and closes idle channels; it lets
+a peer hold a partial frame forever, parse a header of any size and open any number of
+connections. pocketmq adds the bounds below (broker.conf / namesrv.properties keys in
+brackets, defaults documented in ``docs/limits.md``):
+
+* ``serverHeaderMaxLength`` (256 KiB): a header longer than this closes the connection as soon
+  as its length word is read, before its bytes are buffered or parsed (the largest header a
+  real client sends is a send's properties, which RocketMQ caps at 32 KiB);
+* ``serverFrameCompletionTimeoutSeconds`` (30): a frame begun and not completed within this
+  closes the connection (a peer trickling one byte a second);
+* ``serverPartialFrameMemoryMax`` (256 MiB): the bytes of partial frames across all
+  connections; the connection whose partial frame would pass it is closed;
+* ``serverMaxConnections`` (0: the process's open-file limit minus a reserve of 1024 for the
+  store and the logs): connections beyond it are closed at accept, with a warning, instead of
+  running out of file descriptors (which hangs new clients with nothing said);
+* ``writeBufferHighWaterMark`` / ``writeBufferLowWaterMark`` (64 KiB / 16 KiB): replies
+  the peer has not read pile up to the high mark, then that connection's reading stops, and so
+  does the handling of requests it already sent, until the buffer drains below the low mark.
+
+Rejections are logged through :class:`RateLimitedLog` (a junk-sending peer must not fill the
+disk with warnings).
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import time
+from typing import Any, Protocol
+
+from pocketmq.remoting.protocol.frame import DEFAULT_MAX_HEADER_SIZE
+
+__all__ = [
+    "DEFAULT_FRAME_TIMEOUT",
+    "DEFAULT_MAX_HEADER_SIZE",
+    "DEFAULT_PARTIAL_FRAME_BUDGET",
+    "FD_RESERVE",
+    "PartialFrameBudget",
+    "RateLimitedLog",
+    "max_connections",
+    "server_limits",
+]
+
+#: ``serverFrameCompletionTimeoutSeconds`` default.
+DEFAULT_FRAME_TIMEOUT = 30.0
+#: ``serverPartialFrameMemoryMax`` default.
+DEFAULT_PARTIAL_FRAME_BUDGET = 256 * 1024 * 1024
+#: file descriptors kept out of ``serverMaxConnections`` (0) for store segments, logs, pipes.
+FD_RESERVE = 1024
+
+
+def max_connections(configured: int) -> int:
+    """``serverMaxConnections``: ``configured`` if > 0, else the open-file limit minus a reserve."""
+    if configured > 0:
+        return configured
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1_000_000
+    return max(16, soft - FD_RESERVE)
+
+
+class LimitSettings(Protocol):
+    """The keys above, as the broker's and the name server's configs spell them."""
+
+    @property
+    def write_buffer_high_water_mark(self) -> int: ...
+    @property
+    def write_buffer_low_water_mark(self) -> int: ...
+    @property
+    def server_header_max_length(self) -> int: ...
+    @property
+    def server_frame_completion_timeout_seconds(self) -> float: ...
+    @property
+    def server_partial_frame_memory_max(self) -> int: ...
+    @property
+    def server_max_connections(self) -> int: ...
+
+
+def server_limits(cfg: LimitSettings) -> dict[str, Any]:
+    """The ``RemotingServerConfig`` fields set by a config's limit keys."""
+    return {
+        "max_header_size": cfg.server_header_max_length,
+        "frame_timeout": float(cfg.server_frame_completion_timeout_seconds),
+        "partial_frame_budget": cfg.server_partial_frame_memory_max,
+        "max_connections": cfg.server_max_connections,
+        "write_buffer_high": cfg.write_buffer_high_water_mark,
+        "write_buffer_low": cfg.write_buffer_low_water_mark,
+    }
+
+
+class PartialFrameBudget:
+    """Bytes of partial frames held across a server's connections (``serverPartialFrameMemoryMax``)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int = DEFAULT_PARTIAL_FRAME_BUDGET) -> None:
+        self.limit = limit
+        self.used = 0
+
+
+class RateLimitedLog:
+    """At most one record per ``interval`` seconds per key; the next one says how many were dropped."""
+
+    __slots__ = ("_dropped", "_interval", "_last", "_logger")
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0) -> None:
+        self._logger = logger
+        self._interval = interval
+        self._last: dict[str, float] = {}
+        self._dropped: dict[str, int] = {}
+
+    def emit(self, key: str, msg: str, *args: object) -> None:
+        now = time.monotonic()
+        last = self._last.get(key)
+        if last is not None and now - last < self._interval:
+            self._dropped[key] = self._dropped.get(key, 0) + 1
+            return
+        self._last[key] = now
+        dropped = self._dropped.pop(key, 0)
+        if dropped:
+            msg += " (%d similar messages suppressed)"
+            args = (*args, dropped)
+        self._logger.warning(msg, *args)

@@ -1,0 +1,57 @@
+"""Short forms of the fault scenarios (issue 23; ``tests/fault/chaos.py`` has the long forms,
+``make chaos`` runs them and prints the table). Real processes, real clients, loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fault.chaos import (
+    Row,
+    run_consumer_faults,
+    run_disk_full,
+    run_fuzz,
+    run_kill9_producers,
+    run_overload,
+    run_slow_clients,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.fault]
+
+
+def passed(row: Row) -> None:
+    assert row.verdict == "PASS", row.notes
+    assert row.acknowledged > 0
+
+
+@pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])
+def test_t1_t2_kill9_broker_under_producers_loses_nothing_acknowledged(tmp_path: Path, flush: str) -> None:
+    passed(run_kill9_producers(tmp_path, flush=flush, kills=2, producers=2, gap=0.8))
+
+
+def test_t14_fuzzed_frames_do_not_hurt_the_broker(tmp_path: Path) -> None:
+    passed(run_fuzz(tmp_path, frames=10_000, connections=50, rate=200, baseline_s=1.5))
+
+
+def test_t16_idle_trickling_and_non_reading_clients_are_bounded(tmp_path: Path) -> None:
+    passed(run_slow_clients(tmp_path, idle=200, trickle=20, non_readers=5, idle_timeout=3, frame_timeout=2))
+
+
+def test_t17_full_disk_refuses_with_14_and_resumes(tmp_path: Path) -> None:
+    row = run_disk_full(tmp_path, size_mib=40, seconds=20)
+    if row is None:
+        pytest.skip("cannot mount a size-limited tmpfs here (needs root / CAP_SYS_ADMIN)")
+    passed(row)
+
+
+def test_t18_overload_keeps_memory_bounded_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    passed(run_overload(tmp_path, seconds=4, senders=4, inflight=64))
+
+
+def test_t9_t10_push_consumers_and_broker_killed_lose_nothing(tmp_path: Path) -> None:
+    passed(run_consumer_faults(tmp_path, orderly=False, consumer_kills=2, broker_kills=1))
+
+
+def test_t11_orderly_consumers_keep_each_keys_order(tmp_path: Path) -> None:
+    passed(run_consumer_faults(tmp_path, orderly=True, consumer_kills=2, broker_kills=1))
