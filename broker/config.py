@@ -38,12 +38,12 @@ from pocketmq.remoting.common.config import (
     read_conf_file,
 )
 from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
-from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
 from pocketmq.remoting.transport.limits import (
     DEFAULT_FRAME_TIMEOUT,
     DEFAULT_MAX_HEADER_SIZE,
     DEFAULT_PARTIAL_FRAME_BUDGET,
 )
+from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
 from pocketmq.store import MessageStoreConfig
 
 logger = logging.getLogger(__name__)

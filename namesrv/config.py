@@ -17,12 +17,12 @@ from pydantic import Field
 
 from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
 from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
-from pocketmq.remoting.transport.tls import TlsSettings
 from pocketmq.remoting.transport.limits import (
     DEFAULT_FRAME_TIMEOUT,
     DEFAULT_MAX_HEADER_SIZE,
     DEFAULT_PARTIAL_FRAME_BUDGET,
 )
+from pocketmq.remoting.transport.tls import TlsSettings
 
 __all__ = ["KNOWN_UNSUPPORTED_KEYS", "NamesrvConfig", "load_namesrv_config"]
 
