@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pocketmq.broker.config import BrokerSettings
+from pocketmq.broker.config import FOREIGN_KEYS, BrokerSettings
 from pocketmq.client.config import (
     ClientConfig,
     ConsumerConfig,
@@ -28,7 +28,7 @@ from pocketmq.client.config import (
     ProducerConfig,
     PushConsumerConfig,
 )
-from pocketmq.namesrv.config import NamesrvConfig
+from pocketmq.namesrv.config import KNOWN_UNSUPPORTED_KEYS, NamesrvConfig
 from pocketmq.remoting.common.config import config_properties
 from pocketmq.remoting.common.unsupported import REFUSALS
 from pocketmq.store import MessageStoreConfig
@@ -45,10 +45,12 @@ Server keys are RocketMQ 4.9's, spelled and defaulted as in its Java config clas
 from a Java properties file (`mqnamesrv -c conf/namesrv.conf`, `mqbroker -c conf/broker.conf`) and
 from `--set key=value` overrides, in that order over the defaults; a key may also be written in
 snake_case. An unknown key stops the server at start-up with an error naming the key, its source
-and the closest known key. A RocketMQ key that pocketmq does not implement (thread pool sizes,
-Netty switches, 5.x features) loads with a warning. A value that asks for a feature pocketmq does
-not have yet stops the server with a message naming the key (the table "Settings refused at
-start-up" in the README). `mqbroker -p` / `mqnamesrv -p` print the effective configuration.
+and the closest known key. A RocketMQ key that tunes Java machinery pocketmq does not have
+(thread pool sizes, Netty switches) loads with a warning; a key of a RocketMQ feature pocketmq does
+not implement loads only at RocketMQ's default, and any other value stops the server naming the
+key (both lists are at the end of this page). A value that asks for a feature pocketmq does not
+have yet stops the server with a message naming the key (the table "Settings refused at
+start-up"). `mqbroker -p` / `mqnamesrv -p` print the effective configuration.
 
 SDK options are keyword arguments of the client classes (`Producer(group, namesrv, **options)`),
 in snake_case or camelCase, or a config object (`Producer(config=ProducerConfig(...))`).
@@ -64,6 +66,23 @@ A value in this table asks for a feature pocketmq does not have yet: the server 
 and `mqadmin updateBrokerConfig` / `updateNamesrvConfig` refuse it (code 1), with one line naming
 the key and the feature. No setting is accepted and ignored. The table is
 `remoting/common/unsupported.py` `REFUSALS`; a feature that lands removes its row.
+"""
+
+DEFAULT_ONLY_INTRO = """
+## RocketMQ keys accepted only at their default
+
+These keys belong to RocketMQ features or machinery pocketmq does not implement. A Java `.conf`
+that carries them at RocketMQ's default still loads; any other value stops the server (and is
+refused by `updateBrokerConfig` / `updateNamesrvConfig`) with a message naming the key, because
+pocketmq would not do what it asks.
+"""
+
+KNOBS_INTRO = """
+## Java tuning knobs with no effect
+
+These keys size Java's thread pools, their queues and Netty; pocketmq runs each server on one
+event loop (no thread pools), so they have nothing to tune. They load with a warning naming the
+key, whatever their value.
 """
 
 #: (section title, model, keys already listed in a section above)
@@ -110,6 +129,20 @@ def render() -> str:
             parts.append(f"Also every key of the section for `{parent.__name__}`.\n")
         parts.append("| key | Python name | default | meaning |\n|---|---|---|---|")
         parts.extend(rows(model, skip))
+    parts.append(DEFAULT_ONLY_INTRO)
+    parts.append("| server | key | the only value accepted |\n|---|---|---|")
+    for server, table in (("name server", KNOWN_UNSUPPORTED_KEYS), ("broker", FOREIGN_KEYS)):
+        parts.extend(f"| {server} | `{k}` | `{v}` |" for k, v in sorted(table.items()) if v is not None)
+    store_values = config_properties(_default_instance(MessageStoreConfig))
+    store_keys = dict(zip(MessageStoreConfig.model_fields, store_values, strict=True))
+    parts.extend(
+        f"| broker | `{store_keys[n]}` | `{store_values[store_keys[n]] or '(empty)'}` |"
+        for n in sorted(MessageStoreConfig.DEFAULT_ONLY, key=lambda n: store_keys[n])
+    )
+    parts.append(KNOBS_INTRO)
+    for server, table in (("name server", KNOWN_UNSUPPORTED_KEYS), ("broker", FOREIGN_KEYS)):
+        knobs = ", ".join(f"`{k}`" for k, v in sorted(table.items()) if v is None)
+        parts.append(f"- {server}: {knobs}")
     parts.append(REFUSED_INTRO)
     parts.append("| key | refused values | missing feature |\n|---|---|---|")
     parts.extend(f"| `{r.key}` | {_cell(r.refused)} | {_cell(r.feature)} |" for r in REFUSALS)

@@ -3,7 +3,8 @@
 RocketMQ applies one properties file to ``NamesrvConfig`` and ``NettyServerConfig``; both sets of
 keys live in this one model. Keys of either class that pocketmq does not implement (thread pools,
 Netty allocator switches, 5.x controller settings) are listed in :data:`KNOWN_UNSUPPORTED_KEYS`:
-they load with a warning instead of failing, so a Java ``namesrv.conf`` starts unchanged.
+the Java tuning knobs load with a warning, so a Java ``namesrv.conf`` starts unchanged; the
+feature keys load only at RocketMQ's default (anything else is a startup error naming the key).
 
 Defaults are RocketMQ 4.9.8's, except the two liveness knobs 4.x hard-codes (scan every 10 s,
 expire after 120 s), which are configurable here.
@@ -103,35 +104,33 @@ class NamesrvConfig(TlsSettings):
 
 
 #: Real NamesrvConfig/NettyServerConfig keys (4.9.x and 5.x) accepted with a warning.
-KNOWN_UNSUPPORTED_KEYS = frozenset(
-    {
-        # NettyServerConfig: Netty/thread-pool knobs with no asyncio meaning
-        "serverWorkerThreads",
-        "serverCallbackExecutorThreads",
-        "serverSelectorThreads",
-        "serverOnewaySemaphoreValue",
-        "serverAsyncSemaphoreValue",
-        "serverPooledByteBufAllocatorEnable",
-        "useEpollNativeSelector",
-        "serverNettyWorkerGroupEnable",
-        "enableShutdownGracefully",
-        "shutdownWaitTimeSeconds",
-        # NamesrvConfig 5.x: request pools and controller features
-        "clientRequestThreadPoolNums",
-        "defaultThreadPoolNums",
-        "clientRequestThreadPoolQueueCapacity",
-        "defaultThreadPoolQueueCapacity",
-        "unRegisterBrokerQueueCapacity",
-        "supportActingMaster",
-        "enableAllTopicList",
-        "enableTopicList",
-        "notifyMinBrokerIdChanged",
-        "notifyMinBrokerIdChangeTimeoutMillis",
-        "enableControllerInNamesrv",
-        "needWaitForService",
-        "waitSecondsForService",
-    }
-)
+KNOWN_UNSUPPORTED_KEYS: dict[str, str | None] = {
+    # Java machinery with no counterpart here (one event loop, no thread pools or Netty)
+    "serverWorkerThreads": None,
+    "serverCallbackExecutorThreads": None,
+    "serverSelectorThreads": None,
+    "serverOnewaySemaphoreValue": None,
+    "serverAsyncSemaphoreValue": None,
+    "serverPooledByteBufAllocatorEnable": None,
+    "useEpollNativeSelector": None,
+    "serverNettyWorkerGroupEnable": None,
+    "clientRequestThreadPoolNums": None,
+    "defaultThreadPoolNums": None,
+    "clientRequestThreadPoolQueueCapacity": None,
+    "defaultThreadPoolQueueCapacity": None,
+    "unRegisterBrokerQueueCapacity": None,
+    "notifyMinBrokerIdChangeTimeoutMillis": None,
+    # 5.x features pocketmq does not implement: RocketMQ's default only (4.x behaviour)
+    "enableShutdownGracefully": "false",
+    "shutdownWaitTimeSeconds": "30",
+    "supportActingMaster": "false",
+    "enableAllTopicList": "true",
+    "enableTopicList": "true",
+    "notifyMinBrokerIdChanged": "false",
+    "enableControllerInNamesrv": "false",
+    "needWaitForService": "false",
+    "waitSecondsForService": "45",
+}
 
 
 def load_namesrv_config(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import os
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -61,6 +62,42 @@ class MessageStoreConfig(BaseModel):
         frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, use_enum_values=False
     )
 
+    #: Keys a Java ``broker.conf`` may carry for machinery or features pocketmq does not have:
+    #: they load only at RocketMQ's default, any other value is a startup error naming the key
+    #: (``remoting.common.config``), so no setting is accepted and ignored.
+    DEFAULT_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {
+            "store_path_dledger_commit_log",
+            "mapped_file_size_consume_queue_ext",
+            "bit_map_length_consume_queue_ext",
+            "commit_interval_commit_log",
+            "flush_commit_log_timed",
+            "commit_commit_log_least_pages",
+            "commit_commit_log_thorough_interval",
+            "flush_least_pages_when_warm_maped_file",
+            "use_reentrant_lock_when_put_message",
+            "transient_store_pool_size",
+            "fast_fail_if_no_buffer_in_store_pool",
+            "os_page_cache_busy_time_out_mills",
+            "delete_consume_queue_files_interval",
+            "destroy_maped_file_interval_forcibly",
+            "redelete_hanged_file_interval",
+            "put_msg_index_hight_water",
+            "message_index_safe",
+            "disk_fall_recorded",
+            "enable_schedule_async_deliver",
+            "schedule_async_deliver_max_pending_limit",
+            "schedule_async_deliver_max_resend_num2_blocked",
+            "max_lmq_consume_queue_num",
+            "debug_lock_enable",
+            "is_enable_batch_push",
+            "dleger_group",
+            "dleger_peers",
+            "dleger_self_id",
+            "preferred_leader_id",
+        }
+    )
+
     # -- paths and file sizes
     store_path_root_dir: str = Field(default_factory=_default_root, description="store root directory")
     store_path_commit_log: str | None = Field(
@@ -69,7 +106,7 @@ class MessageStoreConfig(BaseModel):
     store_path_dledger_commit_log: str | None = Field(
         None,
         alias="storePathDLedgerCommitLog",
-        description="DLedger CommitLog directory (accepted for broker.conf compatibility, not used)",
+        description="DLedger CommitLog directory (RocketMQ's default only: not implemented)",
     )
     # Java ints: a segment is one mapping of at most 2 GiB - 1 (an unbounded size started, then
     # every send failed with OverflowError; issue 23)
@@ -88,11 +125,11 @@ class MessageStoreConfig(BaseModel):
     )
     mapped_file_size_consume_queue_ext: int = Field(
         48 * _MiB,
-        description="ConsumeQueue extension file size, bytes (accepted for broker.conf compatibility, not used)",
+        description="ConsumeQueue extension file size, bytes (RocketMQ's default only: not implemented)",
     )
     bit_map_length_consume_queue_ext: int = Field(
         64,
-        description="ConsumeQueue extension bitmap length, bits (accepted for broker.conf compatibility, not used)",
+        description="ConsumeQueue extension bitmap length, bits (RocketMQ's default only: not implemented)",
     )
 
     # -- flushing
@@ -103,23 +140,23 @@ class MessageStoreConfig(BaseModel):
     flush_interval_commit_log: int = Field(500, ge=1, description="async CommitLog flush period, ms")
     commit_interval_commit_log: int = Field(
         200,
-        description="transient store pool commit period, ms (accepted for broker.conf compatibility, not used: no pool)",
+        description="transient store pool commit period, ms (RocketMQ's default only: not implemented: no pool)",
     )
     flush_commit_log_timed: bool = Field(
         True,
-        description="Java: sleep (true) or wait for a wake-up between async flushes (accepted for broker.conf compatibility, not used)",
+        description="Java: sleep (true) or wait for a wake-up between async flushes (RocketMQ's default only: not implemented)",
     )
     flush_commit_log_least_pages: int = Field(
         4, ge=0, description="async flush only if this many dirty pages"
     )
     commit_commit_log_least_pages: int = Field(
         4,
-        description="transient store pool commit threshold, pages (accepted for broker.conf compatibility, not used)",
+        description="transient store pool commit threshold, pages (RocketMQ's default only: not implemented)",
     )
     flush_commit_log_thorough_interval: int = Field(10_000, description="flush regardless of pages after, ms")
     commit_commit_log_thorough_interval: int = Field(
         200,
-        description="transient store pool full commit period, ms (accepted for broker.conf compatibility, not used)",
+        description="transient store pool full commit period, ms (RocketMQ's default only: not implemented)",
     )
     flush_interval_consume_queue: int = Field(1000, ge=1, description="ConsumeQueue/index flush period, ms")
     flush_consume_queue_least_pages: int = Field(
@@ -130,7 +167,7 @@ class MessageStoreConfig(BaseModel):
     )
     flush_least_pages_when_warm_maped_file: int = Field(
         1024 // 4 * 16,
-        description="Java's flush step while warming a new segment, pages (accepted for broker.conf compatibility, not used)",
+        description="Java's flush step while warming a new segment, pages (RocketMQ's default only: not implemented)",
     )
     sync_flush_timeout: int = Field(5000, ge=1, description="SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT, ms")
     flush_delay_offset_interval: int = Field(
@@ -138,7 +175,7 @@ class MessageStoreConfig(BaseModel):
     )
     use_reentrant_lock_when_put_message: bool = Field(
         True,
-        description="Java put lock choice (accepted for broker.conf compatibility, not used: puts run on one loop, no lock)",
+        description="Java put lock choice (RocketMQ's default only: not implemented: puts run on one loop, no lock)",
     )
     warm_maped_file_enable: bool = Field(False, description="prefault new segments by writing them")
     transient_store_pool_enable: bool = Field(
@@ -146,15 +183,15 @@ class MessageStoreConfig(BaseModel):
         description="write through off-heap buffers (only false: true is refused until built, remoting/common/unsupported.py)",
     )
     transient_store_pool_size: int = Field(
-        5, description="number of transient store buffers (accepted for broker.conf compatibility, not used)"
+        5, description="number of transient store buffers (RocketMQ's default only: not implemented)"
     )
     fast_fail_if_no_buffer_in_store_pool: bool = Field(
         False,
-        description="refuse puts when no transient buffer is free (accepted for broker.conf compatibility, not used)",
+        description="refuse puts when no transient buffer is free (RocketMQ's default only: not implemented)",
     )
     os_page_cache_busy_time_out_mills: int = Field(
         1000,
-        description="Java put-lock hold time that counts as page-cache busy, ms (accepted for broker.conf compatibility, not used)",
+        description="Java put-lock hold time that counts as page-cache busy, ms (RocketMQ's default only: not implemented)",
     )
 
     # -- cleanup
@@ -164,15 +201,15 @@ class MessageStoreConfig(BaseModel):
     )
     delete_consume_queue_files_interval: int = Field(
         100,
-        description="pause between two ConsumeQueue file deletions, ms (accepted for broker.conf compatibility, not used)",
+        description="pause between two ConsumeQueue file deletions, ms (RocketMQ's default only: not implemented)",
     )
     destroy_maped_file_interval_forcibly: int = Field(
         120_000,
-        description="Java: force-unmap a still-referenced file after, ms (accepted for broker.conf compatibility, not used)",
+        description="Java: force-unmap a still-referenced file after, ms (RocketMQ's default only: not implemented)",
     )
     redelete_hanged_file_interval: int = Field(
         120_000,
-        description="Java: retry deleting a file that failed to unmap after, ms (accepted for broker.conf compatibility, not used)",
+        description="Java: retry deleting a file that failed to unmap after, ms (RocketMQ's default only: not implemented)",
     )
     delete_when: str = Field("04", description="';'-separated hours of day when expired files are deleted")
     disk_max_used_space_ratio: int = Field(75, ge=10, le=95, description="percent; clean above this")
@@ -196,7 +233,7 @@ class MessageStoreConfig(BaseModel):
     )
     put_msg_index_hight_water: int = Field(
         600_000,
-        description="Java: index backlog above which puts are throttled (accepted for broker.conf compatibility, not used)",
+        description="Java: index backlog above which puts are throttled (RocketMQ's default only: not implemented)",
     )
     max_transfer_bytes_on_message_in_memory: int = Field(
         256 * 1024, description="max bytes per pull when the data is in page cache"
@@ -229,12 +266,12 @@ class MessageStoreConfig(BaseModel):
     max_msgs_num_batch: int = Field(64, description="max messages one key query returns")
     message_index_safe: bool = Field(
         False,
-        description="Java: use the checkpoint's index time in abnormal recovery (accepted for broker.conf compatibility, not used)",
+        description="Java: use the checkpoint's index time in abnormal recovery (RocketMQ's default only: not implemented)",
     )
     default_query_max_num: int = Field(32, description="max messages of a key query that names no limit")
     disk_fall_recorded: bool = Field(
         True,
-        description="Java: record pull disk fall-behind stats (accepted for broker.conf compatibility, not used)",
+        description="Java: record pull disk fall-behind stats (RocketMQ's default only: not implemented)",
     )
     duplication_enable: bool = Field(
         False,
@@ -249,15 +286,15 @@ class MessageStoreConfig(BaseModel):
     )
     enable_schedule_async_deliver: bool = Field(
         False,
-        description="Java: deliver due delayed messages asynchronously (accepted for broker.conf compatibility, not used)",
+        description="Java: deliver due delayed messages asynchronously (RocketMQ's default only: not implemented)",
     )
     schedule_async_deliver_max_pending_limit: int = Field(
         2000,
-        description="Java: async delayed delivery backlog limit (accepted for broker.conf compatibility, not used)",
+        description="Java: async delayed delivery backlog limit (RocketMQ's default only: not implemented)",
     )
     schedule_async_deliver_max_resend_num2_blocked: int = Field(
         3,
-        description="Java: async delayed delivery resends before blocking (accepted for broker.conf compatibility, not used)",
+        description="Java: async delayed delivery resends before blocking (RocketMQ's default only: not implemented)",
     )
     enable_lmq: bool = Field(
         False,
@@ -268,7 +305,7 @@ class MessageStoreConfig(BaseModel):
         description="dispatch one message to several queues (only false: true is refused until built, remoting/common/unsupported.py)",
     )
     max_lmq_consume_queue_num: int = Field(
-        20_000, description="light message queue limit (accepted for broker.conf compatibility, not used)"
+        20_000, description="light message queue limit (RocketMQ's default only: not implemented)"
     )
 
     # -- roles and HA
@@ -300,12 +337,12 @@ class MessageStoreConfig(BaseModel):
     )
     offset_check_in_slave: bool = Field(False, description="a slave corrects out-of-range pull offsets too")
     debug_lock_enable: bool = Field(
-        False, description="Java lock debugging (accepted for broker.conf compatibility, not used)"
+        False, description="Java lock debugging (RocketMQ's default only: not implemented)"
     )
     is_enable_batch_push: bool = Field(
         False,
         alias="isEnableBatchPush",
-        description="Java: push batches to slaves (accepted for broker.conf compatibility, not used)",
+        description="Java: push batches to slaves (RocketMQ's default only: not implemented)",
     )
 
     # -- DLedger (accepted so a Java broker.conf loads; DLedger mode itself is not supported)
@@ -315,20 +352,20 @@ class MessageStoreConfig(BaseModel):
     dleger_group: str | None = Field(
         None,
         alias="dLegerGroup",
-        description="DLedger group name (accepted for broker.conf compatibility, not used)",
+        description="DLedger group name (RocketMQ's default only: not implemented)",
     )
     dleger_peers: str | None = Field(
         None,
         alias="dLegerPeers",
-        description="DLedger peers (accepted for broker.conf compatibility, not used)",
+        description="DLedger peers (RocketMQ's default only: not implemented)",
     )
     dleger_self_id: str | None = Field(
         None,
         alias="dLegerSelfId",
-        description="DLedger id of this node (accepted for broker.conf compatibility, not used)",
+        description="DLedger id of this node (RocketMQ's default only: not implemented)",
     )
     preferred_leader_id: str | None = Field(
-        None, description="DLedger preferred leader (accepted for broker.conf compatibility, not used)"
+        None, description="DLedger preferred leader (RocketMQ's default only: not implemented)"
     )
 
     @field_validator("message_delay_level")

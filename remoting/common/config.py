@@ -5,8 +5,13 @@ keys) → ``key=value`` overrides (``--set``/``-p`` style). Rules:
 
 * a key may be written in camelCase (``listenPort``, the field's alias) or snake_case
   (``listen_port``, the attribute name);
-* a real RocketMQ key that pocketmq does not implement (``known_foreign_keys``) is accepted and
-  logged as a warning, so an unchanged Java ``broker.conf`` still starts;
+* a real RocketMQ key that pocketmq does not implement (``known_foreign_keys``) never changes
+  behaviour silently. A key that tunes Java machinery pocketmq has no counterpart of (thread
+  pools, Netty buffers: mapped to ``None``) is accepted and logged as a warning, so an unchanged
+  Java ``broker.conf`` still starts; a key of a RocketMQ *feature* pocketmq lacks (mapped to its
+  RocketMQ default) loads only at that default, and any other value is a :class:`ConfigError`
+  naming the key. Model fields kept for the same reason (listed in the model's
+  ``DEFAULT_ONLY`` class attribute) follow the same rule;
 * any other unknown key is a :class:`ConfigError` naming the key, its source (``file:line`` or
   ``override``) and the closest known key;
 * a value asking for a feature not built yet (``aclEnable=true``, ``brokerRole=SLAVE``,
@@ -140,12 +145,42 @@ def _key_index(model_cls: type[BaseModel]) -> dict[str, str]:
     return index
 
 
-def _foreign_index(known_foreign_keys: Iterable[str]) -> set[str]:
-    spellings: set[str] = set()
-    for key in known_foreign_keys:
-        spellings.add(key)
-        spellings.add(to_snake(key))
+#: ``known_foreign_keys``: key names (each a Java tuning knob), or key -> RocketMQ's default as a
+#: string (a feature accepted only at that default) or None (a tuning knob)
+ForeignKeys = Iterable[str] | Mapping[str, str | None]
+
+
+def _foreign_index(known_foreign_keys: ForeignKeys) -> dict[str, str | None]:
+    """Every spelling (camelCase and snake_case) -> the default the key is held to, or None."""
+    defaults: Mapping[str, str | None] = (
+        known_foreign_keys if isinstance(known_foreign_keys, Mapping) else dict.fromkeys(known_foreign_keys)
+    )
+    spellings: dict[str, str | None] = {}
+    for key, default in defaults.items():
+        spellings[key] = default
+        spellings[to_snake(key)] = default
     return spellings
+
+
+def _same_setting(value: str, default: str) -> bool:
+    """Whether a ``.conf`` string says the same as RocketMQ's default (``TRUE`` is ``true``,
+    ``40`` is ``40.0``)."""
+    a, b = value.strip(), default.strip()
+    if a.lower() == b.lower():
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def _default_only_error(key: str, value: object, default: object, source: str) -> ConfigError:
+    return ConfigError(
+        f"{source}: {key}={value} is not supported: pocketmq does not implement {key!r}, "
+        f"so only RocketMQ's default ({default}) is accepted; remove the key or set it to that",
+        key=key,
+        source=source,
+    )
 
 
 def _unknown_key_error(key: str, source: str, candidates: Sequence[str]) -> ConfigError:
@@ -193,7 +228,7 @@ def _validate(model_cls: type[M], data: dict[str, Any], origin: dict[str, Config
 def _dispatch(
     model_classes: Sequence[type[BaseModel]],
     items: Iterable[ConfigItem],
-    known_foreign_keys: Iterable[str],
+    known_foreign_keys: ForeignKeys,
 ) -> list[dict[str, ConfigItem]]:
     """Assign every item to the models that know its key (later items win)."""
     indexes = [_key_index(cls) for cls in model_classes]
@@ -219,10 +254,18 @@ def _dispatch(
         if hit:
             continue
         if item.key in foreign:
+            default = foreign[item.key]
+            if default is not None:
+                if not _same_setting(item.value, default):
+                    raise _default_only_error(item.key, item.value, default, item.source)
+                continue
             if item.key not in warned:
                 warned.add(item.key)
                 logger.warning(
-                    "%s: %r is a RocketMQ setting pocketmq does not implement; ignored", item.source, item.key
+                    "%s: %r tunes Java machinery pocketmq does not have (one event loop, no thread "
+                    "pools); it has no effect",
+                    item.source,
+                    item.key,
                 )
             continue
         candidates = sorted(
@@ -239,7 +282,14 @@ def _build(model_cls: type[M], base: M | None, assigned: dict[str, ConfigItem]) 
         data = {_field_key(model_cls, n): getattr(base, n) for n in model_cls.model_fields}
     for name, item in assigned.items():
         data[_field_key(model_cls, name)] = item.value
-    return _validate(model_cls, data, assigned)
+    model = _validate(model_cls, data, assigned)
+    default_only: frozenset[str] = getattr(model_cls, "DEFAULT_ONLY", frozenset())
+    for name in default_only & assigned.keys():
+        value, default = getattr(model, name), model_cls.model_fields[name].default
+        if value != default:
+            item = assigned[name]
+            raise _default_only_error(item.key, item.value, default, item.source)
+    return model
 
 
 def load_configs(
@@ -247,7 +297,7 @@ def load_configs(
     conf_path: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] = (),
     *,
-    known_foreign_keys: Iterable[str] = frozenset(),
+    known_foreign_keys: ForeignKeys = frozenset(),
 ) -> list[BaseModel]:
     """Build one instance of each model from defaults, the file, then the overrides.
 
@@ -267,7 +317,7 @@ def load_config(
     conf_path: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] = (),
     *,
-    known_foreign_keys: Iterable[str] = frozenset(),
+    known_foreign_keys: ForeignKeys = frozenset(),
 ) -> M:
     """Build ``model_cls`` from defaults, the ``.conf`` file, then ``key=value`` overrides.
 
@@ -283,7 +333,7 @@ def apply_config(
     model: M,
     updates: Mapping[str, str] | Iterable[ConfigItem],
     *,
-    known_foreign_keys: Iterable[str] = frozenset(),
+    known_foreign_keys: ForeignKeys = frozenset(),
     source: str = "update",
 ) -> M:
     """A copy of ``model`` with string ``updates`` applied (UPDATE_NAMESRV/BROKER_CONFIG bodies).

@@ -1,7 +1,9 @@
 """Settings that ask for a feature pocketmq has not built yet: refused, never accepted and ignored.
 
 Project rule: no setting is accepted and ignored. A key pocketmq does not implement at all is an
-unknown key (or, for a Java key with no meaning here, a warning); a key that *exists* but whose
+unknown key (or, for a Java tuning knob with no meaning here, a warning; for a key of a RocketMQ
+feature pocketmq lacks, accepted only at RocketMQ's default: ``remoting.common.config``); a key
+that *exists* but whose
 value asks for a missing feature is refused by this table, at startup (``mqbroker``,
 ``mqnamesrv``, ``pocketmq up``, ``pocketmq cluster up``) and in UPDATE_BROKER_CONFIG /
 UPDATE_NAMESRV_CONFIG, with one line naming the key, its source and the missing feature.
@@ -86,7 +88,7 @@ REFUSALS: tuple[Refusal, ...] = (
     ),
     Refusal("tls.config.file", "any value", "a separate TLS file (put the tls.* keys in the .conf)", _set),
     # store keys Java brokers accept that turn on a feature pocketmq lacks (the store's other
-    # "accepted for broker.conf compatibility" keys are tuning knobs of Java's own machinery)
+    # keys of missing machinery load only at RocketMQ's default: MessageStoreConfig.DEFAULT_ONLY)
     Refusal("enableConsumeQueueExt", "true", "ConsumeQueue extension files (filter bitmaps)", _is_true),
     Refusal(
         "transientStorePoolEnable", "true", "the transient store pool (off-heap write buffers)", _is_true

@@ -145,13 +145,48 @@ def test_rocketmq_4_2_maped_spellings_load(tmp_path, caplog):
     assert cfg.with_updates({"mapedFileSizeCommitLog": "8192"}).store.mapped_file_size_commit_log == 8192
 
 
-def test_rocketmq_5_keys_are_known_foreign(tmp_path, caplog):
+def test_rocketmq_5_keys_load_only_at_their_default(tmp_path, caplog):
     conf = tmp_path / "five.conf"
-    conf.write_text("timerWheelEnable=true\nenableRemoteEscape=false\nbrokerNotActiveTimeoutMillis=10000\n")
+    conf.write_text("timerWheelEnable=false\nenableRemoteEscape=false\nbrokerNotActiveTimeoutMillis=10000\n")
+    load_broker_config(conf)
+    conf.write_text("timerWheelEnable=true\n")
+    with pytest.raises(ConfigError, match=r"timerWheelEnable=true is not supported.*\(false\)") as err:
+        load_broker_config(conf)
+    assert err.value.key == "timerWheelEnable" and f"{conf}:1" in str(err.value)
+
+
+def test_feature_keys_without_a_field_accept_only_rocketmq_defaults(tmp_path):
+    """No setting is accepted and ignored: a RocketMQ feature pocketmq lacks loads at its default
+    (so an unchanged Java broker.conf starts) and any other value stops startup naming the key."""
+    conf = tmp_path / "b.conf"
+    conf.write_text("traceTopicName=RMQ_SYS_TRACE_TOPIC\nmaxDelayTime=40.0\nenableCalcFilterBitMap=FALSE\n")
+    load_broker_config(conf)
+    for line in ("traceTopicName=MyTrace", "maxDelayTime=10", "enableCalcFilterBitMap=true"):
+        conf.write_text(line + "\n")
+        with pytest.raises(ConfigError, match="only RocketMQ's default"):
+            load_broker_config(conf)
+    cfg = load_broker_config(None)
+    with pytest.raises(ConfigError, match="maxDelayTime"):
+        cfg.with_updates({"maxDelayTime": "5"})
+
+
+def test_java_tuning_knobs_load_with_a_warning(tmp_path, caplog):
+    conf = tmp_path / "b.conf"
+    conf.write_text("sendMessageThreadPoolNums=16\nserverWorkerThreads=32\n")
     with caplog.at_level("WARNING"):
         load_broker_config(conf)
-    for key in ("timerWheelEnable", "enableRemoteEscape", "brokerNotActiveTimeoutMillis"):
-        assert any(key in r.getMessage() and "does not implement" in r.getMessage() for r in caplog.records)
+    for key in ("sendMessageThreadPoolNums", "serverWorkerThreads"):
+        assert any(key in r.getMessage() and "no effect" in r.getMessage() for r in caplog.records)
+
+
+def test_store_fields_kept_for_java_confs_accept_only_rocketmq_defaults(tmp_path):
+    conf = tmp_path / "b.conf"
+    conf.write_text("useReentrantLockWhenPutMessage=true\nosPageCacheBusyTimeOutMills=1000\n")
+    load_broker_config(conf)
+    conf.write_text("osPageCacheBusyTimeOutMills=1\n")
+    with pytest.raises(ConfigError, match="osPageCacheBusyTimeOutMills=1 is not supported") as err:
+        load_broker_config(conf)
+    assert f"{conf}:1" in str(err.value)
 
 
 # ------------------------------------------------------------------------------- logging
