@@ -1,0 +1,876 @@
+package pocketmq.interop;
+
+import static pocketmq.interop.Clients.await;
+import static pocketmq.interop.Clients.check;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.consumer.PullStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.SendCallback;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.client.utils.MessageUtil;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+
+/** The scenarios, by name. Each returns a short description of what it saw, or throws. */
+final class Scenarios {
+    private Scenarios() {}
+
+    static final Map<String, Driver.Scenario> ALL = new LinkedHashMap<>();
+
+    static {
+        ALL.put("sync", Scenarios::sync);
+        ALL.put("async", Scenarios::async);
+        ALL.put("oneway", Scenarios::oneway);
+        ALL.put("batch", Scenarios::batch);
+        ALL.put("delay", Scenarios::delay);
+        ALL.put("tag_filter", Scenarios::tagFilter);
+        ALL.put("orderly", ctx -> orderly(ctx, false));
+        ALL.put("orderly_suspend", ctx -> orderly(ctx, true));
+        ALL.put("broadcasting", Scenarios::broadcasting);
+        ALL.put("clustering", Scenarios::clustering);
+        ALL.put("retry", Scenarios::retry);
+        ALL.put("lite_pull", Scenarios::litePull);
+        ALL.put("pull_consumer", Scenarios::pullConsumer);
+        ALL.put("query_by_key", Scenarios::queryByKey);
+        ALL.put("view_by_offset_id", ctx -> view(ctx, true));
+        ALL.put("view_by_uniq_id", ctx -> view(ctx, false));
+        ALL.put("trace", Scenarios::trace);
+        ALL.put("namespace", Scenarios::namespace);
+        ALL.put("dlq", Scenarios::dlq);
+        ALL.put("request_reply", Scenarios::requestReply);
+        ALL.put("sql92", Scenarios::sql92);
+        ALL.put("transaction", Scenarios::transaction);
+        ALL.put("acl", Scenarios::acl);
+        ALL.put("acl_denied", Scenarios::aclDenied);
+        ALL.put("slave_produce", Scenarios::slaveProduce);
+        ALL.put("slave_consume", Scenarios::slaveConsume);
+    }
+
+    private static Message msg(Driver.Ctx ctx, String topic, String tags, String keys, String body) {
+        Message m = new Message(topic, tags, keys, ctx.body(body));
+        m.putUserProperty("scenario", ctx.scenario);
+        return m;
+    }
+
+    private static String body(MessageExt m) {
+        return new String(m.getBody(), StandardCharsets.UTF_8);
+    }
+
+    /** Starts a collecting push consumer of {@code topic} from the first offset. */
+    private static DefaultMQPushConsumer collect(
+            Driver.Ctx ctx, String topic, String expr, Clients.Collector c) throws Exception {
+        DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, ctx.name("CG"), "consumer");
+        consumer.subscribe(topic, expr);
+        consumer.registerMessageListener(c);
+        consumer.start();
+        return consumer;
+    }
+
+    // ---- sending
+
+    static String sync(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Map<String, Integer> sent = new LinkedHashMap<>();
+            for (int i = 0; i < 10; i++) {  // the first send auto-creates the topic (TBW102)
+                SendResult r = p.send(msg(ctx, topic, "TagA", "K" + i, "body-" + i));
+                check(r.getSendStatus() == SendStatus.SEND_OK, "status " + r);
+                check(r.getOffsetMsgId() != null && r.getOffsetMsgId().length() == 32, "offset msgId " + r);
+                sent.put(r.getMsgId(), i);
+            }
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = collect(ctx, topic, "*", c);
+            try {
+                c.awaitDistinct(10, 30);
+            } finally {
+                consumer.shutdown();
+            }
+            for (MessageExt m : c.distinct.values()) {
+                Integer i = sent.get(m.getMsgId());
+                check(i != null, "unknown msgId " + m.getMsgId());
+                check(body(m).equals("body-" + i), "body " + body(m));
+                check(("K" + i).equals(m.getKeys()) && "TagA".equals(m.getTags()), "keys/tags " + m);
+                check(ctx.scenario.equals(m.getUserProperty("scenario")), "user property " + m.getProperties());
+                check(topic.equals(m.getTopic()), "topic " + m.getTopic());
+            }
+            return "10 sent and consumed, bodies/keys/tags/properties intact";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String async(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            CountDownLatch done = new CountDownLatch(10);
+            List<Object> results = new CopyOnWriteArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i), new SendCallback() {
+                    @Override
+                    public void onSuccess(SendResult r) {
+                        results.add(r);
+                        done.countDown();
+                    }
+
+                    @Override
+                    public void onException(Throwable e) {
+                        results.add(e);
+                        done.countDown();
+                    }
+                });
+            }
+            check(done.await(30, TimeUnit.SECONDS), "async callbacks");
+            for (Object r : results) {
+                check(r instanceof SendResult && ((SendResult) r).getSendStatus() == SendStatus.SEND_OK, "result " + r);
+            }
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = collect(ctx, topic, "*", c);
+            try {
+                c.awaitDistinct(10, 30);
+            } finally {
+                consumer.shutdown();
+            }
+            return "10 async sends acknowledged and consumed";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String oneway(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            for (int i = 0; i < 50; i++) {
+                p.sendOneway(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+        } finally {
+            p.shutdown();  // right after the oneway sends: the broker still serves them all
+        }
+        Clients.Collector c = new Clients.Collector();
+        DefaultMQPushConsumer consumer = collect(ctx, topic, "*", c);
+        try {
+            c.awaitDistinct(50, 30);
+        } finally {
+            consumer.shutdown();
+        }
+        return "50 oneway sends then shutdown: all 50 consumed";
+    }
+
+    static String batch(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            List<Message> batch = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                batch.add(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            SendResult r = p.send(batch);
+            check(r.getSendStatus() == SendStatus.SEND_OK, "status " + r);
+            check(r.getMsgId().split(",").length == 20, "20 msgIds in " + r.getMsgId());
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = collect(ctx, topic, "*", c);
+            try {
+                c.awaitDistinct(20, 30);
+            } finally {
+                consumer.shutdown();
+            }
+            Set<Integer> queues = new HashSet<>();
+            List<Long> offsets = new ArrayList<>();
+            for (MessageExt m : c.distinct.values()) {
+                queues.add(m.getQueueId());
+                offsets.add(m.getQueueOffset());
+            }
+            Collections.sort(offsets);
+            check(queues.size() == 1, "one batch, one queue: " + queues);
+            check(offsets.get(19) - offsets.get(0) == 19, "contiguous offsets " + offsets);
+            return "batch of 20 stored in one queue at contiguous offsets";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String delay(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = collect(ctx, topic, "*", c);
+            try {
+                Map<String, Long> sentAt = new ConcurrentHashMap<>();
+                for (int i = 0; i < 3; i++) {
+                    Message m = msg(ctx, topic, "A", "K" + i, "b" + i);
+                    m.setDelayTimeLevel(2);  // 5 s
+                    sentAt.put(p.send(m).getMsgId(), System.currentTimeMillis());
+                }
+                c.awaitDistinct(3, 40);
+                for (MessageExt m : c.distinct.values()) {
+                    long waited = c.receivedAt.get(m.getMsgId()) - sentAt.get(m.getMsgId());
+                    check(waited >= 4000, "delivered after " + waited + " ms, level 2 is 5 s");
+                    check(m.getDelayTimeLevel() == 2, "getDelayTimeLevel() " + m.getDelayTimeLevel());
+                    check(topic.equals(m.getTopic()), "topic " + m.getTopic());
+                    check(topic.equals(m.getProperty("REAL_TOPIC")), "REAL_TOPIC " + m.getProperties());
+                    check(m.getProperty("REAL_QID") != null, "REAL_QID " + m.getProperties());
+                }
+            } finally {
+                consumer.shutdown();
+            }
+            return "3 level-2 messages delivered after >= 4 s with DELAY=2, REAL_TOPIC, REAL_QID";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String tagFilter(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            for (int i = 0; i < 15; i++) {
+                String tag = new String[] {"TagB", "TagA", "TagC"}[i % 3];
+                p.send(msg(ctx, topic, tag, "K" + i, tag + i));
+            }
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = collect(ctx, topic, "TagA || TagC", c);
+            try {
+                c.awaitDistinct(10, 30);
+                Thread.sleep(500);  // a TagB delivery would have come with its queue's first pull
+            } finally {
+                consumer.shutdown();
+            }
+            for (MessageExt m : c.all()) {
+                check(!"TagB".equals(m.getTags()), "TagB delivered: " + body(m));
+            }
+            check(c.distinct.size() == 10, "10 distinct, got " + c.distinct.size());
+            return "TagA || TagC: 10 of 15 delivered, no TagB";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String orderly(Driver.Ctx ctx, boolean suspend) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        int orders = 4;
+        int perOrder = 10;
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            for (int seq = 0; seq < perOrder; seq++) {
+                for (int order = 0; order < orders; order++) {
+                    Message m = msg(ctx, topic, "A", "O" + order, order + ":" + seq);
+                    SendResult r = p.send(m, (mqs, mm, arg) -> mqs.get((Integer) arg % mqs.size()), order);
+                    check(r.getSendStatus() == SendStatus.SEND_OK, "status " + r);
+                }
+            }
+            Map<Integer, List<Integer>> seen = new ConcurrentHashMap<>();
+            AtomicInteger suspended = new AtomicInteger();
+            AtomicInteger redelivered = new AtomicInteger();
+            DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, ctx.name("CG"), "consumer");
+            consumer.subscribe(topic, "*");
+            consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
+                for (MessageExt m : msgs) {
+                    String[] parts = body(m).split(":");
+                    int order = Integer.parseInt(parts[0]);
+                    int seq = Integer.parseInt(parts[1]);
+                    if (suspend && order == 1 && seq == 5 && suspended.getAndIncrement() == 0) {
+                        context.setSuspendCurrentQueueTimeMillis(300);
+                        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT;
+                    }
+                    if (suspend && order == 1 && seq == 5) {
+                        redelivered.set(m.getReconsumeTimes());
+                    }
+                    seen.computeIfAbsent(order, k -> new CopyOnWriteArrayList<>()).add(seq);
+                }
+                return ConsumeOrderlyStatus.SUCCESS;
+            });
+            consumer.start();
+            try {
+                await("every order consumed", 40, () -> {
+                    int n = 0;
+                    for (List<Integer> l : seen.values()) {
+                        n += l.size();
+                    }
+                    return n >= orders * perOrder;
+                });
+            } finally {
+                consumer.shutdown();
+            }
+            for (int order = 0; order < orders; order++) {
+                List<Integer> l = seen.get(order);
+                List<Integer> want = new ArrayList<>();
+                for (int s = 0; s < perOrder; s++) {
+                    want.add(s);
+                }
+                check(want.equals(l), "order " + order + " consumed as " + l);
+            }
+            if (suspend) {
+                check(redelivered.get() >= 1, "suspended message redelivered with reconsumeTimes " + redelivered);
+                return "suspend then redelivery kept every order's sequence";
+            }
+            return orders + " orders x " + perOrder + " consumed in sequence";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    // ---- consuming
+
+    static String broadcasting(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        List<DefaultMQPushConsumer> consumers = new ArrayList<>();
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            List<Clients.Collector> collectors = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                Clients.Collector c = new Clients.Collector();
+                DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, ctx.name("CG"), "c" + i);
+                consumer.setMessageModel(MessageModel.BROADCASTING);
+                consumer.subscribe(topic, "*");
+                consumer.registerMessageListener(c);
+                consumer.start();
+                consumers.add(consumer);
+                collectors.add(c);
+            }
+            for (int i = 0; i < 10; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            for (Clients.Collector c : collectors) {
+                c.awaitDistinct(10, 30);
+            }
+            return "both broadcasting consumers got all 10";
+        } finally {
+            for (DefaultMQPushConsumer c : consumers) {
+                c.shutdown();
+            }
+            p.shutdown();
+        }
+    }
+
+    /** How many queues of {@code topic} (not of the group's %RETRY% topic) the consumer holds. */
+    private static long assigned(DefaultMQPushConsumer c, String topic) {
+        return c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet().stream()
+                .filter(mq -> mq.getTopic().equals(topic)).count();
+    }
+
+    static String clustering(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        List<DefaultMQPushConsumer> consumers = new ArrayList<>();
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            List<Clients.Collector> collectors = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                Clients.Collector c = new Clients.Collector();
+                DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, ctx.name("CG"), "c" + i);
+                consumer.subscribe(topic, "*");
+                consumer.registerMessageListener(c);
+                consumer.start();
+                consumers.add(consumer);
+                collectors.add(c);
+            }
+            // NOTIFY_CONSUMER_IDS_CHANGED makes the first one give up half of the queues
+            await("two queues each", 30, () -> assigned(consumers.get(0), topic) == 2 && assigned(consumers.get(1), topic) == 2);
+            for (int i = 0; i < 20; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            await("20 distinct over both", 30, () -> {
+                Set<String> all = new HashSet<>(collectors.get(0).ids());
+                all.addAll(collectors.get(1).ids());
+                return all.size() == 20;
+            });
+            Set<String> both = new HashSet<>(collectors.get(0).ids());
+            both.retainAll(collectors.get(1).ids());
+            check(both.isEmpty(), "delivered to both: " + both);
+            check(!collectors.get(0).ids().isEmpty() && !collectors.get(1).ids().isEmpty(), "both got some");
+            return "20 split " + collectors.get(0).ids().size() + "/" + collectors.get(1).ids().size();
+        } finally {
+            for (DefaultMQPushConsumer c : consumers) {
+                c.shutdown();
+            }
+            p.shutdown();
+        }
+    }
+
+    static String retry(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            for (int i = 0; i < 2; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            Map<String, List<MessageExt>> deliveries = new ConcurrentHashMap<>();
+            Map<String, List<Long>> times = new ConcurrentHashMap<>();
+            DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, ctx.name("CG"), "consumer");
+            consumer.subscribe(topic, "*");
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                boolean later = false;
+                for (MessageExt m : msgs) {
+                    deliveries.computeIfAbsent(m.getKeys(), k -> new CopyOnWriteArrayList<>()).add(m);
+                    times.computeIfAbsent(m.getKeys(), k -> new CopyOnWriteArrayList<>()).add(System.currentTimeMillis());
+                    later |= deliveries.get(m.getKeys()).size() == 1;
+                }
+                return later ? ConsumeConcurrentlyStatus.RECONSUME_LATER : ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            consumer.start();
+            try {
+                await("2 redeliveries", 45, () -> deliveries.size() == 2
+                        && deliveries.values().stream().allMatch(l -> l.size() >= 2));
+            } finally {
+                consumer.shutdown();
+            }
+            for (Map.Entry<String, List<MessageExt>> e : deliveries.entrySet()) {
+                MessageExt again = e.getValue().get(1);
+                long waited = times.get(e.getKey()).get(1) - times.get(e.getKey()).get(0);
+                check(again.getReconsumeTimes() == 1, "reconsumeTimes " + again.getReconsumeTimes());
+                check(topic.equals(again.getTopic()), "topic restored: " + again.getTopic());
+                check(waited >= 9000, "first retry after " + waited + " ms; level 3 is 10 s");
+            }
+            return "RECONSUME_LATER: redelivered once after ~10 s, reconsumeTimes 1, topic restored";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String litePull(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            for (int i = 0; i < 10; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            DefaultLitePullConsumer c = new DefaultLitePullConsumer(ctx.name("CG"), Clients.hook(ctx));
+            c.setNamesrvAddr(ctx.namesrv);
+            c.setInstanceName(ctx.name("I_lite"));
+            c.setConsumeFromWhere(org.apache.rocketmq.common.consumer.ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+            c.subscribe(topic, "*");
+            c.start();
+            Set<String> got = new HashSet<>();
+            try {
+                long deadline = System.currentTimeMillis() + 30_000;
+                while (got.size() < 10 && System.currentTimeMillis() < deadline) {
+                    for (MessageExt m : c.poll(1000)) {
+                        got.add(m.getMsgId());
+                    }
+                }
+                c.commitSync();
+            } finally {
+                c.shutdown();
+            }
+            check(got.size() == 10, "lite pull got " + got.size());
+            return "DefaultLitePullConsumer polled 10";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String pullConsumer(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            for (int i = 0; i < 10; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            DefaultMQPullConsumer c = new DefaultMQPullConsumer(ctx.name("CG"), Clients.hook(ctx));
+            c.setNamesrvAddr(ctx.namesrv);
+            c.setInstanceName(ctx.name("I_pull"));
+            c.start();
+            int got = 0;
+            try {
+                for (MessageQueue mq : c.fetchSubscribeMessageQueues(topic)) {
+                    long offset = 0;
+                    while (true) {
+                        PullResult r = c.pull(mq, "*", offset, 32);
+                        if (r.getPullStatus() != PullStatus.FOUND) {
+                            check(r.getPullStatus() == PullStatus.NO_NEW_MSG, "pull status " + r);
+                            break;
+                        }
+                        got += r.getMsgFoundList().size();
+                        offset = r.getNextBeginOffset();
+                    }
+                    c.updateConsumeOffset(mq, offset);
+                    c.getOffsetStore().persist(mq);
+                    check(c.fetchConsumeOffset(mq, true) == offset, "stored offset of " + mq);
+                }
+            } finally {
+                c.shutdown();
+            }
+            check(got == 10, "pulled " + got);
+            return "DefaultMQPullConsumer pulled 10 and stored its offsets";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    // ---- queries
+
+    static String queryByKey(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            String key = ctx.name("KEY");
+            long begin = System.currentTimeMillis() - 60_000;
+            for (int i = 0; i < 3; i++) {
+                p.send(msg(ctx, topic, "A", key, "b" + i));
+            }
+            p.send(msg(ctx, topic, "A", "other", "x"));
+            List<MessageExt> found = new ArrayList<>();
+            await("3 messages by key", 20, () -> {
+                try {
+                    found.clear();
+                    found.addAll(p.queryMessage(topic, key, 32, begin, System.currentTimeMillis() + 60_000).getMessageList());
+                    return found.size() >= 3;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            check(found.size() == 3, "found " + found.size());
+            return "queryMessage by key found 3";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String view(Driver.Ctx ctx, boolean byOffsetId) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            SendResult r = p.send(msg(ctx, topic, "A", "K", "viewed"));
+            MessageExt[] m = new MessageExt[1];
+            await("viewMessage", 20, () -> {
+                try {
+                    m[0] = byOffsetId ? p.viewMessage(r.getOffsetMsgId()) : p.viewMessage(topic, r.getMsgId());
+                    return m[0] != null;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            check("viewed".equals(body(m[0])), "body " + body(m[0]));
+            check(r.getMsgId().equals(m[0].getMsgId()), "msgId " + m[0].getMsgId());
+            return byOffsetId ? "viewMessage(offsetMsgId) returned the message" : "viewMessage(topic, uniqId) returned the message";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String trace(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.start(ctx, new DefaultMQProducer(ctx.name("PG"), true), "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            SendResult r = p.send(msg(ctx, topic, "A", "K", "traced"));
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = Clients.configure(ctx, new DefaultMQPushConsumer(ctx.name("CG"), true), "c");
+            consumer.subscribe(topic, "*");
+            consumer.registerMessageListener(c);
+            consumer.start();
+            try {
+                c.awaitDistinct(1, 30);
+                Set<String> kinds = new HashSet<>();
+                await("Pub, SubBefore and SubAfter trace records (have " + kinds + ")", 30, () -> {
+                    try {
+                        for (MessageExt t : p.queryMessage("RMQ_SYS_TRACE_TOPIC", r.getMsgId(), 32, 0, System.currentTimeMillis() + 60_000).getMessageList()) {
+                            // records are separated by \u0002, fields by \u0001; the first is the type
+                            for (String record : body(t).split("\u0002")) {
+                                kinds.add(record.split("\u0001")[0].trim());
+                            }
+                        }
+                    } catch (Exception e) {
+                        return false;
+                    }
+                    return kinds.containsAll(Set.of("Pub", "SubBefore", "SubAfter"));
+                });
+            } finally {
+                consumer.shutdown();
+            }
+            return "trace records Pub, SubBefore, SubAfter in RMQ_SYS_TRACE_TOPIC";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String namespace(Driver.Ctx ctx) throws Exception {
+        String ns = ctx.name("NS");
+        String topic = "Orders";
+        DefaultMQProducer p = new DefaultMQProducer(ctx.name("PG"), Clients.hook(ctx));
+        p.setNamespace(ns);
+        Clients.start(ctx, p, "p");
+        DefaultMQProducer plain = Clients.producer(ctx, "plain");
+        try {
+            for (int i = 0; i < 5; i++) {
+                SendResult r = p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+                check(r.getSendStatus() == SendStatus.SEND_OK, "status " + r);
+            }
+            check(!plain.fetchPublishMessageQueues(ns + "%" + topic).isEmpty(), "topic stored as " + ns + "%" + topic);
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, "CG", "c");
+            consumer.setNamespace(ns);
+            consumer.subscribe(topic, "*");
+            consumer.registerMessageListener(c);
+            consumer.start();
+            try {
+                c.awaitDistinct(5, 30);
+            } finally {
+                consumer.shutdown();
+            }
+            for (MessageExt m : c.distinct.values()) {
+                check(topic.equals(m.getTopic()), "namespace stripped: " + m.getTopic());
+            }
+            return "namespace " + ns + ": topic " + ns + "%Orders, seen as Orders";
+        } finally {
+            plain.shutdown();
+            p.shutdown();
+        }
+    }
+
+    static String dlq(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        String group = ctx.name("CG");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            String key = ctx.name("KEY");
+            p.send(msg(ctx, topic, "A", key, "poison"));
+            AtomicInteger deliveries = new AtomicInteger();
+            DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, group, "c");
+            consumer.setMaxReconsumeTimes(1);
+            consumer.subscribe(topic, "*");
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                deliveries.addAndGet(msgs.size());
+                context.setDelayLevelWhenNextConsume(1);  // 1 s back-off keeps the test short
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            });
+            consumer.start();
+            List<MessageExt> dead = new ArrayList<>();
+            try {
+                await("the message in %DLQ%" + group, 40, () -> {
+                    try {
+                        dead.clear();
+                        dead.addAll(p.queryMessage("%DLQ%" + group, key, 32, 0, System.currentTimeMillis() + 60_000).getMessageList());
+                        return !dead.isEmpty();
+                    } catch (Exception e) {
+                        return false;
+                    }
+                });
+            } finally {
+                consumer.shutdown();
+            }
+            check(deliveries.get() == 2, "deliveries before the DLQ: " + deliveries.get());
+            MessageExt d = dead.get(0);
+            check("poison".equals(body(d)), "DLQ body " + body(d));
+            check(topic.equals(d.getProperty("RETRY_TOPIC")), "RETRY_TOPIC " + d.getProperties());
+            return "maxReconsumeTimes 1: 2 deliveries, then %DLQ% holds it";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    // ---- features other issues build (the tests mark them expected to fail until they land)
+
+    static String requestReply(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer requester = Clients.producer(ctx, "req");
+        DefaultMQProducer replier = Clients.producer(ctx, "rep");
+        DefaultMQPushConsumer responder = Clients.pushConsumer(ctx, ctx.name("CG"), "c");
+        try {
+            Clients.ensureTopic(requester, topic, 4);
+            responder.subscribe(topic, "*");
+            responder.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                for (MessageExt m : msgs) {
+                    try {
+                        Message reply = MessageUtil.createReplyMessage(m, ("re:" + body(m)).getBytes(StandardCharsets.UTF_8));
+                        replier.send(reply);
+                    } catch (Exception e) {
+                        return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                    }
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            responder.start();
+            Message answer = requester.request(msg(ctx, topic, "A", "K", "ping"), 10_000);
+            String got = new String(answer.getBody(), StandardCharsets.UTF_8);
+            check("re:ping".equals(got), "reply " + got);
+            return "request() answered re:ping";
+        } finally {
+            responder.shutdown();
+            replier.shutdown();
+            requester.shutdown();
+        }
+    }
+
+    static String sql92(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = Clients.pushConsumer(ctx, ctx.name("CG"), "c");
+            consumer.subscribe(topic, MessageSelector.bySql("a BETWEEN 3 AND 5 AND TAGS = 'TagA'"));
+            consumer.registerMessageListener(c);
+            consumer.start();
+            try {
+                for (int i = 0; i < 10; i++) {
+                    Message m = msg(ctx, topic, i == 4 ? "TagB" : "TagA", "K" + i, "b" + i);
+                    m.putUserProperty("a", String.valueOf(i));
+                    p.send(m);
+                }
+                c.awaitDistinct(2, 30);
+                Thread.sleep(500);
+            } finally {
+                consumer.shutdown();
+            }
+            Set<String> bodies = new HashSet<>();
+            for (MessageExt m : c.all()) {
+                bodies.add(body(m));
+            }
+            check(bodies.equals(Set.of("b3", "b5")), "selected " + bodies);
+            return "bySql selected b3 and b5 only";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    static String transaction(Driver.Ctx ctx) throws Exception {
+        String topic = ctx.name("T");
+        TransactionMQProducer p = new TransactionMQProducer(ctx.name("PG"), Clients.hook(ctx));
+        AtomicInteger checks = new AtomicInteger();
+        p.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                switch ((String) arg) {
+                    case "commit":
+                        return LocalTransactionState.COMMIT_MESSAGE;
+                    case "rollback":
+                        return LocalTransactionState.ROLLBACK_MESSAGE;
+                    default:
+                        return LocalTransactionState.UNKNOW;
+                }
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                checks.incrementAndGet();
+                return LocalTransactionState.COMMIT_MESSAGE;
+            }
+        });
+        Clients.start(ctx, p, "p");
+        try {
+            Clients.ensureTopic(p, topic, 4);
+            Clients.Collector c = new Clients.Collector();
+            DefaultMQPushConsumer consumer = collect(ctx, topic, "*", c);
+            try {
+                for (String what : new String[] {"commit", "rollback", "check"}) {
+                    TransactionSendResult r = p.sendMessageInTransaction(msg(ctx, topic, "A", what, what), what);
+                    check(r.getSendStatus() == SendStatus.SEND_OK, what + ": " + r);
+                }
+                c.awaitDistinct(2, 60);
+                Thread.sleep(500);
+            } finally {
+                consumer.shutdown();
+            }
+            Set<String> bodies = new HashSet<>();
+            for (MessageExt m : c.all()) {
+                bodies.add(body(m));
+            }
+            check(bodies.equals(Set.of("commit", "check")), "delivered " + bodies);
+            check(checks.get() >= 1, "check-back calls " + checks.get());
+            return "commit delivered, rollback dropped, UNKNOW committed by check-back";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    /** ACL: a client signed with the driver's credentials sends and consumes. */
+    static String acl(Driver.Ctx ctx) throws Exception {
+        check(ctx.accessKey != null, "--access-key required");
+        return sync(ctx);
+    }
+
+    /** ACL: a wrong secret and an unsigned client are both refused. */
+    static String aclDenied(Driver.Ctx ctx) throws Exception {
+        check(ctx.accessKey != null, "--access-key required");
+        String topic = ctx.name("T");
+        List<String> refused = new ArrayList<>();
+        Driver.Ctx wrong = new Driver.Ctx(ctx.namesrv, ctx.runId, ctx.accessKey, ctx.secretKey + "x").scoped(ctx.scenario + "w");
+        Driver.Ctx unsigned = new Driver.Ctx(ctx.namesrv, ctx.runId, null, null).scoped(ctx.scenario + "u");
+        for (Driver.Ctx who : new Driver.Ctx[] {wrong, unsigned}) {
+            DefaultMQProducer p = Clients.producer(who, "p");
+            p.setRetryTimesWhenSendFailed(0);
+            try {
+                p.send(msg(ctx, topic, "A", "K", "denied"));
+            } catch (Exception e) {
+                refused.add(who.accessKey == null ? "unsigned" : "wrong secret");
+            } finally {
+                p.shutdown();
+            }
+        }
+        check(refused.size() == 2, "refused only " + refused);
+        return "refused: " + refused;
+    }
+
+    /** HA, part 1: send to the master (the test then stops it). */
+    static String slaveProduce(Driver.Ctx ctx) throws Exception {
+        DefaultMQProducer p = Clients.producer(ctx, "p");
+        try {
+            String topic = "SlaveRead_" + ctx.runId;
+            Clients.ensureTopic(p, topic, 4);
+            for (int i = 0; i < 10; i++) {
+                p.send(msg(ctx, topic, "A", "K" + i, "b" + i));
+            }
+            return "10 sent to the master";
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    /** HA, part 2: with the master down, a consumer reads all 10 from the slave. */
+    static String slaveConsume(Driver.Ctx ctx) throws Exception {
+        Clients.Collector c = new Clients.Collector();
+        DefaultMQPushConsumer consumer = collect(ctx, "SlaveRead_" + ctx.runId, "*", c);
+        try {
+            c.awaitDistinct(10, 40);
+        } finally {
+            consumer.shutdown();
+        }
+        return "10 consumed from the slave";
+    }
+}
