@@ -69,7 +69,7 @@ importlint: install
 # (still run, reported as xfailed/xpassed by -rxX).
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -rfExX
 
-test: install js-deps java-deps lint typecheck importlint
+test: install js-deps java-deps go-deps lint typecheck importlint
 	$(PYTEST) $(PYTEST_ARGS) tests
 
 # the tiers (markers applied in tests/conftest.py)
@@ -79,7 +79,7 @@ unit: install
 integration: install
 	$(PYTEST) -m "integration and not interop and not spark" $(PYTEST_ARGS) tests
 
-interop: install js-deps java-deps
+interop: install js-deps java-deps go-deps
 	$(PYTEST) -m interop $(PYTEST_ARGS) tests
 
 spark: install

@@ -109,14 +109,21 @@ def failed_group(why: BaseException) -> ScenarioResults:
 
 
 def group_on_servers(
-    root: Path, make_argv: Any, broker_keys: dict[str, str] | None = None, timeout: float = 180
+    root: Path,
+    make_argv: Any,
+    broker_keys: dict[str, str] | None = None,
+    timeout: float = 180,
+    topics: Sequence[str] = (),
 ) -> ScenarioResults:
     """Start pocketmq's ``mqnamesrv`` + ``mqbroker`` processes under ``root`` with ``broker_keys``
     and run ``make_argv(namesrv_addr)``; a broker that refuses to start fails the whole group
-    (with its log tail), which is how a feature that is not built yet shows up today."""
+    (with its log tail), which is how a feature that is not built yet shows up today.
+    ``topics`` are created (4 queues) before the broker starts."""
     from pocketmq.testing.procs import Servers
 
     s = Servers(root, broker_keys)
+    for topic in topics:
+        s.precreate_topic(topic, 4)
     try:
         s.start()
     except Exception as exc:  # noqa: BLE001 - reported per scenario
