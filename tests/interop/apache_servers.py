@@ -97,6 +97,12 @@ class ApacheServers:
             ns_port,
             root / "namesrv.log",
         )
+        self._java, self._cp, self._props = java, cp, props
+        self.broker_keys = dict(broker_keys or {})
+        self.broker = self._broker_process()
+
+    def _broker_process(self) -> ServerProcess:
+        """The broker on fresh ports, with its ``-c`` file (rewritten for each try)."""
         self.broker_port = _port_with_neighbours()
         keys = {
             "brokerClusterName": "DefaultCluster",
@@ -111,23 +117,13 @@ class ApacheServers:
             "flushDiskType": "ASYNC_FLUSH",
             "diskMaxUsedSpaceRatio": "99",
             **STORE_KEYS,
-            **(broker_keys or {}),
+            **self.broker_keys,
         }
-        (root / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
-        self.broker = ServerProcess(
-            [
-                java,
-                *JVM,
-                *props,
-                "-cp",
-                cp,
-                "org.apache.rocketmq.broker.BrokerStartup",
-                "-c",
-                str(root / "broker.conf"),
-            ],
-            self.broker_port,
-            root / "broker.log",
-        )
+        conf = self.root / "broker.conf"
+        conf.write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
+        main = "org.apache.rocketmq.broker.BrokerStartup"
+        argv = [self._java, *JVM, *self._props, "-cp", self._cp, main, "-c", str(conf)]
+        return ServerProcess(argv, self.broker_port, self.root / "broker.log")
 
     @property
     def namesrv_addr(self) -> str:
@@ -139,7 +135,15 @@ class ApacheServers:
 
     def start(self, timeout: float = 60) -> ApacheServers:
         self.namesrv.start()
-        self.broker.start()
+        for attempt in range(3):
+            try:
+                self.broker.start()
+                break
+            except RuntimeError:
+                # the machine is shared: one of its three ports was taken before the JVM bound it
+                if attempt == 2:
+                    raise
+                self.broker = self._broker_process()
         self.wait_route("TBW102", timeout)
         return self
 
