@@ -66,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sendMessage": (_M, "send_message", "Send a message"),
     "consumeMessage": (_M, "consume_message", "Consume message"),
 }  # fmt: skip
+COMMANDS.update(importlib.import_module("pocketmq.client.admin.cli_extra").EXTRA_COMMANDS)
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}
 

@@ -17,6 +17,7 @@ from pocketmq.testing import cluster
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli  # noqa: E402
+from tests.integration.test_mqadmin_extra import json_cases  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -123,6 +124,7 @@ async def test_every_command_json_has_its_documented_keys(tmp_path: Path) -> Non
                     "addWritePerm": (["-b", "broker-b"], {"brokerName", "namesrvs"}),
                     "deleteTopic": (["-t", "J2"], {"topic", "clusters", "brokers", "namesrvs"}),
                 }
+                cases.update(json_cases(a_addr, sent))  # client/admin/cli_extra.py
                 assert set(cases) == set(COMMANDS), set(COMMANDS) ^ set(cases)
                 docs: dict[str, Any] = {}
                 for name, (args, keys) in cases.items():
