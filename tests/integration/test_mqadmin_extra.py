@@ -114,3 +114,18 @@ async def test_extra_commands_do_what_rocketmq_does(tmp_path: Path) -> None:
             doc = (await arun_cli(name, *ns, "-c", "DefaultCluster", "--json")).json()
             assert sorted(b["addr"] for b in doc["brokers"]) == sorted(c.broker_addrs), name
             assert all(b["result"] for b in doc["brokers"]), (name, doc)
+
+
+async def test_reset_of_an_offline_group_reports_its_old_offsets(tmp_path: Path) -> None:
+    """The broker leaves an offline group's offsets alone (CONSUMER_NOT_ONLINE, as Java), so the
+    tool's own fallback reads the real old offsets before it commits the new ones."""
+    async with cluster(tmp_path / "c") as c:
+        ns = ["-n", c.namesrv_addr]
+        await c.create_topic("R", queues=1)
+        async with Producer("PG-reset", namesrv=c.namesrv_addr) as producer:
+            for i in range(5):
+                await producer.send(Message("R", b"r%d" % i))
+        c.brokers[0].consumer_offset_manager.commit_offset("CG-off", "R", 0, 2)
+        doc = (await arun_cli("skipAccumulatedMessage", *ns, "-g", "CG-off", "-t", "R", "--json")).json()
+        assert [(q["consumerOffset"], q["offset"]) for q in doc["queues"]] == [(2, 5)]
+        assert c.brokers[0].consumer_offset_manager.query_offset("CG-off", "R", 0) == 5
