@@ -9,6 +9,7 @@ the feature lands.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ PENDING = {
     "sql92": "issue 18: SQL92 filtering (enablePropertyFilter) not built yet",
     "acl": "issue 19: ACL (aclEnable, plain_acl.yml) not built yet",
     "acl_denied": "issue 19: ACL (aclEnable, plain_acl.yml) not built yet",
+    "slave_produce": "issue 16: master/slave replication (brokerRole=SLAVE) not built yet",
+    "slave_consume": "issue 16: master/slave replication (brokerRole=SLAVE) not built yet",
 }
 
 #: Broker keys of the feature groups: the RocketMQ 4.9 settings a user would write.
@@ -91,6 +94,79 @@ def acl(tmp_path_factory: pytest.TempPathFactory) -> runs.ScenarioResults:
         )
 
 
+@pytest.fixture(scope="module")
+def ha(tmp_path_factory: pytest.TempPathFactory) -> runs.ScenarioResults:
+    """A master and its slave (processes); the Java client sends to the master, the master is
+    stopped once the slave has every message, and a new consumer reads them from the slave."""
+    runs.java_available()
+    root = tmp_path_factory.mktemp("java-ha")
+    return _master_then_slave(root, uuid.uuid4().hex[:10])
+
+
+def _master_then_slave(root: Path, run_id: str) -> runs.ScenarioResults:
+    import sys
+
+    from pocketmq.testing.procs import STORE_KEYS, ServerProcess, Servers, free_port
+
+    s = Servers(root)
+    port = free_port()
+    keys = {
+        "brokerName": "broker-a", "brokerId": "1", "brokerRole": "SLAVE", "listenPort": str(port),
+        "listenHost": "127.0.0.1", "brokerIP1": "127.0.0.1", "fastListenEnable": "false",
+        "namesrvAddr": s.namesrv.addr, "storePathRootDir": str(root / "slave"), **STORE_KEYS,
+    }  # fmt: skip
+    argv = [sys.executable, "-m", "pocketmq.broker"]
+    for k, v in keys.items():
+        argv += ["--set", f"{k}={v}"]
+    slave = ServerProcess(argv, port, root / "slave.log")
+    try:
+        s.namesrv.start()
+        slave.start()  # first: today it is refused at once
+        s.broker.start()
+        s.wait_route("TBW102")
+    except Exception as exc:  # noqa: BLE001 - reported per scenario
+        tail = slave.log_tail(20)
+        slave.stop()
+        s.stop()
+        return runs.ScenarioResults({}, failure=f"master + slave did not start ({exc}):\n{tail}")
+    try:
+        jvm = root / "jvm"
+        first = runs.run_group(runs.java_argv(s.namesrv.addr, ["slave_produce"], jvm, run_id=run_id), jvm)
+        _wait_replicated(slave.addr, f"SlaveRead_{run_id}", 10)
+        s.broker.stop()
+        second = runs.run_group(runs.java_argv(s.namesrv.addr, ["slave_consume"], jvm, run_id=run_id), jvm)
+        return runs.ScenarioResults({**first.results, **second.results}, stderr_tail=second.stderr_tail)
+    finally:
+        slave.stop()
+        s.stop()
+
+
+def _wait_replicated(slave_addr: str, topic: str, count: int, timeout: float = 30) -> None:
+    """Until the slave's queues of ``topic`` hold ``count`` messages (GET_MAX_OFFSET)."""
+    import asyncio
+    import time
+
+    from pocketmq.remoting.protocol.codes import RequestCode
+    from pocketmq.testing.wire import Wire
+
+    async def poll() -> None:
+        wire = Wire(slave_addr)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                total = 0
+                for q in range(4):
+                    r = await wire.call(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(q)})
+                    total += int((r.ext_fields or {}).get("offset", 0)) if r.code == 0 else 0
+                if total >= count:
+                    return
+                await asyncio.sleep(0.2)
+        finally:
+            await wire.close()
+
+    asyncio.run(poll())
+
+
 @pytest.mark.parametrize("scenario", [_param(s) for s in CORE])
 def test_java_core(core: runs.ScenarioResults, scenario: str) -> None:
     core.check(scenario)
@@ -109,3 +185,8 @@ def test_java_sql92(sql: runs.ScenarioResults, scenario: str) -> None:
 @pytest.mark.parametrize("scenario", [_param("acl"), _param("acl_denied")])
 def test_java_acl(acl: runs.ScenarioResults, scenario: str) -> None:
     acl.check(scenario)
+
+
+@pytest.mark.parametrize("scenario", [_param("slave_produce"), _param("slave_consume")])
+def test_java_reads_from_the_slave(ha: runs.ScenarioResults, scenario: str) -> None:
+    ha.check(scenario)
