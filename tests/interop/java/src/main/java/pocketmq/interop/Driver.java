@@ -55,14 +55,16 @@ public final class Driver {
         }
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
         Map<String, Future<String>> futures = new LinkedHashMap<>();
-        Map<String, Long> started = new LinkedHashMap<>();
+        Map<String, Long> elapsedMs = new java.util.concurrent.ConcurrentHashMap<>();
         for (String name : names) {
             Scenario body = Scenarios.ALL.get(name);
             futures.put(name, pool.submit(() -> {
-                synchronized (started) {
-                    started.put(name, System.nanoTime());
+                long t0 = System.nanoTime();
+                try {
+                    return body.run(ctx.scoped(name));
+                } finally {
+                    elapsedMs.put(name, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
                 }
-                return body.run(ctx.scoped(name));
             }));
         }
         int passed = 0;
@@ -88,11 +90,7 @@ public final class Driver {
                 line.put("detail", describe(cause));
                 failed++;
             }
-            Long t0;
-            synchronized (started) {
-                t0 = started.get(e.getKey());
-            }
-            line.put("ms", t0 == null ? 0 : TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            line.put("ms", elapsedMs.getOrDefault(e.getKey(), -1L));  // -1: still running (timed out)
             emit(line);
         }
         Map<String, Object> summary = new LinkedHashMap<>();
