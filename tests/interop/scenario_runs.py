@@ -114,11 +114,13 @@ def group_on_servers(
     broker_keys: dict[str, str] | None = None,
     timeout: float = 180,
     topics: Sequence[str] = (),
+    before: Any = None,
 ) -> ScenarioResults:
     """Start pocketmq's ``mqnamesrv`` + ``mqbroker`` processes under ``root`` with ``broker_keys``
     and run ``make_argv(namesrv_addr)``; a broker that refuses to start fails the whole group
     (with its log tail), which is how a feature that is not built yet shows up today.
-    ``topics`` are created (4 queues) before the broker starts."""
+    ``topics`` are created (4 queues) before the broker starts; ``before(namesrv_addr)`` runs
+    once the servers are up, before the driver."""
     from pocketmq.testing.procs import Servers
 
     s = Servers(root, broker_keys)
@@ -131,6 +133,35 @@ def group_on_servers(
         s.stop()
         return ScenarioResults({}, failure=f"servers did not start ({exc}):\n{diag[-1500:]}")
     try:
+        if before is not None:
+            before(s.namesrv.addr)
         return run_group(make_argv(s.namesrv.addr), root / "driver", timeout)
     finally:
         s.stop()
+
+
+#: What :func:`produce_with_sdk` sends, for the drivers' ``sdk_produced`` scenarios to check.
+SDK_MESSAGES = 20
+SDK_BIG_EVERY = 5  # every 5th body is 6 KiB: the SDK sends it zlib-compressed
+
+
+def sdk_body(i: int) -> bytes:
+    return (b"sdk-%d " % i) * (1000 if i % SDK_BIG_EVERY == 0 else 1)
+
+
+def produce_with_sdk(namesrv: str, topic: str) -> None:
+    """pocketmq's SDK sends :data:`SDK_MESSAGES` messages (tags ``FromSdk``, keys ``sdk-<i>``,
+    property ``origin=pocketmq-sdk``) that another client's driver then consumes."""
+    import asyncio
+
+    from pocketmq.client import Message, Producer
+
+    async def send() -> None:
+        async with Producer("SdkInteropProducer", namesrv=namesrv) as producer:
+            for i in range(SDK_MESSAGES):
+                msg = Message(
+                    topic, sdk_body(i), tags="FromSdk", keys=f"sdk-{i}", properties={"origin": "pocketmq-sdk"}
+                )
+                await producer.send(msg)
+
+    asyncio.run(send())

@@ -14,7 +14,7 @@ from tests.interop import scenario_runs as runs
 
 CORE = [
     "sync", "async", "oneway_close", "batch", "delay", "tag_filter", "orderly", "broadcasting",
-    "clustering", "retry", "pull_poll", "pull_from", "zlib",
+    "clustering", "retry", "pull_poll", "pull_from", "zlib", "sdk_produced",
 ]  # fmt: skip
 TX_KEYS = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000"}
 TX_PENDING = "issue 17: transactional messages (half messages, end, check-back) not built yet"
@@ -28,7 +28,12 @@ def _run(tmp, scenarios: list[str], keys: dict[str, str] | None = None) -> runs.
         return runs.go_argv(namesrv, scenarios, run_id=run_id)
 
     topics = [f"GO_{s}_{run_id}" for s in scenarios]
-    return runs.group_on_servers(tmp, argv, keys, topics=topics)
+
+    def before(namesrv: str) -> None:
+        if "sdk_produced" in scenarios:
+            runs.produce_with_sdk(namesrv, f"GO_sdk_produced_{run_id}")
+
+    return runs.group_on_servers(tmp, argv, keys, topics=topics, before=before)
 
 
 @pytest.fixture(scope="module")

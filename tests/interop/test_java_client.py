@@ -19,7 +19,7 @@ from tests.interop import scenario_runs as runs
 CORE = [
     "sync", "async", "oneway", "batch", "delay", "tag_filter", "orderly", "orderly_suspend",
     "broadcasting", "clustering", "retry", "lite_pull", "pull_consumer", "query_by_key",
-    "view_by_offset_id", "view_by_uniq_id", "trace", "namespace", "dlq", "request_reply",
+    "view_by_offset_id", "view_by_uniq_id", "trace", "namespace", "dlq", "request_reply", "sdk_produced",
 ]  # fmt: skip
 
 #: Scenarios of features being built in other issues, with the issue that builds them.
@@ -59,11 +59,16 @@ def _run(
     tmp: Path, scenarios: list[str], keys: dict[str, str] | None = None, **options: str
 ) -> runs.ScenarioResults:
     runs.java_available()
+    run_id = uuid.uuid4().hex[:10]
 
     def argv(namesrv: str) -> list[str]:
-        return runs.java_argv(namesrv, scenarios, tmp / "jvm", **options)
+        return runs.java_argv(namesrv, scenarios, tmp / "jvm", run_id=run_id, **options)
 
-    return runs.group_on_servers(tmp, argv, keys)
+    def before(namesrv: str) -> None:
+        if "sdk_produced" in scenarios:  # pocketmq's SDK writes what the Java client then reads
+            runs.produce_with_sdk(namesrv, f"T_sdk_produced_{run_id}")
+
+    return runs.group_on_servers(tmp, argv, keys, before=before)
 
 
 @pytest.fixture(scope="module")

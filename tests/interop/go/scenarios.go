@@ -31,6 +31,37 @@ func init() {
 	register("pull_from", pullFrom)
 	register("zlib", zlib)
 	register("transaction", transaction)
+	register("sdk_produced", sdkProduced)
+}
+
+// sdkProduced: 20 messages pocketmq's Python SDK sent before this run (tags FromSdk, keys
+// sdk-<i>, property origin=pocketmq-sdk, every 5th body 6 KiB and zlib-compressed) arrive whole.
+func sdkProduced(r run) (string, error) {
+	c := newCollector()
+	pc, err := startCollector(r, "c", "FromSdk", c)
+	if err != nil {
+		return "", err
+	}
+	defer pc.Shutdown()
+	if err := c.await(20, 30*time.Second); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.distinct {
+		i, err := strconv.Atoi(strings.TrimPrefix(m.GetKeys(), "sdk-"))
+		if err != nil {
+			return "", fmt.Errorf("keys %q", m.GetKeys())
+		}
+		want := []byte(fmt.Sprintf("sdk-%d ", i))
+		if i%5 == 0 {
+			want = bytes.Repeat(want, 1000)
+		}
+		if !bytes.Equal(m.Body, want) || m.GetProperty("origin") != "pocketmq-sdk" {
+			return "", fmt.Errorf("message %d changed: %d bytes, origin %q", i, len(m.Body), m.GetProperty("origin"))
+		}
+	}
+	return "20 SDK-sent messages (4 compressed) consumed whole", nil
 }
 
 func newProducer(r run, role string, opts ...producer.Option) (rocketmq.Producer, error) {
@@ -199,6 +230,7 @@ func asyncSend(r run) (string, error) {
 // socket receive buffer, so all of them arrive before the close. With more, the Go client loses
 // some itself, against Apache's broker too: it closes with the (flag 0) replies unread, so the
 // kernel aborts the connection (RST) and drops what is still in the client's send buffer.
+// Against pocketmq before defect A was fixed this stored 65 and 96 of the 200.
 func onewayClose(r run) (string, error) {
 	p, err := newProducer(r, "p")
 	if err != nil {
