@@ -63,6 +63,13 @@ def _pull(
     }  # fmt: skip
 
 
+def _topic_ext(topic: str) -> dict[str, str]:
+    return {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6",
+        "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+    }  # fmt: skip
+
+
 def _offsets(code: int, name: str, **extra: str) -> Case:
     return Case(name, code, {"topic": TOPIC, "queueId": "0", **extra})
 
@@ -191,34 +198,8 @@ CASES: list[Case] = [
     ),  # fmt: skip
     Case("view_by_bad_offset", RequestCode.VIEW_MESSAGE_BY_ID, {"offset": "999999999"}, body_kind="any"),
     # admin
-    Case(
-        "update_topic",
-        RequestCode.UPDATE_AND_CREATE_TOPIC,
-        {
-            "topic": "DiffAdminTopic",
-            "defaultTopic": "TBW102",
-            "readQueueNums": "2",
-            "writeQueueNums": "2",
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": "false",
-        },
-    ),  # fmt: skip
-    Case(
-        "update_topic_bad_name",
-        RequestCode.UPDATE_AND_CREATE_TOPIC,
-        {
-            "topic": "bad topic!",
-            "defaultTopic": "TBW102",
-            "readQueueNums": "2",
-            "writeQueueNums": "2",
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": "false",
-        },
-    ),  # fmt: skip
+    Case("update_topic", RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_ext("DiffAdminTopic")),
+    Case("update_topic_bad_name", RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_ext("bad topic!")),
     Case("topic_stats", RequestCode.GET_TOPIC_STATS_INFO, {"topic": TOPIC}),
     Case("topic_stats_unknown", RequestCode.GET_TOPIC_STATS_INFO, {"topic": "DiffNoSuchTopic"}, remark=True),
     Case("consume_stats", RequestCode.GET_CONSUME_STATS, {"consumerGroup": GROUP, "topic": TOPIC}),

@@ -37,13 +37,8 @@ func init() {
 // sdkProduced: 20 messages pocketmq's Python SDK sent before this run (tags FromSdk, keys
 // sdk-<i>, property origin=pocketmq-sdk, every 5th body 6 KiB and zlib-compressed) arrive whole.
 func sdkProduced(r run) (string, error) {
-	c := newCollector()
-	pc, err := startCollector(r, "c", "FromSdk", c)
+	c, err := collectN(r, "FromSdk", 20, 30*time.Second)
 	if err != nil {
-		return "", err
-	}
-	defer pc.Shutdown()
-	if err := c.await(20, 30*time.Second); err != nil {
 		return "", err
 	}
 	c.mu.Lock()
@@ -136,6 +131,18 @@ func startCollector(r run, role, expr string, c *collector, opts ...consumer.Opt
 	return pc, pc.Start()
 }
 
+// collectN consumes n distinct messages of the scenario's topic with a new push consumer, then
+// stops it.
+func collectN(r run, expr string, n int, timeout time.Duration) (*collector, error) {
+	c := newCollector()
+	pc, err := startCollector(r, "c", expr, c)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Shutdown()
+	return c, c.await(n, timeout)
+}
+
 func msg(r run, tag, key, body string) *primitive.Message {
 	m := primitive.NewMessage(r.topic(), []byte(body))
 	m.WithTag(tag)
@@ -216,13 +223,8 @@ func asyncSend(r run) (string, error) {
 	if len(failures) > 0 {
 		return "", fmt.Errorf("async failures: %v", failures)
 	}
-	c := newCollector()
-	pc, err := startCollector(r, "c", "*", c)
-	if err != nil {
-		return "", err
-	}
-	defer pc.Shutdown()
-	return "10 async sends acknowledged and consumed", c.await(10, 30*time.Second)
+	_, err = collectN(r, "*", 10, 30*time.Second)
+	return "10 async sends acknowledged and consumed", err
 }
 
 // onewayClose: 200 oneway sends, then Shutdown at once: the broker serves every request that
@@ -243,13 +245,8 @@ func onewayClose(r run) (string, error) {
 		}
 	}
 	p.Shutdown()
-	c := newCollector()
-	pc, err := startCollector(r, "c", "*", c)
-	if err != nil {
-		return "", err
-	}
-	defer pc.Shutdown()
-	return "200 oneway sends then close: 200 stored", c.await(200, 30*time.Second)
+	_, err = collectN(r, "*", 200, 30*time.Second)
+	return "200 oneway sends then close: 200 stored", err
 }
 
 func batch(r run) (string, error) {
@@ -269,13 +266,8 @@ func batch(r run) (string, error) {
 	if res.Status != primitive.SendOK {
 		return "", fmt.Errorf("batch status %v", res)
 	}
-	c := newCollector()
-	pc, err := startCollector(r, "c", "*", c)
+	c, err := collectN(r, "*", 20, 30*time.Second)
 	if err != nil {
-		return "", err
-	}
-	defer pc.Shutdown()
-	if err := c.await(20, 30*time.Second); err != nil {
 		return "", err
 	}
 	queues := map[int]bool{}
@@ -334,13 +326,8 @@ func tagFilter(r run) (string, error) {
 			return "", err
 		}
 	}
-	c := newCollector()
-	pc, err := startCollector(r, "c", "TagA || TagC", c)
+	c, err := collectN(r, "TagA || TagC", 10, 30*time.Second)
 	if err != nil {
-		return "", err
-	}
-	defer pc.Shutdown()
-	if err := c.await(10, 30*time.Second); err != nil {
 		return "", err
 	}
 	time.Sleep(500 * time.Millisecond) // a TagB delivery would have come with its queue's first pull
@@ -673,13 +660,8 @@ func zlib(r run) (string, error) {
 	if _, err := p.SendSync(bg, primitive.NewMessage(r.topic(), body)); err != nil {
 		return "", err
 	}
-	c := newCollector()
-	pc, err := startCollector(r, "c", "*", c)
+	c, err := collectN(r, "*", 1, 30*time.Second)
 	if err != nil {
-		return "", err
-	}
-	defer pc.Shutdown()
-	if err := c.await(1, 30*time.Second); err != nil {
 		return "", err
 	}
 	for _, m := range c.distinct {
