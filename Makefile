@@ -9,7 +9,7 @@ JS_DIR := tests/interop/js
 JS_STAMP := $(JS_DIR)/node_modules/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint typecheck importlint unit integration interop spark bench clean js-deps
+.PHONY: install run test lint typecheck importlint unit integration interop spark bench clean js-deps test-deps
 .PHONY: java-deps go-deps
 
 $(STAMP): pyproject.toml
@@ -25,6 +25,19 @@ $(JS_STAMP): $(JS_DIR)/package.json
 	@touch $(JS_STAMP)
 
 js-deps: $(JS_STAMP)
+
+# Debian packages of the console's browser tests (chromium) and the metrics lint (promtool, in
+# package prometheus), installed when missing and root; without them those tests skip and say why.
+PROMETHEUS_DEB ?= prometheus=2.42.*
+test-deps:
+	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
+	command -v promtool >/dev/null || missing="$$missing $(PROMETHEUS_DEB)"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing \
+	  || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $${missing//=*/} \
+	  || echo "test-deps: could not install$$missing; the browser and promtool tests will skip"; \
+	else echo "test-deps: not root or no apt-get; the browser and promtool tests will skip"; fi
 
 # Java and Go interop drivers and the Apache RocketMQ 4.9.7 oracle (tests/interop/{java,go,apache}):
 # pinned in their pom.xml / go.mod + go.sum; every download and build lands in the ignored .cache/.
@@ -69,7 +82,7 @@ importlint: install
 # (still run, reported as xfailed/xpassed by -rxX).
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -rfExX
 
-test: install js-deps java-deps go-deps lint typecheck importlint
+test: install js-deps test-deps java-deps go-deps lint typecheck importlint
 	$(PYTEST) $(PYTEST_ARGS) tests
 
 # the tiers (markers applied in tests/conftest.py)

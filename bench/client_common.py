@@ -50,15 +50,19 @@ class Cluster:
 
 @contextlib.contextmanager
 def cluster(
-    flush: str = "ASYNC_FLUSH", brokers: int = 1, queues: int = 8, sets: tuple[str, ...] = ()
-) -> Iterator[Cluster]:
-    """Name server + ``brokers`` brokers; ``sets`` are extra broker ``key=value`` settings."""
+    flush: str = "ASYNC_FLUSH", brokers: int = 1, queues: int = 8, sets: tuple[str, ...] = (),
+    ns_sets: tuple[str, ...] = (), home_files: dict[str, str] | None = None,
+) -> Iterator[Cluster]:  # fmt: skip
+    """Name server + ``brokers`` brokers; ``sets`` are extra broker ``key=value`` settings,
+    ``ns_sets`` the name server's; ``home_files`` (relative path → text) are written under each
+    broker's ``rocketmqHome`` first (e.g. ``conf/plain_acl.yml``)."""
     tmp = tempfile.mkdtemp(prefix="pocketmq-bench-")
     log = open(os.path.join(tmp, "servers.log"), "wb")  # noqa: SIM115
     ns_port = free_port()
     ns = subprocess.Popen(
         [f"{BIN}/mqnamesrv", "--set", f"listenPort={ns_port}", "--set", f"kvConfigPath={tmp}/kv.json",
-         "--set", f"configStorePath={tmp}/namesrv.properties", "--log-level", "WARNING"],
+         "--set", f"configStorePath={tmp}/namesrv.properties", "--log-level", "WARNING",
+         *(arg for kv in ns_sets for arg in ("--set", kv))],
         stdout=log, stderr=log,
     )  # fmt: skip
     procs: list[subprocess.Popen[bytes]] = []
@@ -68,6 +72,10 @@ def cluster(
         for i in range(brokers):
             port = free_port()
             root = os.path.join(tmp, f"broker-{i}")
+            for rel, text in (home_files or {}).items():
+                os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+                with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                    f.write(text)
             procs.append(
                 subprocess.Popen(
                     [
@@ -117,13 +125,18 @@ def cluster(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_bench(args: list[str], c: Cluster, timeout: float = 600) -> dict[str, object]:
-    """Run ``pocketmq.client.benchmark`` in its own process; return its JSON summary."""
+def run_bench(
+    args: list[str], c: Cluster, timeout: float = 600, env: dict[str, str] | None = None
+) -> dict[str, object]:
+    """Run ``pocketmq.client.benchmark`` in its own process (``env`` added to the environment);
+    return its JSON summary."""
     pids: list[str] = []
     for pid in c.broker_pids:
         pids += ["--broker-pid", str(pid)]
     cmd = [sys.executable, "-m", "pocketmq.client.benchmark", *args[:1], "-n", c.namesrv, *pids, *args[1:]]
-    out = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
+    out = subprocess.run(
+        cmd, capture_output=True, timeout=timeout, check=False, env={**os.environ, **(env or {})}
+    )
     sys.stderr.write(out.stderr.decode()[-2000:])
     lines = [ln for ln in out.stdout.decode().splitlines() if ln.startswith("{")]
     if not lines:

@@ -93,6 +93,9 @@ def main(
     logger.info("advertised address %s:%d (brokerIP1)", config.broker_ip1, config.listen_port)
     try:
         run_until_stopped(lambda stop: serve(config, stop, freeze_gc=True))
+    except ConfigError as exc:  # found while building the broker (e.g. aclEnable with a bad file)
+        click.echo(f"mqbroker: {exc}", err=True)
+        sys.exit(2)
     except OSError as exc:
         click.echo(f"mqbroker: {exc}", err=True)
         sys.exit(1)

@@ -36,6 +36,8 @@ from pocketmq.remoting.common.config import (
     parse_overrides,
     read_conf_file,
 )
+from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
+from pocketmq.remoting.transport.tls import RESTART_REMARK, TlsSettings, changed_tls_keys
 from pocketmq.store import MessageStoreConfig
 
 __all__ = [
@@ -76,8 +78,9 @@ def _default_broker_name() -> str:
         return "DEFAULT_BROKER"
 
 
-class BrokerSettings(BaseModel):
-    """Scalar broker + remoting-server keys (Java ``BrokerConfig`` and ``NettyServerConfig``)."""
+class BrokerSettings(TlsSettings):
+    """Scalar broker + remoting-server keys (Java ``BrokerConfig`` and ``NettyServerConfig``), and
+    the ``tls.*`` keys (:class:`~pocketmq.remoting.transport.tls.TlsSettings`)."""
 
     model_config = CONFIG_MODEL_CONFIG
 
@@ -138,14 +141,33 @@ class BrokerSettings(BaseModel):
     compressed_register: bool = False
     force_register: bool = True
 
-    # -- transactions (used by the transaction services)
-    transaction_time_out: int = 6000
-    transaction_check_max: int = 15
-    transaction_check_interval: int = 60_000
+    # -- transactions (broker/transaction: docs/transactions.md)
+    transaction_time_out: int = Field(6000, ge=0, description="ms a half waits before its first check")
+    transaction_check_max: int = Field(15, ge=1, description="checks before a half is discarded")
+    transaction_check_interval: int = Field(60_000, ge=1, description="ms between check runs")
 
     # -- misc
-    acl_enable: bool = False
+    acl_enable: bool = Field(
+        False,
+        description="ACL 1.0: signed requests checked against rocketmqHome/conf/plain_acl.yml (+ conf/acl/)",
+    )
+    use_tls: bool = Field(
+        False,
+        alias="useTLS",
+        description="NettyClientConfig: the broker's own connections (name servers) use TLS",
+    )
+    acl_file_watch_interval_ms: int = Field(
+        5000, ge=100, description="pocketmq: how often the ACL files are checked for changes (hot reload), ms"
+    )
     store_reply_message_enable: bool = True
+
+    # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
+    metrics_exporter_type: ExporterType = Field(
+        "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
+    )
+    metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
+    metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
+    metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
 
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
     maped_file_size_commit_log: int | None = Field(
@@ -193,7 +215,7 @@ FOREIGN_KEYS: frozenset[str] = frozenset(
         "waitTimeMillsInPullQueue", "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue",
         "enableCalcFilterBitMap", "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter",
         "filterDataCleanTimeSpan", "filterServerNums", "isolateLogEnable", "autoDeleteUnusedStats",
-        "traceTopicName", "enableDetailStat", "useTLS", "accessMessageInMemoryMaxRatio",
+        "traceTopicName", "enableDetailStat", "accessMessageInMemoryMaxRatio",
         "transactionOpMsgMaxSize", "transactionOpBatchInterval", "isDelayOffsetPersistNeeded",
         "compatibleWithOldNameSrv", "enableSlaveActingMaster", "checkAliveInterval", "enableControllerMode",
         "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
@@ -284,7 +306,18 @@ class BrokerConfig(BrokerSettings):
             source=source,
         )
         store = apply_config(self.store, store_items, source=source) if store_items else self.store
-        return _combine(settings, store)
+        new = _combine(settings, store)
+        changed = [k for k, n in _STARTUP_ONLY if getattr(new, n) != getattr(self, n)] + changed_tls_keys(
+            self, new
+        )
+        if changed:
+            raise ConfigError(f"{source}: {changed[0]} {RESTART_REMARK}", key=changed[0], source=source)
+        return new
+
+
+#: Security settings a running broker cannot change (refused by UPDATE_BROKER_CONFIG rather than
+#: accepted and ignored until the next start), besides the tls.* keys: (key, attribute).
+_STARTUP_ONLY = (("aclEnable", "acl_enable"), ("useTLS", "use_tls"))
 
 
 def _spellings(model_cls: type[BaseModel]) -> set[str]:

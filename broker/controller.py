@@ -34,8 +34,11 @@ holds the controller. Its attributes, for ``__main__``, :mod:`pocketmq.testing` 
 ``admin_processors``           the admin handler groups by class name
 (swapping a collaborator)      a processor keeps what it was built with: replace it on the
                                processor too (``use_stats`` does that for the stats manager)
-``transactional_message_service``  None, or ``prepare_message(inner) -> PutResult | Awaitable``;
-                               handed to the send processor when it is built (its ``transactions``)
+``transactional_message_service``  :class:`TransactionalMessageService` (half messages, commit,
+                               rollback, op records); handed to the send processor when it is
+                               built (its ``transactions``) and to END_TRANSACTION
+``transaction_check_service``  :class:`TransactionalMessageCheckService` (check-back; not
+                               started on a slave)
 ``schedule_message_service``   :class:`ScheduleMessageService`: delayed messages are stored in
                                ``SCHEDULE_TOPIC_XXXX`` (queue level-1, REAL_TOPIC/REAL_QID) and
                                re-put when due (not started on a slave)
@@ -52,18 +55,24 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
+from pocketmq.broker.acl import AclConfigError, AclValidator, PlainAclManager
+from pocketmq.broker.acl.files import AclFiles
 from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
-from pocketmq.broker.config import BrokerConfig
+from pocketmq.broker.config import BrokerConfig, ConfigError
 from pocketmq.broker.longpolling import PullRequestHoldService
+from pocketmq.broker.metrics import BrokerMetrics
 from pocketmq.broker.namesrv_api import BrokerIdentity, BrokerOuterAPI
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
 from pocketmq.broker.processor.admin import BrokerAdmin, ConsumerAdmin, GroupAdmin, TopicAdmin
+from pocketmq.broker.processor.admin_acl import AclAdmin
 from pocketmq.broker.processor.admin_base import AdminBase
+from pocketmq.broker.processor.admin_broker import runtime_info
 from pocketmq.broker.processor.client_manage import ClientManageProcessor
 from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
+from pocketmq.broker.processor.end_transaction import EndTransactionProcessor
 from pocketmq.broker.processor.pull import PullMessageProcessor
 from pocketmq.broker.processor.query import QueryMessageProcessor
 from pocketmq.broker.processor.send import SendMessageProcessor
@@ -74,12 +83,17 @@ from pocketmq.broker.state import BrokerState, Registrar
 from pocketmq.broker.stats import BrokerStatsManager
 from pocketmq.broker.subscription import SubscriptionGroupManager
 from pocketmq.broker.topic_config import TopicConfigManager
+from pocketmq.broker.transaction.check import TransactionalMessageCheckService
+from pocketmq.broker.transaction.service import TransactionalMessageService
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
+from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
+from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.hooks import BeforeHook
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
 
@@ -134,12 +148,19 @@ class BrokerController:
         self.producer_manager = ProducerManager(config.channel_expired_timeout)
         self.rebalance_lock_manager = RebalanceLockManager()
         self.store = MessageStore(config.store, clock=clock.now_ms)
+        #: ``aclEnable``: the rules (None when off) and the server hook enforcing them
+        self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)
+        # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
+        server_ssl, permissive = config.server_context(), config.tls_server_mode == "permissive"
         self.remoting_server = RemotingServer(
             RemotingServerConfig(
                 host=config.listen_host,
                 port=config.listen_port,
                 idle_timeout=float(config.server_channel_max_idle_time_seconds),
-            )
+                ssl=server_ssl,
+                tls_permissive=permissive,
+            ),
+            before_hooks=list(hooks),
         )
         fast_port = config.listen_port - 2
         self.fast_remoting_server: RemotingServer | None = None
@@ -149,14 +170,19 @@ class BrokerController:
                     host=config.listen_host,
                     port=fast_port,
                     idle_timeout=float(config.server_channel_max_idle_time_seconds),
-                )
+                    ssl=server_ssl,
+                    tls_permissive=permissive,
+                ),
+                before_hooks=list(hooks),
             )
-        self.namesrv_api = BrokerOuterAPI()
+        outbound = RemotingClientConfig(connect_timeout=3.0, ssl=config.outbound_context(config.use_tls))
+        self.namesrv_api = BrokerOuterAPI(RemotingClient(outbound))
         #: the config and advertised address every component reads (update_config swaps it)
         self.state = BrokerState(config)
         self.broker2client = Broker2Client(
-            consumers=self.consumer_manager, server=self.remoting_server, state=self.state
-        )
+            consumers=self.consumer_manager, server=self.remoting_server, state=self.state,
+            producers=self.producer_manager,
+        )  # fmt: skip
         store = self.store
         self.broker_stats_manager = BrokerStatsManager(
             config.broker_cluster_name,
@@ -173,8 +199,14 @@ class BrokerController:
             fsync=fsync,
             stats=self._stats_if_enabled,
         )
-        #: Seams filled by later features; None means "not supported yet".
-        self.transactional_message_service: Any = None
+        self.transactional_message_service = TransactionalMessageService(
+            store=self.store, topics=self.topic_config_manager, offsets=self.consumer_offset_manager,
+            state=self.state, now_ms=clock.now_ms,
+        )  # fmt: skip
+        self.transaction_check_service = TransactionalMessageCheckService(
+            self.transactional_message_service, send_check=self.broker2client.check_transaction_state,
+            config=lambda: self.state.config, now_ms=clock.now_ms,
+        )  # fmt: skip
         self._build_processors()
         self.store.arriving_listener = self.pull_hold_service
         self._services: list[Service] = []
@@ -185,6 +217,9 @@ class BrokerController:
             name="register-broker",
         )
         self.last_register_result: RegisterBrokerResult | None = None
+        #: the Prometheus exporter when ``metricsExporterType=PROM`` (``start_metrics``)
+        self.metrics_exporter: PromExporter | None = None
+        self.metrics: BrokerMetrics | None = None
         self._started = False
         self._stopped = False
         self.topic_config_manager.on_change = self._on_topic_change
@@ -224,6 +259,9 @@ class BrokerController:
             locks=self.rebalance_lock_manager, notifier=self.broker2client, state=state, clock=clock,
         )  # fmt: skip
         self.query_processor = QueryMessageProcessor(store=store, state=state)
+        self.end_transaction_processor = EndTransactionProcessor(
+            transactions=self.transactional_message_service, state=state
+        )
         register_broker = self.register_broker_all
         topic_admin = TopicAdmin(
             store=store, topics=topics, offsets=offsets, consumers=consumers, state=state, stats=stats,
@@ -240,8 +278,10 @@ class BrokerController:
         broker_admin = BrokerAdmin(
             store=store, topics=topics, state=state, stats=stats, schedule=schedule, clock=clock,
             update_config=self.update_config, register_broker=register_broker,
+            transactions=self.transactional_message_service,
         )  # fmt: skip
-        admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin)
+        acl_admin = AclAdmin(state=state, stats=stats, acl=self.acl_manager)
+        admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin, acl_admin)
         #: the admin handler groups by class name (tests and tools tune them, e.g.
         #: ``ConsumerAdmin.call_client_timeout``)
         self.admin_processors: dict[str, AdminBase] = {type(a).__name__: a for a in admins}
@@ -286,6 +326,7 @@ class BrokerController:
             self.client_manage_processor,
             *self.admin_processors.values(),
             self.query_processor,
+            self.end_transaction_processor,
         )
         for processor in processors:
             processor.register(reg)
@@ -308,6 +349,8 @@ class BrokerController:
         if self.schedule_message_service is not None:
             # after recovery: its offsets are checked against the recovered schedule queues
             self.schedule_message_service.load()
+        # after recovery: progress fitted to the recovered queues, resolved set from the op queue
+        self.transactional_message_service.load()
 
     async def start(self) -> None:
         """Load, listen, start services and register with the name servers.
@@ -349,14 +392,22 @@ class BrokerController:
         schedule = self.schedule_message_service
         if schedule is not None and not cfg.is_slave:
             schedule.start()
+        if not cfg.is_slave:
+            self.transaction_check_service.start()
         self._services = [
             self._register_service,
             _Periodic(self._flush_offsets, interval=cfg.flush_consumer_offset_interval / 1000, name="offset-flush"),
             _Periodic(self._persist_config, interval=CONFIG_PERSIST_INTERVAL, name="config-persist"),
             _Periodic(self._scan_clients, interval=CLIENT_SCAN_INTERVAL, initial_delay=CLIENT_SCAN_INTERVAL, name="client-scan"),
         ]  # fmt: skip
+        if self.acl_manager is not None:
+            self._services.append(
+                _Periodic(self._reload_acl, interval=cfg.acl_file_watch_interval_ms / 1000, name="acl-watch")
+            )
         for service in self._services:
             service.start()
+        if cfg.metrics_exporter_type == "PROM":
+            await self.start_metrics()
         logger.info(
             "The broker[%s, %s] boot success. cluster=%s brokerId=%d role=%s flush=%s store=%s name server=%s",
             cfg.broker_name, self.broker_addr, cfg.broker_cluster_name, cfg.broker_id,
@@ -374,9 +425,13 @@ class BrokerController:
         cfg = self.config
         for service in reversed(self._services):
             await service.stop(grace=2.0)
+        if self.metrics_exporter is not None:
+            await self.metrics_exporter.stop()
         if self.schedule_message_service is not None:
             # stops between two re-puts and writes delayOffset.json: nothing is put twice
             await self.schedule_message_service.stop(grace=2.0)
+        # between two slices of a run; its progress is in the consumer offsets persisted below
+        await self.transaction_check_service.stop(grace=2.0)
         await self.pull_hold_service.stop()
         for server in self._servers():
             await server.stop()
@@ -398,6 +453,34 @@ class BrokerController:
                     logger.exception("could not persist %s at shutdown", mgr.path)
             await self.namesrv_api.close()
         logger.info("The broker[%s, %s] shut down", cfg.broker_name, self.broker_addr)
+
+    async def start_metrics(self) -> None:
+        """Serve ``/metrics`` (``broker.metrics``) and time CommitLog appends from now on."""
+        cfg = self.config
+        store = self.store
+        metrics = BrokerMetrics(
+            state=self.state, store=store, stats=lambda: self.broker_stats_manager,
+            topics=self.topic_config_manager, groups=self.subscription_group_manager,
+            offsets=self.consumer_offset_manager, consumers=self.consumer_manager,
+            producers=self.producer_manager, held_pulls=lambda: len(self.pull_hold_service.table),
+            connections=lambda: sum(len(s.connections) for s in self._servers()),
+            runtime_info=lambda: runtime_info(store, self.broker_stats_manager, self.config,
+                                              self.schedule_message_service),
+            flush_behind=lambda: int(store.runtime_info().get("remainHowManyDataToFlush", "0")),
+            now_ms=self.clock.now_ms,
+        )  # fmt: skip
+        exporter = await start_exporter(
+            metrics,
+            host=cfg.metrics_prom_exporter_host,
+            port=cfg.metrics_prom_exporter_port,
+            label=cfg.metrics_label,
+        )
+        self.metrics = metrics
+        self.metrics_exporter = exporter
+        # the one per-put cost of metrics: an instance attribute shadows the method, so nothing
+        # changes on the send path while metrics are off
+        for name in ("put_message", "put_messages", "put_batch"):
+            setattr(store, name, metrics.latency.wrap(getattr(store, name)))
 
     # ----------------------------------------------------------------------- registration
     def trigger_register(self) -> None:
@@ -438,6 +521,10 @@ class BrokerController:
         self.last_register_result = result
 
     # --------------------------------------------------------------------------- services
+    async def _reload_acl(self) -> None:
+        if self.acl_manager is not None:
+            self.acl_manager.maybe_reload()
+
     async def _flush_offsets(self) -> None:
         if self.consumer_offset_manager.dirty:
             await self.consumer_offset_manager.persist_async()
@@ -477,6 +564,31 @@ class BrokerController:
     @property
     def store_path(self) -> str:
         return os.path.abspath(self.config.store.store_path_root_dir)
+
+
+def build_acl(
+    config: BrokerConfig, now_ms: Callable[[], int], *, fsync: bool
+) -> tuple[PlainAclManager | None, tuple[BeforeHook, ...]]:
+    """The ACL manager (rules loaded now) and the servers' before-hooks for ``aclEnable`` (none
+    when off: a broker without ACL runs no check at all).
+
+    Raises:
+        ConfigError: ACL on without ``rocketmqHome``, without any ACL file, or with a bad one.
+    """
+    if not config.acl_enable:
+        return None, ()
+    if not config.rocketmq_home:
+        raise ConfigError(
+            "aclEnable=true needs rocketmqHome (or ROCKETMQ_HOME): the ACL files are "
+            "<rocketmqHome>/conf/plain_acl.yml and <rocketmqHome>/conf/acl/*.yml",
+            key="rocketmqHome",
+        )
+    manager = PlainAclManager(AclFiles(config.rocketmq_home, fsync=fsync), now_ms=now_ms)
+    try:
+        manager.load()
+    except AclConfigError as exc:
+        raise ConfigError(f"aclEnable=true: {exc}", key="aclEnable") from None
+    return manager, (AclValidator(manager).before_request,)
 
 
 def _close(conn: RemotingConnection) -> None:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         config_strategy,
         consistent_hash_strategy,
     )
+    from pocketmq.client.consumer.subscription import MessageSelector
     from pocketmq.client.errors import (
         BrokerNotFoundError,
         ClientClosedError,
@@ -118,6 +119,7 @@ _LAZY: dict[str, str] = {
     "MessageModel": "pocketmq.client.config",
     "MessageQueue": "pocketmq.client.message",
     "MessageQueueSelector": "pocketmq.client.producer.selector",
+    "MessageSelector": "pocketmq.client.consumer.subscription",
     "MessageValidationError": "pocketmq.client.errors",
     "Producer": "pocketmq.client.producer.producer",
     "ProducerConfig": "pocketmq.client.config",
@@ -189,6 +191,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "MessageValidationError",
     "Producer",
     "ProducerConfig",

@@ -301,6 +301,14 @@ class MQClientAPI(AdminCalls):
         reply = await self.invoke_checked(addr, RequestCode.HEART_BEAT, None, heartbeat.encode(), timeout)
         return reply.version
 
+    async def check_client_in_broker(
+        self, addr: str, group: str, client_id: str, sub: SubscriptionData, timeout: float | None = None
+    ) -> None:
+        """CHECK_CLIENT_CONFIG (46): the broker compiles a SQL92 subscription. Raises the reply's
+        ResponseError (23: it does not compile; 1: the broker does not filter by SQL92)."""
+        body = fastjson.dumpb({"clientId": client_id, "group": group, "subscriptionData": sub.to_json()})
+        await self.invoke_checked(addr, RequestCode.CHECK_CLIENT_CONFIG, None, body, timeout)
+
     async def unregister_client(
         self, addr: str, client_id: str, producer_group: str | None, consumer_group: str | None
     ) -> None:

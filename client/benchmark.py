@@ -106,7 +106,16 @@ class Meter:
         return out
 
 
-async def _report(meter: Meter, interval: float, stop: asyncio.Event) -> None:
+async def _report(
+    meter: Meter, interval: float, stop: asyncio.Event, *, duration: float = 0.0, count: int = 0
+) -> None:
+    """Every ``interval`` s: one line on stderr, or on a terminal one progress bar redrawn in place
+    (towards ``count`` messages, else ``duration`` seconds)."""
+    from pocketmq.client.progress import ProgressBar
+
+    bar = ProgressBar(f"[{meter.kind}]", count or duration, unit="" if count else "s")
+    if bar.enabled:
+        interval = min(interval, 0.25)
     last_n, last_t = 0, time.monotonic()
     while not stop.is_set():
         try:
@@ -117,12 +126,18 @@ async def _report(meter: Meter, interval: float, stop: asyncio.Event) -> None:
         n = meter.count
         recent = meter.latencies[-10_000:]
         p = percentiles(recent)
-        click.echo(
-            f"[{meter.kind}] {meter.elapsed():6.1f}s  msgs={n}  tps={(n - last_n) / max(now - last_t, 1e-9):,.0f}"
-            f"  errors={meter.errors}  p50={p['p50_us']:.0f}us  p99={p['p99_us']:.0f}us",
-            err=True,
-        )
+        tps = (n - last_n) / max(now - last_t, 1e-9)
+        if bar.enabled:
+            bar.update(n if count else min(meter.elapsed(), duration),
+                       f"msgs={n} tps={tps:,.0f} errors={meter.errors} p99={p['p99_us']:.0f}us")  # fmt: skip
+        else:
+            click.echo(
+                f"[{meter.kind}] {meter.elapsed():6.1f}s  msgs={n}  tps={tps:,.0f}"
+                f"  errors={meter.errors}  p50={p['p50_us']:.0f}us  p99={p['p99_us']:.0f}us",
+                err=True,
+            )
         last_n, last_t = n, now
+    bar.close()
 
 
 def _run(coro_fn: Callable[[], Awaitable[dict[str, Any]]]) -> None:
@@ -154,6 +169,17 @@ _common = [
 ]
 
 
+def _acl() -> dict[str, Any]:
+    """ACL credentials and TLS for every client of a run: ROCKETMQ_ACCESS_KEY / ROCKETMQ_SECRET_KEY,
+    else $ROCKETMQ_HOME/conf/tools.yml (as RocketMQ's tools), none: unsigned requests; TLS with
+    ROCKETMQ_TLS_ENABLE=true (see pocketmq.client.acl)."""
+    from pocketmq.client.acl import tool_credentials, tool_tls_options
+
+    creds = tool_credentials()
+    acl = {"access_key": creds.access_key, "secret_key": creds.secret_key} if creds else {}
+    return {**acl, **tool_tls_options()}
+
+
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(_common):
         fn = opt(fn)
@@ -179,7 +205,7 @@ def produce(namesrv: str, topic: str, body_size: int, duration: float, count: in
         body = os.urandom(body_size)
         stop = asyncio.Event()
         async with Producer(group, namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30,
-                            default_topic_queue_nums=queues) as producer:  # fmt: skip
+                            default_topic_queue_nums=queues, **_acl()) as producer:  # fmt: skip
             await producer.send(Message(topic, body))  # route + connection warm-up (counted as "warmup")
             meter.start()
             deadline = time.monotonic() + duration
@@ -200,7 +226,9 @@ def produce(namesrv: str, topic: str, body_size: int, duration: float, count: in
                     if (count and meter.count >= count) or time.monotonic() > deadline:
                         stop.set()
 
-            reporter = asyncio.create_task(_report(meter, report_interval, stop))
+            reporter = asyncio.create_task(
+                _report(meter, report_interval, stop, duration=duration, count=count)
+            )
             await asyncio.gather(*(worker() for _ in range(inflight)))
             stop.set()
             await reporter
@@ -240,7 +268,7 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 stop.set()
 
         meter.start()
-        reporter = asyncio.create_task(_report(meter, report_interval, stop))
+        reporter = asyncio.create_task(_report(meter, report_interval, stop, duration=duration, count=count))
         if mode == "push":
 
             async def listener(msgs: list[MessageExt], ctx: Any) -> Any:
@@ -248,7 +276,8 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 return CONSUME_SUCCESS
 
             consumer = PushConsumer(group, namesrv=namesrv, listener=listener, consume_from_where=cfw,
-                                    consume_message_batch_max_size=batch_max, pull_threshold_for_queue=4000)  # fmt: skip
+                                    consume_message_batch_max_size=batch_max, pull_threshold_for_queue=4000,
+                                    **_acl())  # fmt: skip
             consumer.subscribe(topic)
             async with consumer:
                 try:
@@ -256,7 +285,9 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 except TimeoutError:
                     pass
         else:
-            lite = LitePullConsumer(group, namesrv=namesrv, consume_from_where=cfw, pull_batch_size=32)
+            lite = LitePullConsumer(
+                group, namesrv=namesrv, consume_from_where=cfw, pull_batch_size=32, **_acl()
+            )
             lite.subscribe(topic)
             async with lite:
                 deadline = time.monotonic() + duration
@@ -297,18 +328,20 @@ def e2e(namesrv: str, topic: str, body_size: int, duration: float, count: int, r
             return CONSUME_SUCCESS
 
         async with Producer(
-            group + "_p", namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30
+            group + "_p", namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30, **_acl()
         ) as producer:
             await producer.send(Message(topic, b"warm-up"))
             consumer = PushConsumer(group, namesrv=namesrv, listener=listener,
-                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)  # fmt: skip
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, **_acl())  # fmt: skip
             consumer.subscribe(topic)
             async with consumer:
                 await asyncio.sleep(2.0)  # let the rebalance assign queues and pulls park
                 meter.latencies.clear()
                 meter.count = 0
                 meter.start()
-                reporter = asyncio.create_task(_report(meter, report_interval, stop))
+                reporter = asyncio.create_task(
+                    _report(meter, report_interval, stop, duration=duration, count=count)
+                )
                 interval = 1.0 / rate
                 sent = 0
                 begin = time.monotonic()

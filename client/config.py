@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import ssl
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -79,7 +80,18 @@ class ClientConfig(BaseModel):
     mq_client_api_timeout: int = Field(default=3_000, gt=0, description="admin/offset request timeout, ms")
     vip_channel_enabled: bool = Field(default=False, description="send to the broker's port-2")
     access_key: str | None = Field(default=None, description="ACL access key (plain_acl.yml)")
-    secret_key: str | None = Field(default=None, description="ACL secret key")
+    secret_key: str | None = Field(default=None, description="ACL secret key", repr=False)
+    security_token: str | None = Field(default=None, description="ACL security token (signed when set)")
+    use_tls: bool = Field(default=False, alias="useTLS", description="TLS to name servers and brokers")
+    tls_trust_cert_path: str | None = Field(
+        default=None, description="PEM CAs the servers' certificates must chain to (default: system CAs)"
+    )
+    tls_verify_server: bool = Field(
+        default=True,
+        description="check the server certificate and host name (off: RocketMQ's default, unsafe)",
+    )
+    tls_cert_path: str | None = Field(default=None, description="client certificate (servers asking for one)")
+    tls_key_path: str | None = Field(default=None, description="client private key (PEM, unencrypted)")
 
     @field_validator("namesrv_addr")
     @classmethod
@@ -91,6 +103,23 @@ class ClientConfig(BaseModel):
         if bad is not None:
             raise ValueError(f"namesrvAddr entry {bad!r} is not host:port")
         return ";".join(addrs)
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of ``useTLS`` (None: plaintext).
+
+        Raises:
+            TlsConfigError: a certificate file cannot be read.
+        """
+        if not self.use_tls:
+            return None
+        from pocketmq.remoting.transport.tls import client_ssl_context
+
+        return client_ssl_context(
+            trust=self.tls_trust_cert_path,
+            cert=self.tls_cert_path,
+            key=self.tls_key_path,
+            verify=self.tls_verify_server,
+        )
 
     @property
     def namesrv_list(self) -> list[str]:
@@ -136,6 +165,8 @@ class ProducerConfig(ClientConfig):
     max_message_size: int = Field(default=4 * 1024 * 1024, gt=0, description="bytes")
     send_latency_fault_enable: bool = Field(default=False, description="latency fault tolerance")
     max_in_flight: int = Field(default=65_535, gt=0, description="send_async/oneway in flight")
+    enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
+    customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
 
 
 class ConsumerConfig(ClientConfig):
@@ -179,6 +210,8 @@ class PushConsumerConfig(ConsumerConfig):
     suspend_current_queue_time_millis: int = Field(default=1000, ge=10, le=30_000)
     rebalance_interval: int = Field(default=20_000, gt=0, description="ms")
     lock_interval: int = Field(default=20_000, gt=0, description="orderly: broker lock renewal, ms")
+    enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
+    customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
 
 
 class LitePullConsumerConfig(ConsumerConfig):

@@ -73,12 +73,14 @@ class MQClientInstance:
         self.config = config
         self.client_id = client_id
         hooks = (
-            [AclClientRPCHook(config.access_key, config.secret_key)]
+            [AclClientRPCHook(config.access_key, config.secret_key, config.security_token)]
             if config.access_key and config.secret_key
             else []
         )
         timeout = config.mq_client_api_timeout / 1000
-        self.remoting = RemotingClient(RemotingClientConfig(request_timeout=timeout), hooks=list(hooks))
+        remoting_config = RemotingClientConfig(request_timeout=timeout, ssl=config.ssl_context())
+        # signing is a before-hook: it keeps the client's fast path (no coroutine per request)
+        self.remoting = RemotingClient(remoting_config, before_hooks=[h.before_request for h in hooks])
         self.api = MQClientAPI(self.remoting, config.namesrv_list, config.mq_client_api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}
@@ -388,6 +390,26 @@ class MQClientInstance:
         reg(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
         reg(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
         reg(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
+        self.remoting.dispatcher.on_close.append(self._on_broker_closed)
+
+    def _on_broker_closed(self, conn: RemotingConnection) -> None:
+        """A broker connection closed (the broker restarted?): heartbeat to it again soon.
+
+        A restarted broker knows none of our groups until it hears from us: its pulls answer
+        "group info not exist" and it cannot check back our transactions (it asks a producer
+        connection it learnt from a heartbeat) until the periodic heartbeat, up to 30 s later.
+        """
+        addr = conn.remote_addr
+        if addr in self.broker_versions and (self.producers or self.consumers):
+            del self.broker_versions[addr]
+            self.tasks.spawn(self._reannounce(addr), name="heartbeat-after-close")
+
+    async def _reannounce(self, addr: str) -> None:
+        for _ in range(60):  # every second for a minute, then the periodic heartbeat takes over
+            await asyncio.sleep(1.0)
+            if addr in self.broker_versions or not (self.producers or self.consumers):
+                return
+            await self.send_heartbeat_to_all_brokers()
 
     def _on_ids_changed(self, conn: RemotingConnection, req: RemotingCommand) -> None:
         header = NotifyConsumerIdsChangedRequestHeader.from_ext_fields(req.ext_fields)

@@ -19,7 +19,8 @@ Example::
             print(msg.body)
 
 Listeners of :class:`SyncPushConsumer` are plain functions; they run in a worker thread
-so that a blocking listener never stalls the event loop.
+so that a blocking listener never stalls the event loop. So do the local transaction and the
+``transaction_checker`` of :meth:`SyncProducer.send_in_transaction` (``docs/transactions.md``).
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from typing import Any, Protocol, Self, TypeVar
 
 from pocketmq.client.consumer.lite_pull import LitePullConsumer
 from pocketmq.client.consumer.push import PushConsumer
+from pocketmq.client.consumer.subscription import MessageSelector
 from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
 from pocketmq.client.producer.producer import Producer
+from pocketmq.client.producer.transaction import TransactionState
 from pocketmq.remoting.common.runtime import new_event_loop
 from pocketmq.remoting.protocol.message import MessageExt
 
@@ -133,11 +136,37 @@ class _BlockingClient:
 
 
 class SyncProducer(_BlockingClient):
-    """Blocking :class:`Producer`; same arguments."""
+    """Blocking :class:`Producer`; same arguments, except that ``transaction_checker`` is a plain
+    (blocking) function ``(MessageExt) -> TransactionState``, run in a worker thread."""
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", namesrv: str | None = None, **options: Any) -> None:
-        self.producer = Producer(group, namesrv, **options)
+    def __init__(
+        self,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | None = None,
+        *,
+        transaction_checker: Callable[[MessageExt], TransactionState] | None = None,
+        **options: Any,
+    ) -> None:
+        checker = None
+        if transaction_checker is not None:
+            blocking_checker = transaction_checker
+
+            async def checker(msg: MessageExt) -> TransactionState:
+                return await asyncio.get_running_loop().run_in_executor(None, blocking_checker, msg)
+
+        self.producer = Producer(group, namesrv, transaction_checker=checker, **options)
         super().__init__(self.producer)
+
+    def send_in_transaction(
+        self, msg: Message, execute_local: Callable[[Message, SendResult], TransactionState]
+    ) -> tuple[SendResult, TransactionState]:
+        """Send a half message, run ``execute_local`` (a plain function, in a worker thread), then
+        commit or roll back; UNKNOW (or an exception) leaves it to the broker's check-back."""
+
+        async def bridge(m: Message, result: SendResult) -> TransactionState:
+            return await asyncio.get_running_loop().run_in_executor(None, execute_local, m, result)
+
+        return run(self.producer.send_in_transaction(msg, bridge))
 
     def send(self, msg: Message, **kwargs: Any) -> SendResult:
         return run(self.producer.send(msg, **kwargs))
@@ -160,10 +189,12 @@ class SyncLitePullConsumer(_BlockingClient):
     def __enter__(self) -> Self:
         return self
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.consumer.subscribe(topic, expression)
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        self.consumer.subscribe(topic, expression, expression_type)
 
-    def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
+    def assign(self, mqs: Iterable[MessageQueue], expression: str | MessageSelector = "*") -> None:
         async def do() -> None:
             self.consumer.assign(mqs, expression)
 
@@ -233,5 +264,7 @@ class SyncPushConsumer(_BlockingClient):
         self.consumer = PushConsumer(group, namesrv, listener=bridge, orderly=orderly, **options)
         super().__init__(self.consumer)
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.consumer.subscribe(topic, expression)
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        self.consumer.subscribe(topic, expression, expression_type)

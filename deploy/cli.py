@@ -4,6 +4,7 @@
                 [--set key=value ...]
     pocketmq cluster up|down|status ...   (multi-process local clusters, pocketmq.deploy.launcher)
     pocketmq bench ...        (the SDK benchmarks, when pocketmq.client.benchmark is installed)
+    pocketmq tls-cert ...     (a self-signed certificate and key for local TLS)
 
 ``up`` runs a name server and one broker (``broker-a``) in one process, listening on
 ``127.0.0.1:9876`` and ``127.0.0.1:10911`` by default, with all files under the data dir
@@ -38,6 +39,8 @@ UP_STORE_DEFAULTS = {
 LAZY_COMMANDS = {
     "bench": ("pocketmq.client.benchmark", "bench"),
     "cluster": ("pocketmq.deploy.launcher", "cluster"),
+    "tls-cert": ("pocketmq.deploy.tls_cert", "tls_cert"),
+    "console": ("pocketmq.deploy.console.cli", "console"),
 }
 
 
@@ -90,6 +93,7 @@ async def run_up(
     overrides: tuple[str, ...],
     stop: asyncio.Event,
     ready: Any = None,
+    console_port: int | None = None,
 ) -> None:
     """Start the name server and the broker, wait for ``stop``, shut both down."""
     from pocketmq.broker.config import load_broker_config
@@ -110,6 +114,7 @@ async def run_up(
     namesrv = NamesrvController(ns_config)
     await namesrv.start()
     broker = None
+    console: Any = None
     try:
         settings = [f"{k}={v}" for k, v in UP_STORE_DEFAULTS.items()]
         settings += [
@@ -130,10 +135,18 @@ async def run_up(
         click.echo(
             f"  export NAMESRV_ADDR={namesrv.addr}   # then produce/consume with any RocketMQ 4.x client"
         )
+        if console_port is not None:  # the web console (pocketmq.deploy.console)
+            from pocketmq.deploy.console.server import ConsoleServer
+
+            console = ConsoleServer(namesrv.addr)
+            await console.start(host=host, port=console_port)
+            click.echo(f"  web console {console.url}")
         if ready is not None:
             ready(namesrv, broker)
         await stop.wait()
     finally:
+        if console is not None:
+            await console.stop()
         if broker is not None:
             await broker.shutdown()
         await namesrv.shutdown()
@@ -150,8 +163,17 @@ async def run_up(
 @click.option(
     "--log-level", default=lambda: os.environ.get("POCKETMQ_LOG_LEVEL", "INFO"), show_default="INFO"
 )
+@click.option("--console", "with_console", is_flag=True, help="also serve the web console")
+@click.option("--console-port", default=8082, show_default=True, type=int)
 def up(
-    data_dir: str, host: str, namesrv_port: int, broker_port: int, overrides: tuple[str, ...], log_level: str
+    data_dir: str,
+    host: str,
+    namesrv_port: int,
+    broker_port: int,
+    overrides: tuple[str, ...],
+    log_level: str,
+    with_console: bool = False,
+    console_port: int = 8082,
 ) -> None:
     """Run a name server and one broker in this process (Ctrl-C to stop)."""
     from pocketmq.broker.config import ConfigError, load_broker_config
@@ -170,7 +192,17 @@ def up(
     )
     data_dir = os.path.abspath(data_dir)
     try:
-        run_until_stopped(lambda stop: run_up(data_dir, host, namesrv_port, broker_port, overrides, stop))
+        run_until_stopped(
+            lambda stop: run_up(
+                data_dir,
+                host,
+                namesrv_port,
+                broker_port,
+                overrides,
+                stop,
+                console_port=console_port if with_console else None,
+            )
+        )
     except ConfigError as exc:
         click.echo(f"pocketmq up: {exc}", err=True)
         sys.exit(2)

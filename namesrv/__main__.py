@@ -77,6 +77,9 @@ def main(conf: str | None, print_config: bool, overrides: tuple[str, ...], log_l
         return
     try:
         run_until_stopped(lambda stop: serve(config, stop, freeze_gc=True))
+    except ConfigError as exc:  # found while building the server (e.g. TLS without a certificate)
+        click.echo(f"mqnamesrv: {exc}", err=True)
+        sys.exit(2)
     except PersistCorruptError as exc:
         click.echo(f"mqnamesrv: kvConfigPath {config.kv_config_path}: {exc}", err=True)
         sys.exit(1)

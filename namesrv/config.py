@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from pocketmq.remoting.common.config import CONFIG_MODEL_CONFIG, load_config
+from pocketmq.remoting.common.metrics_http import ExporterType, MetricsLabel
+from pocketmq.remoting.transport.tls import TlsSettings
 
 __all__ = ["KNOWN_UNSUPPORTED_KEYS", "NamesrvConfig", "load_namesrv_config"]
 
@@ -24,7 +26,7 @@ def _home_path(*parts: str) -> str:
     return os.path.join(os.path.expanduser("~"), *parts)
 
 
-class NamesrvConfig(BaseModel):
+class NamesrvConfig(TlsSettings):
     model_config = CONFIG_MODEL_CONFIG
 
     # -- NamesrvConfig.java ------------------------------------------------------------------
@@ -73,6 +75,14 @@ class NamesrvConfig(BaseModel):
     server_socket_backlog: int = Field(1024, ge=1, description="listen backlog")
     write_buffer_high_water_mark: int = Field(0, ge=0, description="bytes; 0 = asyncio default")
     write_buffer_low_water_mark: int = Field(0, ge=0, description="bytes; 0 = asyncio default")
+
+    # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
+    metrics_exporter_type: ExporterType = Field(
+        "DISABLE", description="PROM serves Prometheus /metrics; DISABLE = off"
+    )
+    metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
+    metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
+    metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
 
     @property
     def config_black_list_keys(self) -> frozenset[str]:

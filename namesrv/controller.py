@@ -36,11 +36,13 @@ from collections.abc import Callable
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.housekeeping import BrokerLivenessService, ChannelCloseHook
 from pocketmq.namesrv.kv_config import KVConfigManager
+from pocketmq.namesrv.metrics import NamesrvMetrics
 from pocketmq.namesrv.processor import NamesrvProcessor
 from pocketmq.namesrv.route_info import RouteInfoManager
 from pocketmq.remoting.common import persist
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.config import render_config
+from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.transport.connection import RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 
@@ -123,6 +125,9 @@ class NamesrvController:
                 port=config.listen_port,
                 idle_timeout=float(idle) if idle > 0 else float("inf"),
                 backlog=config.server_socket_backlog,
+                # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
+                ssl=config.server_context(),
+                tls_permissive=config.tls_server_mode == "permissive",
             )
         )
         for code, handler in self.processor.handlers().items():
@@ -133,6 +138,8 @@ class NamesrvController:
         )
         self.liveness = BrokerLivenessService(self.route_info, self.processor.invalidate_routes)
         self.port = 0
+        #: the Prometheus exporter when ``metricsExporterType=PROM`` (started by ``start``)
+        self.metrics_exporter: PromExporter | None = None
         self._started = False
         self._stopped = False
 
@@ -200,6 +207,13 @@ class NamesrvController:
         self.port = self.server.port
         self.liveness.start()
         cfg = self._config
+        if cfg.metrics_exporter_type == "PROM":
+            try:
+                await self._start_metrics()
+            except BaseException:
+                await self.liveness.stop()
+                await self.server.stop()
+                raise
         logger.info(
             "name server started addr=%s bind=%s scan_interval_ms=%d broker_expiry_ms=%d",
             self.addr,
@@ -215,6 +229,8 @@ class NamesrvController:
             return
         self._stopped = True
         await self.liveness.stop()
+        if self.metrics_exporter is not None:
+            await self.metrics_exporter.stop()
         await self.server.stop()
         for what, persister in (("kv config", self.kv_persister), ("config", self.config_persister)):
             if persister.dirty:
@@ -223,6 +239,21 @@ class NamesrvController:
                 except OSError as exc:
                     logger.error("%s not persisted at shutdown error=%s", what, exc)
         logger.info("name server stopped addr=%s", self.addr)
+
+    async def _start_metrics(self) -> None:
+        cfg = self._config
+        collector = NamesrvMetrics(
+            routes=self.route_info,
+            addr=lambda: self.addr,
+            connections=lambda: len(self.server.connections),
+            monotonic_ms=self.clock.monotonic_ms,
+        )
+        self.metrics_exporter = await start_exporter(
+            collector,
+            host=cfg.metrics_prom_exporter_host,
+            port=cfg.metrics_prom_exporter_port,
+            label=cfg.metrics_label,
+        )
 
     # -- connections -------------------------------------------------------------------------
 

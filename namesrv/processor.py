@@ -69,6 +69,7 @@ from pocketmq.remoting.protocol.route import (
     TopicList,
 )
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.tls import RESTART_REMARK, changed_tls_keys
 
 logger = logging.getLogger(__name__)
 
@@ -464,6 +465,11 @@ class NamesrvProcessor:
             new_config = apply_config(config, updates, known_foreign_keys=KNOWN_UNSUPPORTED_KEYS)
         except ConfigError as exc:
             return _reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        changed = changed_tls_keys(config, new_config)
+        if changed:  # the listening socket was built with them
+            return _reply(
+                request, ResponseCode.SYSTEM_ERROR, f"UPDATE_NAMESRV_CONFIG: {changed[0]} {RESTART_REMARK}"
+            )
         logger.info("config updated keys=%s remote=%s", ",".join(sorted(updates)), conn.remote_addr)
         # Applied synchronously: a second update in the same batch builds on this one.
         self.owner.set_config(new_config)

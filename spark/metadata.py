@@ -79,6 +79,7 @@ class ClusterClient:
         retries: int = 3,
         retry_interval_ms: int = 200,
         connections: ConnectionPool | None = None,
+        signer: Callable[[RemotingCommand], None] | None = None,
     ) -> None:
         self.name_servers = tuple(name_servers)
         self.timeout = timeout_ms / 1000
@@ -86,6 +87,14 @@ class ClusterClient:
         self.retry_interval = retry_interval_ms / 1000
         self._pool = connections
         self._executor: ThreadPoolExecutor | None = None
+        #: signs every request (ACL ``accessKey``/``secretKey``), or None
+        self._signer = signer
+
+    def _request(self, code: int, ext: dict[str, str] | None) -> RemotingCommand:
+        request = _request(code, ext)
+        if self._signer is not None:
+            self._signer(request)
+        return request
 
     @property
     def pool(self) -> ConnectionPool:
@@ -117,7 +126,7 @@ class ClusterClient:
             for ns in self.name_servers:
                 try:
                     reply, body = self.pool.invoke(
-                        ns, _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext), self.timeout
+                        ns, self._request(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext), self.timeout
                     )
                 except RemotingError as exc:
                     last = exc
@@ -193,7 +202,7 @@ class ClusterClient:
         offsets = self._per_broker(
             keys,
             snap.broker_addrs,
-            lambda k: _request(
+            lambda k: self._request(
                 RequestCode.GET_MAX_OFFSET,
                 _queue_ext(k),
             ),
@@ -204,7 +213,7 @@ class ClusterClient:
         mins = self._per_broker(
             [k for k in keys if k in offsets],
             snap.broker_addrs,
-            lambda k: _request(
+            lambda k: self._request(
                 RequestCode.GET_MIN_OFFSET,
                 _queue_ext(k),
             ),
@@ -225,7 +234,7 @@ class ClusterClient:
         return self._per_broker(
             stamps,
             addrs,
-            lambda k: _request(
+            lambda k: self._request(
                 RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                 {**_queue_ext(k), "timestamp": str(stamps[k])},
             ),
@@ -241,7 +250,7 @@ class ClusterClient:
         return self._per_broker(
             keys,
             addrs,
-            lambda k: _request(
+            lambda k: self._request(
                 RequestCode.QUERY_CONSUMER_OFFSET,
                 {"consumerGroup": group, **_queue_ext(k)},
             ),

@@ -7,6 +7,12 @@ apply to the query kind (batch / streaming) or two options that contradict each 
 is the same (``startingOffsets``, ``maxOffsetsPerTrigger`` ...) and rocketmq-spark otherwise
 (``nameServer``, ``subExpression``, ``pullBatchSize`` ...).
 
+``filter`` is a RocketMQ SQL92 expression over the message properties (``"region IN ('eu','us')
+AND a > 50"``, the language of ``MessageSelector.bySql``), evaluated in the executors by the
+same compiler the broker uses (:mod:`pocketmq.remoting.protocol.filter`): rows it does not match
+(FALSE, NULL or an evaluation error) are dropped. It needs no broker setting. An expression that
+does not compile is an InvalidOptionError with the position and the reason.
+
 Starting position, most specific first: ``startingOffsets`` as JSON, or
 ``startingOffsetsByTimestamp``, or ``startingTimestamp``, or ``group`` (the group's committed
 offsets); at most one of them. Queues they do not cover fall back to ``startingOffsets`` when
@@ -18,9 +24,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from pocketmq.remoting.protocol.acl import RequestSigner
+from pocketmq.remoting.protocol.filter import SqlFilterError, compile_sql
 from pocketmq.remoting.protocol.heartbeat import SubscriptionData
 from pocketmq.remoting.protocol.topics import group_error, topic_error
 from pocketmq.spark.errors import InvalidOptionError
@@ -47,12 +55,15 @@ _KNOWN: dict[str, str] = {
     "maxRecordsPerPartition": "both",
     "failOnDataLoss": "both",
     "subExpression": "both",
+    "filter": "both",
     "includeProperties": "both",
     "pullBatchSize": "both",
     "pullTimeoutMs": "both",
     "group": "both",
     "fetchOffset.numRetries": "both",
     "fetchOffset.retryIntervalMs": "both",
+    "accessKey": "both",
+    "secretKey": "both",
 }
 _BY_LOWER = {name.lower(): name for name in _KNOWN}
 #: Options Spark itself may add to a load() (a path argument); not ours, never an error.
@@ -106,12 +117,23 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     sub_expression: str = "*"
+    #: a SQL92 expression the executors evaluate on each message's properties
+    sql_filter: str | None = None
     include_properties: bool = False
     pull_batch_size: int = 32
     pull_timeout_ms: int = 10_000
     group: str | None = None
     fetch_retries: int = 3
     fetch_retry_interval_ms: int = 200
+    #: ACL credentials: every request is signed when both are set
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+
+    def signer(self) -> RequestSigner | None:
+        """Signs requests with the ACL credentials (None: unsigned)."""
+        return (
+            RequestSigner(self.access_key, self.secret_key) if self.access_key and self.secret_key else None
+        )
 
     @property
     def pull_group(self) -> str:
@@ -161,6 +183,12 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
     subscription = SubscriptionData.build(topics[0], sub)
     if not subscription.is_all and not subscription.tags_set:
         raise InvalidOptionError("subExpression", f"subscription expression {sub!r} names no tag")
+    sql_filter = opts.get("filter")
+    if sql_filter is not None:
+        try:
+            compile_sql(sql_filter)
+        except SqlFilterError as exc:
+            raise InvalidOptionError("filter", f"invalid SQL92 expression: {exc}") from None
     return SourceOptions(
         mode=mode,
         name_servers=name_servers,
@@ -174,16 +202,27 @@ def parse_options(options: Mapping[str, str], mode: Mode) -> SourceOptions:
         max_records_per_partition=_int(opts, "maxRecordsPerPartition", minimum=1),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         sub_expression=sub.strip() or "*",
+        sql_filter=sql_filter,
         include_properties=_bool(opts, "includeProperties", False),
         pull_batch_size=_int(opts, "pullBatchSize", minimum=1, maximum=65536) or 32,
         pull_timeout_ms=_int(opts, "pullTimeoutMs", minimum=1) or 10_000,
         group=group,
         fetch_retries=_int_default(opts, "fetchOffset.numRetries", 3, minimum=0),
         fetch_retry_interval_ms=_int_default(opts, "fetchOffset.retryIntervalMs", 200, minimum=0),
+        access_key=_credential(opts, "accessKey", "secretKey"),
+        secret_key=_credential(opts, "secretKey", "accessKey"),
     )
 
 
 # -------------------------------------------------------------------------------- helpers
+
+
+def _credential(opts: dict[str, str], name: str, pair: str) -> str | None:
+    """``accessKey`` / ``secretKey``: both or neither."""
+    value = (opts.get(name) or "").strip() or None
+    if value is not None and not (opts.get(pair) or "").strip():
+        raise InvalidOptionError(pair, f"{name} is set: {pair} is needed too (ACL signs with both)")
+    return value
 
 
 def _check(name: str, error: str | None) -> None:

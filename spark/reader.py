@@ -36,10 +36,11 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from pocketmq.remoting.protocol.acl import RequestSigner
 from pocketmq.remoting.protocol.codes import FLAG_SUBSCRIPTION, LanguageCode, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
@@ -76,6 +77,16 @@ class PullSettings:
     timeout_ms: int
     fail_on_data_loss: bool
     include_properties: bool
+    #: the ``filter`` option (SQL92), evaluated here on each message's properties
+    sql_filter: str | None = None
+    #: ACL credentials (strings: settings are pickled to executors; the signer is built there)
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+
+    def signer(self) -> RequestSigner | None:
+        return (
+            RequestSigner(self.access_key, self.secret_key) if self.access_key and self.secret_key else None
+        )
 
     @property
     def tags(self) -> frozenset[str] | None:
@@ -96,8 +107,12 @@ class _RangeReader:
         self.addrs = addrs
         self.tags = settings.tags
         self.policy = DataLossPolicy(settings.fail_on_data_loss)
-        self.cols = Columns(key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags)
+        self.cols = Columns(
+            key.topic, key.broker_name, key.queue_id, settings.include_properties, self.tags,
+            sql_filter=settings.sql_filter,
+        )  # fmt: skip
         self.timeout = settings.timeout_ms / 1000
+        self.sign = settings.signer()
         self.ext = {
             "consumerGroup": settings.group,
             "topic": key.topic,
@@ -126,12 +141,15 @@ class _RangeReader:
         ext = dict(self.ext)
         ext["queueOffset"] = str(self.offset)
         ext["maxMsgNums"] = str(min(self.s.batch_size, self.until - self.offset))
-        return conn.send(RemotingCommand.request(RequestCode.PULL_MESSAGE, ext, language=LanguageCode.PYTHON))
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, ext, language=LanguageCode.PYTHON)
+        if self.sign is not None:
+            self.sign(request)
+        return conn.send(request)
 
     def _refresh_addrs(self) -> None:
-        route = ClusterClient(self.s.name_servers, timeout_ms=self.s.timeout_ms, retries=1).route(
-            self.key.topic
-        )
+        route = ClusterClient(
+            self.s.name_servers, timeout_ms=self.s.timeout_ms, retries=1, signer=self.sign
+        ).route(self.key.topic)
         if route is not None:
             fresh = broker_addresses(route).get(self.key.broker_name)
             if fresh:

@@ -13,7 +13,8 @@ does as little per record in Python as it can (STYLE.md §3.8), and the rest per
   about 4x faster than tuples, pitfall 12): strided slices of the flat list become the integer
   columns, the body offsets are a cumulative sum of BODYLENGTH, Arrow kernels split the
   properties and pick TAGS / KEYS / UNIQ_KEY, host strings come from a cache, and the tag
-  filter is one ``is_in`` + ``filter``.
+  filter is one ``is_in`` + ``filter``; the SQL92 ``filter`` option is one compiled-expression
+  call per row on its decoded properties, then one ``filter``.
 
 A body with anything unusual (IPv6 hosts, a compressed body, an offset gap, a malformed
 record) is decoded again record by record by the checked path, which raises the precise error.
@@ -57,6 +58,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pocketmq.remoting.protocol.filter import compile_sql
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
     HOST_FLAGS_MASK,
@@ -213,8 +215,8 @@ class Columns:
     """
 
     __slots__ = (
-        "_hosts", "_tag_set", "_tail", "_tail_fixed", "_tail_head", "body", "broker_name", "fields", "include_properties",
-        "nbytes", "props", "queue_id", "schema", "topic", "topic_bytes",
+        "_hosts", "_sql", "_tag_set", "_tail", "_tail_fixed", "_tail_head", "body", "broker_name", "fields",
+        "include_properties", "nbytes", "props", "queue_id", "schema", "topic", "topic_bytes",
     )  # fmt: skip
 
     def __init__(
@@ -224,6 +226,8 @@ class Columns:
         queue_id: int,
         include_properties: bool,
         tags_filter: frozenset[str] | None = None,
+        *,
+        sql_filter: str | None = None,
     ) -> None:
         self.topic = topic
         self.topic_bytes = topic.encode()
@@ -232,6 +236,7 @@ class Columns:
         self.include_properties = include_properties
         self.schema = arrow_schema(include_properties)
         self._tag_set = None if tags_filter is None else pa.array(sorted(tags_filter), pa.string())
+        self._sql = None if sql_filter is None else compile_sql(sql_filter)
         # TOPICLEN, TOPIC and PROPERTIESLENGTH right after the body
         tlen = len(self.topic_bytes)  # a 1-byte TOPICLEN: a longer name never takes the fast path
         self._tail_head = bytes([tlen]) + self.topic_bytes if tlen < 256 else None
@@ -463,11 +468,21 @@ class Columns:
             pa.array(cols["flag"], pa.int32()),
             pa.array(cols["sysFlag"], pa.int32()),
         ]
+        decoded = (
+            [string_to_properties(s) for s in props.to_pylist()]
+            if self._sql is not None or self.include_properties
+            else []
+        )
         if self.include_properties:
-            maps = [list(string_to_properties(s).items()) for s in props.to_pylist()]
-            arrays.append(pa.array(maps, pa.map_(pa.string(), pa.string())))
+            arrays.append(pa.array([list(d.items()) for d in decoded], pa.map_(pa.string(), pa.string())))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        if self._tag_set is not None:
+        if self._sql is not None:
+            matches = self._sql.matches
+            keep = pa.array([matches(d) for d in decoded], pa.bool_())
+            if self._tag_set is not None:
+                keep = pc.and_(keep, pc.is_in(tags, value_set=self._tag_set))
+            batch = batch.filter(keep)
+        elif self._tag_set is not None:
             batch = batch.filter(pc.is_in(tags, value_set=self._tag_set))
         self.fields, self.body, self.props, self.nbytes = [], bytearray(), [], 0
         return batch

@@ -104,7 +104,7 @@ class _Base:
             o = self.opts
             self._cluster = ClusterClient(
                 o.name_servers, timeout_ms=min(o.pull_timeout_ms, 10_000), retries=o.fetch_retries,
-                retry_interval_ms=o.fetch_retry_interval_ms,
+                retry_interval_ms=o.fetch_retry_interval_ms, signer=o.signer(),
             )  # fmt: skip
         return self._cluster
 
@@ -113,7 +113,7 @@ class _Base:
         o = self.opts
         return PullSettings(
             o.name_servers, o.pull_group, o.sub_expression, o.pull_batch_size, o.pull_timeout_ms,
-            o.fail_on_data_loss, o.include_properties,
+            o.fail_on_data_loss, o.include_properties, o.sql_filter, o.access_key, o.secret_key,
         )  # fmt: skip
 
     def _snapshot(self, *, strict: bool) -> Snapshot:

@@ -39,13 +39,7 @@ SERVER_FIXTURES: dict[str, frozenset[str]] = {
 
 #: Known flaky tests: node id (without parameters: every parametrization) -> why, and what
 #: would fix it. Keep it short; an entry is a debt.
-QUARANTINE: dict[str, str] = {
-    "tests/integration/test_client_orderly.py::test_orderly_order_survives_suspend_and_rebalance": (
-        "rare duplicate at the A->B queue handover (1 in ~10 full-suite runs: one message of a key "
-        "consumed by both consumers, order kept, nothing lost); suspected: the orderly consumer's "
-        "offset update racing remove_unnecessary_message_queue's persist+unlock. Passed 6/6 alone."
-    ),
-}
+QUARANTINE: dict[str, str] = {}
 
 #: What starts a server when a test body calls it (``module.qualname`` of the object).
 SERVER_STARTERS = frozenset(

@@ -144,6 +144,8 @@ class BrokerAdmin(AdminBase):
     #: adopts a new config (the controller's ``update_config``: re-registers when needed)
     update_config: Callable[[BrokerConfig], None]
     register_broker: RegisterBroker
+    #: the transaction service (``transaction*`` keys: progress and check counts) or None
+    transactions: Any = None
 
     HANDLERS = {
         RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
@@ -158,6 +160,8 @@ class BrokerAdmin(AdminBase):
 
     def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         info = runtime_info(self.store, self.stats, self.state.config, self.schedule)
+        if self.transactions is not None:
+            info.update(self.transactions.runtime_info())
         return ok(request, KVTable(info).encode())
 
     def get_broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:

@@ -41,6 +41,7 @@ from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError, SubscriptionParseFailedError
 from pocketmq.remoting.protocol.fastjson import BodyFormatError, decode_object, get_dict, get_str
+from pocketmq.remoting.protocol.filter import SqlFilterError, compile_sql
 from pocketmq.remoting.protocol.headers import UnregisterClientRequestHeader
 from pocketmq.remoting.protocol.route import PermName, TopicSysFlag, retry_topic
 
@@ -169,7 +170,11 @@ class ClientManageProcessor(HandlerTable):
             raise RemoteSystemError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}"
             )
-        raise SubscriptionParseFailedError(f"{sub.expression_type} filtering is not supported by pocketmq")
+        try:
+            compile_sql(sub.sub_string)
+        except SqlFilterError as exc:
+            raise SubscriptionParseFailedError(f"Invalid MessageSelector. {exc}") from None
+        return RemotingCommand.response_to(request)
 
     def lock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:

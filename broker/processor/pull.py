@@ -10,6 +10,7 @@ code  condition
 26    unknown group and ``autoCreateSubscriptionGroup=false``
 17    unknown topic
 1     ``queueId`` outside ``[0, readQueueNums)``; SQL92 without ``enablePropertyFilter``
+23    a SQL92 expression that does not compile (remark: the position and the reason)
 24    no SUBSCRIPTION flag and no heartbeat subscription for the topic
 25    heartbeat ``subVersion`` older than the request's
 ====  =========================================================================================
@@ -24,7 +25,10 @@ and answered later; the COMMIT_OFFSET side effect happens only on the first exec
 
 A held pull keeps its parsed header (and the filter of a subscription it carried), so waking
 it re-runs the checks and the store read but not the parsing. Subscriptions carried by pulls
-are parsed once per distinct (topic, expression, type, version) and cached.
+are parsed once per distinct (topic, expression, type, version) and cached; SQL92 expressions
+are compiled once per (group, topic, expression) (:class:`pocketmq.broker.filter.SqlFilterCache`).
+With ``filterSupportRetry`` a pull of ``%RETRY%<group>`` evaluates each message against the
+group's SQL92 subscription of the message's original topic (:mod:`pocketmq.broker.filter`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.config_file import reply_when_durable
-from pocketmq.broker.filter import TagMessageFilter
+from pocketmq.broker.filter import RetrySqlMessageFilter, SqlFilterCache, SqlMessageFilter, TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull
 from pocketmq.broker.processor.pull_checks import check_pull, pull_outcome
 from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
@@ -55,7 +59,9 @@ from pocketmq.remoting.protocol.errors import (
     SubscriptionNotLatestError,
     SubscriptionParseFailedError,
 )
+from pocketmq.remoting.protocol.filter import SqlExpression, SqlFilterError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager
@@ -80,6 +86,8 @@ _PULL_OFFSET_MOVED = int(ResponseCode.PULL_OFFSET_MOVED)
 _SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
 #: distinct carried subscriptions kept parsed (cleared when full: keys come from clients)
 _SUB_CACHE_MAX = 4096
+
+_Filter = TagMessageFilter | SqlMessageFilter | RetrySqlMessageFilter
 
 
 @dataclass(eq=False, kw_only=True)
@@ -106,10 +114,13 @@ class PullMessageProcessor:
 
     def __post_init__(self) -> None:
         self.hold.execute = self.execute_when_wakeup
-        #: (topic, expression, type, version) -> the parsed subscription and its filter
+        #: (topic, expression, type, version) -> the parsed subscription and its TAG filter (None
+        #: for SQL92: its compiled form lives in ``sql_filters`` alone, which bounds its memory)
         self._carried: dict[
-            tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter]
+            tuple[str, str | None, str | None, int], tuple[SubscriptionData, TagMessageFilter | None]
         ] = {}
+        #: compiled SQL92 subscriptions (carried or from heartbeats)
+        self.sql_filters = SqlFilterCache(_SUB_CACHE_MAX)
 
     def register(self, register: Registrar) -> None:
         # Java serves pulls only on the main port, never on the VIP port.
@@ -160,15 +171,21 @@ class PullMessageProcessor:
         has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
         topic = header.topic
         queue_id = header.queue_id
+        message_filter: _Filter
         if has_subscription:
             sub, message_filter = self._carried_subscription(header)
         else:
             sub = self._subscription(header, sgc.consume_broadcast_enable)
-            message_filter = TagMessageFilter(sub)
+            if sub.expression_type == _TAG:
+                message_filter = TagMessageFilter(sub)
+            else:
+                message_filter = self._sql_filter(group, sub)
         if sub.expression_type != _TAG and not cfg.enable_property_filter:
             raise RemoteSystemError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}"
             )
+        if cfg.filter_support_retry and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            message_filter = self._retry_filter(group, message_filter)
         result = self.store.get_message(
             group,
             topic,
@@ -220,25 +237,56 @@ class PullMessageProcessor:
             self.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
         return response
 
-    def _carried_subscription(
-        self, header: PullMessageRequestHeader
-    ) -> tuple[SubscriptionData, TagMessageFilter]:
+    def _sql_filter(self, group: str, sub: SubscriptionData) -> SqlMessageFilter:
+        try:
+            return self.sql_filters.get(group, sub.topic, sub.sub_string)
+        except SqlFilterError as exc:
+            raise SubscriptionParseFailedError(f"parse the consumer's subscription failed: {exc}") from None
+
+    def _retry_filter(self, group: str, own: _Filter) -> _Filter:
+        """``filterSupportRetry``: the group's SQL92 subscriptions filter its retry messages."""
+        cgi = self.consumers.get_consumer_group_info(group)
+        if cgi is None or not own.accepts_all:
+            return own
+        if all(sub.expression_type == _TAG for sub in cgi.subscription_table.values()):
+            return own  # nothing to filter on: skip decoding each retry message
+        sql_filters = self.sql_filters
+
+        def lookup(real_topic: str) -> SqlExpression | None:
+            return sql_filters.get_subscription(group, cgi.find_subscription_data(real_topic))
+
+        return RetrySqlMessageFilter(lookup)
+
+    def _carried_subscription(self, header: PullMessageRequestHeader) -> tuple[SubscriptionData, _Filter]:
         """The subscription a pull carries (FLAG_SUBSCRIPTION), parsed once per distinct one."""
         key = (header.topic, header.subscription, header.expression_type, header.sub_version)
         cached = self._carried.get(key)
         if cached is None:
-            try:
-                sub = SubscriptionData.build(
-                    header.topic,
-                    header.subscription,
-                    sub_version=header.sub_version,
-                    expression_type=header.expression_type or "TAG",
-                )
-            except Exception as exc:
-                raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
-            if len(self._carried) >= _SUB_CACHE_MAX:
-                self._carried.clear()
-            cached = self._carried[key] = (sub, TagMessageFilter(sub))
+            cached = self._parse_carried(key, header)
+        sub, tag_filter = cached
+        return sub, tag_filter if tag_filter is not None else self._sql_filter(header.consumer_group, sub)
+
+    def _parse_carried(
+        self, key: tuple[str, str | None, str | None, int], header: PullMessageRequestHeader
+    ) -> tuple[SubscriptionData, TagMessageFilter | None]:
+        """Parse and cache a carried subscription (an invalid SQL92 one raises 23 here)."""
+        try:
+            sub = SubscriptionData.build(
+                header.topic,
+                header.subscription,
+                sub_version=header.sub_version,
+                expression_type=header.expression_type or "TAG",
+            )
+        except Exception as exc:
+            raise SubscriptionParseFailedError("parse the consumer's subscription failed") from exc
+        tag_filter = None
+        if sub.expression_type == _TAG:
+            tag_filter = TagMessageFilter(sub)
+        else:
+            self._sql_filter(header.consumer_group, sub)  # an invalid expression: 23 now
+        if len(self._carried) >= _SUB_CACHE_MAX:
+            self._carried.clear()
+        cached = self._carried[key] = (sub, tag_filter)
         return cached
 
     def _subscription(self, header: PullMessageRequestHeader, broadcast_enable: bool) -> SubscriptionData:

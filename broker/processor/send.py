@@ -18,7 +18,8 @@ code  condition
 13    body longer than ``maxMessageSize``; properties longer than 32767 bytes; bad batch body;
       a batch to a ``%RETRY%`` topic; a batch whose header carries ``DELAY`` > 0
 1     ``DELAY`` that is not an integer (Java's ``Integer.parseInt`` fails)
-16    a transactional half message while ``rejectTransactionMessage`` (or no transaction service)
+16    a transactional half message while ``rejectTransactionMessage`` (else it is stored as a
+      half message: :mod:`pocketmq.broker.transaction`)
 ====  =========================================================================================
 
 The checks are :func:`~pocketmq.broker.processor.send_checks.check_send` (and the size rules
@@ -281,7 +282,7 @@ class SendMessageProcessor:
         service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
-        result = service.prepare_message(inner)
+        result = service.prepare_message(inner, wait)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, inner.topic)
         return self._reply_after(request, result, queue_id, inner.topic)

@@ -17,6 +17,7 @@ Operations are grouped by subject in the mixins this class combines:
   running info, offset resets, per-broker consume stats;
 * :class:`~.messages.MessageAdmin`: message lookup by id/key/unique key, consumption tracks,
   reading ranges, sending;
+* :class:`~.acl.AclOps`: ACL accounts, global white list and versions (codes 50-54);
 * here: :meth:`MQAdmin.stats_all`, which needs all of them.
 
 Results are the dataclasses of :mod:`.model` (``to_json()`` gives mqadmin's ``--json``).
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pocketmq.client.admin.acl import AclOps
 from pocketmq.client.admin.base import MQAdminError
 from pocketmq.client.admin.messages import MessageAdmin
 from pocketmq.client.admin.model import StatsRow
@@ -59,7 +61,7 @@ def _tps(stats: dict[str, Any] | None) -> float:
     return float((stats.get("statsMinute") or {}).get("tps", 0.0) or 0.0)
 
 
-class MQAdmin(TopicAdmin, MessageAdmin):
+class MQAdmin(TopicAdmin, MessageAdmin, AclOps):
     """Asyncio admin client; see the module docstring. Use as an async context manager."""
 
     async def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> list[StatsRow]:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import time
 from collections.abc import Awaitable, Iterable, Sequence
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 from pocketmq.client.acl import AclClientRPCHook
 from pocketmq.client.api import MQClientAPI
@@ -69,6 +70,7 @@ class AdminBase:
             127.0.0.1:9876).
         timeout_ms: per-request timeout.
         access_key / secret_key: ACL credentials (requests are signed when both are given).
+        ssl_context: TLS for every connection (``transport.tls.client_ssl_context``); None: plaintext.
         remoting: an existing client to share (tests); it is not closed by :meth:`close`.
     """
 
@@ -80,16 +82,19 @@ class AdminBase:
         access_key: str | None = None,
         secret_key: str | None = None,
         remoting: RemotingClient | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.namesrv_addrs = parse_namesrv_addrs(namesrv_addr)
         self.timeout = timeout_ms / 1000
         self._own_remoting = remoting is None
         if remoting is None:
-            hooks: list[Any] = [AclClientRPCHook(access_key, secret_key)] if access_key and secret_key else []
-            config = RemotingClientConfig(
-                connect_timeout=min(3.0, self.timeout), request_timeout=self.timeout
+            signers = (
+                [AclClientRPCHook(access_key, secret_key).before_request] if access_key and secret_key else []
             )
-            remoting = RemotingClient(config, hooks=hooks)
+            config = RemotingClientConfig(
+                connect_timeout=min(3.0, self.timeout), request_timeout=self.timeout, ssl=ssl_context
+            )
+            remoting = RemotingClient(config, before_hooks=signers)
         self.remoting = remoting
         self.api = MQClientAPI(remoting, self.namesrv_addrs, timeout_ms)
 

@@ -30,6 +30,7 @@ _T, _C, _G, _M = (
     "pocketmq.client.admin.cli_group",
     "pocketmq.client.admin.cli_msg",
 )
+_A = "pocketmq.client.admin.cli_acl"
 
 #: name → (module, attribute, one-line description); listed without importing anything.
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -65,6 +66,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "printMsg": (_M, "print_msg", "Print Message Detail"),
     "sendMessage": (_M, "send_message", "Send a message"),
     "consumeMessage": (_M, "consume_message", "Consume message"),
+    "updateAclConfig": (_A, "update_acl_config", "Update acl config yaml file in broker"),
+    "deleteAclConfig": (_A, "delete_acl_config", "Delete Acl Config Account in broker"),
+    "updateGlobalWhiteAddr": (_A, "update_global_white_addr", "Update global white address for acl Config File in broker"),
+    "clusterAclConfigVersion": (_A, "cluster_acl_config_version", "List all of acl config version information in cluster"),
+    "getAclConfig": (_A, "get_acl_config", "List all of acl config information in cluster"),
+    "queryMsgTraceById": ("pocketmq.client.admin.cli_trace", "query_msg_trace_by_id", "Query a message trace"),
 }  # fmt: skip
 COMMANDS.update(importlib.import_module("pocketmq.client.admin.cli_extra").EXTRA_COMMANDS)
 

@@ -25,6 +25,7 @@ from pocketmq.client.admin.cli_common import Opts, admin_command, bool_option, e
 
 if TYPE_CHECKING:
     from pocketmq.client.admin.admin import MQAdmin
+    from pocketmq.client.admin.model import StatsRow
 
 
 def _need_target(broker_addr: str | None, cluster: str | None) -> None:
@@ -183,5 +184,27 @@ def broker_consume_stats(
 def stats_all(opts: Opts, active: bool, topic: str | None) -> None:
     from pocketmq.client.admin.format import stats_all_table
 
-    rows = run_admin(opts, lambda a: a.stats_all(topic, active_only=active))
+    rows = run_admin(opts, lambda a: _stats_all_with_progress(a, opts, topic, active))
     emit(opts, {"rows": [r.to_json() for r in rows]}, lambda: stats_all_table(rows))
+
+
+async def _stats_all_with_progress(a: MQAdmin, opts: Opts, topic: str | None, active: bool) -> list[StatsRow]:
+    """``stats_all`` topic by topic (concurrently), with a progress bar on a terminal."""
+    import asyncio
+
+    from pocketmq.client.progress import ProgressBar
+    from pocketmq.remoting.protocol.route import is_dlq_topic, is_retry_topic
+
+    if topic:
+        return await a.stats_all(topic, active_only=active)
+    topics = [t for t in await a.topic_list() if not (is_retry_topic(t) or is_dlq_topic(t))]
+    with ProgressBar(
+        "statsAll", len(topics), enabled=None if not opts.json else False, unit=" topics"
+    ) as bar:
+
+        async def one(t: str) -> list[StatsRow]:
+            rows = await a.stats_all(t, active_only=active)
+            bar.advance()
+            return rows
+
+        return [row for rows in await asyncio.gather(*(one(t) for t in topics)) for row in rows]

@@ -74,11 +74,25 @@ def now_ms() -> int:
 
 def run_admin(opts: Opts, job: Callable[[MQAdmin], Awaitable[T]]) -> T:
     """Run ``job(admin)`` on a fresh event loop with an :class:`MQAdmin` for the options."""
+    from pocketmq.client.acl import tool_credentials, tool_tls_options
     from pocketmq.client.admin.admin import MQAdmin
     from pocketmq.remoting.common.runtime import new_event_loop
 
+    # ACL: ROCKETMQ_ACCESS_KEY/ROCKETMQ_SECRET_KEY, else $ROCKETMQ_HOME/conf/tools.yml (as RocketMQ)
+    creds = tool_credentials()
+    ak, sk = (creds.access_key, creds.secret_key) if creds else (None, None)
+    # TLS: ROCKETMQ_TLS_ENABLE=true (+ ROCKETMQ_TLS_TRUST_CERT_PATH), verified unless told otherwise
+    tls = tool_tls_options()
+    ctx = None
+    if tls:
+        from pocketmq.remoting.transport.tls import client_ssl_context
+
+        ctx = client_ssl_context(trust=tls["tls_trust_cert_path"], verify=tls["tls_verify_server"])
+
     async def main() -> T:
-        async with MQAdmin(opts.namesrv, timeout_ms=opts.timeout_ms) as admin:
+        async with MQAdmin(
+            opts.namesrv, timeout_ms=opts.timeout_ms, access_key=ak, secret_key=sk, ssl_context=ctx
+        ) as admin:
             return await job(admin)
 
     with asyncio.Runner(loop_factory=new_event_loop) as runner:

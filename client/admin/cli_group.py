@@ -21,11 +21,15 @@ JSON documents:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pocketmq.client.admin.cli_common import Opts, admin_command, bool_option, emit, run_admin, time_value
+
+if TYPE_CHECKING:
+    from pocketmq.client.admin.admin import MQAdmin
+    from pocketmq.client.admin.model import GroupSummary
 
 
 @admin_command("updateSubGroup", "Update or create subscription group.")
@@ -110,11 +114,34 @@ def consumer_progress(opts: Opts, group: str | None, topic: str | None, show_ip:
     from pocketmq.client.admin.format import group_progress_text, group_summary_table
 
     if group is None:
-        groups = run_admin(opts, lambda a: a.all_groups_progress())
+        groups = run_admin(opts, lambda a: _all_groups_with_progress(a, opts))
         emit(opts, {"groups": [g.to_json() for g in groups]}, lambda: group_summary_table(groups))
         return
     progress = run_admin(opts, lambda a: a.consumer_progress(group, topic, show_client_ip=show_ip))
     emit(opts, progress.to_json(), lambda: group_progress_text(progress, show_ip))
+
+
+async def _all_groups_with_progress(a: MQAdmin, opts: Opts) -> list[GroupSummary]:
+    """``all_groups_progress`` group by group (concurrently), with a progress bar on a terminal."""
+    import asyncio
+
+    from pocketmq.client.progress import ProgressBar
+    from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
+
+    topics = await a.topic_list()
+    groups = sorted(
+        t[len(RETRY_GROUP_TOPIC_PREFIX) :] for t in topics if t.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    )
+    with ProgressBar(
+        "consumerProgress", len(groups), enabled=None if not opts.json else False, unit=" groups"
+    ) as bar:
+
+        async def one(g: str) -> GroupSummary:
+            summary = await a._group_summary(g)
+            bar.advance()
+            return summary
+
+        return list(await asyncio.gather(*(one(g) for g in groups)))
 
 
 @admin_command("consumerStatus", "Query consumer's internal data structure.")

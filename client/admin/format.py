@@ -247,8 +247,8 @@ def consumer_connection_text(info: ConsumerConnectionInfo) -> str:
     out = table(["#Index", "#ClientId", "#ClientAddr", "#Language", "#Version"], rows)
     out += "\nBelow is subscription:\n"
     out += table(
-        ["#Index", "#Topic", "#SubExpression"],
-        [[f"{i:03d}", t, e] for i, (t, e) in enumerate(info.subscriptions, 1)],
+        ["#Index", "#Topic", "#SubExpression", "#ExpressionType"],
+        [[f"{i:03d}", t, e, info.expression_type(t)] for i, (t, e) in enumerate(info.subscriptions, 1)],
     )
     out += f"\nConsumeType: {info.consume_type or 'N/A'}\n"
     out += f"MessageModel: {info.message_model or 'N/A'}\n"

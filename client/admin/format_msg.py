@@ -101,6 +101,13 @@ def send_result_table(broker_name: str, queue_id: int, status: str, msg_id: str)
     )
 
 
+def _sub_text(sub: Mapping[str, Any]) -> str:
+    """``topic:expression``, with the type when it is not TAG (``T:SQL92(a > 5)``)."""
+    kind = sub.get("expressionType") or "TAG"
+    expr = sub.get("subString")
+    return f"{sub.get('topic')}:{expr}" if kind == "TAG" else f"{sub.get('topic')}:{kind}({expr})"
+
+
 def consumer_status_text(
     group: str, clients: Mapping[str, Mapping[str, Any]], errors: Mapping[str, str], detail: str | None
 ) -> str:
@@ -115,14 +122,17 @@ def consumer_status_text(
         props = info.get("properties") or {}
         rows.append(
             [f"{i:03d}", cid, props.get("PROP_CLIENT_VERSION", ""), len(info.get("mqTable") or {}),
-             ", ".join(f"{s.get('topic')}:{s.get('subString')}" for s in info.get("subscriptionSet") or [])]
+             ", ".join(_sub_text(s) for s in info.get("subscriptionSet") or [])]
         )  # fmt: skip
     for cid, err in sorted(errors.items()):
         rows.append(["ERR", cid, "", "", err])
     out = table(["#Index", "#ClientId", "#Version", "#Queues", "#Subscriptions"], rows)
     subs = {
         tuple(
-            sorted((str(s.get("topic")), str(s.get("subString"))) for s in info.get("subscriptionSet") or [])
+            sorted(
+                (str(s.get("topic")), str(s.get("subString")), str(s.get("expressionType") or "TAG"))
+                for s in info.get("subscriptionSet") or []
+            )
         )
         for info in clients.values()
     }

@@ -249,6 +249,7 @@ class GroupAdmin(AdminBase):
             for topic, sub in sorted(fastjson.get_dict(raw, "subscriptionTable").items()):
                 sub = fastjson.as_object(sub, "subscriptionTable value")
                 info.subscriptions.append((str(topic), fastjson.get_str(sub, "subString", "*")))
+                info.expression_types[str(topic)] = fastjson.get_str(sub, "expressionType", "TAG") or "TAG"
             info.connections.sort(key=lambda c: c.client_id)
             if info.connections:
                 return info

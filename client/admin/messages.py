@@ -26,6 +26,7 @@ from pocketmq.client.message import MessageQueue, PullStatus, SendResult
 from pocketmq.remoting.protocol import fastjson
 from pocketmq.remoting.protocol.codes import pull_sys_flag
 from pocketmq.remoting.protocol.errors import ConsumerNotOnlineError, RemotingError, ResponseError
+from pocketmq.remoting.protocol.filter import SqlFilterError, compile_sql
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.message import (
     COMPRESSED_FLAG,
@@ -163,8 +164,14 @@ class MessageAdmin(GroupAdmin):
         if not consumed:
             return MessageTrack(group, "NOT_CONSUME_YET")
         expr = dict(conn.subscriptions).get(msg.topic, "*")
-        sub = new_subscription(msg.topic, expr)
-        if not filter_by_tags(sub, [msg]):
+        if conn.expression_type(msg.topic) == "SQL92":
+            try:
+                matched = compile_sql(expr).matches(msg.properties)
+            except SqlFilterError:
+                matched = False
+        else:
+            matched = bool(filter_by_tags(new_subscription(msg.topic, expr), [msg]))
+        if not matched:
             return MessageTrack(group, "CONSUMED_BUT_FILTERED")
         return MessageTrack(group, "CONSUMED")
 

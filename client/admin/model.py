@@ -23,7 +23,8 @@ GroupSummary                group, count, version, consumeType, messageModel, co
                             diffTotal
 ConnectionRow               clientId, clientAddr, language, version, versionDesc
 ConsumerConnectionInfo      group, connections[ConnectionRow], subscriptions[{topic,
-                            subExpression}], consumeType, messageModel, consumeFromWhere
+                            subExpression, expressionType}], consumeType, messageModel,
+                            consumeFromWhere
 ResetRow                    brokerName, queueId, consumerOffset (-1 = unknown), offset
 ResetResult                 group, topic, timestamp, force, dryRun, queues[ResetRow]
 BrokerConsumeRow            topic, group, brokerName, queueId, brokerOffset, consumerOffset,
@@ -330,12 +331,20 @@ class ConsumerConnectionInfo:
     consume_type: str | None = None
     message_model: str | None = None
     consume_from_where: str | None = None
+    #: topic -> "TAG" or "SQL92" (a topic missing here is TAG)
+    expression_types: dict[str, str] = field(default_factory=dict)
+
+    def expression_type(self, topic: str) -> str:
+        return self.expression_types.get(topic, "TAG")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "group": self.group,
             "connections": [c.to_json() for c in self.connections],
-            "subscriptions": [{"topic": t, "subExpression": e} for t, e in self.subscriptions],
+            "subscriptions": [
+                {"topic": t, "subExpression": e, "expressionType": self.expression_type(t)}
+                for t, e in self.subscriptions
+            ],
             "consumeType": self.consume_type,
             "messageModel": self.message_model,
             "consumeFromWhere": self.consume_from_where,

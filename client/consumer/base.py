@@ -19,7 +19,7 @@ from pocketmq.client.consumer.subscription import SubscriptionData
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import MessageQueue
-from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType
+from pocketmq.remoting.protocol.heartbeat import ConsumerData, ConsumeType, ExpressionType
 from pocketmq.remoting.protocol.topics import retry_topic
 
 __all__ = ["ConsumerBase"]
@@ -69,6 +69,26 @@ class ConsumerBase(AsyncClient):
             self._offset_store = LocalFileOffsetStore(cfg.local_offset_store_dir, inst.client_id, self.group)
         await self._offset_store.load()
         return inst
+
+    async def _check_client_in_broker(self) -> None:
+        """Java ``MQClientInstance.checkClientInBroker``, after the routes are known: a broker of
+        each SQL92 subscription's topic compiles it (CHECK_CLIENT_CONFIG). Raises the broker's
+        error (RemoteSystemError: ``enablePropertyFilter`` is off; SubscriptionParseFailedError:
+        the expression does not compile), after shutting this consumer down."""
+        inst = self.instance
+        try:
+            for sub in self.subscriptions():
+                if sub.expression_type == ExpressionType.TAG.value:
+                    continue
+                route = inst.topic_routes.get(sub.topic)
+                for bd in route.broker_datas if route is not None else ():
+                    addr = inst.find_broker_addr_in_subscribe(bd.broker_name)
+                    if addr is not None:
+                        await inst.api.check_client_in_broker(addr[0], self.group, inst.client_id, sub)
+                        break  # RocketMQ asks one broker: the cluster's brokers share their config
+        except BaseException:
+            await self.shutdown()
+            raise
 
     def _enter_shutdown(self) -> MQClientInstance | None:
         """Move to SHUTDOWN; returns the instance to leave when the consumer was running, else

@@ -127,9 +127,15 @@ class ConsumeMessageOrderlyService(ConsumeServiceBase[OrderlyListener]):
                 pq.last_consume_timestamp = _now_ms()
                 self.consumer.stats.record(len(msgs), status is ConsumeOrderlyStatus.SUCCESS)
                 if pq.dropped:
-                    logger.info(
-                        "%s: %s dropped while consuming orderly; result discarded", self.consumer.group, mq
-                    )
+                    # The rebalance that dropped the queue waits for this queue lock before it
+                    # persists the offset and unlocks the queue at the broker, so a batch the
+                    # listener consumed is committed now: otherwise the next owner reads the old
+                    # offset and consumes the batch a second time.
+                    if status is ConsumeOrderlyStatus.SUCCESS:
+                        offset = pq.commit()
+                        if offset >= 0:
+                            self.consumer.offset_store.update_offset(mq, offset)
+                    logger.info("%s: %s dropped while consuming orderly", self.consumer.group, mq)
                     return
                 if not await self._process_result(msgs, status, ctx, pq, mq):
                     return

@@ -32,7 +32,7 @@ from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averagely
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import reset_retry_topic
-from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
+from pocketmq.client.consumer.subscription import MessageSelector, SubscriptionData, new_subscription
 from pocketmq.client.errors import ClientClosedError, ClientStateError, MessageValidationError
 from pocketmq.client.lifecycle import RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
@@ -102,19 +102,23 @@ class LitePullConsumer(ConsumerBase):
         self._last_commit = time.monotonic()
 
     # ------------------------------------------------------------------------ configuration
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        """Subscribe to ``topic`` (tag expression, SQL92 with ``expression_type="SQL92"``, or a
+        :class:`MessageSelector`); raises MessageValidationError."""
         if self._assigned_mode:
             raise ClientStateError("subscribe and assign are mutually exclusive")
         check_topic(topic)
         self._assigned_mode = False
-        self._subs[topic] = new_subscription(topic, expression)
+        self._subs[topic] = new_subscription(topic, expression, expression_type)
         if self._rebalance is not None:
             self._rebalance.subscriptions[topic] = self._subs[topic]
             self.instance.tasks.spawn(
                 self.queue_ops.refresh_route_and_rebalance(topic), name=f"lite-subscribe:{topic}"
             )
 
-    def assign(self, mqs: Iterable[MessageQueue], expression: str = "*") -> None:
+    def assign(self, mqs: Iterable[MessageQueue], expression: str | MessageSelector = "*") -> None:
         """Consume exactly these queues (no rebalance); replaces the previous assignment."""
         if self._assigned_mode is False:
             raise ClientStateError("subscribe and assign are mutually exclusive")
@@ -157,6 +161,7 @@ class LitePullConsumer(ConsumerBase):
         self._life.move(RUNNING)
         for topic in list(self._subs):
             await self.queue_ops.refresh_route(topic)
+        await self._check_client_in_broker()
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         for mq, st in self._queues.items():

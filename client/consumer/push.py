@@ -40,13 +40,14 @@ from pocketmq.client.consumer.rebalance import AllocateStrategy, allocate_averag
 from pocketmq.client.consumer.rebalance_impl import RebalanceImpl, now_ms
 from pocketmq.client.consumer.send_back import send_message_back
 from pocketmq.client.consumer.stats import ConsumeStats
-from pocketmq.client.consumer.subscription import SubscriptionData, new_subscription
+from pocketmq.client.consumer.subscription import MessageSelector, SubscriptionData, new_subscription
 from pocketmq.client.errors import (
     ClientStateError,
     MessageValidationError,
 )
 from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.trace import hook_consumer
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
@@ -107,10 +108,15 @@ class PushConsumer(ConsumerBase):
         self._start_time = time.time_ns() // 1_000_000
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
+        if config.enable_msg_trace:  # message traces: shadows start/shutdown (client/trace.py)
+            hook_consumer(self)
 
     # ------------------------------------------------------------------------ configuration
-    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
-        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``).
+    def subscribe(
+        self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
+    ) -> None:
+        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``), an SQL92
+        one (``expression_type="SQL92"``) or a :class:`MessageSelector`.
 
         Raises:
             MessageValidationError: invalid topic or expression.
@@ -181,6 +187,7 @@ class PushConsumer(ConsumerBase):
         # RocketMQ's order: routes, a heartbeat to every broker, then the first rebalance.
         for topic in list(self._rebalance.subscriptions):
             await self.queue_ops.refresh_route(topic)
+        await self._check_client_in_broker()
         await inst.send_heartbeat_to_all_brokers()
         self._announced = True
         inst.wakeup_rebalance()

@@ -27,6 +27,7 @@ from pocketmq.client.producer.prepare import MessagePreparer
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
 from pocketmq.client.producer.sender import Sender
 from pocketmq.client.route import TopicPublishInfo
+from pocketmq.client.trace import hook_producer
 from pocketmq.client.validation import check_group
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
@@ -71,6 +72,8 @@ class Producer(AsyncClient):
         self._prep = MessagePreparer(config)
         self._sender = Sender(config, self._prep, self._life.closed_error, clock)
         self._timeout = config.send_msg_timeout / 1000
+        if config.enable_msg_trace:  # message traces: shadows send/start/shutdown (client/trace.py)
+            hook_producer(self)
 
     # --------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:

@@ -60,6 +60,7 @@ async def send_in_transaction(
     finally:
         del msg.properties[MessageConst.TRAN_MSG]
         del msg.properties[MessageConst.PGROUP]
+    _announce(producer, result)
     try:
         state = await execute_local(msg, result)
     except Exception:
@@ -67,6 +68,31 @@ async def send_in_transaction(
         state = TransactionState.UNKNOW
     await end_transaction(producer, result, state)
     return result, state
+
+
+def _announce(producer: TransactionalProducer, result: SendResult) -> None:
+    """Heartbeat now to a broker holding our half message that has not had one from us yet.
+
+    The broker checks back only over a connection of a producer of the group it knows from a
+    heartbeat; the periodic heartbeat (30 s) would leave a first half unreachable until then.
+    """
+    instance = producer.instance
+    addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
+    key = (instance.client_id, addr or "")
+    if addr is not None and addr not in instance.broker_versions and key not in _announcing:
+        _announcing.add(key)
+
+        async def announce() -> None:
+            try:
+                await instance.send_heartbeat_to_all_brokers()
+            finally:
+                _announcing.discard(key)
+
+        instance.tasks.spawn(announce(), name="heartbeat-transaction-producer")
+
+
+#: (client id, broker address) pairs a heartbeat is on its way to: one at a time
+_announcing: set[tuple[str, str]] = set()
 
 
 async def end_transaction(

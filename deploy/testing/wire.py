@@ -94,6 +94,7 @@ class Wire:
         commit_offset: int = 0,
         timeout: float = 20.0,
         sub_version: int = 0,
+        expression_type: str | None = None,
     ) -> RemotingCommand:
         ext = {
             "consumerGroup": group,
@@ -107,6 +108,8 @@ class Wire:
             "subscription": subscription,
             "subVersion": str(sub_version),
         }
+        if expression_type is not None:
+            ext["expressionType"] = expression_type
         return await self.call(RequestCode.PULL_MESSAGE, ext, timeout=timeout)
 
     async def heartbeat(
@@ -117,11 +120,13 @@ class Wire:
         topics: dict[str, str] | None = None,
         producer_group: str | None = None,
         sub_version: int = 1,
+        expression_type: str = "TAG",
     ) -> RemotingCommand:
         consumers: tuple[ConsumerData, ...] = ()
         if consumer_group:
             subs = tuple(
-                SubscriptionData.build(t, expr, sub_version=sub_version) for t, expr in (topics or {}).items()
+                SubscriptionData.build(t, expr, sub_version=sub_version, expression_type=expression_type)
+                for t, expr in (topics or {}).items()
             )
             consumers = (ConsumerData(consumer_group, subscription_data_set=subs),)
         producers = (ProducerData(producer_group),) if producer_group else ()

@@ -13,21 +13,20 @@ key                         refused values              missing feature
 ``brokerId``                anything but ``0``          HA (a broker id > 0 is a slave)
 ``enableSlaveActingMaster`` true                        HA
 ``enableControllerMode``    true                        HA (5.x controller)
-``aclEnable``               true                        ACL (signed requests, plain_acl.yml)
-``enablePropertyFilter``    true                        SQL92 filtering (the evaluator)
-``useTLS``                  true                        TLS
-``tls.*`` (any key)         anything but an "off"       TLS (``tls.enable``, ``tls.server.mode``,
-                            value: empty, ``false``,    ``tls.server.certPath``, ...)
-                            ``disabled``, ``none``
+``tls.test.mode.enable``    true                        RocketMQ's throwaway self-signed certificates
+``tls.server.keyPassword``, any value                   encrypted TLS private keys
+``tls.client.keyPassword``
+``tls.config.file``         any value                   a separate TLS properties file
 ``enableConsumeQueueExt``   true                        ConsumeQueue extension files (filter bitmaps)
 ``transientStorePoolEnable`` true                       off-heap write buffers (transient store pool)
 ``enableLmq``               true                        light message queues
 ``enableMultiDispatch``     true                        dispatch to several queues (LMQ)
 ``duplicationEnable``       true                        slave re-dispatch from the CommitLog start
+``metricsExporterType``     ``OTLP_GRPC``, ``LOG``      push metrics exporters (``PROM`` is built)
 ==========================  ==========================  ============================================
 
-A row applies only where its key is a setting of the component being configured (``aclEnable``
-on the broker, not the name server); the ``tls.*`` row applies to both. When a feature lands,
+A row applies only where its key is a setting of the component being configured (``brokerId``
+on the broker, not the name server); the ``tls.*`` rows apply to both. When a feature lands,
 delete its row (and its test) here: nothing else refuses these values.
 """
 
@@ -41,7 +40,6 @@ from pydantic.alias_generators import to_snake
 __all__ = ["REFUSALS", "Refusal", "is_off_family_key", "refusal_message"]
 
 _TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
-_TLS_OFF = frozenset({"", "false", "disabled", "none", "0", "no", "off"})
 
 
 def _is_true(value: str) -> bool:
@@ -57,8 +55,12 @@ def _ha_role(value: str) -> bool:
     return value.strip() in ("SYNC_MASTER", "SLAVE")
 
 
-def _tls_on(value: str) -> bool:
-    return value.strip().lower() not in _TLS_OFF
+def _set(value: str) -> bool:
+    return bool(value.strip())
+
+
+def _push_exporter(value: str) -> bool:
+    return value.strip().upper() in ("OTLP_GRPC", "LOG")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +85,19 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("brokerId", "other than 0 (a slave)", "master/slave replication (HA)", _not_zero),
     Refusal("enableSlaveActingMaster", "true", "master/slave replication (HA)", _is_true),
     Refusal("enableControllerMode", "true", "master/slave replication (HA controller)", _is_true),
-    Refusal("aclEnable", "true", "ACL (request signing, plain_acl.yml)", _is_true),
-    Refusal("enablePropertyFilter", "true", "SQL92 message filtering", _is_true),
-    Refusal("useTLS", "true", "TLS", _is_true),
-    Refusal("tls.*", "anything but off/false/disabled/none/empty", "TLS", _tls_on),
+    Refusal(
+        "tls.test.mode.enable",
+        "true",
+        "self-signed test certificates (make a pair: pocketmq tls-cert)",
+        _is_true,
+    ),
+    Refusal(
+        "tls.server.keyPassword", "any value", "encrypted TLS private keys (use an unencrypted PEM)", _set
+    ),
+    Refusal(
+        "tls.client.keyPassword", "any value", "encrypted TLS private keys (use an unencrypted PEM)", _set
+    ),
+    Refusal("tls.config.file", "any value", "a separate TLS file (put the tls.* keys in the .conf)", _set),
     # store keys Java brokers accept that turn on a feature pocketmq lacks (the store's other
     # "accepted for broker.conf compatibility" keys are tuning knobs of Java's own machinery)
     Refusal("enableConsumeQueueExt", "true", "ConsumeQueue extension files (filter bitmaps)", _is_true),
@@ -96,6 +107,8 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("enableLmq", "true", "light message queues (LMQ)", _is_true),
     Refusal("enableMultiDispatch", "true", "multi-queue dispatch (LMQ)", _is_true),
     Refusal("duplicationEnable", "true", "slave re-dispatch (HA)", _is_true),
+    # metrics: PROM (the /metrics endpoint) is built; the push exporters are not
+    Refusal("metricsExporterType", "OTLP_GRPC or LOG", "OTLP and log metrics exporters", _push_exporter),
 )
 
 

@@ -142,7 +142,10 @@ def decode_header(
                 if type(value) is not str:
                     break
             else:
-                if "Signature" not in raw_ext and "AccessKey" not in raw_ext and "OnsChannel" not in raw_ext:
+                # only an *empty* credential key needs the checked path (it means "absent");
+                # signed requests (ACL) stay on this one
+                get = raw_ext.get
+                if get("Signature") != "" and get("AccessKey") != "" and get("OnsChannel") != "":
                     return code, _LANGUAGE_BY_NAME.get(lang, _OTHER), version, opaque, flag, remark, raw_ext
     return _decode_checked(obj)
 

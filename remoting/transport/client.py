@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 from pocketmq.remoting.common.service import cancel_and_wait
@@ -25,7 +26,7 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
-from pocketmq.remoting.transport.hooks import RPCHook
+from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 
 logger = logging.getLogger(__name__)
 
@@ -39,16 +40,24 @@ class RemotingClientConfig:
     sweep_interval: float = 0.05
     #: Close connections idle this long (seconds); 0 disables (clients heartbeat anyway).
     idle_timeout: float = 0.0
+    #: TLS for every connection (``useTLS``); None = plaintext. See ``transport.tls``.
+    ssl: ssl.SSLContext | None = None
 
 
 class RemotingClient:
     """A pool of one connection per ``host:port``."""
 
     def __init__(
-        self, config: RemotingClientConfig | None = None, *, hooks: list[RPCHook] | None = None
+        self,
+        config: RemotingClientConfig | None = None,
+        *,
+        hooks: list[RPCHook] | None = None,
+        before_hooks: Sequence[BeforeHook] = (),
     ) -> None:
         self.config = config or RemotingClientConfig()
         self.hooks: list[RPCHook] = hooks or []
+        #: run on every request just before it is written (ACL signing), on the fast path too
+        self.before_hooks: list[BeforeHook] = list(before_hooks)
         self.dispatcher = ProcessorDispatcher()
         self._conns: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
@@ -89,8 +98,9 @@ class RemotingClient:
                     ),
                     host.strip("[]"),
                     port,
+                    ssl=self.config.ssl,
                 )
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:  # ssl.SSLError (a refused certificate) is an OSError
             raise RemotingConnectError(f"connect to {addr} failed: {exc}") from exc
         self._conns[addr] = proto
         if self._sweeper is None or self._sweeper.done():
@@ -127,6 +137,9 @@ class RemotingClient:
         if conn is None or conn.transport is None or self.hooks or not conn.can_write:
             return self._invoke_slow(addr, request, timeout)
         self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
+        if self.before_hooks:
+            for before in self.before_hooks:
+                before(addr, request)
         try:
             return conn.request(request, self.config.request_timeout if timeout is None else timeout)
         except RemotingConnectError:
@@ -139,6 +152,8 @@ class RemotingClient:
         if conn is None or conn.transport is None:
             conn = await self.get_connection(addr)
         request.opaque = self._next_opaque()
+        for before in self.before_hooks:
+            before(addr, request)
         hooks = self.hooks
         for hook in hooks:
             hook.before_request(addr, request)
@@ -153,6 +168,8 @@ class RemotingClient:
         """Write ``request`` with the oneway bit and do not wait for anything but the connection."""
         conn = await self.get_connection(addr)
         request.opaque = self._next_opaque()
+        for before in self.before_hooks:
+            before(addr, request)
         for hook in self.hooks:
             hook.before_request(addr, request)
         conn.oneway(request)

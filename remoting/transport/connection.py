@@ -56,7 +56,7 @@ from pocketmq.remoting.protocol.errors import (
     ResponseError,
 )
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
-from pocketmq.remoting.transport.hooks import RPCHook
+from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 
 logger = logging.getLogger(__name__)
 
@@ -460,6 +460,9 @@ class ProcessorDispatcher:
         self.handlers: dict[int, Handler] = {}
         self.default_handler: Handler | None = None
         self.hooks: list[RPCHook] = hooks or []
+        #: Checks run on every request before its handler, with no after part (ACL): unlike
+        #: ``hooks`` they keep the synchronous-reply fast path. One may raise ``ResponseError``.
+        self.before_hooks: list[BeforeHook] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_connect: list[Callable[[RemotingConnection], None]] = []
         self.on_close: list[Callable[[RemotingConnection], None]] = []
@@ -494,6 +497,9 @@ class ProcessorDispatcher:
             return
         hooks = self.hooks
         try:
+            if self.before_hooks:
+                for check in self.before_hooks:
+                    check(conn.remote_addr, request)
             if hooks:
                 for hook in hooks:
                     hook.before_request(conn.remote_addr, request)

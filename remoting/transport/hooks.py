@@ -3,10 +3,15 @@
 A hook sees every request before it is processed (server) or sent (client), and every
 response after it is produced or received. A server-side ``before_request`` may raise a
 ``ResponseError`` to reject the request (ACL denial replies SYSTEM_ERROR with the reason).
+
+A :data:`BeforeHook` is the cheaper form for work that only happens before (signing a request,
+checking one): a plain callable ``(remote_addr, request)`` run inline, so the transports keep
+their fast paths (no coroutine per call on the client, the synchronous reply on the server).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -18,3 +23,7 @@ class RPCHook(Protocol):
     def after_response(
         self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None
     ) -> None: ...
+
+
+#: ``(remote_addr, request) -> None``: signs (client) or checks (server, may raise ResponseError).
+BeforeHook = Callable[[str, RemotingCommand], None]

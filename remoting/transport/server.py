@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
-from pocketmq.remoting.transport.hooks import RPCHook
+from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
+from pocketmq.remoting.transport.tls import PermissiveServer
 
 logger = logging.getLogger(__name__)
 
@@ -33,17 +36,26 @@ class RemotingServerConfig:
     #: How often the housekeeping task runs (request timeouts, idle scan).
     sweep_interval: float = 0.1
     backlog: int = 1024
+    #: TLS (``tls.server.mode``): None = plaintext; with ``tls_permissive`` TLS and plaintext
+    #: share the port (first byte 0x16 = TLS), else TLS only
+    ssl: ssl.SSLContext | None = None
+    tls_permissive: bool = False
 
 
 class RemotingServer:
     """Serve RocketMQ remoting requests on one port."""
 
     def __init__(
-        self, config: RemotingServerConfig | None = None, *, hooks: list[RPCHook] | None = None
+        self,
+        config: RemotingServerConfig | None = None,
+        *,
+        hooks: list[RPCHook] | None = None,
+        before_hooks: Sequence[BeforeHook] = (),
     ) -> None:
         self.config = config or RemotingServerConfig()
         self.dispatcher = ProcessorDispatcher(hooks=hooks)
-        self._server: asyncio.base_events.Server | None = None
+        self.dispatcher.before_hooks.extend(before_hooks)
+        self._server: asyncio.base_events.Server | PermissiveServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._opaque = itertools.count(1)
         self.port = 0
@@ -63,13 +75,18 @@ class RemotingServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
-        self._server = await loop.create_server(
-            lambda: RemotingConnection(self.dispatcher, max_frame_size=cfg.max_frame_size, loop=loop),
-            cfg.host,
-            cfg.port,
-            backlog=cfg.backlog,
-            reuse_address=True,
-        )
+
+        def factory() -> RemotingConnection:
+            return RemotingConnection(self.dispatcher, max_frame_size=cfg.max_frame_size, loop=loop)
+
+        if cfg.ssl is not None and cfg.tls_permissive:
+            permissive = PermissiveServer(factory, cfg.ssl, sniff_timeout=cfg.idle_timeout)
+            await permissive.start(cfg.host, cfg.port, cfg.backlog)
+            self._server = permissive
+        else:
+            self._server = await loop.create_server(
+                factory, cfg.host, cfg.port, backlog=cfg.backlog, reuse_address=True, ssl=cfg.ssl
+            )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         self._sweeper = asyncio.create_task(self._housekeeping(), name=f"remoting-server-{self.port}-sweeper")

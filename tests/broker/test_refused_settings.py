@@ -1,4 +1,4 @@
-"""No setting accepted and ignored: values asking for a feature not built yet (HA, ACL, SQL92, TLS)
+"""No setting accepted and ignored: values asking for a feature not built yet (HA, ACL, TLS, LMQ)
 stop mqbroker / mqnamesrv / pocketmq up / pocketmq cluster up with one line naming the key, and
 UPDATE_BROKER_CONFIG refuses them (table: pocketmq.remoting.common.unsupported.REFUSALS)."""
 
@@ -16,32 +16,34 @@ from pocketmq.remoting.common.config import apply_config
 from pocketmq.remoting.common.unsupported import REFUSALS
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 
-#: One refused setting per row of REFUSALS (plus the second HA role and more tls keys).
+#: One refused setting per row of REFUSALS (plus the second HA role).
 REFUSED = [
     ("brokerRole", "SYNC_MASTER"),
     ("brokerRole", "SLAVE"),
     ("brokerId", "1"),
     ("enableSlaveActingMaster", "true"),
     ("enableControllerMode", "true"),
-    ("aclEnable", "true"),
-    ("enablePropertyFilter", "true"),
-    ("useTLS", "true"),
-    ("tls.enable", "true"),
-    ("tls.server.mode", "enforcing"),
-    ("tls.server.certPath", "/etc/rocketmq/server.pem"),
+    ("tls.test.mode.enable", "true"),
+    ("tls.server.keyPassword", "secret"),
+    ("tls.client.keyPassword", "secret"),
+    ("tls.config.file", "/etc/rocketmq/tls.properties"),
     ("enableConsumeQueueExt", "true"),
     ("transientStorePoolEnable", "true"),
     ("enableLmq", "true"),
     ("enableMultiDispatch", "true"),
     ("duplicationEnable", "true"),
+    ("metricsExporterType", "OTLP_GRPC"),
+    ("metricsExporterType", "LOG"),
 ]
 #: The same keys at their defaults (or an "off" value): accepted.
 ACCEPTED = [
     "brokerRole=ASYNC_MASTER", "brokerId=0", "enableSlaveActingMaster=false", "enableControllerMode=false",
     "aclEnable=false", "enablePropertyFilter=false", "useTLS=false", "tls.enable=false",
     "enableConsumeQueueExt=false", "transientStorePoolEnable=false", "enableLmq=false",
-    "enableMultiDispatch=false", "duplicationEnable=false",
-    "tls.server.mode=disabled", "tls.server.needClientAuth=none", "tls.server.certPath=",
+    "enableMultiDispatch=false", "duplicationEnable=false", "metricsExporterType=PROM",
+    "metricsExporterType=DISABLE",
+    "tls.server.mode=disabled", "tls.server.need.client.auth=none", "tls.server.certPath=",
+    "tls.test.mode.enable=false", "tls.server.keyPassword=", "tls.config.file=",
 ]  # fmt: skip
 
 BASE_CONF = "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n"
@@ -64,7 +66,7 @@ def _assert_one_line_refusal(out: subprocess.CompletedProcess[str], key: str, va
 
 
 def test_every_row_of_the_table_is_covered() -> None:
-    covered = {"tls.*" if k.startswith("tls.") else k for k, _ in REFUSED}
+    covered = {k for k, _ in REFUSED}
     assert {row.key for row in REFUSALS} == covered
 
 
@@ -89,7 +91,8 @@ def test_set_override_is_refused(row: tuple[str, str]) -> None:
 
 
 def test_mqbroker_set_refuses_with_one_line() -> None:
-    _assert_one_line_refusal(_run("pocketmq.broker", "--set", "aclEnable=true"), "aclEnable", "true")
+    out = _run("pocketmq.broker", "--set", "enableLmq=true")
+    _assert_one_line_refusal(out, "enableLmq", "true")
 
 
 def test_defaults_and_off_values_still_load() -> None:
@@ -115,10 +118,12 @@ def test_default_config_still_starts(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "value"), [("tls.server.mode", "enforcing"), ("tls.enable", "true")], ids=["set", "file"]
+    ("key", "value"),
+    [("tls.test.mode.enable", "true"), ("tls.server.keyPassword", "pw")],
+    ids=["set", "file"],
 )
 def test_mqnamesrv_refuses_tls(tmp_path: Path, key: str, value: str) -> None:
-    if key == "tls.enable":
+    if key == "tls.server.keyPassword":
         conf = tmp_path / "namesrv.conf"
         conf.write_text(f"listenPort=0\n{key}={value}\n")
         out = _run("pocketmq.namesrv", "-c", str(conf))
@@ -132,11 +137,11 @@ def test_name_server_rows_are_scoped_and_update_refuses_tls() -> None:
     with pytest.raises(ConfigError, match="unknown config key 'aclEnable'"):
         load_namesrv_config(None, ["aclEnable=true"])
     base = NamesrvConfig()
-    with pytest.raises(ConfigError, match="tls.enable=true is not supported yet"):
-        apply_config(base, {"tls.enable": "true"}, known_foreign_keys=KNOWN_UNSUPPORTED_KEYS)
+    with pytest.raises(ConfigError, match="tls.test.mode.enable=true is not supported yet"):
+        apply_config(base, {"tls.test.mode.enable": "true"}, known_foreign_keys=KNOWN_UNSUPPORTED_KEYS)
 
 
-@pytest.mark.parametrize("row", [("enablePropertyFilter", "true"), ("tls.enable", "true")], ids=_ids)
+@pytest.mark.parametrize("row", [("enableLmq", "true"), ("tls.test.mode.enable", "true")], ids=_ids)
 def test_pocketmq_up_refuses_before_starting(tmp_path: Path, row: tuple[str, str]) -> None:
     key, value = row
     out = _run(
@@ -152,9 +157,9 @@ def test_pocketmq_cluster_up_refuses_before_starting(tmp_path: Path) -> None:
     try:
         out = _run(
             "pocketmq.deploy", "cluster", "up", "--masters", "1", "--dir", str(root),
-            "--namesrv-port", "0", "--broker-port", "0", "--set", "aclEnable=true",
+            "--namesrv-port", "0", "--broker-port", "0", "--set", "enableLmq=true",
         )  # fmt: skip
-        _assert_one_line_refusal(out, "aclEnable", "true")
+        _assert_one_line_refusal(out, "enableLmq", "true")
         assert not root.exists()
     finally:
         if root.exists():  # the refusal failed and a cluster started: stop it, leave no process

@@ -297,9 +297,10 @@ async def test_batch_to_retry_topic_and_garbage_batch(broker, wire):
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
 
 
-async def test_transaction_half_message_without_service_is_refused(wire):
-    r = await wire.send("Tx", b"x", props={"TRAN_MSG": "true", "PGROUP": "PG"}, f="4")
-    assert r.code == ResponseCode.NO_PERMISSION and "transaction" in r.remark
+async def test_transaction_half_message_refused_by_reject_transaction_message(tmp_path):
+    async with broker_and_wire(str(tmp_path), rejectTransactionMessage="true") as (b, w):
+        r = await w.send("Tx", b"x", props={"TRAN_MSG": "true", "PGROUP": "PG"}, f="4")
+        assert r.code == ResponseCode.NO_PERMISSION and "sending transaction message is forbidden" in r.remark
 
 
 async def test_slave_refuses_sends(tmp_path):

@@ -80,3 +80,46 @@ async def test_orderly_order_survives_suspend_and_rebalance(pmq: Cluster) -> Non
         assert len(seqs) == len(set(seqs)), f"{key} consumed a message twice: {seqs}"
     assert {n for n, *_ in events} == {"A", "B"}, "the second consumer never got a queue"
     assert suspended, "the suspend path was exercised"
+
+
+async def test_batch_consumed_while_its_queue_is_dropped_is_committed(pmq: Cluster) -> None:
+    """The A->B handover race, made deterministic: a rebalance drops a queue while the orderly
+    listener is running on it. The remover waits for the queue lock, so the batch the listener
+    finishes must be committed before the offset is persisted and the broker lock released;
+    otherwise the next owner starts from the old offset and consumes the batch again."""
+    await pmq.create_topic("OrderedDrop", queues=1)
+    entered = asyncio.Event()
+    release = asyncio.Event()
+    consumed: list[bytes] = []
+
+    async def listener(msgs, ctx):
+        if not consumed:
+            entered.set()
+            await release.wait()
+        consumed.extend(m.body for m in msgs)
+        return SUCCESS
+
+    consumer = PushConsumer("ODG", namesrv=pmq.namesrv_addr, listener=listener, orderly=True,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)  # fmt: skip
+    consumer.subscribe("OrderedDrop")
+    await consumer.start()
+    try:
+        async with Producer("ODP", namesrv=pmq.namesrv_addr) as producer:
+            await producer.send(Message("OrderedDrop", b"first"))
+        await asyncio.wait_for(entered.wait(), 30)
+        [(mq, pq)] = [
+            (m, p) for m, p in consumer.rebalance.process_queue_table.items() if m.topic == "OrderedDrop"
+        ]
+        pq.dropped = True  # what the rebalance does before it removes a queue
+        removal = asyncio.ensure_future(consumer.remove_unnecessary_message_queue(mq, pq))
+        await asyncio.sleep(0.05)
+        assert not removal.done(), "the remover must wait for the running listener"
+        release.set()
+        assert await asyncio.wait_for(removal, 5)
+        addr = pmq.brokers[0].broker_addr
+        committed = await consumer.instance.query_consumer_offset(addr, "ODG", mq)
+        assert consumed == [b"first"]
+        assert committed == 1, f"the consumed batch was not committed before the handover: {committed}"
+    finally:
+        release.set()
+        await consumer.shutdown()

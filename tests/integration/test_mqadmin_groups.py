@@ -60,7 +60,8 @@ async def test_lag_connections_status_and_reset(two: Cluster) -> None:
         # live group: connection, status, progress with client IPs
         conn = (await arun_cli("consumerConnection", *ns, "-g", "CG-lag", "--json")).json()
         assert len(conn["connections"]) == 1
-        assert {"topic": "Lag", "subExpression": "*"} in conn["subscriptions"]  # (and the group's %RETRY%)
+        # (and the group's %RETRY%)
+        assert {"topic": "Lag", "subExpression": "*", "expressionType": "TAG"} in conn["subscriptions"]
         assert conn["messageModel"] == "CLUSTERING" and conn["consumeType"] == "CONSUME_PASSIVELY"
         client_id = conn["connections"][0]["clientId"]
         status = (await arun_cli("consumerStatus", *ns, "-g", "CG-lag", "--json")).json()

@@ -132,6 +132,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
     props = _parse_props(args.prop)
     producer = Producer(args.group, timeout=args.send_timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        producer.set_session_credentials(args.access_key, args.secret_key or "", "ALIYUN")
     if args.instance:
         dll.SetProducerInstanceName.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         dll.SetProducerInstanceName(producer._handle, args.instance.encode())
@@ -245,6 +247,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
     model = MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        consumer.set_session_credentials(args.access_key, args.secret_key or "", "ALIYUN")
     if args.instance:
         consumer.set_instance_name(args.instance)
     if args.threads:
@@ -371,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--instance", help="instance name (clientID is pid-ip@instance)")
         p.add_argument("--linger", type=float, default=0.0, help="seconds to stay up before shutdown")
         p.add_argument("--shutdown-timeout", type=float, default=20.0)
+        p.add_argument("--access-key", help="ACL access key (set_session_credentials, channel ALIYUN)")
+        p.add_argument("--secret-key", help="ACL secret key")
     prod = sub.choices["produce"]
     prod.add_argument("--count", type=int, default=1)
     prod.add_argument("--tags")

@@ -1,7 +1,7 @@
 """Apache RocketMQ's Go client (``rocketmq-client-go/v2``, pinned in tests/interop/go/go.mod)
 against pocketmq's real servers: one name server + broker (processes) and one driver process
-running every scenario at once (``make go-deps`` builds it). Transactions are marked
-``xfail(strict=False)`` until issue 17 lands.
+running every scenario at once (``make go-deps`` builds it), and transactions (commit,
+rollback, check-back) on a broker with a 1 s check interval.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ CORE = [
     "clustering", "retry", "pull_poll", "pull_from", "zlib", "sdk_produced",
 ]  # fmt: skip
 TX_KEYS = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000"}
-TX_PENDING = "issue 17: transactional messages (half messages, end, check-back) not built yet"
 
 
 def _run(tmp, scenarios: list[str], keys: dict[str, str] | None = None) -> runs.ScenarioResults:  # type: ignore[no-untyped-def]
@@ -51,6 +50,5 @@ def test_go_core(core: runs.ScenarioResults, scenario: str) -> None:
     core.check(scenario)
 
 
-@pytest.mark.xfail(reason=TX_PENDING, strict=False)
 def test_go_transaction(tx: runs.ScenarioResults) -> None:
     tx.check("transaction")

@@ -229,6 +229,8 @@ def test_all_options_parse() -> None:
             "duration",
         ),
         ({"nameServer": NS, "topic": "T", "subExpression": "||"}, "stream", "subExpression", "names no tag"),
+        ({"nameServer": NS, "topic": "T", "filter": "a >"}, "stream", "filter", "line 1, column 4"),
+        ({"nameServer": NS, "topic": "T", "filter": "(" * 10_000}, "batch", "filter", "nested deeper"),
         ({"nameServer": NS, "topic": "T", "group": "bad group"}, "stream", "group", "illegal"),
         ({"nameServer": NS, "topic": "T", "startingTimestamp": "-5"}, "stream", "startingTimestamp", ">= 0"),
         (

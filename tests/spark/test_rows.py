@@ -308,3 +308,22 @@ def test_decoding_in_place_copies_every_value_out() -> None:
     frame = bytearray(b"xx" + rec(0) + rec(2) + b"yy")
     assert cols.decode(frame, 0, 100, lambda a, b: gaps.append((a, b)), 2, len(frame) - 2) == 3
     assert gaps == [(1, 2)] and cols.to_batch().column("queueOffset").to_pylist() == [0, 2]
+
+
+def test_sql_filter_is_evaluated_on_each_rows_properties() -> None:
+    regions = ["eu", "us", None, "eu", "ap"]
+    body = b"".join(
+        rec(i, props={"TAGS": "A" if i % 2 else "B", "a": str(i * 10)} | ({"region": r} if r else {}))
+        for i, r in enumerate(regions)
+    )
+    cols = Columns("T", "b", 3, include_properties=False, sql_filter="region IN ('eu', 'us') OR a IS NULL")
+    cols.decode(body, 0, 100, None)
+    assert cols.to_batch().column("queueOffset").to_pylist() == [0, 1, 3]
+    # with a tag filter too: both must hold; NULL and evaluation errors never match
+    cols = Columns("T", "b", 3, include_properties=True, tags_filter=frozenset({"A"}), sql_filter="a > 5")
+    cols.decode(body, 0, 100, None)
+    rows = cols.to_batch().to_pylist()
+    assert [r["queueOffset"] for r in rows] == [1, 3] and dict(rows[0]["properties"])["a"] == "10"
+    cols = Columns("T", "b", 3, include_properties=False, sql_filter="region > 1")  # 'eu' is no number
+    cols.decode(body, 0, 100, None)
+    assert cols.to_batch().num_rows == 0

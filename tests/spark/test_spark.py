@@ -227,6 +227,18 @@ def test_batch_read_explicit_ranges_and_min_partitions(spark: Any, mq: ThreadedC
     assert capped.rdd.getNumPartitions() == 8 * 3
 
 
+def test_sql_filter_option_in_executors(spark: Any, mq: ThreadedCluster, tmp_path: Path) -> None:
+    # tags cycle A, B, C and KEYS is k<i>: the SQL92 filter runs in the executors, no broker setting
+    opts = filled(mq, "SQLF", 2, 30, filter="TAGS IN ('A', 'C') AND KEYS <> 'k3'")
+    rows = (
+        spark.read.format("rocketmq").options(**opts).load().select("tags", "keys", "queueOffset").collect()
+    )
+    assert len(rows) == 2 * 2 * 19  # per queue: 10 A + 10 C, minus k3
+    assert {r["tags"] for r in rows} == {"A", "C"} and all(r["keys"] != "k3" for r in rows)
+    out, cp = tmp_path / "out", tmp_path / "cp"
+    assert sum(run(spark, opts, out, cp)) == 2 * 2 * 19
+
+
 def test_batch_read_properties_and_registration(spark: Any, mq: ThreadedCluster) -> None:
     from pocketmq.spark.source import RocketMQDataSource
 

@@ -288,7 +288,14 @@ def test_consumer_connection_text() -> None:
     assert "Orders" in out and "TagA || TagB" in out
     assert "ConsumeType: CONSUME_PASSIVELY" in out and "MessageModel: CLUSTERING" in out
     assert info.to_json()["connections"][0]["versionDesc"] == "V4_9_8"
-    assert info.to_json()["subscriptions"] == [{"topic": "Orders", "subExpression": "TagA || TagB"}]
+    assert info.to_json()["subscriptions"] == [
+        {"topic": "Orders", "subExpression": "TagA || TagB", "expressionType": "TAG"}
+    ]
+    info.subscriptions.append(("Pay", "amount > 100"))
+    info.expression_types["Pay"] = "SQL92"
+    out = fmt.consumer_connection_text(info)
+    assert "#ExpressionType" in out and "amount > 100" in out and "SQL92" in out
+    assert info.to_json()["subscriptions"][1]["expressionType"] == "SQL92"
 
 
 def test_reset_table_real_and_dry_run() -> None:
@@ -403,3 +410,17 @@ def test_consumer_status_text_consistency_and_detail() -> None:
     assert "WARN: Different subscription" in differ
     assert "ERR" in differ and "timeout" in differ
     assert "#Consumer MQ Detail#" in differ and "true" in differ
+
+
+def test_consumer_status_text_shows_sql92_subscriptions() -> None:
+    def info(expr: str, kind: str) -> dict[str, object]:
+        sub = {"topic": "T", "subString": expr, "expressionType": kind}
+        return {"properties": {}, "subscriptionSet": [sub], "mqTable": []}
+
+    out = format_msg.consumer_status_text("CG", {"c1": info("a > 5", "SQL92")}, {}, "c1")
+    assert "T:SQL92(a > 5)" in out and "#ExpressionType" in out
+    # same text, another type: not the same subscription
+    differ = format_msg.consumer_status_text(
+        "CG", {"c1": info("a", "SQL92"), "c2": info("a", "TAG")}, {}, None
+    )
+    assert "WARN: Different subscription" in differ

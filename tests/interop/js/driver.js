@@ -84,6 +84,8 @@ function clientOptions(opts) {
     onsAddr: 'http://127.0.0.1:9/never-used',
     httpclient: guardedHttpClient,
     logger: stderrLogger(!!opts.verbose),
+    // ACL: ali-ons signs every request when both keys are set (--access-key / --secret-key)
+    ...(opts['access-key'] ? { accessKey: opts['access-key'], secretKey: opts['secret-key'] } : {}),
   };
 }
 

@@ -1,0 +1,236 @@
+"""Transactional messages benchmark (issue 17), printed as JSON lines.
+
+1. ``throughput``: a real ``mqnamesrv`` + ``mqbroker`` (separate processes, loopback, temp store)
+   and one asyncio client (this process) keeping ``--inflight`` (64) operations in flight for
+   ``--secs`` seconds each: plain sends, then transactions (half send + local commit +
+   END_TRANSACTION oneway), 1 KB bodies. Reported per run: operations per second (a transaction
+   counts once it is committed on the broker: the run waits for the broker's
+   ``transactionCommitCount``), and the broker's CPU per operation (``/proc/<pid>/stat``). The
+   issue's target: transactions at >= 50 % of plain sends.
+2. ``check_scan``: the check service over a backlog of ``--halves`` (100k) half messages, in this
+   process without sockets (a store in a temp dir, the broker's services as the broker builds
+   them, CHECK_TRANSACTION_STATE handed to a counter): ``load`` (the op queue read into the
+   resolved set at start), a run over halves that are all resolved (skipped), and a run over
+   halves that are all due (each copied with its check count and a check encoded). CPU time of
+   the process (``time.process_time``): the target is >= 100k halves/s scanned.
+
+Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--skip-throughput]``.
+Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from client_common import cluster
+
+from pocketmq.broker.config import BrokerConfig
+from pocketmq.broker.controller import BrokerController
+from pocketmq.client import Message, Producer, TransactionState
+from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.remoting.protocol.message import UniqIdGenerator, properties_to_string
+from pocketmq.remoting.protocol.registration import KVTable
+from pocketmq.store import MessageInner
+from pocketmq.testing.wire import Wire
+
+HOST = (b"\x7f\x00\x00\x01", 10911)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (Linux)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_avg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def commit_count(addr: str) -> int:
+    w = Wire(addr)
+    try:
+        r = await w.call(RequestCode.GET_BROKER_RUNTIME_INFO)
+        return int(KVTable.decode(r.body or b"").table.get("transactionCommitCount", "0"))
+    finally:
+        await w.close()
+
+
+async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx: bool) -> dict[str, Any]:
+    body = os.urandom(1024)
+    done = 0
+
+    async def commit(msg: Message, result: Any) -> TransactionState:
+        return TransactionState.COMMIT_MESSAGE
+
+    async with Producer("BenchTxPG" if tx else "BenchPG", namesrv=namesrv) as producer:
+        topic = "BenchTx" if tx else "BenchPlain"
+        await producer.send(Message(topic, b"warm-up"))  # route, connection, topic creation
+        before_commits = await commit_count(addr) if tx else 0
+        stop_at = time.monotonic() + secs
+
+        async def worker() -> None:
+            nonlocal done
+            while time.monotonic() < stop_at:
+                if tx:
+                    await producer.send_in_transaction(Message(topic, body), commit)
+                else:
+                    await producer.send(Message(topic, body))
+                done += 1
+
+        cpu0, t0 = cpu_seconds(pid), time.monotonic()
+        await asyncio.gather(*(worker() for _ in range(inflight)))
+        if tx:  # the last END_TRANSACTIONs are oneway: count them once the broker has committed
+            while True:
+                if await commit_count(addr) - before_commits >= done:
+                    break
+                await asyncio.sleep(0.01)
+        elapsed, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+    return {
+        "run": "transactions" if tx else "plain_sends",
+        "ops": done,
+        "ops_per_s": round(done / elapsed),
+        "broker_cpu_us_per_op": round(cpu / done * 1e6, 1),
+        "load": load_avg(),
+    }
+
+
+def throughput(secs: float, inflight: int) -> None:
+    results = []
+    for tx in (False, True):
+        with cluster() as c:
+            results.append(
+                asyncio.run(_run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], secs, inflight, tx))
+            )
+        print(json.dumps({"bench": "throughput", "inflight": inflight, **results[-1]}), flush=True)
+    plain, tx_run = results
+    print(
+        json.dumps(
+            {
+                "bench": "throughput",
+                "transactions_vs_plain": round(tx_run["ops_per_s"] / plain["ops_per_s"], 3),
+                "target": ">= 0.5",
+            }
+        ),
+        flush=True,
+    )
+
+
+def check_scan(halves: int) -> None:
+    root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
+    try:
+        config = BrokerConfig.model_validate(
+            {
+                "brokerIP1": "127.0.0.1",
+                "listenPort": 0,
+                "namesrvAddr": None,
+                "transactionTimeOut": 0,
+                "store": {"storePathRootDir": root, "mappedFileSizeCommitLog": 256 << 20},
+            }
+        )
+        broker = BrokerController(config, fsync=False)
+        broker.load()
+        svc, checker = broker.transactional_message_service, broker.transaction_check_service
+        sent = [0]
+
+        def send_check(group: str, header: Any, body: bytes) -> bool:
+            sent[0] += 1
+            return True
+
+        checker.send_check = send_check
+        gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05")
+        body = os.urandom(1024)
+        born = int(time.time() * 1000) - 60_000
+        for i in range(halves):
+            props = properties_to_string(
+                {
+                    "TAGS": "TagA",
+                    "KEYS": f"order-{i}",
+                    "UNIQ_KEY": gen.create(),
+                    "TRAN_MSG": "true",
+                    "PGROUP": "PG",
+                }
+            )
+            inner = MessageInner("BenchTx", body, i % 8, 0, props, 4, born, HOST, HOST)
+            svc.prepare_message(inner)
+        broker.store.do_reput()
+        # every other half already resolved by an op record (half the backlog resolved, half due)
+        for q in range(0, halves, 2):
+            svc.write_op(q, q)
+        broker.store.do_reput()
+        svc.done.clear()
+
+        t0 = time.process_time()
+        svc.load()
+        load_s = time.process_time() - t0
+        t0 = time.process_time()
+        checker.check_once()
+        run_s = time.process_time() - t0
+        print(
+            json.dumps(
+                {
+                    "bench": "check_scan",
+                    "halves": halves,
+                    "ops_read_at_load_per_s": round((halves // 2) / load_s),
+                    "halves_scanned": halves,
+                    "checks_sent": sent[0],
+                    "scan_per_s": round(halves / run_s),
+                    "scan_us_per_half": round(run_s / halves * 1e6, 2),
+                    "target": ">= 100000 halves/s (half resolved, half due: copied and checked)",
+                    "load": load_avg(),
+                }
+            ),
+            flush=True,
+        )
+        # the next run: every due half was copied (the copies are new to this run, so it stops at
+        # them); the same backlog all resolved: the scan alone
+        for q in range(broker.store.get_max_offset_in_queue("RMQ_SYS_TRANS_HALF_TOPIC", 0)):
+            if q not in svc.done:
+                svc.write_op(q, q)
+        broker.store.do_reput()
+        svc.half_progress = 0
+        svc.read_ops()
+        t0 = time.process_time()
+        checker.check_once()
+        run_s = time.process_time() - t0
+        total = broker.store.get_max_offset_in_queue("RMQ_SYS_TRANS_HALF_TOPIC", 0)
+        print(
+            json.dumps(
+                {
+                    "bench": "check_scan_resolved",
+                    "halves_scanned": total,
+                    "scan_per_s": round(total / run_s),
+                    "load": load_avg(),
+                }
+            ),
+            flush=True,
+        )
+        broker.store.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--secs", type=float, default=10.0)
+    parser.add_argument("--inflight", type=int, default=64)
+    parser.add_argument("--halves", type=int, default=100_000)
+    parser.add_argument("--skip-throughput", action="store_true")
+    args = parser.parse_args()
+    check_scan(args.halves)
+    if not args.skip_throughput:
+        throughput(args.secs, args.inflight)
+
+
+if __name__ == "__main__":
+    main()

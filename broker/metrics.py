@@ -1,0 +1,515 @@
+"""The broker's Prometheus metrics, read at scrape time (``metricsExporterType=PROM``).
+
+Nothing here runs per message except :class:`PutLatency` (only when the exporter is on): every
+figure is read from counters the broker keeps anyway (``broker.stats``, the store's runtime info,
+the offset, topic and client tables) when ``/metrics`` is scraped.
+
+Two families of names:
+
+* **rocketmq-exporter's** (so its Grafana dashboards and alert rules work unchanged), same names
+  and labels: ``rocketmq_producer_tps`` / ``_message_size`` / ``_offset`` {cluster, broker, topic},
+  ``rocketmq_consumer_tps`` / ``_message_size`` / ``_offset``, ``rocketmq_group_consume_tps``,
+  ``rocketmq_group_consume_total_offset``, ``rocketmq_send_back_nums``,
+  ``rocketmq_group_get_latency_by_storetime`` (ms behind the oldest unconsumed message)
+  {cluster, broker, topic, group}; ``rocketmq_group_diff`` / ``_retrydiff`` / ``_dlqdiff``
+  {group, topic, countOfOnlineConsumers, msgModel (0 broadcasting, 1 clustering)};
+  ``rocketmq_topic_retry_offset`` {cluster, broker, topic}, ``rocketmq_topic_dlq_offset``
+  {cluster, broker, group}; ``rocketmq_broker_tps`` / ``_qps`` {cluster, brokerIP, broker}; the
+  ``rocketmq_brokeruntime_*`` gauges of GET_BROKER_RUNTIME_INFO {cluster, brokerIP, brokerHost,
+  des, boottime, broker_version}. TPS values are the last minute's, as the exporter reads them.
+* **RocketMQ 5.x's** names {cluster, node_type, node_id, ...}: ``rocketmq_messages_in_total``,
+  ``rocketmq_throughput_in_total`` (bytes), ``rocketmq_messages_out_total``,
+  ``rocketmq_throughput_out_total``, ``rocketmq_send_to_dlq_messages_total``,
+  ``rocketmq_consumer_lag_messages`` and ``rocketmq_consumer_lag_latency`` (ms) per topic and
+  group, plus per queue (``rocketmq_consumer_queue_lag_messages`` / ``_latency`` {queue_id}: what
+  rocketmq-exporter lacks), ``rocketmq_storage_dispatch_behind_bytes``,
+  ``rocketmq_storage_flush_behind_bytes``, ``rocketmq_storage_size``, ``rocketmq_topic_number``,
+  ``rocketmq_consumer_group_number``, ``rocketmq_producer_connections``,
+  ``rocketmq_consumer_connections``, and pocketmq's ``rocketmq_connections`` (open remoting
+  connections), ``rocketmq_pull_held_requests`` (long-polling pulls held now) and the histogram
+  ``rocketmq_put_latency_seconds`` (CommitLog append time).
+
+Seam: ``BrokerMetrics.sources`` takes more ``() -> iterable of metric families`` (HA replication
+lag, transactions) without touching this module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pocketmq.broker.stats import (
+    BROKER_GET_NUMS,
+    BROKER_PUT_NUMS,
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+    SNDBCK2DLQ_TIMES,
+    SNDBCK_PUT_NUMS,
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    BrokerStatsManager,
+)
+from pocketmq.remoting.protocol.heartbeat import MessageModel
+from pocketmq.remoting.protocol.route import is_dlq_topic, is_retry_topic
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.state import BrokerState
+    from pocketmq.broker.subscription import SubscriptionGroupManager
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.store import MessageStore
+
+__all__ = ["BrokerMetrics", "PutLatency", "lag_rows"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: bucket i counts appends that took < 1024 * 2**i ns; exported up to 2**24 µs-ish (17 s)
+_BUCKETS = 25
+_DLQ_PREFIX = "%DLQ%"
+
+
+class PutLatency:
+    """CommitLog append time of every put, in power-of-two buckets (one shift and one add each).
+
+    ``wrap(store.put_message)`` returns the timed method; the exporter's controller installs it
+    only when metrics are on, so the send path pays nothing when they are off.
+    """
+
+    __slots__ = ("counts", "max_ns", "sum_ns")
+
+    def __init__(self) -> None:
+        self.counts = [0] * 64
+        self.sum_ns = 0
+        self.max_ns = 0
+
+    def wrap(self, fn: F) -> F:
+        counts = self.counts
+        clock = time.perf_counter_ns
+        this = self
+
+        def timed(*args: Any) -> Any:
+            t0 = clock()
+            result = fn(*args)
+            dt = clock() - t0
+            counts[(dt >> 10).bit_length()] += 1
+            this.sum_ns += dt
+            this.max_ns = max(this.max_ns, dt)
+            return result
+
+        return timed  # type: ignore[return-value]
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def buckets(self) -> list[tuple[str, int]]:
+        """Cumulative ``(le seconds, count)`` pairs, ``+Inf`` last (Prometheus histogram)."""
+        out: list[tuple[str, int]] = []
+        acc = 0
+        for i in range(_BUCKETS):
+            acc += self.counts[i]
+            out.append((repr((1024 << i) / 1e9), acc))
+        out.append(("+Inf", self.count))
+        return out
+
+    def quantile_ms(self, q: float) -> float:
+        """Upper bound (ms) of the bucket holding the ``q`` quantile; 0 with no sample."""
+        total = self.count
+        if not total:
+            return 0.0
+        want = q * total
+        acc = 0
+        for i, n in enumerate(self.counts):
+            acc += n
+            if acc >= want:
+                return (1024 << i) / 1e6
+        return self.max_ns / 1e6  # pragma: no cover - acc reaches total
+
+
+@dataclass(frozen=True, slots=True)
+class LagRow:
+    """One (topic, group) of the offset table: broker and consumer offsets, lag, lag in ms."""
+
+    topic: str
+    group: str
+    broker_offset: int
+    consumer_offset: int
+    #: per queue: (queue id, messages behind, ms behind the oldest unconsumed message)
+    queues: tuple[tuple[int, int, int], ...]
+
+    @property
+    def diff(self) -> int:
+        return sum(q[1] for q in self.queues)
+
+    @property
+    def latency_ms(self) -> int:
+        return max((q[2] for q in self.queues), default=0)
+
+
+def lag_rows(
+    store: MessageStore, topics: TopicConfigManager, offsets: ConsumerOffsetManager, now_ms: int
+) -> list[LagRow]:
+    """Every (topic, group) with committed offsets whose topic exists: its per-queue lag.
+
+    Lag in messages is ``max offset - committed offset`` (0 when ahead); lag in time is ``now -
+    store time`` of the first unconsumed message (rocketmq-exporter's latency by store time).
+    """
+    rows = []
+    for key, table in list(offsets.offset_table.items()):
+        topic, sep, group = key.partition("@")
+        tc = topics.select_topic_config(topic)
+        if not sep or tc is None:
+            continue
+        queues = []
+        broker_total = consumer_total = 0
+        for qid in range(max(tc.read_queue_nums, tc.write_queue_nums)):
+            max_offset = max(0, store.get_max_offset_in_queue(topic, qid))
+            committed = table.get(qid, -1)
+            consumer = max(0, committed)
+            broker_total += max_offset
+            consumer_total += consumer
+            behind = max(0, max_offset - consumer)
+            latency = 0
+            if behind:
+                ts = store.get_message_store_timestamp(topic, qid, consumer)
+                latency = max(0, now_ms - ts) if ts > 0 else 0
+            queues.append((qid, behind, latency))
+        rows.append(LagRow(topic, group, broker_total, consumer_total, tuple(queues)))
+    return rows
+
+
+def _runtime_gauges() -> list[tuple[str, str, int | None]]:
+    """(exporter suffix, runtime-info key, index in a ``"10s 60s 600s"`` triple or None)."""
+    out: list[tuple[str, str, int | None]] = [
+        ("msg_put_total_today_now", "msgPutTotalTodayNow", None),
+        ("msg_gettotal_today_now", "msgGetTotalTodayNow", None),
+        ("msg_put_total_today_morning", "msgPutTotalTodayMorning", None),
+        ("msg_gettotal_today_morning", "msgGetTotalTodayMorning", None),
+        ("msg_put_total_yesterdaymorning", "msgPutTotalYesterdayMorning", None),
+        ("msg_gettotal_yesterdaymorning", "msgGetTotalYesterdayMorning", None),
+        ("dispatch_behind_bytes", "dispatchBehindBytes", None),
+        ("put_message_size_total", "putMessageSizeTotal", None),
+        ("put_message_average_size", "putMessageAverageSize", None),
+        ("putmessage_times_total", "putMessageTimesTotal", None),
+        ("earliest_message_timestamp", "earliestMessageTimeStamp", None),
+        ("start_accept_sendrequest_time", "startAcceptSendRequestTimeStamp", None),
+        ("commitlog_disk_ratio", "commitLogDiskRatio", None),
+        ("consumequeue_disk_ratio", "consumeQueueDiskRatio", None),
+        ("commitlog_maxoffset", "commitLogMaxOffset", None),
+        ("commitlog_minoffset", "commitLogMinOffset", None),
+        ("send_threadpool_queue_size", "sendThreadPoolQueueSize", None),
+        ("pull_threadpool_queue_size", "pullThreadPoolQueueSize", None),
+        ("query_threadpool_queue_size", "queryThreadPoolQueueSize", None),
+        ("send_threadpoolqueue_capacity", "sendThreadPoolQueueCapacity", None),
+        ("pull_threadpoolqueue_capacity", "pullThreadPoolQueueCapacity", None),
+        ("query_threadpool_queue_capacity", "queryThreadPoolQueueCapacity", None),
+        ("remain_transientstore_buffer_numbs", "remainTransientStoreBufferNumbs", None),
+        ("pagecache_lock_time_mills", "pageCacheLockTimeMills", None),
+    ]
+    for suffix, key in (
+        ("put_tps", "putTps"),
+        ("getfound_tps", "getFoundTps"),
+        ("getmiss_tps", "getMissTps"),
+        ("gettotal_tps", "getTotalTps"),
+        ("gettransfered_tps", "getTransferedTps"),
+    ):
+        out += [(f"{suffix}{w}", key, i) for i, w in enumerate((10, 60, 600))]
+    return out
+
+
+_RUNTIME_GAUGES = _runtime_gauges()
+_RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"]
+
+
+def _number(text: str | None, index: int | None) -> float | None:
+    if text is None:
+        return None
+    parts = text.split()
+    try:
+        return float(parts[index or 0]) if parts else None
+    except (ValueError, IndexError):
+        return None
+
+
+@dataclass(eq=False, kw_only=True)
+class BrokerMetrics:
+    """The broker's collector (``prometheus_client``'s custom-collector protocol: ``collect``)."""
+
+    state: BrokerState
+    store: MessageStore
+    #: the current stats manager (``BrokerController.use_stats`` swaps it)
+    stats: Callable[[], BrokerStatsManager]
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    #: long-polling pulls held now
+    held_pulls: Callable[[], int]
+    #: open remoting connections (every port)
+    connections: Callable[[], int]
+    #: GET_BROKER_RUNTIME_INFO's table
+    runtime_info: Callable[[], dict[str, str]]
+    #: CommitLog bytes written but not flushed
+    flush_behind: Callable[[], int]
+    now_ms: Callable[[], int]
+    latency: PutLatency = field(default_factory=PutLatency)
+    #: more families (HA, transactions): each called at every scrape
+    sources: list[Callable[[], Iterable[Metric]]] = field(default_factory=list)
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+        cfg = self.state.config
+        cluster, broker = cfg.broker_cluster_name, cfg.broker_name
+        node = [cluster, "broker", broker]
+        node_labels = ["cluster", "node_type", "node_id"]
+        stats = self.stats()
+        now = self.now_ms()
+
+        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=labels)
+
+        # -- per topic: put TPS and bytes, offsets (exporter) and totals (5.x)
+        tps = gauge(
+            "rocketmq_producer_tps", "messages put per second (last minute)", ["cluster", "broker", "topic"]
+        )
+        size = gauge(
+            "rocketmq_producer_message_size",
+            "bytes put per second (last minute)",
+            ["cluster", "broker", "topic"],
+        )
+        m_in = CounterMetricFamily("rocketmq_messages_in", "messages put", labels=[*node_labels, "topic"])
+        b_in = CounterMetricFamily("rocketmq_throughput_in", "bytes put", labels=[*node_labels, "topic"])
+        put_nums = stats.stats_table[TOPIC_PUT_NUMS].items
+        put_size = stats.stats_table[TOPIC_PUT_SIZE].items
+        for topic, item in list(put_nums.items()):
+            tps.add_metric([cluster, broker, topic], item.minute(now).tps)
+            m_in.add_metric([*node, topic], item.value)
+        for topic, item in list(put_size.items()):
+            size.add_metric([cluster, broker, topic], item.minute(now).tps)
+            b_in.add_metric([*node, topic], item.value)
+        yield from (tps, size, m_in, b_in)
+
+        offset = gauge(
+            "rocketmq_producer_offset",
+            "sum of the max offsets of the topic's queues",
+            ["cluster", "broker", "topic"],
+        )
+        retry = gauge(
+            "rocketmq_topic_retry_offset",
+            "sum of the max offsets of a retry topic",
+            ["cluster", "broker", "topic"],
+        )
+        dlq = gauge(
+            "rocketmq_topic_dlq_offset",
+            "sum of the max offsets of a group's DLQ",
+            ["cluster", "broker", "group"],
+        )
+        store = self.store
+        table = self.topics.topic_config_table
+        for name, tc in list(table.items()):
+            total = sum(max(0, store.get_max_offset_in_queue(name, q)) for q in range(tc.write_queue_nums))
+            if is_retry_topic(name):
+                retry.add_metric([cluster, broker, name], total)
+            elif is_dlq_topic(name):
+                dlq.add_metric([cluster, broker, name[len(_DLQ_PREFIX) :]], total)
+            else:
+                offset.add_metric([cluster, broker, name], total)
+        yield from (offset, retry, dlq)
+        topics = GaugeMetricFamily("rocketmq_topic_number", "topics on this broker", labels=node_labels)
+        topics.add_metric(node, len(table))
+        yield topics
+        yield from self._groups(stats, node, node_labels, cluster, broker, now)
+        info = self.runtime_info()
+        yield from self._runtime(info, cluster)
+        yield from self._store_and_clients(node, node_labels)
+        hist = HistogramMetricFamily(
+            "rocketmq_put_latency_seconds", "CommitLog append time of a put", labels=node_labels
+        )
+        lat = self.latency
+        hist.add_metric(node, lat.buckets(), lat.sum_ns / 1e9)
+        yield hist
+        for source in self.sources:
+            yield from source()
+
+    def _groups(
+        self,
+        stats: BrokerStatsManager,
+        node: list[str],
+        node_labels: list[str],
+        cluster: str,
+        broker: str,
+        now: int,
+    ) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        group_labels = ["cluster", "broker", "topic", "group"]
+        out: dict[str, GaugeMetricFamily] = {
+            name: GaugeMetricFamily(name, doc, labels=group_labels)
+            for name, doc in (
+                ("rocketmq_consumer_tps", "messages pulled per second (last minute)"),
+                ("rocketmq_group_consume_tps", "messages pulled per second (last minute)"),
+                ("rocketmq_consumer_message_size", "bytes pulled per second (last minute)"),
+                ("rocketmq_send_back_nums", "messages sent back for redelivery (last minute)"),
+                ("rocketmq_consumer_offset", "sum of the max offsets of the queues the group reads"),
+                ("rocketmq_group_consume_total_offset", "sum of the group's committed offsets"),
+                (
+                    "rocketmq_group_get_latency_by_storetime",
+                    "ms since the oldest unconsumed message was stored",
+                ),
+            )
+        }
+        m_out = CounterMetricFamily(
+            "rocketmq_messages_out", "messages pulled", labels=[*node_labels, "topic", "consumer_group"]
+        )
+        b_out = CounterMetricFamily(
+            "rocketmq_throughput_out", "bytes pulled", labels=[*node_labels, "topic", "consumer_group"]
+        )
+        to_dlq = CounterMetricFamily(
+            "rocketmq_send_to_dlq_messages",
+            "messages moved to the DLQ",
+            labels=[*node_labels, "topic", "consumer_group"],
+        )
+        targets: tuple[tuple[str, str, CounterMetricFamily], ...] = (
+            (GROUP_GET_NUMS, "rocketmq_consumer_tps", m_out),
+            (GROUP_GET_SIZE, "rocketmq_consumer_message_size", b_out),
+        )
+        for name, family, counter in targets:
+            for key, item in list(stats.stats_table[name].items.items()):
+                topic, _, group = key.partition("@")
+                snap = item.minute(now)
+                out[family].add_metric([cluster, broker, topic, group], snap.tps)
+                if name == GROUP_GET_NUMS:
+                    out["rocketmq_group_consume_tps"].add_metric([cluster, broker, topic, group], snap.tps)
+                counter.add_metric([*node, topic, group], item.value)
+        for key, item in list(stats.stats_table[SNDBCK_PUT_NUMS].items.items()):
+            topic, _, group = key.partition("@")
+            out["rocketmq_send_back_nums"].add_metric([cluster, broker, topic, group], item.minute(now).sum)
+        for key, item in list(stats.stats_table[SNDBCK2DLQ_TIMES].items.items()):
+            topic, _, group = key.partition("@")
+            to_dlq.add_metric([*node, topic, group], item.value)
+
+        diff_labels = ["group", "topic", "countOfOnlineConsumers", "msgModel"]
+        diff = GaugeMetricFamily("rocketmq_group_diff", "messages not yet consumed", labels=diff_labels)
+        retry_diff = GaugeMetricFamily(
+            "rocketmq_group_retrydiff", "retry messages not yet consumed", labels=diff_labels
+        )
+        dlq_diff = GaugeMetricFamily(
+            "rocketmq_group_dlqdiff", "DLQ messages not yet consumed", labels=diff_labels
+        )
+        lag = GaugeMetricFamily(
+            "rocketmq_consumer_lag_messages",
+            "messages behind",
+            labels=[*node_labels, "topic", "consumer_group"],
+        )
+        lag_ms = GaugeMetricFamily(
+            "rocketmq_consumer_lag_latency",
+            "ms behind the oldest unconsumed message",
+            labels=[*node_labels, "topic", "consumer_group"],
+        )
+        q_labels = [*node_labels, "topic", "consumer_group", "queue_id"]
+        q_lag = GaugeMetricFamily(
+            "rocketmq_consumer_queue_lag_messages", "messages behind, per queue", labels=q_labels
+        )
+        q_lag_ms = GaugeMetricFamily(
+            "rocketmq_consumer_queue_lag_latency", "ms behind, per queue", labels=q_labels
+        )
+        for row in lag_rows(self.store, self.topics, self.offsets, now):
+            topic, group = row.topic, row.group
+            info = self.consumers.get_consumer_group_info(group)
+            online = len(info.channels) if info is not None else 0
+            model = "0" if info is not None and info.message_model is MessageModel.BROADCASTING else "1"
+            target = retry_diff if is_retry_topic(topic) else dlq_diff if is_dlq_topic(topic) else diff
+            target.add_metric([group, topic, str(online), model], row.diff)
+            labels = [cluster, broker, topic, group]
+            out["rocketmq_consumer_offset"].add_metric(labels, row.broker_offset)
+            out["rocketmq_group_consume_total_offset"].add_metric(labels, row.consumer_offset)
+            out["rocketmq_group_get_latency_by_storetime"].add_metric(labels, row.latency_ms)
+            lag.add_metric([*node, topic, group], row.diff)
+            lag_ms.add_metric([*node, topic, group], row.latency_ms)
+            for qid, behind, ms in row.queues:
+                q_lag.add_metric([*node, topic, group, str(qid)], behind)
+                q_lag_ms.add_metric([*node, topic, group, str(qid)], ms)
+        yield from out.values()
+        yield from (m_out, b_out, to_dlq, diff, retry_diff, dlq_diff, lag, lag_ms, q_lag, q_lag_ms)
+        groups = GaugeMetricFamily(
+            "rocketmq_consumer_group_number", "subscription groups", labels=node_labels
+        )
+        groups.add_metric(node, len(self.groups.subscription_group_table))
+        yield groups
+
+    def _runtime(self, info: dict[str, str], cluster: str) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        cfg = self.state.config
+        addr = self.state.broker_addr
+        ip = addr.rpartition(":")[0]
+        labels = [cluster, addr, cfg.broker_name, info.get("brokerVersionDesc", ""), info.get("bootTimestamp", ""),
+                  info.get("brokerVersion", "")]  # fmt: skip
+        for suffix, key, index in _RUNTIME_GAUGES:
+            value = _number(info.get(key), index)
+            if value is None:
+                continue
+            family = GaugeMetricFamily(
+                f"rocketmq_brokeruntime_{suffix}", f"runtime info {key}", labels=_RUNTIME_LABELS
+            )
+            family.add_metric(labels, value)
+            yield family
+        lat = self.latency
+        for suffix, value in (
+            ("put_latency_99", lat.quantile_ms(0.99)),
+            ("put_latency_999", lat.quantile_ms(0.999)),
+            ("putmessage_entire_time_max", lat.max_ns / 1e6),
+        ):
+            family = GaugeMetricFamily(
+                f"rocketmq_brokeruntime_{suffix}", "CommitLog append time, ms", labels=_RUNTIME_LABELS
+            )
+            family.add_metric(labels, value)
+            yield family
+        stats = self.stats()
+        now = self.now_ms()
+        for name, metric in (
+            (BROKER_PUT_NUMS, "rocketmq_broker_tps"),
+            (BROKER_GET_NUMS, "rocketmq_broker_qps"),
+        ):
+            family = GaugeMetricFamily(
+                metric, "messages per second (last minute)", labels=["cluster", "brokerIP", "broker"]
+            )
+            item = stats.stats_table[name].items.get(cluster)
+            family.add_metric(
+                [cluster, ip, cfg.broker_name], item.minute(now).tps if item is not None else 0.0
+            )
+            yield family
+
+    def _store_and_clients(self, node: list[str], node_labels: list[str]) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        store = self.store
+        consumers = sum(len(g.channels) for g in list(self.consumers.table.values()))
+        producers = sum(len(self.producers.channels_of(e)) for e in list(self.producers.table.values()))
+        for name, doc, value in (
+            (
+                "rocketmq_storage_dispatch_behind_bytes",
+                "CommitLog bytes not yet dispatched to queues",
+                store.dispatch_behind_bytes,
+            ),
+            ("rocketmq_storage_flush_behind_bytes", "CommitLog bytes not yet flushed", self.flush_behind()),
+            (
+                "rocketmq_storage_size",
+                "CommitLog bytes kept",
+                store.get_max_phy_offset() - store.get_min_phy_offset(),
+            ),
+            ("rocketmq_pull_held_requests", "long-polling pulls held now", self.held_pulls()),
+            ("rocketmq_connections", "open remoting connections", self.connections()),
+            ("rocketmq_consumer_connections", "consumer channels", consumers),
+            ("rocketmq_producer_connections", "producer channels", producers),
+        ):
+            family = GaugeMetricFamily(name, doc, labels=node_labels)
+            family.add_metric(node, value)
+            yield family

@@ -1,0 +1,83 @@
+"""END_TRANSACTION (37): commit or roll back a half message (RocketMQ ``EndTransactionProcessor``).
+
+Clients send it oneway (no reply goes out then); a request without the oneway bit is answered:
+
+====  =========================================================================================
+code  condition (remark)
+====  =========================================================================================
+11    the broker is a slave (``Message store is slave mode, so end transaction is forbidden.``)
+1     ``commitOrRollback`` not 0, 8 or 12; a missing or malformed header field (names the field)
+1     no record at ``commitLogOffset`` (``Find prepared transaction message failed``); the
+      record is not a half message; ``PGROUP`` differs (``The producer group wrong``); its queue
+      offset differs (``The transaction state table offset wrong``); the transaction is already
+      committed or rolled back (no second copy is stored)
+13/14 the commit's put was refused by the store (the send path's codes and remarks)
+0     committed (the real message stored, then the op record) or rolled back (the op record)
+====  =========================================================================================
+
+``commitOrRollback`` 0 (UNKNOW) does nothing and answers nothing, as RocketMQ: the check service
+will ask the producer later. Nothing is stored for a refused request.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pocketmq.broker.processor.send_checks import PUT_STATUS_DEFAULT, PUT_STATUS_REPLY
+from pocketmq.broker.state import HandlerTable
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import RemoteSystemError
+from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
+from pocketmq.remoting.protocol.message import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+from pocketmq.store import BrokerRole
+
+if TYPE_CHECKING:
+    from pocketmq.broker.state import BrokerState
+    from pocketmq.broker.transaction.service import TransactionalMessageService
+    from pocketmq.remoting.transport.connection import RemotingConnection
+
+logger = logging.getLogger(__name__)
+
+SLAVE_REMARK = "Message store is slave mode, so end transaction is forbidden."
+
+
+@dataclass(eq=False, kw_only=True)
+class EndTransactionProcessor(HandlerTable):
+    #: the half-message service (looks up, commits, rolls back)
+    transactions: TransactionalMessageService
+    state: BrokerState
+
+    HANDLERS = {RequestCode.END_TRANSACTION: "end_transaction"}
+
+    def end_transaction(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
+        if self.state.config.store.broker_role is BrokerRole.SLAVE:
+            return RemotingCommand.response_to(request, ResponseCode.SLAVE_NOT_AVAILABLE, SLAVE_REMARK)
+        header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        kind = header.commit_or_rollback
+        if kind == TRANSACTION_NOT_TYPE:
+            if header.from_transaction_check:
+                logger.info(
+                    "producer %s checked transaction %s: still unknown", header.producer_group, header.msg_id
+                )
+            return None
+        if kind not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            raise RemoteSystemError(
+                f"commitOrRollback {kind} is not 0 (unknown), 8 (commit) or 12 (rollback)"
+            )
+        service = self.transactions
+        half = service.find_half(header)
+        if kind == TRANSACTION_ROLLBACK_TYPE:
+            service.rollback(half)
+            return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+        result = service.commit(half)
+        if result.status.is_ok:
+            return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+        code, remark = PUT_STATUS_REPLY.get(result.status, PUT_STATUS_DEFAULT)
+        return RemotingCommand.response_to(request, code, remark)

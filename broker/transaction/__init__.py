@@ -1,0 +1,12 @@
+"""Transactional messages on the broker (RocketMQ 4.x half-topic design).
+
+* :mod:`.bookkeeping`: pure decisions (op bodies, transaction identity, resolved and due halves,
+  op progress), tested with tables;
+* :mod:`.service`: ``TransactionalMessageService`` (prepare, commit, rollback, op records, the
+  resolved set and the progress kept as ``CID_RMQ_SYS_TRANS`` consumer offsets);
+* :mod:`.check`: ``TransactionalMessageCheckService`` (check-back of unresolved halves).
+
+END_TRANSACTION is served by :mod:`pocketmq.broker.processor.end_transaction`; the prepare hook
+is in the send processor (``transactions.prepare_message``). User documentation:
+``docs/transactions.md``.
+"""

@@ -1,0 +1,385 @@
+"""``TransactionalMessageService``: half messages, commit and rollback, op records, progress.
+
+RocketMQ 4.x's half-topic design (``TransactionalMessageServiceImpl`` + ``...Bridge``):
+
+* **prepare** (:meth:`prepare_message`, from the send processor): the message keeps its real
+  topic and queue in ``REAL_TOPIC`` / ``REAL_QID``, its sysFlag transaction bits are cleared, and
+  it is stored in ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0, where no consumer of the real topic sees it;
+* **commit** (:meth:`commit`): a copy goes to the real topic and queue (same UNIQ_KEY, sysFlag
+  transaction type COMMIT, ``preparedTransactionOffset`` = the half's CommitLog offset, without
+  ``TRAN_MSG`` / ``REAL_TOPIC`` / ``REAL_QID``), then an op record is written;
+* **rollback** (:meth:`rollback`): only the op record;
+* op records and the transaction identity of check copies: :mod:`.bookkeeping`.
+
+Every resolved half offset is kept in memory (``done``), rebuilt at :meth:`load` from the whole
+op queue, so a second commit or rollback of a transaction (a late END_TRANSACTION racing a
+check-back, a retried one) is refused and never stores a second copy; entries below the half
+queue's first offset (deleted by retention) are dropped.
+
+Checks: :mod:`.check`. Progress: the offsets of group ``CID_RMQ_SYS_TRANS`` on the half and op
+queues in ``consumerOffset.json`` (as RocketMQ), persisted with the other consumer offsets every
+``flushConsumerOffsetInterval`` and at shutdown.
+
+Put order of a commit: the real message first, the op second. A crash in between leaves the half
+unresolved: it is checked again after the restart and, if the producer still says commit,
+committed again (at-least-once, as RocketMQ); nothing is ever lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pocketmq.broker.processor.message_props import join_batch_properties, strip_property
+from pocketmq.broker.transaction.bookkeeping import (
+    OP_TAG,
+    is_resolved,
+    op_bodies,
+    parse_op_body,
+    transaction_offset,
+)
+from pocketmq.remoting.protocol.errors import RemoteSystemError
+from pocketmq.remoting.protocol.message import (
+    HOST_FLAGS_MASK,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    RECORD_PREFIX_STRUCTS,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    HostAddress,
+    MessageConst,
+    MessageDecodeError,
+    MessageExt,
+    decode_message,
+    decode_messages,
+    get_property,
+    properties_to_string,
+)
+from pocketmq.remoting.protocol.route import (
+    CID_SYS_RMQ_TRANS,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+    PermName,
+)
+from pocketmq.store import BrokerRole, FlushDiskType, GetMessageStatus, MessageInner, PutResult
+
+if TYPE_CHECKING:
+    from pocketmq.broker.offset_manager import ConsumerOffsetManager
+    from pocketmq.broker.state import BrokerState
+    from pocketmq.broker.topic_config import TopicConfigManager
+    from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
+    from pocketmq.store import MessageStore
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "HalfMessage",
+    "TransactionCounters",
+    "TransactionalMessageService",
+    "edit_properties",
+    "read_half",
+]
+
+#: records per store read of the op and half queues (the store's in-memory transfer limit)
+READ_BATCH = 32
+_OP_PROPERTIES = properties_to_string({MessageConst.TAGS: OP_TAG})
+_TX_BITS = TRANSACTION_ROLLBACK_TYPE  # the two transaction-type bits of sysFlag (0xC)
+_S = GetMessageStatus
+#: store read statuses past which a reader moves on (to ``next_begin_offset``)
+SKIP_STATUSES = frozenset(
+    {_S.OFFSET_TOO_SMALL, _S.MESSAGE_WAS_REMOVING, _S.NO_MATCHED_MESSAGE, _S.OFFSET_FOUND_NULL}
+)
+
+
+def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str], ...] = ()) -> str:
+    """``props`` without the ``drop`` names, with the ``add`` entries appended (string work only:
+    no dict of every property, as this runs for each half, commit and check copy)."""
+    for name in drop:
+        if name + NAME_VALUE_SEPARATOR in props:
+            props, _ = strip_property(props, name)
+    if add:
+        tail = PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in add)
+        props = join_batch_properties(props, tail)
+    return props
+
+
+_REAL = (MessageConst.REAL_TOPIC, MessageConst.REAL_QID)
+_COMMIT_DROPS = (MessageConst.TRAN_MSG, *_REAL)
+
+
+@dataclass(slots=True)
+class HalfMessage:
+    """A stored half message with its hosts in wire form (for copies and commits)."""
+
+    msg: MessageExt
+    born_host: HostAddress
+    store_host: HostAddress
+    #: the transaction it belongs to (:func:`~.bookkeeping.transaction_offset`)
+    tx_offset: int
+
+
+def read_half(raw: bytes | memoryview, pos: int = 0) -> HalfMessage:
+    """Decode one stored record; raises :class:`MessageDecodeError` on garbage."""
+    msg = decode_message(raw, pos)
+    f = RECORD_PREFIX_STRUCTS[msg.sys_flag & HOST_FLAGS_MASK].unpack_from(raw, pos)
+    tx = transaction_offset(msg.queue_offset, msg.get_property(MessageConst.TRAN_PREPARED_QUEUE_OFFSET))
+    return HalfMessage(msg, (f[9], f[10]), (f[12], f[13]), tx)
+
+
+@dataclass(slots=True)
+class TransactionCounters:
+    """Counts since start (GET_BROKER_RUNTIME_INFO ``transaction*`` keys)."""
+
+    prepared: int = 0
+    committed: int = 0
+    rolled_back: int = 0
+    #: END_TRANSACTION refused because the transaction was already resolved
+    already_resolved: int = 0
+    #: CHECK_TRANSACTION_STATE requests written to a producer
+    checks: int = 0
+    #: due halves whose producer group had no live channel (counted as checked, as RocketMQ)
+    checks_no_producer: int = 0
+    #: halves moved to TRANS_CHECK_MAX_TIME_TOPIC
+    discarded: int = 0
+    #: halves older than the CommitLog retention, passed unchecked
+    expired: int = 0
+
+
+@dataclass(eq=False, kw_only=True)
+class TransactionalMessageService:
+    """The broker's ``transactional_message_service`` (module docstring)."""
+
+    store: MessageStore
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    state: BrokerState
+    now_ms: Callable[[], int]
+    #: half offsets named by op records (and by discards): resolved transactions
+    done: set[int] = field(default_factory=set)
+    #: op-queue offset (from ``op_progress`` on) → highest half offset it names
+    op_max_half: dict[int, int] = field(default_factory=dict)
+    counters: TransactionCounters = field(default_factory=TransactionCounters)
+
+    def __post_init__(self) -> None:
+        #: next op-queue offset to read into ``done``
+        self.op_read = 0
+        self._ready_topics: set[str] = set()
+        self._pruned_below = 0
+
+    # ------------------------------------------------------------------------- progress
+    @property
+    def half_progress(self) -> int:
+        return max(0, self.offsets.query_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0))
+
+    @half_progress.setter
+    def half_progress(self, offset: int) -> None:
+        self.offsets.commit_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0, offset)
+
+    @property
+    def op_progress(self) -> int:
+        return max(0, self.offsets.query_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0))
+
+    @op_progress.setter
+    def op_progress(self, offset: int) -> None:
+        self.offsets.commit_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset)
+
+    def load(self) -> None:
+        """After store recovery: fit the progress to the queues and read every op record.
+
+        A progress beyond its queue's end (the store was truncated by recovery or replaced) is
+        moved back to the end; one below the first offset (deleted by retention) to the start.
+        """
+        store = self.store
+        for topic in (RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC):
+            low = store.get_min_offset_in_queue(topic, 0)
+            high = store.get_max_offset_in_queue(topic, 0)
+            stored = self.offsets.query_offset(CID_SYS_RMQ_TRANS, topic, 0)
+            fitted = min(max(stored, low), high)
+            if stored >= 0 and fitted != stored:
+                logger.warning("%s progress %d outside [%d, %d]; using %d", topic, stored, low, high, fitted)
+            if stored >= 0 or fitted > 0:
+                self.offsets.commit_offset(CID_SYS_RMQ_TRANS, topic, 0, fitted)
+        self.done.clear()
+        self.op_max_half.clear()
+        self.op_read = store.get_min_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
+        self.read_ops()
+
+    def read_ops(self) -> int:
+        """Read op records from ``op_read`` to the op queue's end into ``done``; how many."""
+        store = self.store
+        offset = self.op_read
+        high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
+        keep_from = self.op_progress
+        done, op_max_half = self.done, self.op_max_half
+        count = 0
+        while offset < high:
+            result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset, READ_BATCH)
+            if result.status is _S.FOUND:
+                try:
+                    records = decode_messages(result.body)
+                except MessageDecodeError:
+                    logger.exception("op queue: unreadable records at offset %d", offset)
+                    records = []
+                for op in records:
+                    named = parse_op_body(op.body) if op.tags == OP_TAG else []
+                    done.update(named)
+                    if op.queue_offset >= keep_from:
+                        op_max_half[op.queue_offset] = max(named, default=-1)
+                    count += 1
+                offset = max(offset + 1, result.next_begin_offset)
+            elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
+                offset = result.next_begin_offset
+            else:
+                break
+        self.op_read = offset
+        return count
+
+    def prune(self) -> None:
+        """Forget resolved offsets below the half queue's first offset (deleted by retention)."""
+        low = self.store.get_min_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+        if low > self._pruned_below:
+            self._pruned_below = low
+            self.done = {x for x in self.done if x >= low}
+
+    # --------------------------------------------------------------------------- topics
+    def ensure_topic(self, topic: str) -> None:
+        """Create a system topic's config (1 queue, read/write) on first use, as RocketMQ."""
+        if topic not in self._ready_topics:
+            self.topics.create_topic_in_send_message_back_method(
+                topic, 1, PermName.PERM_READ | PermName.PERM_WRITE
+            )
+            self._ready_topics.add(topic)
+            if topic == RMQ_SYS_TRANS_HALF_TOPIC:
+                # the progress exists from the first half on: consumerProgress of
+                # CID_RMQ_SYS_TRANS shows the pending backlog before the first check run
+                for queue_topic in (RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC):
+                    if self.offsets.query_offset(CID_SYS_RMQ_TRANS, queue_topic, 0) < 0:
+                        self.offsets.commit_offset(CID_SYS_RMQ_TRANS, queue_topic, 0, 0)
+
+    # -------------------------------------------------------------------------- prepare
+    def prepare_message(self, inner: MessageInner, wait: bool = False) -> PutResult | Awaitable[PutResult]:
+        """Store ``inner`` as a half message; awaitable when ``wait`` and the flush policy waits."""
+        inner.properties = edit_properties(
+            inner.properties_string(), _REAL, ((_REAL[0], inner.topic), (_REAL[1], str(inner.queue_id)))
+        )
+        inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
+        inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
+        inner.queue_id = 0
+        self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
+        self.counters.prepared += 1
+        cfg = self.state.config.store
+        if wait and (
+            cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER
+        ):
+            return self.store.put_message_async(inner)
+        return self.store.put_message(inner)
+
+    # ---------------------------------------------------------------------- end (37)
+    def find_half(self, header: EndTransactionRequestHeader) -> HalfMessage:
+        """The half message END_TRANSACTION names, checked as RocketMQ's ``checkPrepareMessage``.
+
+        Raises:
+            RemoteSystemError: no record there, not a half message, another producer group,
+                another queue offset, or the transaction is already resolved.
+        """
+        raw = None
+        if header.commit_log_offset >= 0:
+            raw = self.store.get_message_bytes_by_offset(header.commit_log_offset)
+        half = None
+        if raw is not None:
+            try:
+                half = read_half(raw)
+            except MessageDecodeError:
+                half = None
+        if half is None:
+            raise RemoteSystemError("Find prepared transaction message failed")
+        msg = half.msg
+        if msg.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+            raise RemoteSystemError(
+                f"the message at commit log offset {header.commit_log_offset} is not a half message"
+                f" (topic {msg.topic})"
+            )
+        if msg.get_property(MessageConst.PGROUP) != header.producer_group:
+            raise RemoteSystemError("The producer group wrong")
+        if msg.queue_offset != header.tran_state_table_offset:
+            raise RemoteSystemError("The transaction state table offset wrong")
+        if msg.commit_log_offset != header.commit_log_offset:
+            raise RemoteSystemError("The commit log offset wrong")
+        if is_resolved(msg.queue_offset, half.tx_offset, self.done):
+            self.counters.already_resolved += 1
+            raise RemoteSystemError(
+                f"the transaction of half message {msg.queue_offset} is already committed or rolled back"
+            )
+        return half
+
+    def commit(self, half: HalfMessage) -> PutResult:
+        """Put the real message; on success write the op record. The real message's put result."""
+        msg = half.msg
+        props = msg.properties_str
+        real_topic = get_property(props, MessageConst.REAL_TOPIC) or ""
+        real_qid = get_property(props, MessageConst.REAL_QID) or ""
+        if not real_topic or not real_qid.isdigit():
+            raise RemoteSystemError(
+                f"half message {msg.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
+            )
+        inner = MessageInner(
+            real_topic,
+            msg.body,
+            int(real_qid),
+            msg.flag,
+            edit_properties(props, _COMMIT_DROPS),
+            (msg.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+            msg.born_timestamp,
+            half.born_host,
+            half.store_host,
+            msg.reconsume_times,
+            msg.commit_log_offset,
+        )
+        result = self.store.put_message(inner)
+        if result.status.is_ok:
+            self.counters.committed += 1
+            self.write_op(msg.queue_offset, half.tx_offset)
+        return result
+
+    def rollback(self, half: HalfMessage) -> None:
+        self.counters.rolled_back += 1
+        self.write_op(half.msg.queue_offset, half.tx_offset)
+
+    def write_op(self, half_offset: int, tx_offset: int) -> bool:
+        """Record that the transaction is resolved (in memory at once, and as op records)."""
+        self.done.add(half_offset)
+        self.done.add(tx_offset)
+        self.ensure_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)
+        host = self.state.store_host
+        stored = True
+        for body in op_bodies(half_offset, tx_offset):
+            inner = MessageInner(
+                RMQ_SYS_TRANS_OP_HALF_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, self.now_ms(), host, host
+            )
+            result = self.store.put_message(inner)
+            if not result.status.is_ok:
+                # resolved for this run of the broker; after a restart the half is checked again
+                logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)
+                stored = False
+        return stored
+
+    # ----------------------------------------------------------------------- reporting
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO keys of the transaction services."""
+        c = self.counters
+        half_max = self.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+        return {
+            "transactionHalfOffset": f"{self.half_progress},{half_max}",
+            "transactionOpOffset": f"{self.op_progress},{self.op_read}",
+            "transactionPreparedCount": str(c.prepared),
+            "transactionCommitCount": str(c.committed),
+            "transactionRollbackCount": str(c.rolled_back),
+            "transactionAlreadyResolvedCount": str(c.already_resolved),
+            "transactionCheckCount": str(c.checks),
+            "transactionCheckNoProducerCount": str(c.checks_no_producer),
+            "transactionDiscardCount": str(c.discarded),
+            "transactionExpiredCount": str(c.expired),
+        }

@@ -1,0 +1,84 @@
+"""``ConsoleServer``: the console's aiohttp application, startable inside a running loop.
+
+    server = ConsoleServer("127.0.0.1:9876")
+    await server.start(host="127.0.0.1", port=0)   # server.url: "http://127.0.0.1:<port>/"
+    ...
+    await server.stop()
+
+``/`` serves ``static/index.html``; ``/static/*`` the script and style sheet; ``/api/*`` the JSON
+routes of :mod:`.api`. One admin client (its connections) serves every request.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+
+from aiohttp import web
+
+from pocketmq.client.admin import MQAdmin
+from pocketmq.deploy.console.api import ADMIN_KEY, routes
+from pocketmq.remoting.common.metrics_http import serve_http
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ConsoleServer", "build_app", "static_dir"]
+
+
+def static_dir() -> Path:
+    """The packaged ``static/`` folder (package data)."""
+    return Path(str(resources.files("pocketmq.deploy.console") / "static"))
+
+
+def build_app(namesrv_addr: str, *, timeout_ms: int = 5000) -> web.Application:
+    """The application; its admin client is opened on startup and closed on cleanup."""
+    app = web.Application()
+    folder = static_dir()
+
+    async def open_admin(app: web.Application) -> None:
+        app[ADMIN_KEY] = MQAdmin(namesrv_addr, timeout_ms=timeout_ms)
+
+    async def close_admin(app: web.Application) -> None:
+        await app[ADMIN_KEY].close()
+
+    async def index(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(folder / "index.html", headers={"Cache-Control": "no-cache"})
+
+    async def config(request: web.Request) -> web.Response:
+        return web.json_response({"namesrvAddr": namesrv_addr})
+
+    app.on_startup.append(open_admin)
+    app.on_cleanup.append(close_admin)
+    app.router.add_get("/", index)
+    app.router.add_get("/api/config", config)
+    app.router.add_static("/static/", folder)
+    routes(app)
+    return app
+
+
+class ConsoleServer:
+    """The console on ``host:port`` (``port=0``: a free one; see :attr:`url`)."""
+
+    def __init__(self, namesrv_addr: str, *, timeout_ms: int = 5000) -> None:
+        self.namesrv_addr = namesrv_addr
+        self.app = build_app(namesrv_addr, timeout_ms=timeout_ms)
+        self._runner: web.AppRunner | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def start(self, *, host: str = "127.0.0.1", port: int = 8082) -> None:
+        """Bind and serve. Raises OSError when the port cannot be bound."""
+        self._runner, self.port = await serve_http(self.app, host, port)
+        self.host = host
+        logger.info("console serving %s (name server %s)", self.url, self.namesrv_addr)
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()

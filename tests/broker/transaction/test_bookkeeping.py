@@ -1,0 +1,129 @@
+"""The transaction services' pure decisions, as tables (no store, no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketmq.broker.transaction.bookkeeping import (
+    HalfAction,
+    advance_op_progress,
+    check_times,
+    half_action,
+    immunity_ms,
+    is_resolved,
+    op_bodies,
+    parse_op_body,
+    transaction_offset,
+)
+
+A = HalfAction
+
+
+@pytest.mark.parametrize(
+    ("half", "tx", "bodies"),
+    [
+        (7, 7, [b"7"]),  # the first half: its own offset
+        (12, 7, [b"12", b"7"]),  # a check copy: its offset and its transaction's, one record each
+        (0, 0, [b"0"]),
+    ],
+)
+def test_op_bodies_round_trip(half: int, tx: int, bodies: list[bytes]) -> None:
+    assert op_bodies(half, tx) == bodies
+    assert [n for b in bodies for n in parse_op_body(b)] == sorted({half, tx}, key=[half, tx].index)
+
+
+@pytest.mark.parametrize(
+    ("body", "parsed"),
+    [
+        (b"", []),
+        (b"abc", []),
+        (b"-3", []),
+        (b"1,,2", [1, 2]),  # RocketMQ 5.x batched op records
+        (b"3,4,", [3, 4]),
+        (b" 4 , 5", [4, 5]),  # written by hand or by another tool
+        (b"\xff\xfe", []),
+        (b"1,x,3", [1, 3]),
+    ],
+)
+def test_parse_op_body_skips_garbage(body: bytes, parsed: list[int]) -> None:
+    assert parse_op_body(body) == parsed
+
+
+@pytest.mark.parametrize(
+    ("offset", "prop", "tx"),
+    [(5, None, 5), (9, "5", 5), (9, "", 9), (9, "x", 9), (9, "-1", 9)],
+)
+def test_transaction_offset(offset: int, prop: str | None, tx: int) -> None:
+    assert transaction_offset(offset, prop) == tx
+
+
+@pytest.mark.parametrize(
+    ("offset", "tx", "done", "resolved"),
+    [
+        (5, 5, set(), False),
+        (5, 5, {5}, True),
+        (9, 5, {5}, True),  # the first copy was committed: every copy is resolved
+        (9, 5, {9}, True),  # this copy was committed
+        (9, 5, {12}, False),  # another transaction's copy
+    ],
+)
+def test_is_resolved(offset: int, tx: int, done: set[int], resolved: bool) -> None:
+    assert is_resolved(offset, tx, done) is resolved
+
+
+@pytest.mark.parametrize(("raw", "n"), [(None, 0), ("", 0), ("3", 3), ("x", 0), ("-1", 0)])
+def test_check_times(raw: str | None, n: int) -> None:
+    assert check_times(raw) == n
+
+
+@pytest.mark.parametrize(
+    ("raw", "ms"), [(None, 6000), ("", 6000), ("20", 20_000), ("abc", 6000), (" 2 ", 2000)]
+)
+def test_immunity(raw: str | None, ms: int) -> None:
+    assert immunity_ms(raw, 6000) == ms
+
+
+RUN = 1_000_000  # the run began at this wall time
+BASE = {
+    "resolved": False, "times": 0, "check_max": 15, "now_ms": RUN, "run_start_ms": RUN, "timeout_ms": 6000,
+    "immunity_raw": None, "file_reserved_ms": 72 * 3_600_000,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "action"),
+    [
+        ({"born_ms": RUN - 7000, "store_ms": RUN - 7000}, A.CHECK),  # due
+        ({"born_ms": RUN - 7000, "store_ms": RUN - 7000, "resolved": True}, A.RESOLVED),
+        ({"born_ms": RUN - 7000, "store_ms": RUN - 7000, "times": 15}, A.DISCARD),  # checked 15 times
+        ({"born_ms": RUN - 7000, "store_ms": RUN - 7000, "times": 14}, A.CHECK),  # the 15th check
+        ({"born_ms": RUN - 7000, "store_ms": RUN - 7000, "times": 15, "resolved": True}, A.RESOLVED),
+        ({"born_ms": RUN - 1000, "store_ms": RUN - 1000}, A.WAIT),  # younger than transactionTimeOut
+        ({"born_ms": RUN - 7000, "store_ms": RUN}, A.NEW),  # a copy this run made
+        ({"born_ms": RUN - 7000, "store_ms": RUN + 5}, A.NEW),
+        ({"born_ms": RUN + 5000, "store_ms": RUN - 10}, A.CHECK),  # producer clock ahead
+        ({"born_ms": RUN - 73 * 3_600_000, "store_ms": RUN - 10}, A.EXPIRED),  # beyond retention
+        # its own immunity: 20 s, not reached -> copied to the tail; reached -> checked
+        ({"born_ms": RUN - 7000, "store_ms": RUN - 7000, "immunity_raw": "20"}, A.DEFER),
+        ({"born_ms": RUN - 21_000, "store_ms": RUN - 7000, "immunity_raw": "20"}, A.CHECK),
+        # a shorter immunity than transactionTimeOut applies too (and never defers)
+        ({"born_ms": RUN - 3000, "store_ms": RUN - 3000, "immunity_raw": "2"}, A.CHECK),
+        ({"born_ms": RUN - 1000, "store_ms": RUN - 1000, "immunity_raw": "2"}, A.WAIT),
+    ],
+)
+def test_half_action(change: dict[str, object], action: HalfAction) -> None:
+    assert half_action(**{**BASE, **change}) is action  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("progress", "ops", "half_progress", "new"),
+    [
+        (0, {}, 10, 0),  # nothing read
+        (0, {0: 3, 1: 4}, 10, 2),  # both name halves already passed
+        (0, {0: 3, 1: 12, 2: 4}, 10, 1),  # op 1 names a half not passed yet: wait there
+        (5, {5: -1, 6: 2}, 3, 7),  # a record naming nothing is passed
+        (5, {5: 3}, 3, 5),  # names the half at the progress itself: still needed
+    ],
+)
+def test_advance_op_progress(progress: int, ops: dict[int, int], half_progress: int, new: int) -> None:
+    assert advance_op_progress(progress, ops, half_progress) == new

@@ -1,0 +1,155 @@
+"""Prometheus /metrics of a real broker and name server after a scripted workload (issue 20)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
+
+from pocketmq.client import Message, MessageQueue, Producer
+from pocketmq.client.admin import MQAdmin
+from pocketmq.testing import Cluster, cluster
+
+pytestmark = pytest.mark.integration
+
+PROM = {"metricsExporterType": "PROM", "metricsPromExporterPort": 0, "metricsPromExporterHost": "127.0.0.1"}
+
+
+@pytest_asyncio.fixture
+async def pmq(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with cluster(
+        tmp_path / "c", broker_config={**PROM, "metricsLabel": "env:ci"}, namesrv_config=PROM
+    ) as c:
+        yield c
+
+
+async def scrape(port: int) -> str:
+    def get() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            return r.read().decode()
+
+    return await asyncio.to_thread(get)
+
+
+def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out.setdefault(s.name, []).append((s.labels, s.value))
+    return out
+
+
+def value(found: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    rows = [v for lab, v in found.get(name, []) if all(lab.get(k) == want for k, want in labels.items())]
+    assert len(rows) == 1, f"{name}{labels}: {rows} in {found.get(name)}"
+    return rows[0]
+
+
+async def workload(c: Cluster) -> None:
+    """10 messages (6 on queue 0, 4 on queue 1); group MG commits offset 2 on queue 0 only."""
+    await c.create_topic("MT", queues=2)
+    async with Producer("MPG", namesrv=c.namesrv_addr) as producer:
+        for i in range(10):
+            queue = MessageQueue("MT", "broker-a", 0 if i < 6 else 1)
+            await producer.send(Message("MT", b"x" * 100, keys=f"k{i}"), queue=queue)
+    async with MQAdmin(c.namesrv_addr) as admin:
+        await admin.api.update_consumer_offset(
+            c.brokers[0].broker_addr, "MG", MessageQueue("MT", "broker-a", 0), 2
+        )
+
+
+async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> None:
+    await workload(pmq)
+    # lag in time is "now - store time of the oldest unconsumed message": let a few ms pass
+    await asyncio.sleep(0.02)
+    found = samples(await scrape(pmq.brokers[0].metrics_exporter.port))
+    node = {"cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-a", "env": "ci"}
+    # 5.x names: totals and per-queue lag
+    assert value(found, "rocketmq_messages_in_total", topic="MT", **node) == 10
+    assert value(found, "rocketmq_throughput_in_total", topic="MT", **node) > 10 * 100
+    assert value(found, "rocketmq_consumer_lag_messages", topic="MT", consumer_group="MG", **node) == 8
+    assert (
+        value(found, "rocketmq_consumer_queue_lag_messages", topic="MT", consumer_group="MG", queue_id="0")
+        == 4
+    )
+    assert (
+        value(found, "rocketmq_consumer_queue_lag_messages", topic="MT", consumer_group="MG", queue_id="1")
+        == 4
+    )
+    assert value(found, "rocketmq_consumer_lag_latency", topic="MT", consumer_group="MG") > 0
+    # rocketmq-exporter names and labels
+    exp = {"cluster": "DefaultCluster", "broker": "broker-a"}
+    assert value(found, "rocketmq_producer_offset", topic="MT", **exp) == 10
+    assert (
+        value(found, "rocketmq_group_diff", group="MG", topic="MT", countOfOnlineConsumers="0", msgModel="1")
+        == 8
+    )
+    assert value(found, "rocketmq_consumer_offset", topic="MT", group="MG", **exp) == 10
+    assert value(found, "rocketmq_group_consume_total_offset", topic="MT", group="MG", **exp) == 2
+    assert value(found, "rocketmq_group_get_latency_by_storetime", topic="MT", group="MG", **exp) > 0
+    assert value(found, "rocketmq_brokeruntime_putmessage_times_total", cluster="DefaultCluster") == 10
+    assert value(found, "rocketmq_brokeruntime_msg_put_total_today_now", cluster="DefaultCluster") == 10
+    assert 0 <= value(found, "rocketmq_brokeruntime_commitlog_disk_ratio", cluster="DefaultCluster") <= 1
+    assert value(found, "rocketmq_producer_tps", topic="MT", **exp) >= 0
+    # the put latency histogram counted every append
+    assert value(found, "rocketmq_put_latency_seconds_count", **node) == 10
+    assert value(found, "rocketmq_put_latency_seconds_sum", **node) > 0
+    assert value(found, "rocketmq_put_latency_seconds_bucket", le="+Inf", **node) == 10
+    assert value(found, "rocketmq_storage_dispatch_behind_bytes", **node) >= 0
+    assert value(found, "rocketmq_topic_number", **node) >= 1
+    assert value(found, "rocketmq_connections", **node) >= 0  # the clients above have closed
+
+    ns = samples(await scrape(pmq.namesrv.metrics_exporter.port))
+    assert (
+        value(ns, "rocketmq_namesrv_brokers", cluster="DefaultCluster", broker="broker-a", role="master") == 1
+    )
+    assert value(ns, "rocketmq_namesrv_topics") >= 1
+
+
+#: lint complaints promtool may raise about names and labels kept verbatim from rocketmq-exporter
+#: (camelCase labels such as brokerIP / countOfOnlineConsumers; gauges it named ``*_total``)
+EXPORTER_LINT = (
+    "label names should be written in 'snake_case' not 'camelCase'",
+    'non-counter metrics should not have "_total" suffix',
+)
+
+
+async def test_promtool_accepts_the_output(pmq: Cluster) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (Debian package 'prometheus'; `make test-deps` installs it)")
+    await workload(pmq)
+    for port in (pmq.brokers[0].metrics_exporter.port, pmq.namesrv.metrics_exporter.port):
+        text = await scrape(port)
+        proc = await asyncio.to_thread(
+            subprocess.run,
+            [promtool, "check", "metrics"],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        # 0: clean; 3: parsed, lint remarks only (1 would be a parse error)
+        assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+        remarks = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        bad = [r for r in remarks if not r.startswith("rocketmq_") or not r.endswith(EXPORTER_LINT)]
+        assert not bad, bad
+        # every remark is about an exporter-compatible family, never the 5.x-style ones
+        assert not [
+            r for r in remarks if r.split()[0].startswith(("rocketmq_consumer_lag", "rocketmq_messages_"))
+        ]
+
+
+async def test_metrics_off_by_default(tmp_path: Path) -> None:
+    async with cluster(tmp_path / "c") as c:
+        assert c.brokers[0].metrics_exporter is None and c.namesrv.metrics_exporter is None
+        # nothing wraps the store's put methods: the send path is the plain one
+        assert "put_message" not in vars(c.brokers[0].store)
