@@ -28,8 +28,8 @@ import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
- * Scenarios of features other issues build (request-reply, transactions, SQL92, ACL, slave
- * reads): written now, marked expected-to-fail by the tests until their feature lands.
+ * Scenarios of the features other issues built or build: transactions, SQL92 and ACL (landed),
+ * request-reply and slave reads (marked expected-to-fail by the tests until they land).
  */
 final class PendingScenarios {
     private PendingScenarios() {}
