@@ -10,6 +10,7 @@ JS_STAMP := $(JS_DIR)/node_modules/.installed
 PYTEST_ARGS ?=
 
 .PHONY: install run test lint typecheck importlint unit integration interop spark bench clean js-deps test-deps
+.PHONY: java-deps go-deps
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +40,32 @@ test-deps:
 	  || echo "test-deps: could not install$$missing; the browser and promtool tests will skip"; \
 	else echo "test-deps: not root or no apt-get; the browser and promtool tests will skip"; fi
 
+# Java and Go interop drivers and the Apache RocketMQ 4.9.7 oracle (tests/interop/{java,go,apache}):
+# pinned in their pom.xml / go.mod + go.sum; every download and build lands in the ignored .cache/.
+CACHE := $(CURDIR)/.cache
+MVN := mvn -q -B -Dmaven.repo.local=$(CACHE)/m2
+DEP_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.6.1
+JAVA_STAMP := $(CACHE)/java-driver/.built
+APACHE_STAMP := $(CACHE)/apache/lib/.done
+GO_ENV := GOMODCACHE=$(CACHE)/go/mod GOCACHE=$(CACHE)/go/build GOPATH=$(CACHE)/go GOFLAGS=-modcacherw GOTOOLCHAIN=local
+GO_BIN := $(CACHE)/go-driver/godriver
+
+$(JAVA_STAMP): tests/interop/java/pom.xml $(wildcard tests/interop/java/src/main/java/pocketmq/interop/*.java)
+	$(MVN) -f tests/interop/java/pom.xml compile $(DEP_PLUGIN):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CACHE)/java-driver/lib
+	@touch $@
+
+$(APACHE_STAMP): tests/interop/apache/pom.xml
+	rm -rf $(CACHE)/apache/lib
+	$(MVN) -f tests/interop/apache/pom.xml $(DEP_PLUGIN):copy-dependencies -DoutputDirectory=$(CACHE)/apache/lib
+	@touch $@
+
+java-deps: $(JAVA_STAMP) $(APACHE_STAMP)
+
+$(GO_BIN): tests/interop/go/go.mod tests/interop/go/go.sum $(wildcard tests/interop/go/*.go)
+	cd tests/interop/go && $(GO_ENV) go build -o $(GO_BIN) .
+
+go-deps: $(GO_BIN)
+
 run: install
 	@echo "pocketmq: to use the SDK and Spark from another shell:  source $(VENV)/bin/activate  then  python your_script.py"
 	$(BIN)/pocketmq up
@@ -57,7 +84,7 @@ importlint: install
 # (still run, reported as xfailed/xpassed by -rxX).
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -rfExX
 
-test: install js-deps test-deps lint typecheck importlint
+test: install js-deps test-deps java-deps go-deps lint typecheck importlint
 	$(PYTEST) $(PYTEST_ARGS) tests
 
 # the tiers (markers applied in tests/conftest.py)
@@ -67,7 +94,7 @@ unit: install
 integration: install
 	$(PYTEST) -m "integration and not interop and not spark" $(PYTEST_ARGS) tests
 
-interop: install js-deps
+interop: install js-deps java-deps go-deps
 	$(PYTEST) -m interop $(PYTEST_ARGS) tests
 
 spark: install
@@ -87,4 +114,4 @@ soak: install
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info $(JS_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info $(JS_DIR)/node_modules .cache .mypy_cache .ruff_cache .pytest_cache

@@ -97,8 +97,10 @@ class ConfigFileManager:
         if self.path is None:
             self.dirty = False
             return
-        while self._writing is not None:
-            await asyncio.shield(self._writing)
+        # A write that is done but whose owner has not resumed yet counts as finished: awaiting a
+        # done future never yields, so waiting for its owner to clear it would spin the loop.
+        while (writing := self._writing) is not None and not writing.done():
+            await asyncio.shield(writing)
         data = self.snapshot()
         loop = asyncio.get_running_loop()
         fut = loop.run_in_executor(None, self._write, data)
@@ -138,8 +140,8 @@ class ConfigFileManager:
     async def _write_queued(self, fut: asyncio.Future[None]) -> None:
         try:
             # a write in progress took its snapshot before this change: wait, then write again
-            while self._writing is not None:
-                await asyncio.shield(self._writing)
+            while (writing := self._writing) is not None and not writing.done():
+                await asyncio.shield(writing)
             self._queued = None  # the snapshot below covers every change up to here
             await self.persist_async()
         except Exception as exc:

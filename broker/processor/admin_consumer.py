@@ -234,18 +234,20 @@ class ConsumerAdmin(AdminBase):
             target = max(0, target)
             take = h.is_force or committed < 0 or target < committed
             table[self.mq(h.topic, qid)] = target if take else committed
-        for mq, offset in table.items():
-            com.commit_offset(h.group, h.topic, mq.queue_id, offset)
         body = ResetOffsetBody(table)
         cgi = self.consumers.get_consumer_group_info(h.group)
         channels = list(cgi.channels.values()) if cgi is not None else []
         if not channels:
+            # As Java: nothing changes; the tool then resets an offline group itself, reading the
+            # old offsets first (committing here made it print the new ones as the old).
             remark = (
                 f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
                 f"Timestamp: {h.timestamp}"
             )
             logger.error(remark)
             return fail(request, ResponseCode.CONSUMER_NOT_ONLINE, remark)
+        for mq, offset in table.items():
+            com.commit_offset(h.group, h.topic, mq.queue_id, offset)
         for info in channels:
             if info.version < V3_0_7_SNAPSHOT:
                 return fail(

@@ -73,6 +73,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "getAclConfig": (_A, "get_acl_config", "List all of acl config information in cluster"),
     "queryMsgTraceById": ("pocketmq.client.admin.cli_trace", "query_msg_trace_by_id", "Query a message trace"),
 }  # fmt: skip
+COMMANDS.update(importlib.import_module("pocketmq.client.admin.cli_extra").EXTRA_COMMANDS)
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}
 

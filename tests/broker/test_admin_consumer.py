@@ -236,8 +236,8 @@ async def test_reset_offset_for_queues_never_committed(broker, wire):
     await commit(wire, "G", "P", 0, 3)  # queues 1 and 2 never committed
     ext = {"topic": "P", "group": "G", "timestamp": "-1", "isForce": "false"}
     r = await wire.call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
-    assert r.code == ResponseCode.CONSUMER_NOT_ONLINE  # nobody to tell, but the offsets are set
-    assert broker.consumer_offset_manager.query_offsets("G", "P") == {0: 3, 1: 2, 2: 0}
+    assert r.code == ResponseCode.CONSUMER_NOT_ONLINE  # nobody to tell: as Java, nothing changes
+    assert broker.consumer_offset_manager.query_offsets("G", "P") == {0: 3}
 
 
 async def test_reset_offset_errors(broker, wire):
@@ -254,7 +254,7 @@ async def test_reset_offset_errors(broker, wire):
     r = await wire.call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
     assert r.code == ResponseCode.CONSUMER_NOT_ONLINE
     assert r.remark == "Consumer not online, so can not reset offset, Group: G Topic: R Timestamp: -1"
-    assert broker.consumer_offset_manager.query_offset("G", "R", 0) == 2  # stored all the same
+    assert broker.consumer_offset_manager.query_offset("G", "R", 0) == 0  # unchanged, as Java
     r = await wire.call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {**ext, "timestamp": "soon"})
     assert r.code == ResponseCode.SYSTEM_ERROR and "timestamp" in r.remark
 

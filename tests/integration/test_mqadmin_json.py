@@ -17,6 +17,7 @@ from pocketmq.testing import cluster
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.client.admin.cli_helpers import arun_cli  # noqa: E402
+from tests.integration.test_mqadmin_extra import json_cases  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -126,6 +127,7 @@ async def test_every_command_json_has_its_documented_keys(tmp_path: Path) -> Non
                     "deleteTopic": (["-t", "J2"], {"topic", "clusters", "brokers", "namesrvs"}),
                     "queryMsgTraceById": (["-i", traced.msg_id], {"msgId", "traceTopic", "hops"}),
                 }
+                cases.update(json_cases(a_addr, sent))  # client/admin/cli_extra.py
                 # the ACL commands need aclEnable: their --json keys are checked in test_mqadmin_acl.py
                 acl_commands = {n for n, (module, _, _) in COMMANDS.items() if module.endswith(".cli_acl")}
                 assert set(cases) == set(COMMANDS) - acl_commands, set(COMMANDS) ^ set(cases)
