@@ -2,7 +2,8 @@
 
 One SDK producer sends at ``--rate`` msg/s (meant to be half the machine's maximum): 70 % single
 sends, 20 % batches of 8, 10 % delayed (level 1); one push consumer consumes everything. Every
-``--window`` seconds the broker's RSS and open file descriptors (``/proc``) and the send p99 of
+``--window`` seconds the broker's RSS (anonymous: the touched pages of the mapped store files are
+page cache and grow with what is written) and open file descriptors (``/proc``) and the send p99 of
 that window are sampled. At the end it prints one JSON object with the samples and the checks:
 
 * RSS drift: last window against the first after warm-up, < 10 %;
@@ -35,7 +36,7 @@ def _proc(pid: int) -> tuple[float, int]:
     rss = 0.0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith("RssAnon:"):  # the broker's own memory, not the mapped store's pages
                 rss = int(line.split()[1]) / 1024
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -81,7 +82,7 @@ async def soak(ns: str, pid: int, seconds: float, rate: float, window: float) ->
                     sent.update(bodies)
                 else:
                     body = f"d{i}".encode()
-                    await producer.send(Message("Soak", body, delay_time_level=1))
+                    await producer.send(Message("Soak", body, delay_level=1))
                     sent.add(body)
             except Exception as exc:  # after the SDK's own retries
                 errors.append(f"{type(exc).__name__}: {exc}")
