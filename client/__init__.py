@@ -75,6 +75,12 @@ if TYPE_CHECKING:
         SendFailedError,
         TopicRouteNotFoundError,
     )
+    from pocketmq.client.hooks import (
+        ConsumeMessageContext,
+        ConsumeMessageHook,
+        SendMessageContext,
+        SendMessageHook,
+    )
     from pocketmq.client.instance import MQClientInstance
     from pocketmq.client.message import (
         CONTENT_TYPE_PROPERTY,
@@ -105,6 +111,8 @@ _LAZY: dict[str, str] = {
     "ConsumeConcurrentlyContext": "pocketmq.client.consumer.listener",
     "ConsumeConcurrentlyStatus": "pocketmq.client.consumer.listener",
     "ConsumeFromWhere": "pocketmq.client.config",
+    "ConsumeMessageContext": "pocketmq.client.hooks",
+    "ConsumeMessageHook": "pocketmq.client.hooks",
     "ConsumeOrderlyContext": "pocketmq.client.consumer.listener",
     "ConsumeOrderlyStatus": "pocketmq.client.consumer.listener",
     "ConsumeTimeoutError": "pocketmq.client.errors",
@@ -135,6 +143,8 @@ _LAZY: dict[str, str] = {
     "SUCCESS": "pocketmq.client.consumer.listener",
     "SUSPEND_CURRENT_QUEUE_A_MOMENT": "pocketmq.client.consumer.listener",
     "SendFailedError": "pocketmq.client.errors",
+    "SendMessageContext": "pocketmq.client.hooks",
+    "SendMessageHook": "pocketmq.client.hooks",
     "SendResult": "pocketmq.client.message",
     "SendStatus": "pocketmq.client.message",
     "TopicRouteNotFoundError": "pocketmq.client.errors",
@@ -178,6 +188,8 @@ __all__ = [
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
+    "ConsumeMessageContext",
+    "ConsumeMessageHook",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "ConsumeTimeoutError",
@@ -204,6 +216,8 @@ __all__ = [
     "RemotingTimeoutError",
     "ResponseError",
     "SendFailedError",
+    "SendMessageContext",
+    "SendMessageHook",
     "SendResult",
     "SendStatus",
     "TopicRouteNotFoundError",

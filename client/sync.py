@@ -36,6 +36,7 @@ from typing import Any, Protocol, Self, TypeVar
 from pocketmq.client.consumer.lite_pull import LitePullConsumer
 from pocketmq.client.consumer.push import PushConsumer
 from pocketmq.client.consumer.subscription import MessageSelector
+from pocketmq.client.hooks import ConsumeMessageHook, SendMessageHook
 from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
 from pocketmq.client.producer.producer import Producer
 from pocketmq.client.producer.transaction import TransactionState
@@ -174,6 +175,10 @@ class SyncProducer(_BlockingClient):
     def send_batch(self, msgs: Sequence[Message], **kwargs: Any) -> SendResult:
         return run(self.producer.send_batch(msgs, **kwargs))
 
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """:meth:`Producer.register_send_message_hook` (hooks run on the client's loop thread)."""
+        self.producer.register_send_message_hook(hook)
+
     def send_oneway(self, msg: Message, **kwargs: Any) -> None:
         run(self.producer.send_oneway(msg, **kwargs))
 
@@ -274,3 +279,7 @@ class SyncPushConsumer(_BlockingClient):
         self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
     ) -> None:
         self.consumer.subscribe(topic, expression, expression_type)
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """:meth:`PushConsumer.register_consume_message_hook` (before :meth:`start`)."""
+        self.consumer.register_consume_message_hook(hook)

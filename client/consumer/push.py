@@ -45,6 +45,7 @@ from pocketmq.client.errors import (
     ClientStateError,
     MessageValidationError,
 )
+from pocketmq.client.hooks import ConsumeMessageHook, hooked_listener
 from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
 from pocketmq.client.namespace import plain_topic_listener, wrap
@@ -109,8 +110,15 @@ class PushConsumer(ConsumerBase):
         self._start_time = time.time_ns() // 1_000_000
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
+        self._consume_hooks: list[ConsumeMessageHook] = []
         if config.enable_msg_trace:  # message traces: shadows start/shutdown (client/trace.py)
             hook_consumer(self)
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """Call ``hook.consume_message_before(ctx)`` / ``consume_message_after(ctx)`` around every
+        listener call (RocketMQ's ``registerConsumeMessageHook``; :mod:`pocketmq.client.hooks`).
+        Register before :meth:`start`."""
+        self._consume_hooks.append(hook)
 
     # ------------------------------------------------------------------------ configuration
     def subscribe(
@@ -176,10 +184,13 @@ class PushConsumer(ConsumerBase):
         self._rebalance.subscriptions.update(self._subs)
         if cfg.message_model is _CLUSTERING:
             self._rebalance.subscriptions[self.retry_topic] = new_subscription(self.retry_topic, "*")
+        listener: Any = self._listener
+        if self._consume_hooks:
+            listener = hooked_listener(self.group, listener, self._consume_hooks)
         if self._orderly:
-            self._service = ConsumeMessageOrderlyService(self, self._listener)  # type: ignore[arg-type]
+            self._service = ConsumeMessageOrderlyService(self, listener)
         else:
-            self._service = ConsumeMessageConcurrentlyService(self, self._listener)  # type: ignore[arg-type]
+            self._service = ConsumeMessageConcurrentlyService(self, listener)
         self._service.start()
         try:
             inst.register_consumer(self)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pocketmq.client.config import ProducerConfig, resolve_config
 from pocketmq.client.errors import RemotingTooMuchRequestError
+from pocketmq.client.hooks import SendMessageHook, install_send_hooks
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import Message, MessageQueue, SendResult
@@ -81,6 +82,15 @@ class Producer(AsyncClient):
         self._timeout = config.send_msg_timeout / 1000
         if config.enable_msg_trace:  # message traces: shadows send/start/shutdown (client/trace.py)
             hook_producer(self)
+        self._send_hooks: list[SendMessageHook] | None = None
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Call ``hook.send_message_before(ctx)`` / ``send_message_after(ctx)`` around every send
+        (RocketMQ's ``registerSendMessageHook``; :mod:`pocketmq.client.hooks`)."""
+        if self._send_hooks is None:
+            self._send_hooks = []
+            install_send_hooks(self, self._send_hooks)
+        self._send_hooks.append(hook)
 
     # --------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
