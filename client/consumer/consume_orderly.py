@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -57,8 +58,17 @@ class ConsumeMessageOrderlyService(ConsumeServiceBase[OrderlyListener]):
             self._tasks.spawn(self._lock_renewal(), name="orderly-lock-renewal")
 
     async def stop(self, grace: float = 0.0) -> None:
+        """Take no new batches; wait up to ``grace`` seconds for the batches in progress (each
+        runs under its queue lock, and its result, offset included, is applied before the lock
+        is released); then cancel what is left."""
         self._stopped = True
-        await super().stop()  # orderly listeners are not awaited (the grace applies to concurrent ones)
+        if grace > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    for lock in list(self.locks.values()):
+                        async with lock:
+                            pass
+        await super().stop()
 
     @property
     def backlog(self) -> int:
@@ -86,6 +96,8 @@ class ConsumeMessageOrderlyService(ConsumeServiceBase[OrderlyListener]):
             self._tasks.spawn(self._run(pq, mq), name=f"orderly:{mq.broker_name}:{mq.queue_id}")
 
     def submit_later(self, pq: ProcessQueue, mq: MessageQueue, delay_ms: int) -> None:
+        if self._stopped:  # shutting down: the batch is consumed again by the queue's next owner
+            return
         self.consumer.instance.pull_service.call_later(
             delay_ms, lambda: None if pq.dropped else self.submit([], pq, mq, True)
         )
@@ -111,7 +123,7 @@ class ConsumeMessageOrderlyService(ConsumeServiceBase[OrderlyListener]):
                     self._try_lock_later(pq, mq)
                 return
             begin = time.monotonic()
-            while not pq.dropped:
+            while not pq.dropped and not self._stopped:
                 if not self._lock_ok(pq):
                     self._try_lock_later(pq, mq)
                     return

@@ -1,4 +1,4 @@
-"""Graceful push-consumer shutdown (issue 22): running listeners finish and their offsets commit
+"""Graceful push-consumer shutdown (issue 22): running listeners (concurrent and orderly) finish and their offsets commit
 with ``await_termination_millis_when_shutdown``; without it they are cancelled (RocketMQ's 0)."""
 
 from __future__ import annotations
@@ -7,7 +7,15 @@ import asyncio
 
 import pytest
 
-from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, MessageQueue, Producer, PushConsumer
+from pocketmq.client import (
+    CONSUME_SUCCESS,
+    SUCCESS,
+    ConsumeFromWhere,
+    Message,
+    MessageQueue,
+    Producer,
+    PushConsumer,
+)
 from pocketmq.client.api import MQClientAPI
 from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.testing import Cluster
@@ -26,9 +34,12 @@ async def committed(c: Cluster, group: str, mq: MessageQueue) -> int:
         await remoting.close()
 
 
+@pytest.mark.parametrize("orderly", [False, True], ids=["concurrent", "orderly"])
 @pytest.mark.parametrize(("grace_ms", "expected"), [(20_000, 1), (0, 0)])
-async def test_shutdown_waits_for_running_listeners(pmq: Cluster, grace_ms: int, expected: int) -> None:
-    topic, group = f"Grace{grace_ms}", f"GraceCG{grace_ms}"
+async def test_shutdown_waits_for_running_listeners(
+    pmq: Cluster, grace_ms: int, expected: int, orderly: bool
+) -> None:
+    topic, group = f"Grace{grace_ms}{orderly}", f"GraceCG{grace_ms}{orderly}"
     await pmq.create_topic(topic, queues=1)
     mq = MessageQueue(topic, "broker-a", 0)
     async with Producer("GracePG", namesrv=pmq.namesrv_addr) as producer:
@@ -40,10 +51,10 @@ async def test_shutdown_waits_for_running_listeners(pmq: Cluster, grace_ms: int,
         started.set()
         await release.wait()
         finished.extend(m.body for m in msgs)
-        return CONSUME_SUCCESS
+        return SUCCESS if orderly else CONSUME_SUCCESS
 
     consumer = PushConsumer(
-        group, namesrv=pmq.namesrv_addr, listener=listener,
+        group, namesrv=pmq.namesrv_addr, listener=listener, orderly=orderly,
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         await_termination_millis_when_shutdown=grace_ms,
     )  # fmt: skip
