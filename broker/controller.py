@@ -63,7 +63,7 @@ from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
 from pocketmq.broker.config import BrokerConfig, ConfigError
 from pocketmq.broker.longpolling import PullRequestHoldService
-from pocketmq.broker.metrics import BrokerMetrics
+from pocketmq.broker.metrics import BrokerMetrics, ha_families
 from pocketmq.broker.namesrv_api import BrokerIdentity, BrokerOuterAPI
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
 from pocketmq.broker.processor.admin import BrokerAdmin, ConsumerAdmin, GroupAdmin, TopicAdmin
@@ -490,6 +490,9 @@ class BrokerController:
             flush_behind=lambda: int(store.runtime_info().get("remainHowManyDataToFlush", "0")),
             now_ms=self.clock.now_ms,
         )  # fmt: skip
+        metrics.sources.append(
+            lambda: ha_families(store.ha_runtime_info(), cfg.broker_cluster_name, cfg.broker_name)
+        )
         exporter = await start_exporter(
             metrics,
             host=cfg.metrics_prom_exporter_host,

@@ -29,8 +29,12 @@ Two families of names:
   connections), ``rocketmq_pull_held_requests`` (long-polling pulls held now) and the histogram
   ``rocketmq_put_latency_seconds`` (CommitLog append time).
 
-Seam: ``BrokerMetrics.sources`` takes more ``() -> iterable of metric families`` (HA replication
-lag, transactions) without touching this module.
+Replication (HA, :func:`ha_families`): ``rocketmq_ha_slaves``, ``rocketmq_ha_slave_ack_offset``
+and ``rocketmq_ha_slave_fall_behind_bytes`` {slave} on a master; ``rocketmq_ha_connected`` and
+``rocketmq_ha_reported_offset`` on a slave.
+
+Seam: ``BrokerMetrics.sources`` takes more ``() -> iterable of metric families`` (HA is one,
+transactions could be next) without touching :meth:`BrokerMetrics.collect`.
 """
 
 from __future__ import annotations
@@ -513,3 +517,44 @@ class BrokerMetrics:
             family = GaugeMetricFamily(name, doc, labels=node_labels)
             family.add_metric(node, value)
             yield family
+
+
+def ha_families(info: dict[str, str], cluster: str, broker: str) -> Iterator[Metric]:
+    """Replication figures from the store's ``ha_runtime_info`` (a ``BrokerMetrics.sources``
+    entry): on a master ``rocketmq_ha_slaves``, and per slave its acknowledged offset and
+    ``rocketmq_ha_slave_fall_behind_bytes`` (the put offset minus that acknowledgement: the
+    replication lag a SYNC_MASTER send waits for); on a slave ``rocketmq_ha_connected`` and the
+    offset it last reported to its master."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    node = [cluster, "broker", broker]
+    labels = ["cluster", "node_type", "node_id"]
+    if "haSlaveCount" in info:
+        count = GaugeMetricFamily("rocketmq_ha_slaves", "slaves connected to this master", labels=labels)
+        count.add_metric(node, int(info["haSlaveCount"]))
+        ack = GaugeMetricFamily(
+            "rocketmq_ha_slave_ack_offset",
+            "CommitLog offset the slave acknowledged",
+            labels=[*labels, "slave"],
+        )
+        behind = GaugeMetricFamily(
+            "rocketmq_ha_slave_fall_behind_bytes",
+            "CommitLog bytes the slave has not acknowledged yet",
+            labels=[*labels, "slave"],
+        )
+        put_offset = int(info["haSlaveFallBehind"]) + int(info["haSlaveAckOffset"])
+        for entry in filter(None, info.get("haSlaves", "").split(",")):
+            addr, _, offset = entry.rpartition("=")
+            ack.add_metric([*node, addr], int(offset))
+            behind.add_metric([*node, addr], max(0, put_offset - int(offset)))
+        yield from (count, ack, behind)
+    elif "haConnected" in info:
+        connected = GaugeMetricFamily(
+            "rocketmq_ha_connected", "1 while this slave is connected to its master", labels=labels
+        )
+        connected.add_metric(node, 1 if info["haConnected"] == "true" else 0)
+        reported = GaugeMetricFamily(
+            "rocketmq_ha_reported_offset", "CommitLog offset this slave last reported", labels=labels
+        )
+        reported.add_metric(node, int(info["haReportedOffset"]))
+        yield from (connected, reported)

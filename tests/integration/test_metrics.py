@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pocketmq.client import Message, MessageQueue, Producer
 from pocketmq.client.admin import MQAdmin
 from pocketmq.testing import Cluster, cluster
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -153,3 +154,35 @@ async def test_metrics_off_by_default(tmp_path: Path) -> None:
         assert c.brokers[0].metrics_exporter is None and c.namesrv.metrics_exporter is None
         # nothing wraps the store's put methods: the send path is the plain one
         assert "put_message" not in vars(c.brokers[0].store)
+
+
+async def test_replication_figures_on_master_and_slave(tmp_path: Path) -> None:
+    """HA metrics (issue 20's seam, filled by issue 16): the master reports its slave and how far
+    behind it is; the slave reports its link."""
+    async with cluster(tmp_path / "ha", brokers=0) as c:
+        master = await c.add_broker(PROM, store_overrides={"brokerRole": "SYNC_MASTER"})
+        slave = await c.add_broker(
+            {**PROM, "brokerName": "broker-a", "brokerId": 1}, store_overrides={"brokerRole": "SLAVE"}
+        )
+        await wait_until(
+            lambda: master.store.ha_master is not None and master.store.ha_master.slave_count() == 1
+        )
+        await c.create_topic("HaM", queues=1)
+        async with Producer("HaMP", namesrv=c.namesrv_addr) as producer:
+            for i in range(5):
+                await producer.send(Message("HaM", b"%d" % i))
+        end = master.store.get_max_phy_offset()
+        await wait_until(lambda: slave.store.get_max_phy_offset() == end)
+        node = {"cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-a"}
+        on_master = samples(await scrape(master.metrics_exporter.port))
+        assert value(on_master, "rocketmq_ha_slaves", **node) == 1
+        [(labels, acked)] = on_master["rocketmq_ha_slave_ack_offset"]
+        assert acked == end and labels["slave"]
+        assert value(on_master, "rocketmq_ha_slave_fall_behind_bytes", slave=labels["slave"], **node) == 0
+        on_slave = samples(await scrape(slave.metrics_exporter.port))
+        assert value(on_slave, "rocketmq_ha_connected", **node) == 1
+        await wait_until(
+            lambda: slave.store.ha_slave is not None and slave.store.ha_slave.reported_offset == end
+        )
+        on_slave = samples(await scrape(slave.metrics_exporter.port))
+        assert value(on_slave, "rocketmq_ha_reported_offset", **node) == end
