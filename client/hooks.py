@@ -32,7 +32,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -136,14 +136,23 @@ def install_send_hooks(producer: Producer, hooks: list[SendMessageHook]) -> None
             ctx.mq = result.message_queue
         _call(hooks, "send_message_after", ctx)
 
-    async def hooked_send(msg: Message, **kwargs: Any) -> SendResult:
-        ctx = before(msg, "SYNC", kwargs.get("queue"))
+    async def around(
+        call: Callable[..., Awaitable[Any]],
+        msg: Message | Sequence[Message],
+        mode: str,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        ctx = before(msg, mode, kwargs.get("queue"))
         try:
-            result = await send(msg, **kwargs)
+            result = await call(msg, **kwargs)
         except BaseException as exc:
             after(ctx, None, exc)
             raise
-        after(ctx, result, None)
+        after(ctx, result, None)  # None for a oneway send: there is no reply
+        return result
+
+    async def hooked_send(msg: Message, **kwargs: Any) -> SendResult:
+        result: SendResult = await around(send, msg, "SYNC", kwargs)
         return result
 
     def hooked_send_async(msg: Message, callback: Any = None, **kwargs: Any) -> asyncio.Future[SendResult]:
@@ -165,22 +174,10 @@ def install_send_hooks(producer: Producer, hooks: list[SendMessageHook]) -> None
         return fut
 
     async def hooked_send_oneway(msg: Message, **kwargs: Any) -> None:
-        ctx = before(msg, "ONEWAY", kwargs.get("queue"))
-        try:
-            await send_oneway(msg, **kwargs)
-        except BaseException as exc:
-            after(ctx, None, exc)
-            raise
-        after(ctx, None, None)
+        await around(send_oneway, msg, "ONEWAY", kwargs)
 
     async def hooked_send_batch(msgs: Sequence[Message], **kwargs: Any) -> SendResult:
-        ctx = before(msgs, "SYNC", kwargs.get("queue"))
-        try:
-            result = await send_batch(msgs, **kwargs)
-        except BaseException as exc:
-            after(ctx, None, exc)
-            raise
-        after(ctx, result, None)
+        result: SendResult = await around(send_batch, msgs, "SYNC", kwargs)
         return result
 
     shadows: tuple[tuple[str, Callable[..., Any]], ...] = (
