@@ -286,7 +286,7 @@ def _build(model_cls: type[M], base: M | None, assigned: dict[str, ConfigItem]) 
     default_only: frozenset[str] = getattr(model_cls, "DEFAULT_ONLY", frozenset())
     for name in default_only & assigned.keys():
         value, default = getattr(model, name), model_cls.model_fields[name].default
-        if value != default:
+        if value != default and not (default is None and value == ""):  # blank: unset, as in Java
             item = assigned[name]
             raise _default_only_error(item.key, item.value, default, item.source)
     return model

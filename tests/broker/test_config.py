@@ -181,7 +181,7 @@ def test_java_tuning_knobs_load_with_a_warning(tmp_path, caplog):
 
 def test_store_fields_kept_for_java_confs_accept_only_rocketmq_defaults(tmp_path):
     conf = tmp_path / "b.conf"
-    conf.write_text("useReentrantLockWhenPutMessage=true\nosPageCacheBusyTimeOutMills=1000\n")
+    conf.write_text("useReentrantLockWhenPutMessage=true\nosPageCacheBusyTimeOutMills=1000\ndLegerGroup=\n")
     load_broker_config(conf)
     conf.write_text("osPageCacheBusyTimeOutMills=1\n")
     with pytest.raises(ConfigError, match="osPageCacheBusyTimeOutMills=1 is not supported") as err:
