@@ -58,6 +58,22 @@ def _broker(root: Path, name: str, port: int, namesrv: str, **keys: str) -> Serv
     return ServerProcess(argv, port, root / f"{name}.log")
 
 
+def _ha_processes(root: Path) -> tuple[ServerProcess, ServerProcess, ServerProcess]:
+    """A name server, a SYNC_MASTER and its slave (not started), on free ports under ``root``."""
+    ns_port = free_port()
+    ns_dir = root / "namesrv"
+    namesrv = ServerProcess(
+        [sys.executable, "-m", "pocketmq.namesrv", "--set", f"listenPort={ns_port}", "--set", "bindAddress=127.0.0.1",
+         "--set", f"kvConfigPath={ns_dir / 'kv.json'}", "--set", f"configStorePath={ns_dir / 'ns.properties'}"],
+        ns_port, root / "namesrv.log",
+    )  # fmt: skip
+    mport = free_broker_port(set())
+    sport = free_broker_port({mport - 2, mport, mport + 1})
+    master = _broker(root, "master", mport, namesrv.addr, brokerRole="SYNC_MASTER")
+    slave = _broker(root, "slave", sport, namesrv.addr, brokerRole="SLAVE", brokerId="1")
+    return namesrv, master, slave
+
+
 def _commitlog(store: Path, start: int, end: int) -> bytes:
     """CommitLog bytes [start, end) read from the segment files."""
     out = bytearray()
@@ -108,17 +124,7 @@ async def _send(producer: Producer, start: int, count: int) -> list[tuple[str, b
 
 
 async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: Path) -> None:
-    ns_port = free_port()
-    ns_dir = tmp_path / "namesrv"
-    namesrv = ServerProcess(
-        [sys.executable, "-m", "pocketmq.namesrv", "--set", f"listenPort={ns_port}", "--set", "bindAddress=127.0.0.1",
-         "--set", f"kvConfigPath={ns_dir / 'kv.json'}", "--set", f"configStorePath={ns_dir / 'ns.properties'}"],
-        ns_port, tmp_path / "namesrv.log",
-    )  # fmt: skip
-    mport = free_broker_port(set())
-    sport = free_broker_port({mport - 2, mport, mport + 1})
-    master = _broker(tmp_path, "master", mport, namesrv.addr, brokerRole="SYNC_MASTER")
-    slave = _broker(tmp_path, "slave", sport, namesrv.addr, brokerRole="SLAVE", brokerId="1")
+    namesrv, master, slave = _ha_processes(tmp_path)
     procs = [namesrv, master, slave]
     try:
         namesrv.start()
@@ -208,17 +214,7 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
     (3 s) + 10 % (the link stays up while the slave is stopped, so never 11 here); after SIGCONT
     the slave holds every byte of the master's log."""
 
-    ns_port = free_port()
-    ns_dir = tmp_path / "namesrv"
-    namesrv = ServerProcess(
-        [sys.executable, "-m", "pocketmq.namesrv", "--set", f"listenPort={ns_port}", "--set", "bindAddress=127.0.0.1",
-         "--set", f"kvConfigPath={ns_dir / 'kv.json'}", "--set", f"configStorePath={ns_dir / 'ns.properties'}"],
-        ns_port, tmp_path / "namesrv.log",
-    )  # fmt: skip
-    mport = free_broker_port(set())
-    sport = free_broker_port({mport - 2, mport, mport + 1})
-    master = _broker(tmp_path, "master", mport, namesrv.addr, brokerRole="SYNC_MASTER")
-    slave = _broker(tmp_path, "slave", sport, namesrv.addr, brokerRole="SLAVE", brokerId="1")
+    namesrv, master, slave = _ha_processes(tmp_path)
     procs = [namesrv, master, slave]
     try:
         for p in procs:
