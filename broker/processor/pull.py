@@ -54,6 +54,7 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     NoPermissionError,
     RemoteSystemError,
+    RemotingConnectError,
     ResponseError,
     SubscriptionNotExistError,
     SubscriptionNotLatestError,
@@ -129,11 +130,37 @@ class PullMessageProcessor:
     def process(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        if self.groups.durable is not None:
+            return self._after_pending_write(conn, request)
         response = self.process_request(conn, request, allow_suspend=True)
         if self.groups.durable is None:
             return response
         # a group auto-created by this pull is written before the reply acknowledges it
         return reply_when_durable(response, self.groups)
+
+    async def _after_pending_write(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        """A pull that arrives while a group write is pending (its own group may be the one
+        being created) reads the store only once the write is durable and the connection can
+        take the reply. So a waiting pull holds its request, not a reply: a client that sends
+        thousands of pulls in that window without reading cost ~100 MiB of replies per
+        connection otherwise (chaos T16), since replies written by tasks bypass the
+        connection's stop-handling-when-the-write-buffer-is-full rule."""
+        await self._groups_durable()
+        try:
+            while not conn.can_write:
+                await conn.drain()  # woken together: each re-checks, the first reply pauses the rest
+        except RemotingConnectError:
+            return None  # the peer is gone: nobody to answer
+        response = self.process_request(conn, request, allow_suspend=True)
+        await self._groups_durable()  # this pull (re)created its group
+        return response
+
+    async def _groups_durable(self) -> None:
+        written = reply_when_durable(None, self.groups)
+        if written is not None:
+            await written
 
     def execute_when_wakeup(self, held: HeldPull) -> None:
         """Re-run a held pull without suspending and send its reply (long-polling callback)."""
