@@ -179,6 +179,9 @@ class BrokerSettings(TlsSettings):
         5000, ge=100, description="pocketmq: how often the ACL files are checked for changes (hot reload), ms"
     )
     store_reply_message_enable: bool = True
+    loop_lag_warn_millis: int = Field(
+        50, ge=0, le=60_000, description="pocketmq: log event loop turns later than this, ms (0 = monitor off)"
+    )
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
     metrics_exporter_type: ExporterType = Field(

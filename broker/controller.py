@@ -88,6 +88,7 @@ from pocketmq.broker.topic_config import TopicConfigManager
 from pocketmq.broker.transaction.check import TransactionalMessageCheckService
 from pocketmq.broker.transaction.service import TransactionalMessageService
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
+from pocketmq.remoting.common.loop_lag import LoopLagMonitor
 from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -233,6 +234,9 @@ class BrokerController:
         #: the Prometheus exporter when ``metricsExporterType=PROM`` (``start_metrics``)
         self.metrics_exporter: PromExporter | None = None
         self.metrics: BrokerMetrics | None = None
+        #: how late the event loop runs (``loopLagWarnMillis``; docs/performance.md)
+        warn = config.loop_lag_warn_millis
+        self.loop_monitor = LoopLagMonitor(warn_ms=warn, name="broker") if warn else None
         self._started = False
         self._stopped = False
         self.topic_config_manager.on_change = self._on_topic_change
@@ -427,6 +431,8 @@ class BrokerController:
             )
         for service in self._services:
             service.start()
+        if self.loop_monitor is not None:
+            self.loop_monitor.start()
         if cfg.metrics_exporter_type == "PROM":
             await self.start_metrics()
         logger.info(
@@ -444,6 +450,8 @@ class BrokerController:
             return
         self._stopped = True
         cfg = self.config
+        if self.loop_monitor is not None:
+            self.loop_monitor.stop()
         for service in reversed(self._services):
             await service.stop(grace=2.0)
         if self.metrics_exporter is not None:
@@ -493,6 +501,10 @@ class BrokerController:
         metrics.sources.append(
             lambda: ha_families(store.ha_runtime_info(), cfg.broker_cluster_name, cfg.broker_name)
         )
+        monitor = self.loop_monitor
+        if monitor is not None:
+            node = [cfg.broker_cluster_name, "broker", cfg.broker_name]
+            metrics.sources.append(lambda: monitor.families(["cluster", "node_type", "node_id"], node))
         exporter = await start_exporter(
             metrics,
             host=cfg.metrics_prom_exporter_host,
