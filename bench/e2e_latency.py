@@ -18,6 +18,15 @@ time over the test, from ``/proc/<pid>/stat``; needs the spawned broker or ``--b
 producer does (the store then indexes each one). ``--flush sync`` starts the broker with
 ``flushDiskType=SYNC_FLUSH`` (group commit).
 
+``--runs N`` repeats the latency test N times, each on a topic created just before it with
+``--queues`` queues (default 8; sends go round-robin over them, one held pull per queue), so
+every run includes the first seconds after a topic is created (its new ConsumeQueue files).
+Each run reports p50/p99/max and, from the spawned broker's loop-lag monitor (scraped from its
+Prometheus exporter before and after the run), how many 10 ms ticks ran more than 1 / 5 / 20 ms
+late and the upper bound of the worst bucket hit (``loop_lag_max_le_ms``); the summary adds the
+median and worst of the runs and the monitor's maximum since start (``loop_lag_max_ms``).
+``--lag-warn-ms`` sets the spawned broker's ``loopLagWarnMillis`` (its warnings name what ran).
+
 Targets (issue 5): p50 <= 500 µs, p99 <= 1.5 ms; >= 50k msg/s single; >= 150k msg/s batched.
 Prints one JSON object. Usage: ``python bench/e2e_latency.py [--seconds 10] [--rate 2000]``.
 """
@@ -95,8 +104,9 @@ class CpuMeter:
 
 
 @contextlib.contextmanager
-def broker_process(store_dir: str, flush: str = "async") -> Any:
+def broker_process(store_dir: str, flush: str = "async", lag_warn_ms: int = 50) -> Any:
     port = free_port()
+    metrics_port = free_port()
     argv = [
         sys.executable, "-m", "pocketmq.broker",
         "--set", f"listenPort={port}", "--set", "listenHost=127.0.0.1", "--set", "brokerIP1=127.0.0.1",
@@ -104,6 +114,8 @@ def broker_process(store_dir: str, flush: str = "async") -> Any:
         "--set", "mappedFileSizeCommitLog=268435456", "--set", "maxHashSlotNum=500000",
         "--set", "maxIndexNum=2000000", "--log-level", "WARNING",
         "--set", f"flushDiskType={'SYNC_FLUSH' if flush == 'sync' else 'ASYNC_FLUSH'}",
+        "--set", "metricsExporterType=PROM", "--set", f"metricsPromExporterPort={metrics_port}",
+        "--set", "metricsPromExporterHost=127.0.0.1", "--set", f"loopLagWarnMillis={lag_warn_ms}",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     try:
@@ -116,7 +128,7 @@ def broker_process(store_dir: str, flush: str = "async") -> Any:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("broker did not start") from None
                 time.sleep(0.05)
-        yield f"127.0.0.1:{port}", proc.pid
+        yield f"127.0.0.1:{port}", proc.pid, metrics_port
     finally:
         proc.terminate()
         try:
@@ -156,24 +168,71 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[k]
 
 
-async def latency(addr: str, rate: int, seconds: float, broker_pid: int | None) -> dict[str, Any]:
-    topic = f"BenchLat{os.getpid()}"
+LAG_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+
+def loop_lag(metrics_port: int | None) -> dict[str, float] | None:
+    """The spawned broker's loop-lag monitor: cumulative ticks per ``le`` bound (ms) and the max."""
+    if metrics_port is None:
+        return None
+    import urllib.request
+
+    deadline = time.monotonic() + 30  # the exporter starts a moment after the broker's port
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("rocketmq_loop_lag_seconds_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out["inf" if le == "+Inf" else str(round(float(le) * 1000))] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("rocketmq_loop_lag_max_seconds{"):
+            out["max_ms"] = round(float(line.rsplit(" ", 1)[1]) * 1000, 2)
+    return out
+
+
+def lag_delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, Any]:
+    """Ticks more than 1 / 5 / 20 ms late during one run, and the worst bucket's upper bound."""
+    if before is None or after is None:
+        return {}
+
+    def over(ms: int) -> int:
+        key = str(ms)
+        return int((after["inf"] - after[key]) - (before["inf"] - before[key]))
+
+    worst: float | None = 0
+    prev = 0
+    for bound in LAG_BOUNDS_MS:
+        n = int(after[str(bound)] - before[str(bound)])
+        if n > prev:
+            worst = bound
+        prev = n
+    if after["inf"] - before["inf"] > prev:
+        worst = None  # above the largest bound
+    return {"ticks_over_1ms": over(1), "ticks_over_5ms": over(5), "ticks_over_20ms": over(20),
+            "loop_lag_max_le_ms": worst}  # fmt: skip
+
+
+async def latency(
+    addr: str, rate: int, seconds: float, broker_pid: int | None, queues: int = 1, tag: str = ""
+) -> dict[str, Any]:
+    topic = f"BenchLat{os.getpid()}{tag}"
     producer, consumer = RemotingClient(), RemotingClient()
-    await ensure_topic(producer, addr, topic, 1)
-    r = await producer.invoke(
-        addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": "0"})
-    )
-    start_offset = int((r.ext_fields or {})["offset"])
     sent_at: dict[int, int] = {}
     lat_ns: list[int] = []
     total = int(rate * seconds)
     done = asyncio.Event()
 
-    async def consume() -> None:
-        offset = start_offset
+    async def consume(queue_id: int, offset: int) -> None:
         while not done.is_set():
             ext = {
-                "consumerGroup": "BenchCG", "topic": topic, "queueId": "0", "queueOffset": str(offset),
+                "consumerGroup": "BenchCG", "topic": topic, "queueId": str(queue_id), "queueOffset": str(offset),
                 "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "0", "suspendTimeoutMillis": "15000",
                 "subscription": "*", "subVersion": "0",
             }  # fmt: skip
@@ -189,8 +248,16 @@ async def latency(addr: str, rate: int, seconds: float, broker_pid: int | None) 
                 if len(lat_ns) >= total:
                     done.set()
 
-    consumer_task = asyncio.create_task(consume())
-    await asyncio.sleep(0.2)  # let the first pull be held
+    # the topic is created now: the run includes its first seconds (new ConsumeQueue files)
+    await ensure_topic(producer, addr, topic, queues)
+    consumer_tasks = []
+    for q in range(queues):
+        r = await producer.invoke(
+            addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(q)})
+        )
+        consumer_tasks.append(asyncio.create_task(consume(q, int((r.ext_fields or {})["offset"]))))
+    await asyncio.sleep(0.2)  # let the first pulls be held
+    exts = [send_ext(topic, q) for q in range(queues)]
     meter = CpuMeter(broker_pid)
     pad = b"x" * (BODY_SIZE - SEQ.size)
     interval = 1 / rate
@@ -205,7 +272,7 @@ async def latency(addr: str, rate: int, seconds: float, broker_pid: int | None) 
         sent_at[seq] = time.perf_counter_ns()
         fut = asyncio.ensure_future(
             producer.invoke(
-                addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, send_ext(topic, 0), body)
+                addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, exts[seq % queues], body)
             )
         )
         inflight.add(fut)
@@ -217,14 +284,16 @@ async def latency(addr: str, rate: int, seconds: float, broker_pid: int | None) 
             await done.wait()
     done.set()
     cpu = meter.result(len(lat_ns))
-    consumer_task.cancel()
-    with contextlib.suppress(BaseException):
-        await consumer_task
+    for task in consumer_tasks:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
     await producer.close()
     await consumer.close()
     us = sorted(x / 1000 for x in lat_ns)
     return {
         "rate": rate,
+        "queues": queues,
         "seconds": seconds,
         "received": len(us),
         "sent": total,
@@ -292,11 +361,20 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "body_bytes": BODY_SIZE,
         "loop": "uvloop" if new_loop is not asyncio.new_event_loop else "asyncio",
     }
-    async with _broker(args.broker, args.broker_pid, args.flush) as (addr, pid):
+    async with _broker(args.broker, args.broker_pid, args.flush, args.lag_warn_ms) as (addr, pid, mport):
         out["broker"] = addr
         out["flush"] = args.flush if not args.broker else None
         if "latency" in args.only:
-            out["latency"] = await latency(addr, args.rate, args.seconds, pid)
+            runs = []
+            for i in range(args.runs):
+                before = await asyncio.to_thread(loop_lag, mport)
+                run = await latency(addr, args.rate, args.seconds, pid, args.queues, f"R{i}")
+                run.update(lag_delta(before, await asyncio.to_thread(loop_lag, mport)))
+                runs.append(run)
+            out["latency_runs"] = runs
+            out["latency"] = summarize(runs)
+            final = await asyncio.to_thread(loop_lag, mport)
+            out["loop_lag_max_ms"] = final.get("max_ms") if final else None
         if "single" in args.only:
             out["single"] = await throughput(addr, args.tp_seconds, args.inflight, 1, pid, args.uniq_key)
         if "batched" in args.only:
@@ -313,12 +391,34 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median p50/p99 of the runs, their worst p99 and max, CPU per message of the median run."""
+    if not runs:
+        return {}
+    by_p99 = sorted(runs, key=lambda r: r["p99_us"])
+    mid = by_p99[len(by_p99) // 2]
+    return {
+        "runs": len(runs),
+        "p50_us": sorted(r["p50_us"] for r in runs)[len(runs) // 2],
+        "p99_us": mid["p99_us"],
+        "p99_us_worst": by_p99[-1]["p99_us"],
+        "max_us_worst": max((r["max_us"] or 0) for r in runs),
+        "broker_cpu_us": mid.get("broker_cpu_us"),
+        "client_cpu_us": mid.get("client_cpu_us"),
+    }
+
+
 @contextlib.asynccontextmanager
-async def _broker(addr: str | None, pid: int | None, flush: str) -> AsyncIterator[tuple[str, int | None]]:
+async def _broker(
+    addr: str | None, pid: int | None, flush: str, lag_warn_ms: int
+) -> AsyncIterator[tuple[str, int | None, int | None]]:
     if addr:
-        yield addr, pid
+        yield addr, pid, None
         return
-    with tempfile.TemporaryDirectory(prefix="pocketmq-bench-") as d, broker_process(d, flush) as spawned:
+    with (
+        tempfile.TemporaryDirectory(prefix="pocketmq-bench-") as d,
+        broker_process(d, flush, lag_warn_ms) as spawned,
+    ):
         yield spawned
 
 
@@ -331,6 +431,9 @@ def main() -> None:
         "--flush", choices=["async", "sync"], default="async", help="spawned broker's flushDiskType"
     )
     ap.add_argument("--rate", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=3, help="latency runs, each on a new topic")
+    ap.add_argument("--queues", type=int, default=8, help="queues of each latency run's new topic")
+    ap.add_argument("--lag-warn-ms", type=int, default=50, help="spawned broker's loopLagWarnMillis")
     ap.add_argument("--seconds", type=float, default=10.0, help="latency test duration")
     ap.add_argument("--tp-seconds", type=float, default=5.0, help="each throughput test's duration")
     ap.add_argument("--inflight", type=int, default=128)

@@ -13,7 +13,12 @@ measures that cheaply, with nothing added per message or per loop turn:
   inside one C call that holds the GIL is sampled right after that call returns, i.e. in the
   Python function that made it, which is the one to blame;
 * a late tick over ``warn`` counts a slow turn and logs one warning (at most one a second, with
-  the number of slow turns not logged) naming what the watchdog saw.
+  the number of slow turns not logged) naming what the watchdog saw, and how much CPU the loop
+  thread got since the previous tick (``time.thread_time``, one call per tick): a stall with
+  little CPU is the thread waiting (a disk page fault, a blocking syscall, or a machine so
+  loaded that the OS did not run it; "run (runners.py)" as the sample means it was inside the
+  event loop's own C code, e.g. waiting to be scheduled), a stall with CPU close to its length
+  is Python or C work on the loop, named by the sample.
 
 A stall that ends between two ticks is seen as ``stall - time to the next tick``: lags under
 ``interval`` are underestimated by up to ``interval`` (stalls longer than it are always seen).
@@ -100,6 +105,8 @@ class LoopLagMonitor:
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._last_log = 0.0
+        self._cpu = 0.0
+        self._tick_at = 0.0
         self._unlogged = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -109,7 +116,8 @@ class LoopLagMonitor:
             return
         self._loop = asyncio.get_running_loop()
         self._thread_id = threading.get_ident()
-        self._window_start = time.monotonic()
+        self._window_start = self._tick_at = time.monotonic()
+        self._cpu = time.thread_time()
         self._schedule()
         self._stop.clear()
         self._watchdog = threading.Thread(target=self._watch, name=f"{self.name}-loop-watchdog", daemon=True)
@@ -168,12 +176,21 @@ class LoopLagMonitor:
         self._rotate(now)
         self._minute_max[0] = max(self._minute_max[0], lag)
         if lag > self.warn_ms:
-            self._slow(lag, due, now)
+            cpu = time.thread_time()
+            self._slow(
+                lag,
+                due,
+                now,
+                f"loop thread CPU {(cpu - self._cpu) * 1000:.1f} of {(now - self._tick_at) * 1000:.1f} ms",
+            )
+        self._cpu = time.thread_time()
+        self._tick_at = now
         self._schedule()
 
-    def _slow(self, lag: float, due: float, now: float) -> None:
+    def _slow(self, lag: float, due: float, now: float, cpu: str) -> None:
         sample = self._sample
         what = sample[1] if sample is not None and sample[0] == due else "not sampled (stall ended first)"
+        what = f"{what}; {cpu}"
         self.slow_turns += 1
         self.last_slow = (lag, what)
         if now - self._last_log < LOG_EVERY_S:
