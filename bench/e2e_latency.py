@@ -111,7 +111,7 @@ def broker_process(store_dir: str, flush: str = "async", lag_warn_ms: int = 50) 
         sys.executable, "-m", "pocketmq.broker",
         "--set", f"listenPort={port}", "--set", "listenHost=127.0.0.1", "--set", "brokerIP1=127.0.0.1",
         "--set", "fastListenEnable=false", "--set", f"storePathRootDir={store_dir}",
-        "--set", "mappedFileSizeCommitLog=268435456", "--set", "maxHashSlotNum=500000",
+        "--set", f"mappedFileSizeCommitLog={os.environ.get('BENCH_SEGMENT_BYTES', '268435456')}", "--set", "maxHashSlotNum=500000",
         "--set", "maxIndexNum=2000000", "--log-level", "WARNING",
         "--set", f"flushDiskType={'SYNC_FLUSH' if flush == 'sync' else 'ASYNC_FLUSH'}",
         "--set", "metricsExporterType=PROM", "--set", f"metricsPromExporterPort={metrics_port}",

@@ -180,7 +180,7 @@ class BrokerSettings(TlsSettings):
     )
     store_reply_message_enable: bool = True
     loop_lag_warn_millis: int = Field(
-        50, ge=0, le=60_000, description="pocketmq: log event loop turns later than this, ms (0 = monitor off)"
+        50, ge=0, le=60_000, description="pocketmq: log event loop turns later than this, ms (0 = off)"
     )
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)

@@ -239,6 +239,8 @@ class BrokerController:
         self.loop_monitor = LoopLagMonitor(warn_ms=warn, name="broker") if warn else None
         self._started = False
         self._stopped = False
+        #: topics whose ConsumeQueue files were prepared or existed at start (``_on_topic_change``)
+        self._prepared_topics: set[str] | None = None
         self.topic_config_manager.on_change = self._on_topic_change
         self._register_processors()
 
@@ -410,6 +412,7 @@ class BrokerController:
                 )
                 self.fast_remoting_server = None
         await self.store.start()
+        self._prepared_topics = set(self.topic_config_manager.topic_config_table)
         await self._start_ha()
         self.pull_hold_service.start()
         schedule = self.schedule_message_service
@@ -526,6 +529,12 @@ class BrokerController:
 
     def _on_topic_change(self) -> None:
         self.trigger_register()
+        # new topics: their first ConsumeQueue files are made now, off the loop (store.prepare_topic)
+        table = self.topic_config_manager.topic_config_table
+        if self._prepared_topics is not None:
+            for name in table.keys() - self._prepared_topics:
+                self.store.prepare_topic(name, table[name].write_queue_nums)
+            self._prepared_topics = set(table)  # (a deleted topic is prepared again if re-created)
 
     async def _register_periodically(self) -> None:
         await self.register_broker_all()

@@ -75,7 +75,9 @@ class MessageStore:
         self.stats = StoreStats(clock())
         self.commitlog = CommitLog(config, clock, allocator=self._allocate)
         self.commitlog.on_disk_full = self._on_disk_full
-        self.cq_table = ConsumeQueueTable(config.consume_queue_dir, config.cq_file_size)
+        self.cq_table = ConsumeQueueTable(
+            config.consume_queue_dir, config.cq_file_size, allocator=self._allocate_queue_file
+        )
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num, clock)
         self.dispatcher = Dispatcher(self.commitlog, self.cq_table, self.index, config, arriving_listener)
         self.checkpoint: StoreCheckpoint | None = None
@@ -641,11 +643,28 @@ class MessageStore:
         n = 0
         table = self.commitlog.topic_queue_table
         for topic in list(topics):
+            if self._services is not None:
+                self._services.prepare.discard(os.path.join(self.config.consume_queue_dir, topic))
             if self.cq_table.delete_topic(topic):
                 n += 1
             for key in [k for k in table if k[0] == topic]:
                 del table[key]
         return n
+
+    def prepare_topic(self, topic: str, queue_nums: int) -> None:
+        """A topic was created: make the first ConsumeQueue file of each of its queues that has
+        none yet, off the loop (``services.prepare``), so its first messages find them ready.
+        A no-op before :meth:`start`."""
+        services = self._services
+        if services is None:
+            return
+        root = self.config.consume_queue_dir
+        dirs = []
+        for q in range(queue_nums):
+            cq = self.cq_table.find(topic, q)
+            if cq is None or not cq.mfq.files:
+                dirs.append(os.path.join(root, topic, str(q)))
+        services.prepare.prepare_queues(dirs)
 
     def queue_counts(self) -> dict[str, int]:
         """Every topic with ConsumeQueues (after :meth:`load`) → its queue count (highest queue id + 1)."""
@@ -727,6 +746,10 @@ class MessageStore:
     def _allocate(self, directory: str, offset: int, size: int) -> MappedFile | None:
         services = self._services
         return services.allocate.take(directory, offset, size) if services is not None else None
+
+    def _allocate_queue_file(self, directory: str, offset: int, size: int) -> MappedFile | None:
+        services = self._services
+        return services.prepare.take(directory, offset, size) if services is not None else None
 
 
 def _noop() -> None:

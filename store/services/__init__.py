@@ -3,8 +3,9 @@
 ``StoreServices`` wires them for one store (``base.ServedStore``: the parts the services use,
 so they never import the façade that starts them): reput (event-driven), CommitLog flush
 (ASYNC_FLUSH) or group commit (SYNC_FLUSH), ConsumeQueue/index/checkpoint flush, next-segment
-allocation, cleanup and housekeeping. Blocking syscalls run in two small thread pools: one
-for fsync, one for allocation and unlinking (so a slow fallocate never delays a group commit).
+allocation, cleanup and housekeeping. Blocking syscalls run in small thread pools: one
+for fsync, one for allocation and unlinking (so a slow fallocate never delays a group commit),
+one for ConsumeQueue files (``prepare``: made ahead of need, never behind a CommitLog prefault).
 ``policy.PutPolicy`` holds the waits after a put (SYNC_FLUSH group commit, SYNC_MASTER
 replication) that the façade's ``put_*_async`` delegate to; ``fsync_process`` is the group
 commit's fsync helper process, ``cleanup`` the retention decisions (pure functions).
@@ -24,6 +25,7 @@ from pocketmq.store.services.allocate import AllocateService
 from pocketmq.store.services.base import ServedStore, StoreService
 from pocketmq.store.services.clean import CleanService, HousekeepingService
 from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlushService, GroupCommitService
+from pocketmq.store.services.prepare import QueueFilePreparer
 from pocketmq.store.services.reput import ReputService
 
 if TYPE_CHECKING:
@@ -45,6 +47,9 @@ class StoreServices:
         self.store = store
         self.flush_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-flush")
         self.io_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-io")
+        self.prepare_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-prepare")
+        #: ConsumeQueue files made off the loop, ahead of need (the queues' allocator)
+        self.prepare = QueueFilePreparer(self.prepare_executor, cfg.cq_file_size)
         fx, io = self.flush_executor, self.io_executor
         self.reput = ReputService(store.dispatcher, fx)
         self.group_commit = GroupCommitService(store.commitlog, cp, cfg, fx)
@@ -52,6 +57,7 @@ class StoreServices:
         self.cq_flush = ConsumeQueueFlushService(
             store.commitlog, store.cq_table, store.index, store.dispatcher, cp, cfg, fx
         )
+        self.cq_flush.on_written = self.prepare.ahead
         self.clean = CleanService(store, io)
         self.housekeeping = HousekeepingService(store, io)
         # Next segments are prefaulted off the loop (READ: clean page-cache pages; WRITE only
@@ -133,7 +139,8 @@ class StoreServices:
         for s in self._services[1:3]:
             await s.stop()
         await self.allocate.stop()
+        await self.prepare.stop()
         # the final full flush (fsync of every file) also runs off the loop
         await loop.run_in_executor(self.flush_executor, self.store.flush)
-        for ex in (self.flush_executor, self.io_executor):
+        for ex in (self.flush_executor, self.io_executor, self.prepare_executor):
             await loop.run_in_executor(None, functools.partial(ex.shutdown, wait=True))

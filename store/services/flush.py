@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pocketmq.remoting.common.service import cancel_and_wait
@@ -24,6 +25,7 @@ from pocketmq.store.index.file import IndexService
 from pocketmq.store.log.commitlog import CommitLog
 from pocketmq.store.log.layout import OS_PAGE_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
+from pocketmq.store.queue.consume_queue import ConsumeQueue
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 from pocketmq.store.recovery.checkpoint import StoreCheckpoint
 from pocketmq.store.services.base import StoreService
@@ -389,6 +391,8 @@ class ConsumeQueueFlushService(StoreService):
         super().__init__(config.flush_interval_consume_queue / 1000, executor)
         self.commitlog = commitlog
         self.cq_table = cq_table
+        #: called with the queues written since the last pass (``prepare.QueueFilePreparer.ahead``)
+        self.on_written: Callable[[list[ConsumeQueue]], None] | None = None
         self.index = index
         self.dispatcher = dispatcher
         self.checkpoint = checkpoint
@@ -403,6 +407,8 @@ class ConsumeQueueFlushService(StoreService):
             if plan:
                 plans.append(plan)
                 queues.append(cq)
+        if self.on_written is not None and queues:
+            self.on_written(queues)
         self.index.write_headers()
         fds = [mf.fd for plan in plans for mf, _ in plan if not mf.closed]
         index_files = list(self.index.full_unflushed)

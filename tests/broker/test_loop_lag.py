@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -49,3 +50,36 @@ async def test_a_stall_is_counted_and_exported(tmp_path: Path) -> None:
 async def test_zero_turns_the_monitor_off(tmp_path: Path) -> None:
     async with cluster(tmp_path / "c", broker_config={"loopLagWarnMillis": 0}) as c:
         assert c.brokers[0].loop_monitor is None
+
+
+@pytest.mark.integration
+async def test_a_new_8_queue_topics_first_sends_create_no_file_on_the_loop(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """UPDATE_AND_CREATE_TOPIC prepares the topic's ConsumeQueue files in the store's prepare
+    thread; the first sends to each queue then take them (issue 21)."""
+    from pocketmq.client import Message, MessageQueue, Producer
+    from pocketmq.client.admin import MQAdmin
+    from pocketmq.remoting.protocol.route import TopicConfig
+    from pocketmq.store.log import mapped_file
+
+    made: list[tuple[str, int]] = []
+    real = mapped_file._extend
+
+    def spy(fd: int, size: int) -> None:
+        made.append((threading.current_thread().name, size))
+        real(fd, size)
+
+    async with cluster(tmp_path / "c") as c:
+        broker = c.brokers[0]
+        cq_size = broker.store.config.cq_file_size
+        monkeypatch.setattr(mapped_file, "_extend", spy)
+        async with MQAdmin(c.namesrv_addr) as admin:
+            await admin.create_topic(TopicConfig("T8", 8, 8), broker_addr=broker.broker_addr)
+        async with Producer("PG8", namesrv=c.namesrv_addr) as producer:
+            for q in range(8):
+                await producer.send(Message("T8", b"x" * 100), queue=MessageQueue("T8", "broker-a", q))
+        await wait_until(lambda: all(broker.store.get_max_offset_in_queue("T8", q) == 1 for q in range(8)))
+        threads = [name for name, size in made if size == cq_size]
+        assert len(threads) == 8, made
+        assert all(name.startswith("store-prepare") for name in threads), threads

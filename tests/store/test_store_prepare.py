@@ -1,0 +1,137 @@
+"""ConsumeQueue files are made off the loop thread and ahead of need (issue 21): at topic creation
+(``MessageStore.prepare_topic``) and before a queue rolls to its next file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+from pocketmq.store import MessageStore
+from pocketmq.store.log import mapped_file as mapped_file_module
+from pocketmq.store.services import prepare as prepare_module
+
+from .conftest import make_msg, pull_all, tiny_config
+
+CQ_SIZE = 100 * 20  # 100 units per file
+
+
+@pytest.fixture
+def creations(monkeypatch) -> list[tuple[str, int]]:
+    """``(thread name, size)`` of every new file sized (sparse files are sized by ``_extend``)."""
+    seen: list[tuple[str, int]] = []
+    real = mapped_file_module._extend
+
+    def spy(fd: int, size: int) -> None:
+        seen.append((threading.current_thread().name, size))
+        real(fd, size)
+
+    monkeypatch.setattr(mapped_file_module, "_extend", spy)
+    return seen
+
+
+async def _started(root: str) -> MessageStore:
+    store = MessageStore(tiny_config(root, mapped_file_size_consume_queue=CQ_SIZE))
+    store.load()
+    await store.start()
+    return store
+
+
+def _exists(*parts: str) -> bool:
+    return os.path.exists(os.path.join(*parts))
+
+
+def _cq_threads(creations: list[tuple[str, int]]) -> list[str]:
+    return [name for name, size in creations if size == CQ_SIZE]
+
+
+async def _prepared(store: MessageStore) -> None:
+    """Wait for the preparations in flight (their futures are the event)."""
+    services = store._services
+    assert services is not None
+    for fut in list(services.prepare._pending.values()):
+        await asyncio.wrap_future(fut)
+
+
+async def test_a_new_topics_first_files_are_made_off_the_loop(tmp_path, creations) -> None:
+    store = await _started(str(tmp_path / "s"))
+    loop_thread = threading.current_thread().name
+    store.prepare_topic("NewTopic", 8)
+    # the first sends follow at once: the queues take the prepared files (waiting if need be)
+    for i in range(16):
+        assert store.put_message(make_msg(i, topic="NewTopic", queue_id=i % 8)).is_ok
+    store.do_reput()
+    threads = _cq_threads(creations)
+    assert len(threads) == 8 and loop_thread not in threads
+    assert all(t.startswith("store-prepare") for t in threads)
+    assert store._services is not None and store._services.prepare.taken == 8
+    for q in range(8):
+        cq = store.cq_table.find("NewTopic", q)
+        assert cq is not None and cq.mfq.files[0].prefaulted == CQ_SIZE  # first-touched too
+        assert [m.queue_offset for m in pull_all(store, "NewTopic", q)] == [0, 1]
+    await store.shutdown()
+
+
+async def test_a_queue_roll_finds_its_next_file_ready(tmp_path, creations) -> None:
+    store = await _started(str(tmp_path / "s"))
+    services = store._services
+    assert services is not None
+    loop_thread = threading.current_thread().name
+    for i in range(60):  # 60 % of the first file: past NEXT_FILE_RATIO
+        store.put_message(make_msg(i))
+    store.do_reput()
+    await services.cq_flush.run_once()  # the pass that looks ahead over the queues written
+    await _prepared(store)
+    assert _exists(store.config.consume_queue_dir, "TopicA", "0", f"{CQ_SIZE:020d}")
+    taken = services.prepare.taken
+    for i in range(60, 130):  # rolls into the second file
+        store.put_message(make_msg(i))
+    store.do_reput()
+    cq = store.cq_table.find("TopicA", 0)
+    assert cq is not None and len(cq.mfq.files) == 2
+    assert services.prepare.taken == taken + 1
+    threads = _cq_threads(creations)
+    # the very first file of an auto-created queue is made inline (nothing created the topic
+    # first); the second one was made by the preparer
+    assert threads[0] == loop_thread and threads[1:] == ["store-prepare_0"]
+    assert [m.queue_offset for m in pull_all(store, "TopicA", 0)] == list(range(130))
+    await store.shutdown()
+
+
+async def test_unused_prepared_files_are_removed_on_delete_and_shutdown(tmp_path) -> None:
+    store = await _started(str(tmp_path / "s"))
+    root = store.config.consume_queue_dir
+    store.prepare_topic("Gone", 2)
+    store.prepare_topic("Idle", 1)
+    await _prepared(store)
+    store.prepare_topic("Gone", 2)  # asked twice: one file per queue
+    assert sorted(os.listdir(os.path.join(root, "Gone"))) == ["0", "1"]
+    store.delete_topics(["Gone"])
+    assert not _exists(root, "Gone")
+    assert os.listdir(os.path.join(root, "Idle", "0")) == [f"{0:020d}"]
+    await store.shutdown()
+    assert os.listdir(os.path.join(root, "Idle", "0")) == []
+
+
+async def test_prefault_window_advances_ahead_of_the_writer(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(prepare_module, "WINDOW", 4096)
+    store = MessageStore(tiny_config(str(tmp_path / "s"), mapped_file_size_consume_queue=20 * 3000))
+    store.load()
+    await store.start()
+    services = store._services
+    assert services is not None
+    store.prepare_topic("W", 1)
+    store.put_message(make_msg(0, topic="W"))
+    store.do_reput()
+    cq = store.cq_table.find("W", 0)
+    assert cq is not None
+    mf = cq.mfq.files[0]
+    assert mf.prefaulted == 4096
+    for i in range(1, 120):  # 2,400 bytes: past half the window
+        store.put_message(make_msg(i, topic="W"))
+    store.do_reput()
+    await services.cq_flush.run_once()
+    assert mf.prefaulted == 2 * 4096  # the next window, from the end of the first
+    await store.shutdown()
