@@ -163,16 +163,22 @@ class CommitLog:
             if self.on_disk_full is not None:
                 self.on_disk_full(f"cannot reserve CommitLog blocks in {self.mfq.dir}: {exc}")
             return False
+        self.check_disk_ratio()
+        return True
+
+    def check_disk_ratio(self) -> None:
+        """Past ``diskSpaceWarningLevelRatio``, tell the store the disk is full. Run after each
+        reservation of blocks: by ``_reserve`` on the loop, or (``services.allocate``, which
+        reserves a window ahead in its thread) scheduled back onto the loop."""
         try:
             ratio = disk_usage_ratio(self.mfq.dir)
         except OSError:
-            return True
+            return
         if ratio > self.config.disk_space_warning_level_ratio and self.on_disk_full is not None:
             self.on_disk_full(
                 f"disk {self.mfq.dir} is {ratio * 100:.1f}% used, over diskSpaceWarningLevelRatio "
                 f"{self.config.disk_space_warning_level_ratio}"
             )
-        return True
 
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append one message (synchronous; the flush policy wait is the caller's business).

@@ -70,6 +70,7 @@ class MappedFile:
         "path",
         "prefaulted",
         "ref_count",
+        "reserving",
         "wrote_position",
     )
 
@@ -92,6 +93,8 @@ class MappedFile:
         self.ref_count = 0
         #: end of the range a prefault was requested for (the allocation service's window)
         self.prefaulted = 0
+        #: end of the range the allocation service was asked to reserve blocks for
+        self.reserving = 0
         #: bytes from the start known to have disk blocks (``ensure``); an existing file starts
         #: at 0 (its first ``ensure`` costs a fallocate over blocks it mostly has already)
         self.allocated = 0
@@ -148,6 +151,20 @@ class MappedFile:
         stop = min(self.file_size, max(end, start + ALLOCATION_STEP))
         _allocate(self.fd, start, stop - start)
         self.allocated = stop
+
+    def reserve(self, end: int) -> None:
+        """``ensure`` for another thread (the allocation service, a window ahead of the writer):
+        ``[allocated, end)`` in one call; ``allocated`` never moves back.
+
+        Raises:
+            OSError: ENOSPC (nothing changes; the writer's own ``ensure`` meets it too).
+        """
+        start = self.allocated
+        end = min(end, self.file_size)
+        if end <= start:
+            return
+        _allocate(self.fd, start, end - start)
+        self.allocated = max(self.allocated, end)
 
     # -- positions
     @property

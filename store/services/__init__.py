@@ -47,6 +47,8 @@ class StoreServices:
         self.store = store
         self.flush_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-flush")
         self.io_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-io")
+        # short jobs that must not wait behind a 64 MiB prefault in store-io: ConsumeQueue
+        # files and CommitLog block reservations
         self.prepare_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-prepare")
         #: ConsumeQueue files made off the loop, ahead of need (the queues' allocator)
         self.prepare = QueueFilePreparer(self.prepare_executor, cfg.cq_file_size)
@@ -64,7 +66,12 @@ class StoreServices:
         # with warmMapedFileEnable, as Java's warm-up writes zeros).
         sync = cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.allocate = AllocateService(
-            io, prefault=True, warm_write=cfg.warm_maped_file_enable, random_writer=sync
+            io,
+            prefault=True,
+            warm_write=cfg.warm_maped_file_enable,
+            random_writer=sync,
+            check_disk=store.commitlog.check_disk_ratio,
+            reserve_executor=self.prepare_executor,
         )
         self._services: list[StoreService] = [
             self.reput,

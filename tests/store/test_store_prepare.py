@@ -12,6 +12,7 @@ import pytest
 from pocketmq.store import MessageStore
 from pocketmq.store.log import mapped_file as mapped_file_module
 from pocketmq.store.services import prepare as prepare_module
+from tests.waiting import wait_until
 
 from .conftest import make_msg, pull_all, tiny_config
 
@@ -134,4 +135,43 @@ async def test_prefault_window_advances_ahead_of_the_writer(tmp_path, monkeypatc
     store.do_reput()
     await services.cq_flush.run_once()
     assert mf.prefaulted == 2 * 4096  # the next window, from the end of the first
+    await store.shutdown()
+
+
+async def test_commitlog_blocks_are_reserved_off_the_loop_ahead_of_the_writer(tmp_path, monkeypatch) -> None:
+    """The writer's ``fallocate`` (a step ahead of its appends) finds the blocks reserved by the
+    allocation thread, so the loop makes none in steady state."""
+    from pocketmq.store.services import allocate as allocate_module
+
+    monkeypatch.setattr(allocate_module, "RESERVE_WINDOW", 64 * 1024)
+    monkeypatch.setattr(mapped_file_module, "ALLOCATION_STEP", 4096)
+    calls: list[str] = []
+    real = mapped_file_module._allocate
+
+    def spy(fd: int, start: int, length: int) -> None:
+        calls.append(threading.current_thread().name)
+        real(fd, start, length)
+
+    monkeypatch.setattr(mapped_file_module, "_allocate", spy)
+    store = MessageStore(tiny_config(str(tmp_path / "s"), mapped_file_size_commit_log=1 << 20))
+    store.load()
+    await store.start()
+    services = store._services
+    assert services is not None
+    loop_thread = threading.current_thread().name
+    first_round: list[str] = []
+    for i in range(40):  # ~8 KiB per round: a quarter of the window, well inside it
+        for j in range(30):
+            store.put_message(make_msg(i * 30 + j, body_size=150))
+        # the reput pass that asks for the next window, then the I/O thread's work, are the events
+        await wait_until(lambda: store.dispatch_behind_bytes == 0)
+        await asyncio.wrap_future(services.prepare_executor.submit(lambda: None))
+        if i == 0:
+            # the first segment is created inline by the first put, which reserves its own
+            # first steps before the I/O thread is asked for anything
+            first_round = list(calls)
+    assert store.get_max_phy_offset() > 4 * 64 * 1024  # several windows
+    later = calls[len(first_round) :]
+    assert loop_thread not in later, calls
+    assert len(later) >= 4 and all(t.startswith("store-prepare") for t in later)
     await store.shutdown()
