@@ -18,7 +18,10 @@ measures that cheaply, with nothing added per message or per loop turn:
   little CPU is the thread waiting (a disk page fault, a blocking syscall, or a machine so
   loaded that the OS did not run it; "run (runners.py)" as the sample means it was inside the
   event loop's own C code, e.g. waiting to be scheduled), a stall with CPU close to its length
-  is Python or C work on the loop, named by the sample.
+  is Python or C work on the loop, named by the sample; and whether a full (generation 2)
+  garbage collection ran during it (``gc.get_stats``, read once per tick), since a full
+  collection stalls whatever allocation triggered it, so the sample alone would blame an
+  innocent line.
 
 A stall that ends between two ticks is seen as ``stall - time to the next tick``: lags under
 ``interval`` are underestimated by up to ``interval`` (stalls longer than it are always seen).
@@ -27,6 +30,7 @@ A stall that ends between two ticks is seen as ``stall - time to the next tick``
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -50,6 +54,10 @@ LOG_EVERY_S = 1.0
 #: innermost frames named in a warning
 STACK_DEPTH = 4
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _full_collections() -> int:
+    return int(gc.get_stats()[2]["collections"])
 
 
 def describe_frame(frame: FrameType | None, depth: int = STACK_DEPTH) -> str:
@@ -107,6 +115,7 @@ class LoopLagMonitor:
         self._last_log = 0.0
         self._cpu = 0.0
         self._tick_at = 0.0
+        self._gc2 = 0
         self._unlogged = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -118,6 +127,7 @@ class LoopLagMonitor:
         self._thread_id = threading.get_ident()
         self._window_start = self._tick_at = time.monotonic()
         self._cpu = time.thread_time()
+        self._gc2 = _full_collections()
         self._schedule()
         self._stop.clear()
         self._watchdog = threading.Thread(target=self._watch, name=f"{self.name}-loop-watchdog", daemon=True)
@@ -175,16 +185,16 @@ class LoopLagMonitor:
         self.max_ms = max(self.max_ms, lag)
         self._rotate(now)
         self._minute_max[0] = max(self._minute_max[0], lag)
+        gc2 = _full_collections()
         if lag > self.warn_ms:
             cpu = time.thread_time()
-            self._slow(
-                lag,
-                due,
-                now,
-                f"loop thread CPU {(cpu - self._cpu) * 1000:.1f} of {(now - self._tick_at) * 1000:.1f} ms",
-            )
+            text = f"loop thread CPU {(cpu - self._cpu) * 1000:.1f} of {(now - self._tick_at) * 1000:.1f} ms"
+            if gc2 != self._gc2:
+                text += f"; {gc2 - self._gc2} full garbage collection(s) ran"
+            self._slow(lag, due, now, text)
         self._cpu = time.thread_time()
         self._tick_at = now
+        self._gc2 = gc2
         self._schedule()
 
     def _slow(self, lag: float, due: float, now: float, cpu: str) -> None:

@@ -83,7 +83,10 @@ class CleanService(StoreService):
             n -= 1
         for mf in mfq.delete_first(n):
             path = mf.path
-            if not mf.close():
+            # munmap of a 1 GiB segment tears down its page tables (tens of ms): not on the loop;
+            # the segment has left the queue, so only holders of views still read it (and those
+            # make close() refuse)
+            if not await self.in_thread(mf.close):
                 logger.warning("CommitLog segment %s still referenced; deleting anyway", path)
             await self.in_thread(_unlink, path)
             logger.info("deleted expired CommitLog segment %s", path)

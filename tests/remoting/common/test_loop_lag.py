@@ -89,3 +89,20 @@ def test_describe_frame_names_innermost_first() -> None:
     text = inner()
     assert text.startswith("inner (tests/remoting/common/test_loop_lag.py:")
     assert "< test_describe_frame_names_innermost_first" in text
+
+
+def collecting_callback() -> None:
+    import gc
+
+    gc.collect()
+    time.sleep(BLOCK_S)
+
+
+async def test_a_full_garbage_collection_during_a_stall_is_named() -> None:
+    monitor = LoopLagMonitor(warn_ms=50, name="gc")
+    monitor.start()
+    try:
+        await _run_block(monitor, collecting_callback)
+    finally:
+        monitor.stop()
+    assert monitor.last_slow is not None and "full garbage collection" in monitor.last_slow[1]
