@@ -91,9 +91,12 @@ class IndexFile:
         end_phy: int = 0,
         end_ts: int = 0,
         adopt: bool = True,
+        prepared: MappedFile | None = None,
     ) -> None:
+        """``prepared``: a new, empty file of the right size made ahead (``IndexService.prepared``),
+        already renamed to ``path``; used instead of creating one."""
         size = INDEX_HEADER_SIZE + slot_num * INDEX_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
-        self.mf = MappedFile(path, 0, size, create=create)
+        self.mf = prepared if prepared is not None else MappedFile(path, 0, size, create=create)
         self.slot_num = slot_num
         self.index_num = index_num
         self.entries_base = INDEX_HEADER_SIZE + slot_num * INDEX_SLOT_SIZE
@@ -317,10 +320,17 @@ class IndexService:
         self.clock = clock
         self.files: list[IndexFile] = []
         self._dirty = False
+        #: supplies a new, empty, mapped file of ``file_size`` made ahead (``services.prepare``),
+        #: or None: ``_new_file`` then creates it inline
+        self.prepared: Callable[[], MappedFile | None] | None = None
         #: files that filled up and still need an fsync (the flush service drains it)
         self.full_unflushed: list[IndexFile] = []
         #: True while the index process writes the files: then only read, after ``sync``
         self.shared = False
+
+    @property
+    def file_size(self) -> int:
+        return INDEX_HEADER_SIZE + self.slot_num * INDEX_SLOT_SIZE + self.index_num * INDEX_ENTRY_SIZE
 
     def sync(self) -> None:
         """Re-read the last known file's header, open files created since (by the index process)."""
@@ -359,10 +369,14 @@ class IndexService:
             if not os.path.exists(path):
                 break
             now += 1  # two files in the same millisecond
+        mf = self.prepared() if self.prepared is not None else None
+        if mf is not None:
+            os.rename(mf.path, path)  # its name is its creation time, given now
+            mf.path = path
         f = IndexFile(
             path, self.slot_num, self.index_num, create=True,
             end_phy=last.end_phy_offset + (done == 0) if last else 0,
-            end_ts=last.end_timestamp if last else 0,
+            end_ts=last.end_timestamp if last else 0, prepared=mf,
         )  # fmt: skip
         if last is not None:
             last.write_header()

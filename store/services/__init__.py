@@ -25,11 +25,12 @@ from pocketmq.store.services.allocate import AllocateService
 from pocketmq.store.services.base import ServedStore, StoreService
 from pocketmq.store.services.clean import CleanService, HousekeepingService
 from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlushService, GroupCommitService
-from pocketmq.store.services.prepare import QueueFilePreparer
+from pocketmq.store.services.prepare import IndexFilePreparer, QueueFilePreparer
 from pocketmq.store.services.reput import ReputService
 
 if TYPE_CHECKING:
     from pocketmq.store.index.process.control import IndexProcess
+    from pocketmq.store.queue.consume_queue import ConsumeQueue
 
 __all__ = ["StoreServices"]
 
@@ -59,7 +60,11 @@ class StoreServices:
         self.cq_flush = ConsumeQueueFlushService(
             store.commitlog, store.cq_table, store.index, store.dispatcher, cp, cfg, fx
         )
-        self.cq_flush.on_written = self.prepare.ahead
+        self.index_prepare: IndexFilePreparer | None = None
+        if cfg.message_index_enable and not cfg.index_process_enable:
+            self.index_prepare = IndexFilePreparer(self.prepare_executor, store.index)
+            store.index.prepared = self.index_prepare.take
+        self.cq_flush.on_written = self._written
         self.clean = CleanService(store, io)
         self.housekeeping = HousekeepingService(store, io)
         # Next segments are prefaulted off the loop (READ: clean page-cache pages; WRITE only
@@ -114,6 +119,12 @@ class StoreServices:
         self._index_watch = IndexProcService(proc, self.flush_executor)
         self._services.append(self._index_watch)
 
+    def _written(self, queues: list[ConsumeQueue]) -> None:
+        """After a ConsumeQueue flush pass that saw new units: files and windows ahead."""
+        self.prepare.ahead(queues)
+        if self.index_prepare is not None:
+            self.index_prepare.ahead()
+
     def _after_reput(self) -> None:
         last = self.store.commitlog.mfq.last
         if last is not None:
@@ -147,6 +158,9 @@ class StoreServices:
             await s.stop()
         await self.allocate.stop()
         await self.prepare.stop()
+        if self.index_prepare is not None:
+            self.store.index.prepared = None
+            await self.index_prepare.stop()
         # the final full flush (fsync of every file) also runs off the loop
         await loop.run_in_executor(self.flush_executor, self.store.flush)
         for ex in (self.flush_executor, self.io_executor, self.prepare_executor):

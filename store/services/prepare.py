@@ -15,6 +15,13 @@ segments), ahead of the writer:
   the next file once this one is ``NEXT_FILE_RATIO`` full, and the next ``WINDOW`` of this one
   write-prefaulted once the writer is half way through the current window.
 
+``IndexFilePreparer`` does the same for IndexFiles (``maxHashSlotNum`` x 4 bytes of hash slots,
+written at random, then the entries, written in order): the next file is made once the current
+one is ``NEXT_FILE_RATIO`` full, under a name the index's loading ignores (``PREPARED_INDEX``),
+its slot table and first ``WINDOW`` of entries write-prefaulted; ``IndexService._new_file``
+renames it to its creation time when it takes it. Entries get the same windows ahead as
+ConsumeQueue units. Not used with ``indexProcessEnable`` (the index process writes the files).
+
 ``take`` is the ConsumeQueue's allocator: it hands over the prepared file (waiting for it if the
 I/O thread is still busy with it; None, so the queue creates it inline, if nothing was asked).
 
@@ -35,6 +42,8 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from pocketmq.store.index.file import IndexService
+from pocketmq.store.log.layout import INDEX_ENTRY_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.queue.consume_queue import ConsumeQueue
 
@@ -46,6 +55,8 @@ WINDOW = 1 << 20
 NEXT_FILE_RATIO = 0.5
 #: longest the writer waits for a file the I/O thread is preparing
 TAKE_TIMEOUT_S = 5.0
+#: name of an IndexFile made ahead (not 17 digits: ``IndexService.load`` / ``sync`` skip it)
+PREPARED_INDEX = "prepared-index.tmp"
 
 
 def _create(directory: str, offset: int, size: int) -> MappedFile:
@@ -166,4 +177,95 @@ class QueueFilePreparer:
                 mf = await asyncio.wrap_future(fut)
             except Exception:  # a failed preparation left nothing behind
                 continue
+            mf.destroy()
+
+
+def _create_index(directory: str, size: int, slots_end: int) -> MappedFile:
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, PREPARED_INDEX)
+    try:
+        os.unlink(path)  # left by a crash
+    except FileNotFoundError:
+        pass
+    mf = MappedFile(path, 0, size, create=True)
+    try:
+        mf.prefault(write=True, end=slots_end + WINDOW)
+    except BaseException:
+        mf.destroy()
+        raise
+    mf.prefaulted = min(size, slots_end + WINDOW)
+    return mf
+
+
+def _populate(mf: MappedFile, start: int, end: int, write: bool) -> None:
+    if not mf.closed:
+        mf.prefault(write=write, start=start, end=end)
+
+
+class IndexFilePreparer:
+    """IndexFiles made and first-touched ahead of need (module docstring)."""
+
+    def __init__(self, executor: ThreadPoolExecutor, index: IndexService) -> None:
+        self.executor = executor
+        self.index = index
+        self._pending: Future[MappedFile] | None = None
+        self._stopped = False
+        self.taken = 0
+
+    def ahead(self) -> None:
+        """After a flush pass that saw new messages: the next file when due, the next window."""
+        index = self.index
+        if self._stopped or index.shared:
+            return
+        files = index.files
+        if not files:
+            self.request()
+            return
+        f = files[-1]
+        if f.index_count >= f.index_num * NEXT_FILE_RATIO:
+            self.request()
+        mf = f.mf
+        end = f.entries_base + f.index_count * INDEX_ENTRY_SIZE
+        mark = mf.prefaulted
+        if mark == 0:
+            # a file made inline or loaded at start: its slot table too (READ: a loaded file's
+            # pages hold data; populating for write would dirty them all)
+            mf.prefaulted = min(mf.file_size, end + WINDOW)
+            self.executor.submit(_populate, mf, 0, mf.prefaulted, False)
+        elif mark < mf.file_size and end + WINDOW // 2 >= mark:
+            start = max(mark, end)
+            mf.prefaulted = min(mf.file_size, start + WINDOW)
+            self.executor.submit(_populate, mf, start, mf.prefaulted, True)
+
+    def request(self) -> None:
+        if self._pending is None and not self._stopped:
+            index = self.index
+            slots_end = index.file_size - index.index_num * INDEX_ENTRY_SIZE
+            self._pending = self.executor.submit(_create_index, index.dir, index.file_size, slots_end)
+
+    def take(self) -> MappedFile | None:
+        """``IndexService.prepared``: the file made ahead, or None (made inline)."""
+        fut, self._pending = self._pending, None
+        if fut is None:
+            return None
+        try:
+            mf = fut.result(timeout=TAKE_TIMEOUT_S)
+        except Exception as exc:  # ENOSPC, timeout...: the index creates it inline
+            logger.warning("prepared index file unavailable: %s", exc)
+            fut.add_done_callback(_destroy_result)
+            return None
+        if mf.file_size != self.index.file_size or mf.closed:
+            mf.destroy()
+            return None
+        self.taken += 1
+        return mf
+
+    async def stop(self) -> None:
+        self._stopped = True
+        fut, self._pending = self._pending, None
+        if fut is not None:
+            try:
+                mf = await asyncio.wrap_future(fut)
+            except Exception:
+                return
             mf.destroy()

@@ -175,3 +175,31 @@ async def test_commitlog_blocks_are_reserved_off_the_loop_ahead_of_the_writer(tm
     assert loop_thread not in later, calls
     assert len(later) >= 4 and all(t.startswith("store-prepare") for t in later)
     await store.shutdown()
+
+
+async def test_an_index_roll_finds_its_next_file_ready(tmp_path, creations) -> None:
+    """tiny_config: 64 entries per IndexFile; each message has a KEYS and a UNIQ_KEY entry."""
+    store = await _started(str(tmp_path / "s"))
+    services = store._services
+    assert services is not None and services.index_prepare is not None
+    index_size = store.index.file_size
+    loop_thread = threading.current_thread().name
+    for i in range(20):  # 40 entries: past half of the first file
+        store.put_message(make_msg(i))
+    store.do_reput()
+    await services.cq_flush.run_once()
+    pending = services.index_prepare._pending
+    assert pending is not None
+    await asyncio.wrap_future(pending)
+    for i in range(20, 40):  # rolls to the second file
+        store.put_message(make_msg(i))
+    store.do_reput()
+    assert len(store.index.files) == 2 and services.index_prepare.taken == 1
+    names = sorted(os.listdir(store.config.index_dir))
+    assert len(names) == 2 and all(len(n) == 17 and n.isdigit() for n in names)  # renamed
+    threads = [name for name, size in creations if size == index_size]
+    assert threads == [loop_thread, "store-prepare_0"]  # the first file inline, the second ahead
+    for i in (0, 39):
+        found = store.query_message("TopicA", f"key-{i}", 10, 0, 1 << 62)
+        assert len(found.messages) == 1
+    await store.shutdown()
