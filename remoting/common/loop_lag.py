@@ -14,7 +14,10 @@ measures that cheaply, with nothing added per message or per loop turn:
   Python function that made it, which is the one to blame;
 * a late tick over ``warn`` counts a slow turn and logs one warning (at most one a second, with
   the number of slow turns not logged) naming what the watchdog saw, and how much CPU the loop
-  thread got since the previous tick (``time.thread_time``, one call per tick): a stall with
+  thread got since the previous tick and how often it was switched out (``getrusage`` of the
+  thread, one call per tick: CPU, involuntary switches = preempted by the OS, voluntary ones =
+  it blocked: a lock, the GIL, a page fault waiting for a journal or the disk; and major page
+  faults): a stall with
   little CPU is the thread waiting (a disk page fault, a blocking syscall, or a machine so
   loaded that the OS did not run it; "run (runners.py)" as the sample means it was inside the
   event loop's own C code, e.g. waiting to be scheduled), a stall with CPU close to its length
@@ -33,6 +36,7 @@ import asyncio
 import gc
 import logging
 import os
+import resource
 import sys
 import threading
 import time
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_RUSAGE_THREAD: int | None = getattr(resource, "RUSAGE_THREAD", None)
+
 #: default timer period, seconds
 DEFAULT_INTERVAL = 0.010
 #: upper bounds (ms) of the lag histogram's buckets (Prometheus ``le`` in seconds: / 1000)
@@ -54,6 +60,14 @@ LOG_EVERY_S = 1.0
 #: innermost frames named in a warning
 STACK_DEPTH = 4
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _thread_usage() -> tuple[float, int, int, int]:
+    """CPU seconds, voluntary and involuntary context switches, major faults of this thread."""
+    if _RUSAGE_THREAD is None:  # pragma: no cover - not Linux
+        return (time.thread_time(), 0, 0, 0)
+    r = resource.getrusage(_RUSAGE_THREAD)
+    return (r.ru_utime + r.ru_stime, r.ru_nvcsw, r.ru_nivcsw, r.ru_majflt)
 
 
 def _full_collections() -> int:
@@ -113,7 +127,7 @@ class LoopLagMonitor:
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._last_log = 0.0
-        self._cpu = 0.0
+        self._usage = _thread_usage()
         self._tick_at = 0.0
         self._gc2 = 0
         self._unlogged = 0
@@ -126,7 +140,7 @@ class LoopLagMonitor:
         self._loop = asyncio.get_running_loop()
         self._thread_id = threading.get_ident()
         self._window_start = self._tick_at = time.monotonic()
-        self._cpu = time.thread_time()
+        self._usage = _thread_usage()
         self._gc2 = _full_collections()
         self._schedule()
         self._stop.clear()
@@ -187,12 +201,15 @@ class LoopLagMonitor:
         self._minute_max[0] = max(self._minute_max[0], lag)
         gc2 = _full_collections()
         if lag > self.warn_ms:
-            cpu = time.thread_time()
-            text = f"loop thread CPU {(cpu - self._cpu) * 1000:.1f} of {(now - self._tick_at) * 1000:.1f} ms"
+            u0, u1 = self._usage, _thread_usage()
+            text = (
+                f"loop thread CPU {(u1[0] - u0[0]) * 1000:.1f} of {(now - self._tick_at) * 1000:.1f} ms, "
+                f"preempted {u1[2] - u0[2]}x, blocked {u1[1] - u0[1]}x, major faults {u1[3] - u0[3]}"
+            )
             if gc2 != self._gc2:
                 text += f"; {gc2 - self._gc2} full garbage collection(s) ran"
             self._slow(lag, due, now, text)
-        self._cpu = time.thread_time()
+        self._usage = _thread_usage()
         self._tick_at = now
         self._gc2 = gc2
         self._schedule()
