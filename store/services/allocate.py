@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pocketmq.store.log import syscalls
@@ -134,7 +134,7 @@ class AllocateService:
                 mf = fut.result(timeout=TAKE_TIMEOUT_S)
             except Exception as exc:  # ENOSPC, timeout...: the queue retries inline
                 logger.warning("preallocated CommitLog segment %d unavailable: %s", offset, exc)
-                fut.add_done_callback(_destroy_result)
+                fut.add_done_callback(destroy_result)
                 mf = None
             if mf is not None and mf.file_size != size:
                 mf.destroy()
@@ -187,12 +187,17 @@ class AllocateService:
         (nothing touches the directory after the store has shut down)."""
         self._stopped = True
         pending, self._pending = self._pending, {}
-        for fut in pending.values():
-            try:
-                mf = await asyncio.wrap_future(fut)
-            except Exception:  # a failed preparation left nothing behind
-                continue
-            mf.destroy()
+        await destroy_unused(pending.values())
+
+
+async def destroy_unused(futures: Iterable[Future[MappedFile]]) -> None:
+    """Wait for files being prepared and remove them (nobody took them)."""
+    for fut in futures:
+        try:
+            mf = await asyncio.wrap_future(fut)
+        except Exception:  # a failed preparation left nothing behind
+            continue
+        mf.destroy()
 
 
 def _prefault_range(mf: MappedFile, start: int, end: int, warm_write: bool) -> None:
@@ -205,6 +210,6 @@ def _reserve_range(mf: MappedFile, end: int) -> None:
         _reserve_quietly(mf, end)
 
 
-def _destroy_result(fut: Future[MappedFile]) -> None:
+def destroy_result(fut: Future[MappedFile]) -> None:
     if not fut.cancelled() and fut.exception() is None:
         fut.result().destroy()

@@ -35,7 +35,6 @@ which ConsumeQueue recovery drops.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import os
@@ -46,6 +45,7 @@ from pocketmq.store.index.file import IndexService
 from pocketmq.store.log.layout import INDEX_ENTRY_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.queue.consume_queue import ConsumeQueue
+from pocketmq.store.services.allocate import destroy_result, destroy_unused
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +74,6 @@ def _create(directory: str, offset: int, size: int) -> MappedFile:
 def _prefault(mf: MappedFile, start: int, end: int) -> None:
     if not mf.closed:
         mf.prefault(write=True, start=start, end=end)
-
-
-def _destroy_result(fut: Future[MappedFile]) -> None:
-    if not fut.cancelled() and fut.exception() is None:
-        fut.result().destroy()
 
 
 def _destroy_under(top: str, fut: Future[MappedFile]) -> None:
@@ -151,7 +146,7 @@ class QueueFilePreparer:
             mf = fut.result(timeout=TAKE_TIMEOUT_S)
         except Exception as exc:  # ENOSPC, timeout...: the queue creates it inline
             logger.warning("prepared consume queue file %s/%020d unavailable: %s", directory, offset, exc)
-            fut.add_done_callback(_destroy_result)
+            fut.add_done_callback(destroy_result)
             return None
         if mf.file_size != size or mf.closed:
             mf.destroy()
@@ -172,12 +167,7 @@ class QueueFilePreparer:
         """Wait for preparations in flight and remove the files nobody took."""
         self._stopped = True
         pending, self._pending = self._pending, {}
-        for fut in pending.values():
-            try:
-                mf = await asyncio.wrap_future(fut)
-            except Exception:  # a failed preparation left nothing behind
-                continue
-            mf.destroy()
+        await destroy_unused(pending.values())
 
 
 def _create_index(directory: str, size: int, slots_end: int) -> MappedFile:
@@ -252,7 +242,7 @@ class IndexFilePreparer:
             mf = fut.result(timeout=TAKE_TIMEOUT_S)
         except Exception as exc:  # ENOSPC, timeout...: the index creates it inline
             logger.warning("prepared index file unavailable: %s", exc)
-            fut.add_done_callback(_destroy_result)
+            fut.add_done_callback(destroy_result)
             return None
         if mf.file_size != self.index.file_size or mf.closed:
             mf.destroy()
@@ -263,9 +253,4 @@ class IndexFilePreparer:
     async def stop(self) -> None:
         self._stopped = True
         fut, self._pending = self._pending, None
-        if fut is not None:
-            try:
-                mf = await asyncio.wrap_future(fut)
-            except Exception:
-                return
-            mf.destroy()
+        await destroy_unused([fut] if fut is not None else [])
