@@ -218,10 +218,12 @@ class IndexFilePreparer:
         end = f.entries_base + f.index_count * INDEX_ENTRY_SIZE
         mark = mf.prefaulted
         if mark == 0:
-            # a file made inline or loaded at start: its slot table too (READ: a loaded file's
-            # pages hold data; populating for write would dirty them all)
+            # a file made inline or loaded at start: its slot table and the entries ahead (READ:
+            # a loaded file's pages hold data, populating for write would dirty them all; the
+            # entries already written are not read in)
             mf.prefaulted = min(mf.file_size, end + WINDOW)
-            self.executor.submit(_populate, mf, 0, mf.prefaulted, False)
+            self.executor.submit(_populate, mf, 0, f.entries_base, False)
+            self.executor.submit(_populate, mf, end, mf.prefaulted, False)
         elif mark < mf.file_size and end + WINDOW // 2 >= mark:
             start = max(mark, end)
             mf.prefaulted = min(mf.file_size, start + WINDOW)
