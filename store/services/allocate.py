@@ -3,7 +3,8 @@
 Creating a segment means open + ``posix_fallocate`` + mmap + prefault (``madvise`` through
 ctypes, so the GIL is released); done inline it would stall the puts on the first touches of a
 fresh segment. When the writer rolls, ``take`` hands over the prepared file (waiting for it if
-the worker is still busy, as Java's ``AllocateMappedFileService`` does) and requests the next
+the worker is still busy, as Java's ``AllocateMappedFileService`` does, however long it takes:
+creating it inline meanwhile would race the worker for the same path) and requests the next
 one. A failed preparation (e.g. ENOSPC) makes ``take`` return None, so the queue creates the
 segment inline and reports the error as a put status.
 
@@ -46,7 +47,7 @@ from pocketmq.store.log.mapped_file import MappedFile
 
 logger = logging.getLogger(__name__)
 
-#: longest the writer waits for a segment already being prepared (Java waits up to 5 s)
+#: a writer still waiting for a file being prepared after this long logs a warning (and waits on)
 TAKE_TIMEOUT_S = 5.0
 #: how far ahead of the writer pages are prefaulted; the next window is requested when the
 #: writer is half way through the current one
@@ -130,12 +131,7 @@ class AllocateService:
         fut = self._pending.pop((directory, offset), None)
         mf: MappedFile | None = None
         if fut is not None:
-            try:
-                mf = fut.result(timeout=TAKE_TIMEOUT_S)
-            except Exception as exc:  # ENOSPC, timeout...: the queue retries inline
-                logger.warning("preallocated CommitLog segment %d unavailable: %s", offset, exc)
-                fut.add_done_callback(destroy_result)
-                mf = None
+            mf = wait_prepared(fut, f"CommitLog segment {offset}")
             if mf is not None and mf.file_size != size:
                 mf.destroy()
                 mf = None
@@ -210,6 +206,20 @@ def _reserve_range(mf: MappedFile, end: int) -> None:
         _reserve_quietly(mf, end)
 
 
-def destroy_result(fut: Future[MappedFile]) -> None:
-    if not fut.cancelled() and fut.exception() is None:
-        fut.result().destroy()
+def wait_prepared(fut: Future[MappedFile], what: str) -> MappedFile | None:
+    """The file ``fut`` prepares, or None if its preparation failed: it then left nothing
+    behind, and the caller creates the file inline. A slow preparation is waited for however
+    long it takes, never raced: a file created inline at the same path would be deleted by the
+    late preparation's clean-up."""
+    try:
+        return fut.result(timeout=TAKE_TIMEOUT_S)
+    except TimeoutError:
+        logger.warning("%s still being prepared after %.0f s: waiting for it", what, TAKE_TIMEOUT_S)
+    except Exception as exc:  # ENOSPC...
+        logger.warning("%s could not be prepared (%s): creating it inline", what, exc)
+        return None
+    try:
+        return fut.result()
+    except Exception as exc:
+        logger.warning("%s could not be prepared (%s): creating it inline", what, exc)
+        return None

@@ -45,7 +45,7 @@ from pocketmq.store.index.file import IndexService
 from pocketmq.store.log.layout import INDEX_ENTRY_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.queue.consume_queue import ConsumeQueue
-from pocketmq.store.services.allocate import destroy_result, destroy_unused
+from pocketmq.store.services.allocate import destroy_unused, wait_prepared
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +53,6 @@ logger = logging.getLogger(__name__)
 WINDOW = 1 << 20
 #: a queue's next file is prepared once its current one is this full
 NEXT_FILE_RATIO = 0.5
-#: longest the writer waits for a file the I/O thread is preparing
-TAKE_TIMEOUT_S = 5.0
 #: name of an IndexFile made ahead (not 17 digits: ``IndexService.load`` / ``sync`` skip it)
 PREPARED_INDEX = "prepared-index.tmp"
 
@@ -142,11 +140,8 @@ class QueueFilePreparer:
         fut = self._pending.pop((directory, offset), None)
         if fut is None:
             return None
-        try:
-            mf = fut.result(timeout=TAKE_TIMEOUT_S)
-        except Exception as exc:  # ENOSPC, timeout...: the queue creates it inline
-            logger.warning("prepared consume queue file %s/%020d unavailable: %s", directory, offset, exc)
-            fut.add_done_callback(destroy_result)
+        mf = wait_prepared(fut, f"consume queue file {directory}/{offset:020d}")
+        if mf is None:
             return None
         if mf.file_size != size or mf.closed:
             mf.destroy()
@@ -240,11 +235,8 @@ class IndexFilePreparer:
         fut, self._pending = self._pending, None
         if fut is None:
             return None
-        try:
-            mf = fut.result(timeout=TAKE_TIMEOUT_S)
-        except Exception as exc:  # ENOSPC, timeout...: the index creates it inline
-            logger.warning("prepared index file unavailable: %s", exc)
-            fut.add_done_callback(destroy_result)
+        mf = wait_prepared(fut, "index file")
+        if mf is None:
             return None
         if mf.file_size != self.index.file_size or mf.closed:
             mf.destroy()
