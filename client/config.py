@@ -167,7 +167,11 @@ class ProducerConfig(ClientConfig):
     retry_another_broker_when_not_store_ok: bool = False
     max_message_size: int = Field(default=4 * 1024 * 1024, gt=0, description="bytes")
     send_latency_fault_enable: bool = Field(default=False, description="latency fault tolerance")
-    max_in_flight: int = Field(default=65_535, gt=0, description="send_async/oneway in flight")
+    max_in_flight: int = Field(
+        default=65_535,
+        gt=0,
+        description="send_async sends in flight; more wait for a slot (clientAsyncSemaphoreValue)",
+    )
     enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
     customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
 
