@@ -227,7 +227,12 @@ class PushConsumerConfig(ConsumerConfig):
 
 
 class LitePullConsumerConfig(ConsumerConfig):
-    pull_batch_size: int = Field(default=10, gt=0, le=1024)
+    pull_batch_size: int = Field(
+        default=32,
+        gt=0,
+        le=1024,
+        description="RocketMQ: 10; 32 costs about a third less client CPU per message (client/README.md)",
+    )
     auto_commit: bool = True
     auto_commit_interval_millis: int = Field(default=5_000, ge=1_000)
     poll_timeout_millis: int = Field(default=5_000, gt=0)
