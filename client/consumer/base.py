@@ -56,6 +56,9 @@ class ConsumerBase(AsyncClient):
         self._announced = False
         self.queue_ops = QueueOps(self)
         self._assign_waiters: list[asyncio.Future[set[MessageQueue]]] = []
+        # set when a rebalance (or assign) has finished with queues of every subscribed topic:
+        # a rebalance adds its queues one by one, so the live table may be half done
+        self._assign_settled = False
         # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
         (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
          self.pull) = self.queue_ops.public_api()  # fmt: skip
@@ -185,7 +188,7 @@ class ConsumerBase(AsyncClient):
         """
         if self._life.state is SHUTDOWN:
             raise self._life.closed_error()
-        queues = self._ready_assignment()
+        queues = self._ready_assignment() if self._assign_settled else None
         if queues is not None:
             return queues
         fut: asyncio.Future[set[MessageQueue]] = asyncio.get_running_loop().create_future()
@@ -198,11 +201,11 @@ class ConsumerBase(AsyncClient):
                 self._assign_waiters.remove(fut)
 
     def _wake_assigned(self) -> None:
-        """After the assignment changed: resolve :meth:`wait_assigned` callers once it is ready."""
-        if not self._assign_waiters:
-            return
+        """After a rebalance (or assign) changed the assignment: resolve :meth:`wait_assigned`
+        callers once it is ready."""
         queues = self._ready_assignment()
-        if queues is not None:
+        self._assign_settled = queues is not None
+        if queues is not None and self._assign_waiters:
             waiters, self._assign_waiters = self._assign_waiters, []
             for fut in waiters:
                 if not fut.done():

@@ -176,6 +176,11 @@ class Producer(AsyncClient):
         if sender.instance is None:
             raise self._life.closed_error()
         ns = self._ns
+        if ns is None and queue is None and selector is None and sharding_key is None:
+            # the common send: no namespace, no queue choice
+            return await sender.send(
+                self._prep.prepare(msg), self._timeout if timeout is None else timeout, sender.attempts
+            )
         if ns is not None:
             msg, queue = replace(msg, topic=wrap(ns, msg.topic)), queue and wrap_queue(ns, queue)
         p = self._prep.prepare(msg)
