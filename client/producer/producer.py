@@ -348,7 +348,10 @@ def _sent(
     one), then run the user's callback."""
     inflight.discard(f)
     if window is not None:
-        window.release()
+        # inline of SendWindow.release (one call less per send)
+        window.busy -= 1
+        if window.waiters:
+            window.wake()
     if callback is None:
         if not f.cancelled():
             f.exception()  # retrieved: the caller owns the future

@@ -37,9 +37,10 @@ class SendWindow:
         """A send ended: free its slot and wake the first waiter."""
         self.busy -= 1
         if self.waiters:
-            self._wake()
+            self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Wake the first waiter that is still waiting."""
         waiters = self.waiters
         while waiters:
             w = waiters.popleft()
@@ -76,7 +77,7 @@ class SendWindow:
                 await w
             except asyncio.CancelledError:
                 if w.done() and not w.cancelled() and self.busy < self.size:
-                    self._wake()  # woken, then cancelled: pass the wake-up on
+                    self.wake()  # woken, then cancelled: pass the wake-up on
                 raise
             except TimeoutError:
                 pass
@@ -85,7 +86,7 @@ class SendWindow:
             remaining = budget - (time.monotonic() - begin)
         self.busy += 1
         if self.waiters and self.busy < self.size:
-            self._wake()  # room for more than this one (several slots freed in one turn)
+            self.wake()  # room for more than this one (several slots freed in one turn)
         return remaining
 
 
