@@ -40,6 +40,7 @@ from pocketmq.client.consumer.subscription import MessageSelector
 from pocketmq.client.hooks import ConsumeMessageHook, SendMessageHook
 from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
 from pocketmq.client.producer.producer import Producer
+from pocketmq.client.producer.sender import copy_outcome
 from pocketmq.client.producer.transaction import TransactionState
 from pocketmq.remoting.common.runtime import new_event_loop
 from pocketmq.remoting.protocol.message import MessageExt
@@ -195,7 +196,7 @@ class SyncProducer(_BlockingClient):
 
         async def start() -> None:
             fut = await self.producer.submit(msg, callback, timeout=timeout)
-            fut.add_done_callback(partial(_copy_outcome, out))
+            fut.add_done_callback(partial(copy_outcome, out=out))
 
         run(start())
         return out
@@ -206,15 +207,6 @@ class SyncProducer(_BlockingClient):
 
     def send_oneway(self, msg: Message, **kwargs: Any) -> None:
         run(self.producer.send_oneway(msg, **kwargs))
-
-
-def _copy_outcome(out: concurrent.futures.Future[SendResult], fut: asyncio.Future[SendResult]) -> None:
-    if fut.cancelled():
-        out.cancel()
-    elif (exc := fut.exception()) is not None:
-        out.set_exception(exc)
-    else:
-        out.set_result(fut.result())
 
 
 class SyncLitePullConsumer(_BlockingClient):

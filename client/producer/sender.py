@@ -28,6 +28,7 @@ future: no per-attempt coroutine layers, no enum-member lookups (slow on CPython
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import logging
 import time
@@ -349,7 +350,7 @@ class Sender:
                 last_broker=mq.broker_name, refresh=isinstance(exc, ResponseError) and exc.refresh_route,
             )
         )  # fmt: skip
-        task.add_done_callback(partial(_chain, out=out))
+        task.add_done_callback(partial(copy_outcome, out=out))
 
 
 def _first_reply(
@@ -378,7 +379,12 @@ def _first_reply(
     sender.retry_after_first(out, p, budget, begin, mq, exc)
 
 
-def _chain(task: asyncio.Future[SendResult], *, out: asyncio.Future[SendResult]) -> None:
+def copy_outcome(
+    task: asyncio.Future[SendResult],
+    *,
+    out: asyncio.Future[SendResult] | concurrent.futures.Future[SendResult],
+) -> None:
+    """Done callback: give ``out`` the outcome of ``task`` (nothing if ``out`` is done already)."""
     if out.done():
         if not task.cancelled():
             task.exception()  # retrieved: the caller gave up on this send
