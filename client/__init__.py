@@ -31,6 +31,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pocketmq.client.admin.admin import MQAdmin
+    from pocketmq.client.admin.base import MQAdminError
     from pocketmq.client.config import (
         ClientConfig,
         ConsumeFromWhere,
@@ -119,6 +121,8 @@ _LAZY: dict[str, str] = {
     "ConsumerConfig": "pocketmq.client.config",
     "LitePullConsumer": "pocketmq.client.consumer.lite_pull",
     "LitePullConsumerConfig": "pocketmq.client.config",
+    "MQAdmin": "pocketmq.client.admin.admin",
+    "MQAdminError": "pocketmq.client.admin.base",
     "MQClientError": "pocketmq.client.errors",
     "MQClientInstance": "pocketmq.client.instance",
     "MSGPACK_CONTENT_TYPE": "pocketmq.client.message",
@@ -196,6 +200,8 @@ __all__ = [
     "ConsumerConfig",
     "LitePullConsumer",
     "LitePullConsumerConfig",
+    "MQAdmin",
+    "MQAdminError",
     "MQClientError",
     "MQClientInstance",
     "Message",

@@ -245,8 +245,15 @@ def produce(namesrv: str, topic: str, body_size: int, duration: float, count: in
 @click.option("--mode", type=click.Choice(["push", "lite"]), default="push", show_default=True)
 @click.option("--from-first/--from-last", default=True, show_default=True)
 @click.option("--batch-max", default=32, show_default=True, help="push: consume_message_batch_max_size")
+@click.option(
+    "--pull-batch", default=32, show_default=True, help="pull_batch_size (RocketMQ: push 32, lite 10)"
+)
+@click.option(
+    "--queue-threshold", default=4000, show_default=True, help="pull_threshold_for_queue (RocketMQ: 1000)"
+)
 def consume(namesrv: str, topic: str, body_size: int, duration: float, count: int, report_interval: float,
-            broker_pids: tuple[int, ...], group: str, mode: str, from_first: bool, batch_max: int) -> None:  # fmt: skip
+            broker_pids: tuple[int, ...], group: str, mode: str, from_first: bool, batch_max: int,
+            pull_batch: int, queue_threshold: int) -> None:  # fmt: skip
     """Drain the topic (offsets committed); latency = now - born timestamp (ms resolution)."""
 
     async def main() -> dict[str, Any]:
@@ -276,8 +283,8 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 return CONSUME_SUCCESS
 
             consumer = PushConsumer(group, namesrv=namesrv, listener=listener, consume_from_where=cfw,
-                                    consume_message_batch_max_size=batch_max, pull_threshold_for_queue=4000,
-                                    **_acl())  # fmt: skip
+                                    consume_message_batch_max_size=batch_max, pull_batch_size=pull_batch,
+                                    pull_threshold_for_queue=queue_threshold, **_acl())  # fmt: skip
             consumer.subscribe(topic)
             async with consumer:
                 try:
@@ -285,9 +292,8 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
                 except TimeoutError:
                     pass
         else:
-            lite = LitePullConsumer(
-                group, namesrv=namesrv, consume_from_where=cfw, pull_batch_size=32, **_acl()
-            )
+            lite = LitePullConsumer(group, namesrv=namesrv, consume_from_where=cfw, pull_batch_size=pull_batch,
+                                    pull_threshold_for_queue=queue_threshold, **_acl())  # fmt: skip
             lite.subscribe(topic)
             async with lite:
                 deadline = time.monotonic() + duration
@@ -298,7 +304,7 @@ def consume(namesrv: str, topic: str, body_size: int, duration: float, count: in
         stop.set()
         await reporter
         out = meter.summary()
-        out.update(mode=mode)
+        out.update(mode=mode, batch_max=batch_max, pull_batch=pull_batch, queue_threshold=queue_threshold)
         return out
 
     _run(main)

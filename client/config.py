@@ -167,7 +167,11 @@ class ProducerConfig(ClientConfig):
     retry_another_broker_when_not_store_ok: bool = False
     max_message_size: int = Field(default=4 * 1024 * 1024, gt=0, description="bytes")
     send_latency_fault_enable: bool = Field(default=False, description="latency fault tolerance")
-    max_in_flight: int = Field(default=65_535, gt=0, description="send_async/oneway in flight")
+    max_in_flight: int = Field(
+        default=65_535,
+        gt=0,
+        description="send_async sends in flight; more wait for a slot (clientAsyncSemaphoreValue)",
+    )
     enable_msg_trace: bool = Field(default=False, description="send trace records (client/trace.py)")
     customized_trace_topic: str | None = Field(default=None, description="default RMQ_SYS_TRACE_TOPIC")
 
@@ -223,7 +227,12 @@ class PushConsumerConfig(ConsumerConfig):
 
 
 class LitePullConsumerConfig(ConsumerConfig):
-    pull_batch_size: int = Field(default=10, gt=0, le=1024)
+    pull_batch_size: int = Field(
+        default=32,
+        gt=0,
+        le=1024,
+        description="RocketMQ: 10; 32 costs about a third less client CPU per message (client/README.md)",
+    )
     auto_commit: bool = True
     auto_commit_interval_millis: int = Field(default=5_000, ge=1_000)
     poll_timeout_millis: int = Field(default=5_000, gt=0)

@@ -103,8 +103,9 @@ class SendStatus(enum.Enum):
 
 @dataclass(slots=True)
 class SendResult:
-    """Outcome of a send. ``msg_id`` is the client UNIQ_KEY (comma-joined for batches);
-    ``offset_msg_id`` the broker's offset id(s)."""
+    """Outcome of a send. ``msg_id`` is the client UNIQ_KEY (comma-joined for batches, as in
+    RocketMQ's ``SendResult``); ``offset_msg_id`` the broker's offset id(s). :attr:`msg_ids` and
+    :attr:`offset_msg_ids` give them as lists, one per message in the batch's order."""
 
     send_status: SendStatus
     msg_id: str
@@ -114,6 +115,17 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """One UNIQ_KEY per message sent (a single send: a list of one)."""
+        return self.msg_id.split(",") if self.msg_id else []
+
+    @property
+    def offset_msg_ids(self) -> list[str]:
+        """One broker offset msgId per message sent, as :attr:`msg_ids` (empty when the broker
+        reported none)."""
+        return self.offset_msg_id.split(",") if self.offset_msg_id else []
 
 
 class PullStatus(enum.Enum):

@@ -31,6 +31,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
+from functools import partial
 from typing import Any, Protocol, Self, TypeVar
 
 from pocketmq.client.consumer.lite_pull import LitePullConsumer
@@ -39,6 +40,7 @@ from pocketmq.client.consumer.subscription import MessageSelector
 from pocketmq.client.hooks import ConsumeMessageHook, SendMessageHook
 from pocketmq.client.message import Message, MessageQueue, PullResult, SendResult
 from pocketmq.client.producer.producer import Producer
+from pocketmq.client.producer.sender import copy_outcome
 from pocketmq.client.producer.transaction import TransactionState
 from pocketmq.remoting.common.runtime import new_event_loop
 from pocketmq.remoting.protocol.message import MessageExt
@@ -175,6 +177,30 @@ class SyncProducer(_BlockingClient):
     def send_batch(self, msgs: Sequence[Message], **kwargs: Any) -> SendResult:
         return run(self.producer.send_batch(msgs, **kwargs))
 
+    def send_async(
+        self,
+        msg: Message,
+        callback: Callable[[SendResult | None, BaseException | None], None] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> concurrent.futures.Future[SendResult]:
+        """Start a send and return a :class:`concurrent.futures.Future` of its result; blocks
+        while ``max_in_flight`` sends are in flight (backpressure, :meth:`Producer.submit`).
+        ``callback(result, error)`` runs on the client's loop thread: keep it short.
+
+        Raises:
+            RemotingTimeoutError: no send slot was freed within the timeout.
+            MessageValidationError, ClientClosedError: as :meth:`Producer.send_async`.
+        """
+        out: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+
+        async def start() -> None:
+            fut = await self.producer.submit(msg, callback, timeout=timeout)
+            fut.add_done_callback(partial(copy_outcome, out=out))
+
+        run(start())
+        return out
+
     def register_send_message_hook(self, hook: SendMessageHook) -> None:
         """:meth:`Producer.register_send_message_hook` (hooks run on the client's loop thread)."""
         self.producer.register_send_message_hook(hook)
@@ -213,6 +239,10 @@ class SyncLitePullConsumer(_BlockingClient):
 
     def poll(self, timeout: float | None = None) -> list[MessageExt]:
         return run(self.consumer.poll(timeout))
+
+    def wait_assigned(self, timeout: float | None = None) -> set[MessageQueue]:
+        """Block until queues are assigned (:meth:`LitePullConsumer.wait_assigned`)."""
+        return run(self.consumer.wait_assigned(timeout))
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         run(self.consumer.seek(mq, offset))
@@ -279,6 +309,10 @@ class SyncPushConsumer(_BlockingClient):
         self, topic: str, expression: str | MessageSelector = "*", expression_type: str = "TAG"
     ) -> None:
         self.consumer.subscribe(topic, expression, expression_type)
+
+    def wait_assigned(self, timeout: float | None = None) -> set[MessageQueue]:
+        """Block until queues are assigned (:meth:`PushConsumer.wait_assigned`)."""
+        return run(self.consumer.wait_assigned(timeout))
 
     def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
         """:meth:`PushConsumer.register_consume_message_hook` (before :meth:`start`)."""

@@ -72,6 +72,8 @@ class AdminBase:
         access_key / secret_key: ACL credentials (requests are signed when both are given).
         ssl_context: TLS for every connection (``transport.tls.client_ssl_context``); None: plaintext.
         remoting: an existing client to share (tests); it is not closed by :meth:`close`.
+        namespace: RocketMQ namespace of the topics and groups named in calls, as the producer's
+            and consumers' ``namespace`` (:mod:`pocketmq.client.admin.namespaced`).
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class AdminBase:
         secret_key: str | None = None,
         remoting: RemotingClient | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        namespace: str | None = None,
     ) -> None:
         self.namesrv_addrs = parse_namesrv_addrs(namesrv_addr)
         self.timeout = timeout_ms / 1000
@@ -97,6 +100,11 @@ class AdminBase:
             remoting = RemotingClient(config, before_hooks=signers)
         self.remoting = remoting
         self.api = MQClientAPI(remoting, self.namesrv_addrs, timeout_ms)
+        self.namespace = namespace or None
+        if namespace:
+            from pocketmq.client.admin.namespaced import install
+
+            install(self, namespace, dir(type(self)))
 
     async def close(self) -> None:
         if self._own_remoting:

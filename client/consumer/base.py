@@ -7,10 +7,11 @@ do not depend on how a consumer pulls.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from abc import abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ClassVar
 
 from pocketmq.client.config import ConsumerConfig, MessageModel
@@ -54,6 +55,10 @@ class ConsumerBase(AsyncClient):
         # that asks a broker for the group's members and gets "no consumer for this group".
         self._announced = False
         self.queue_ops = QueueOps(self)
+        self._assign_waiters: list[asyncio.Future[set[MessageQueue]]] = []
+        # set when a rebalance (or assign) has finished with queues of every subscribed topic:
+        # a rebalance adds its queues one by one, so the live table may be half done
+        self._assign_settled = False
         # the public queue operations (fetch_message_queues, min/max_offset, ..., pull)
         (self.fetch_message_queues, self.min_offset, self.max_offset, self.offset_for_timestamp,
          self.pull) = self.queue_ops.public_api()  # fmt: skip
@@ -136,6 +141,10 @@ class ConsumerBase(AsyncClient):
     def _enter_shutdown(self) -> MQClientInstance | None:
         """Move to SHUTDOWN; returns the instance to leave when the consumer was running, else
         None (nothing to stop)."""
+        waiters, self._assign_waiters = self._assign_waiters, []
+        for fut in waiters:  # wait_assigned callers: no queue will come any more
+            if not fut.done():
+                fut.set_exception(self._life.closed_error())
         if self._life.state is not RUNNING:
             self._life.move(SHUTDOWN)
             return None
@@ -153,7 +162,57 @@ class ConsumerBase(AsyncClient):
     #: after start: ``consumer.rebalance_listener = on_change``. Errors are logged.
     rebalance_listener: Callable[[str, set[MessageQueue], set[MessageQueue]], Any] | None = None
 
+    @abstractmethod
+    def _held_queues(self) -> Iterable[MessageQueue]:
+        """The queues this consumer pulls now, as on the wire (namespaced, retry topic included)."""
+
+    def _ready_assignment(self) -> set[MessageQueue] | None:
+        """The held queues of the subscribed topics once every one of them has at least one;
+        None before."""
+        subs = self._subs
+        held = [mq for mq in self._held_queues() if mq.topic in subs]
+        if not subs or len({mq.topic for mq in held}) < len(subs):
+            return None
+        return {unwrap_queue(self.namespace, mq) for mq in held}
+
+    async def wait_assigned(self, timeout: float | None = None) -> set[MessageQueue]:
+        """Wait until this consumer holds at least one queue of every topic it subscribed (after
+        the rebalance that gives it some, or ``assign``) and return its queues of those topics;
+        at once when it holds them already. A consumer gets its first queues one rebalance after
+        start; sends made before that are not seen by a consumer that starts from the last offset.
+
+        Raises:
+            TimeoutError: not within ``timeout`` seconds (e.g. more consumers in the group
+                than queues, or a topic without a route yet).
+            ClientClosedError: the consumer is shut down (or shuts down while waiting).
+        """
+        if self._life.state is SHUTDOWN:
+            raise self._life.closed_error()
+        queues = self._ready_assignment() if self._assign_settled else None
+        if queues is not None:
+            return queues
+        fut: asyncio.Future[set[MessageQueue]] = asyncio.get_running_loop().create_future()
+        self._assign_waiters.append(fut)
+        try:
+            async with asyncio.timeout(timeout):
+                return await fut
+        finally:
+            if fut in self._assign_waiters:
+                self._assign_waiters.remove(fut)
+
+    def _wake_assigned(self) -> None:
+        """After a rebalance (or assign) changed the assignment: resolve :meth:`wait_assigned`
+        callers once it is ready."""
+        queues = self._ready_assignment()
+        self._assign_settled = queues is not None
+        if queues is not None and self._assign_waiters:
+            waiters, self._assign_waiters = self._assign_waiters, []
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(set(queues))
+
     def _notify_rebalance(self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]) -> None:
+        self._wake_assigned()
         listener = self.rebalance_listener
         if listener is None:
             return

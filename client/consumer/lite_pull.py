@@ -141,6 +141,7 @@ class LitePullConsumer(ConsumerBase):
                 self._add_queue(mq, ProcessQueue(now_ms()), -1, pull=not (late and mq.topic in new_topics))
         if late:
             self.instance.tasks.spawn(self._route_then_pull(new_topics), name="lite-assign-route")
+        self._wake_assigned()
 
     async def _route_then_pull(self, topics: set[str]) -> None:
         for topic in topics:
@@ -159,6 +160,9 @@ class LitePullConsumer(ConsumerBase):
 
     def assignment(self) -> set[MessageQueue]:
         return {unwrap_queue(self.namespace, mq) for mq in self._queues}
+
+    def _held_queues(self) -> list[MessageQueue]:
+        return list(self._queues)
 
     @property
     def offset_store(self) -> OffsetStore:

@@ -48,7 +48,7 @@ from pocketmq.client.errors import (
 from pocketmq.client.hooks import ConsumeMessageHook, hooked_listener
 from pocketmq.client.lifecycle import CREATED, RUNNING
 from pocketmq.client.message import MessageQueue, PullStatus
-from pocketmq.client.namespace import plain_topic_listener, wrap
+from pocketmq.client.namespace import plain_topic_listener, unwrap_queue, wrap
 from pocketmq.client.trace import hook_consumer
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
@@ -353,6 +353,15 @@ class PushConsumer(ConsumerBase):
             return
         req = PullRequest(self.group, mq, pq, offset, previously_locked=locked)
         self.instance.pull_service.execute_now(req)
+
+    def _held_queues(self) -> list[MessageQueue]:
+        rb = self._rebalance
+        return [] if rb is None else list(rb.process_queue_table)
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues of the subscribed topics this consumer pulls now (the rebalance's result;
+        its retry topic left out; plain topics when namespaced)."""
+        return {unwrap_queue(self.namespace, mq) for mq in self._held_queues() if mq.topic in self._subs}
 
     def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]

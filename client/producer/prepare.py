@@ -100,6 +100,30 @@ class MessagePreparer:
 
     def prepare(self, msg: Message) -> Prepared:
         """Validate and encode ``msg`` once for every attempt of its send."""
+        body = msg.body
+        if (
+            type(msg) is Message
+            and type(body) is bytes
+            and 0 < len(body) < self._compress_over
+            and len(body) <= self._max_size
+            and msg.topic in self._valid_topics
+            and not msg.properties
+            and not msg.keys
+            and not msg.delay_level
+            and msg.wait_store_msg_ok
+        ):
+            # The common case, checked and encoded in one go (the checks are validate()'s for
+            # such a message): a known topic, an uncompressed body, TAGS and UNIQ_KEY only.
+            # inline of pocketmq.remoting.protocol.message.properties_to_string
+            tags = msg.tags
+            if not tags:
+                uniq = self._uniq.create()
+                return Prepared(msg.topic, body, 0, msg.flag, f"UNIQ_KEY\x01{uniq}", uniq, False)
+            if "\x01" not in tags and "\x02" not in tags:
+                uniq = self._uniq.create()
+                return Prepared(
+                    msg.topic, body, 0, msg.flag, f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}", uniq, False
+                )
         self.validate(msg)
         body = msg.body
         if type(body) is not bytes:

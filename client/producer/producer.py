@@ -19,16 +19,16 @@ from functools import partial
 from typing import Any
 
 from pocketmq.client.config import ProducerConfig, resolve_config
-from pocketmq.client.errors import RemotingTooMuchRequestError
 from pocketmq.client.hooks import SendMessageHook, install_send_hooks
 from pocketmq.client.instance import MQClientInstance
 from pocketmq.client.lifecycle import RUNNING, SHUTDOWN, AsyncClient, Lifecycle
 from pocketmq.client.message import Message, MessageQueue, SendResult
 from pocketmq.client.namespace import unwrap_queue, wrap, wrap_queue
 from pocketmq.client.producer import request_reply, transaction
-from pocketmq.client.producer.prepare import MessagePreparer
+from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
 from pocketmq.client.producer.sender import Sender
+from pocketmq.client.producer.window import SendWindow
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.client.trace import hook_producer
 from pocketmq.client.validation import check_group
@@ -77,6 +77,7 @@ class Producer(AsyncClient):
         self.transaction_checker = transaction_checker
         self._life = Lifecycle("producer", self.group)
         self._inflight: set[asyncio.Future[Any]] = set()
+        self._window = SendWindow(config.max_in_flight)
         self._prep = MessagePreparer(config)
         self._sender = Sender(config, self._prep, self._life.closed_error, clock)
         self._timeout = config.send_msg_timeout / 1000
@@ -175,6 +176,11 @@ class Producer(AsyncClient):
         if sender.instance is None:
             raise self._life.closed_error()
         ns = self._ns
+        if ns is None and queue is None and selector is None and sharding_key is None:
+            # the common send: no namespace, no queue choice
+            return await sender.send(
+                self._prep.prepare(msg), self._timeout if timeout is None else timeout, sender.attempts
+            )
         if ns is not None:
             msg, queue = replace(msg, topic=wrap(ns, msg.topic)), queue and wrap_queue(ns, queue)
         p = self._prep.prepare(msg)
@@ -198,29 +204,65 @@ class Producer(AsyncClient):
     ) -> asyncio.Future[SendResult]:
         """Start a send and return its future; ``callback(result, error)`` runs when it ends.
 
-        Validation errors and a closed producer raise here, synchronously.
+        When ``max_in_flight`` sends are already in flight the send waits for one of them to end
+        (RocketMQ's async semaphore); the wait counts in its timeout, and a send that got no slot
+        in time fails with RemotingTimeoutError. A loop that sends faster than the broker replies
+        should ``await`` :meth:`submit` instead, which waits before it starts the send.
 
-        Raises:
-            RemotingTooMuchRequestError: ``max_in_flight`` async sends are already running.
+        Validation errors and a closed producer raise here, synchronously.
         """
         self._check_running()
-        if len(self._inflight) >= self.config.max_in_flight:
-            raise RemotingTooMuchRequestError(f"{len(self._inflight)} async sends in flight")
         if self._ns is not None:
             msg = replace(msg, topic=wrap(self._ns, msg.topic))
         p = self._prep.prepare(msg)
         budget = self._timeout if timeout is None else timeout
-        sender = self._sender
-        fut = sender.send_first(p, budget)
-        if fut is None:
-            fut = asyncio.ensure_future(sender.send(p, budget, sender.attempts_async))
-        self._track(fut, callback)
-        return fut
-
-    def _track(self, fut: asyncio.Future[SendResult], callback: SendCallback | None) -> None:
+        window = self._window
+        slot: SendWindow | None = window
+        if window.busy < window.size:
+            window.busy += 1
+            sender = self._sender
+            fut = sender.send_first(p, budget)
+            if fut is None:
+                fut = asyncio.ensure_future(sender.send(p, budget, sender.attempts_async))
+        else:
+            fut = asyncio.ensure_future(self._send_when_free(p, budget))
+            slot = None  # the coroutine frees its own slot
         self._inflight.add(fut)
         # partial of a module function, not a closure per send (docs/development.md, hot paths)
-        fut.add_done_callback(partial(_sent, self._inflight, callback))
+        fut.add_done_callback(partial(_sent, self._inflight, slot, callback))
+        return fut
+
+    async def _send_when_free(self, p: Prepared, budget: float) -> SendResult:
+        window = self._window
+        remaining = await window.wait(budget)
+        try:
+            sender = self._sender
+            fut = sender.send_first(p, remaining)
+            if fut is None:
+                return await sender.send(p, remaining, sender.attempts_async)
+            return await fut
+        finally:
+            window.release()
+
+    async def submit(
+        self, msg: Message, callback: SendCallback | None = None, *, timeout: float | None = None
+    ) -> asyncio.Future[SendResult]:
+        """Wait for a free send slot (at most ``max_in_flight`` sends in flight), then start the
+        send as :meth:`send_async` does and return its future: backpressure for a sending loop.
+
+        The wait counts in the send's ``timeout`` (default ``send_msg_timeout``).
+
+        Raises:
+            RemotingTimeoutError: no slot was freed within the timeout.
+            MessageValidationError, ClientClosedError: as :meth:`send_async`.
+        """
+        self._check_running()
+        window = self._window
+        if window.busy >= window.size:
+            budget = self._timeout if timeout is None else timeout
+            timeout = await window.wait(budget)
+            window.busy -= 1  # handed to send_async, which takes it back before anything else runs
+        return self.send_async(msg, callback, timeout=timeout)
 
     async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
         """Write the request and return; no reply, no retry (Java ``sendOneway``)."""
@@ -299,10 +341,17 @@ class Producer(AsyncClient):
 
 
 def _sent(
-    inflight: set[asyncio.Future[Any]], callback: SendCallback | None, f: asyncio.Future[SendResult]
-) -> None:
-    """Done callback of a send_async future: forget it, then run the user's callback."""
+    inflight: set[asyncio.Future[Any]], window: SendWindow | None, callback: SendCallback | None,
+    f: asyncio.Future[SendResult],
+) -> None:  # fmt: skip
+    """Done callback of a send_async future: forget it, free its slot (``window``: the send held
+    one), then run the user's callback."""
     inflight.discard(f)
+    if window is not None:
+        # inline of SendWindow.release (one call less per send)
+        window.busy -= 1
+        if window.waiters:
+            window.wake()
     if callback is None:
         if not f.cancelled():
             f.exception()  # retrieved: the caller owns the future

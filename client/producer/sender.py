@@ -28,6 +28,7 @@ future: no per-attempt coroutine layers, no enum-member lookups (slow on CPython
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import logging
 import time
@@ -193,6 +194,43 @@ class Sender:
         # The hot path of every send: one coroutine from here to the reply's future (the route
         # and broker address come from caches; the request is written and its future awaited
         # directly), so a send costs as few Python layers as possible.
+        if begin is None and not self.fault.enabled and not self._vip:
+            # The first attempt of the common case (route cached, broker address known, no
+            # latency fault strategy) without the retry loop's bookkeeping; a failure continues
+            # in the loop below with what is known, as send_first's does for send_async.
+            info = self.publish.get(p.topic)
+            inst = self.instance
+            if info is not None and inst is not None and info.message_queues:
+                # inline of pocketmq.client.route.TopicPublishInfo.select_one
+                queues = info.message_queues
+                info.index += 1
+                mq = queues[info.index % len(queues)]
+                addr = inst.find_broker_addr_in_publish(mq.broker_name)
+                if addr is not None:
+                    begin = time.monotonic()
+                    api = inst.api
+                    try:
+                        response = await api.send_message_request(
+                            addr, self.prep.ext(p, mq), p.body, budget, batch=p.batch
+                        )
+                        result = api.process_send_response(mq, response, p.msg_id, addr)
+                    except RETRY_ON as exc:
+                        logger.info("send to %s failed (attempt 1): %s", mq, exc)
+                        errors = [exc]
+                    except ResponseError as exc:
+                        if not exc.retriable:
+                            raise
+                        errors, refresh = [exc], exc.refresh_route
+                    else:
+                        if result.send_status is _SEND_OK or not self.retry_not_stored or times <= 1:
+                            return result
+                        errors = []
+                    if times <= 1:
+                        raise SendFailedError(p.topic, errors) from (errors[-1] if errors else None)
+                    return await self.send(
+                        p, budget, times - 1, begin=begin, errors=errors, last_broker=mq.broker_name,
+                        refresh=refresh,
+                    )  # fmt: skip
         resumed = begin is not None
         info = self.publish.get(p.topic)
         if info is None or not info.message_queues:
@@ -312,7 +350,7 @@ class Sender:
                 last_broker=mq.broker_name, refresh=isinstance(exc, ResponseError) and exc.refresh_route,
             )
         )  # fmt: skip
-        task.add_done_callback(partial(_chain, out=out))
+        task.add_done_callback(partial(copy_outcome, out=out))
 
 
 def _first_reply(
@@ -341,7 +379,12 @@ def _first_reply(
     sender.retry_after_first(out, p, budget, begin, mq, exc)
 
 
-def _chain(task: asyncio.Future[SendResult], *, out: asyncio.Future[SendResult]) -> None:
+def copy_outcome(
+    task: asyncio.Future[SendResult],
+    *,
+    out: asyncio.Future[SendResult] | concurrent.futures.Future[SendResult],
+) -> None:
+    """Done callback: give ``out`` the outcome of ``task`` (nothing if ``out`` is done already)."""
     if out.done():
         if not task.cancelled():
             task.exception()  # retrieved: the caller gave up on this send

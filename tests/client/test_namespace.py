@@ -85,3 +85,31 @@ async def test_namespaced_clients_see_only_their_namespace(tmp_path) -> None:
             assert bodies == [b"b1"]
             mq = next(iter(queues))
             assert isinstance(mq, MessageQueue) and await lite.max_offset(mq) >= 0
+
+
+@pytest.mark.integration
+async def test_admin_namespace_wraps_arguments_and_filters_results(tmp_path) -> None:
+    from pocketmq.client import MQAdmin
+    from pocketmq.client.admin.namespaced import mine
+    from pocketmq.remoting.protocol.registration import TopicConfig
+
+    assert mine("ns", "ns%T") and mine("ns", "%RETRY%ns%G") and not mine("ns", "T")
+    async with cluster(tmp_path / "pmq") as c:
+        await c.create_topic("Other", queues=1)
+        async with MQAdmin(c.namesrv_addr, namespace="alpha") as admin:
+            assert admin.namespace == "alpha"
+            await admin.create_topic(TopicConfig("Orders", 2, 2), cluster="DefaultCluster")
+            async with Producer("PG", namespace="alpha", namesrv=c.namesrv_addr) as producer:
+                await producer.send(Message("Orders", b"a1"))  # the route is there once created
+            assert "Orders" in await admin.topic_list()
+            assert not {"Other", "alpha%Orders"} & set(await admin.topic_list())
+            route = await admin.topic_route("Orders")
+            assert sum(q.write_queue_nums for q in route.queue_datas) == 2
+            status = await admin.topic_status("Orders")
+            assert sum(q.max_offset for q in status.queues) == 1
+            ranges = await admin.read_messages("Orders")
+            msgs = [m for r in ranges for m in r.messages]
+            assert [(m.topic, m.body) for m in msgs] == [("Orders", b"a1")]
+        async with MQAdmin(c.namesrv_addr) as plain:  # no namespace: the wire names
+            topics = await plain.topic_list()
+            assert "alpha%Orders" in topics and "Orders" not in topics and "Other" in topics

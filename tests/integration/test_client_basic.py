@@ -214,7 +214,9 @@ async def test_lite_pull_subscribe_mode(pmq: Cluster) -> None:
             msgs = await consumer.poll(5.0)
             assert msgs
             got += [m.body for m in msgs]
-        assert len(consumer.assignment()) == 4
+        # the rebalance adds the 4 queues one by one; the 50 messages (one queue) may be
+        # polled before the last is added
+        await wait_until(lambda: len(consumer.assignment()) == 4)
     assert sorted(got) == sorted(b"%d" % i for i in range(50))
 
 

@@ -27,7 +27,7 @@ async def pmq(tmp_path) -> AsyncIterator[Cluster]:
 
 
 async def test_readme_examples_run(pmq: Cluster, tmp_path) -> None:
-    assert len(EXAMPLES) == 6
+    assert len(EXAMPLES) == 7
     env = {**os.environ, "NAMESRV_ADDR": pmq.namesrv_addr, "HOME": str(tmp_path)}
     outputs: list[str] = []
     for i, code in enumerate(EXAMPLES):
@@ -47,4 +47,5 @@ async def test_readme_examples_run(pmq: Cluster, tmp_path) -> None:
     assert "{'order': 42, 'items': [1, 2, 3]}" in outputs[1]
     # the orderly example saw the three steps in order despite the suspend
     assert "[b'created', b'paid', b'shipped']" in outputs[2]
-    assert "b'pong: ping' DefaultCluster_REPLY_TOPIC" in outputs[5]  # request-reply
+    assert "tenant topics: ['AdminExample'] messages: 1" in outputs[5]  # MQAdmin with a namespace
+    assert "b'pong: ping' DefaultCluster_REPLY_TOPIC" in outputs[6]  # request-reply

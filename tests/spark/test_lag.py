@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pocketmq.spark.lag import offsets_behind_latest, source_lag
+from pocketmq.spark.lag import _offsets, offsets_behind_latest, source_lag
 from tests.spark.cluster import ThreadedCluster
 
 
@@ -56,5 +56,11 @@ def test_lag_metrics_fall_to_zero(spark: Any, mq: ThreadedCluster, tmp_path: Pat
         assert lags[-1] == {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "0",
                             "avgOffsetsBehindLatest": "0.0"}  # fmt: skip
         assert listener.latest(q.id) and listener.latest(q.id)[0] is not None
+        # reportLatestOffset: every progress carries the queues' latest offsets next to the
+        # batch's end; behind it while the backlog lasts, equal to it once consumed
+        first, last = progresses[0]["sources"][0], progresses[-1]["sources"][0]
+        assert sum(_offsets(first["latestOffset"]).values()) == 400
+        assert sum(_offsets(first["endOffset"]).values()) < 400
+        assert _offsets(last["latestOffset"]) == _offsets(last["endOffset"]) != {}
     finally:
         spark.streams.removeListener(listener)
