@@ -17,6 +17,10 @@ Two families of names:
   {cluster, broker, group}; ``rocketmq_broker_tps`` / ``_qps`` {cluster, brokerIP, broker}; the
   ``rocketmq_brokeruntime_*`` gauges of GET_BROKER_RUNTIME_INFO {cluster, brokerIP, brokerHost,
   des, boottime, broker_version}. TPS values are the last minute's, as the exporter reads them.
+  Lint-clean by default (promtool exits 0): the camelCase labels are spelled snake_case
+  (:data:`SNAKE_LABELS`), the two ever-growing ``*_total`` figures are counters and
+  ``commitlogdir_capacity_total`` is ``_capacity_bytes``; ``metricsRocketmqExporterCompat=true``
+  (:attr:`BrokerMetrics.exporter_compat`) gives the exporter's spellings verbatim.
 * **RocketMQ 5.x's** names {cluster, node_type, node_id, ...}: ``rocketmq_messages_in_total``,
   ``rocketmq_throughput_in_total`` (bytes), ``rocketmq_messages_out_total``,
   ``rocketmq_throughput_out_total``, ``rocketmq_send_to_dlq_messages_total``,
@@ -39,6 +43,7 @@ transactions could be next) without touching :meth:`BrokerMetrics.collect`.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -192,9 +197,9 @@ def _runtime_gauges() -> list[tuple[str, str, int | None]]:
     out: list[tuple[str, str, int | None]] = [
         ("msg_put_total_today_now", "msgPutTotalTodayNow", None),
         ("msg_gettotal_today_now", "msgGetTotalTodayNow", None),
-        ("msg_put_total_today_morning", "msgPutTotalTodayMorning", None),
-        ("msg_gettotal_today_morning", "msgGetTotalTodayMorning", None),
-        ("msg_put_total_yesterdaymorning", "msgPutTotalYesterdayMorning", None),
+        ("msg_puttotal_todaymorning", "msgPutTotalTodayMorning", None),
+        ("msg_gettotal_todaymorning", "msgGetTotalTodayMorning", None),
+        ("msg_puttotal_yesterdaymorning", "msgPutTotalYesterdayMorning", None),
         ("msg_gettotal_yesterdaymorning", "msgGetTotalYesterdayMorning", None),
         ("dispatch_behind_bytes", "dispatchBehindBytes", None),
         ("put_message_size_total", "putMessageSizeTotal", None),
@@ -207,12 +212,15 @@ def _runtime_gauges() -> list[tuple[str, str, int | None]]:
         ("commitlog_maxoffset", "commitLogMaxOffset", None),
         ("commitlog_minoffset", "commitLogMinOffset", None),
         ("send_threadpool_queue_size", "sendThreadPoolQueueSize", None),
-        ("pull_threadpool_queue_size", "pullThreadPoolQueueSize", None),
-        ("query_threadpool_queue_size", "queryThreadPoolQueueSize", None),
+        ("pull_threadpoolqueue_size", "pullThreadPoolQueueSize", None),
+        ("query_threadpoolqueue_size", "queryThreadPoolQueueSize", None),
         ("send_threadpoolqueue_capacity", "sendThreadPoolQueueCapacity", None),
         ("pull_threadpoolqueue_capacity", "pullThreadPoolQueueCapacity", None),
         ("query_threadpool_queue_capacity", "queryThreadPoolQueueCapacity", None),
         ("remain_transientstore_buffer_numbs", "remainTransientStoreBufferNumbs", None),
+        ("send_threadpoolqueue_headwait_timemills", "sendThreadPoolQueueHeadWaitTimeMills", None),
+        ("pull_threadpoolqueue_headwait_timemills", "pullThreadPoolQueueHeadWaitTimeMills", None),
+        ("query_threadpoolqueue_headwait_timemills", "queryThreadPoolQueueHeadWaitTimeMills", None),
         ("pagecache_lock_time_mills", "pageCacheLockTimeMills", None),
     ]
     for suffix, key in (
@@ -228,6 +236,17 @@ def _runtime_gauges() -> list[tuple[str, str, int | None]]:
 
 _RUNTIME_GAUGES = _runtime_gauges()
 _RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"]
+#: runtime figures that only grow (since boot): counters, so their ``_total`` sample name is the
+#: exporter's and promtool accepts it (the exporter declares them gauges named ``*_total``)
+_RUNTIME_COUNTERS = frozenset({"put_message_size_total", "putmessage_times_total"})
+#: rocketmq-exporter's camelCase label names and the snake_case spellings promtool's lint wants;
+#: ``metricsRocketmqExporterCompat=true`` keeps the exporter's (and its ``*_total`` gauges)
+SNAKE_LABELS = {
+    "brokerIP": "broker_ip",
+    "brokerHost": "broker_host",
+    "countOfOnlineConsumers": "count_of_online_consumers",
+    "msgModel": "msg_model",
+}
 
 
 def _number(text: str | None, index: int | None) -> float | None:
@@ -263,8 +282,15 @@ class BrokerMetrics:
     flush_behind: Callable[[], int]
     now_ms: Callable[[], int]
     latency: PutLatency = field(default_factory=PutLatency)
+    #: ``metricsRocketmqExporterCompat``: rocketmq-exporter's label spellings and gauge types
+    #: verbatim (promtool then lints them) instead of the lint-clean ones
+    exporter_compat: bool = False
     #: more families (HA, transactions): each called at every scrape
     sources: list[Callable[[], Iterable[Metric]]] = field(default_factory=list)
+
+    def _labels(self, names: list[str]) -> list[str]:
+        """``names`` as exported: the exporter's spelling in compat mode, else snake_case."""
+        return names if self.exporter_compat else [SNAKE_LABELS.get(n, n) for n in names]
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -399,7 +425,7 @@ class BrokerMetrics:
             topic, _, group = key.partition("@")
             to_dlq.add_metric([*node, topic, group], item.value)
 
-        diff_labels = ["group", "topic", "countOfOnlineConsumers", "msgModel"]
+        diff_labels = self._labels(["group", "topic", "countOfOnlineConsumers", "msgModel"])
         diff = GaugeMetricFamily("rocketmq_group_diff", "messages not yet consumed", labels=diff_labels)
         retry_diff = GaugeMetricFamily(
             "rocketmq_group_retrydiff", "retry messages not yet consumed", labels=diff_labels
@@ -449,31 +475,51 @@ class BrokerMetrics:
         yield groups
 
     def _runtime(self, info: dict[str, str], cluster: str) -> Iterator[Metric]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         cfg = self.state.config
         addr = self.state.broker_addr
         ip = addr.rpartition(":")[0]
         labels = [cluster, addr, cfg.broker_name, info.get("brokerVersionDesc", ""), info.get("bootTimestamp", ""),
                   info.get("brokerVersion", "")]  # fmt: skip
+        runtime_labels = self._labels(_RUNTIME_LABELS)
         for suffix, key, index in _RUNTIME_GAUGES:
             value = _number(info.get(key), index)
             if value is None:
                 continue
-            family = GaugeMetricFamily(
-                f"rocketmq_brokeruntime_{suffix}", f"runtime info {key}", labels=_RUNTIME_LABELS
-            )
+            name, doc = f"rocketmq_brokeruntime_{suffix}", f"runtime info {key}"
+            family: GaugeMetricFamily | CounterMetricFamily
+            if suffix in _RUNTIME_COUNTERS and not self.exporter_compat:
+                # prometheus_client appends "_total" to the sample: the exporter's series name
+                family = CounterMetricFamily(name.removesuffix("_total"), doc, labels=runtime_labels)
+            else:
+                family = GaugeMetricFamily(name, doc, labels=runtime_labels)
             family.add_metric(labels, value)
             yield family
         lat = self.latency
-        for suffix, value in (
-            ("put_latency_99", lat.quantile_ms(0.99)),
-            ("put_latency_999", lat.quantile_ms(0.999)),
-            ("putmessage_entire_time_max", lat.max_ns / 1e6),
-        ):
-            family = GaugeMetricFamily(
-                f"rocketmq_brokeruntime_{suffix}", "CommitLog append time, ms", labels=_RUNTIME_LABELS
-            )
+        append = "CommitLog append time, ms"
+        extra: list[tuple[str, str, float]] = [
+            ("put_latency_99", append, lat.quantile_ms(0.99)),
+            ("put_latency_999", append, lat.quantile_ms(0.999)),
+            ("putmessage_entire_time_max", append, lat.max_ns / 1e6),
+            # the runtime table renders this one human-readable ("1.2 KiB"): the raw bytes here
+            ("remain_howmanydata_toflush", "CommitLog bytes not yet flushed", self.flush_behind()),
+        ]
+        try:
+            disk = shutil.disk_usage(self.store.config.commit_log_dir)
+            extra += [
+                # a gauge may not end in "_total" (promtool): the exporter's name in compat mode only
+                (
+                    "commitlogdir_capacity_total" if self.exporter_compat else "commitlogdir_capacity_bytes",
+                    "bytes of the CommitLog's disk",
+                    disk.total,
+                ),
+                ("commitlogdir_capacity_free", "free bytes on the CommitLog's disk", disk.free),
+            ]
+        except OSError:
+            pass  # the directory is gone (being deleted): no capacity figures this scrape
+        for suffix, doc, value in extra:
+            family = GaugeMetricFamily(f"rocketmq_brokeruntime_{suffix}", doc, labels=runtime_labels)
             family.add_metric(labels, value)
             yield family
         stats = self.stats()
@@ -483,7 +529,9 @@ class BrokerMetrics:
             (BROKER_GET_NUMS, "rocketmq_broker_qps"),
         ):
             family = GaugeMetricFamily(
-                metric, "messages per second (last minute)", labels=["cluster", "brokerIP", "broker"]
+                metric,
+                "messages per second (last minute)",
+                labels=self._labels(["cluster", "brokerIP", "broker"]),
             )
             item = stats.stats_table[name].items.get(cluster)
             family.add_metric(

@@ -90,7 +90,9 @@ async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> Non
     exp = {"cluster": "DefaultCluster", "broker": "broker-a"}
     assert value(found, "rocketmq_producer_offset", topic="MT", **exp) == 10
     assert (
-        value(found, "rocketmq_group_diff", group="MG", topic="MT", countOfOnlineConsumers="0", msgModel="1")
+        value(
+            found, "rocketmq_group_diff", group="MG", topic="MT", count_of_online_consumers="0", msg_model="1"
+        )
         == 8
     )
     assert value(found, "rocketmq_consumer_offset", topic="MT", group="MG", **exp) == 10
@@ -115,38 +117,80 @@ async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> Non
     assert value(ns, "rocketmq_namesrv_topics") >= 1
 
 
-#: lint complaints promtool may raise about names and labels kept verbatim from rocketmq-exporter
-#: (camelCase labels such as brokerIP / countOfOnlineConsumers; gauges it named ``*_total``)
+async def promtool_check(text: str) -> tuple[int, list[str]]:
+    """``promtool check metrics`` on ``text``: its exit code and remark lines (skip when absent)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (Debian package 'prometheus'; `make test-deps` installs it)")
+    proc = await asyncio.to_thread(
+        subprocess.run,
+        [promtool, "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode, [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+
+
+async def test_promtool_accepts_the_output(pmq: Cluster) -> None:
+    """Broker and name server scrapes after a workload are lint-clean: promtool exits 0."""
+    await workload(pmq)
+    broker_text = await scrape(pmq.brokers[0].metrics_exporter.port)
+    for port in (pmq.brokers[0].metrics_exporter.port, pmq.namesrv.metrics_exporter.port):
+        code, remarks = await promtool_check(await scrape(port))
+        assert (code, remarks) == (0, []), remarks
+    found = samples(broker_text)
+    # the exporter's series names dashboards query are still there, with snake_case labels
+    assert (
+        value(
+            found, "rocketmq_group_diff", group="MG", topic="MT", count_of_online_consumers="0", msg_model="1"
+        )
+        == 8
+    )
+    assert value(found, "rocketmq_brokeruntime_putmessage_times_total", cluster="DefaultCluster") == 10
+    assert value(found, "rocketmq_brokeruntime_put_message_size_total", cluster="DefaultCluster") > 1000
+    assert value(found, "rocketmq_brokeruntime_msg_puttotal_todaymorning", cluster="DefaultCluster") >= 0
+    assert value(found, "rocketmq_brokeruntime_commitlogdir_capacity_bytes", cluster="DefaultCluster") > 0
+    [(labels, _)] = found["rocketmq_broker_tps"]
+    assert labels.keys() >= {"cluster", "broker_ip", "broker"}
+    assert "# TYPE rocketmq_brokeruntime_putmessage_times_total counter" in broker_text
+
+
+#: what promtool says about rocketmq-exporter's own spellings (camelCase labels such as brokerIP /
+#: countOfOnlineConsumers; two gauges it named ``*_total``)
 EXPORTER_LINT = (
     "label names should be written in 'snake_case' not 'camelCase'",
     'non-counter metrics should not have "_total" suffix',
 )
 
 
-async def test_promtool_accepts_the_output(pmq: Cluster) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool not installed (Debian package 'prometheus'; `make test-deps` installs it)")
-    await workload(pmq)
-    for port in (pmq.brokers[0].metrics_exporter.port, pmq.namesrv.metrics_exporter.port):
-        text = await scrape(port)
-        proc = await asyncio.to_thread(
-            subprocess.run,
-            [promtool, "check", "metrics"],
-            input=text,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        # 0: clean; 3: parsed, lint remarks only (1 would be a parse error)
-        assert proc.returncode in (0, 3), proc.stdout + proc.stderr
-        remarks = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-        bad = [r for r in remarks if not r.startswith("rocketmq_") or not r.endswith(EXPORTER_LINT)]
-        assert not bad, bad
-        # every remark is about an exporter-compatible family, never the 5.x-style ones
-        assert not [
-            r for r in remarks if r.split()[0].startswith(("rocketmq_consumer_lag", "rocketmq_messages_"))
-        ]
+async def test_exporter_compat_key_gives_the_exporter_spellings(tmp_path: Path) -> None:
+    """metricsRocketmqExporterCompat=true: the exporter's label names and gauge types verbatim;
+    promtool's only remarks are about those spellings, never about the 5.x-style families."""
+    config = {**PROM, "metricsRocketmqExporterCompat": "true"}
+    async with cluster(tmp_path / "c", broker_config=config) as c:
+        await workload(c)
+        text = await scrape(c.brokers[0].metrics_exporter.port)
+    found = samples(text)
+    assert (
+        value(found, "rocketmq_group_diff", group="MG", topic="MT", countOfOnlineConsumers="0", msgModel="1")
+        == 8
+    )
+    [(labels, _)] = found["rocketmq_brokeruntime_put_tps10"]
+    assert labels.keys() >= {"cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"}
+    assert "# TYPE rocketmq_brokeruntime_putmessage_times_total gauge" in text
+    assert value(found, "rocketmq_brokeruntime_commitlogdir_capacity_total", cluster="DefaultCluster") > 0
+    code, remarks = await promtool_check(text)
+    assert code == 3, remarks  # 3: parsed, lint remarks only (1 would be a parse error)
+    assert remarks and all(r.startswith("rocketmq_") and r.endswith(EXPORTER_LINT) for r in remarks), remarks
+    assert {r.split()[0] for r in remarks} <= {
+        "rocketmq_group_diff",
+        "rocketmq_group_retrydiff",
+        "rocketmq_group_dlqdiff",
+        "rocketmq_broker_tps",
+        "rocketmq_broker_qps",
+    } | {r.split()[0] for r in remarks if r.startswith("rocketmq_brokeruntime_")}
 
 
 async def test_metrics_off_by_default(tmp_path: Path) -> None:
