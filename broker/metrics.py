@@ -107,7 +107,7 @@ class PutLatency:
             dt = clock() - t0
             counts[(dt >> 10).bit_length()] += 1
             this.sum_ns += dt
-            if dt > this.max_ns:  # a compare, not a max() call: this runs on every put
+            if dt > this.max_ns:  # noqa: PLR1730 - a compare, not a max() call: runs on every put
                 this.max_ns = dt
             return result
 
