@@ -13,9 +13,6 @@ Screenshots: test-artifacts/console/dashboard.png, dlq.png, acl.png.
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +28,9 @@ from pocketmq.client import (
     PushConsumer,
 )
 from pocketmq.deploy.console.api_more import COLLECTOR_KEY, user_properties
-from pocketmq.deploy.console.server import ConsoleServer
 from pocketmq.testing import cluster
 from tests.acl_support import acl_cluster
+from tests.console.test_console_api import console_api
 from tests.console.test_console_browser import _chromium_or_skip, console_in_chromium
 from tests.waiting import wait_until
 
@@ -183,40 +180,20 @@ async def test_acl_page_in_chromium(tmp_path: Path) -> None:
         assert not anon.errors, anon.errors
 
 
-def _call(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 async def test_more_routes_answer_bad_input_clearly(tmp_path: Path) -> None:
-    async with cluster(tmp_path / "c") as c:
-        console = ConsoleServer(c.namesrv_addr, collect_interval=3600)
-        await console.start(host="127.0.0.1", port=0)
-        base = console.url.rstrip("/")
-
-        async def call(path: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
-            return await asyncio.to_thread(_call, base + path, method, body)
-
-        try:
-            assert (await call("/api/dlq"))[0] == 400
-            status, none = await call("/api/dlq?group=NoSuchGroup")
-            assert status == 200 and none["messages"] == [] and "no dead-letter queue" in none["note"]
-            assert (await call("/api/dlq/resend", "POST", {"group": "G"}))[0] == 400
-            assert (await call("/api/dlq/readable", "POST", {"group": "NoSuchGroup"}))[0] == 404
-            assert (await call("/api/acl", "POST", {"secretKey": "x"}))[0] == 400
-            assert (await call("/api/acl", "POST", {"accessKey": "a", "topicPerms": "nonsense"}))[0] == 400
-            # a broker without aclEnable refuses the ACL codes: shown per broker, not a failure
-            status, acl = await call("/api/acl")
-            assert status == 200 and acl["brokers"] and acl["brokers"][0]["error"]
-            status, dash = await call("/api/dashboard")
-            assert status == 200 and [b["broker"] for b in dash["brokers"]] == ["broker-a"]
-        finally:
-            await console.stop()
+    async with cluster(tmp_path / "c") as c, console_api(c.namesrv_addr, collect_interval=3600) as call:
+        assert (await call("/api/dlq"))[0] == 400
+        status, none = await call("/api/dlq?group=NoSuchGroup")
+        assert status == 200 and none["messages"] == [] and "no dead-letter queue" in none["note"]
+        assert (await call("/api/dlq/resend", "POST", {"group": "G"}))[0] == 400
+        assert (await call("/api/dlq/readable", "POST", {"group": "NoSuchGroup"}))[0] == 404
+        assert (await call("/api/acl", "POST", {"secretKey": "x"}))[0] == 400
+        assert (await call("/api/acl", "POST", {"accessKey": "a", "topicPerms": "nonsense"}))[0] == 400
+        # a broker without aclEnable refuses the ACL codes: shown per broker, not a failure
+        status, acl = await call("/api/acl")
+        assert status == 200 and acl["brokers"] and acl["brokers"][0]["error"]
+        status, dash = await call("/api/dashboard")
+        assert status == 200 and [b["broker"] for b in dash["brokers"]] == ["broker-a"]
 
 
 def test_user_properties_drop_the_system_ones() -> None:
