@@ -17,7 +17,6 @@ each topic's puts over the last 24 hours (``statsDay``), as ``mqadmin statsAll``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -82,10 +81,12 @@ class VolumeCollector:
             if b.broker_id == 0:
                 series = self.brokers.setdefault(b.broker_name, deque(maxlen=self.keep))
                 series.append((now, b.in_tps, b.out_tps))
-        for topic in await normal_topics(self.admin):
-            try:
-                status = await self.admin.topic_status(topic)
-            except _FAILURES:
+        topics = await normal_topics(self.admin)
+        statuses = await asyncio.gather(*(self.admin.topic_status(t) for t in topics), return_exceptions=True)
+        for topic, status in zip(topics, statuses, strict=True):
+            if isinstance(status, BaseException):
+                if not isinstance(status, _FAILURES):
+                    raise status
                 continue  # deleted between the listing and now
             total = sum(max(0, q.max_offset) for q in status.queues)
             previous = self._last_total.get(topic)
@@ -122,18 +123,21 @@ async def dashboard(admin: MQAdmin, collector: VolumeCollector | None) -> dict[s
         for b in await admin.cluster_list()
         if b.broker_id == 0
     ]
-    topics = []
-    for topic in await normal_topics(admin):
+
+    async def one(topic: str) -> dict[str, Any] | None:
         route = await admin.topic_route_or_none(topic)
         if route is None:
-            continue
+            return None
         masters = [addr for _, addr in admin.route_masters(route)]
-        day = 0
-        for addr in masters:
-            day += _sum_day(await admin.broker_stats(addr, "TOPIC_PUT_NUMS", topic))
-        with contextlib.suppress(*_FAILURES):
+        days = await asyncio.gather(*(admin.broker_stats(a, "TOPIC_PUT_NUMS", topic) for a in masters))
+        try:
             status = await admin.topic_status(topic)
-            stored = sum(max(0, q.max_offset - max(0, q.min_offset)) for q in status.queues)
-            topics.append({"topic": topic, "put24h": day, "stored": stored})
+        except _FAILURES:
+            return None  # deleted meanwhile
+        stored = sum(max(0, q.max_offset - max(0, q.min_offset)) for q in status.queues)
+        return {"topic": topic, "put24h": sum(_sum_day(d) for d in days), "stored": stored}
+
+    rows = await asyncio.gather(*(one(t) for t in await normal_topics(admin)))
+    topics = [r for r in rows if r is not None]
     history = collector.history() if collector is not None else {"interval": 0, "brokers": {}, "topics": {}}
     return {"brokers": brokers, "topics": topics, "history": history}
