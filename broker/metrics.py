@@ -19,7 +19,8 @@ Two families of names:
   des, boottime, broker_version}. TPS values are the last minute's, as the exporter reads them.
   Lint-clean by default (promtool exits 0): the camelCase labels are spelled snake_case
   (:data:`SNAKE_LABELS`), the two ever-growing ``*_total`` figures are counters and
-  ``commitlogdir_capacity_total`` is ``_capacity_bytes``; ``metricsRocketmqExporterCompat=true``
+  ``commitlogdir_capacity_total`` is ``_capacity_bytes``, ``rocketmq_group_count`` /
+  ``rocketmq_producer_count`` are ``rocketmq_group_consumers`` / ``rocketmq_producer_instances``; ``metricsRocketmqExporterCompat=true``
   (:attr:`BrokerMetrics.exporter_compat`) gives the exporter's spellings verbatim.
 * **RocketMQ 5.x's** names {cluster, node_type, node_id, ...}: ``rocketmq_messages_in_total``,
   ``rocketmq_throughput_in_total`` (bytes), ``rocketmq_messages_out_total``,
@@ -242,6 +243,8 @@ _RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "brok
 _RUNTIME_COUNTERS = frozenset({"put_message_size_total", "putmessage_times_total"})
 #: rocketmq-exporter's camelCase label names and the snake_case spellings promtool's lint wants;
 #: ``metricsRocketmqExporterCompat=true`` keeps the exporter's (and its ``*_total`` gauges)
+#: the lint-clean names of rocketmq-exporter's rocketmq_group_count / rocketmq_producer_count
+_CLIENT_COUNTS = ("rocketmq_group_consumers", "rocketmq_producer_instances")
 SNAKE_LABELS = {
     "brokerIP": "broker_ip",
     "brokerHost": "broker_host",
@@ -360,6 +363,7 @@ class BrokerMetrics:
         info = self.runtime_info()
         yield from self._runtime(info, cluster)
         yield from self._store_and_clients(node, node_labels)
+        yield from self._client_counts(cluster, broker)
         hist = HistogramMetricFamily(
             "rocketmq_put_latency_seconds", "CommitLog append time of a put", labels=node_labels
         )
@@ -540,6 +544,13 @@ class BrokerMetrics:
             )
             yield family
 
+    def _client_counts(self, cluster: str, broker: str) -> Iterator[Metric]:
+        # the groups with committed offsets (the exporter's "groups consuming a topic"), plus the online ones
+        groups = [key.partition("@")[2] for key in list(self.offsets.offset_table)]
+        return _client_count_families(
+            self.consumers, self.producers, groups, cluster, broker, self.exporter_compat
+        )
+
     def _store_and_clients(self, node: list[str], node_labels: list[str]) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
@@ -566,6 +577,35 @@ class BrokerMetrics:
             family = GaugeMetricFamily(name, doc, labels=node_labels)
             family.add_metric(node, value)
             yield family
+
+
+def _client_count_families(
+    consumers: ConsumerManager,
+    producers: ProducerManager,
+    groups: Iterable[str],
+    cluster: str,
+    broker: str,
+    compat: bool,
+) -> Iterator[Metric]:
+    """Online consumers of each group in ``groups`` or online (0 when none) {caddr (their TCP
+    addresses), localaddr (their client ids), group}, and producer instances per group {cluster,
+    broker, group}: rocketmq-exporter's ``rocketmq_group_count`` / ``rocketmq_producer_count``,
+    which promtool rejects (a gauge may not end in ``_count``), so ``rocketmq_group_consumers`` /
+    ``rocketmq_producer_instances`` unless ``compat``."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    names = ("rocketmq_group_count", "rocketmq_producer_count") if compat else _CLIENT_COUNTS
+    count = GaugeMetricFamily(names[0], "online consumers", labels=["caddr", "localaddr", "group"])
+    for group in sorted(set(groups) | set(consumers.table)):
+        info = consumers.get_consumer_group_info(group)
+        channels = list(info.channels.values()) if info is not None else []
+        caddr = ",".join(c.conn.remote_addr for c in channels)
+        count.add_metric([caddr, ",".join(c.client_id for c in channels), group], len(channels))
+    yield count
+    instances = GaugeMetricFamily(names[1], "producer instances", labels=["cluster", "broker", "group"])
+    for group, entry in list(producers.table.items()):
+        instances.add_metric([cluster, broker, group], len(producers.channels_of(entry)))
+    yield instances
 
 
 def ha_families(info: dict[str, str], cluster: str, broker: str) -> Iterator[Metric]:

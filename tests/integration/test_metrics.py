@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
-from pocketmq.client import Message, MessageQueue, Producer
+from pocketmq.client import CONSUME_SUCCESS, Message, MessageQueue, Producer, PushConsumer
 from pocketmq.client.admin import MQAdmin
 from pocketmq.testing import Cluster, cluster
 from tests.waiting import wait_until
@@ -109,6 +109,7 @@ async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> Non
     assert value(found, "rocketmq_storage_dispatch_behind_bytes", **node) >= 0
     assert value(found, "rocketmq_topic_number", **node) >= 1
     assert value(found, "rocketmq_connections", **node) >= 0  # the clients above have closed
+    assert value(found, "rocketmq_group_consumers", group="MG", caddr="", localaddr="") == 0  # none online
 
     ns = samples(await scrape(pmq.namesrv.metrics_exporter.port))
     assert (
@@ -158,10 +159,11 @@ async def test_promtool_accepts_the_output(pmq: Cluster) -> None:
 
 
 #: what promtool says about rocketmq-exporter's own spellings (camelCase labels such as brokerIP /
-#: countOfOnlineConsumers; two gauges it named ``*_total``)
+#: countOfOnlineConsumers; gauges it named ``*_total`` and ``*_count``)
 EXPORTER_LINT = (
     "label names should be written in 'snake_case' not 'camelCase'",
     'non-counter metrics should not have "_total" suffix',
+    'non-histogram and non-summary metrics should not have "_count" suffix',
 )
 
 
@@ -181,6 +183,7 @@ async def test_exporter_compat_key_gives_the_exporter_spellings(tmp_path: Path) 
     assert labels.keys() >= {"cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"}
     assert "# TYPE rocketmq_brokeruntime_putmessage_times_total gauge" in text
     assert value(found, "rocketmq_brokeruntime_commitlogdir_capacity_total", cluster="DefaultCluster") > 0
+    assert value(found, "rocketmq_group_count", group="MG") == 0
     code, remarks = await promtool_check(text)
     assert code == 3, remarks  # 3: parsed, lint remarks only (1 would be a parse error)
     assert remarks and all(r.startswith("rocketmq_") and r.endswith(EXPORTER_LINT) for r in remarks), remarks
@@ -190,7 +193,33 @@ async def test_exporter_compat_key_gives_the_exporter_spellings(tmp_path: Path) 
         "rocketmq_group_dlqdiff",
         "rocketmq_broker_tps",
         "rocketmq_broker_qps",
+        "rocketmq_group_count",
+        "rocketmq_producer_count",
     } | {r.split()[0] for r in remarks if r.startswith("rocketmq_brokeruntime_")}
+
+
+async def test_online_clients_are_counted(pmq: Cluster) -> None:
+    """Online consumers (with their addresses and client ids) and producer instances per group
+    (rocketmq-exporter's rocketmq_group_count / _producer_count, lint-clean names by default)."""
+    await pmq.create_topic("OnT", queues=1)
+
+    async def listener(msgs: list[object], ctx: object) -> object:
+        return CONSUME_SUCCESS
+
+    consumer = PushConsumer("OnCG", namesrv=pmq.namesrv_addr, listener=listener)
+    consumer.subscribe("OnT", "*")
+    broker = pmq.brokers[0]
+    async with Producer("OnPG", namesrv=pmq.namesrv_addr) as producer, consumer:
+        await producer.send(Message("OnT", b"x"))  # the producer's heartbeat reaches the broker
+        await wait_until(lambda: broker.consumer_manager.get_consumer_group_info("OnCG") is not None)
+        await wait_until(lambda: "OnPG" in broker.producer_manager.table)
+        found = samples(await scrape(broker.metrics_exporter.port))
+        [(labels, online)] = [
+            (lab, v) for lab, v in found["rocketmq_group_consumers"] if lab["group"] == "OnCG"
+        ]
+        assert online == 1 and labels["localaddr"] == consumer.instance.client_id and labels["caddr"]
+        producers = {"cluster": "DefaultCluster", "broker": "broker-a", "group": "OnPG"}
+        assert value(found, "rocketmq_producer_instances", **producers) == 1
 
 
 async def test_metrics_off_by_default(tmp_path: Path) -> None:
