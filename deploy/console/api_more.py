@@ -39,7 +39,15 @@ from aiohttp import web
 
 from pocketmq.client.admin import MQAdmin, MQAdminError
 from pocketmq.client.admin.model import message_json
-from pocketmq.deploy.console.api import MAX_BY_TIME, BadRequest, NotFound, _arg, _body, _handler
+from pocketmq.deploy.console.api import (
+    MAX_BY_TIME,
+    BadRequest,
+    NotFound,
+    _arg,
+    _body,
+    _handler,
+    send_as_console,
+)
 from pocketmq.deploy.console.volume import VolumeCollector, dashboard
 from pocketmq.remoting.protocol.errors import ResponseError
 from pocketmq.remoting.protocol.message import MessageConst
@@ -136,7 +144,7 @@ async def dlq_resend(admin: MQAdmin, request: web.Request) -> Any:
         raise BadRequest(f"message {msg_id} has no RETRY_TOPIC property: its original topic is unknown")
     props = user_properties(msg.properties)
     props[MessageConst.ORIGIN_MESSAGE_ID] = msg.properties.get(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-    result = await admin.send_message(origin, msg.body, tags=msg.tags, keys=msg.keys, properties=props)
+    result = await send_as_console(request, origin, msg.body, tags=msg.tags, keys=msg.keys, properties=props)
     return {"topic": origin, "sendStatus": result.send_status.name, "msgId": result.msg_id}
 
 

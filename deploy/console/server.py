@@ -22,7 +22,7 @@ from pathlib import Path
 from aiohttp import web
 
 from pocketmq.client.admin import MQAdmin
-from pocketmq.deploy.console.api import ADMIN_KEY, routes
+from pocketmq.deploy.console.api import ADMIN_KEY, CREDENTIALS_KEY, routes
 from pocketmq.deploy.console.api_more import COLLECTOR_KEY, more_routes
 from pocketmq.deploy.console.volume import VolumeCollector
 from pocketmq.remoting.common.metrics_http import serve_http
@@ -53,6 +53,8 @@ def build_app(
     async def open_admin(app: web.Application) -> None:
         admin = MQAdmin(namesrv_addr, timeout_ms=timeout_ms, access_key=access_key, secret_key=secret_key)
         app[ADMIN_KEY] = admin
+        if access_key and secret_key:
+            app[CREDENTIALS_KEY] = {"access_key": access_key, "secret_key": secret_key}
         collector = VolumeCollector(admin=admin, interval=collect_interval)
         app[COLLECTOR_KEY] = collector
         tasks.append(asyncio.get_running_loop().create_task(collector.run(), name="console-volume"))

@@ -6,7 +6,8 @@ console watched. DLQ: a poison message lands in ``%DLQ%<group>`` (write-only, as
 it); the page grants read, lists it with its original topic, resends it to that topic (the
 consumer receives it again) and pushes it to the group's online client. ACL: against a broker
 with ``aclEnable=true``, the console (signed with an admin account) lists the accounts, adds one,
-sets the global white list and deletes the account; ``plain_acl.yml`` changes each time.
+sets the global white list and deletes the account; ``plain_acl.yml`` changes each time. The same
+console reads the topic page and sends a test message, signed.
 Screenshots: test-artifacts/console/dashboard.png, dlq.png, acl.png.
 """
 
@@ -144,10 +145,15 @@ async def test_acl_page_in_chromium(tmp_path: Path) -> None:
     def accounts() -> dict[str, dict[str, Any]]:
         return {a["accessKey"]: a for a in yaml.safe_load(plain.read_text())["accounts"]}
 
-    async with acl_cluster(tmp_path, ACL) as c:
+    async with acl_cluster(tmp_path, ACL, ("AclTopic",), queues=1) as c:
         creds = {"access_key": "consoleAdmin", "secret_key": "consoleSecret1"}
         async with console_in_chromium(c, tmp_path, **creds) as b:
             page = b.page
+            # every request is signed: the topic page reads the ACL broker and sends a test message
+            await b.goto("#/topic/AclTopic", "topic")
+            await page.fill("#send-body", "signed")
+            await page.click("#send-submit")
+            await page.wait_for_selector("#send-result-table >> text=SEND_OK")
             await b.goto("#/acl", "acl")
             await page.wait_for_selector("#acl-accounts >> text=consoleAdmin")
             await page.fill("#acl-ak", "webUser")
