@@ -162,3 +162,15 @@ async def test_resend_pushes_the_message_to_an_online_client(tmp_path: Path) -> 
                 assert status == 400 and "clientId" in err["error"]
         finally:
             await console.stop()
+
+
+def test_console_command_checks_its_options() -> None:
+    from click.testing import CliRunner
+
+    from pocketmq.deploy.console.cli import console
+
+    env = {"ROCKETMQ_ACCESS_KEY": "", "ROCKETMQ_SECRET_KEY": ""}
+    r = CliRunner().invoke(console, ["--access-key", "ak"], env=env)
+    assert r.exit_code == 2 and "--access-key and --secret-key go together" in r.output
+    r = CliRunner().invoke(console, ["--collect-interval", "0"], env=env)
+    assert r.exit_code == 2 and "--collect-interval" in r.output
