@@ -88,7 +88,12 @@ def test_topic_kinds_and_packaged_pages() -> None:
     assert topic_kind("RMQ_SYS_TRACE_TOPIC", set(), set()) == "SYSTEM"
     assert topic_kind("DefaultCluster_REPLY_TOPIC", set(), set()) == "SYSTEM"
     assert topic_kind("Orders", {"DefaultCluster"}, {"broker-a"}) == "NORMAL"
-    assert {p.name for p in static_dir().iterdir()} >= {"index.html", "console.js", "console.css"}
+    assert {p.name for p in static_dir().iterdir()} >= {
+        "index.html",
+        "console.js",
+        "pages_more.js",
+        "console.css",
+    }
 
 
 async def test_pocketmq_up_serves_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
