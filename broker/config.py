@@ -190,6 +190,10 @@ class BrokerSettings(TlsSettings):
     metrics_prom_exporter_port: int = Field(5557, ge=0, le=65535, description="exporter port (0 = ephemeral)")
     metrics_prom_exporter_host: str = Field("", description="exporter interface ('' = every interface)")
     metrics_label: MetricsLabel = Field("", description="'name:value,...' labels added to every metric")
+    metrics_rocketmq_exporter_compat: bool = Field(
+        False,
+        description="pocketmq: rocketmq-exporter's camelCase labels and *_total gauges verbatim (promtool lints them)",
+    )
 
     # -- RocketMQ <= 4.2 spellings of two store keys: moved into ``store`` by ``_combine``
     maped_file_size_commit_log: int | None = Field(

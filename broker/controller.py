@@ -499,7 +499,7 @@ class BrokerController:
             runtime_info=lambda: runtime_info(store, self.broker_stats_manager, self.config,
                                               self.schedule_message_service),
             flush_behind=lambda: int(store.runtime_info().get("remainHowManyDataToFlush", "0")),
-            now_ms=self.clock.now_ms,
+            now_ms=self.clock.now_ms, exporter_compat=cfg.metrics_rocketmq_exporter_compat,
         )  # fmt: skip
         metrics.sources.append(
             lambda: ha_families(store.ha_runtime_info(), cfg.broker_cluster_name, cfg.broker_name)

@@ -17,6 +17,11 @@ Two families of names:
   {cluster, broker, group}; ``rocketmq_broker_tps`` / ``_qps`` {cluster, brokerIP, broker}; the
   ``rocketmq_brokeruntime_*`` gauges of GET_BROKER_RUNTIME_INFO {cluster, brokerIP, brokerHost,
   des, boottime, broker_version}. TPS values are the last minute's, as the exporter reads them.
+  Lint-clean by default (promtool exits 0): the camelCase labels are spelled snake_case
+  (:data:`SNAKE_LABELS`), the two ever-growing ``*_total`` figures are counters and
+  ``commitlogdir_capacity_total`` is ``_capacity_bytes``, ``rocketmq_group_count`` /
+  ``rocketmq_producer_count`` are ``rocketmq_group_consumers`` / ``rocketmq_producer_instances``; ``metricsRocketmqExporterCompat=true``
+  (:attr:`BrokerMetrics.exporter_compat`) gives the exporter's spellings verbatim.
 * **RocketMQ 5.x's** names {cluster, node_type, node_id, ...}: ``rocketmq_messages_in_total``,
   ``rocketmq_throughput_in_total`` (bytes), ``rocketmq_messages_out_total``,
   ``rocketmq_throughput_out_total``, ``rocketmq_send_to_dlq_messages_total``,
@@ -39,6 +44,7 @@ transactions could be next) without touching :meth:`BrokerMetrics.collect`.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -102,7 +108,8 @@ class PutLatency:
             dt = clock() - t0
             counts[(dt >> 10).bit_length()] += 1
             this.sum_ns += dt
-            this.max_ns = max(this.max_ns, dt)
+            if dt > this.max_ns:  # noqa: PLR1730 - a compare, not a max() call: runs on every put
+                this.max_ns = dt
             return result
 
         return timed  # type: ignore[return-value]
@@ -192,9 +199,9 @@ def _runtime_gauges() -> list[tuple[str, str, int | None]]:
     out: list[tuple[str, str, int | None]] = [
         ("msg_put_total_today_now", "msgPutTotalTodayNow", None),
         ("msg_gettotal_today_now", "msgGetTotalTodayNow", None),
-        ("msg_put_total_today_morning", "msgPutTotalTodayMorning", None),
-        ("msg_gettotal_today_morning", "msgGetTotalTodayMorning", None),
-        ("msg_put_total_yesterdaymorning", "msgPutTotalYesterdayMorning", None),
+        ("msg_puttotal_todaymorning", "msgPutTotalTodayMorning", None),
+        ("msg_gettotal_todaymorning", "msgGetTotalTodayMorning", None),
+        ("msg_puttotal_yesterdaymorning", "msgPutTotalYesterdayMorning", None),
         ("msg_gettotal_yesterdaymorning", "msgGetTotalYesterdayMorning", None),
         ("dispatch_behind_bytes", "dispatchBehindBytes", None),
         ("put_message_size_total", "putMessageSizeTotal", None),
@@ -207,12 +214,15 @@ def _runtime_gauges() -> list[tuple[str, str, int | None]]:
         ("commitlog_maxoffset", "commitLogMaxOffset", None),
         ("commitlog_minoffset", "commitLogMinOffset", None),
         ("send_threadpool_queue_size", "sendThreadPoolQueueSize", None),
-        ("pull_threadpool_queue_size", "pullThreadPoolQueueSize", None),
-        ("query_threadpool_queue_size", "queryThreadPoolQueueSize", None),
+        ("pull_threadpoolqueue_size", "pullThreadPoolQueueSize", None),
+        ("query_threadpoolqueue_size", "queryThreadPoolQueueSize", None),
         ("send_threadpoolqueue_capacity", "sendThreadPoolQueueCapacity", None),
         ("pull_threadpoolqueue_capacity", "pullThreadPoolQueueCapacity", None),
         ("query_threadpool_queue_capacity", "queryThreadPoolQueueCapacity", None),
         ("remain_transientstore_buffer_numbs", "remainTransientStoreBufferNumbs", None),
+        ("send_threadpoolqueue_headwait_timemills", "sendThreadPoolQueueHeadWaitTimeMills", None),
+        ("pull_threadpoolqueue_headwait_timemills", "pullThreadPoolQueueHeadWaitTimeMills", None),
+        ("query_threadpoolqueue_headwait_timemills", "queryThreadPoolQueueHeadWaitTimeMills", None),
         ("pagecache_lock_time_mills", "pageCacheLockTimeMills", None),
     ]
     for suffix, key in (
@@ -228,6 +238,19 @@ def _runtime_gauges() -> list[tuple[str, str, int | None]]:
 
 _RUNTIME_GAUGES = _runtime_gauges()
 _RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"]
+#: runtime figures that only grow (since boot): counters, so their ``_total`` sample name is the
+#: exporter's and promtool accepts it (the exporter declares them gauges named ``*_total``)
+_RUNTIME_COUNTERS = frozenset({"put_message_size_total", "putmessage_times_total"})
+#: rocketmq-exporter's camelCase label names and the snake_case spellings promtool's lint wants;
+#: ``metricsRocketmqExporterCompat=true`` keeps the exporter's (and its ``*_total`` gauges)
+#: the lint-clean names of rocketmq-exporter's rocketmq_group_count / rocketmq_producer_count
+_CLIENT_COUNTS = ("rocketmq_group_consumers", "rocketmq_producer_instances")
+SNAKE_LABELS = {
+    "brokerIP": "broker_ip",
+    "brokerHost": "broker_host",
+    "countOfOnlineConsumers": "count_of_online_consumers",
+    "msgModel": "msg_model",
+}
 
 
 def _number(text: str | None, index: int | None) -> float | None:
@@ -263,8 +286,15 @@ class BrokerMetrics:
     flush_behind: Callable[[], int]
     now_ms: Callable[[], int]
     latency: PutLatency = field(default_factory=PutLatency)
+    #: ``metricsRocketmqExporterCompat``: rocketmq-exporter's label spellings and gauge types
+    #: verbatim (promtool then lints them) instead of the lint-clean ones
+    exporter_compat: bool = False
     #: more families (HA, transactions): each called at every scrape
     sources: list[Callable[[], Iterable[Metric]]] = field(default_factory=list)
+
+    def _labels(self, names: list[str]) -> list[str]:
+        """``names`` as exported: the exporter's spelling in compat mode, else snake_case."""
+        return names if self.exporter_compat else [SNAKE_LABELS.get(n, n) for n in names]
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -333,6 +363,7 @@ class BrokerMetrics:
         info = self.runtime_info()
         yield from self._runtime(info, cluster)
         yield from self._store_and_clients(node, node_labels)
+        yield from self._client_counts(cluster, broker)
         hist = HistogramMetricFamily(
             "rocketmq_put_latency_seconds", "CommitLog append time of a put", labels=node_labels
         )
@@ -399,7 +430,7 @@ class BrokerMetrics:
             topic, _, group = key.partition("@")
             to_dlq.add_metric([*node, topic, group], item.value)
 
-        diff_labels = ["group", "topic", "countOfOnlineConsumers", "msgModel"]
+        diff_labels = self._labels(["group", "topic", "countOfOnlineConsumers", "msgModel"])
         diff = GaugeMetricFamily("rocketmq_group_diff", "messages not yet consumed", labels=diff_labels)
         retry_diff = GaugeMetricFamily(
             "rocketmq_group_retrydiff", "retry messages not yet consumed", labels=diff_labels
@@ -449,31 +480,51 @@ class BrokerMetrics:
         yield groups
 
     def _runtime(self, info: dict[str, str], cluster: str) -> Iterator[Metric]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         cfg = self.state.config
         addr = self.state.broker_addr
         ip = addr.rpartition(":")[0]
         labels = [cluster, addr, cfg.broker_name, info.get("brokerVersionDesc", ""), info.get("bootTimestamp", ""),
                   info.get("brokerVersion", "")]  # fmt: skip
+        runtime_labels = self._labels(_RUNTIME_LABELS)
         for suffix, key, index in _RUNTIME_GAUGES:
             value = _number(info.get(key), index)
             if value is None:
                 continue
-            family = GaugeMetricFamily(
-                f"rocketmq_brokeruntime_{suffix}", f"runtime info {key}", labels=_RUNTIME_LABELS
-            )
+            name, doc = f"rocketmq_brokeruntime_{suffix}", f"runtime info {key}"
+            family: GaugeMetricFamily | CounterMetricFamily
+            if suffix in _RUNTIME_COUNTERS and not self.exporter_compat:
+                # prometheus_client appends "_total" to the sample: the exporter's series name
+                family = CounterMetricFamily(name.removesuffix("_total"), doc, labels=runtime_labels)
+            else:
+                family = GaugeMetricFamily(name, doc, labels=runtime_labels)
             family.add_metric(labels, value)
             yield family
         lat = self.latency
-        for suffix, value in (
-            ("put_latency_99", lat.quantile_ms(0.99)),
-            ("put_latency_999", lat.quantile_ms(0.999)),
-            ("putmessage_entire_time_max", lat.max_ns / 1e6),
-        ):
-            family = GaugeMetricFamily(
-                f"rocketmq_brokeruntime_{suffix}", "CommitLog append time, ms", labels=_RUNTIME_LABELS
-            )
+        append = "CommitLog append time, ms"
+        extra: list[tuple[str, str, float]] = [
+            ("put_latency_99", append, lat.quantile_ms(0.99)),
+            ("put_latency_999", append, lat.quantile_ms(0.999)),
+            ("putmessage_entire_time_max", append, lat.max_ns / 1e6),
+            # the runtime table renders this one human-readable ("1.2 KiB"): the raw bytes here
+            ("remain_howmanydata_toflush", "CommitLog bytes not yet flushed", self.flush_behind()),
+        ]
+        try:
+            disk = shutil.disk_usage(self.store.config.commit_log_dir)
+            extra += [
+                # a gauge may not end in "_total" (promtool): the exporter's name in compat mode only
+                (
+                    "commitlogdir_capacity_total" if self.exporter_compat else "commitlogdir_capacity_bytes",
+                    "bytes of the CommitLog's disk",
+                    disk.total,
+                ),
+                ("commitlogdir_capacity_free", "free bytes on the CommitLog's disk", disk.free),
+            ]
+        except OSError:
+            pass  # the directory is gone (being deleted): no capacity figures this scrape
+        for suffix, doc, value in extra:
+            family = GaugeMetricFamily(f"rocketmq_brokeruntime_{suffix}", doc, labels=runtime_labels)
             family.add_metric(labels, value)
             yield family
         stats = self.stats()
@@ -483,13 +534,22 @@ class BrokerMetrics:
             (BROKER_GET_NUMS, "rocketmq_broker_qps"),
         ):
             family = GaugeMetricFamily(
-                metric, "messages per second (last minute)", labels=["cluster", "brokerIP", "broker"]
+                metric,
+                "messages per second (last minute)",
+                labels=self._labels(["cluster", "brokerIP", "broker"]),
             )
             item = stats.stats_table[name].items.get(cluster)
             family.add_metric(
                 [cluster, ip, cfg.broker_name], item.minute(now).tps if item is not None else 0.0
             )
             yield family
+
+    def _client_counts(self, cluster: str, broker: str) -> Iterator[Metric]:
+        # the groups with committed offsets (the exporter's "groups consuming a topic"), plus the online ones
+        groups = [key.partition("@")[2] for key in list(self.offsets.offset_table)]
+        return _client_count_families(
+            self.consumers, self.producers, groups, cluster, broker, self.exporter_compat
+        )
 
     def _store_and_clients(self, node: list[str], node_labels: list[str]) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
@@ -517,6 +577,35 @@ class BrokerMetrics:
             family = GaugeMetricFamily(name, doc, labels=node_labels)
             family.add_metric(node, value)
             yield family
+
+
+def _client_count_families(
+    consumers: ConsumerManager,
+    producers: ProducerManager,
+    groups: Iterable[str],
+    cluster: str,
+    broker: str,
+    compat: bool,
+) -> Iterator[Metric]:
+    """Online consumers of each group in ``groups`` or online (0 when none) {caddr (their TCP
+    addresses), localaddr (their client ids), group}, and producer instances per group {cluster,
+    broker, group}: rocketmq-exporter's ``rocketmq_group_count`` / ``rocketmq_producer_count``,
+    which promtool rejects (a gauge may not end in ``_count``), so ``rocketmq_group_consumers`` /
+    ``rocketmq_producer_instances`` unless ``compat``."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    names = ("rocketmq_group_count", "rocketmq_producer_count") if compat else _CLIENT_COUNTS
+    count = GaugeMetricFamily(names[0], "online consumers", labels=["caddr", "localaddr", "group"])
+    for group in sorted(set(groups) | set(consumers.table)):
+        info = consumers.get_consumer_group_info(group)
+        channels = list(info.channels.values()) if info is not None else []
+        caddr = ",".join(c.conn.remote_addr for c in channels)
+        count.add_metric([caddr, ",".join(c.client_id for c in channels), group], len(channels))
+    yield count
+    instances = GaugeMetricFamily(names[1], "producer instances", labels=["cluster", "broker", "group"])
+    for group, entry in list(producers.table.items()):
+        instances.add_metric([cluster, broker, group], len(producers.channels_of(entry)))
+    yield instances
 
 
 def ha_families(info: dict[str, str], cluster: str, broker: str) -> Iterator[Metric]:

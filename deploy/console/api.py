@@ -40,13 +40,16 @@ from aiohttp import web
 from pocketmq.client.admin import MQAdmin, MQAdminError
 from pocketmq.client.admin.model import message_json
 from pocketmq.client.errors import MQClientError, TopicRouteNotFoundError
+from pocketmq.client.message import SendResult
 from pocketmq.remoting.protocol.errors import RemotingError, ResponseError
 from pocketmq.remoting.protocol.route import PermName, TopicConfig
 from pocketmq.remoting.protocol.topics import is_dlq_topic, is_retry_topic, is_system_topic
 
-__all__ = ["ADMIN_KEY", "routes", "topic_kind"]
+__all__ = ["ADMIN_KEY", "CREDENTIALS_KEY", "routes", "send_as_console", "topic_kind"]
 
 ADMIN_KEY: web.AppKey[MQAdmin] = web.AppKey("admin", MQAdmin)
+#: the console's ACL credentials (``access_key`` / ``secret_key``) when it has them
+CREDENTIALS_KEY: web.AppKey[dict[str, str]] = web.AppKey("credentials", dict)
 #: the dashboard's cap on a query by time
 MAX_BY_TIME = 2000
 
@@ -185,11 +188,37 @@ async def topic_detail(admin: MQAdmin, request: web.Request) -> Any:
     return {"topic": topic, "status": status.to_json(), "route": route.to_json(), "groups": groups}
 
 
+async def send_as_console(
+    request: web.Request, topic: str, body: bytes, *, tags: str | None, keys: str | None,
+    properties: dict[str, str] | None = None,
+) -> SendResult:  # fmt: skip
+    """Send one message; signed with the console's ACL credentials when it has them (the admin
+    client's short-lived producer is not)."""
+    admin = request.app[ADMIN_KEY]
+    creds = request.app.get(CREDENTIALS_KEY)
+    if not creds:
+        return await admin.send_message(topic, body, tags=tags, keys=keys, properties=properties)
+    from pocketmq.client.message import Message
+    from pocketmq.client.producer.producer import Producer
+
+    timeout = int(admin.timeout * 1000)
+    producer = Producer(
+        "PID_CONSOLE", ";".join(admin.namesrv_addrs), send_msg_timeout=timeout,
+        mq_client_api_timeout=timeout, access_key=creds["access_key"], secret_key=creds["secret_key"],
+    )  # fmt: skip
+    await producer.start()
+    try:
+        return await producer.send(Message(topic, body, tags=tags, keys=keys, properties=properties or {}))
+    finally:
+        await producer.shutdown()
+
+
 async def send(admin: MQAdmin, request: web.Request) -> Any:
     topic = request.match_info["topic"]
     data = await _body(request)
     body = str(data.get("body", ""))
-    result = await admin.send_message(
+    result = await send_as_console(
+        request,
         topic,
         body.encode("utf-8"),
         tags=str(data.get("tags") or "") or None,

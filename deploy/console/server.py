@@ -6,11 +6,15 @@
     await server.stop()
 
 ``/`` serves ``static/index.html``; ``/static/*`` the script and style sheet; ``/api/*`` the JSON
-routes of :mod:`.api`. One admin client (its connections) serves every request.
+routes of :mod:`.api` and :mod:`.api_more`. One admin client (its connections, signed with the
+ACL credentials when given) serves every request; a :class:`~.volume.VolumeCollector` task
+samples message volume for the Dashboard page every ``collect_interval`` seconds.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from importlib import resources
 from pathlib import Path
@@ -18,7 +22,9 @@ from pathlib import Path
 from aiohttp import web
 
 from pocketmq.client.admin import MQAdmin
-from pocketmq.deploy.console.api import ADMIN_KEY, routes
+from pocketmq.deploy.console.api import ADMIN_KEY, CREDENTIALS_KEY, routes
+from pocketmq.deploy.console.api_more import COLLECTOR_KEY, more_routes
+from pocketmq.deploy.console.volume import VolumeCollector
 from pocketmq.remoting.common.metrics_http import serve_http
 
 logger = logging.getLogger(__name__)
@@ -31,22 +37,40 @@ def static_dir() -> Path:
     return Path(str(resources.files("pocketmq.deploy.console") / "static"))
 
 
-def build_app(namesrv_addr: str, *, timeout_ms: int = 5000) -> web.Application:
-    """The application; its admin client is opened on startup and closed on cleanup."""
+def build_app(
+    namesrv_addr: str,
+    *,
+    timeout_ms: int = 5000,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    collect_interval: float = 60.0,
+) -> web.Application:
+    """The application; its admin client and volume collector start on startup, stop on cleanup."""
     app = web.Application()
     folder = static_dir()
+    tasks: list[asyncio.Task[None]] = []
 
     async def open_admin(app: web.Application) -> None:
-        app[ADMIN_KEY] = MQAdmin(namesrv_addr, timeout_ms=timeout_ms)
+        admin = MQAdmin(namesrv_addr, timeout_ms=timeout_ms, access_key=access_key, secret_key=secret_key)
+        app[ADMIN_KEY] = admin
+        if access_key and secret_key:
+            app[CREDENTIALS_KEY] = {"access_key": access_key, "secret_key": secret_key}
+        collector = VolumeCollector(admin=admin, interval=collect_interval)
+        app[COLLECTOR_KEY] = collector
+        tasks.append(asyncio.get_running_loop().create_task(collector.run(), name="console-volume"))
 
     async def close_admin(app: web.Application) -> None:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await app[ADMIN_KEY].close()
 
     async def index(request: web.Request) -> web.FileResponse:
         return web.FileResponse(folder / "index.html", headers={"Cache-Control": "no-cache"})
 
     async def config(request: web.Request) -> web.Response:
-        return web.json_response({"namesrvAddr": namesrv_addr})
+        return web.json_response({"namesrvAddr": namesrv_addr, "acl": bool(access_key and secret_key)})
 
     app.on_startup.append(open_admin)
     app.on_cleanup.append(close_admin)
@@ -54,15 +78,30 @@ def build_app(namesrv_addr: str, *, timeout_ms: int = 5000) -> web.Application:
     app.router.add_get("/api/config", config)
     app.router.add_static("/static/", folder)
     routes(app)
+    more_routes(app)
     return app
 
 
 class ConsoleServer:
     """The console on ``host:port`` (``port=0``: a free one; see :attr:`url`)."""
 
-    def __init__(self, namesrv_addr: str, *, timeout_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        *,
+        timeout_ms: int = 5000,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        collect_interval: float = 60.0,
+    ) -> None:
         self.namesrv_addr = namesrv_addr
-        self.app = build_app(namesrv_addr, timeout_ms=timeout_ms)
+        self.app = build_app(
+            namesrv_addr,
+            timeout_ms=timeout_ms,
+            access_key=access_key,
+            secret_key=secret_key,
+            collect_interval=collect_interval,
+        )
         self._runner: web.AppRunner | None = None
         self.host = "127.0.0.1"
         self.port = 0

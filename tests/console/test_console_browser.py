@@ -54,6 +54,7 @@ class Browser:
         self.base = base
         self.errors: list[str] = []
         self.dialogs: list[str] = []
+        self.console: Any = None
         page.on("console", lambda m: m.type == "error" and self.errors.append(f"{page.url}: {m.text}"))
         page.on("pageerror", lambda e: self.errors.append(f"{page.url}: {e}"))
         page.on("dialog", self._dialog)
@@ -98,13 +99,15 @@ async def _send_many(c: Cluster, topic: str, n: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def console_in_chromium(c: Cluster, tmp: Path) -> AsyncIterator[Browser]:
-    """The console of ``c`` on an ephemeral port, opened in a fresh Chromium profile."""
-    console = ConsoleServer(c.namesrv_addr)
+async def console_in_chromium(c: Cluster, tmp: Path, **options: Any) -> AsyncIterator[Browser]:
+    """The console of ``c`` (``ConsoleServer`` ``options``) on an ephemeral port, opened in a
+    fresh Chromium profile; ``Browser.console`` is the server."""
+    console = ConsoleServer(c.namesrv_addr, **options)
     await console.start(host="127.0.0.1", port=0)
     try:
         agen = _browser(tmp, console.url)
         b = await agen.__anext__()
+        b.console = console
         try:
             yield b
         finally:

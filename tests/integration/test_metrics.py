@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
-from pocketmq.client import Message, MessageQueue, Producer
+from pocketmq.client import CONSUME_SUCCESS, Message, MessageQueue, Producer, PushConsumer
 from pocketmq.client.admin import MQAdmin
 from pocketmq.testing import Cluster, cluster
 from tests.waiting import wait_until
@@ -90,7 +90,9 @@ async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> Non
     exp = {"cluster": "DefaultCluster", "broker": "broker-a"}
     assert value(found, "rocketmq_producer_offset", topic="MT", **exp) == 10
     assert (
-        value(found, "rocketmq_group_diff", group="MG", topic="MT", countOfOnlineConsumers="0", msgModel="1")
+        value(
+            found, "rocketmq_group_diff", group="MG", topic="MT", count_of_online_consumers="0", msg_model="1"
+        )
         == 8
     )
     assert value(found, "rocketmq_consumer_offset", topic="MT", group="MG", **exp) == 10
@@ -107,6 +109,7 @@ async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> Non
     assert value(found, "rocketmq_storage_dispatch_behind_bytes", **node) >= 0
     assert value(found, "rocketmq_topic_number", **node) >= 1
     assert value(found, "rocketmq_connections", **node) >= 0  # the clients above have closed
+    assert value(found, "rocketmq_group_consumers", group="MG", caddr="", localaddr="") == 0  # none online
 
     ns = samples(await scrape(pmq.namesrv.metrics_exporter.port))
     assert (
@@ -115,38 +118,111 @@ async def test_scrape_after_workload_shows_counters_and_lag(pmq: Cluster) -> Non
     assert value(ns, "rocketmq_namesrv_topics") >= 1
 
 
-#: lint complaints promtool may raise about names and labels kept verbatim from rocketmq-exporter
-#: (camelCase labels such as brokerIP / countOfOnlineConsumers; gauges it named ``*_total``)
-EXPORTER_LINT = (
-    "label names should be written in 'snake_case' not 'camelCase'",
-    'non-counter metrics should not have "_total" suffix',
-)
+async def promtool_check(text: str, *, skip: bool = True) -> tuple[int, list[str]]:
+    """``promtool check metrics`` on ``text``: its exit code and remark lines. Without promtool
+    the test skips (``skip``) or this answers ``(0, [])``."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if not skip:
+            return 0, []
+        pytest.skip("promtool not installed (Debian package 'prometheus'; `make test-deps` installs it)")
+    proc = await asyncio.to_thread(
+        subprocess.run,
+        [promtool, "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode, [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
 
 
 async def test_promtool_accepts_the_output(pmq: Cluster) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool not installed (Debian package 'prometheus'; `make test-deps` installs it)")
+    """Broker and name server scrapes after a workload are lint-clean: promtool exits 0."""
     await workload(pmq)
+    broker_text = await scrape(pmq.brokers[0].metrics_exporter.port)
     for port in (pmq.brokers[0].metrics_exporter.port, pmq.namesrv.metrics_exporter.port):
-        text = await scrape(port)
-        proc = await asyncio.to_thread(
-            subprocess.run,
-            [promtool, "check", "metrics"],
-            input=text,
-            capture_output=True,
-            text=True,
-            check=False,
+        code, remarks = await promtool_check(await scrape(port))
+        assert (code, remarks) == (0, []), remarks
+    found = samples(broker_text)
+    # the exporter's series names dashboards query are still there, with snake_case labels
+    assert (
+        value(
+            found, "rocketmq_group_diff", group="MG", topic="MT", count_of_online_consumers="0", msg_model="1"
         )
-        # 0: clean; 3: parsed, lint remarks only (1 would be a parse error)
-        assert proc.returncode in (0, 3), proc.stdout + proc.stderr
-        remarks = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-        bad = [r for r in remarks if not r.startswith("rocketmq_") or not r.endswith(EXPORTER_LINT)]
-        assert not bad, bad
-        # every remark is about an exporter-compatible family, never the 5.x-style ones
-        assert not [
-            r for r in remarks if r.split()[0].startswith(("rocketmq_consumer_lag", "rocketmq_messages_"))
+        == 8
+    )
+    assert value(found, "rocketmq_brokeruntime_putmessage_times_total", cluster="DefaultCluster") == 10
+    assert value(found, "rocketmq_brokeruntime_put_message_size_total", cluster="DefaultCluster") > 1000
+    assert value(found, "rocketmq_brokeruntime_msg_puttotal_todaymorning", cluster="DefaultCluster") >= 0
+    assert value(found, "rocketmq_brokeruntime_commitlogdir_capacity_bytes", cluster="DefaultCluster") > 0
+    [(labels, _)] = found["rocketmq_broker_tps"]
+    assert labels.keys() >= {"cluster", "broker_ip", "broker"}
+    assert "# TYPE rocketmq_brokeruntime_putmessage_times_total counter" in broker_text
+
+
+#: what promtool says about rocketmq-exporter's own spellings (camelCase labels such as brokerIP /
+#: countOfOnlineConsumers; gauges it named ``*_total`` and ``*_count``)
+EXPORTER_LINT = (
+    "label names should be written in 'snake_case' not 'camelCase'",
+    'non-counter metrics should not have "_total" suffix',
+    'non-histogram and non-summary metrics should not have "_count" suffix',
+)
+
+
+async def test_exporter_compat_key_gives_the_exporter_spellings(tmp_path: Path) -> None:
+    """metricsRocketmqExporterCompat=true: the exporter's label names and gauge types verbatim;
+    promtool's only remarks are about those spellings, never about the 5.x-style families."""
+    config = {**PROM, "metricsRocketmqExporterCompat": "true"}
+    async with cluster(tmp_path / "c", broker_config=config) as c:
+        await workload(c)
+        text = await scrape(c.brokers[0].metrics_exporter.port)
+    found = samples(text)
+    assert (
+        value(found, "rocketmq_group_diff", group="MG", topic="MT", countOfOnlineConsumers="0", msgModel="1")
+        == 8
+    )
+    [(labels, _)] = found["rocketmq_brokeruntime_put_tps10"]
+    assert labels.keys() >= {"cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"}
+    assert "# TYPE rocketmq_brokeruntime_putmessage_times_total gauge" in text
+    assert value(found, "rocketmq_brokeruntime_commitlogdir_capacity_total", cluster="DefaultCluster") > 0
+    assert value(found, "rocketmq_group_count", group="MG") == 0
+    code, remarks = await promtool_check(text)
+    assert code == 3, remarks  # 3: parsed, lint remarks only (1 would be a parse error)
+    assert remarks and all(r.startswith("rocketmq_") and r.endswith(EXPORTER_LINT) for r in remarks), remarks
+    assert {r.split()[0] for r in remarks} <= {
+        "rocketmq_group_diff",
+        "rocketmq_group_retrydiff",
+        "rocketmq_group_dlqdiff",
+        "rocketmq_broker_tps",
+        "rocketmq_broker_qps",
+        "rocketmq_group_count",
+        "rocketmq_producer_count",
+    } | {r.split()[0] for r in remarks if r.startswith("rocketmq_brokeruntime_")}
+
+
+async def test_online_clients_are_counted(pmq: Cluster) -> None:
+    """Online consumers (with their addresses and client ids) and producer instances per group
+    (rocketmq-exporter's rocketmq_group_count / _producer_count, lint-clean names by default)."""
+    await pmq.create_topic("OnT", queues=1)
+
+    async def listener(msgs: list[object], ctx: object) -> object:
+        return CONSUME_SUCCESS
+
+    consumer = PushConsumer("OnCG", namesrv=pmq.namesrv_addr, listener=listener)
+    consumer.subscribe("OnT", "*")
+    broker = pmq.brokers[0]
+    async with Producer("OnPG", namesrv=pmq.namesrv_addr) as producer, consumer:
+        await producer.send(Message("OnT", b"x"))  # the producer's heartbeat reaches the broker
+        await wait_until(lambda: broker.consumer_manager.get_consumer_group_info("OnCG") is not None)
+        await wait_until(lambda: "OnPG" in broker.producer_manager.table)
+        found = samples(await scrape(broker.metrics_exporter.port))
+        [(labels, online)] = [
+            (lab, v) for lab, v in found["rocketmq_group_consumers"] if lab["group"] == "OnCG"
         ]
+        assert online == 1 and labels["localaddr"] == consumer.instance.client_id and labels["caddr"]
+        producers = {"cluster": "DefaultCluster", "broker": "broker-a", "group": "OnPG"}
+        assert value(found, "rocketmq_producer_instances", **producers) == 1
 
 
 async def test_metrics_off_by_default(tmp_path: Path) -> None:
@@ -184,5 +260,8 @@ async def test_replication_figures_on_master_and_slave(tmp_path: Path) -> None:
         await wait_until(
             lambda: slave.store.ha_slave is not None and slave.store.ha_slave.reported_offset == end
         )
-        on_slave = samples(await scrape(slave.metrics_exporter.port))
-        assert value(on_slave, "rocketmq_ha_reported_offset", **node) == end
+        slave_text = await scrape(slave.metrics_exporter.port)
+        assert value(samples(slave_text), "rocketmq_ha_reported_offset", **node) == end
+        # the replication families are lint-clean too (when promtool is installed)
+        for text in (await scrape(master.metrics_exporter.port), slave_text):
+            assert await promtool_check(text, skip=False) == (0, [])

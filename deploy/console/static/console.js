@@ -1,6 +1,6 @@
 // pocketmq console: one hand-written script, no framework, no build step.
-// Pages are hash routes (#/cluster, #/topics, #/topic/NAME, #/groups, #/group/NAME, #/producers,
-// #/messages, #/message?topic=&id=, #/trace). Every page reads the JSON API under /api/ (see
+// Pages are hash routes (#/dashboard, #/cluster, #/topics, #/topic/NAME, #/groups, #/group/NAME,
+// #/producers, #/messages, #/message?topic=&id=, #/dlq?group=, #/trace, #/acl). Every page reads the JSON API under /api/ (see
 // deploy/console/api.py); actions that change the cluster ask for confirmation first, as
 // rocketmq-dashboard does. Live charts are inline SVG redrawn from polled figures.
 "use strict";
@@ -104,6 +104,7 @@ function lineChart(id, title, keep) {
       line.setAttribute("stroke-width", "2");
       line.setAttribute("data-series", n);
       line.setAttribute("data-last", pts.length ? String(pts[pts.length - 1]) : "");
+      line.setAttribute("data-sum", String(pts.reduce((a, v) => a + v, 0)));
       svg.append(line);
     });
     const legend = el("div", { class: "legend" }, names.map((n, i) =>
@@ -113,6 +114,12 @@ function lineChart(id, title, keep) {
   }
   return {
     node: box,
+    // replace every series (a history read from the server): {name: [values...]}
+    set(values) {
+      for (const n of Object.keys(series)) delete series[n];
+      for (const [n, vs] of Object.entries(values)) series[n] = vs.map(v => Number(v) || 0).slice(-keep);
+      draw();
+    },
     push(values) {
       for (const [n, v] of Object.entries(values)) {
         const s = series[n] || (series[n] = []);
@@ -467,7 +474,7 @@ function traceTimeline(hops) {
 
 // ------------------------------------------------------------------------------- router
 const PAGES = { cluster: pageCluster, topics: pageTopics, groups: pageGroups, producers: pageProducers,
-                messages: pageMessages, trace: pageTrace };
+                messages: pageMessages, trace: pageTrace, dashboard: pageDashboard, dlq: pageDlq, acl: pageAcl };
 
 async function route() {
   timers.forEach(clearInterval);
