@@ -9,7 +9,7 @@ import hmac
 import pytest
 
 from pocketmq.broker.acl.address import AddressPatternError, parse_address_pattern, peer_address
-from pocketmq.broker.acl.decision import decide, required_resources
+from pocketmq.broker.acl.decision import Memo, decide, required_resources
 from pocketmq.broker.acl.rules import (
     ANY,
     DENY,
@@ -21,6 +21,7 @@ from pocketmq.broker.acl.rules import (
     check_resource_perms,
     parse_perm,
 )
+from pocketmq.broker.acl.validator import AclDenied, AclValidator
 from pocketmq.client.acl import AclClientRPCHook, tool_credentials
 from pocketmq.remoting.protocol.acl import sign, signature_content, signature_matches
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -203,8 +204,42 @@ def _signed(
     return req.ext_fields
 
 
+#: one memo across the whole table: remembered authorizations never change a decision
+MEMO: Memo = {}
+
+
 def _decide(code: int, ext: dict[str, str] | None, body: bytes | None = None, peer: str = "127.0.0.1:1"):
-    return decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body)
+    plain = decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body)
+    for _ in range(2):  # the first call may fill the memo, the second reads it
+        assert decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body, memo=MEMO) == plain
+    return plain
+
+
+def test_validator_decides_again_after_a_reload() -> None:
+    """The memo belongs to one rules object: new rules (a reload) are applied at the next request."""
+
+    class Manager:
+        rules = RULES
+
+    validator = AclValidator(Manager())  # type: ignore[arg-type]
+    ext = _signed(310, {"a": "G", "b": "topicB"})
+    for _ in range(2):
+        validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(ext), None))
+    Manager.rules = build_rules(
+        [
+            (
+                "plain_acl.yml",
+                {
+                    "accounts": [
+                        {"accessKey": "RocketMQ", "secretKey": "12345678", "topicPerms": ["topicB=SUB"]}
+                    ]
+                },
+            )
+        ]
+    )
+    with pytest.raises(AclDenied, match="topic:topicB"):
+        validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(ext), None))
+    assert validator.denied == 1
 
 
 def test_decision_table() -> None:
