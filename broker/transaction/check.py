@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pocketmq.broker.transaction.bookkeeping import (
     HalfAction,
@@ -41,13 +41,29 @@ from pocketmq.broker.transaction.bookkeeping import (
     half_action,
     transaction_offset,
 )
-from pocketmq.broker.transaction.service import READ_BATCH, SKIP_STATUSES, edit_properties
+from pocketmq.broker.transaction.service import (
+    F_BORN_IP,
+    F_BORN_PORT,
+    F_BORN_TS,
+    F_CRC,
+    F_FLAG,
+    F_PREPARED_TX,
+    F_QUEUE_OFFSET,
+    F_RECONSUME,
+    F_STORE_IP,
+    F_STORE_PORT,
+    F_STORE_TS,
+    F_SYS_FLAG,
+    READ_BATCH,
+    SKIP_STATUSES,
+    HalfMessage,
+    edit_properties,
+    record_properties,
+)
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
-    MESSAGE_MAGIC_CODE,
-    PROPS_LEN,
     RECORD_PREFIX_STRUCTS,
     MessageConst,
     encode_message,
@@ -78,40 +94,6 @@ _TIMES = MessageConst.TRANSACTION_CHECK_TIMES
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 _IMMUNITY = MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS
 _COPY_DROPS = (_TIMES, _PREPARED)
-# indexes of a record prefix's fields (RECORD_PREFIX_STRUCTS: the CommitLog layout in order)
-(_TOTAL, _MAGIC, _CRC, _QUEUE_ID, _FLAG, _QUEUE_OFFSET, _PHYSICAL_OFFSET, _SYS_FLAG, _BORN_TS, _BORN_IP,
- _BORN_PORT, _STORE_TS, _STORE_IP, _STORE_PORT, _RECONSUME, _PREPARED_TX, _BODY_LEN) = range(17)  # fmt: skip
-
-
-def record_properties(buf: bytes, pos: int, body_at: int, fields: tuple[Any, ...]) -> str | None:
-    """The properties string of the record at ``pos`` whose prefix unpacked to ``fields`` (the
-    body starts at ``body_at``); None when the record is not a well-formed message record (bad
-    magic, sizes that do not fit, properties that are not UTF-8), checked as ``decode_message``."""
-    total, end = fields[_TOTAL], pos + fields[_TOTAL]
-    body_len = fields[_BODY_LEN]
-    if fields[_MAGIC] != MESSAGE_MAGIC_CODE or end > len(buf) or body_len < 0 or body_at + body_len + 3 > end:
-        return None
-    p = body_at + body_len
-    p += 1 + buf[p]  # TOPICLENGTH + TOPIC
-    if total <= 0 or p + 2 > end or PROPS_LEN.unpack_from(buf, p)[0] != end - p - 2:
-        return None
-    try:
-        return buf[p + 2 : end].decode()
-    except UnicodeDecodeError:
-        return None
-
-
-class _Half(NamedTuple):
-    """An undecided half, in place in the batch read from the half queue."""
-
-    buf: bytes
-    body_at: int
-    #: the record prefix's fields (``_QUEUE_OFFSET``, ``_BORN_TS``, ... index them)
-    fields: tuple[Any, ...]
-    props_str: str
-    props: dict[str, str]
-    #: the transaction it belongs to (:func:`~.bookkeeping.transaction_offset`)
-    tx_offset: int
 
 
 class _Copy(NamedTuple):
@@ -195,10 +177,10 @@ class TransactionalMessageCheckService(Service):
             while pos < end and budget > 0:
                 prefix = _V4
                 fields = _V4.unpack_from(buf, pos)
-                if fields[_SYS_FLAG] & HOST_FLAGS_MASK:
-                    prefix = RECORD_PREFIX_STRUCTS[fields[_SYS_FLAG] & HOST_FLAGS_MASK]
+                if fields[F_SYS_FLAG] & HOST_FLAGS_MASK:
+                    prefix = RECORD_PREFIX_STRUCTS[fields[F_SYS_FLAG] & HOST_FLAGS_MASK]
                     fields = prefix.unpack_from(buf, pos)
-                total, q = fields[0], fields[_QUEUE_OFFSET]
+                total, q = fields[0], fields[F_QUEUE_OFFSET]
                 budget -= 1
                 if q < offset or q in done:  # resolved by its own offset: no decoding
                     offset = max(offset, q + 1)
@@ -216,12 +198,12 @@ class TransactionalMessageCheckService(Service):
                 tx = transaction_offset(q, props.get(_PREPARED))
                 action = half_action(
                     resolved=tx in done, times=times, check_max=check_max, now_ms=now,
-                    born_ms=fields[_BORN_TS], store_ms=fields[_STORE_TS], run_start_ms=run_start,
+                    born_ms=fields[F_BORN_TS], store_ms=fields[F_STORE_TS], run_start_ms=run_start,
                     timeout_ms=timeout_ms, immunity_raw=props.get(_IMMUNITY),
                     file_reserved_ms=reserved_ms,
                 )  # fmt: skip
                 if action in _STOPS or not self._act(
-                    action, _Half(buf, body_at, fields, props_str, props, tx), times
+                    action, HalfMessage(buf, body_at, fields, props_str, tx), props, times
                 ):
                     stop = True
                     break
@@ -238,14 +220,14 @@ class TransactionalMessageCheckService(Service):
         svc.prune()
         return not stop and offset < high
 
-    def _act(self, action: HalfAction, half: _Half, times: int) -> bool:
+    def _act(self, action: HalfAction, half: HalfMessage, props: dict[str, str], times: int) -> bool:
         """Carry out ``action``; False when the store refused a put (the run stops there)."""
         counters = self.service.counters
         if action is HalfAction.CHECK:
             copy = self._copy(half, RMQ_SYS_TRANS_HALF_TOPIC, times + 1)
             if copy is None:
                 return False
-            self._send(half, copy)
+            self._send(half, props, copy)
         elif action is HalfAction.DEFER:
             return self._copy(half, RMQ_SYS_TRANS_HALF_TOPIC, times) is not None
         elif action is HalfAction.DISCARD:
@@ -253,37 +235,37 @@ class TransactionalMessageCheckService(Service):
             if self._copy(half, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, times) is None:
                 return False
             counters.discarded += 1
-            q = half.fields[_QUEUE_OFFSET]
+            q = half.fields[F_QUEUE_OFFSET]
             logger.info(
                 "half message %d (%s) checked %d times: moved to %s",
-                q, half.props.get(MessageConst.UNIQ_KEY), times, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+                q, props.get(MessageConst.UNIQ_KEY), times, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
             )  # fmt: skip
             self.service.write_op(q, half.tx_offset)
         elif action is HalfAction.EXPIRED:
             counters.expired += 1
         return True
 
-    def _copy(self, half: _Half, topic: str, times: int) -> _Copy | None:
+    def _copy(self, half: HalfMessage, topic: str, times: int) -> _Copy | None:
         """Append a copy of ``half`` to ``topic`` queue 0 (fields as stored, body bytes as stored)."""
         f = half.fields
         add = ((_TIMES, str(times)), (_PREPARED, str(half.tx_offset)))
         props_str = edit_properties(half.props_str, _COPY_DROPS, add)
-        body = half.buf[half.body_at : half.body_at + f[_BODY_LEN]]
+        body = half.body
         inner = MessageInner(
-            topic, body, 0, f[_FLAG], props_str, f[_SYS_FLAG], f[_BORN_TS], (f[_BORN_IP], f[_BORN_PORT]),
-            (f[_STORE_IP], f[_STORE_PORT]), f[_RECONSUME], f[_PREPARED_TX],
+            topic, body, 0, f[F_FLAG], props_str, f[F_SYS_FLAG], f[F_BORN_TS], (f[F_BORN_IP], f[F_BORN_PORT]),
+            (f[F_STORE_IP], f[F_STORE_PORT]), f[F_RECONSUME], f[F_PREPARED_TX],
         )  # fmt: skip
         result = self.service.store.put_message(inner)
         if result.append is None or not result.status.is_ok:
             logger.warning(
-                "copy of half message %d to %s refused (%s)", f[_QUEUE_OFFSET], topic, result.status.name
+                "copy of half message %d to %s refused (%s)", f[F_QUEUE_OFFSET], topic, result.status.name
             )
             return None
         return _Copy(result.append, props_str, body)
 
-    def _send(self, half: _Half, copy: _Copy) -> None:
+    def _send(self, half: HalfMessage, props: dict[str, str], copy: _Copy) -> None:
         append, props_str = copy.append, copy.props
-        f, props = half.fields, half.props  # the half's: the copy differs in its check count and offset
+        f = half.fields  # the half's (and ``props``): the copy differs in its check count and offset
         real_qid = props.get(MessageConst.REAL_QID, "")
         uniq = props.get(MessageConst.UNIQ_KEY)
         header = CheckTransactionStateRequestHeader(
@@ -292,12 +274,12 @@ class TransactionalMessageCheckService(Service):
         )  # fmt: skip
         body = encode_message(
             topic=props.get(MessageConst.REAL_TOPIC) or RMQ_SYS_TRANS_HALF_TOPIC, body=copy.body,
-            properties=props_str, queue_id=int(real_qid) if real_qid.isdigit() else 0, flag=f[_FLAG],
-            queue_offset=append.logics_offset, commit_log_offset=append.wrote_offset, sys_flag=f[_SYS_FLAG],
-            born_timestamp=f[_BORN_TS], born_host=(f[_BORN_IP], f[_BORN_PORT]),
-            store_timestamp=append.store_timestamp, store_host=(f[_STORE_IP], f[_STORE_PORT]),
-            reconsume_times=f[_RECONSUME], prepared_transaction_offset=f[_PREPARED_TX],
-            body_crc_value=f[_CRC],  # the body is the half's, byte for byte
+            properties=props_str, queue_id=int(real_qid) if real_qid.isdigit() else 0, flag=f[F_FLAG],
+            queue_offset=append.logics_offset, commit_log_offset=append.wrote_offset, sys_flag=f[F_SYS_FLAG],
+            born_timestamp=f[F_BORN_TS], born_host=(f[F_BORN_IP], f[F_BORN_PORT]),
+            store_timestamp=append.store_timestamp, store_host=(f[F_STORE_IP], f[F_STORE_PORT]),
+            reconsume_times=f[F_RECONSUME], prepared_transaction_offset=f[F_PREPARED_TX],
+            body_crc_value=f[F_CRC],  # the body is the half's, byte for byte
         )  # fmt: skip
         counters = self.service.counters
         if self.send_check(props.get(MessageConst.PGROUP, ""), header, body):

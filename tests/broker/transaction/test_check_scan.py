@@ -14,7 +14,7 @@ import pytest
 
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
-from pocketmq.broker.transaction.check import record_properties
+from pocketmq.broker.transaction.service import record_properties
 from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
     MessageDecodeError,
