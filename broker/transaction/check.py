@@ -32,8 +32,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from pocketmq.broker.processor.message_props import join_batch_properties
 from pocketmq.broker.transaction.bookkeeping import (
     HalfAction,
     advance_op_progress,
@@ -42,6 +43,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     transaction_offset,
 )
 from pocketmq.broker.transaction.service import (
+    F_BODY_LEN,
     F_BORN_IP,
     F_BORN_PORT,
     F_BORN_TS,
@@ -64,9 +66,12 @@ from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
+    MESSAGE_MAGIC_CODE,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
     RECORD_PREFIX_STRUCTS,
     MessageConst,
-    encode_message,
+    encode_tail,
     string_to_properties,
 )
 from pocketmq.remoting.protocol.route import (
@@ -94,12 +99,21 @@ _TIMES = MessageConst.TRANSACTION_CHECK_TIMES
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 _IMMUNITY = MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS
 _COPY_DROPS = (_TIMES, _PREPARED)
+_COPY_NEEDLES = (_TIMES + NAME_VALUE_SEPARATOR, _PREPARED + NAME_VALUE_SEPARATOR)
+#: (where the copy landed, its properties, its body)
+_Copy = tuple[AppendResult, str, bytes]
 
 
-class _Copy(NamedTuple):
-    append: AppendResult
-    props: str
-    body: bytes
+def copy_properties(props: str, times: int, tx_offset: int) -> str:
+    """``props`` with ``TRANSACTION_CHECK_TIMES`` = ``times`` and ``TRAN_PREPARED_QUEUE_OFFSET`` =
+    ``tx_offset`` (replacing earlier values): the properties of a check copy. A first copy (the
+    common case) has neither, so it is one string join."""
+    if _COPY_NEEDLES[0] in props or _COPY_NEEDLES[1] in props:
+        props = edit_properties(props, _COPY_DROPS)
+    return join_batch_properties(
+        props,
+        f"{_TIMES}{NAME_VALUE_SEPARATOR}{times}{PROPERTY_SEPARATOR}{_PREPARED}{NAME_VALUE_SEPARATOR}{tx_offset}",
+    )
 
 
 class TransactionalMessageCheckService(Service):
@@ -248,8 +262,7 @@ class TransactionalMessageCheckService(Service):
     def _copy(self, half: HalfMessage, topic: str, times: int) -> _Copy | None:
         """Append a copy of ``half`` to ``topic`` queue 0 (fields as stored, body bytes as stored)."""
         f = half.fields
-        add = ((_TIMES, str(times)), (_PREPARED, str(half.tx_offset)))
-        props_str = edit_properties(half.props_str, _COPY_DROPS, add)
+        props_str = copy_properties(half.props_str, times, half.tx_offset)
         body = half.body
         inner = MessageInner(
             topic, body, 0, f[F_FLAG], props_str, f[F_SYS_FLAG], f[F_BORN_TS], (f[F_BORN_IP], f[F_BORN_PORT]),
@@ -261,10 +274,10 @@ class TransactionalMessageCheckService(Service):
                 "copy of half message %d to %s refused (%s)", f[F_QUEUE_OFFSET], topic, result.status.name
             )
             return None
-        return _Copy(result.append, props_str, body)
+        return result.append, props_str, body
 
     def _send(self, half: HalfMessage, props: dict[str, str], copy: _Copy) -> None:
-        append, props_str = copy.append, copy.props
+        append, props_str, body = copy
         f = half.fields  # the half's (and ``props``): the copy differs in its check count and offset
         real_qid = props.get(MessageConst.REAL_QID, "")
         uniq = props.get(MessageConst.UNIQ_KEY)
@@ -272,17 +285,21 @@ class TransactionalMessageCheckService(Service):
             tran_state_table_offset=append.logics_offset, commit_log_offset=append.wrote_offset,
             msg_id=uniq, transaction_id=uniq, offset_msg_id=append.msg_id,
         )  # fmt: skip
-        body = encode_message(
-            topic=props.get(MessageConst.REAL_TOPIC) or RMQ_SYS_TRANS_HALF_TOPIC, body=copy.body,
-            properties=props_str, queue_id=int(real_qid) if real_qid.isdigit() else 0, flag=f[F_FLAG],
-            queue_offset=append.logics_offset, commit_log_offset=append.wrote_offset, sys_flag=f[F_SYS_FLAG],
-            born_timestamp=f[F_BORN_TS], born_host=(f[F_BORN_IP], f[F_BORN_PORT]),
-            store_timestamp=append.store_timestamp, store_host=(f[F_STORE_IP], f[F_STORE_PORT]),
-            reconsume_times=f[F_RECONSUME], prepared_transaction_offset=f[F_PREPARED_TX],
-            body_crc_value=f[F_CRC],  # the body is the half's, byte for byte
+        # the copy as a record with its real topic and queue (inline of encode_message: the body
+        # and its CRC are the half's, the prefix fields the half's or the copy's)
+        real_topic = props.get(MessageConst.REAL_TOPIC) or RMQ_SYS_TRANS_HALF_TOPIC
+        tail = encode_tail(real_topic.encode(), props_str.encode())
+        prefix = RECORD_PREFIX_STRUCTS[f[F_SYS_FLAG] & HOST_FLAGS_MASK]
+        blen = f[F_BODY_LEN]
+        head = prefix.pack(
+            prefix.size + blen + len(tail), MESSAGE_MAGIC_CODE, f[F_CRC], int(real_qid) if real_qid.isdigit() else 0,
+            f[F_FLAG], append.logics_offset, append.wrote_offset, f[F_SYS_FLAG], f[F_BORN_TS], f[F_BORN_IP],
+            f[F_BORN_PORT], append.store_timestamp, f[F_STORE_IP], f[F_STORE_PORT], f[F_RECONSUME],
+            f[F_PREPARED_TX], blen,
         )  # fmt: skip
+        record = b"".join((head, body, tail))
         counters = self.service.counters
-        if self.send_check(props.get(MessageConst.PGROUP, ""), header, body):
+        if self.send_check(props.get(MessageConst.PGROUP, ""), header, record):
             counters.checks += 1
         else:
             counters.checks_no_producer += 1

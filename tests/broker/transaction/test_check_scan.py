@@ -14,6 +14,7 @@ import pytest
 
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
+from pocketmq.broker.transaction.check import copy_properties
 from pocketmq.broker.transaction.service import record_properties
 from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
@@ -22,6 +23,7 @@ from pocketmq.remoting.protocol.message import (
     decode_message,
     encode_message,
     properties_to_string,
+    string_to_properties,
 )
 from pocketmq.remoting.protocol.route import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.store import MessageInner
@@ -165,3 +167,23 @@ def test_record_properties_refuses_what_decode_message_refuses() -> None:
     assert read(raw[:84] + (-1).to_bytes(4, "big", signed=True) + raw[88:]) is None
     with pytest.raises(MessageDecodeError):
         decode_message(raw[:-1] + b"\xff")
+
+
+@pytest.mark.parametrize(
+    ("props", "want"),
+    [
+        (
+            "UNIQ_KEY\x01U1",
+            "UNIQ_KEY\x01U1\x02TRANSACTION_CHECK_TIMES\x013\x02TRAN_PREPARED_QUEUE_OFFSET\x017",
+        ),
+        ("A\x01x\x02", "A\x01x\x02TRANSACTION_CHECK_TIMES\x013\x02TRAN_PREPARED_QUEUE_OFFSET\x017"),
+        (
+            "TRANSACTION_CHECK_TIMES\x012\x02A\x01x\x02TRAN_PREPARED_QUEUE_OFFSET\x017",
+            "A\x01x\x02TRANSACTION_CHECK_TIMES\x013\x02TRAN_PREPARED_QUEUE_OFFSET\x017",
+        ),
+        ("", "TRANSACTION_CHECK_TIMES\x013\x02TRAN_PREPARED_QUEUE_OFFSET\x017"),
+    ],
+)
+def test_copy_properties_replace_the_check_count_and_transaction(props: str, want: str) -> None:
+    assert copy_properties(props, 3, 7) == want
+    assert string_to_properties(copy_properties(props, 3, 7)) == string_to_properties(want)
