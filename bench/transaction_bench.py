@@ -132,20 +132,26 @@ def throughput(secs: float, inflight: int) -> None:
     )
 
 
+def offline_broker(root: str, **keys: Any) -> BrokerController:
+    """A broker's services over a store in ``root``, loaded, not started (no sockets)."""
+    config = BrokerConfig.model_validate(
+        {
+            "brokerIP1": "127.0.0.1",
+            "listenPort": 0,
+            "namesrvAddr": None,
+            **keys,
+            "store": {"storePathRootDir": root, "mappedFileSizeCommitLog": 256 << 20},
+        }
+    )
+    broker = BrokerController(config, fsync=False)
+    broker.load()
+    return broker
+
+
 def check_scan(halves: int) -> None:
     root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
     try:
-        config = BrokerConfig.model_validate(
-            {
-                "brokerIP1": "127.0.0.1",
-                "listenPort": 0,
-                "namesrvAddr": None,
-                "transactionTimeOut": 0,
-                "store": {"storePathRootDir": root, "mappedFileSizeCommitLog": 256 << 20},
-            }
-        )
-        broker = BrokerController(config, fsync=False)
-        broker.load()
+        broker = offline_broker(root, transactionTimeOut=0)
         svc, checker = broker.transactional_message_service, broker.transaction_check_service
         sent = [0]
 
@@ -229,16 +235,7 @@ def check_scan(halves: int) -> None:
 def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
     root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
     try:
-        config = BrokerConfig.model_validate(
-            {
-                "brokerIP1": "127.0.0.1",
-                "listenPort": 0,
-                "namesrvAddr": None,
-                "store": {"storePathRootDir": root, "mappedFileSizeCommitLog": 256 << 20},
-            }
-        )
-        broker = BrokerController(config, fsync=False)
-        broker.load()
+        broker = offline_broker(root)
         svc, processor = broker.transactional_message_service, broker.end_transaction_processor
         gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05")
         body = os.urandom(1024)
