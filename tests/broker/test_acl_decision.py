@@ -333,3 +333,30 @@ def test_broken_yaml_error_never_quotes_the_file(tmp_path) -> None:
     with pytest.raises(AclConfigError, match="not valid YAML") as err:
         AclFiles(str(tmp_path)).load()
     assert "topsecret99" not in str(err.value) and "line" in str(err.value)
+
+
+def test_signed_content_is_exact_whatever_key_set_came_before() -> None:
+    """The signed values are looked up by the previous key set of the same size: a request with
+    another key set of that size (other signed keys, or a signed key where an unsigned one was)
+    still signs exactly its own values."""
+    ak = {"AccessKey": "RocketMQ"}
+    shapes = [
+        {**ak, "a": "1", "b": "2", "Signature": "s", "_UNIQUE_KEY_QUERY": "t"},
+        {**ak, "a": "1", "b": "2", "c": "3", "Signature": "s"},  # c must be signed
+        {**ak, "a": "1", "b": "2", "c": "3", "d": "4"},
+        {**ak, "x": "9", "b": "2", "c": "3", "d": "4"},
+        {**ak, "a": "1", "b": "2", "Signature": "s", "_UNIQUE_KEY_QUERY": "t"},
+        {**ak, "b": "2", "a": "1", "_UNIQUE_KEY_QUERY": "t", "Signature": "s"},
+    ]
+    for ext in shapes * 2:
+        want = "".join(v for k, v in sorted(ext.items()) if k not in ("Signature", "_UNIQUE_KEY_QUERY"))
+        assert signature_content(ext, None) == want.encode()
+        good = sign("12345678", {k: v for k, v in ext.items() if k != "Signature"}, b"x")
+        assert signature_matches("12345678", good, ext, b"x")
+    # a captured signature over {a, b} does not cover a field added in place of an unsigned one
+    captured = {**ak, "a": "1", "b": "2"}
+    sig = sign("12345678", captured, None)
+    signature_content(
+        {**captured, "Signature": sig, "_UNIQUE_KEY_QUERY": "t"}, None
+    )  # fills the size-5 entry
+    assert not signature_matches("12345678", sig, {**captured, "c": "evil", "Signature": sig}, None)
