@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SendCheck", "TransactionalMessageCheckService"]
+__all__ = ["SendCheck", "TransactionalMessageCheckService", "copy_properties"]
 
 #: ``(producer group, header, body) -> written``: CHECK_TRANSACTION_STATE to a live producer
 SendCheck = Callable[[str, CheckTransactionStateRequestHeader, bytes], bool]
