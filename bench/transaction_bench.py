@@ -14,6 +14,11 @@
    halves that are all due (each copied with its check count and a check encoded). CPU time of
    the process (``time.process_time``): the target is >= 100k halves/s scanned.
 
+3. ``end_transaction``: the broker's own work per transaction, in this process without sockets
+   (best of several rounds of ``time.process_time``, steadier than throughput on a shared
+   machine): storing a half (``prepare_message``) and an END_TRANSACTION commit through the
+   processor (find the half, put the real message, put the op record).
+
 Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--skip-throughput]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
 """
@@ -38,6 +43,7 @@ from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
 from pocketmq.client import Message, Producer, TransactionState
 from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import UniqIdGenerator, properties_to_string
 from pocketmq.remoting.protocol.registration import KVTable
 from pocketmq.store import MessageInner
@@ -126,20 +132,26 @@ def throughput(secs: float, inflight: int) -> None:
     )
 
 
+def offline_broker(root: str, **keys: Any) -> BrokerController:
+    """A broker's services over a store in ``root``, loaded, not started (no sockets)."""
+    config = BrokerConfig.model_validate(
+        {
+            "brokerIP1": "127.0.0.1",
+            "listenPort": 0,
+            "namesrvAddr": None,
+            **keys,
+            "store": {"storePathRootDir": root, "mappedFileSizeCommitLog": 256 << 20},
+        }
+    )
+    broker = BrokerController(config, fsync=False)
+    broker.load()
+    return broker
+
+
 def check_scan(halves: int) -> None:
     root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
     try:
-        config = BrokerConfig.model_validate(
-            {
-                "brokerIP1": "127.0.0.1",
-                "listenPort": 0,
-                "namesrvAddr": None,
-                "transactionTimeOut": 0,
-                "store": {"storePathRootDir": root, "mappedFileSizeCommitLog": 256 << 20},
-            }
-        )
-        broker = BrokerController(config, fsync=False)
-        broker.load()
+        broker = offline_broker(root, transactionTimeOut=0)
         svc, checker = broker.transactional_message_service, broker.transaction_check_service
         sent = [0]
 
@@ -220,6 +232,64 @@ def check_scan(halves: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
+    root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
+    try:
+        broker = offline_broker(root)
+        svc, processor = broker.transactional_message_service, broker.end_transaction_processor
+        gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05")
+        body = os.urandom(1024)
+        best_prepare = best_end = float("inf")
+        for _ in range(rounds):
+            born = int(time.time() * 1000)
+            props = [
+                properties_to_string(
+                    {
+                        "TAGS": "TagA",
+                        "KEYS": f"order-{i}",
+                        "UNIQ_KEY": gen.create(),
+                        "TRAN_MSG": "true",
+                        "PGROUP": "PG",
+                    }
+                )
+                for i in range(n)
+            ]
+            inners = [
+                MessageInner("BenchTx", body, i % 8, 0, props[i], 4, born, HOST, HOST) for i in range(n)
+            ]
+            t0 = time.process_time()
+            results = [svc.prepare_message(inner) for inner in inners]
+            best_prepare = min(best_prepare, time.process_time() - t0)
+            requests = []
+            for inner, result in zip(inners, results, strict=True):
+                append = result.append  # type: ignore[union-attr]
+                uniq = inner.get_property("UNIQ_KEY") or ""
+                ext = {"producerGroup": "PG", "tranStateTableOffset": str(append.logics_offset),
+                       "commitLogOffset": str(append.wrote_offset), "commitOrRollback": "8",
+                       "fromTransactionCheck": "false", "msgId": uniq, "transactionId": uniq}  # fmt: skip
+                requests.append(RemotingCommand(code=RequestCode.END_TRANSACTION, ext_fields=ext, flag=2))
+            t0 = time.process_time()
+            for request in requests:
+                processor.end_transaction(None, request)  # type: ignore[arg-type]
+            best_end = min(best_end, time.process_time() - t0)
+            broker.store.do_reput()
+        assert svc.counters.committed == n * rounds
+        print(
+            json.dumps(
+                {
+                    "bench": "end_transaction",
+                    "broker_prepare_us": round(best_prepare / n * 1e6, 2),
+                    "broker_end_transaction_commit_us": round(best_end / n * 1e6, 2),
+                    "load": load_avg(),
+                }
+            ),
+            flush=True,
+        )
+        broker.store.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--secs", type=float, default=10.0)
@@ -228,6 +298,7 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
     check_scan(args.halves)
+    end_transaction_cpu()
     if not args.skip_throughput:
         throughput(args.secs, args.inflight)
 

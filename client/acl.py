@@ -49,22 +49,17 @@ class SessionCredentials:
         return AclClientRPCHook(self.access_key, self.secret_key, self.security_token)
 
 
-class AclClientRPCHook:
+class AclClientRPCHook(RequestSigner):
     """Signs every request. An ``RPCHook`` (``hooks=``); its :meth:`before_request` alone is also a
     before-hook (``RemotingClient(before_hooks=[hook.before_request])``), which keeps the client's
-    fast path: the SDK installs it that way."""
+    fast path: the SDK installs it that way (:meth:`RequestSigner.before_request`, signing inline)."""
 
     def __init__(self, access_key: str, secret_key: str, security_token: str | None = None) -> None:
-        self.access_key = access_key
+        super().__init__(access_key, secret_key, security_token)
         self.secret_key = secret_key
-        self.security_token = security_token
-        self._sign = RequestSigner(access_key, secret_key, security_token)
 
     def __repr__(self) -> str:
         return f"AclClientRPCHook(access_key={self.access_key!r})"
-
-    def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
-        self._sign(request)
 
     def after_response(
         self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None

@@ -48,14 +48,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pocketmq.broker.acl.address import NO_ADDRESS, Address
-from pocketmq.broker.acl.rules import PUB, SUB, AclRules, check_permission, perm_name
+from pocketmq.broker.acl.rules import PUB, SUB, Account, AclRules, check_permission, perm_name
 from pocketmq.remoting.protocol.acl import ACCESS_KEY, SIGNATURE
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.fastjson import BodyFormatError
 from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC
 
-__all__ = ["ADMIN_CODES", "Decision", "decide", "required_resources"]
+__all__ = ["ADMIN_CODES", "MEMO_FIELDS", "Decision", "Memo", "authorize", "decide", "required_resources"]
 
 #: Request codes only an ``admin: true`` account may send: RocketMQ's ``Permission.ADMIN_CODE``
 #: plus, unlike RocketMQ 4.9, the ACL writes and the account listing (50, 51, 53, 54), so that a
@@ -137,6 +137,25 @@ def _resource_text(resource: str) -> str:
     return "topic:" + resource
 
 
+#: request code → the ext fields that, with the code and the account, fix the resources it needs
+#: (:func:`required_resources`), so its authorization can be remembered (:func:`decide`'s
+#: ``memo``); codes needing none have no fields; HEART_BEAT (its body decides) is absent.
+MEMO_FIELDS: dict[int, tuple[str, ...]] = {
+    _SEND_V2: ("b", "a"),
+    _SEND: ("topic", "group"),
+    _PULL: ("topic", "consumerGroup"),
+    _BACK: ("group",),
+    _QUERY: ("topic",),
+    _OFFSET: ("consumerGroup", "topic"),
+    **dict.fromkeys(_GROUP_ONLY, ("consumerGroup",)),
+}
+#: the most authorizations a memo keeps (a peer names the topics): past it, it starts over
+MEMO_MAX = 4096
+
+Memo = dict[tuple[object, ...], Decision]
+"""Authorizations by ``(access key, code, the MEMO_FIELDS values)``, valid for one :class:`AclRules`."""
+
+
 def decide(
     rules: AclRules,
     *,
@@ -144,8 +163,14 @@ def decide(
     code: int,
     ext: Mapping[str, str] | None,
     body: bytes | None,
+    memo: Memo | None = None,
 ) -> Decision:
-    """The decision for one request (the table in the module docstring)."""
+    """The decision for one request (the table in the module docstring).
+
+    Steps 1-5 (white lists, account, signature) run for every request; with ``memo`` (a dict the
+    caller keeps for this ``rules`` object only), the outcome of steps 6-10 is remembered per
+    access key, code and resource fields, so a producer's sends to one topic decide it once.
+    """
     for matcher in rules.global_white:
         if matcher.matches(peer):
             return ALLOW
@@ -161,6 +186,24 @@ def decide(
         return ALLOW
     if not account.signer.matches(ext.get(SIGNATURE), ext, body):
         return Decision(False, f"Check signature failed for accessKey={access_key}", access_key)
+    if memo is None:
+        return authorize(account, code, ext, body)
+    fields = MEMO_FIELDS.get(code)
+    if fields is None:
+        return authorize(account, code, ext, body)
+    key = (access_key, code, *map(ext.get, fields))
+    decision = memo.get(key)
+    if decision is None:
+        decision = authorize(account, code, ext, body)
+        if len(memo) >= MEMO_MAX:
+            memo.clear()
+        memo[key] = decision
+    return decision
+
+
+def authorize(account: Account, code: int, ext: Mapping[str, str], body: bytes | None) -> Decision:
+    """Steps 6-10 of the table for a request whose account and signature are good."""
+    access_key = account.access_key
     try:
         needed = required_resources(code, ext, body)
     except BodyFormatError as exc:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 
 from pocketmq.broker.acl.address import peer_address
-from pocketmq.broker.acl.decision import decide
+from pocketmq.broker.acl.decision import Memo, decide
 from pocketmq.broker.acl.manager import PlainAclManager
+from pocketmq.broker.acl.rules import AclRules
 from pocketmq.remoting.protocol.codes import code_name
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
@@ -39,14 +40,21 @@ class AclValidator:
         self.manager = manager
         #: Requests denied so far (tests and stats).
         self.denied = 0
+        #: the rules ``_memo`` was filled under: a reload (a new rules object) empties it
+        self._rules: AclRules | None = None
+        self._memo: Memo = {}
 
     def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
+        rules = self.manager.rules
+        if rules is not self._rules:
+            self._rules, self._memo = rules, {}
         decision = decide(
-            self.manager.rules,
+            rules,
             peer=peer_address(remote_addr),
             code=request.code,
             ext=request.ext_fields,
             body=request.body,
+            memo=self._memo,
         )
         if decision.allowed:
             return

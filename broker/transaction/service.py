@@ -28,9 +28,10 @@ committed again (at-least-once, as RocketMQ); nothing is ever lost.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pocketmq.broker.processor.message_props import join_batch_properties, strip_property
 from pocketmq.broker.transaction.bookkeeping import (
@@ -43,8 +44,10 @@ from pocketmq.broker.transaction.bookkeeping import (
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
+    MESSAGE_MAGIC_CODE,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
+    PROPS_LEN,
     RECORD_PREFIX_STRUCTS,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -52,8 +55,6 @@ from pocketmq.remoting.protocol.message import (
     HostAddress,
     MessageConst,
     MessageDecodeError,
-    MessageExt,
-    decode_message,
     decode_messages,
     get_property,
     properties_to_string,
@@ -81,6 +82,7 @@ __all__ = [
     "TransactionalMessageService",
     "edit_properties",
     "read_half",
+    "record_properties",
 ]
 
 #: records per store read of the op and half queues (the store's in-memory transfer limit)
@@ -107,26 +109,98 @@ def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str
 
 
 _REAL = (MessageConst.REAL_TOPIC, MessageConst.REAL_QID)
-_COMMIT_DROPS = (MessageConst.TRAN_MSG, *_REAL)
+_PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 
 
-@dataclass(slots=True)
-class HalfMessage:
-    """A stored half message with its hosts in wire form (for copies and commits)."""
+# indexes of a record prefix's fields (RECORD_PREFIX_STRUCTS: the CommitLog layout in order)
+(F_TOTAL, F_MAGIC, F_CRC, F_QUEUE_ID, F_FLAG, F_QUEUE_OFFSET, F_PHYSICAL_OFFSET, F_SYS_FLAG, F_BORN_TS, F_BORN_IP,
+ F_BORN_PORT, F_STORE_TS, F_STORE_IP, F_STORE_PORT, F_RECONSUME, F_PREPARED_TX, F_BODY_LEN) = range(17)  # fmt: skip
+_V4 = RECORD_PREFIX_STRUCTS[0]
 
-    msg: MessageExt
-    born_host: HostAddress
-    store_host: HostAddress
+
+def record_properties(buf: bytes, pos: int, body_at: int, fields: tuple[Any, ...]) -> str | None:
+    """The properties string of the record at ``pos`` whose prefix unpacked to ``fields`` (the
+    body starts at ``body_at``); None when the record is not a well-formed message record (bad
+    magic, sizes that do not fit, properties that are not UTF-8), checked as ``decode_message``."""
+    total, end = fields[F_TOTAL], pos + fields[F_TOTAL]
+    body_len = fields[F_BODY_LEN]
+    if (
+        fields[F_MAGIC] != MESSAGE_MAGIC_CODE
+        or end > len(buf)
+        or body_len < 0
+        or body_at + body_len + 3 > end
+    ):
+        return None
+    p = body_at + body_len
+    p += 1 + buf[p]  # TOPICLENGTH + TOPIC
+    if total <= 0 or p + 2 > end or PROPS_LEN.unpack_from(buf, p)[0] != end - p - 2:
+        return None
+    try:
+        return buf[p + 2 : end].decode()
+    except UnicodeDecodeError:
+        return None
+
+
+class HalfMessage(NamedTuple):
+    """A stored half message read in place (no decoded message: END_TRANSACTION and the check
+    scan read a few fields of it, then copy its body and properties into a new record)."""
+
+    buf: bytes
+    #: where its body starts in ``buf``
+    body_at: int
+    #: its record prefix's fields (``RECORD_PREFIX_STRUCTS`` order)
+    fields: tuple[Any, ...]
+    props_str: str
     #: the transaction it belongs to (:func:`~.bookkeeping.transaction_offset`)
     tx_offset: int
 
+    @property
+    def queue_offset(self) -> int:
+        return int(self.fields[F_QUEUE_OFFSET])
 
-def read_half(raw: bytes | memoryview, pos: int = 0) -> HalfMessage:
-    """Decode one stored record; raises :class:`MessageDecodeError` on garbage."""
-    msg = decode_message(raw, pos)
-    f = RECORD_PREFIX_STRUCTS[msg.sys_flag & HOST_FLAGS_MASK].unpack_from(raw, pos)
-    tx = transaction_offset(msg.queue_offset, msg.get_property(MessageConst.TRAN_PREPARED_QUEUE_OFFSET))
-    return HalfMessage(msg, (f[9], f[10]), (f[12], f[13]), tx)
+    @property
+    def commit_log_offset(self) -> int:
+        return int(self.fields[F_PHYSICAL_OFFSET])
+
+    @property
+    def body(self) -> bytes:
+        return self.buf[self.body_at : self.body_at + self.fields[F_BODY_LEN]]
+
+    @property
+    def topic(self) -> str:
+        p = self.body_at + self.fields[F_BODY_LEN]
+        return self.buf[p + 1 : p + 1 + self.buf[p]].decode("utf-8", "replace")
+
+    @property
+    def born_host(self) -> HostAddress:
+        return self.fields[F_BORN_IP], self.fields[F_BORN_PORT]
+
+    @property
+    def store_host(self) -> HostAddress:
+        return self.fields[F_STORE_IP], self.fields[F_STORE_PORT]
+
+
+def read_half(raw: bytes, pos: int = 0) -> HalfMessage:
+    """Read the record at ``pos`` in place; raises :class:`MessageDecodeError` on garbage."""
+    try:
+        prefix = _V4
+        fields = _V4.unpack_from(raw, pos)
+        if fields[F_SYS_FLAG] & HOST_FLAGS_MASK:
+            prefix = RECORD_PREFIX_STRUCTS[fields[F_SYS_FLAG] & HOST_FLAGS_MASK]
+            fields = prefix.unpack_from(raw, pos)
+    except struct.error:
+        raise MessageDecodeError(f"bad message record at {pos}: truncated") from None
+    body_at = pos + prefix.size
+    props = record_properties(raw, pos, body_at, fields)
+    if props is None:
+        raise MessageDecodeError(f"bad message record at {pos}")
+    return HalfMessage(
+        raw,
+        body_at,
+        fields,
+        props,
+        transaction_offset(fields[F_QUEUE_OFFSET], get_property(props, _PREPARED)),
+    )
 
 
 @dataclass(slots=True)
@@ -296,57 +370,58 @@ class TransactionalMessageService:
                 half = None
         if half is None:
             raise RemoteSystemError("Find prepared transaction message failed")
-        msg = half.msg
-        if msg.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+        if half.topic != RMQ_SYS_TRANS_HALF_TOPIC:
             raise RemoteSystemError(
                 f"the message at commit log offset {header.commit_log_offset} is not a half message"
-                f" (topic {msg.topic})"
+                f" (topic {half.topic})"
             )
-        if msg.get_property(MessageConst.PGROUP) != header.producer_group:
+        if get_property(half.props_str, MessageConst.PGROUP) != header.producer_group:
             raise RemoteSystemError("The producer group wrong")
-        if msg.queue_offset != header.tran_state_table_offset:
+        queue_offset = half.queue_offset
+        if queue_offset != header.tran_state_table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
-        if msg.commit_log_offset != header.commit_log_offset:
+        if half.commit_log_offset != header.commit_log_offset:
             raise RemoteSystemError("The commit log offset wrong")
-        if is_resolved(msg.queue_offset, half.tx_offset, self.done):
+        if is_resolved(queue_offset, half.tx_offset, self.done):
             self.counters.already_resolved += 1
             raise RemoteSystemError(
-                f"the transaction of half message {msg.queue_offset} is already committed or rolled back"
+                f"the transaction of half message {queue_offset} is already committed or rolled back"
             )
         return half
 
     def commit(self, half: HalfMessage) -> PutResult:
         """Put the real message; on success write the op record. The real message's put result."""
-        msg = half.msg
-        props = msg.properties_str
-        real_topic = get_property(props, MessageConst.REAL_TOPIC) or ""
-        real_qid = get_property(props, MessageConst.REAL_QID) or ""
-        if not real_topic or not real_qid.isdigit():
+        # the properties without TRAN_MSG / REAL_TOPIC / REAL_QID, the last two read as they go
+        props, real_topic = strip_property(half.props_str, MessageConst.REAL_TOPIC)
+        props, real_qid = strip_property(props, MessageConst.REAL_QID)
+        props, _ = strip_property(props, MessageConst.TRAN_MSG)
+        if not real_topic or real_qid is None or not real_qid.isdigit():
             raise RemoteSystemError(
-                f"half message {msg.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
+                f"half message {half.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
             )
+        f = half.fields
         inner = MessageInner(
             real_topic,
-            msg.body,
+            half.body,
             int(real_qid),
-            msg.flag,
-            edit_properties(props, _COMMIT_DROPS),
-            (msg.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-            msg.born_timestamp,
-            half.born_host,
-            half.store_host,
-            msg.reconsume_times,
-            msg.commit_log_offset,
+            f[F_FLAG],
+            props,
+            (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+            f[F_BORN_TS],
+            (f[F_BORN_IP], f[F_BORN_PORT]),
+            (f[F_STORE_IP], f[F_STORE_PORT]),
+            f[F_RECONSUME],
+            f[F_PHYSICAL_OFFSET],
         )
         result = self.store.put_message(inner)
         if result.status.is_ok:
             self.counters.committed += 1
-            self.write_op(msg.queue_offset, half.tx_offset)
+            self.write_op(f[F_QUEUE_OFFSET], half.tx_offset)
         return result
 
     def rollback(self, half: HalfMessage) -> None:
         self.counters.rolled_back += 1
-        self.write_op(half.msg.queue_offset, half.tx_offset)
+        self.write_op(half.queue_offset, half.tx_offset)
 
     def write_op(self, half_offset: int, tx_offset: int) -> bool:
         """Record that the transaction is resolved (in memory at once, and as op records)."""

@@ -9,7 +9,7 @@ import hmac
 import pytest
 
 from pocketmq.broker.acl.address import AddressPatternError, parse_address_pattern, peer_address
-from pocketmq.broker.acl.decision import decide, required_resources
+from pocketmq.broker.acl.decision import Memo, decide, required_resources
 from pocketmq.broker.acl.rules import (
     ANY,
     DENY,
@@ -21,6 +21,7 @@ from pocketmq.broker.acl.rules import (
     check_resource_perms,
     parse_perm,
 )
+from pocketmq.broker.acl.validator import AclDenied, AclValidator
 from pocketmq.client.acl import AclClientRPCHook, tool_credentials
 from pocketmq.remoting.protocol.acl import sign, signature_content, signature_matches
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -203,8 +204,42 @@ def _signed(
     return req.ext_fields
 
 
+#: one memo across the whole table: remembered authorizations never change a decision
+MEMO: Memo = {}
+
+
 def _decide(code: int, ext: dict[str, str] | None, body: bytes | None = None, peer: str = "127.0.0.1:1"):
-    return decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body)
+    plain = decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body)
+    for _ in range(2):  # the first call may fill the memo, the second reads it
+        assert decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body, memo=MEMO) == plain
+    return plain
+
+
+def test_validator_decides_again_after_a_reload() -> None:
+    """The memo belongs to one rules object: new rules (a reload) are applied at the next request."""
+
+    class Manager:
+        rules = RULES
+
+    validator = AclValidator(Manager())  # type: ignore[arg-type]
+    ext = _signed(310, {"a": "G", "b": "topicB"})
+    for _ in range(2):
+        validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(ext), None))
+    Manager.rules = build_rules(
+        [
+            (
+                "plain_acl.yml",
+                {
+                    "accounts": [
+                        {"accessKey": "RocketMQ", "secretKey": "12345678", "topicPerms": ["topicB=SUB"]}
+                    ]
+                },
+            )
+        ]
+    )
+    with pytest.raises(AclDenied, match="topic:topicB"):
+        validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(ext), None))
+    assert validator.denied == 1
 
 
 def test_decision_table() -> None:
@@ -298,3 +333,30 @@ def test_broken_yaml_error_never_quotes_the_file(tmp_path) -> None:
     with pytest.raises(AclConfigError, match="not valid YAML") as err:
         AclFiles(str(tmp_path)).load()
     assert "topsecret99" not in str(err.value) and "line" in str(err.value)
+
+
+def test_signed_content_is_exact_whatever_key_set_came_before() -> None:
+    """The signed values are looked up by the previous key set of the same size: a request with
+    another key set of that size (other signed keys, or a signed key where an unsigned one was)
+    still signs exactly its own values."""
+    ak = {"AccessKey": "RocketMQ"}
+    shapes = [
+        {**ak, "a": "1", "b": "2", "Signature": "s", "_UNIQUE_KEY_QUERY": "t"},
+        {**ak, "a": "1", "b": "2", "c": "3", "Signature": "s"},  # c must be signed
+        {**ak, "a": "1", "b": "2", "c": "3", "d": "4"},
+        {**ak, "x": "9", "b": "2", "c": "3", "d": "4"},
+        {**ak, "a": "1", "b": "2", "Signature": "s", "_UNIQUE_KEY_QUERY": "t"},
+        {**ak, "b": "2", "a": "1", "_UNIQUE_KEY_QUERY": "t", "Signature": "s"},
+    ]
+    for ext in shapes * 2:
+        want = "".join(v for k, v in sorted(ext.items()) if k not in ("Signature", "_UNIQUE_KEY_QUERY"))
+        assert signature_content(ext, None) == want.encode()
+        good = sign("12345678", {k: v for k, v in ext.items() if k != "Signature"}, b"x")
+        assert signature_matches("12345678", good, ext, b"x")
+    # a captured signature over {a, b} does not cover a field added in place of an unsigned one
+    captured = {**ak, "a": "1", "b": "2"}
+    sig = sign("12345678", captured, None)
+    signature_content(
+        {**captured, "Signature": sig, "_UNIQUE_KEY_QUERY": "t"}, None
+    )  # fills the size-5 entry
+    assert not signature_matches("12345678", sig, {**captured, "c": "evil", "Signature": sig}, None)
