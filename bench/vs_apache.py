@@ -54,8 +54,7 @@ from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode  # noqa: 
 from pocketmq.remoting.protocol.command import RemotingCommand  # noqa: E402
 from pocketmq.remoting.protocol.message import properties_to_string  # noqa: E402
 from pocketmq.testing.procs import Servers  # noqa: E402
-from pocketmq.testing.wire import Wire  # noqa: E402
-from tests.interop.apache_servers import ApacheServers  # noqa: E402
+from tests.interop.apache_servers import ApacheServers, create_topics  # noqa: E402
 
 QUEUES = 8
 BODY = 1024
@@ -195,24 +194,6 @@ async def _drain(proto: RawSender, done: asyncio.Future[None]) -> None:
 
 
 # ------------------------------------------------------------------------------- one broker
-def create_topic(broker_addr: str, topic: str) -> None:
-    async def create() -> None:
-        wire = Wire(broker_addr)
-        try:
-            ext = {
-                "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES),
-                "writeQueueNums": str(QUEUES), "perm": "6", "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": "0", "order": "false",
-            }  # fmt: skip
-            r = await wire.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext, timeout=10)
-            if r.code != ResponseCode.SUCCESS:
-                raise RuntimeError(f"create {topic}: {r.code} {r.remark}")
-        finally:
-            await wire.close()
-
-    asyncio.run(create())
-
-
 @contextmanager
 def started(kind: str, root: Path, keys: dict[str, str]) -> Iterator[Servers | ApacheServers]:
     s: Servers | ApacheServers
@@ -222,8 +203,8 @@ def started(kind: str, root: Path, keys: dict[str, str]) -> Iterator[Servers | A
         s = Servers(root, broker_keys=keys)
     try:
         s.start()
+        create_topics(s.broker.addr, ["VsSdk", "VsRaw"], QUEUES)
         for topic in ("VsSdk", "VsRaw"):
-            create_topic(s.broker.addr, topic)
             s.wait_route(topic)
         yield s
     finally:
