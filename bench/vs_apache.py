@@ -20,8 +20,10 @@ clients send it, opaque 0..127, one queue each round robin); every reply is matc
 read straight out of the reply header and its frame written again at once, so the client does no
 encoding and almost no decoding and the broker is what is measured.
 
-Every run reports msg/s, latency p50/p99/max (µs, send to reply) and the broker process's CPU
-µs per message (utime + stime from ``/proc/<pid>/stat`` over the run), with the load average
+Every run reports msg/s, latency p50/p99/max (µs, send to reply), the broker process's CPU µs per
+message (utime + stime from ``/proc/<pid>/stat`` over the run) and the replies that were not
+SUCCESS (``errors``; the raw runs count them by response code in ``error_codes``, e.g. 2
+SYSTEM_BUSY for a broker's flow control), with the load average
 (``/proc/loadavg``) at its start. One JSON line per run on stdout, then a table of the best
 round of each (highest msg/s; the CPU column is the lowest of the rounds).
 
@@ -113,6 +115,7 @@ class RawSender(asyncio.Protocol):
         self.sent_at = [0] * len(frames)
         self.latencies: list[int] = []
         self.count = self.errors = 0
+        self.error_codes: dict[int, int] = {}
         self.buf = b""
         self.stopping = False
         self.outstanding = 0
@@ -139,8 +142,10 @@ class RawSender(asyncio.Protocol):
             header = buf[pos + 8 : pos + 8 + hlen]
             pos += 4 + length
             i = _json_int(header, b'"opaque":')
-            if _json_int(header, b'"code":') != ResponseCode.SUCCESS:
+            code = _json_int(header, b'"code":')
+            if code != ResponseCode.SUCCESS:
                 self.errors += 1
+                self.error_codes[code] = self.error_codes.get(code, 0) + 1
             self.count += 1
             self.latencies.append(now - self.sent_at[i])
             if self.stopping:
@@ -184,7 +189,10 @@ async def raw_run(addr: str, topic: str, *, seconds: float = 0.0, total_bytes: i
     await asyncio.wait_for(_drain(proto, done), 60)
     secs = time.monotonic() - t0
     transport.close()
-    return {"messages": proto.count, "errors": proto.errors, "seconds": secs, "latencies": proto.latencies}
+    return {
+        "messages": proto.count, "errors": proto.errors, "error_codes": proto.error_codes, "seconds": secs,
+        "latencies": proto.latencies,
+    }  # fmt: skip
 
 
 async def _drain(proto: RawSender, done: asyncio.Future[None]) -> None:
@@ -238,7 +246,7 @@ def raw_measured(s: Servers | ApacheServers, **kw: Any) -> dict[str, Any]:
     return {
         "msg_per_s": round(r["messages"] / r["seconds"], 1), "p50_us": pct(lat, 0.5), "p99_us": pct(lat, 0.99),
         "max_us": round(lat[-1] / 1000, 1) if lat else 0.0, "broker_cpu_us_per_msg": round(cpu * 1e6 / n, 2),
-        "errors": r["errors"], "messages": r["messages"],
+        "errors": r["errors"], "error_codes": r["error_codes"], "messages": r["messages"],
     }  # fmt: skip
 
 
@@ -265,8 +273,8 @@ def one_broker(kind: str, rnd: int, args: argparse.Namespace) -> list[dict[str, 
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    out = ["| run | broker | msg/s | p50 ms | p99 ms | max ms | broker CPU µs/msg | load at start |",
-           "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = ["| run | broker | msg/s | p50 ms | p99 ms | max ms | broker CPU µs/msg | errors | load at start |",
+           "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for run in ("sdk_sync_1", "sdk_sync_128", "raw_128"):
         for kind in ("pocketmq", "apache"):
             mine = [r for r in rows if r["run"] == run and r["broker"] == kind]
@@ -276,7 +284,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             cpu = min(r["broker_cpu_us_per_msg"] or 0 for r in mine)
             out.append(
                 f"| {run} | {kind} | {best['msg_per_s']:.0f} | {best['p50_us'] / 1000:.2f} | "
-                f"{best['p99_us'] / 1000:.2f} | {best['max_us'] / 1000:.1f} | {cpu:.1f} | {best['load']} |"
+                f"{best['p99_us'] / 1000:.2f} | {best['max_us'] / 1000:.1f} | {cpu:.1f} | {best['errors']} | "
+                f"{best['load']} |"
             )
     return "\n".join(out)
 
