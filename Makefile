@@ -114,7 +114,7 @@ soak: install
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 # issue 25: pocketmq's broker against Apache RocketMQ 4.9.7's, interleaved (bench/vs_apache.py;
-# 2 GB written before the raw-frame run: ~25 min on 2 cores; VS_APACHE_ARGS="--fill-mb 160 --segment-mb 64")
+# 2 GB written before the raw-frame run: ~15 min on 2 cores; VS_APACHE_ARGS="--fill-mb 160 --segment-mb 64")
 .PHONY: bench-apache
 bench-apache: install java-deps
 	$(BIN)/python bench/vs_apache.py $(VS_APACHE_ARGS)

@@ -28,7 +28,7 @@ SYSTEM_BUSY for a broker's flow control), with the load average
 round of each (highest msg/s; the CPU column is the lowest of the rounds).
 
 Scale: the issue's run is ``--fill-mb 2048 --segment-mb 1024`` (RocketMQ's default segment, two
-rollovers; about 3-4 minutes of filling per broker on 2 cores). ``--fill-mb 160 --segment-mb 64``
+rollovers; 2-4 minutes of filling per broker on 2 cores, ~15 minutes for the default 2 rounds). ``--fill-mb 160 --segment-mb 64``
 shows the same rollover in seconds.
 """
 
