@@ -63,13 +63,13 @@ from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
 from pocketmq.broker.config import BrokerConfig, ConfigError
 from pocketmq.broker.longpolling import PullRequestHoldService
-from pocketmq.broker.metrics import BrokerMetrics, ha_families
+from pocketmq.broker.metrics import BrokerMetrics, PutLatency, ha_families
 from pocketmq.broker.namesrv_api import BrokerIdentity, BrokerOuterAPI
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
 from pocketmq.broker.processor.admin import BrokerAdmin, ConsumerAdmin, GroupAdmin, TopicAdmin
 from pocketmq.broker.processor.admin_acl import AclAdmin
 from pocketmq.broker.processor.admin_base import AdminBase
-from pocketmq.broker.processor.admin_broker import runtime_info
+from pocketmq.broker.processor.admin_broker import PutLatencyWindow, runtime_info
 from pocketmq.broker.processor.client_manage import ClientManageProcessor
 from pocketmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pocketmq.broker.processor.end_transaction import EndTransactionProcessor
@@ -154,6 +154,12 @@ class BrokerController:
         self.producer_manager = ProducerManager(config.channel_expired_timeout)
         self.rebalance_lock_manager = RebalanceLockManager()
         self.store = MessageStore(config.store, clock=clock.now_ms)
+        #: CommitLog append time of every put, always (as RocketMQ's StoreStatsService): the runtime
+        #: info's putLatency99/999 and the metrics' histogram read it. An instance attribute shadows
+        #: each put method (measured: ~0.36 µs of CPU per put).
+        self.put_latency = PutLatency()
+        for name in ("put_message", "put_messages", "put_batch"):
+            setattr(self.store, name, self.put_latency.wrap(getattr(self.store, name)))
         #: ``aclEnable``: the rules (None when off) and the server hook enforcing them
         self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)
         # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
@@ -302,6 +308,7 @@ class BrokerController:
             store=store, topics=topics, state=state, stats=stats, schedule=schedule, clock=clock,
             update_config=self.update_config, register_broker=register_broker,
             transactions=self.transactional_message_service,
+            put_latency=PutLatencyWindow(self.put_latency, clock.monotonic),
         )  # fmt: skip
         acl_admin = AclAdmin(state=state, stats=stats, acl=self.acl_manager)
         admins: tuple[AdminBase, ...] = (topic_admin, group_admin, consumer_admin, broker_admin, acl_admin)
@@ -487,7 +494,7 @@ class BrokerController:
         logger.info("The broker[%s, %s] shut down", cfg.broker_name, self.broker_addr)
 
     async def start_metrics(self) -> None:
-        """Serve ``/metrics`` (``broker.metrics``) and time CommitLog appends from now on."""
+        """Serve ``/metrics`` (``broker.metrics``); its put-latency histogram is ``self.put_latency``."""
         cfg = self.config
         store = self.store
         metrics = BrokerMetrics(
@@ -500,6 +507,7 @@ class BrokerController:
                                               self.schedule_message_service),
             flush_behind=lambda: int(store.runtime_info().get("remainHowManyDataToFlush", "0")),
             now_ms=self.clock.now_ms, exporter_compat=cfg.metrics_rocketmq_exporter_compat,
+            latency=self.put_latency,
         )  # fmt: skip
         metrics.sources.append(
             lambda: ha_families(store.ha_runtime_info(), cfg.broker_cluster_name, cfg.broker_name)
@@ -516,10 +524,6 @@ class BrokerController:
         )
         self.metrics = metrics
         self.metrics_exporter = exporter
-        # the one per-put cost of metrics: an instance attribute shadows the method, so nothing
-        # changes on the send path while metrics are off
-        for name in ("put_message", "put_messages", "put_batch"):
-            setattr(store, name, metrics.latency.wrap(getattr(store, name)))
 
     # ----------------------------------------------------------------------- registration
     def trigger_register(self) -> None:

@@ -22,14 +22,17 @@ store's (``putTps`` = ``"10s 60s 600s"`` rates with two decimals, ``getTransfere
 sizes and waits 0, capacities Java's defaults), ``remainHowManyDataToFlush`` as
 ``humanReadableByteCount`` (``"1.5 KiB"``), ``commitLogDirCapacity`` = ``"Total : 49.1 GiB, Free :
 20.3 GiB."``, ``startAcceptSendRequestTimeStamp``, ``scheduleMessageOffset_<level>`` =
-``"<delay offset>,<max offset>"`` when a schedule service exists. Store keys the store does not
-measure yet (put latency distribution and maxima) are reported as zeros.
+``"<delay offset>,<max offset>"`` when a schedule service exists, ``putLatency99`` /
+``putLatency999`` (ms, two decimals) and ``putMessageEntireTimeMax`` (ms) from the broker's
+put-latency histogram (:class:`PutLatencyWindow`). Store keys the store does not measure yet (the
+millisecond ``putMessageDistributeTime`` buckets, ``getMessageEntireTimeMax``) are zeros.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,6 +50,7 @@ from pocketmq.remoting.protocol.route import RMQ_SYS_SCHEDULE_TOPIC, DataVersion
 
 if TYPE_CHECKING:
     from pocketmq.broker.config import BrokerConfig
+    from pocketmq.broker.metrics import PutLatency
     from pocketmq.broker.stats import BrokerStatsManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.common.clock import Clock
@@ -89,13 +93,70 @@ def _disk_capacity(path: str) -> str | None:
     )
 
 
+class PutLatencyWindow:
+    """``putLatency99`` / ``putLatency999`` as RocketMQ's ``StoreStatsService`` reports them: over
+    the previous window of at least a minute (zeros until the first one has passed), not since
+    boot, interpolated linearly inside the bucket that holds the quantile, in ms.
+
+    RocketMQ rolls its window every minute on a timer; this one rolls when it is read and a
+    minute or more has passed since the last roll, so a window spans from one roll to the next
+    read (a minute when ``brokerStatus`` polls at least once a minute). Reading it costs the put
+    path nothing: it snapshots :class:`PutLatency`'s bucket counters.
+    """
+
+    WINDOW = 60.0
+
+    def __init__(self, latency: PutLatency, now: Callable[[], float] = time.monotonic) -> None:
+        self.latency = latency
+        self._now = now
+        self._rolled_at = now()
+        self._snapshot = list(latency.counts)
+        self._window = [0] * len(self._snapshot)
+
+    def window(self) -> list[int]:
+        """Per-bucket counts of the last complete window (bucket i: below ``1024 << i`` ns)."""
+        now = self._now()
+        if now - self._rolled_at >= self.WINDOW:
+            counts = list(self.latency.counts)
+            self._window = [c - s for c, s in zip(counts, self._snapshot, strict=True)]
+            self._snapshot, self._rolled_at = counts, now
+        return self._window
+
+    def quantile_ms(self, q: float) -> float:
+        """RocketMQ's ``findPutMessageEntireTimePX`` on these buckets: the rank ``int(total * q)``
+        placed proportionally between the bounds of the bucket that reaches it."""
+        window = self.window()
+        rank = int(sum(window) * q)
+        passed = 0
+        for i, count in enumerate(window):
+            if rank <= passed + count:
+                low = (1024 << (i - 1)) if i else 0
+                high = 1024 << i
+                return (low + (high - low) * (rank - passed) / count if count else low) / 1e6
+            passed += count
+        return 0.0  # pragma: no cover - the last bucket always reaches the rank
+
+    def keys(self) -> dict[str, str]:
+        return {
+            "putLatency99": f"{self.quantile_ms(0.99):.2f}",
+            "putLatency999": f"{self.quantile_ms(0.999):.2f}",
+            "putMessageEntireTimeMax": str(self.latency.max_ns // 1_000_000),
+        }
+
+
 def runtime_info(
-    store: MessageStore, stats: BrokerStatsManager, config: BrokerConfig, schedule: Any
+    store: MessageStore,
+    stats: BrokerStatsManager,
+    config: BrokerConfig,
+    schedule: Any,
+    put_latency: PutLatencyWindow | None = None,
 ) -> dict[str, str]:
     """GET_BROKER_RUNTIME_INFO's table (Java ``prepareRuntimeInfo``)."""
     info = dict(store.runtime_info())
     for key, value in STORE_DEFAULTS.items():
         info.setdefault(key, value)
+    if put_latency is not None:
+        info.update(put_latency.keys())
     day = stats.record_day()
     info.update(
         {
@@ -146,6 +207,8 @@ class BrokerAdmin(AdminBase):
     register_broker: RegisterBroker
     #: the transaction service (``transaction*`` keys: progress and check counts) or None
     transactions: Any = None
+    #: ``putLatency99`` / ``putLatency999`` / ``putMessageEntireTimeMax`` (None: not reported)
+    put_latency: PutLatencyWindow | None = None
 
     HANDLERS = {
         RequestCode.GET_BROKER_RUNTIME_INFO: "get_broker_runtime_info",
@@ -159,7 +222,7 @@ class BrokerAdmin(AdminBase):
         self.config_version = DataVersion(self.clock.now_ms(), 0)
 
     def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        info = runtime_info(self.store, self.stats, self.state.config, self.schedule)
+        info = runtime_info(self.store, self.stats, self.state.config, self.schedule, self.put_latency)
         if self.transactions is not None:
             info.update(self.transactions.runtime_info())
         return ok(request, KVTable(info).encode())

@@ -36,6 +36,7 @@ __all__ = [
     "apply_delay_level",
     "delay_level_of",
     "has_delay",
+    "java_properties_string",
     "java_reput_properties",
     "join_batch_properties",
     "stored_properties",
@@ -116,12 +117,13 @@ def delay_level_of(props: str) -> int:
     return int(raw)
 
 
-def apply_delay_level(inner: MessageInner, max_level: int) -> None:
+def apply_delay_level(inner: MessageInner, max_level: int, wait: str | None = None) -> None:
     """A normal message with ``DELAY`` > 0 goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1``.
 
     ``REAL_TOPIC`` / ``REAL_QID`` keep where it belongs (replacing any the message carried); a
     level above ``max_level`` is clamped (Java ``CommitLog.putMessage``); a level <= 0 means no
-    delay. Only applied when a schedule service delivers them.
+    delay. Only applied when a schedule service delivers them. ``wait``: the sender's raw ``WAIT``
+    value (None: it sent none), kept in the record before ``REAL_TOPIC`` as Java keeps it.
 
     Raises:
         ValueError: ``DELAY`` is not an integer.
@@ -140,6 +142,11 @@ def apply_delay_level(inner: MessageInner, max_level: int) -> None:
         if key in props:
             props, _ = strip_property(props, key[:-1])
     real = f"{MessageConst.REAL_TOPIC}{NAME_VALUE_SEPARATOR}{inner.topic}{PROPERTY_SEPARATOR}"
+    if wait is not None:
+        # Java's send path takes WAIT out of its map to encode the stored string, then puts it
+        # back (after CLUSTER) for the CommitLog, whose delay rewrite encodes the map again: the
+        # schedule record, and so the re-put, carries the sender's WAIT
+        real = f"{WAIT_KEY}{wait}{PROPERTY_SEPARATOR}{real}"
     real += f"{MessageConst.REAL_QID}{NAME_VALUE_SEPARATOR}{inner.queue_id}"
     inner.properties = join_batch_properties(props, real)
     inner.topic = RMQ_SYS_SCHEDULE_TOPIC
@@ -175,13 +182,14 @@ def java_reput_properties(props: str) -> str:
     """The properties string Apache RocketMQ 4.9's ``ScheduleMessageService.messageTimeup`` stores.
 
     Java reads the schedule record back (``MessageDecoder.string2messageProperties``: a
-    ``HashMap`` of initial capacity 128; an entry needs a non-empty name before its first
-    ``\x01`` and a non-empty value; a repeated name keeps its first place and takes the last
-    value) and writes the re-put's string with ``messageProperties2String`` from that map:
-    ``name\x01value\x02`` per entry in the map's iteration order (bucket
-    ``(h ^ h >>> 16) & (capacity - 1)`` of the name's ``String.hashCode``, insertion order within
-    a bucket), so ``DELAY``, ``REAL_TOPIC`` and ``REAL_QID`` stay in the stored string (only the
-    in-memory map loses ``DELAY`` and gains ``WAIT=false``). Each name appears once in the
+    ``new HashMap()``, 16 buckets doubling past 0.75 full; an entry needs a non-empty name before
+    its first ``\x01`` and a non-empty value; a repeated name keeps its first place and takes the
+    last value) and writes the re-put's string with ``messageProperties2String`` from that map:
+    ``name\x01value`` entries joined by ``\x02`` (no trailing one) in the map's iteration order
+    (bucket ``(h ^ h >>> 16) & (capacity - 1)`` of the name's ``String.hashCode``, insertion order
+    within a bucket), so ``DELAY``, ``REAL_TOPIC``, ``REAL_QID`` and the sender's ``WAIT`` stay in
+    the stored string (only the in-memory map loses ``DELAY`` and gains ``WAIT=false``). Checked
+    byte for byte against strings Apache 4.9.7 stored (tests/broker/test_java_property_order.py). Each name appears once in the
     result, with the value Java's map holds. (A bucket Java turned into a tree -- 8+ names in
     one bucket of a 64+ table -- is not modelled.)
 
@@ -191,10 +199,12 @@ def java_reput_properties(props: str) -> str:
     items = props.split(PROPERTY_SEPARATOR)
     if not items[-1]:
         items.pop()  # a trailing separator (a record Java wrote), or no properties at all
+    if not items:
+        return ""  # (before the shape cache: its initial empty shape has no getter)
     if _EMPTY_VALUE not in props and props[-1:] != NAME_VALUE_SEPARATOR:
         prefixes, getter = _LAST_SHAPE
         if len(items) == len(prefixes) and all(map(_STARTS, items, prefixes)):
-            return PROPERTY_SEPARATOR.join(getter(items)) + PROPERTY_SEPARATOR  # same as the last
+            return PROPERTY_SEPARATOR.join(getter(items))  # same as the last
         try:
             names = tuple([item[: item.index(NAME_VALUE_SEPARATOR)] for item in items])
         except ValueError:  # an entry without a name/value separator: Java drops it
@@ -206,8 +216,8 @@ def java_reput_properties(props: str) -> str:
                 getter = _order_of(names)
             if getter is not None:
                 _LAST_SHAPE[:] = (tuple([name + NAME_VALUE_SEPARATOR for name in names]), getter)
-                return PROPERTY_SEPARATOR.join(getter(items)) + PROPERTY_SEPARATOR
-    return _java_map_string(_java_map(props))
+                return PROPERTY_SEPARATOR.join(getter(items))
+    return java_properties_string(_java_map(props))
 
 
 def _order_of(names: tuple[str, ...]) -> Callable[[list[str]], Any] | None:
@@ -239,8 +249,13 @@ def _java_map(props: str) -> dict[str, str]:
 
 
 def _java_order(names: Collection[str]) -> list[str]:
-    """Distinct ``names`` put in this order into a ``HashMap(128)``, in its iteration order."""
-    capacity = 128
+    """Distinct ``names`` put in this order into a ``new HashMap()``, in its iteration order.
+
+    Java's table starts at 16 buckets and doubles once the size passes 0.75 of it (13 names: 32);
+    iteration goes bucket by bucket, ``(h ^ h >>> 16) & (capacity - 1)`` of ``String.hashCode``,
+    and within a bucket in insertion order (a resize splits a bucket keeping relative order).
+    """
+    capacity = 16
     while len(names) > capacity * 3 // 4:  # HashMap doubles past its 0.75 load factor
         capacity *= 2
     mask = capacity - 1
@@ -259,8 +274,9 @@ def _java_order(names: Collection[str]) -> list[str]:
     return [name for _, name in buckets]
 
 
-def _java_map_string(entries: dict[str, str]) -> str:
-    """Java ``messageProperties2String`` over a ``HashMap(128)`` holding ``entries``."""
-    return "".join(
-        f"{name}{NAME_VALUE_SEPARATOR}{entries[name]}{PROPERTY_SEPARATOR}" for name in _java_order(entries)
+def java_properties_string(entries: dict[str, str]) -> str:
+    """Java ``messageProperties2String`` over a ``HashMap`` holding ``entries`` (no trailing
+    separator: 4.9.7 deletes the last one)."""
+    return PROPERTY_SEPARATOR.join(
+        f"{name}{NAME_VALUE_SEPARATOR}{entries[name]}" for name in _java_order(entries)
     )

@@ -257,7 +257,11 @@ class SendMessageProcessor:
             self._retry_and_dlq(request, header, inner, tc)
         if DELAY_KEY in props and self.schedule is not None:
             try:
-                apply_delay_level(inner, self.schedule.max_delay_level)
+                apply_delay_level(
+                    inner,
+                    self.schedule.max_delay_level,
+                    get_property(header.properties or "", MessageConst.WAIT),
+                )
             except ValueError as exc:
                 raise RemoteSystemError(str(exc)) from None
         if TRAN_KEY in props:

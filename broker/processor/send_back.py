@@ -15,7 +15,10 @@ code  condition
 
 The message at ``offset`` is copied: body, flag, sysFlag, born timestamp and host, store host and
 properties kept, ``RETRY_TOPIC`` = its topic unless already set, ``ORIGIN_MESSAGE_ID`` = its own
-unless already set (the offset msgId of the first delivery), ``WAIT=false``, reconsume times + 1.
+unless already set (the offset msgId of the first delivery), ``WAIT=false``, ``DELAY`` = the retry
+level (``0`` on a DLQ copy, as Java's ``setDelayTimeLevel(0)``), reconsume times + 1; the property
+string is written in Java ``HashMap`` order, byte for byte what Apache 4.9.7 stores
+(tests/broker/test_java_property_order.py).
 
 The DLQ decision, delay level and DLQ topic are :mod:`pocketmq.broker.retry_policy`'s (shared
 with a send to ``%RETRY%<group>``):
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.config_file import reply_when_durable
-from pocketmq.broker.processor.message_props import apply_delay_level
+from pocketmq.broker.processor.message_props import apply_delay_level, java_properties_string
 from pocketmq.broker.processor.peer_address import host_address
 from pocketmq.broker.retry_policy import (
     dlq_queue_id,
@@ -56,7 +59,6 @@ from pocketmq.remoting.protocol.message import (
     MessageConst,
     MessageExt,
     pack_host_ip,
-    properties_to_string,
 )
 from pocketmq.remoting.protocol.route import (
     RMQ_SYS_SCHEDULE_TOPIC,
@@ -137,20 +139,22 @@ class ConsumerSendMsgBackProcessor:
         back_topic = props.setdefault(MessageConst.RETRY_TOPIC, msg.topic)
         max_times = max_reconsume_times(sgc.retry_max_times, request.version, h.max_reconsume_times)
         to_dlq = goes_to_dlq(msg.reconsume_times, max_times, h.delay_level)
-        props.pop(MessageConst.DELAY, None)
+        # Java's order of puts into the message's HashMap (RETRY_TOPIC, WAIT, DELAY, then
+        # ORIGIN_MESSAGE_ID; a name already there keeps its place, as a dict's does): names
+        # sharing a bucket come out in it, so the string below is Apache's byte for byte
+        props[MessageConst.WAIT] = "false"
         if to_dlq:
             new_topic = dlq_topic(group)
             queue_id = dlq_queue_id(self._rng)
             ensure_dlq_topic(tcm, group)
+            props[MessageConst.DELAY] = "0"  # Java's setDelayTimeLevel(0): no delay, name kept
         else:
             props[MessageConst.DELAY] = str(retry_delay_level(h.delay_level, msg.reconsume_times))
             # apply_delay_level writes where the message belongs after its delay
             props.pop(MessageConst.REAL_TOPIC, None)
             props.pop(MessageConst.REAL_QID, None)
         props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-        props.pop(MessageConst.WAIT, None)
-        props[MessageConst.WAIT] = "false"
-        inner = self._copy(msg, new_topic, queue_id, properties_to_string(props))
+        inner = self._copy(msg, new_topic, queue_id, java_properties_string(props))
         schedule = self.schedule
         if not to_dlq and schedule is not None:
             apply_delay_level(inner, schedule.max_delay_level)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pocketmq.broker.processor.admin_broker import PutLatencyWindow
 from pocketmq.broker.stats import BrokerStatsManager
 from pocketmq.remoting.common import properties
 from pocketmq.remoting.common.clock import FakeClock
@@ -26,7 +27,7 @@ NUMERIC_KEYS = [
     "pageCacheLockTimeMills", "getMessageEntireTimeMax", "putMessageTimesTotal", "startAcceptSendRequestTimeStamp",
     "putMessageEntireTimeMax", "earliestMessageTimeStamp", "remainTransientStoreBufferNumbs",
     "putMessageAverageSize", "dispatchBehindBytes", "putMessageSizeTotal", "EndTransactionQueueSize",
-    "EndTransactionThreadPoolQueueCapacity",
+    "EndTransactionThreadPoolQueueCapacity", "putLatency99", "putLatency999",
 ]  # fmt: skip
 
 
@@ -71,6 +72,28 @@ async def test_runtime_info_has_rocketmq_keys_and_formats(broker, wire):
     assert parsed["msgGetTotalTodayNow"] == 3
     assert parsed["commitLogMaxOffset"] > 0
     assert parsed["earliestMessageTimeStamp"] == broker.store.get_message_store_timestamp("Rt", 0, 0)
+
+
+async def test_runtime_info_put_latency_over_the_last_minute(broker, wire):
+    """putLatency99 / putLatency999 (ms, two decimals: rocketmq-exporter's Double.parseDouble) cover
+    the previous minute of puts, as RocketMQ's StoreStatsService: 0.00 until one has passed."""
+    clock = FakeClock()
+    admin = broker.admin_processors["BrokerAdmin"]
+    admin.put_latency = PutLatencyWindow(broker.put_latency, clock.monotonic)
+    for i in range(5):
+        assert (await wire.send("Lat", f"m{i}".encode())).code == ResponseCode.SUCCESS
+    assert broker.put_latency.count == 5  # every put is timed, metrics exporter off
+    table = await runtime(wire)
+    assert table["putLatency99"] == "0.00" == table["putLatency999"]
+    assert int(table["putMessageEntireTimeMax"]) == broker.put_latency.max_ns // 1_000_000
+    clock.advance(60)
+    table = await runtime(wire)
+    p99, p999 = float(table["putLatency99"]), float(table["putLatency999"])
+    assert 0 < p99 <= p999 and len(table["putLatency99"].split(".")[1]) == 2
+    assert p999 <= broker.put_latency.max_ns * 2 / 1e6  # inside the slowest put's power-of-two bucket
+    clock.advance(60)  # a minute without puts
+    table = await runtime(wire)
+    assert table["putLatency99"] == "0.00" == table["putLatency999"]
 
 
 async def test_get_and_update_broker_config(broker, wire):

@@ -84,12 +84,13 @@ async def test_delayed_message_waits_for_its_level_then_arrives_intact(tmp_path)
     p = m.properties
     assert (p["TAGS"], p["KEYS"], p["biz"], p["CLUSTER"]) == ("TagA", "k1", "v", "DefaultCluster")
     # as Apache's messageTimeup stores it: DELAY, REAL_TOPIC, REAL_QID kept (a Java consumer's
-    # getDelayTimeLevel() is the level it was sent with), no WAIT (only in Java's map)
-    assert (p["REAL_TOPIC"], p["REAL_QID"], p["DELAY"]) == ("DelayT", "2", "2")
-    assert "WAIT" not in p
+    # getDelayTimeLevel() is the level it was sent with) and the sender's WAIT (Java's send path
+    # puts it back into the map the CommitLog's delay rewrite encodes)
+    assert (p["REAL_TOPIC"], p["REAL_QID"], p["DELAY"], p["WAIT"]) == ("DelayT", "2", "2", "true")
     # byte for byte (order included) the schedule record's properties as Java re-serializes them
+    # (tests/broker/test_java_property_order.py checks that against Apache's own strings)
     assert m.properties_str == java_reput_properties(record.properties_str)
-    assert m.properties_str.endswith("\x02") and m.properties_str.count("\x02") == len(p)
+    assert not m.properties_str.endswith("\x02") and m.properties_str.count("\x02") == len(p) - 1
     # the real-topic unit is a normal one: tagsCode is the TAGS hash, not a delivery time
     assert unit[2] == java_string_hash("TagA")
     # the level's delay (2 s) passed between the schedule record's store time and the re-put
@@ -252,36 +253,3 @@ async def test_properties_survive_byte_for_byte(tmp_path):
     for k, v in props.items():
         assert m.properties[k] == v
     assert properties_to_string({k: m.properties[k] for k in props}) == properties_to_string(props)
-
-
-# Apache RocketMQ 4.9 (HashMap(128) from string2messageProperties, messageProperties2String),
-# run on a JVM (HashMap<>(128), the same parse and write loops) for these inputs: the expected strings are the JVM's output.
-_SENT = (
-    "TAGS\x01TagA\x02KEYS\x01k1\x02DELAY\x012\x02biz\x01v\x02CLUSTER\x01DefaultCluster\x02"
-    "REAL_TOPIC\x01DelayT\x02REAL_QID\x012\x02UNIQ_KEY\x017F0000010001\x02WAIT\x01true\x02"
-    "x\x01\u00e9\u4e2d"
-)
-_JAVA_REPUT = (
-    "biz\x01v\x02CLUSTER\x01DefaultCluster\x02UNIQ_KEY\x017F0000010001\x02DELAY\x012\x02"
-    "TAGS\x01TagA\x02KEYS\x01k1\x02WAIT\x01true\x02REAL_TOPIC\x01DelayT\x02x\x01\u00e9\u4e2d\x02"
-    "REAL_QID\x012\x02"
-)
-
-
-def test_reput_properties_are_what_a_java_schedule_service_stores():
-    for sent in (_SENT, _SENT + "\x02"):  # the cached fast path and its first (uncached) run
-        assert java_reput_properties(sent) == _JAVA_REPUT
-        assert java_reput_properties(sent) == _JAVA_REPUT
-    # a record Java wrote itself comes back unchanged
-    assert java_reput_properties(_JAVA_REPUT) == _JAVA_REPUT
-    # Java's parse: empty names/values and entries shorter than 3 chars are dropped; a value
-    # may hold \x01; a repeated name keeps its first place and takes the last value
-    odd = "\x01v\x02k\x01\x02ab\x02DELAY\x013\x02k2\x01a\x01b\x02DELAY\x014\x02\x02"
-    assert java_reput_properties(odd) == "k2\x01a\x01b\x02DELAY\x014\x02"
-    assert java_reput_properties("") == ""
-    assert java_reput_properties("DELAY\x011") == "DELAY\x011\x02"
-    # the cached shapes: same names and count with other values, then other names (JVM output)
-    assert java_reput_properties(_SENT.replace("TagA", "TagB")) == _JAVA_REPUT.replace("TagA", "TagB")
-    assert java_reput_properties("b\x011\x02a\x012") == "a\x012\x02b\x011\x02"
-    assert java_reput_properties("TAGS\x01t\x02KEYS\x01k") == "TAGS\x01t\x02KEYS\x01k\x02"
-    assert java_reput_properties("KEYS\x01k\x02TAGS\x01t") == "TAGS\x01t\x02KEYS\x01k\x02"

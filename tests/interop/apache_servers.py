@@ -166,23 +166,7 @@ class ApacheServers:
 
     def create_topics(self, topics: list[str], queues: int = 4) -> None:
         """UPDATE_AND_CREATE_TOPIC on the broker (it registers at once), then wait for the routes."""
-
-        async def create() -> None:
-            wire = Wire(self.broker_addr)
-            try:
-                for topic in topics:
-                    ext = {
-                        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
-                        "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG",
-                        "topicSysFlag": "0", "order": "false",
-                    }  # fmt: skip
-                    r = await wire.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext, timeout=10)
-                    if r.code != ResponseCode.SUCCESS:
-                        raise RuntimeError(f"create {topic}: {r.code} {r.remark}")
-            finally:
-                await wire.close()
-
-        asyncio.run(create())
+        create_topics(self.broker_addr, topics, queues)
         for topic in topics:
             self.wait_route(topic)
 
@@ -193,6 +177,27 @@ class ApacheServers:
 
     def diagnostics(self) -> str:
         return f"--- apache broker log:\n{self.broker.log_tail()}\n--- apache namesrv log:\n{self.namesrv.log_tail(20)}"
+
+
+def create_topics(broker_addr: str, topics: list[str], queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC of each topic (``queues`` read and write queues) on any broker."""
+
+    async def create() -> None:
+        wire = Wire(broker_addr)
+        try:
+            for topic in topics:
+                ext = {
+                    "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
+                    "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG",
+                    "topicSysFlag": "0", "order": "false",
+                }  # fmt: skip
+                r = await wire.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext, timeout=10)
+                if r.code != ResponseCode.SUCCESS:
+                    raise RuntimeError(f"create {topic}: {r.code} {r.remark}")
+        finally:
+            await wire.close()
+
+    asyncio.run(create())
 
 
 @contextlib.contextmanager

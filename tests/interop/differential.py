@@ -362,6 +362,9 @@ async def _observe(broker_addr: str, namesrv_addr: str) -> dict[str, dict[str, A
         out["stored_properties_bytes"] = stored
         out["delay_reput_properties"] = {**delayed, "properties": _props(delayed.get("properties", ""))}
         out["delay_reput_properties_bytes"] = delayed
+        committed = await _committed_properties(broker)
+        out["tx_commit_properties"] = {**committed, "properties": _props(committed.get("properties", ""))}
+        out["tx_commit_properties_bytes"] = committed
     finally:
         await broker.close()
         await namesrv.close()
@@ -392,6 +395,34 @@ async def _delayed_properties(broker: Wire) -> dict[str, Any]:
         if found:
             m = found[0]
             return {"topic": m.topic, "queue": m.queue_id, "properties": m.properties_str}
+        await asyncio.sleep(0.2)
+    return {"timeout": True}
+
+
+async def _committed_properties(broker: Wire) -> dict[str, Any]:
+    """A transaction message (half to queue 3, then END_TRANSACTION commit) as its topic holds it."""
+    props = "KEYS\x01tx-key\x02TRAN_MSG\x01true\x02PGROUP\x01DiffTxP\x02WAIT\x01true\x02UNIQ_KEY\x01TX01\x02TAGS\x01TagT\x02"
+    ext = _send_ext(TOPIC, 3, props, a="DiffTxP", f="4")  # sysFlag TRANSACTION_PREPARED_TYPE
+    r = await broker.call(RequestCode.SEND_MESSAGE_V2, ext, b"committed")
+    if r.code != 0:
+        return {"send": r.code}
+    msg_id = r.ext("msgId") or "0" * 32
+    end = {
+        "producerGroup": "DiffTxP", "tranStateTableOffset": r.ext("queueOffset") or "0",
+        "commitLogOffset": str(int(msg_id[-16:], 16)), "commitOrRollback": "8", "fromTransactionCheck": "false",
+        "msgId": msg_id, "transactionId": "TX01",
+    }  # fmt: skip
+    await broker.call(RequestCode.END_TRANSACTION, end)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        r = await broker.call(RequestCode.PULL_MESSAGE, _pull(3, 0))
+        found = [m for m in decode_messages(r.body or b"") if m.body == b"committed"] if r.code == 0 else []
+        if found:
+            return {
+                "topic": found[0].topic,
+                "queue": found[0].queue_id,
+                "properties": found[0].properties_str,
+            }
         await asyncio.sleep(0.2)
     return {"timeout": True}
 
