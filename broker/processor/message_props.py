@@ -220,6 +220,23 @@ def java_reput_properties(props: str) -> str:
     return java_properties_string(_java_map(props))
 
 
+def java_half_properties(stored: str, wait: str | None, topic: str, queue_id: int) -> str:
+    """A transactional half message's properties as Apache RocketMQ 4.9 stores them.
+
+    ``stored``: the send's stored properties (the sender's, ``WAIT`` removed, ``CLUSTER`` put);
+    ``wait``: the sender's raw ``WAIT`` (None: it sent none). Java's send path takes ``WAIT`` out
+    of the map only to encode the plain record, then puts it back (at the end of the insertion
+    order); the half path then puts ``REAL_TOPIC`` / ``REAL_QID`` and re-encodes the whole map in
+    ``HashMap`` order (checked against Apache 4.9.7 by the differential's ``tx_commit`` cases).
+    """
+    entries = _java_map(stored)
+    if wait is not None:
+        entries[MessageConst.WAIT] = wait
+    entries[MessageConst.REAL_TOPIC] = topic
+    entries[MessageConst.REAL_QID] = str(queue_id)
+    return java_properties_string(entries)
+
+
 def _order_of(names: tuple[str, ...]) -> Callable[[list[str]], Any] | None:
     """Cache the getter putting entries named ``names`` in Java's order (None if not usable)."""
     getter: Callable[[list[str]], Any] | None = None

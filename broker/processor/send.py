@@ -271,7 +271,8 @@ class SendMessageProcessor:
                 and tran.lower() == "true"
                 and not (inner.reconsume_times > 0 and has_delay(props))
             ):
-                return self._prepare_transaction(request, inner, queue_id, wait)
+                sent_wait = get_property(header.properties or "", MessageConst.WAIT)
+                return self._prepare_transaction(request, inner, queue_id, wait, sent_wait)
         store = self.store
         if wait and s.policy_waits:
             if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
@@ -287,13 +288,13 @@ class SendMessageProcessor:
         return self._reply(request, result, queue_id, inner.topic)
 
     def _prepare_transaction(
-        self, request: RemotingCommand, inner: MessageInner, queue_id: int, wait: bool
+        self, request: RemotingCommand, inner: MessageInner, queue_id: int, wait: bool, sent_wait: str | None
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         cfg = self.state.config
         service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
-        result = service.prepare_message(inner, wait)
+        result = service.prepare_message(inner, wait, sent_wait)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, inner.topic)
         return self._reply_after(request, result, queue_id, inner.topic)

@@ -6,8 +6,9 @@ RocketMQ 4.x's half-topic design (``TransactionalMessageServiceImpl`` + ``...Bri
   topic and queue in ``REAL_TOPIC`` / ``REAL_QID``, its sysFlag transaction bits are cleared, and
   it is stored in ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0, where no consumer of the real topic sees it;
 * **commit** (:meth:`commit`): a copy goes to the real topic and queue (same UNIQ_KEY, sysFlag
-  transaction type COMMIT, ``preparedTransactionOffset`` = the half's CommitLog offset, without
-  ``TRAN_MSG`` / ``REAL_TOPIC`` / ``REAL_QID``), then an op record is written;
+  transaction type COMMIT, ``preparedTransactionOffset`` = the half's CommitLog offset, the
+  half's whole property map re-encoded as Apache's ``endMessageTransaction`` does), then an op
+  record is written;
 * **rollback** (:meth:`rollback`): only the op record;
 * op records and the transaction identity of check copies: :mod:`.bookkeeping`.
 
@@ -33,7 +34,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pocketmq.broker.processor.message_props import join_batch_properties, strip_property
+from pocketmq.broker.processor.message_props import (
+    java_half_properties,
+    java_reput_properties,
+    join_batch_properties,
+    strip_property,
+)
 from pocketmq.broker.transaction.bookkeeping import (
     OP_TAG,
     is_resolved,
@@ -334,10 +340,15 @@ class TransactionalMessageService:
                         self.offsets.commit_offset(CID_SYS_RMQ_TRANS, queue_topic, 0, 0)
 
     # -------------------------------------------------------------------------- prepare
-    def prepare_message(self, inner: MessageInner, wait: bool = False) -> PutResult | Awaitable[PutResult]:
-        """Store ``inner`` as a half message; awaitable when ``wait`` and the flush policy waits."""
-        inner.properties = edit_properties(
-            inner.properties_string(), _REAL, ((_REAL[0], inner.topic), (_REAL[1], str(inner.queue_id)))
+    def prepare_message(
+        self, inner: MessageInner, wait: bool = False, sent_wait: str | None = None
+    ) -> PutResult | Awaitable[PutResult]:
+        """Store ``inner`` as a half message; awaitable when ``wait`` and the flush policy waits.
+
+        ``sent_wait``: the sender's raw ``WAIT`` value, which the half keeps (as Apache's does).
+        """
+        inner.properties = java_half_properties(
+            inner.properties_string(), sent_wait, inner.topic, inner.queue_id
         )
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
@@ -391,10 +402,12 @@ class TransactionalMessageService:
 
     def commit(self, half: HalfMessage) -> PutResult:
         """Put the real message; on success write the op record. The real message's put result."""
-        # the properties without TRAN_MSG / REAL_TOPIC / REAL_QID, the last two read as they go
-        props, real_topic = strip_property(half.props_str, MessageConst.REAL_TOPIC)
-        props, real_qid = strip_property(props, MessageConst.REAL_QID)
-        props, _ = strip_property(props, MessageConst.TRAN_MSG)
+        # Apache's endMessageTransaction writes the half's whole map (TRAN_MSG, REAL_TOPIC,
+        # REAL_QID and WAIT stay in the string) re-encoded in HashMap order; only its sysFlag
+        # loses the prepared type
+        props = java_reput_properties(half.props_str)
+        real_topic = get_property(props, MessageConst.REAL_TOPIC)
+        real_qid = get_property(props, MessageConst.REAL_QID)
         if not real_topic or real_qid is None or not real_qid.isdigit():
             raise RemoteSystemError(
                 f"half message {half.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
