@@ -37,6 +37,11 @@ Rules:
   shared by the server's connections (the connection that would pass it is closed), and
   ``partial_since`` tells the server's sweeper since when a frame has been waiting
   (:mod:`pocketmq.remoting.transport.limits`).
+* Flow control (the broker's ``waitTimeMillsIn*Queue``): with a ``queue_wait``, the backlog keeps
+  each command's read time beside it, and a slice whose oldest command waited past the shortest
+  limit answers the commands past their code's limit with SYSTEM_BUSY instead of handling them
+  (:class:`~pocketmq.remoting.transport.limits.QueueWait`); a handling that held the loop past
+  ``osPageCacheBusyTimeOutMills`` is recorded there (one clock read per handled read or slice).
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE, FrameDecoder
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
-from pocketmq.remoting.transport.limits import PartialFrameBudget, RateLimitedLog
+from pocketmq.remoting.transport.limits import PartialFrameBudget, QueueWait, RateLimitedLog
 
 logger = logging.getLogger(__name__)
 #: a peer sending junk on many connections must not flood the log (one line per 10 s per kind)
@@ -125,8 +130,14 @@ class RemotingConnection(asyncio.Protocol):
         loop: asyncio.AbstractEventLoop | None = None,
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
         partial_budget: PartialFrameBudget | None = None,
+        queue_wait: QueueWait | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._queue_wait = queue_wait
+        #: with ``queue_wait``: the read time of each backlog command (same order), and of the
+        #: commands of the slice being handled (None: the current read's)
+        self._backlog_read: list[float] = []
+        self._slice_read: list[float] | None = None
         self._decoder = FrameDecoder(max_frame_size, max_header_size)
         self._budget = partial_budget
         #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
@@ -188,11 +199,16 @@ class RemotingConnection(asyncio.Protocol):
         if held or self._partial:  # an unfinished frame: checked per read, not per frame
             self._account_partial(held, bool(commands))
         backlog = self._backlog
+        queue_wait = self._queue_wait
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
+            if queue_wait is not None:
+                self._backlog_read += [self.last_read] * len(commands)
             commands = []
         elif len(commands) > PER_TURN:
             backlog = self._backlog = commands[PER_TURN:]
+            if queue_wait is not None:
+                self._backlog_read = [self.last_read] * len(backlog)
             del commands[PER_TURN:]
             self._loop.call_soon(self._next_slice)
         transport = self.transport
@@ -200,6 +216,7 @@ class RemotingConnection(asyncio.Protocol):
             self._backlog_paused = True
             transport.pause_reading()
         if commands:
+            self._slice_read = None
             self._handle(commands)
 
     def _account_partial(self, held: int, completed: bool) -> None:
@@ -229,30 +246,71 @@ class RemotingConnection(asyncio.Protocol):
         backlog = self._backlog
         if backlog is None or self.transport is None:
             self._backlog = None
+            self._backlog_read = []
             return
         if not self.can_write:
             # The peer is not reading its replies: handle no more of its requests until the
             # write buffer drains (``resume_writing`` schedules the next slice).
             self._backlog_stalled = True
             return
+        reads = self._backlog_read
         if len(backlog) > PER_TURN:
             commands = backlog[:PER_TURN]
             del backlog[:PER_TURN]
+            if reads:
+                self._slice_read = reads[:PER_TURN]
+                del reads[:PER_TURN]
             self._loop.call_soon(self._next_slice)
         else:
             commands, self._backlog = backlog, None
+            self._slice_read, self._backlog_read = reads, []
             if self._backlog_paused:
                 self._backlog_paused = False
                 if self.can_write and not self.transport.is_closing():
                     self.transport.resume_reading()
-        self._batch_time = _monotonic()
+        now = self._batch_time = _monotonic()
+        queue_wait = self._queue_wait
+        slice_read = self._slice_read
+        if queue_wait is not None and slice_read and now - slice_read[0] >= queue_wait.shortest:
+            commands = self._busy(queue_wait, commands, now)
         self._handle(commands)
+
+    def _busy(
+        self, queue_wait: QueueWait, commands: list[RemotingCommand], now: float
+    ) -> list[RemotingCommand]:
+        """Answer SYSTEM_BUSY to the slice's requests that waited too long; the rest to handle."""
+        reads = self._slice_read or []
+        keep: list[RemotingCommand] = []
+        kept_reads: list[float] = []
+        queued = len(self._backlog or ())
+        for cmd, read_at in zip(commands, reads, strict=True):
+            remark = (
+                None if cmd.flag & _RPC_TYPE_RESPONSE else queue_wait.verdict(cmd.code, read_at, now, queued)
+            )
+            if remark is None:
+                keep.append(cmd)
+                kept_reads.append(read_at)
+            elif not cmd.flag & _RPC_ONEWAY:
+                try:
+                    self.send(RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_BUSY, remark))
+                except RemotingConnectError:
+                    break  # closed meanwhile: nobody to answer
+        if len(keep) < len(commands):
+            _limited_log.emit(
+                "busy",
+                "broker busy: requests from %s waited up to %.0f ms since read, answered SYSTEM_BUSY",
+                self.remote_addr,
+                (now - reads[0]) * 1000,
+            )
+        self._slice_read = kept_reads
+        return keep
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
         # Replies produced while handling these join one batch (the loop turn's batch when
         # one is already open), written at the end in one syscall.
         opened = self._out
         batch = self._out = opened if opened is not None else []
+        began = self._batch_time
         try:
             pop = self.pending.pop
             dispatch = self._dispatcher.dispatch
@@ -281,6 +339,11 @@ class RemotingConnection(asyncio.Protocol):
                     transport.writelines(batch)
                     self.last_write = self.last_read
                 batch.clear()
+            queue_wait = self._queue_wait
+            if queue_wait is not None:
+                now = _monotonic()
+                if now - began > queue_wait.held_limit:
+                    queue_wait.held(began, now)
 
     def _stall(self, commands: list[RemotingCommand], last: RemotingCommand) -> None:
         """The write buffer passed its high-water mark while handling ``commands``: the ones
@@ -290,6 +353,10 @@ class RemotingConnection(asyncio.Protocol):
         if rest:
             backlog = self._backlog
             self._backlog = rest + backlog if backlog else rest
+            if self._queue_wait is not None:
+                slice_read = self._slice_read
+                rest_read = slice_read[idx + 1 :] if slice_read else [self.last_read] * len(rest)
+                self._backlog_read = rest_read + self._backlog_read
         if self._backlog:
             self._backlog_stalled = True
 
@@ -326,6 +393,7 @@ class RemotingConnection(asyncio.Protocol):
         if self._partial:
             self._account_partial(0, False)
         backlog, self._backlog = self._backlog, None
+        self._backlog_read = []
         if backlog:
             # Every command read before the close is handled (RocketMQ serves each request that
             # arrived before the FIN; after a framing error, the whole frames before it), now

@@ -28,6 +28,7 @@ from pocketmq.remoting.transport.limits import (
     DEFAULT_FRAME_TIMEOUT,
     DEFAULT_PARTIAL_FRAME_BUDGET,
     PartialFrameBudget,
+    QueueWait,
     RateLimitedLog,
     max_connections,
 )
@@ -63,6 +64,9 @@ class RemotingServerConfig:
     #: ``writeBufferHighWaterMark`` / ``writeBufferLowWaterMark`` (0: asyncio's 64 KiB / 16 KiB)
     write_buffer_high: int = 0
     write_buffer_low: int = 0
+    #: flow control: how long a request may wait between its read and its handling, by code
+    #: (the broker's ``waitTimeMillsIn*Queue``); None: no limit (the name server, clients)
+    queue_wait: QueueWait | None = None
 
 
 class RemotingServer:
@@ -111,6 +115,7 @@ class RemotingServer:
                 loop=loop,
                 max_header_size=cfg.max_header_size,
                 partial_budget=budget,
+                queue_wait=cfg.queue_wait,
             )
 
         if cfg.ssl is not None and cfg.tls_permissive:
