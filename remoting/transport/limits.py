@@ -22,6 +22,12 @@ brackets, defaults documented in ``docs/limits.md``):
 Rejections are logged through :class:`RateLimitedLog` (a junk-sending peer must not fill the
 disk with warnings).
 
+Running out of file descriptors (``EMFILE``/``ENFILE``: connections past the open-file limit,
+store files, logs) is logged, rate-limited, naming the limit (:func:`fd_exhaustion`): asyncio
+reports a failed accept to the loop's exception handler (:func:`log_accept_errors` turns it into
+that line); uvloop accepts and drops the connection silently, so the server's sweeper also probes
+for a free descriptor once a second (:func:`probe_fds`). Before, new clients hung with nothing said.
+
 Flow control (:class:`QueueWait`, the broker's ``brokerFastFailureEnable`` and
 ``waitTimeMillsIn*Queue`` keys): RocketMQ answers a request that waited in its processor's
 thread-pool queue longer than the key's value with SYSTEM_BUSY (2), so the client retries on
@@ -36,7 +42,10 @@ The one-writer event loop is pocketmq's put lock: a handling that held the loop 
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
+import os
 import resource
 import time
 from typing import Any, Protocol
@@ -51,6 +60,9 @@ __all__ = [
     "PartialFrameBudget",
     "QueueWait",
     "RateLimitedLog",
+    "fd_exhaustion",
+    "log_accept_errors",
+    "probe_fds",
     "max_connections",
     "server_limits",
 ]
@@ -202,3 +214,51 @@ class QueueWait:
 
 
 _limits_log = RateLimitedLog(logging.getLogger(__name__))
+
+
+_FD_ERRNOS = (errno.EMFILE, errno.ENFILE)
+
+
+def fd_exhaustion(what: str) -> None:
+    """Log (one line per 10 s) that ``what`` failed for lack of file descriptors, naming the limit."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _limits_log.emit(
+        "emfile",
+        "out of file descriptors (open-file limit %s, ulimit -n): %s; raise the limit or lower serverMaxConnections",
+        "unlimited" if soft == resource.RLIM_INFINITY else soft,
+        what,
+    )
+
+
+def probe_fds() -> bool:
+    """Whether one more file descriptor can be opened (two syscalls); logs when not."""
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+    except OSError as exc:
+        if exc.errno in _FD_ERRNOS:
+            fd_exhaustion("new connections are dropped at accept and store files cannot be opened")
+            return False
+        raise
+    os.close(fd)
+    return True
+
+
+def log_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Route the loop's "accept() out of system resource" reports for EMFILE/ENFILE to
+    :func:`fd_exhaustion` (asyncio reports each failed accept, a flood once descriptors run out);
+    every other report goes to the handler that was there. Installed once per loop."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "_pocketmq_fd", False):
+        return
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in _FD_ERRNOS:
+            fd_exhaustion(f"{context.get('message', 'accept failed')}")
+        elif previous is not None:
+            previous(lp, context)
+        else:
+            lp.default_exception_handler(context)
+
+    handler._pocketmq_fd = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
