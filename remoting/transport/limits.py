@@ -50,6 +50,9 @@ import resource
 import time
 from typing import Any, Protocol
 
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import RemotingConnectError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_HEADER_SIZE
 
 __all__ = [
@@ -154,6 +157,12 @@ TIMEOUT_REMARK = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a whi
 PCBUSY_REMARK = "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %sms, size of queue: %d"
 
 
+class _Replier(Protocol):
+    remote_addr: str
+
+    def send(self, cmd: RemotingCommand) -> None: ...
+
+
 class QueueWait:
     """How long a request may wait between its read and its handling, by request code.
 
@@ -193,6 +202,32 @@ class QueueWait:
                 (now - began) * 1000,
                 self.held_limit * 1000,
             )
+
+    def sift(
+        self, commands: list[RemotingCommand], reads: list[float], now: float, queued: int, conn: _Replier
+    ) -> tuple[list[RemotingCommand], list[float]]:
+        """Answer SYSTEM_BUSY on ``conn`` to the ``commands`` (read at ``reads``) that waited
+        too long; the others and their read times, to handle."""
+        keep: list[RemotingCommand] = []
+        kept_reads: list[float] = []
+        for cmd, read_at in zip(commands, reads, strict=True):
+            remark = None if cmd.flag & RPC_TYPE_RESPONSE else self.verdict(cmd.code, read_at, now, queued)
+            if remark is None:
+                keep.append(cmd)
+                kept_reads.append(read_at)
+            elif not cmd.flag & RPC_ONEWAY:
+                try:
+                    conn.send(RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_BUSY, remark))
+                except RemotingConnectError:
+                    break  # closed meanwhile: nobody to answer, nothing more to handle
+        if len(keep) < len(commands):
+            _limits_log.emit(
+                "busy",
+                "broker busy: requests from %s waited up to %.0f ms since read, answered SYSTEM_BUSY",
+                conn.remote_addr,
+                (now - reads[0]) * 1000,
+            )
+        return keep, kept_reads
 
     def verdict(self, code: int, read_at: float, now: float, queued: int) -> str | None:
         """The busy remark for a request of ``code`` read at ``read_at``, or None to handle it.
