@@ -110,6 +110,9 @@ MAX_BACKLOG = 4096
 #: over a second in one iteration (T16). Frame lengths are walked, not decoded, to cut.
 RAW_SLICE_MIN = 16 * 1024
 _LENGTH = struct.Struct(">i")
+#: Bad headers (answered SYSTEM_ERROR) one connection may send before it is closed (RocketMQ
+#: closes at the first): a fuzzing client cannot keep the loop busy with garbage (T14).
+MAX_BAD_HEADERS = 16
 #: A reply body this large is written at once instead of joining the batch.
 BIG_BODY = 64 * 1024
 
@@ -149,6 +152,7 @@ class RemotingConnection(asyncio.Protocol):
         self._raw: bytes | None = None
         self._raw_pos = 0
         self._raw_read = 0.0
+        self._bad_headers = 0
         self._decoder = FrameDecoder(max_frame_size, max_header_size)
         self._budget = partial_budget
         #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
@@ -391,13 +395,14 @@ class RemotingConnection(asyncio.Protocol):
         """The one place where the decoder's local errors become the peer's (h11's conversion).
 
         A bad header in an intact frame whose opaque is known gets a SYSTEM_ERROR reply and the
-        connection goes on. Anything else means the peer broke the framing or speaks something
+        connection goes on, ``MAX_BAD_HEADERS`` times. Anything else means the peer broke the framing or speaks something
         else: logged once, and the connection is aborted with a ``RemoteProtocolError`` (its
         ``close_reason``) once the commands decoded before it are handled (they were whole).
         """
         for exc in errors:
             opaque = exc.opaque if isinstance(exc, HeaderDecodeError) else None
-            if opaque is not None:
+            if opaque is not None and self._bad_headers < MAX_BAD_HEADERS:
+                self._bad_headers += 1
                 reply = RemotingCommand(
                     ResponseCode.SYSTEM_ERROR, opaque, RPC_TYPE_RESPONSE, f"bad request header: {exc}"
                 )
@@ -406,8 +411,12 @@ class RemotingConnection(asyncio.Protocol):
                 except RemotingConnectError:
                     pass  # closing already: nobody to answer
                 continue
+            if opaque is not None:
+                exc = HeaderDecodeError(f"more than {MAX_BAD_HEADERS} bad request headers; last: {exc}")
             _limited_log.emit("protocol", "closing %s: %s", self.remote_addr, exc)
+            self._decoder.broken, self._raw = exc, None  # nothing more of this peer is decoded
             self._loop.call_soon(self.abort, RemoteProtocolError.from_local(exc, self.remote_addr))
+            break
         errors.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
