@@ -59,6 +59,14 @@ def _blob(n: int, body: bytes = b"") -> bytes:
     return b"".join(RemotingCommand(CODE, k, body=body or None).encode() for k in range(n))
 
 
+def _connected() -> tuple[Dispatcher, RemotingConnection, Transport]:
+    d = Dispatcher()
+    conn = RemotingConnection(d)
+    t = Transport()
+    conn.connection_made(t)
+    return d, conn, t
+
+
 async def _turns(until: object, limit: int = 1000) -> int:
     for turn in range(limit):
         if until():  # type: ignore[operator]
@@ -68,10 +76,7 @@ async def _turns(until: object, limit: int = 1000) -> int:
 
 
 async def test_a_large_read_is_decoded_a_slice_per_turn_in_order() -> None:
-    d = Dispatcher()
-    conn = RemotingConnection(d)
-    t = Transport()
-    conn.connection_made(t)
+    d, conn, t = _connected()
     data = _blob(1000)
     assert len(data) > 16 * 1024
     conn.data_received(data)
@@ -83,29 +88,20 @@ async def test_a_large_read_is_decoded_a_slice_per_turn_in_order() -> None:
 
 
 async def test_large_frames_are_not_sliced() -> None:
-    d = Dispatcher()
-    conn = RemotingConnection(d)
-    t = Transport()
-    conn.connection_made(t)
+    d, conn, t = _connected()
     conn.data_received(_blob(3, body=b"b" * 100_000))  # 3 frames: fewer than a slice
     assert d.seen == [0, 1, 2] and not t.paused and conn._raw is None
 
 
 async def test_what_was_read_is_served_when_the_peer_closes() -> None:
-    d = Dispatcher()
-    conn = RemotingConnection(d)
-    t = Transport()
-    conn.connection_made(t)
+    d, conn, t = _connected()
     conn.data_received(_blob(500))
     conn.connection_lost(None)
     assert d.seen == list(range(500))
 
 
 async def test_a_frame_split_across_reads_still_decodes() -> None:
-    d = Dispatcher()
-    conn = RemotingConnection(d)
-    t = Transport()
-    conn.connection_made(t)
+    d, conn, t = _connected()
     data = _blob(1000)
     conn.data_received(data[:7])  # a partial frame held: the next read is not sliced
     conn.data_received(data[7:])
