@@ -250,12 +250,14 @@ class ConsumerProcess:
 
 
 def ownership_problem(owned: list[frozenset[int]], queues: int) -> str | None:
-    """None when every queue is owned by exactly one of the live consumers, else what is wrong."""
+    """None when every queue is owned by exactly one of the live consumers and the shares are
+    even (the averaging strategy: a new consumer has its share, so the rebalance happened)."""
     counts = {q: sum(q in o for o in owned) for q in range(queues)}
     twice = sorted(q for q, n in counts.items() if n > 1)
     orphan = sorted(q for q, n in counts.items() if n == 0)
-    if twice or orphan:
-        return f"queues owned twice {twice}, by nobody {orphan} ({[sorted(o) for o in owned]})"
+    sizes = [len(o) for o in owned]
+    if twice or orphan or max(sizes) - min(sizes) > 1:
+        return f"queues owned twice {twice}, by nobody {orphan}: {[sorted(o) for o in owned]}"
     return None
 
 
