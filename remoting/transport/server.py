@@ -38,6 +38,10 @@ from pocketmq.remoting.transport.tls import PermissiveServer
 
 logger = logging.getLogger(__name__)
 _limited_log = RateLimitedLog(logger)
+#: connections the sweeper checks per sweep at most (each may be closed: ~50 µs with its log
+#: line); a larger set takes more sweeps than the scan period (10,000 idle connections timing
+#: out together cost one ~0.1 s turn otherwise)
+_SCAN_CHUNK = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +201,7 @@ class RemotingServer:
                     continue
                 last_idle_scan = now
                 scan, pos = list(self.dispatcher.connections), 0
-            end = pos + -(-len(scan) // steps)
+            end = pos + min(-(-len(scan) // steps), _SCAN_CHUNK)
             for conn in scan[pos:end]:
                 if conn.transport is None:
                     continue  # closed since the snapshot
