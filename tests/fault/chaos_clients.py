@@ -242,7 +242,7 @@ def run_slow_clients(
             # (1,000 trickles waking each second) delayed its own sends and replies (measured
             # here before: p99 x4.7, most of it this process's loop, not the broker)
             healthy = HealthyClient(s.broker.addr, "Slow", 50, "h0")
-            await asyncio.sleep(4)
+            await asyncio.sleep(2.5)
             rss0 = rss_mib(pid)
             healthy.mark()
             t0 = time.monotonic()
