@@ -40,6 +40,7 @@ except ImportError:  # pragma: no cover
 
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.transport.client import RemotingClient
+from pocketmq.remoting.transport.limits import QueueWait
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 
 BODY = b"x" * 1024
@@ -75,7 +76,9 @@ def serve(kind: str, port_q: Any, stop_ev: Any) -> None:
             server = await loop.create_server(EchoProtocol, "127.0.0.1", 0)
             port_q.put(server.sockets[0].getsockname()[1])
         else:
-            srv = RemotingServer(RemotingServerConfig(host="127.0.0.1"))
+            # --queue-wait: the broker's flow control on (waitTimeMillsInSendQueue's 200 ms)
+            queue_wait = QueueWait({ECHO_CODE: 0.2}) if os.environ.get("BENCH_QUEUE_WAIT") else None
+            srv = RemotingServer(RemotingServerConfig(host="127.0.0.1", queue_wait=queue_wait))
             srv.register(ECHO_CODE, lambda conn, req: RemotingCommand.response_to(req, body=req.body))
             await srv.start()
             port_q.put(srv.port)
@@ -187,7 +190,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="alternating raw/rpc rounds")
+    parser.add_argument("--queue-wait", action="store_true", help="the server's flow control on")
     args = parser.parse_args()
+    if args.queue_wait:
+        os.environ["BENCH_QUEUE_WAIT"] = "1"
     load_start = os.getloadavg()[0]
     runs: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {"raw": [], "rpc": []}
     ratios: list[float] = []

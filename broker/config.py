@@ -129,6 +129,19 @@ class BrokerSettings(TlsSettings):
     )
     server_partial_frame_memory_max: int = Field(DEFAULT_PARTIAL_FRAME_BUDGET, ge=1024 * 1024)
     server_max_connections: int = Field(0, ge=0, description="0 = open-file limit minus 1024")
+    # flow control (docs/limits.md): a request that waited this long since it was read is
+    # answered SYSTEM_BUSY (2) instead of handled
+    broker_fast_failure_enable: bool = Field(
+        True, description="answer SYSTEM_BUSY to requests that waited past waitTimeMillsIn*Queue"
+    )
+    wait_time_mills_in_send_queue: int = Field(
+        200, ge=1, description="ms a send may wait between its read and its handling"
+    )
+    wait_time_mills_in_pull_queue: int = Field(5000, ge=1, description="ms, the same for a pull")
+    wait_time_mills_in_heartbeat_queue: int = Field(31000, ge=1, description="ms, the same for a heartbeat")
+    wait_time_mills_in_transaction_queue: int = Field(
+        3000, ge=1, description="ms, the same for an END_TRANSACTION"
+    )
 
     # -- topics and groups
     default_topic_queue_nums: int = Field(8, ge=1, le=1024)
@@ -250,11 +263,6 @@ FOREIGN_KEYS: dict[str, str | None] = {
     "heartbeatThreadPoolQueueCapacity": None,
     "endTransactionPoolQueueCapacity": None,
     "transferMsgByHeap": None,
-    "brokerFastFailureEnable": None,
-    "waitTimeMillsInSendQueue": None,
-    "waitTimeMillsInPullQueue": None,
-    "waitTimeMillsInHeartbeatQueue": None,
-    "waitTimeMillsInTransactionQueue": None,
     "isDelayOffsetPersistNeeded": None,
     "serverWorkerThreads": None,
     "serverCallbackExecutorThreads": None,

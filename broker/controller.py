@@ -62,6 +62,7 @@ from pocketmq.broker.acl.files import AclFiles
 from pocketmq.broker.broker2client import Broker2Client
 from pocketmq.broker.client_manager import ConsumerManager, ProducerManager
 from pocketmq.broker.config import BrokerConfig, ConfigError
+from pocketmq.broker.flow_control import apply_config, queue_wait_of
 from pocketmq.broker.longpolling import PullRequestHoldService
 from pocketmq.broker.metrics import BrokerMetrics, PutLatency, ha_families
 from pocketmq.broker.namesrv_api import BrokerIdentity, BrokerOuterAPI
@@ -164,6 +165,8 @@ class BrokerController:
         self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)
         # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
         server_ssl, permissive = config.server_context(), config.tls_server_mode == "permissive"
+        #: flow control (waitTimeMillsIn*Queue), shared by both servers (broker.flow_control)
+        self.queue_wait = queue_wait_of(config)
         self.remoting_server = RemotingServer(
             RemotingServerConfig(
                 host=config.listen_host,
@@ -172,6 +175,7 @@ class BrokerController:
                 ssl=server_ssl,
                 tls_permissive=permissive,
                 **server_limits(config),
+                queue_wait=self.queue_wait,
             ),
             before_hooks=list(hooks),
         )
@@ -186,6 +190,7 @@ class BrokerController:
                     ssl=server_ssl,
                     tls_permissive=permissive,
                     **server_limits(config),
+                    queue_wait=self.queue_wait,
                 ),
                 before_hooks=list(hooks),
             )
@@ -644,6 +649,7 @@ class BrokerController:
     def update_config(self, config: BrokerConfig) -> None:
         """Adopt an updated config (UPDATE_BROKER_CONFIG); re-register if the permission changed."""
         old, self.state.config = self.state.config, config
+        apply_config(self.queue_wait, config)
         if old.broker_permission != config.broker_permission or old.namesrv_addr != config.namesrv_addr:
             self.trigger_register()
 

@@ -78,7 +78,6 @@ class MessageStoreConfig(BaseModel):
             "use_reentrant_lock_when_put_message",
             "transient_store_pool_size",
             "fast_fail_if_no_buffer_in_store_pool",
-            "os_page_cache_busy_time_out_mills",
             "delete_consume_queue_files_interval",
             "destroy_maped_file_interval_forcibly",
             "redelete_hanged_file_interval",
@@ -191,7 +190,8 @@ class MessageStoreConfig(BaseModel):
     )
     os_page_cache_busy_time_out_mills: int = Field(
         1000,
-        description="Java put-lock hold time that counts as page-cache busy, ms (RocketMQ's default only: not implemented)",
+        ge=1,
+        description="ms a request handling may hold the broker's loop (the put lock) before queued sends get SYSTEM_BUSY",
     )
 
     # -- cleanup

@@ -37,6 +37,11 @@ Rules:
   shared by the server's connections (the connection that would pass it is closed), and
   ``partial_since`` tells the server's sweeper since when a frame has been waiting
   (:mod:`pocketmq.remoting.transport.limits`).
+* Flow control (the broker's ``waitTimeMillsIn*Queue``): with a ``queue_wait``, the backlog keeps
+  each command's read time beside it, and a slice whose oldest command waited past the shortest
+  limit answers the commands past their code's limit with SYSTEM_BUSY instead of handling them
+  (:class:`~pocketmq.remoting.transport.limits.QueueWait`); a handling that held the loop past
+  ``osPageCacheBusyTimeOutMills`` is recorded there (one clock read per handled read or slice).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import asyncio
 import inspect
 import logging
 import socket
+import struct
 import time
 import types
 from collections.abc import Awaitable, Callable
@@ -63,7 +69,7 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE, FrameDecoder
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
-from pocketmq.remoting.transport.limits import PartialFrameBudget, RateLimitedLog
+from pocketmq.remoting.transport.limits import PartialFrameBudget, QueueWait, RateLimitedLog
 
 logger = logging.getLogger(__name__)
 #: a peer sending junk on many connections must not flood the log (one line per 10 s per kind)
@@ -98,6 +104,15 @@ MAX_BATCH_PARTS = 64
 PER_TURN = 32
 #: Reading pauses while this many commands of earlier reads are waiting.
 MAX_BACKLOG = 4096
+#: A read above this size that starts on a frame boundary is decoded ``PER_TURN`` frames per
+#: loop turn, with the backlog, reading paused meanwhile: decoding a 256 KB read of pipelined
+#: pulls at once took ~8 ms, and a hundred such clients starting together held the loop for
+#: over a second in one iteration (T16). Frame lengths are walked, not decoded, to cut.
+RAW_SLICE_MIN = 16 * 1024
+_LENGTH = struct.Struct(">i")
+#: Bad headers (answered SYSTEM_ERROR) one connection may send before it is closed (RocketMQ
+#: closes at the first): a fuzzing client cannot keep the loop busy with garbage (T14).
+MAX_BAD_HEADERS = 16
 #: A reply body this large is written at once instead of joining the batch.
 BIG_BODY = 64 * 1024
 
@@ -125,8 +140,19 @@ class RemotingConnection(asyncio.Protocol):
         loop: asyncio.AbstractEventLoop | None = None,
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
         partial_budget: PartialFrameBudget | None = None,
+        queue_wait: QueueWait | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._queue_wait = queue_wait
+        #: with ``queue_wait``: the read time of each backlog command (same order), and of the
+        #: commands of the slice being handled (None: the current read's)
+        self._backlog_read: list[float] = []
+        self._slice_read: list[float] | None = None
+        #: a large read not decoded yet: the bytes, where its undecoded part starts, its read time
+        self._raw: bytes | None = None
+        self._raw_pos = 0
+        self._raw_read = 0.0
+        self._bad_headers = 0
         self._decoder = FrameDecoder(max_frame_size, max_header_size)
         self._budget = partial_budget
         #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
@@ -180,6 +206,45 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_read = self._batch_time = _monotonic()
+        if self._raw is not None:  # delivered despite pause_reading (TLS): keep the order
+            self._decode_raw(self._backlog_list(), whole=True)
+        if len(data) > RAW_SLICE_MIN and not self._decoder.buffered:
+            cut = _cut(data, 0)
+            if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
+                self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
+                data = data[:cut]
+        commands = self._decode(data)
+        backlog = self._backlog
+        queue_wait = self._queue_wait
+        if backlog is not None:  # an earlier read is still being handled: keep the order
+            backlog += commands
+            if queue_wait is not None:
+                self._backlog_read += [self.last_read] * len(commands)
+            commands = []
+        elif len(commands) > PER_TURN:
+            backlog = self._backlog = commands[PER_TURN:]
+            if queue_wait is not None:
+                self._backlog_read = [self.last_read] * len(backlog)
+            del commands[PER_TURN:]
+            self._loop.call_soon(self._next_slice)
+        transport = self.transport
+        if self._raw is not None and backlog is None:
+            backlog = self._backlog = []
+            self._loop.call_soon(self._next_slice)
+        if (
+            backlog is not None
+            and (self._raw is not None or len(backlog) > MAX_BACKLOG)
+            and not self._backlog_paused
+            and transport
+        ):
+            self._backlog_paused = True
+            transport.pause_reading()
+        if commands:
+            self._slice_read = None
+            self._handle(commands)
+
+    def _decode(self, data: bytes) -> list[RemotingCommand]:
+        """The commands ``data`` completes (decoder errors answered, partial frame counted)."""
         decoder = self._decoder
         commands = decoder.feed(data)
         if decoder.errors:
@@ -187,20 +252,25 @@ class RemotingConnection(asyncio.Protocol):
         held = decoder.buffered
         if held or self._partial:  # an unfinished frame: checked per read, not per frame
             self._account_partial(held, bool(commands))
-        backlog = self._backlog
-        if backlog is not None:  # an earlier read is still being handled: keep the order
-            backlog += commands
-            commands = []
-        elif len(commands) > PER_TURN:
-            backlog = self._backlog = commands[PER_TURN:]
-            del commands[PER_TURN:]
-            self._loop.call_soon(self._next_slice)
-        transport = self.transport
-        if backlog is not None and len(backlog) > MAX_BACKLOG and not self._backlog_paused and transport:
-            self._backlog_paused = True
-            transport.pause_reading()
-        if commands:
-            self._handle(commands)
+        return commands
+
+    def _backlog_list(self) -> list[RemotingCommand]:
+        if self._backlog is None:
+            self._backlog = []
+        return self._backlog
+
+    def _decode_raw(self, backlog: list[RemotingCommand], whole: bool = False) -> None:
+        """Decode the next ``PER_TURN`` frames of the held read (all of it: ``whole``) into ``backlog``."""
+        raw, pos = self._raw, self._raw_pos
+        assert raw is not None
+        cut = len(raw) if whole else _cut(raw, pos)
+        if cut >= len(raw):
+            self._raw = None
+        self._raw_pos = cut
+        commands = self._decode(raw[pos:cut])
+        backlog += commands
+        if self._queue_wait is not None:
+            self._backlog_read += [self._raw_read] * len(commands)
 
     def _account_partial(self, held: int, completed: bool) -> None:
         """Count the unfinished frame's ``held`` bytes against the shared budget; close this
@@ -229,23 +299,41 @@ class RemotingConnection(asyncio.Protocol):
         backlog = self._backlog
         if backlog is None or self.transport is None:
             self._backlog = None
+            self._backlog_read = []
             return
         if not self.can_write:
             # The peer is not reading its replies: handle no more of its requests until the
             # write buffer drains (``resume_writing`` schedules the next slice).
             self._backlog_stalled = True
             return
+        if self._raw is not None and len(backlog) < PER_TURN:
+            self._decode_raw(backlog)
+        reads = self._backlog_read
         if len(backlog) > PER_TURN:
             commands = backlog[:PER_TURN]
             del backlog[:PER_TURN]
+            if reads:
+                self._slice_read = reads[:PER_TURN]
+                del reads[:PER_TURN]
+            self._loop.call_soon(self._next_slice)
+        elif self._raw is not None:  # more of a large read to decode next turn
+            commands, self._backlog = backlog[:], backlog
+            backlog.clear()
+            self._slice_read, self._backlog_read = reads[:], []
             self._loop.call_soon(self._next_slice)
         else:
             commands, self._backlog = backlog, None
+            self._slice_read, self._backlog_read = reads, []
             if self._backlog_paused:
                 self._backlog_paused = False
                 if self.can_write and not self.transport.is_closing():
                     self.transport.resume_reading()
-        self._batch_time = _monotonic()
+        now = self._batch_time = _monotonic()
+        queue_wait = self._queue_wait
+        slice_read = self._slice_read
+        if queue_wait is not None and slice_read and now - slice_read[0] >= queue_wait.shortest:
+            queued = len(self._backlog or ())
+            commands, self._slice_read = queue_wait.sift(commands, slice_read, now, queued, self)
         self._handle(commands)
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
@@ -253,6 +341,7 @@ class RemotingConnection(asyncio.Protocol):
         # one is already open), written at the end in one syscall.
         opened = self._out
         batch = self._out = opened if opened is not None else []
+        began = self._batch_time
         try:
             pop = self.pending.pop
             dispatch = self._dispatcher.dispatch
@@ -281,6 +370,11 @@ class RemotingConnection(asyncio.Protocol):
                     transport.writelines(batch)
                     self.last_write = self.last_read
                 batch.clear()
+            queue_wait = self._queue_wait
+            if queue_wait is not None:
+                now = _monotonic()
+                if now - began > queue_wait.held_limit:
+                    queue_wait.held(began, now)
 
     def _stall(self, commands: list[RemotingCommand], last: RemotingCommand) -> None:
         """The write buffer passed its high-water mark while handling ``commands``: the ones
@@ -290,6 +384,10 @@ class RemotingConnection(asyncio.Protocol):
         if rest:
             backlog = self._backlog
             self._backlog = rest + backlog if backlog else rest
+            if self._queue_wait is not None:
+                slice_read = self._slice_read
+                rest_read = slice_read[idx + 1 :] if slice_read else [self.last_read] * len(rest)
+                self._backlog_read = rest_read + self._backlog_read
         if self._backlog:
             self._backlog_stalled = True
 
@@ -297,13 +395,14 @@ class RemotingConnection(asyncio.Protocol):
         """The one place where the decoder's local errors become the peer's (h11's conversion).
 
         A bad header in an intact frame whose opaque is known gets a SYSTEM_ERROR reply and the
-        connection goes on. Anything else means the peer broke the framing or speaks something
+        connection goes on, ``MAX_BAD_HEADERS`` times. Anything else means the peer broke the framing or speaks something
         else: logged once, and the connection is aborted with a ``RemoteProtocolError`` (its
         ``close_reason``) once the commands decoded before it are handled (they were whole).
         """
         for exc in errors:
             opaque = exc.opaque if isinstance(exc, HeaderDecodeError) else None
-            if opaque is not None:
+            if opaque is not None and self._bad_headers < MAX_BAD_HEADERS:
+                self._bad_headers += 1
                 reply = RemotingCommand(
                     ResponseCode.SYSTEM_ERROR, opaque, RPC_TYPE_RESPONSE, f"bad request header: {exc}"
                 )
@@ -312,8 +411,12 @@ class RemotingConnection(asyncio.Protocol):
                 except RemotingConnectError:
                     pass  # closing already: nobody to answer
                 continue
+            if opaque is not None:
+                exc = HeaderDecodeError(f"more than {MAX_BAD_HEADERS} bad request headers; last: {exc}")
             _limited_log.emit("protocol", "closing %s: %s", self.remote_addr, exc)
+            self._decoder.broken, self._raw = exc, None  # nothing more of this peer is decoded
             self._loop.call_soon(self.abort, RemoteProtocolError.from_local(exc, self.remote_addr))
+            break
         errors.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -325,7 +428,10 @@ class RemotingConnection(asyncio.Protocol):
         self._closing = True
         if self._partial:
             self._account_partial(0, False)
+        if self._raw is not None:  # a large read not decoded yet: its requests are served too
+            self._decode_raw(self._backlog_list(), whole=True)
         backlog, self._backlog = self._backlog, None
+        self._backlog_read = []
         if backlog:
             # Every command read before the close is handled (RocketMQ serves each request that
             # arrived before the FIN; after a framing error, the whole frames before it), now
@@ -514,6 +620,23 @@ class RemotingConnection(asyncio.Protocol):
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
+
+
+def _cut(data: bytes, pos: int) -> int:
+    """Where the ``PER_TURN`` frames from ``pos`` (a frame start) end; ``len(data)`` when the
+    read ends first or a length is bad (the decoder reports it)."""
+    end = len(data)
+    unpack = _LENGTH.unpack_from
+    for _ in range(PER_TURN):
+        if end - pos < 4:
+            return end
+        (length,) = unpack(data, pos)
+        if length < 4:
+            return end
+        pos += 4 + length
+        if pos >= end:
+            return end
+    return pos
 
 
 def _format_addr(addr: Any) -> str:

@@ -21,15 +21,38 @@ brackets, defaults documented in ``docs/limits.md``):
 
 Rejections are logged through :class:`RateLimitedLog` (a junk-sending peer must not fill the
 disk with warnings).
+
+Running out of file descriptors (``EMFILE``/``ENFILE``: connections past the open-file limit,
+store files, logs) is logged, rate-limited, naming the limit (:func:`fd_exhaustion`): asyncio
+reports a failed accept to the loop's exception handler (:func:`log_accept_errors` turns it into
+that line); uvloop accepts and drops the connection silently, so the server's sweeper also probes
+for a free descriptor once a second (:func:`probe_fds`). Before, new clients hung with nothing said.
+
+Flow control (:class:`QueueWait`, the broker's ``brokerFastFailureEnable`` and
+``waitTimeMillsIn*Queue`` keys): RocketMQ answers a request that waited in its processor's
+thread-pool queue longer than the key's value with SYSTEM_BUSY (2), so the client retries on
+another broker instead of waiting for a reply that comes too late. pocketmq's queue is a
+connection's backlog: the commands of a large read handled ``PER_TURN`` per loop turn. Each
+slice of the backlog compares its oldest command's read time with the shortest limit (one
+comparison per slice, nothing per message); only past it is each command's own limit looked up.
+The one-writer event loop is pocketmq's put lock: a handling that held the loop longer than
+``osPageCacheBusyTimeOutMills`` is recorded, and the commands that waited through it get the
+``[PCBUSY_CLEAN_QUEUE]`` remark instead of ``[TIMEOUT_CLEAN_QUEUE]``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
+import os
 import resource
 import time
 from typing import Any, Protocol
 
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.errors import RemotingConnectError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_HEADER_SIZE
 
 __all__ = [
@@ -38,7 +61,11 @@ __all__ = [
     "DEFAULT_PARTIAL_FRAME_BUDGET",
     "FD_RESERVE",
     "PartialFrameBudget",
+    "QueueWait",
     "RateLimitedLog",
+    "fd_exhaustion",
+    "log_accept_errors",
+    "probe_fds",
     "max_connections",
     "server_limits",
 ]
@@ -123,3 +150,150 @@ class RateLimitedLog:
             msg += " (%d similar messages suppressed)"
             args = (*args, dropped)
         self._logger.warning(msg, *args)
+
+
+#: RocketMQ's remarks (``BrokerFastFailure``): period in queue (ms), commands still queued
+TIMEOUT_REMARK = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %sms, size of queue: %d"
+PCBUSY_REMARK = "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %sms, size of queue: %d"
+
+
+class _Replier(Protocol):
+    remote_addr: str
+
+    def send(self, cmd: RemotingCommand) -> None: ...
+
+
+class QueueWait:
+    """How long a request may wait between its read and its handling, by request code.
+
+    ``limits`` maps request codes to seconds (codes absent: no limit). ``held_limit`` is
+    ``osPageCacheBusyTimeOutMills`` in seconds: :meth:`held` records a handling that held the
+    loop longer, and a request read before that hold ended is answered with the page-cache remark.
+    ``pc_codes`` are the codes that remark applies to (RocketMQ cleans only the send queue so).
+    """
+
+    __slots__ = ("busy_replies", "held_limit", "held_until", "limits", "pc_codes", "shortest")
+
+    def __init__(
+        self, limits: dict[int, float], *, held_limit: float = 1.0, pc_codes: frozenset[int] = frozenset()
+    ) -> None:
+        #: when the last hold longer than ``held_limit`` ended (monotonic; 0.0: none yet)
+        self.held_until = 0.0
+        #: requests answered SYSTEM_BUSY (or, oneway, dropped) instead of handled
+        self.busy_replies = 0
+        self.update(limits, held_limit=held_limit, pc_codes=pc_codes)
+
+    def update(self, limits: dict[int, float], *, held_limit: float, pc_codes: frozenset[int]) -> None:
+        """Adopt new limits (a config update); no limits and an infinite ``held_limit``: off."""
+        self.limits = dict(limits)
+        self.held_limit = held_limit
+        self.pc_codes = pc_codes
+        #: the slice check: below this wait no command of a slice can be answered busy
+        shortest = min(self.limits.values(), default=float("inf"))
+        self.shortest = min(shortest, held_limit) if pc_codes else shortest
+
+    def held(self, began: float, now: float) -> None:
+        """A handling ran from ``began`` to ``now``; remember it if it held the loop too long."""
+        if now - began > self.held_limit:
+            self.held_until = now
+            _limits_log.emit(
+                "held",
+                "the broker's loop was held %.0f ms (osPageCacheBusyTimeOutMills=%.0f): queued sends get SYSTEM_BUSY",
+                (now - began) * 1000,
+                self.held_limit * 1000,
+            )
+
+    def sift(
+        self, commands: list[RemotingCommand], reads: list[float], now: float, queued: int, conn: _Replier
+    ) -> tuple[list[RemotingCommand], list[float]]:
+        """Answer SYSTEM_BUSY on ``conn`` to the ``commands`` (read at ``reads``) that waited
+        too long; the others and their read times, to handle."""
+        keep: list[RemotingCommand] = []
+        kept_reads: list[float] = []
+        for cmd, read_at in zip(commands, reads, strict=True):
+            remark = None if cmd.flag & RPC_TYPE_RESPONSE else self.verdict(cmd.code, read_at, now, queued)
+            if remark is None:
+                keep.append(cmd)
+                kept_reads.append(read_at)
+            elif not cmd.flag & RPC_ONEWAY:
+                try:
+                    conn.send(RemotingCommand.response_to(cmd, ResponseCode.SYSTEM_BUSY, remark))
+                except RemotingConnectError:
+                    break  # closed meanwhile: nobody to answer, nothing more to handle
+        if len(keep) < len(commands):
+            _limits_log.emit(
+                "busy",
+                "broker busy: requests from %s waited up to %.0f ms since read, answered SYSTEM_BUSY",
+                conn.remote_addr,
+                (now - reads[0]) * 1000,
+            )
+        return keep, kept_reads
+
+    def verdict(self, code: int, read_at: float, now: float, queued: int) -> str | None:
+        """The busy remark for a request of ``code`` read at ``read_at``, or None to handle it.
+
+        A request of ``pc_codes`` that waited through a hold (read before it ended) gets the
+        page-cache remark whatever its wait (RocketMQ drains the whole send queue while the page
+        cache is busy); any request that waited at least its code's limit gets the timeout one.
+        """
+        waited = now - read_at
+        if code in self.pc_codes and read_at <= self.held_until:
+            remark = PCBUSY_REMARK
+        else:
+            limit = self.limits.get(code)
+            if limit is None or waited < limit:
+                return None
+            remark = TIMEOUT_REMARK
+        self.busy_replies += 1
+        return remark % (round(waited * 1000), queued)
+
+
+_limits_log = RateLimitedLog(logging.getLogger(__name__))
+
+
+_FD_ERRNOS = (errno.EMFILE, errno.ENFILE)
+
+
+def fd_exhaustion(what: str) -> None:
+    """Log (one line per 10 s) that ``what`` failed for lack of file descriptors, naming the limit."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _limits_log.emit(
+        "emfile",
+        "out of file descriptors (open-file limit %s, ulimit -n): %s; raise the limit or lower serverMaxConnections",
+        "unlimited" if soft == resource.RLIM_INFINITY else soft,
+        what,
+    )
+
+
+def probe_fds() -> bool:
+    """Whether one more file descriptor can be opened (two syscalls); logs when not."""
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+    except OSError as exc:
+        if exc.errno in _FD_ERRNOS:
+            fd_exhaustion("new connections are dropped at accept and store files cannot be opened")
+            return False
+        raise
+    os.close(fd)
+    return True
+
+
+def log_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Route the loop's "accept() out of system resource" reports for EMFILE/ENFILE to
+    :func:`fd_exhaustion` (asyncio reports each failed accept, a flood once descriptors run out);
+    every other report goes to the handler that was there. Installed once per loop."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "_pocketmq_fd", False):
+        return
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in _FD_ERRNOS:
+            fd_exhaustion(f"{context.get('message', 'accept failed')}")
+        elif previous is not None:
+            previous(lp, context)
+        else:
+            lp.default_exception_handler(context)
+
+    handler._pocketmq_fd = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)

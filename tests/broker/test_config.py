@@ -183,10 +183,32 @@ def test_store_fields_kept_for_java_confs_accept_only_rocketmq_defaults(tmp_path
     conf = tmp_path / "b.conf"
     conf.write_text("useReentrantLockWhenPutMessage=true\nosPageCacheBusyTimeOutMills=1000\ndLegerGroup=\n")
     load_broker_config(conf)
-    conf.write_text("osPageCacheBusyTimeOutMills=1\n")
-    with pytest.raises(ConfigError, match="osPageCacheBusyTimeOutMills=1 is not supported") as err:
+    conf.write_text("transientStorePoolSize=1\n")
+    with pytest.raises(ConfigError, match="transientStorePoolSize=1 is not supported") as err:
         load_broker_config(conf)
     assert f"{conf}:1" in str(err.value)
+
+
+def test_flow_control_keys_are_real_and_validated(tmp_path):
+    """waitTimeMillsIn*Queue, brokerFastFailureEnable and osPageCacheBusyTimeOutMills take
+    effect (broker.flow_control), so a value other than RocketMQ's default loads, and a bad one
+    is a startup error naming the key."""
+    conf = tmp_path / "b.conf"
+    conf.write_text(
+        "waitTimeMillsInSendQueue=350\nwaitTimeMillsInPullQueue=6000\nosPageCacheBusyTimeOutMills=1500\n"
+        "brokerFastFailureEnable=false\nwaitTimeMillsInHeartbeatQueue=1000\nwaitTimeMillsInTransactionQueue=9\n"
+    )
+    cfg = load_broker_config(conf)
+    assert (cfg.wait_time_mills_in_send_queue, cfg.wait_time_mills_in_pull_queue) == (350, 6000)
+    assert cfg.store.os_page_cache_busy_time_out_mills == 1500 and not cfg.broker_fast_failure_enable
+    for bad in (
+        "waitTimeMillsInSendQueue=0",
+        "osPageCacheBusyTimeOutMills=-5",
+        "brokerFastFailureEnable=maybe",
+    ):
+        conf.write_text(bad + "\n")
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            load_broker_config(conf)
 
 
 # ------------------------------------------------------------------------------- logging

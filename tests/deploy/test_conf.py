@@ -78,8 +78,10 @@ def test_real_unimplemented_keys_warn_and_known_keys_apply(caplog: pytest.LogCap
     with caplog.at_level(logging.WARNING):
         config = load_broker_config(CONF / "examples" / "rocketmq-broker-full.conf")
     warned = " ".join(r.getMessage() for r in caplog.records)
-    for key in ("sendMessageThreadPoolNums", "serverWorkerThreads", "waitTimeMillsInSendQueue"):
+    for key in ("sendMessageThreadPoolNums", "serverWorkerThreads"):
         assert key in warned
+    assert "waitTimeMillsInSendQueue" not in warned  # flow control: a real key (broker.flow_control)
+    assert config.wait_time_mills_in_send_queue == 200 and config.wait_time_mills_in_pull_queue == 5000
     assert "storePathRootDir" not in warned and "fileReservedTime" not in warned
     assert config.store.max_message_size == 4194304 and config.default_topic_queue_nums == 8
     assert config.store.message_delay_level.startswith("1s 5s 10s")

@@ -2,7 +2,8 @@
 
 Usage: consumer_child.py NAMESRV GROUP TOPIC ORDERLY(0|1)
 
-Prints ``READY`` once started, then ``M <CLOCK_MONOTONIC ns> <body>`` for every message its
+Prints ``READY`` once started, ``Q <CLOCK_MONOTONIC ns> <queue ids>`` every 0.25 s (the queues of
+TOPIC it owns: its rebalance's process queues), and ``M <CLOCK_MONOTONIC ns> <body>`` for every message its
 listener receives (written before the listener returns success, so a line is a delivery; the
 clock is the machine's, so the parent can merge several consumers' lines in time order). Short rebalance,
 heartbeat and offset-persist intervals make a run fit in a test. SIGTERM shuts it down cleanly;
@@ -12,6 +13,7 @@ the parent also SIGKILLs it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
@@ -46,7 +48,12 @@ async def main() -> None:
     async with consumer:
         out.write("READY\n")
         out.flush()
-        await stop.wait()
+        while not stop.is_set():  # the queues this consumer owns now, for the ownership check
+            owned = sorted(mq.queue_id for mq in consumer.rebalance.process_queue_table if mq.topic == topic)
+            out.write(f"Q {time.monotonic_ns()} {','.join(map(str, owned))}\n")
+            out.flush()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.25)
 
 
 if __name__ == "__main__":

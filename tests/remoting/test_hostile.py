@@ -199,3 +199,27 @@ def test_max_connections_default_leaves_file_descriptors_for_the_store() -> None
     if soft != resource.RLIM_INFINITY:
         assert max_connections(0) == max(16, soft - 1024)
     assert socket.SOMAXCONN > 0
+
+
+async def test_a_connection_sending_bad_headers_is_closed_after_a_few() -> None:
+    """Each bad header (a readable opaque) is answered SYSTEM_ERROR, ``MAX_BAD_HEADERS`` times;
+    then the connection is closed and nothing more of it is decoded (T14: a fuzzing client kept
+    the loop busy with answers to garbage), while other clients are served."""
+    from pocketmq.remoting.transport.connection import MAX_BAD_HEADERS
+
+    async with serving() as (srv, _seen):
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+        bad = [b'{"code":"x","opaque":%d}' % k for k in range(MAX_BAD_HEADERS + 10)]
+        writer.write(b"".join(struct.pack(">ii", 4 + len(h), len(h)) + h for h in bad))
+        writer.write(RemotingCommand(ECHO, 999, body=b"after").encode())
+        rest = await asyncio.wait_for(reader.read(), 10)  # up to the close
+        replies = []
+        while rest:
+            (length,) = struct.unpack_from(">i", rest)
+            replies.append(decode_command(rest[4 : 4 + length]))
+            rest = rest[4 + length :]
+        errors = [r.opaque for r in replies if r.code == 1]
+        assert errors == list(range(MAX_BAD_HEADERS))  # then closed: the rest never answered
+        assert {r.opaque for r in replies} <= set(errors) | {999}  # a whole frame of the same read may be
+        writer.close()
+        assert await echo_ok(srv.port)

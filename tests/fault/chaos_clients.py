@@ -1,0 +1,320 @@
+"""T14 and T16 (``tests/fault/chaos.py``): fuzzed frames, and idle, trickling and never-reading
+clients, with healthy traffic measured in processes of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import struct
+import time
+from pathlib import Path
+
+from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.heartbeat import HeartbeatData, ProducerData
+from pocketmq.remoting.protocol.message import properties_to_string
+from pocketmq.testing.procs import servers
+from pocketmq.testing.wire import Wire
+from tests.fault.chaos_common import (
+    HealthyClient,
+    Row,
+    broker_log_clean,
+    check_delivery,
+    consume_all,
+    p99,
+    rss_mib,
+)
+
+# ------------------------------------------------------------------------------------ T14
+
+_SEND_EXT = {
+    "a": "PG", "b": "FuzzTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+    "g": "1700000000000", "h": "0", "i": properties_to_string({"TAGS": "t", "WAIT": "true"}),
+    "j": "0", "k": "false", "m": "false",
+}  # fmt: skip
+_PULL_EXT = {
+    "consumerGroup": "FG", "topic": "FuzzTopic", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32",
+    "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0",
+}  # fmt: skip
+
+
+def _base_frames() -> list[bytes]:
+    hb = HeartbeatData("fuzz@1", (ProducerData("PG"),), ()).encode()
+    return [
+        RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(_SEND_EXT), b"fuzz-body").encode(),
+        RemotingCommand.request(RequestCode.PULL_MESSAGE, dict(_PULL_EXT)).encode(),
+        RemotingCommand.request(RequestCode.HEART_BEAT, None, hb).encode(),
+    ]
+
+
+def mutate(rng: random.Random, frame: bytes) -> bytes:
+    """One structure-aware mutation of a real frame."""
+    data = bytearray(frame)
+    hlen = struct.unpack_from(">i", data, 4)[0] & 0xFFFFFF
+    kind = rng.randrange(9)
+    if kind == 0:  # length word
+        struct.pack_into(">i", data, 0, rng.choice([-1, 0, 3, len(data) + 100, 0x7FFFFFFF, len(data) // 2]))
+    elif kind == 1:  # header length
+        struct.pack_into(">i", data, 4, rng.choice([0, hlen + 50, 0xFFFFFF, hlen // 2, 1 << 20]))
+    elif kind == 2:  # serializer byte
+        data[4] = rng.choice([1, 2, 7, 255])
+    elif kind == 3:  # bad UTF-8 in the header
+        for _ in range(rng.randint(1, 4)):
+            data[8 + rng.randrange(hlen)] = rng.choice([0xFF, 0xC3, 0x80])
+    elif kind == 4:  # broken JSON
+        pos = 8 + rng.randrange(hlen)
+        data[pos : pos + 1] = rng.choice([b"{", b"}", b'"', b"", b"\\", b"[1,"])
+        struct.pack_into(">i", data, 0, len(data) - 4)
+        struct.pack_into(">i", data, 4, hlen + len(data) - len(frame))
+    elif kind == 5:  # ext field values: wrong type, huge, missing
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(_SEND_EXT), b"x")
+        ext = dict(_SEND_EXT)
+        key = rng.choice(list(ext))
+        choice = rng.randrange(3)
+        if choice == 0:
+            del ext[key]
+        elif choice == 1:
+            ext[key] = rng.choice(["-1", "abc", "99999999999999999999", "\u00e9" * 50])
+        else:
+            ext[key] = "x" * rng.choice([1000, 30_000])
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, b"x")
+        return cmd.encode()
+    elif kind == 6:  # truncated frame followed by the start of another
+        return bytes(data[: rng.randrange(4, len(data))]) + frame
+    elif kind == 7:  # a body that lies (a batch of garbage)
+        ext = dict(_SEND_EXT, m="true")
+        return RemotingCommand.request(
+            RequestCode.SEND_BATCH_MESSAGE, ext, os.urandom(rng.randint(1, 200))
+        ).encode()
+    else:  # random bytes
+        return os.urandom(rng.randint(1, 64))
+    return bytes(data)
+
+
+class _Pace:
+    """A shared pace for all fuzzing connections: ``rate`` frames/s in all (0: unpaced)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.next = time.monotonic()
+
+    async def take(self, n: int) -> None:
+        if not self.rate:
+            return
+        now = time.monotonic()
+        self.next = max(self.next, now) + n / self.rate
+        await asyncio.sleep(max(0.0, self.next - now - n / self.rate))
+
+
+async def _fuzz_connection(
+    port: int, frames: int, rng: random.Random, counter: list[int], pace: _Pace | None = None
+) -> None:
+    bases = _base_frames()
+    sent = 0
+    while sent < frames:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        drain = asyncio.create_task(_discard(reader))
+        try:
+            while sent < frames and not reader.at_eof():
+                batch = b"".join(
+                    mutate(rng, rng.choice(bases)) if rng.random() < 0.9 else rng.choice(bases)
+                    for _ in range(min(20, frames - sent))
+                )
+                if pace is not None:
+                    await pace.take(min(20, frames - sent))
+                sent += min(20, frames - sent)
+                writer.write(batch)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            counter[0] += 1
+            drain.cancel()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+async def _discard(reader: asyncio.StreamReader) -> None:
+    with contextlib.suppress(Exception):
+        while await reader.read(65536):
+            pass
+
+
+def run_fuzz(
+    root: Path, *, frames: int, connections: int, rate: float, baseline_s: float = 2.0, fuzz_rate: float = 0
+) -> Row:
+    paced = f" at {fuzz_rate:.0f} frames/s" if fuzz_rate else ""
+    row = Row(
+        "T14 fuzzed frames",
+        f"{frames} frames{paced} over {connections} connections + {rate:.0f} msg/s real sends",
+        "send/pull/heartbeat frames mutated: lengths, header length, serializer, ext fields, UTF-8, JSON",
+    )
+    with servers(root, topics={"Background": 4}) as s:
+        assert s.broker.proc is not None
+        pid = s.broker.proc.pid
+
+        async def main() -> None:
+            # the real traffic runs in its own processes: in this one the fuzzer's own load
+            # would count as the broker's latency
+            senders = 4
+            bg = [HealthyClient(s.broker.addr, "Background", rate / senders, f"b{k}") for k in range(senders)]
+            await asyncio.sleep(baseline_s)
+            rss0 = rss_mib(pid)
+            for client in bg:
+                client.mark()
+            counter = [0]
+            rng = random.Random(23)
+            per = frames // connections
+            pace = _Pace(fuzz_rate)
+            t0 = time.monotonic()
+            # at most 200 fuzzing connections at a time (the test process's file descriptors)
+            sem = asyncio.Semaphore(200)
+
+            async def one(k: int) -> None:
+                async with sem:
+                    await _fuzz_connection(s.broker_port, per, random.Random(rng.random() + k), counter, pace)
+
+            await asyncio.gather(*(one(k) for k in range(connections)))
+            elapsed = time.monotonic() - t0
+            acked: set[bytes] = set()
+            base_lat: list[float] = []
+            fuzz_lat: list[float] = []
+            for client in bg:
+                (before, during), sent = await asyncio.to_thread(client.finish)
+                base_lat += before
+                fuzz_lat += during
+                acked |= sent
+            baseline = p99(base_lat)
+            rss1 = rss_mib(pid)
+            if s.broker.proc is None or s.broker.proc.poll() is not None:
+                row.fail("broker died")
+                return
+            consumed = await consume_all(s.broker.addr, "Background", 4)
+            check_delivery(row, acked, consumed)
+            growth = rss1 - rss0
+            ratio = p99(fuzz_lat) / baseline if baseline else 0.0
+            row.notes.append(
+                f"{per * connections} frames in {elapsed:.1f} s over {counter[0]} connections; "
+                f"RSS {rss0:.0f} -> {rss1:.0f} MiB; background p99 {baseline * 1000:.1f} -> "
+                f"{p99(fuzz_lat) * 1000:.1f} ms (x{ratio:.1f})"
+            )
+            if growth > 50:
+                row.fail(f"RSS grew {growth:.0f} MiB")
+
+        asyncio.run(main())
+        broker_log_clean(row, s)
+    return row
+
+
+# ------------------------------------------------------------------------------------ T16
+
+
+def run_slow_clients(
+    root: Path, *, idle: int, trickle: int, non_readers: int, idle_timeout: int = 4, frame_timeout: int = 2
+) -> Row:
+    row = Row(
+        "T16 slow and idle clients",
+        f"{idle} idle, {trickle} one-byte-a-second, {non_readers} pull-but-never-read connections",
+        f"idle timeout {idle_timeout} s, frame completion timeout {frame_timeout} s",
+    )
+    keys = {
+        "serverChannelMaxIdleTimeSeconds": str(idle_timeout),
+        "serverFrameCompletionTimeoutSeconds": str(frame_timeout),
+    }
+    with servers(root, keys, topics={"Slow": 4}) as s:
+        assert s.broker.proc is not None
+        pid = s.broker.proc.pid
+
+        async def main() -> None:
+            w = Wire(s.broker.addr)
+            big = b"p" * 16_000
+            for i in range(400):  # data for the non-readers to pull (32 x 16 KB per pull)
+                await w.send("Slow", big, queue_id=i % 4)
+            await w.close()
+            # the healthy client runs in its own process: in this one, the hostile clients' tasks
+            # (1,000 trickles waking each second) delayed its own sends and replies (measured
+            # here before: p99 x4.7, most of it this process's loop, not the broker)
+            healthy = HealthyClient(s.broker.addr, "Slow", 50, "h0")
+            await asyncio.sleep(2.5)
+            rss0 = rss_mib(pid)
+            healthy.mark()
+            t0 = time.monotonic()
+            idles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(idle)]
+            frame = RemotingCommand.request(RequestCode.HEART_BEAT, None, b"{}").encode()
+            trickles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(trickle)]
+            pull = RemotingCommand.request(RequestCode.PULL_MESSAGE, dict(_PULL_EXT, topic="Slow")).encode()
+            readers = []
+            for _ in range(non_readers):
+                r, wr = await asyncio.open_connection("127.0.0.1", s.broker_port, limit=1024)
+                wr.write(pull * 2000)  # 2000 pulls of 512 KB each: ~1 GB of replies if all were served
+                readers.append((r, wr))
+
+            async def trickle_one(writer: asyncio.StreamWriter) -> None:
+                with contextlib.suppress(Exception):
+                    # independent clients: their bytes spread over the second, not all at once
+                    await asyncio.sleep(random.random())
+                    for b in frame:
+                        writer.write(bytes((b,)))
+                        await writer.drain()
+                        await asyncio.sleep(1)
+
+            trickling = [asyncio.create_task(trickle_one(wr)) for _r, wr in trickles]
+            peak = rss0
+            opened = time.monotonic()  # the idle clock of the last idle connection starts here
+            row.notes.append(f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s")
+            while time.monotonic() - opened < idle_timeout + 3:
+                await asyncio.sleep(0.5)
+                peak = max(peak, rss_mib(pid))
+            closed_idle = sum(await asyncio.gather(*(_closed(r) for r, _w in idles)))
+            closed_trickle = sum(await asyncio.gather(*(_closed(r) for r, _w in trickles)))
+            (base_lat, during), acked = await asyncio.to_thread(healthy.finish)
+            baseline = p99(base_lat)
+            for t in trickling:
+                t.cancel()
+            for _r, wr in idles + trickles + readers:
+                wr.close()
+            consumed = await consume_all(s.broker.addr, "Slow", 4)
+            check_delivery(row, acked, [b for b in consumed if not b.startswith(b"p")])
+            ratio = p99(during) / baseline if baseline else 0.0
+            row.notes.append(
+                f"idle closed {closed_idle}/{idle}, trickling closed {closed_trickle}/{trickle}; broker RSS "
+                f"{rss0:.0f} -> peak {peak:.0f} MiB; healthy p99 {baseline * 1000:.1f} -> "
+                f"{p99(during) * 1000:.1f} ms (x{ratio:.2f}, {len(base_lat)} / {len(during)} sends); "
+                f"worst: {_worst(during, 50)}"
+            )
+            if closed_idle < idle:
+                row.fail(f"{idle - closed_idle} idle connections still open after the idle timeout")
+            if closed_trickle < trickle:
+                row.fail(f"{trickle - closed_trickle} trickling connections still open")
+            # per non-reader: the write buffer's high-water mark plus one reply (512 KB) and its
+            # waiting requests; measured ~10 MiB in all (before pulls waited for a pending group
+            # write before reading the store: 100-195 MiB)
+            bound = 24 + non_readers * 4 + (idle + trickle) * 0.05
+            if peak - rss0 > bound:
+                row.fail(f"RSS grew {peak - rss0:.0f} MiB (bound {bound:.0f})")
+
+        asyncio.run(main())
+        broker_log_clean(row, s)
+    return row
+
+
+def _worst(lat: list[float], rate: float, n: int = 8) -> str:
+    """The ``n`` worst latencies and about when they happened (a sender at ``rate`` msg/s)."""
+    worst = sorted(range(len(lat)), key=lambda k: lat[k], reverse=True)[:n]
+    return ", ".join(f"{lat[k] * 1000:.0f} ms at ~{k / rate:.1f} s" for k in sorted(worst))
+
+
+async def _closed(reader: asyncio.StreamReader) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1 << 16), 0.5) == b""
+    except TimeoutError:
+        return False
+    except (ConnectionError, OSError):
+        return True
