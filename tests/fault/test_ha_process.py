@@ -10,21 +10,15 @@ slave resumes without a gap or duplicate bytes and new sends are acknowledged ag
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus
-from pocketmq.deploy.cluster import free_broker_port
-from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
-from pocketmq.remoting.protocol.route import TopicRouteData
-from pocketmq.testing.procs import STORE_KEYS, ServerProcess, free_port
-from pocketmq.testing.wire import Wire
+from tests.fault.ha_procs import commitlog, ha_processes, route, runtime
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
@@ -32,80 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.fault]
 N = int(os.environ.get("HA_PROCESS_MESSAGES", "10000"))
 TOPIC = "HaProc"
 QUEUES = 4
-SEGMENT = int(STORE_KEYS["mappedFileSizeCommitLog"])
-
-
-def _precreate(store: Path) -> None:
-    path = store / "config" / "topics.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table = {
-        TOPIC: {"order": False, "perm": 6, "readQueueNums": QUEUES, "topicFilterType": "SINGLE_TAG",
-                "topicName": TOPIC, "topicSysFlag": 0, "writeQueueNums": QUEUES},
-    }  # fmt: skip
-    path.write_text(json.dumps({"dataVersion": {"counter": 1, "timestamp": 1}, "topicConfigTable": table}))
-
-
-def _broker(root: Path, name: str, port: int, namesrv: str, **keys: str) -> ServerProcess:
-    store = root / name
-    _precreate(store)
-    all_keys = {
-        "brokerName": "broker-a", "listenPort": str(port), "listenHost": "127.0.0.1", "brokerIP1": "127.0.0.1",
-        "fastListenEnable": "false", "haListenPort": "0", "namesrvAddr": namesrv, "storePathRootDir": str(store), **STORE_KEYS, **keys,
-    }  # fmt: skip
-    argv = [sys.executable, "-m", "pocketmq.broker"]
-    for k, v in all_keys.items():
-        argv += ["--set", f"{k}={v}"]
-    return ServerProcess(argv, port, root / f"{name}.log")
-
-
-def _ha_processes(root: Path) -> tuple[ServerProcess, ServerProcess, ServerProcess]:
-    """A name server, a SYNC_MASTER and its slave (not started), on free ports under ``root``."""
-    ns_port = free_port()
-    ns_dir = root / "namesrv"
-    namesrv = ServerProcess(
-        [sys.executable, "-m", "pocketmq.namesrv", "--set", f"listenPort={ns_port}", "--set", "bindAddress=127.0.0.1",
-         "--set", f"kvConfigPath={ns_dir / 'kv.json'}", "--set", f"configStorePath={ns_dir / 'ns.properties'}"],
-        ns_port, root / "namesrv.log",
-    )  # fmt: skip
-    mport = free_broker_port(set())
-    sport = free_broker_port({mport - 2, mport, mport + 1})
-    master = _broker(root, "master", mport, namesrv.addr, brokerRole="SYNC_MASTER")
-    slave = _broker(root, "slave", sport, namesrv.addr, brokerRole="SLAVE", brokerId="1")
-    return namesrv, master, slave
-
-
-def _commitlog(store: Path, start: int, end: int) -> bytes:
-    """CommitLog bytes [start, end) read from the segment files."""
-    out = bytearray()
-    off = start
-    while off < end:
-        base = off - off % SEGMENT
-        with open(store / "commitlog" / f"{base:020d}", "rb") as f:
-            f.seek(off - base)
-            chunk = f.read(min(end, base + SEGMENT) - off)
-        assert chunk, off
-        out += chunk
-        off += len(chunk)
-    return bytes(out)
-
-
-async def _runtime(addr: str) -> dict[str, str]:
-    w = Wire(addr)
-    try:
-        r = await w.call(RequestCode.GET_BROKER_RUNTIME_INFO, {})
-        assert r.code == ResponseCode.SUCCESS
-        return dict(json.loads(r.body or b"{}")["table"])
-    finally:
-        await w.close()
-
-
-async def _route(namesrv: str) -> TopicRouteData | None:
-    w = Wire(namesrv)
-    try:
-        r = await w.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
-        return TopicRouteData.decode(r.body or b"") if r.code == ResponseCode.SUCCESS else None
-    finally:
-        await w.close()
 
 
 async def _send(producer: Producer, start: int, count: int) -> list[tuple[str, bytes]]:
@@ -124,7 +44,7 @@ async def _send(producer: Producer, start: int, count: int) -> list[tuple[str, b
 
 
 async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: Path) -> None:
-    namesrv, master, slave = _ha_processes(tmp_path)
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
     procs = [namesrv, master, slave]
     try:
         namesrv.start()
@@ -132,30 +52,30 @@ async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: P
         slave.start()
 
         async def both_listed() -> bool:
-            rd = await _route(namesrv.addr)
+            rd = await route(namesrv.addr, TOPIC)
             return rd is not None and any(len(b.broker_addrs) == 2 for b in rd.broker_datas)
 
         await wait_until(both_listed, timeout=30)
 
         async def slave_connected() -> bool:
-            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+            return (await runtime(master.addr)).get("haSlaveCount") == "1"
 
         await wait_until(slave_connected, timeout=30)
         async with Producer("HaProcPG", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
             acked = await _send(producer, 0, N)
         assert len(acked) == N, f"{N - len(acked)} sends not SEND_OK"
-        info = await _runtime(master.addr)
+        info = await runtime(master.addr)
         end = int(info["commitLogMaxOffset"])
         assert int(info["haSlaveAckOffset"]) == end
-        sinfo = await _runtime(slave.addr)
+        sinfo = await runtime(slave.addr)
         assert int(sinfo["commitLogMaxOffset"]) == end
-        assert _commitlog(tmp_path / "slave", 0, end) == _commitlog(tmp_path / "master", 0, end)
+        assert commitlog(tmp_path / "slave", 0, end) == commitlog(tmp_path / "master", 0, end)
 
         # kill -9 the master: every acknowledged message is consumed from the slave
         master.kill9()
 
         async def master_gone() -> bool:
-            rd = await _route(namesrv.addr)
+            rd = await route(namesrv.addr, TOPIC)
             return rd is not None and all(0 not in b.broker_addrs for b in rd.broker_datas)
 
         await wait_until(master_gone, timeout=30)
@@ -179,18 +99,18 @@ async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: P
         master.start()
 
         async def resumed() -> bool:
-            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+            return (await runtime(master.addr)).get("haSlaveCount") == "1"
 
         await wait_until(resumed, timeout=60)
         async with Producer("HaProcPG2", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
             more = await _send(producer, N, 500)
         assert len(more) == 500
-        end2 = int((await _runtime(master.addr))["commitLogMaxOffset"])
+        end2 = int((await runtime(master.addr))["commitLogMaxOffset"])
         deadline = time.monotonic() + 30
-        while int((await _runtime(slave.addr))["commitLogMaxOffset"]) != end2:
+        while int((await runtime(slave.addr))["commitLogMaxOffset"]) != end2:
             assert time.monotonic() < deadline, "slave did not catch up after the restart"
             await asyncio.sleep(0.05)
-        assert _commitlog(tmp_path / "slave", 0, end2) == _commitlog(tmp_path / "master", 0, end2)
+        assert commitlog(tmp_path / "slave", 0, end2) == commitlog(tmp_path / "master", 0, end2)
         # the ConsumeQueues end where the master's do
         for q in range(QUEUES):
             mq = tmp_path / "master" / "consumequeue" / TOPIC / str(q)
@@ -214,14 +134,14 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
     (3 s) + 10 % (the link stays up while the slave is stopped, so never 11 here); after SIGCONT
     the slave holds every byte of the master's log."""
 
-    namesrv, master, slave = _ha_processes(tmp_path)
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
     procs = [namesrv, master, slave]
     try:
         for p in procs:
             p.start()
 
         async def slave_connected() -> bool:
-            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+            return (await runtime(master.addr)).get("haSlaveCount") == "1"
 
         await wait_until(slave_connected, timeout=30)
         outcomes: list[tuple[SendStatus, float]] = []
@@ -258,12 +178,12 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
         assert statuses <= {SendStatus.SEND_OK, SendStatus.FLUSH_SLAVE_TIMEOUT}
         late = [w for s, w in outcomes if s is SendStatus.FLUSH_SLAVE_TIMEOUT and not 2.9 <= w <= 3.3]
         assert not late, f"FLUSH_SLAVE_TIMEOUT outside slaveTimeout + 10 %: {late[:5]}"
-        end = int((await _runtime(master.addr))["commitLogMaxOffset"])
+        end = int((await runtime(master.addr))["commitLogMaxOffset"])
         deadline = time.monotonic() + 30
-        while int((await _runtime(slave.addr))["commitLogMaxOffset"]) != end:
+        while int((await runtime(slave.addr))["commitLogMaxOffset"]) != end:
             assert time.monotonic() < deadline, "slave did not catch up after SIGCONT"
             await asyncio.sleep(0.05)
-        assert _commitlog(tmp_path / "slave", 0, end) == _commitlog(tmp_path / "master", 0, end)
+        assert commitlog(tmp_path / "slave", 0, end) == commitlog(tmp_path / "master", 0, end)
     except BaseException:
         for p in procs:
             print(f"--- {p.log.name}:\n{p.log_tail(40)}")
