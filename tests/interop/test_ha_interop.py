@@ -1,0 +1,106 @@
+"""Replication with clients and servers of other implementations (issue 16).
+
+Consumers of the real C++ client (librocketmq, ``rocketmq`` wheel) and ali-ons read from a
+pocketmq slave after ``kill -9`` of its SYNC_MASTER: a group that consumed the first messages
+while the master was up resumes, on the slave, from the offsets the slave copied from its
+master, and gets every message the master acknowledged after them. (Neither client can start
+a group that has no committed offset on a slave whose master is gone: both ask the master for
+the queue's max offset then, as the Java client does; that is the clients', not the broker's.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.testing.wire import Wire
+from tests.fault.ha_procs import ha_processes, route, runtime
+from tests.interop import drivers
+
+pytestmark = [pytest.mark.interop, pytest.mark.fault]
+
+TOPIC = "HaInterop"
+QUEUES = 4
+#: SEND_OK as the drivers print it (the C++ wheel names it OK)
+SEND_OK = {"SEND_OK", "OK"}
+
+
+def _offsets(addr: str, group: str) -> dict[int, int]:
+    async def go() -> dict[int, int]:
+        wire = Wire(addr)
+        try:
+            out = {}
+            for q in range(QUEUES):
+                r = await wire.call(
+                    RequestCode.QUERY_CONSUMER_OFFSET,
+                    {"consumerGroup": group, "topic": TOPIC, "queueId": str(q)},
+                )
+                out[q] = int((r.ext_fields or {}).get("offset", -1)) if r.code == 0 else -1
+            return out
+        finally:
+            await wire.close()
+
+    return asyncio.run(go())
+
+
+def _until(what: str, cond, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("client", ["cpp", "js"])
+def test_consume_from_the_slave_after_kill9_of_the_master(client: drivers.Client, tmp_path: Path) -> None:
+    drivers.available(client)
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
+    procs = [namesrv, master, slave]
+    try:
+        for p in procs:
+            p.start()
+        ns = namesrv.addr
+        _until("the slave", lambda: asyncio.run(runtime(master.addr)).get("haSlaveCount") == "1", 60)
+        group = drivers.unique_group("HaCG")
+        first = drivers.produce(client, ns, TOPIC, 200, keys_prefix="a", group="HaPG1").sent
+        assert len(first) == 200 and {e["status"] for e in first} <= SEND_OK
+        # the group consumes the first 200 while the master is up and commits its offsets there
+        with drivers.start_consumer(client, ns, TOPIC, expect=200, timeout=90, group=group, linger=6.0) as c:
+            assert c.wait(120).ok
+        second = drivers.produce(client, ns, TOPIC, 300, keys_prefix="b", group="HaPG2").sent
+        assert len(second) == 300 and {e["status"] for e in second} <= SEND_OK
+        _until(
+            "the master's committed offsets", lambda: sum(_offsets(master.addr, group).values()) == 200, 60
+        )
+        # the slave copies its master's consumer offsets every 10 s
+        _until(
+            "the slave's copy of the offsets",
+            lambda: _offsets(slave.addr, group) == _offsets(master.addr, group),
+            60,
+        )
+
+        master.kill9()
+
+        def master_gone() -> bool:
+            rd = asyncio.run(route(ns, TOPIC))
+            return rd is not None and all(0 not in b.broker_addrs for b in rd.broker_datas)
+
+        _until("the route without the master", master_gone, 60)
+        with drivers.start_consumer(client, ns, TOPIC, expect=300, timeout=150, group=group, linger=6.0) as c:
+            result = c.wait(180)
+        assert result.ok, result.describe()
+        keys = {m["keys"] for m in result.messages}
+        assert {f"b{i}" for i in range(300)} <= keys
+        assert not any(k.startswith("a") for k in keys)  # resumed at the committed offsets
+        # the consumer committed its progress to the slave (the master being gone)
+        _until("offsets committed to the slave", lambda: sum(_offsets(slave.addr, group).values()) == 500, 60)
+    except BaseException:
+        for p in procs:
+            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
+        raise
+    finally:
+        for p in reversed(procs):
+            p.stop()
