@@ -15,7 +15,11 @@ reconnects every :attr:`HASlave.reconnect_s` (5 s) after a failure.
 A transfer whose offset is not this slave's max offset (its CommitLog not being empty) means the
 two logs diverge (e.g. the master restarted with a shorter log than the slave's): the slave
 never mixes them. It closes the link and says why in one warning (repeats of the same
-divergence are logged at debug level); nothing is appended, so nothing is acknowledged.
+divergence are logged at debug level); nothing is appended, so nothing is acknowledged. A
+master found shorter is not followed again by this process: once that master has grown past
+the slave's end it would take the slave's report as an acknowledgement of its own, different,
+bytes below it (RocketMQ 4.x's offsets cannot tell; a rebuilt or truncated slave, restarted,
+follows it again).
 """
 
 from __future__ import annotations
@@ -155,6 +159,8 @@ class HASlave:
         #: the last reason the link closed (diagnostics, tests)
         self.last_error = ""
         self._divergence_logged: tuple[str, int] | None = None
+        #: a master whose log was shorter than this slave's: not followed again by this process
+        self.diverged_from: str | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._link: MasterLink | None = None
@@ -194,7 +200,7 @@ class HASlave:
         loop = asyncio.get_running_loop()
         while not self._stopping:
             addr = self.master_address
-            if not addr:
+            if not addr or addr == self.diverged_from:
                 await self._pause(self.reconnect_s)
                 continue
             host, _, port = addr.rpartition(":")
@@ -225,12 +231,19 @@ class HASlave:
 
     def diverged(self, addr: str, master_offset: int, mine: int) -> str:
         if master_offset < mine:
-            why = "the master's CommitLog is shorter than this slave's (restarted with a shorter log?)"
+            # once this master grows past our end it would accept our report and count its own
+            # different bytes below it as acknowledged: never follow it again (until a restart,
+            # after the operator rebuilt or truncated this slave)
+            self.diverged_from = addr
+            why = (
+                "the master's CommitLog is shorter than this slave's (it lost its tail?); not following it "
+                "again: rebuild this slave (empty store) or truncate it to the master's log, then restart it"
+            )
         else:
             why = "the master skips bytes this slave does not have"
         reason = (
             f"master {addr} transfers from offset {master_offset} but this slave's CommitLog ends at {mine}: "
-            f"{why}; refusing to mix the two logs (reconcile them: truncate the slave or let the master catch up)"
+            f"{why}; refusing to mix the two logs"
         )
         key = (addr, mine)  # the master's end moves on; ours does not while diverged
         if self._divergence_logged != key:

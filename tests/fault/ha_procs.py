@@ -15,7 +15,16 @@ from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.testing.procs import STORE_KEYS, ServerProcess, free_port
 from pocketmq.testing.wire import Wire
 
-__all__ = ["SEGMENT", "broker", "commitlog", "ha_processes", "namesrv_process", "route", "runtime"]
+__all__ = [
+    "SEGMENT",
+    "broker",
+    "commitlog",
+    "ha_processes",
+    "namesrv_process",
+    "precreate",
+    "route",
+    "runtime",
+]
 
 SEGMENT = int(STORE_KEYS["mappedFileSizeCommitLog"])
 

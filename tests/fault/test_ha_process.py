@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus
-from tests.fault.ha_procs import commitlog, ha_processes, route, runtime
+from tests.fault.ha_procs import commitlog, ha_processes, precreate, route, runtime
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
@@ -191,5 +192,88 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
     finally:
         if slave.proc is not None and slave.proc.poll() is None:
             os.kill(slave.proc.pid, signal.SIGCONT)
+        for p in reversed(procs):
+            p.stop()
+
+
+def _zero(path: Path, start: int, end: int) -> None:
+    """What a power loss leaves of pages never written back: zeros."""
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(b"\0" * (end - start))
+
+
+async def test_divergence_master_restarted_shorter_then_slave_rebuilt(tmp_path: Path) -> None:
+    """T8 with processes. The SYNC_MASTER loses the tail its slave holds (killed, its last 300
+    records zeroed on disk, as a power loss of unflushed pages) and restarts shorter than the
+    slave. The slave refuses to mix the logs, says why in one warning line, and does not follow
+    that master again, even once the master has grown past the slave's end (its report would
+    then acknowledge the master's different bytes): every send gets SLAVE_NOT_AVAILABLE (11),
+    nothing from the gap is acknowledged, the slave's log is untouched. The operator rebuilds
+    the slave from an empty store (disk lost): it copies the master's log and sends are
+    acknowledged again."""
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
+    procs = [namesrv, master, slave]
+    try:
+        for p in procs:
+            p.start()
+
+        async def slave_count(n: str) -> bool:
+            return (await runtime(master.addr)).get("haSlaveCount") == n
+
+        await wait_until(lambda: slave_count("1"), timeout=30)
+        async with Producer("HaT8PG", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
+            assert len(await _send(producer, 0, 300)) == 300
+            kept = int((await runtime(master.addr))["commitLogMaxOffset"])
+            assert len(await _send(producer, 300, 300)) == 300
+        end = int((await runtime(master.addr))["commitLogMaxOffset"])
+        assert int((await runtime(slave.addr))["commitLogMaxOffset"]) == end
+        slave_log = commitlog(tmp_path / "slave", 0, end)
+
+        master.kill9()
+        _zero(tmp_path / "master" / "commitlog" / f"{0:020d}", kept, end)
+        master.start()
+        assert int((await runtime(master.addr))["commitLogMaxOffset"]) == kept
+
+        def refused() -> bool:
+            return "refusing to mix" in slave.log.read_text(errors="replace")
+
+        await wait_until(refused, timeout=30)
+        async with Producer("HaT8PG2", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
+            statuses: list[SendStatus] = []
+            for i in range(4):  # the master grows past the slave's end meanwhile
+                rs = await asyncio.gather(*(producer.send(Message(TOPIC, b"x" * 1000)) for _ in range(100)))
+                statuses += [r.send_status for r in rs]
+                if i == 1:
+                    await asyncio.sleep(11.0)  # two reconnect periods: the slave must not come back
+        assert set(statuses) == {SendStatus.SLAVE_NOT_AVAILABLE}
+        assert int((await runtime(master.addr))["commitLogMaxOffset"]) > end
+        info = await runtime(master.addr)
+        assert info["haSlaveCount"] == "0" and info["haSlaveAckOffset"] == "-1"
+        assert int((await runtime(slave.addr))["commitLogMaxOffset"]) == end
+        assert commitlog(tmp_path / "slave", 0, end) == slave_log
+        log_lines = slave.log.read_text(errors="replace").splitlines()
+        warnings = [ln for ln in log_lines if " WARNING " in ln and "refusing to mix" in ln]
+        assert len(warnings) == 1 and "shorter than this slave's" in warnings[0], warnings
+
+        # the operator rebuilds the slave on an empty store
+        slave.stop()
+        shutil.rmtree(tmp_path / "slave")
+        precreate(tmp_path / "slave", {TOPIC: QUEUES})
+        slave.start()
+        await wait_until(lambda: slave_count("1"), timeout=30)
+        async with Producer("HaT8PG3", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
+            assert len(await _send(producer, 600, 100)) == 100
+        end2 = int((await runtime(master.addr))["commitLogMaxOffset"])
+        deadline = time.monotonic() + 30
+        while int((await runtime(slave.addr))["commitLogMaxOffset"]) != end2:
+            assert time.monotonic() < deadline, "the rebuilt slave did not catch up"
+            await asyncio.sleep(0.05)
+        assert commitlog(tmp_path / "slave", 0, end2) == commitlog(tmp_path / "master", 0, end2)
+    except BaseException:
+        for p in procs:
+            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
+        raise
+    finally:
         for p in reversed(procs):
             p.stop()
