@@ -202,7 +202,7 @@ class SlaveConnection(asyncio.Protocol):
             self._last_write = now
         self._arm()
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, *, abort: bool = False) -> None:
         if self.closed:
             return
         self.closed = True
@@ -213,7 +213,7 @@ class SlaveConnection(asyncio.Protocol):
         transport = self._transport
         if transport is not None and not transport.is_closing():
             # flush a last heartbeat, but never wait on a peer that stopped reading
-            if transport.get_write_buffer_size() > ABORT_ABOVE:
+            if abort or transport.get_write_buffer_size() > ABORT_ABOVE:
                 transport.abort()
             else:
                 transport.close()
@@ -304,7 +304,8 @@ class HAMaster:
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
-            conn.close("master shutting down")
+            # aborted: a flush to a stopped peer would hold wait_closed() (Python 3.12+) forever
+            conn.close("master shutting down", abort=True)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()

@@ -5,8 +5,12 @@ Shared by ``tests/fault/test_ha_process.py`` and the HA interop tests (``tests/i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pocketmq.deploy.cluster import free_broker_port
@@ -18,8 +22,10 @@ from pocketmq.testing.wire import Wire
 __all__ = [
     "SEGMENT",
     "broker",
+    "caught_up",
     "commitlog",
     "ha_processes",
+    "managed",
     "namesrv_process",
     "precreate",
     "route",
@@ -111,3 +117,27 @@ async def route(namesrv: str, topic: str) -> TopicRouteData | None:
         return TopicRouteData.decode(r.body or b"") if r.code == ResponseCode.SUCCESS else None
     finally:
         await w.close()
+
+
+@contextlib.contextmanager
+def managed(procs: list[ServerProcess], stop_timeout: float = 30.0) -> Iterator[list[ServerProcess]]:
+    """Stops every process at the end (last first); prints each one's log tail if the body fails."""
+    try:
+        yield procs
+    except BaseException:
+        for p in procs:
+            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
+        raise
+    finally:
+        for p in reversed(procs):
+            p.stop(stop_timeout)
+
+
+async def caught_up(master: str, slave: str, timeout: float = 60.0) -> int:
+    """The master's CommitLog end, once the slave's has reached it."""
+    end = int((await runtime(master))["commitLogMaxOffset"])
+    deadline = time.monotonic() + timeout
+    while int((await runtime(slave))["commitLogMaxOffset"]) != end:
+        assert time.monotonic() < deadline, f"the slave {slave} did not reach the master's end {end}"
+        await asyncio.sleep(0.05)
+    return end

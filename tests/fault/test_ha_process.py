@@ -13,13 +13,12 @@ import asyncio
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus
-from tests.fault.ha_procs import commitlog, ha_processes, precreate, route, runtime
+from tests.fault.ha_procs import caught_up, commitlog, ha_processes, managed, precreate, route, runtime
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
@@ -46,8 +45,7 @@ async def _send(producer: Producer, start: int, count: int) -> list[tuple[str, b
 
 async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: Path) -> None:
     namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
-    procs = [namesrv, master, slave]
-    try:
+    with managed([namesrv, master, slave]):
         namesrv.start()
         master.start()
         slave.start()
@@ -106,24 +104,13 @@ async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: P
         async with Producer("HaProcPG2", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
             more = await _send(producer, N, 500)
         assert len(more) == 500
-        end2 = int((await runtime(master.addr))["commitLogMaxOffset"])
-        deadline = time.monotonic() + 30
-        while int((await runtime(slave.addr))["commitLogMaxOffset"]) != end2:
-            assert time.monotonic() < deadline, "slave did not catch up after the restart"
-            await asyncio.sleep(0.05)
+        end2 = await caught_up(master.addr, slave.addr)
         assert commitlog(tmp_path / "slave", 0, end2) == commitlog(tmp_path / "master", 0, end2)
         # the ConsumeQueues end where the master's do
         for q in range(QUEUES):
             mq = tmp_path / "master" / "consumequeue" / TOPIC / str(q)
             sq = tmp_path / "slave" / "consumequeue" / TOPIC / str(q)
             assert sorted(p.name for p in mq.iterdir()) == sorted(p.name for p in sq.iterdir())
-    except BaseException:
-        for p in procs:
-            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
-        raise
-    finally:
-        for p in reversed(procs):
-            p.stop()
 
 
 CYCLES = int(os.environ.get("HA_SIGSTOP_CYCLES", "3"))
@@ -179,11 +166,7 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
         assert statuses <= {SendStatus.SEND_OK, SendStatus.FLUSH_SLAVE_TIMEOUT}
         late = [w for s, w in outcomes if s is SendStatus.FLUSH_SLAVE_TIMEOUT and not 2.9 <= w <= 3.3]
         assert not late, f"FLUSH_SLAVE_TIMEOUT outside slaveTimeout + 10 %: {late[:5]}"
-        end = int((await runtime(master.addr))["commitLogMaxOffset"])
-        deadline = time.monotonic() + 30
-        while int((await runtime(slave.addr))["commitLogMaxOffset"]) != end:
-            assert time.monotonic() < deadline, "slave did not catch up after SIGCONT"
-            await asyncio.sleep(0.05)
+        end = await caught_up(master.addr, slave.addr)
         assert commitlog(tmp_path / "slave", 0, end) == commitlog(tmp_path / "master", 0, end)
     except BaseException:
         for p in procs:
@@ -213,8 +196,7 @@ async def test_divergence_master_restarted_shorter_then_slave_rebuilt(tmp_path: 
     the slave from an empty store (disk lost): it copies the master's log and sends are
     acknowledged again."""
     namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
-    procs = [namesrv, master, slave]
-    try:
+    with managed([namesrv, master, slave]) as procs:
         for p in procs:
             p.start()
 
@@ -264,16 +246,5 @@ async def test_divergence_master_restarted_shorter_then_slave_rebuilt(tmp_path: 
         await wait_until(lambda: slave_count("1"), timeout=30)
         async with Producer("HaT8PG3", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
             assert len(await _send(producer, 600, 100)) == 100
-        end2 = int((await runtime(master.addr))["commitLogMaxOffset"])
-        deadline = time.monotonic() + 30
-        while int((await runtime(slave.addr))["commitLogMaxOffset"]) != end2:
-            assert time.monotonic() < deadline, "the rebuilt slave did not catch up"
-            await asyncio.sleep(0.05)
+        end2 = await caught_up(master.addr, slave.addr)
         assert commitlog(tmp_path / "slave", 0, end2) == commitlog(tmp_path / "master", 0, end2)
-    except BaseException:
-        for p in procs:
-            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
-        raise
-    finally:
-        for p in reversed(procs):
-            p.stop()

@@ -18,8 +18,16 @@ import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus
 from pocketmq.deploy.cluster import free_broker_port
-from pocketmq.testing.procs import ServerProcess
-from tests.fault.ha_procs import broker, commitlog, namesrv_process, precreate, route, runtime
+from tests.fault.ha_procs import (
+    broker,
+    caught_up,
+    commitlog,
+    managed,
+    namesrv_process,
+    precreate,
+    route,
+    runtime,
+)
 from tests.interop.apache_servers import ApacheServers, apache_available, apache_servers
 from tests.waiting import wait_until
 
@@ -71,16 +79,6 @@ async def _master_gone(namesrv: str) -> None:
     await wait_until(gone, timeout=60)
 
 
-async def _same_end(master: str, slave: str) -> int:
-    end = int((await runtime(master))["commitLogMaxOffset"])
-
-    async def caught_up() -> bool:
-        return int((await runtime(slave))["commitLogMaxOffset"]) == end
-
-    await wait_until(caught_up, timeout=60)
-    return end
-
-
 def test_pocketmq_slave_follows_an_apache_master(tmp_path: Path) -> None:
     apache_available()
     with apache_servers(tmp_path / "apache", broker_keys={"brokerRole": "SYNC_MASTER"}) as a:
@@ -99,7 +97,7 @@ def test_pocketmq_slave_follows_an_apache_master(tmp_path: Path) -> None:
 
                 await wait_until(following, timeout=60)
                 acked = await _produce(a.namesrv_addr)
-                end = await _same_end(a.broker_addr, slave.addr)
+                end = await caught_up(a.broker_addr, slave.addr)
                 assert commitlog(tmp_path / "slave", 0, end) == commitlog(a.store_dir, 0, end)
                 a.broker.kill9()
                 await _master_gone(a.namesrv_addr)
@@ -121,8 +119,7 @@ def test_apache_slave_follows_a_pocketmq_master(tmp_path: Path) -> None:
     keys = {"brokerId": "1", "brokerRole": "SLAVE", "namesrvAddr": namesrv.addr}
     apache = ApacheServers(tmp_path / "apache", broker_keys=keys)
     precreate(apache.store_dir, {TOPIC: QUEUES})
-    procs: list[ServerProcess] = [namesrv, master, apache.broker]
-    try:
+    with managed([namesrv, master, apache.broker], stop_timeout=60):
         namesrv.start()
         master.start()
         apache.broker.start()
@@ -134,17 +131,10 @@ def test_apache_slave_follows_a_pocketmq_master(tmp_path: Path) -> None:
 
             await wait_until(slave_reported, timeout=60)
             acked = await _produce(namesrv.addr)
-            end = await _same_end(master.addr, apache.broker_addr)
+            end = await caught_up(master.addr, apache.broker_addr)
             assert commitlog(apache.store_dir, 0, end) == commitlog(tmp_path / "master", 0, end)
             master.kill9()
             await _master_gone(namesrv.addr)
             assert acked <= await _consume(namesrv.addr, acked)
 
         asyncio.run(scenario())
-    except BaseException:
-        for p in procs:
-            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
-        raise
-    finally:
-        for p in reversed(procs):
-            p.stop(60)

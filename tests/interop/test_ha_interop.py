@@ -18,7 +18,7 @@ import pytest
 
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.testing.wire import Wire
-from tests.fault.ha_procs import ha_processes, route, runtime
+from tests.fault.ha_procs import ha_processes, managed, route, runtime
 from tests.interop import drivers
 
 pytestmark = [pytest.mark.interop, pytest.mark.fault]
@@ -58,8 +58,7 @@ def _until(what: str, cond, timeout: float) -> None:  # type: ignore[no-untyped-
 def test_consume_from_the_slave_after_kill9_of_the_master(client: drivers.Client, tmp_path: Path) -> None:
     drivers.available(client)
     namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
-    procs = [namesrv, master, slave]
-    try:
+    with managed([namesrv, master, slave]) as procs:
         for p in procs:
             p.start()
         ns = namesrv.addr
@@ -97,10 +96,3 @@ def test_consume_from_the_slave_after_kill9_of_the_master(client: drivers.Client
         assert not any(k.startswith("a") for k in keys)  # resumed at the committed offsets
         # the consumer committed its progress to the slave (the master being gone)
         _until("offsets committed to the slave", lambda: sum(_offsets(slave.addr, group).values()) == 500, 60)
-    except BaseException:
-        for p in procs:
-            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
-        raise
-    finally:
-        for p in reversed(procs):
-            p.stop()
