@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pocketmq.remoting.protocol.codes import RequestCode
-from pocketmq.testing.wire import Wire
 from tests.fault.ha_procs import ha_processes, managed, route, runtime
 from tests.interop import drivers
+from tests.interop.test_broker_interop_kill9 import committed
 
 pytestmark = [pytest.mark.interop, pytest.mark.fault]
 
@@ -27,24 +26,6 @@ TOPIC = "HaInterop"
 QUEUES = 4
 #: SEND_OK as the drivers print it (the C++ wheel names it OK)
 SEND_OK = {"SEND_OK", "OK"}
-
-
-def _offsets(addr: str, group: str) -> dict[int, int]:
-    async def go() -> dict[int, int]:
-        wire = Wire(addr)
-        try:
-            out = {}
-            for q in range(QUEUES):
-                r = await wire.call(
-                    RequestCode.QUERY_CONSUMER_OFFSET,
-                    {"consumerGroup": group, "topic": TOPIC, "queueId": str(q)},
-                )
-                out[q] = int((r.ext_fields or {}).get("offset", -1)) if r.code == 0 else -1
-            return out
-        finally:
-            await wire.close()
-
-    return asyncio.run(go())
 
 
 def _until(what: str, cond, timeout: float) -> None:  # type: ignore[no-untyped-def]
@@ -72,12 +53,16 @@ def test_consume_from_the_slave_after_kill9_of_the_master(client: drivers.Client
         second = drivers.produce(client, ns, TOPIC, 300, keys_prefix="b", group="HaPG2").sent
         assert len(second) == 300 and {e["status"] for e in second} <= SEND_OK
         _until(
-            "the master's committed offsets", lambda: sum(_offsets(master.addr, group).values()) == 200, 60
+            "the master's committed offsets",
+            lambda: sum(committed(master.addr, group, TOPIC, QUEUES).values()) == 200,
+            60,
         )
         # the slave copies its master's consumer offsets every 10 s
         _until(
             "the slave's copy of the offsets",
-            lambda: _offsets(slave.addr, group) == _offsets(master.addr, group),
+            lambda: (
+                committed(slave.addr, group, TOPIC, QUEUES) == committed(master.addr, group, TOPIC, QUEUES)
+            ),
             60,
         )
 
@@ -95,4 +80,8 @@ def test_consume_from_the_slave_after_kill9_of_the_master(client: drivers.Client
         assert {f"b{i}" for i in range(300)} <= keys
         assert not any(k.startswith("a") for k in keys)  # resumed at the committed offsets
         # the consumer committed its progress to the slave (the master being gone)
-        _until("offsets committed to the slave", lambda: sum(_offsets(slave.addr, group).values()) == 500, 60)
+        _until(
+            "offsets committed to the slave",
+            lambda: sum(committed(slave.addr, group, TOPIC, QUEUES).values()) == 500,
+            60,
+        )
