@@ -13,7 +13,7 @@ from pocketmq.store.clock import now_ms
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from pocketmq.store.dispatch.dispatcher import Dispatcher
 from pocketmq.store.errors import IllegalStateError
-from pocketmq.store.ha import HAMaster, HASlave
+from pocketmq.store.ha import HA_REPUT_BATCH, HAMaster, HASlave
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.log.batch_encode import BatchItem
@@ -204,6 +204,10 @@ class MessageStore:
         if self._state != "running":
             raise IllegalStateError(f"start_ha() in state {self._state}")
         cfg = self.config
+        if self._services is not None:
+            # a dispatch slice holds the loop: a slave's acknowledgement (a SYNC_MASTER send)
+            # and a master's transfer wait behind it, so replicating stores dispatch in short slices
+            self._services.reput.batch = HA_REPUT_BATCH
         if self._is_slave:
             slave = HASlave(
                 self,

@@ -12,4 +12,8 @@ from pocketmq.store.ha.master import HAMaster
 from pocketmq.store.ha.slave import HASlave
 from pocketmq.store.ha.waiters import GroupTransfer
 
-__all__ = ["GroupTransfer", "HAFrameError", "HAMaster", "HASlave"]
+__all__ = ["HA_REPUT_BATCH", "GroupTransfer", "HAFrameError", "HAMaster", "HASlave"]
+
+#: records per reput slice on a store that replicates (the default 2048 is ~7 ms of dispatch
+#: on the loop, which a SYNC_MASTER send would wait behind on either side)
+HA_REPUT_BATCH = 256

@@ -33,6 +33,8 @@ import struct
 __all__ = [
     "HEADER",
     "MAX_TRANSFER_BODY",
+    "MIN_READ",
+    "READ_BUFFER_SIZE",
     "REPORT",
     "HAFrameError",
     "ReportDecoder",
@@ -44,6 +46,10 @@ __all__ = [
 
 REPORT = struct.Struct(">q")
 HEADER = struct.Struct(">qi")
+#: the slave's read buffer (Java HAClient READ_MAX_BUFFER_SIZE): up to this much is read per call
+READ_BUFFER_SIZE = 4 * 1024 * 1024
+#: free space a read is offered at least (the buffer is compacted below it)
+MIN_READ = 256 * 1024
 #: the largest transfer body a slave accepts (a 4.x master sends ≤ haTransferBatchSize, 32 KiB
 #: by default; operators raise it to a few MiB at most): a bigger size is garbage, not a frame
 MAX_TRANSFER_BODY = 64 * 1024 * 1024
@@ -109,31 +115,65 @@ class ReportDecoder:
 
 
 class TransferDecoder:
-    """The slave's side: ``(offset, body)`` transfers out of a byte stream.
+    """The slave's side: ``(offset, body)`` transfers out of a byte stream, parsed in place.
 
-    Bodies are memoryviews into a private buffer that stay valid until the next :meth:`feed`.
+    It is the slave's read buffer (Java ``HAClient.byteBufferRead``, 4 MiB): the transport
+    receives straight into :meth:`get_buffer` (``asyncio.BufferedProtocol``) and
+    :meth:`received` parses what arrived, so a transfer's body is copied once, from the socket
+    into this buffer, before the slave writes it to its CommitLog. Bodies are memoryviews into
+    the buffer, valid until the next :meth:`get_buffer` or :meth:`feed`.
     """
 
-    __slots__ = ("_buf", "max_body")
+    __slots__ = ("_buf", "_end", "_start", "max_body")
 
-    def __init__(self, max_body: int = MAX_TRANSFER_BODY) -> None:
-        self._buf = b""
+    def __init__(self, max_body: int = MAX_TRANSFER_BODY, capacity: int = READ_BUFFER_SIZE) -> None:
+        self._buf = bytearray(capacity)
+        self._start = 0  # the first byte not parsed yet
+        self._end = 0  # the end of the received bytes
         self.max_body = max_body
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return self._end - self._start
 
-    def feed(self, data: bytes) -> list[tuple[int, memoryview]]:
-        """Every complete transfer the bytes so far hold, in order (heartbeats have empty bodies).
+    def get_buffer(self, min_free: int = MIN_READ) -> memoryview:
+        """Free space after the received bytes: at least ``min_free`` bytes and room for the
+        whole transfer whose header has arrived (the unparsed bytes move to the front, or to
+        a bigger buffer, only when that space is missing)."""
+        buf, start, end = self._buf, self._start, self._end
+        if start == end:
+            start = end = self._start = self._end = 0
+        need = max(min_free, self._pending_frame() - (end - start))
+        if len(buf) - end < need:
+            pending = end - start
+            if pending + need > len(buf):
+                grown = bytearray(pending + need)
+                grown[:pending] = buf[start:end]
+                self._buf = buf = grown
+            else:
+                buf[:pending] = buf[start:end]
+            self._start, self._end = 0, pending
+        return memoryview(buf)[self._end :]
+
+    def _pending_frame(self) -> int:
+        """The size of the incomplete transfer at the parse position (a header's if unknown)."""
+        if self._end - self._start < _HEADER_SIZE:
+            return _HEADER_SIZE
+        size = int(_unpack_header(self._buf, self._start)[1])
+        # a bad size is refused by received(); never allocate for it
+        return _HEADER_SIZE + size if 0 <= size <= self.max_body else _HEADER_SIZE
+
+    def received(self, nbytes: int) -> list[tuple[int, memoryview]]:
+        """``nbytes`` arrived in the :meth:`get_buffer` space: every complete transfer so far,
+        in order (heartbeats have empty bodies).
 
         Raises:
             HAFrameError: a negative offset or size, or a size above ``max_body``.
         """
-        buf = self._buf + data if self._buf else data
+        self._end += nbytes
+        buf, end = self._buf, self._end
+        pos = self._start
         view = memoryview(buf)
-        end = len(buf)
-        pos = 0
         out: list[tuple[int, memoryview]] = []
         while end - pos >= _HEADER_SIZE:
             offset, size = _unpack_header(buf, pos)
@@ -144,5 +184,11 @@ class TransferDecoder:
                 break
             out.append((offset, view[pos + _HEADER_SIZE : body_end]))
             pos = body_end
-        self._buf = bytes(buf[pos:]) if pos < end else b""
+        self._start = pos
         return out
+
+    def feed(self, data: bytes | memoryview) -> list[tuple[int, memoryview]]:
+        """:meth:`received` for bytes read elsewhere (tests, tools): copies them in first."""
+        n = len(data)
+        self.get_buffer(n)[:n] = data
+        return self.received(n)

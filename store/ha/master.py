@@ -1,21 +1,26 @@
 """``HAMaster``: the master's HA listener and one ``SlaveConnection`` per slave (Java ``HAService``,
 ``AcceptSocketService``, ``HAConnection``). Frames: :mod:`pocketmq.store.ha.codec`.
 
-Per connection, two coroutines (per connection, never per message):
+Each connection is an ``asyncio.Protocol``: no task, and no Python call per message.
 
-* the report reader reads whole 8-byte reports; each accepted report is the slave's
-  acknowledgement (:meth:`GroupTransfer.on_ack`). A report is refused, and the connection
-  closed, when it is negative or beyond the master's CommitLog end (a slave cannot hold bytes
-  the master never wrote: a hostile peer, or a slave whose log diverged, e.g. after this master
-  restarted with a shorter log; the master then first sends one heartbeat at its own end so
-  the slave can tell the two logs apart and say so). A connection silent for
-  ``haHousekeepingInterval`` is closed;
-* the transfer writer waits for the first report, starts at :func:`codec.transfer_start`
-  (0 → the master's last segment), then sends chunks of at most ``haTransferBatchSize`` bytes
-  of whatever the current segment holds (records may be cut), and a heartbeat (size 0) after
-  ``haSendHeartbeatInterval`` with nothing to send. It sleeps until :meth:`HAMaster.wakeup`
-  (called after every reput batch and by waiting SYNC_MASTER puts), so replication follows the
-  puts without polling.
+* Reports arrive in :meth:`SlaveConnection.data_received` (whole 8-byte groups); each accepted
+  report is the slave's acknowledgement (:meth:`GroupTransfer.on_ack`). A report is refused,
+  and the connection closed, when it is negative or beyond the master's CommitLog end (a slave
+  cannot hold bytes the master never wrote: a hostile peer, or a slave whose log diverged,
+  e.g. after this master restarted with a shorter log; the master then first sends one
+  heartbeat at its own end so the slave can tell the two logs apart and say so).
+* The transfer starts at the first report (:func:`codec.transfer_start`: 0 → the master's last
+  segment). :meth:`HAMaster.wakeup` (after each reput batch, and by each waiting SYNC_MASTER
+  put) queues one ``pump`` per connection, which sends frames of at most
+  ``haTransferBatchSize`` bytes of whatever the current segment holds (records may be cut),
+  all there is up to :data:`PUMP_BYTES` in one ``writelines`` (then it queues itself again,
+  so puts and reads interleave), unless the socket pushes back (``pause_writing``;
+  ``resume_writing`` pumps again). Replication follows the puts without polling.
+* One timer per connection: a heartbeat (size 0) after ``haSendHeartbeatInterval`` with
+  nothing sent, and the close of a link that sent nothing for ``haHousekeepingInterval``.
+
+Both HA sockets set ``TCP_NODELAY`` (asyncio's transports do too): a report or a small
+transfer must leave at once, not wait for Nagle's algorithm to coalesce it.
 """
 
 from __future__ import annotations
@@ -23,19 +28,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 from pocketmq.store.ha.codec import HAFrameError, ReportDecoder, encode_transfer_header, transfer_start
 from pocketmq.store.ha.waiters import GroupTransfer
 
-__all__ = ["HAMaster", "MasterStore", "SlaveConnection"]
+__all__ = ["PUMP_BYTES", "HAMaster", "MasterStore", "SlaveConnection", "set_nodelay"]
 
 logger = logging.getLogger(__name__)
 
-#: bytes read per report read (reports are 8 bytes; a peer sending more is read in slices)
-_READ_SIZE = 64 * 1024
+#: bytes one pump writes before queueing itself again (other callbacks run in between)
+PUMP_BYTES = 1024 * 1024
+#: the transport's write buffer above which it pushes back (``pause_writing``)
+WRITE_HIGH_WATER = 1024 * 1024
+#: a closing link still holding this much unsent is aborted, not flushed (a stopped peer)
+ABORT_ABOVE = 64 * 1024
+
+
+def set_nodelay(transport: asyncio.BaseTransport) -> None:
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class MasterStore(Protocol):
@@ -46,128 +62,161 @@ class MasterStore(Protocol):
     def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None: ...
 
 
-class SlaveConnection:
+class SlaveConnection(asyncio.Protocol):
     """One slave (or one peer claiming to be one) connected to the HA port."""
 
-    def __init__(self, master: HAMaster, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, master: HAMaster) -> None:
         self.master = master
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername")
-        self.addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.addr = "?"
         #: the last accepted report (Java slaveAckOffset); -1 before the first
         self.ack_offset = -1
         #: where the transfer continues (Java nextTransferFromWhere); -1 before the first report
         self.next_transfer = -1
-        self._reported = asyncio.Event()
-        self._wake = asyncio.Event()
         self.closed = False
         self.close_reason = ""
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._decoder = ReportDecoder()
+        self._paused = False  # the transport's buffer is above its high-water mark
+        self._queued = False  # a pump is queued
+        self._last_read = self._last_write = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------------ transport callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it
+        self._transport = transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        self.addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        set_nodelay(transport)
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        self.master.connections.append(self)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self._last_read = time.monotonic()
+        try:
+            offset = self._decoder.feed(data)
+        except HAFrameError as exc:
+            self.close(str(exc))
+            return
+        if offset is None:
+            return
+        master = self.master
+        master_max = master.store.get_max_phy_offset()
+        if offset > master_max:
+            # one heartbeat at our end first: the slave sees the mismatch and says why
+            assert self._transport is not None
+            self._transport.write(encode_transfer_header(master_max, 0))
+            self.close(f"reported offset {offset} is beyond this master's CommitLog end {master_max}")
+            return
+        first = self.ack_offset < 0
+        self.ack_offset = offset
+        if first:
+            self.next_transfer = transfer_start(offset, master_max, master.segment_size)
+            logger.info(
+                "HA slave %s connected: reports %d, transfer starts at %d",
+                self.addr,
+                offset,
+                self.next_transfer,
+            )
+            self.wakeup()
+        master.group_transfer.on_ack(offset)
+
+    def eof_received(self) -> bool:
+        self.close("closed by the slave")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close(f"read failed: {exc}" if exc is not None else "closed by the slave")
+        self.master.left(self)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self.wakeup()
+
+    # ------------------------------------------------------------------ transfer
 
     def wakeup(self) -> None:
-        self._wake.set()
+        """Queue one pump (a no-op while one is queued, or before the first report)."""
+        if not self._queued and self.next_transfer >= 0 and not self.closed:
+            self._queued = True
+            self._loop.call_soon(self._pump)
 
-    def close(self, reason: str) -> None:
+    def _pump(self) -> None:
+        self._queued = False
+        transport = self._transport
+        if self.closed or self._paused or transport is None:
+            return
+        read = self.master.store.get_commit_log_data
+        batch = self.master.batch_size
+        offset = self.next_transfer
+        parts: list[bytes] = []
+        while offset - self.next_transfer < PUMP_BYTES:
+            data = read(offset, batch)
+            if not data:
+                break
+            parts.append(encode_transfer_header(offset, len(data)))
+            parts.append(data)
+            offset += len(data)
+        if not parts:
+            return
+        # every frame of this turn in one call: one writev on uvloop (one join on asyncio), so
+        # a header never leaves alone in its own segment (TCP_NODELAY) and a catch-up makes
+        # one syscall per PUMP_BYTES, not two per 32 KiB chunk
+        transport.writelines(parts)
+        more = offset - self.next_transfer >= PUMP_BYTES
+        self.next_transfer = offset
+        self._last_write = time.monotonic()
+        if more:
+            self.wakeup()
+
+    # ------------------------------------------------------------------ heartbeat, housekeeping
+
+    def _arm(self) -> None:
+        master = self.master
+        due = min(
+            self._last_read + master.housekeeping_ms / 1000, self._last_write + master.heartbeat_ms / 1000
+        )
+        self._timer = self._loop.call_later(max(0.001, due - time.monotonic()), self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.closed:
+            return
+        master = self.master
+        now = time.monotonic()
+        if now - self._last_read >= master.housekeeping_ms / 1000:
+            self.close(f"no report for {master.housekeeping_ms} ms")
+            return
+        if now - self._last_write >= master.heartbeat_ms / 1000:
+            # Java sends heartbeats only once the transfer started (after the first report)
+            if self.next_transfer >= 0 and not self._paused and self._transport is not None:
+                self._transport.write(encode_transfer_header(self.next_transfer, 0))
+            self._last_write = now
+        self._arm()
+
+    def close(self, reason: str, *, abort: bool = False) -> None:
         if self.closed:
             return
         self.closed = True
         self.close_reason = reason
-        self._wake.set()
-        self._reported.set()
-        with contextlib.suppress(Exception):
-            self.writer.close()
-
-    async def serve(self) -> None:
-        writer_task = asyncio.get_running_loop().create_task(
-            self._transfer(), name=f"ha-transfer-{self.addr}"
-        )
-        try:
-            await self._read_reports()
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            self.close(f"read failed: {exc}")
-        finally:
-            self.close(self.close_reason or "closed")
-            writer_task.cancel()
-            with contextlib.suppress(BaseException):
-                await writer_task
-
-    async def _read_reports(self) -> None:
-        master = self.master
-        decoder = ReportDecoder()
-        housekeeping = master.housekeeping_ms / 1000
-        while not self.closed:
-            try:
-                async with asyncio.timeout(housekeeping):
-                    data = await self.reader.read(_READ_SIZE)
-            except TimeoutError:
-                self.close(f"no report for {master.housekeeping_ms} ms")
-                return
-            if not data:
-                self.close("closed by the slave")
-                return
-            try:
-                offset = decoder.feed(data)
-            except HAFrameError as exc:
-                self.close(str(exc))
-                return
-            if offset is None:
-                continue
-            master_max = master.store.get_max_phy_offset()
-            if offset > master_max:
-                # one heartbeat at our end first: the slave sees the mismatch and says why
-                with contextlib.suppress(Exception):
-                    self.writer.write(encode_transfer_header(master_max, 0))
-                self.close(f"reported offset {offset} is beyond this master's CommitLog end {master_max}")
-                return
-            first = self.ack_offset < 0
-            self.ack_offset = offset
-            if first:
-                self.next_transfer = transfer_start(offset, master_max, master.segment_size)
-                logger.info(
-                    "HA slave %s connected: reports %d, transfer starts at %d",
-                    self.addr,
-                    offset,
-                    self.next_transfer,
-                )
-                self._reported.set()
-            master.group_transfer.on_ack(offset)
-
-    async def _transfer(self) -> None:
-        master = self.master
-        store = master.store
-        writer = self.writer
-        await self._reported.wait()
-        batch = master.batch_size
-        heartbeat_s = master.heartbeat_ms / 1000
-        wake = self._wake
-        last_write = time.monotonic()
-        try:
-            while not self.closed:
-                data = store.get_commit_log_data(self.next_transfer, batch)
-                if data:
-                    writer.write(encode_transfer_header(self.next_transfer, len(data)))
-                    writer.write(data)
-                    self.next_transfer += len(data)
-                    await writer.drain()
-                    last_write = time.monotonic()
-                    continue
-                wake.clear()
-                # re-check after clearing: bytes written between the read and the clear
-                if store.get_max_phy_offset() > self.next_transfer and store.get_commit_log_data(
-                    self.next_transfer, 1
-                ):
-                    continue
-                idle = time.monotonic() - last_write
-                if idle >= heartbeat_s:
-                    writer.write(encode_transfer_header(self.next_transfer, 0))
-                    await writer.drain()
-                    last_write = time.monotonic()
-                    idle = 0.0
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(heartbeat_s - idle):
-                        await wake.wait()
-        except (OSError, RuntimeError) as exc:
-            self.close(f"transfer failed: {exc}")
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            # flush a last heartbeat, but never wait on a peer that stopped reading
+            if abort or transport.get_write_buffer_size() > ABORT_ABOVE:
+                transport.abort()
+            else:
+                transport.close()
 
 
 class HAMaster:
@@ -210,7 +259,6 @@ class HAMaster:
             fallbehind_max=fallbehind_max,
         )
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
         #: called with (addr, reason) when a connection closes (tests, logs)
         self.on_close: Callable[[str, str], None] | None = None
 
@@ -224,7 +272,7 @@ class HAMaster:
     def slave_count(self) -> int:
         """Connections that have reported at least once (Java counts every connection; a peer
         that never reported cannot acknowledge anything, so it does not make a slave OK)."""
-        return sum(1 for c in self.connections if c.ack_offset >= 0)
+        return sum(1 for c in self.connections if c.ack_offset >= 0 and not c.closed)
 
     def wakeup(self) -> None:
         for conn in self.connections:
@@ -232,41 +280,32 @@ class HAMaster:
 
     def slaves(self) -> list[tuple[str, int]]:
         """``(address, acknowledged offset)`` of each reporting slave."""
-        return [(c.addr, c.ack_offset) for c in self.connections if c.ack_offset >= 0]
+        return [(c.addr, c.ack_offset) for c in self.connections if c.ack_offset >= 0 and not c.closed]
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.configured_port)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: SlaveConnection(self), self.host, self.configured_port
+        )
         logger.info("HA service listening on %s:%d", self.host, self.port)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = SlaveConnection(self, reader, writer)
-        self.connections.append(conn)
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            await conn.serve()
-        finally:
+    def left(self, conn: SlaveConnection) -> None:
+        """A connection is gone (its transport's ``connection_lost``)."""
+        if conn in self.connections:
             self.connections.remove(conn)
-            if task is not None:
-                self._tasks.discard(task)
-            if conn.ack_offset >= 0:
-                logger.info("HA slave %s disconnected: %s", conn.addr, conn.close_reason)
-            else:
-                logger.debug("HA peer %s closed before reporting: %s", conn.addr, conn.close_reason)
-            if self.on_close is not None:
-                self.on_close(conn.addr, conn.close_reason)
+        if conn.ack_offset >= 0:
+            logger.info("HA slave %s disconnected: %s", conn.addr, conn.close_reason)
+        else:
+            logger.debug("HA peer %s closed before reporting: %s", conn.addr, conn.close_reason)
+        if self.on_close is not None:
+            self.on_close(conn.addr, conn.close_reason)
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
-            conn.close("master shutting down")
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(BaseException):
-                await task
+            # aborted: a flush to a stopped peer would hold wait_closed() (Python 3.12+) forever
+            conn.close("master shutting down", abort=True)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()

@@ -30,12 +30,15 @@ class ReputService(StoreService):
         self._retry: asyncio.TimerHandle | None = None
         #: called after each dispatch batch (the allocation service moves its prefault window)
         self.after_batch: Callable[[], None] | None = None
+        #: records per slice (an HA store lowers it: a slice delays the replication on the loop)
+        self.batch = BATCH
 
     async def run_once(self) -> None:
         dispatcher = self.dispatcher
+        batch = self.batch
         while True:
             try:
-                n = dispatcher.do_reput(BATCH)
+                n = dispatcher.do_reput(batch)
             except OSError as exc:
                 if not self._failing:
                     logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
@@ -48,7 +51,7 @@ class ReputService(StoreService):
                 self._failing = False
             if self.after_batch is not None:
                 self.after_batch()
-            if n < BATCH:
+            if n < batch:
                 return
             await asyncio.sleep(0)
 

@@ -10,21 +10,15 @@ slave resumes without a gap or duplicate bytes and new sends are acknowledged ag
 from __future__ import annotations
 
 import asyncio
-import json
 import os
+import shutil
 import signal
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from pocketmq.client import CONSUME_SUCCESS, ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus
-from pocketmq.deploy.cluster import free_broker_port
-from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
-from pocketmq.remoting.protocol.route import TopicRouteData
-from pocketmq.testing.procs import STORE_KEYS, ServerProcess, free_port
-from pocketmq.testing.wire import Wire
+from tests.fault.ha_procs import caught_up, commitlog, ha_processes, managed, precreate, route, runtime
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
@@ -32,80 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.fault]
 N = int(os.environ.get("HA_PROCESS_MESSAGES", "10000"))
 TOPIC = "HaProc"
 QUEUES = 4
-SEGMENT = int(STORE_KEYS["mappedFileSizeCommitLog"])
-
-
-def _precreate(store: Path) -> None:
-    path = store / "config" / "topics.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table = {
-        TOPIC: {"order": False, "perm": 6, "readQueueNums": QUEUES, "topicFilterType": "SINGLE_TAG",
-                "topicName": TOPIC, "topicSysFlag": 0, "writeQueueNums": QUEUES},
-    }  # fmt: skip
-    path.write_text(json.dumps({"dataVersion": {"counter": 1, "timestamp": 1}, "topicConfigTable": table}))
-
-
-def _broker(root: Path, name: str, port: int, namesrv: str, **keys: str) -> ServerProcess:
-    store = root / name
-    _precreate(store)
-    all_keys = {
-        "brokerName": "broker-a", "listenPort": str(port), "listenHost": "127.0.0.1", "brokerIP1": "127.0.0.1",
-        "fastListenEnable": "false", "haListenPort": "0", "namesrvAddr": namesrv, "storePathRootDir": str(store), **STORE_KEYS, **keys,
-    }  # fmt: skip
-    argv = [sys.executable, "-m", "pocketmq.broker"]
-    for k, v in all_keys.items():
-        argv += ["--set", f"{k}={v}"]
-    return ServerProcess(argv, port, root / f"{name}.log")
-
-
-def _ha_processes(root: Path) -> tuple[ServerProcess, ServerProcess, ServerProcess]:
-    """A name server, a SYNC_MASTER and its slave (not started), on free ports under ``root``."""
-    ns_port = free_port()
-    ns_dir = root / "namesrv"
-    namesrv = ServerProcess(
-        [sys.executable, "-m", "pocketmq.namesrv", "--set", f"listenPort={ns_port}", "--set", "bindAddress=127.0.0.1",
-         "--set", f"kvConfigPath={ns_dir / 'kv.json'}", "--set", f"configStorePath={ns_dir / 'ns.properties'}"],
-        ns_port, root / "namesrv.log",
-    )  # fmt: skip
-    mport = free_broker_port(set())
-    sport = free_broker_port({mport - 2, mport, mport + 1})
-    master = _broker(root, "master", mport, namesrv.addr, brokerRole="SYNC_MASTER")
-    slave = _broker(root, "slave", sport, namesrv.addr, brokerRole="SLAVE", brokerId="1")
-    return namesrv, master, slave
-
-
-def _commitlog(store: Path, start: int, end: int) -> bytes:
-    """CommitLog bytes [start, end) read from the segment files."""
-    out = bytearray()
-    off = start
-    while off < end:
-        base = off - off % SEGMENT
-        with open(store / "commitlog" / f"{base:020d}", "rb") as f:
-            f.seek(off - base)
-            chunk = f.read(min(end, base + SEGMENT) - off)
-        assert chunk, off
-        out += chunk
-        off += len(chunk)
-    return bytes(out)
-
-
-async def _runtime(addr: str) -> dict[str, str]:
-    w = Wire(addr)
-    try:
-        r = await w.call(RequestCode.GET_BROKER_RUNTIME_INFO, {})
-        assert r.code == ResponseCode.SUCCESS
-        return dict(json.loads(r.body or b"{}")["table"])
-    finally:
-        await w.close()
-
-
-async def _route(namesrv: str) -> TopicRouteData | None:
-    w = Wire(namesrv)
-    try:
-        r = await w.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
-        return TopicRouteData.decode(r.body or b"") if r.code == ResponseCode.SUCCESS else None
-    finally:
-        await w.close()
 
 
 async def _send(producer: Producer, start: int, count: int) -> list[tuple[str, bytes]]:
@@ -124,38 +44,37 @@ async def _send(producer: Producer, start: int, count: int) -> list[tuple[str, b
 
 
 async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: Path) -> None:
-    namesrv, master, slave = _ha_processes(tmp_path)
-    procs = [namesrv, master, slave]
-    try:
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
+    with managed([namesrv, master, slave]):
         namesrv.start()
         master.start()
         slave.start()
 
         async def both_listed() -> bool:
-            rd = await _route(namesrv.addr)
+            rd = await route(namesrv.addr, TOPIC)
             return rd is not None and any(len(b.broker_addrs) == 2 for b in rd.broker_datas)
 
         await wait_until(both_listed, timeout=30)
 
         async def slave_connected() -> bool:
-            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+            return (await runtime(master.addr)).get("haSlaveCount") == "1"
 
         await wait_until(slave_connected, timeout=30)
         async with Producer("HaProcPG", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
             acked = await _send(producer, 0, N)
         assert len(acked) == N, f"{N - len(acked)} sends not SEND_OK"
-        info = await _runtime(master.addr)
+        info = await runtime(master.addr)
         end = int(info["commitLogMaxOffset"])
         assert int(info["haSlaveAckOffset"]) == end
-        sinfo = await _runtime(slave.addr)
+        sinfo = await runtime(slave.addr)
         assert int(sinfo["commitLogMaxOffset"]) == end
-        assert _commitlog(tmp_path / "slave", 0, end) == _commitlog(tmp_path / "master", 0, end)
+        assert commitlog(tmp_path / "slave", 0, end) == commitlog(tmp_path / "master", 0, end)
 
         # kill -9 the master: every acknowledged message is consumed from the slave
         master.kill9()
 
         async def master_gone() -> bool:
-            rd = await _route(namesrv.addr)
+            rd = await route(namesrv.addr, TOPIC)
             return rd is not None and all(0 not in b.broker_addrs for b in rd.broker_datas)
 
         await wait_until(master_gone, timeout=30)
@@ -179,30 +98,19 @@ async def test_sync_master_slave_processes_kill9_failover_and_resume(tmp_path: P
         master.start()
 
         async def resumed() -> bool:
-            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+            return (await runtime(master.addr)).get("haSlaveCount") == "1"
 
         await wait_until(resumed, timeout=60)
         async with Producer("HaProcPG2", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
             more = await _send(producer, N, 500)
         assert len(more) == 500
-        end2 = int((await _runtime(master.addr))["commitLogMaxOffset"])
-        deadline = time.monotonic() + 30
-        while int((await _runtime(slave.addr))["commitLogMaxOffset"]) != end2:
-            assert time.monotonic() < deadline, "slave did not catch up after the restart"
-            await asyncio.sleep(0.05)
-        assert _commitlog(tmp_path / "slave", 0, end2) == _commitlog(tmp_path / "master", 0, end2)
+        end2 = await caught_up(master.addr, slave.addr)
+        assert commitlog(tmp_path / "slave", 0, end2) == commitlog(tmp_path / "master", 0, end2)
         # the ConsumeQueues end where the master's do
         for q in range(QUEUES):
             mq = tmp_path / "master" / "consumequeue" / TOPIC / str(q)
             sq = tmp_path / "slave" / "consumequeue" / TOPIC / str(q)
             assert sorted(p.name for p in mq.iterdir()) == sorted(p.name for p in sq.iterdir())
-    except BaseException:
-        for p in procs:
-            print(f"--- {p.log.name}:\n{p.log_tail(40)}")
-        raise
-    finally:
-        for p in reversed(procs):
-            p.stop()
 
 
 CYCLES = int(os.environ.get("HA_SIGSTOP_CYCLES", "3"))
@@ -214,14 +122,14 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
     (3 s) + 10 % (the link stays up while the slave is stopped, so never 11 here); after SIGCONT
     the slave holds every byte of the master's log."""
 
-    namesrv, master, slave = _ha_processes(tmp_path)
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
     procs = [namesrv, master, slave]
     try:
         for p in procs:
             p.start()
 
         async def slave_connected() -> bool:
-            return (await _runtime(master.addr)).get("haSlaveCount") == "1"
+            return (await runtime(master.addr)).get("haSlaveCount") == "1"
 
         await wait_until(slave_connected, timeout=30)
         outcomes: list[tuple[SendStatus, float]] = []
@@ -258,12 +166,8 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
         assert statuses <= {SendStatus.SEND_OK, SendStatus.FLUSH_SLAVE_TIMEOUT}
         late = [w for s, w in outcomes if s is SendStatus.FLUSH_SLAVE_TIMEOUT and not 2.9 <= w <= 3.3]
         assert not late, f"FLUSH_SLAVE_TIMEOUT outside slaveTimeout + 10 %: {late[:5]}"
-        end = int((await _runtime(master.addr))["commitLogMaxOffset"])
-        deadline = time.monotonic() + 30
-        while int((await _runtime(slave.addr))["commitLogMaxOffset"]) != end:
-            assert time.monotonic() < deadline, "slave did not catch up after SIGCONT"
-            await asyncio.sleep(0.05)
-        assert _commitlog(tmp_path / "slave", 0, end) == _commitlog(tmp_path / "master", 0, end)
+        end = await caught_up(master.addr, slave.addr)
+        assert commitlog(tmp_path / "slave", 0, end) == commitlog(tmp_path / "master", 0, end)
     except BaseException:
         for p in procs:
             print(f"--- {p.log.name}:\n{p.log_tail(40)}")
@@ -273,3 +177,74 @@ async def test_sync_master_while_the_slave_process_is_sigstopped(tmp_path: Path)
             os.kill(slave.proc.pid, signal.SIGCONT)
         for p in reversed(procs):
             p.stop()
+
+
+def _zero(path: Path, start: int, end: int) -> None:
+    """What a power loss leaves of pages never written back: zeros."""
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(b"\0" * (end - start))
+
+
+async def test_divergence_master_restarted_shorter_then_slave_rebuilt(tmp_path: Path) -> None:
+    """T8 with processes. The SYNC_MASTER loses the tail its slave holds (killed, its last 300
+    records zeroed on disk, as a power loss of unflushed pages) and restarts shorter than the
+    slave. The slave refuses to mix the logs, says why in one warning line, and does not follow
+    that master again, even once the master has grown past the slave's end (its report would
+    then acknowledge the master's different bytes): every send gets SLAVE_NOT_AVAILABLE (11),
+    nothing from the gap is acknowledged, the slave's log is untouched. The operator rebuilds
+    the slave from an empty store (disk lost): it copies the master's log and sends are
+    acknowledged again."""
+    namesrv, master, slave = ha_processes(tmp_path, {TOPIC: QUEUES})
+    with managed([namesrv, master, slave]) as procs:
+        for p in procs:
+            p.start()
+
+        async def slave_count(n: str) -> bool:
+            return (await runtime(master.addr)).get("haSlaveCount") == n
+
+        await wait_until(lambda: slave_count("1"), timeout=30)
+        async with Producer("HaT8PG", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
+            assert len(await _send(producer, 0, 300)) == 300
+            kept = int((await runtime(master.addr))["commitLogMaxOffset"])
+            assert len(await _send(producer, 300, 300)) == 300
+        end = int((await runtime(master.addr))["commitLogMaxOffset"])
+        assert int((await runtime(slave.addr))["commitLogMaxOffset"]) == end
+        slave_log = commitlog(tmp_path / "slave", 0, end)
+
+        master.kill9()
+        _zero(tmp_path / "master" / "commitlog" / f"{0:020d}", kept, end)
+        master.start()
+        assert int((await runtime(master.addr))["commitLogMaxOffset"]) == kept
+
+        def refused() -> bool:
+            return "refusing to mix" in slave.log.read_text(errors="replace")
+
+        await wait_until(refused, timeout=30)
+        async with Producer("HaT8PG2", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
+            statuses: list[SendStatus] = []
+            for i in range(4):  # the master grows past the slave's end meanwhile
+                rs = await asyncio.gather(*(producer.send(Message(TOPIC, b"x" * 1000)) for _ in range(100)))
+                statuses += [r.send_status for r in rs]
+                if i == 1:
+                    await asyncio.sleep(11.0)  # two reconnect periods: the slave must not come back
+        assert set(statuses) == {SendStatus.SLAVE_NOT_AVAILABLE}
+        assert int((await runtime(master.addr))["commitLogMaxOffset"]) > end
+        info = await runtime(master.addr)
+        assert info["haSlaveCount"] == "0" and info["haSlaveAckOffset"] == "-1"
+        assert int((await runtime(slave.addr))["commitLogMaxOffset"]) == end
+        assert commitlog(tmp_path / "slave", 0, end) == slave_log
+        log_lines = slave.log.read_text(errors="replace").splitlines()
+        warnings = [ln for ln in log_lines if " WARNING " in ln and "refusing to mix" in ln]
+        assert len(warnings) == 1 and "shorter than this slave's" in warnings[0], warnings
+
+        # the operator rebuilds the slave on an empty store
+        slave.stop()
+        shutil.rmtree(tmp_path / "slave")
+        precreate(tmp_path / "slave", {TOPIC: QUEUES})
+        slave.start()
+        await wait_until(lambda: slave_count("1"), timeout=30)
+        async with Producer("HaT8PG3", namesrv=namesrv.addr, send_msg_timeout=10_000) as producer:
+            assert len(await _send(producer, 600, 100)) == 100
+        end2 = await caught_up(master.addr, slave.addr)
+        assert commitlog(tmp_path / "slave", 0, end2) == commitlog(tmp_path / "master", 0, end2)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import struct
 
 import pytest
 
 from pocketmq.store.ha.codec import (
     MAX_TRANSFER_BODY,
+    MIN_READ,
     HAFrameError,
     ReportDecoder,
     TransferDecoder,
@@ -82,3 +84,29 @@ def test_transfer_start_rule():
     assert transfer_start(0, 3 * seg + 12345, seg) == 3 * seg  # an empty slave: the last segment
     assert transfer_start(0, 3 * seg, seg) == 3 * seg
     assert transfer_start(777, 3 * seg, seg) == 777  # anything else resumes exactly
+
+
+def test_transfer_buffer_received_in_place_in_odd_slices():
+    """The slave's path: the socket reads into get_buffer(), received() parses in place; the
+    unparsed tail moves to the front, and a transfer bigger than the buffer grows it."""
+    rng = random.Random(3)
+    chunks = [(i * 1000, rng.randbytes(rng.choice([0, 1, 700, 5000, 40_000]))) for i in range(60)]
+    stream = _frames(chunks)
+    d = TransferDecoder(capacity=16 * 1024)  # smaller than some transfers
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    while pos < len(stream):
+        space = d.get_buffer(min_free=1)
+        n = min(len(space), rng.randrange(1, 9000), len(stream) - pos)
+        space[:n] = stream[pos : pos + n]
+        pos += n
+        out += [(o, bytes(b)) for o, b in d.received(n)]
+    assert out == chunks and d.buffered == 0
+
+
+def test_a_bad_header_never_sizes_the_buffer():
+    d = TransferDecoder(capacity=1024)
+    d.get_buffer()[:12] = encode_transfer_header(0, MAX_TRANSFER_BODY + 1)
+    with pytest.raises(HAFrameError):
+        d.received(12)
+    assert len(d.get_buffer()) <= MIN_READ + 1024  # no 64 MiB allocation for it

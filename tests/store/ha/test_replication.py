@@ -279,3 +279,27 @@ def test_reput_waits_for_a_record_cut_inside_its_size_field(open_store, tmp_path
         slave.do_reput()
     assert "reput stopped" not in caplog.text
     assert slave.get_max_offset_in_queue("TopicA", 0) == 3
+
+
+def test_replication_on_uvloop(open_store, tmp_path):
+    """The brokers run on uvloop, whose transports are not asyncio.Transport subclasses: the
+    protocols (master connection, slave link with its receive buffer) must work on both loops."""
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed on this platform")
+
+    async def run() -> None:
+        master = await _master(open_store, str(tmp_path / "m"), broker_role="SYNC_MASTER")
+        slave = await _slave(open_store, str(tmp_path / "s"), master)
+        try:
+            assert master.ha_master is not None
+            await _until(lambda: master.ha_master is not None and master.ha_master.slave_count() == 1)
+            results = await asyncio.gather(*(master.put_message_async(make_msg(i)) for i in range(300)))
+            assert {r.status for r in results} == {PutMessageStatus.PUT_OK}
+            end = master.get_max_phy_offset()
+            assert slave.get_max_phy_offset() == end
+            assert _commitlog_bytes(slave, 0, end) == _commitlog_bytes(master, 0, end)
+        finally:
+            await slave.shutdown()
+            await master.shutdown()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(run())
