@@ -26,10 +26,10 @@ CORE = [
 #: ACL were on this list until they landed).
 PENDING = {
     # Not a pocketmq gap: a NEW Java 4.9 consumer group cannot start on a slave whose master is
-    # gone, against Apache too: RemoteBrokerOffsetStore reads the start offset from the master
-    # only (findBrokerAddressInSubscribe(..., MASTER_ID, onlyThisBroker=true)), gets -2 and skips
-    # the queue. A consumer already running when the master goes keeps pulling from the slave
-    # (tests/integration/test_ha.py with the SDK); a Java form of that scenario is still to write.
+    # gone, against Apache too: with no committed offset on any broker, CONSUME_FROM_LAST_OFFSET
+    # asks the master for the queue's max offset (a group that committed offsets before resumes
+    # on the slave: it reads them from any broker of the group, see docs/ha.md). A consumer already running when the master goes keeps pulling from the
+    # slave (tests/integration/test_ha.py with the SDK); a Java form of that scenario is still to write.
     "slave_consume": "issue 16: a new Java consumer group reads no offset with the master gone (as against Apache)",
 }
 
