@@ -105,10 +105,11 @@ PER_TURN = 32
 #: Reading pauses while this many commands of earlier reads are waiting.
 MAX_BACKLOG = 4096
 #: A read above this size that starts on a frame boundary is decoded ``PER_TURN`` frames per
-#: loop turn, with the backlog, reading paused meanwhile: decoding a 256 KB read of pipelined
-#: pulls at once took ~8 ms, and a hundred such clients starting together held the loop for
-#: over a second in one iteration (T16). Frame lengths are walked, not decoded, to cut.
+#: turn (frame lengths walked to cut): a 256 KB read of pipelined pulls took ~8 ms to decode,
+#: a hundred such clients held the loop for over a second (T16). Later reads join the bytes
+#: not decoded yet; reading pauses only while more than ``RAW_HOLD_MAX`` of them wait.
 RAW_SLICE_MIN = 16 * 1024
+RAW_HOLD_MAX = 4 * 1024 * 1024
 _LENGTH = struct.Struct(">i")
 #: Bad headers (answered SYSTEM_ERROR) one connection may send before it is closed (RocketMQ
 #: closes at the first): a fuzzing client cannot keep the loop busy with garbage (T14).
@@ -206,8 +207,17 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_read = self._batch_time = _monotonic()
-        if self._raw is not None:  # delivered despite pause_reading (TLS): keep the order
-            self._decode_raw(self._backlog_list(), whole=True)
+        raw = self._raw
+        if raw is not None:
+            # a large read is still decoded a slice per turn: these bytes join it, in order; no
+            # pause below ``RAW_HOLD_MAX``, as bytes left in the kernel are lost on a peer's RST
+            # (a client closing with replies unread), and RocketMQ serves all that arrived
+            raw = self._raw = raw[self._raw_pos :] + data
+            self._raw_pos = 0
+            if len(raw) > RAW_HOLD_MAX and not self._backlog_paused and self.transport is not None:
+                self._backlog_paused = True
+                self.transport.pause_reading()
+            return
         if len(data) > RAW_SLICE_MIN and not self._decoder.buffered:
             cut = _cut(data, 0)
             if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
@@ -231,12 +241,7 @@ class RemotingConnection(asyncio.Protocol):
         if self._raw is not None and backlog is None:
             backlog = self._backlog = []
             self._loop.call_soon(self._next_slice)
-        if (
-            backlog is not None
-            and (self._raw is not None or len(backlog) > MAX_BACKLOG)
-            and not self._backlog_paused
-            and transport
-        ):
+        if backlog is not None and len(backlog) > MAX_BACKLOG and not self._backlog_paused and transport:
             self._backlog_paused = True
             transport.pause_reading()
         if commands:
