@@ -213,7 +213,7 @@ class RemotingConnection(asyncio.Protocol):
             # pause below ``RAW_HOLD_MAX``, as bytes left in the kernel are lost on a peer's RST
             # (a client closing with replies unread), and RocketMQ serves all that arrived
             raw = self._raw = raw[self._raw_pos :] + data
-            self._raw_pos = 0
+            self._raw_pos, self._raw_read = 0, self.last_read  # (queue wait: the lenient stamp)
             if len(raw) > RAW_HOLD_MAX and not self._backlog_paused and self.transport is not None:
                 self._backlog_paused = True
                 self.transport.pause_reading()

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.transport import connection
 from pocketmq.remoting.transport.connection import PER_TURN, RAW_HOLD_MAX, RemotingConnection
+from pocketmq.remoting.transport.limits import QueueWait
 
 CODE = 9301
 
@@ -137,3 +141,24 @@ async def test_reading_pauses_only_past_the_hold_limit() -> None:
     conn.data_received(data[rest:])
     await _turns(lambda: len(d.seen) == 40_000, limit=20_000)
     assert d.seen == list(range(40_000))
+
+
+async def test_bytes_joining_a_held_read_are_not_judged_by_its_read_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A connection that keeps streaming keeps a read held; the bytes that join it carry the
+    newest read's time (lenient), not the first one's: with the first's, every request of a
+    steady 64-in-flight stream was answered SYSTEM_BUSY once the held read was 200 ms old."""
+    clock = [100.0]
+    monkeypatch.setattr(connection, "_monotonic", lambda: clock[0])
+    qw = QueueWait({CODE: 0.2})
+    d = Dispatcher()
+    conn = RemotingConnection(d, queue_wait=qw)
+    t = Transport()
+    conn.connection_made(t)
+    data = _blob(3000)
+    conn.data_received(data[:20_000])  # held: decoded a slice per turn
+    clock[0] += 0.3  # the loop was busy elsewhere; the next read joins the held bytes
+    conn.data_received(data[20_000:])
+    await _turns(lambda: len(d.seen) + qw.busy_replies == 3000, limit=5000)
+    assert qw.busy_replies == 0 and d.seen == list(range(3000))
