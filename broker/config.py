@@ -122,6 +122,13 @@ class BrokerSettings(TlsSettings):
         0, ge=0, description="bytes of unread replies before that connection's reading stops (0 = 64 KiB)"
     )
     write_buffer_low_water_mark: int = Field(0, ge=0, description="bytes; reading resumes below (0 = 16 KiB)")
+    server_socket_snd_buf_size: int = Field(
+        0, ge=0, description="SO_SNDBUF bytes of accepted sockets (0 = OS default)"
+    )
+    server_socket_rcv_buf_size: int = Field(
+        0, ge=0, description="SO_RCVBUF bytes of accepted sockets (0 = OS default; see docs/limits.md)"
+    )
+    server_socket_backlog: int = Field(1024, ge=1, description="listen backlog")
     # pocketmq's limits on one peer (docs/limits.md)
     server_header_max_length: int = Field(DEFAULT_MAX_HEADER_SIZE, ge=1024, le=16 * 1024 * 1024)
     server_frame_completion_timeout_seconds: float = Field(
@@ -269,11 +276,8 @@ FOREIGN_KEYS: dict[str, str | None] = {
     "serverSelectorThreads": None,
     "serverOnewaySemaphoreValue": None,
     "serverAsyncSemaphoreValue": None,
-    "serverSocketSndBufSize": None,
-    "serverSocketRcvBufSize": None,
     "serverPooledByteBufAllocatorEnable": None,
     "useEpollNativeSelector": None,
-    "serverSocketBacklog": None,
     "clientWorkerThreads": None,
     "clientCallbackExecutorThreads": None,
     "clientOnewaySemaphoreValue": None,

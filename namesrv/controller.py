@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import Callable
 
 from pocketmq.namesrv.config import NamesrvConfig
@@ -46,6 +45,7 @@ from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.transport.connection import RemotingConnection
 from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
+from pocketmq.remoting.transport.sockopts import socket_buffer_hook
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,9 @@ class NamesrvController:
         for code, handler in self.processor.handlers().items():
             self.server.register(code, handler)
         self.server.dispatcher.on_connect.append(self._tune_connection)
+        buffers = socket_buffer_hook(config.server_socket_snd_buf_size, config.server_socket_rcv_buf_size)
+        if buffers is not None:
+            self.server.dispatcher.on_connect.append(buffers)
         self.server.dispatcher.on_close.append(
             ChannelCloseHook(self.route_info, self.processor.invalidate_routes)
         )
@@ -260,7 +263,7 @@ class NamesrvController:
     # -- connections -------------------------------------------------------------------------
 
     def _tune_connection(self, conn: RemotingConnection) -> None:
-        """Apply the Netty-style socket knobs of the config to an accepted connection."""
+        """Apply the write-buffer water marks of the config to an accepted connection."""
         cfg = self._config
         transport = conn.transport
         if transport is None:
@@ -268,15 +271,3 @@ class NamesrvController:
         if cfg.write_buffer_high_water_mark:
             low = cfg.write_buffer_low_water_mark or None
             transport.set_write_buffer_limits(high=cfg.write_buffer_high_water_mark, low=low)
-        sock = transport.get_extra_info("socket")
-        if sock is None:
-            return
-        for opt, size in (
-            (socket.SO_SNDBUF, cfg.server_socket_snd_buf_size),
-            (socket.SO_RCVBUF, cfg.server_socket_rcv_buf_size),
-        ):
-            if size:
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, opt, size)
-                except OSError as exc:  # pragma: no cover - platform limits
-                    logger.warning("cannot set socket buffer size=%d error=%s", size, exc)

@@ -40,13 +40,6 @@ SERVER_FIXTURES: dict[str, frozenset[str]] = {
 #: Known flaky tests: node id (without parameters: every parametrization) -> why, and what
 #: would fix it. Keep it short; an entry is a debt.
 QUARANTINE: dict[str, str] = {
-    "tests/interop/test_go_client.py::test_go_core[oneway_close]": (
-        "the Go client closes right after 200 oneway sends with replies unread (RST): under CPU "
-        "contention part of them never reaches the broker (87-90 of 200 stored in 2 of 4 fresh-clone "
-        "runs; 2 of 3 runs with a CPU hog on the code before this session's merges too, f3ae5a9). "
-        "The broker side of defect A stays covered by tests/remoting/test_backlog.py over real "
-        "sockets; fix: find where the bytes are lost (client send buffer vs broker receive queue)"
-    ),
 }
 
 #: What starts a server when a test body calls it (``module.qualname`` of the object).
