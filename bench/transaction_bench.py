@@ -94,7 +94,7 @@ async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx
                     await producer.send(Message(topic, body))
                 done += 1
 
-        cpu0, t0 = cpu_seconds(pid), time.monotonic()
+        cpu0, client0, t0 = cpu_seconds(pid), time.process_time(), time.monotonic()
         await asyncio.gather(*(worker() for _ in range(inflight)))
         if tx:  # the last END_TRANSACTIONs are oneway: count them once the broker has committed
             while True:
@@ -102,11 +102,13 @@ async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx
                     break
                 await asyncio.sleep(0.01)
         elapsed, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+        client_cpu = time.process_time() - client0
     return {
         "run": "transactions" if tx else "plain_sends",
         "ops": done,
         "ops_per_s": round(done / elapsed),
         "broker_cpu_us_per_op": round(cpu / done * 1e6, 1),
+        "client_cpu_us_per_op": round(client_cpu / done * 1e6, 1),
         "load": load_avg(),
     }
 

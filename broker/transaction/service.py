@@ -38,6 +38,7 @@ from pocketmq.broker.processor.message_props import (
     java_half_properties,
     java_reput_properties,
     join_batch_properties,
+    new_shape_cache,
     strip_property,
 )
 from pocketmq.broker.transaction.bookkeeping import (
@@ -100,6 +101,31 @@ _S = GetMessageStatus
 SKIP_STATUSES = frozenset(
     {_S.OFFSET_TOO_SMALL, _S.MESSAGE_WAS_REMOVING, _S.NO_MATCHED_MESSAGE, _S.OFFSET_FOUND_NULL}
 )
+
+
+def half_properties(stored: str, wait: str | None, topic: str, queue_id: int) -> str:
+    """``java_half_properties``, through ``java_reput_properties``' cached reordering by shape.
+
+    Java puts ``WAIT`` / ``REAL_TOPIC`` / ``REAL_QID`` into the map read from ``stored``; a put
+    of a name already there keeps its place and takes the new value, which is what
+    ``java_reput_properties`` does with a repeated name, so appending the three entries to the
+    string and reordering it gives the same bytes (per prepare: a split, a cached shape and a
+    join instead of a map, a hash sort and a join). An empty ``WAIT`` (which the string path
+    would drop as Java's reader does) goes the map way.
+    """
+    if wait == "":
+        return java_half_properties(stored, wait, topic, queue_id)
+    tail = f"{_REAL_TOPIC_KEY}{topic}{PROPERTY_SEPARATOR}{_REAL_QID_KEY}{queue_id}"
+    if wait is not None:
+        tail = f"{_WAIT_KEY}{wait}{PROPERTY_SEPARATOR}{tail}"
+    return java_reput_properties(join_batch_properties(stored, tail), _HALF_SHAPE)
+
+
+_HALF_SHAPE = new_shape_cache()
+_COMMIT_SHAPE = new_shape_cache()
+_WAIT_KEY = MessageConst.WAIT + NAME_VALUE_SEPARATOR
+_REAL_TOPIC_KEY = MessageConst.REAL_TOPIC + NAME_VALUE_SEPARATOR
+_REAL_QID_KEY = MessageConst.REAL_QID + NAME_VALUE_SEPARATOR
 
 
 def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str], ...] = ()) -> str:
@@ -347,9 +373,7 @@ class TransactionalMessageService:
 
         ``sent_wait``: the sender's raw ``WAIT`` value, which the half keeps (as Apache's does).
         """
-        inner.properties = java_half_properties(
-            inner.properties_string(), sent_wait, inner.topic, inner.queue_id
-        )
+        inner.properties = half_properties(inner.properties_string(), sent_wait, inner.topic, inner.queue_id)
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
@@ -405,7 +429,7 @@ class TransactionalMessageService:
         # Apache's endMessageTransaction writes the half's whole map (TRAN_MSG, REAL_TOPIC,
         # REAL_QID and WAIT stay in the string) re-encoded in HashMap order; only its sysFlag
         # loses the prepared type
-        props = java_reput_properties(half.props_str)
+        props = java_reput_properties(half.props_str, _COMMIT_SHAPE)
         real_topic = get_property(props, MessageConst.REAL_TOPIC)
         real_qid = get_property(props, MessageConst.REAL_QID)
         if not real_topic or real_qid is None or not real_qid.isdigit():
