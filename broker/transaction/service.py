@@ -141,6 +141,9 @@ def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str
 
 
 _REAL = (MessageConst.REAL_TOPIC, MessageConst.REAL_QID)
+_REAL_TOPIC, _REAL_QID, _PGROUP = MessageConst.REAL_TOPIC, MessageConst.REAL_QID, MessageConst.PGROUP
+_HALF_TOPIC_BYTES = RMQ_SYS_TRANS_HALF_TOPIC.encode()
+_OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 
 
@@ -394,9 +397,8 @@ class TransactionalMessageService:
             RemoteSystemError: no record there, not a half message, another producer group,
                 another queue offset, or the transaction is already resolved.
         """
-        raw = None
-        if header.commit_log_offset >= 0:
-            raw = self.store.get_message_bytes_by_offset(header.commit_log_offset)
+        offset = header.commit_log_offset
+        raw = self.store.get_message_bytes_by_offset(offset) if offset >= 0 else None
         half = None
         if raw is not None:
             try:
@@ -405,17 +407,19 @@ class TransactionalMessageService:
                 half = None
         if half is None:
             raise RemoteSystemError("Find prepared transaction message failed")
-        if half.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+        f = half.fields
+        # the topic compared as bytes: no decode for the common case
+        p = half.body_at + f[F_BODY_LEN]
+        if raw[p + 1 : p + 1 + raw[p]] != _HALF_TOPIC_BYTES:
             raise RemoteSystemError(
-                f"the message at commit log offset {header.commit_log_offset} is not a half message"
-                f" (topic {half.topic})"
+                f"the message at commit log offset {offset} is not a half message (topic {half.topic})"
             )
-        if get_property(half.props_str, MessageConst.PGROUP) != header.producer_group:
+        if get_property(half.props_str, _PGROUP) != header.producer_group:
             raise RemoteSystemError("The producer group wrong")
-        queue_offset = half.queue_offset
+        queue_offset = f[F_QUEUE_OFFSET]
         if queue_offset != header.tran_state_table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
-        if half.commit_log_offset != header.commit_log_offset:
+        if f[F_PHYSICAL_OFFSET] != offset:
             raise RemoteSystemError("The commit log offset wrong")
         if is_resolved(queue_offset, half.tx_offset, self.done):
             self.counters.already_resolved += 1
@@ -429,28 +433,30 @@ class TransactionalMessageService:
         # Apache's endMessageTransaction writes the half's whole map (TRAN_MSG, REAL_TOPIC,
         # REAL_QID and WAIT stay in the string) re-encoded in HashMap order; only its sysFlag
         # loses the prepared type
-        props = java_reput_properties(half.props_str, _COMMIT_SHAPE)
-        real_topic = get_property(props, MessageConst.REAL_TOPIC)
-        real_qid = get_property(props, MessageConst.REAL_QID)
+        src = half.props_str
+        real_topic = get_property(src, _REAL_TOPIC)
+        real_qid = get_property(src, _REAL_QID)
         if not real_topic or real_qid is None or not real_qid.isdigit():
             raise RemoteSystemError(
                 f"half message {half.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
             )
         f = half.fields
-        inner = MessageInner(
-            real_topic,
-            half.body,
-            int(real_qid),
-            f[F_FLAG],
-            props,
-            (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-            f[F_BORN_TS],
-            (f[F_BORN_IP], f[F_BORN_PORT]),
-            (f[F_STORE_IP], f[F_STORE_PORT]),
-            f[F_RECONSUME],
-            f[F_PHYSICAL_OFFSET],
+        body_at = half.body_at
+        result = self.store.put_message(
+            MessageInner(
+                real_topic,
+                half.buf[body_at : body_at + f[F_BODY_LEN]],
+                int(real_qid),
+                f[F_FLAG],
+                java_reput_properties(src, _COMMIT_SHAPE),
+                (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+                f[F_BORN_TS],
+                (f[F_BORN_IP], f[F_BORN_PORT]),
+                (f[F_STORE_IP], f[F_STORE_PORT]),
+                f[F_RECONSUME],
+                f[F_PHYSICAL_OFFSET],
+            )
         )
-        result = self.store.put_message(inner)
         if result.status.is_ok:
             self.counters.committed += 1
             self.write_op(f[F_QUEUE_OFFSET], half.tx_offset)
@@ -462,16 +468,17 @@ class TransactionalMessageService:
 
     def write_op(self, half_offset: int, tx_offset: int) -> bool:
         """Record that the transaction is resolved (in memory at once, and as op records)."""
-        self.done.add(half_offset)
-        self.done.add(tx_offset)
-        self.ensure_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)
+        done = self.done
+        done.add(half_offset)
+        done.add(tx_offset)
+        if _OP_TOPIC not in self._ready_topics:
+            self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
+        now = self.now_ms()
+        put = self.store.put_message
         stored = True
         for body in op_bodies(half_offset, tx_offset):
-            inner = MessageInner(
-                RMQ_SYS_TRANS_OP_HALF_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, self.now_ms(), host, host
-            )
-            result = self.store.put_message(inner)
+            result = put(MessageInner(_OP_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, now, host, host))
             if not result.status.is_ok:
                 # resolved for this run of the broker; after a restart the half is checked again
                 logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)
