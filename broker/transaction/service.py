@@ -407,10 +407,10 @@ class TransactionalMessageService:
                 half = None
         if half is None:
             raise RemoteSystemError("Find prepared transaction message failed")
-        f = half.fields
+        f, buf = half.fields, half.buf
         # the topic compared as bytes: no decode for the common case
         p = half.body_at + f[F_BODY_LEN]
-        if raw[p + 1 : p + 1 + raw[p]] != _HALF_TOPIC_BYTES:
+        if buf[p + 1 : p + 1 + buf[p]] != _HALF_TOPIC_BYTES:
             raise RemoteSystemError(
                 f"the message at commit log offset {offset} is not a half message (topic {half.topic})"
             )
