@@ -433,9 +433,9 @@ class TransactionalMessageService:
         # Apache's endMessageTransaction writes the half's whole map (TRAN_MSG, REAL_TOPIC,
         # REAL_QID and WAIT stay in the string) re-encoded in HashMap order; only its sysFlag
         # loses the prepared type
-        src = half.props_str
-        real_topic = get_property(src, _REAL_TOPIC)
-        real_qid = get_property(src, _REAL_QID)
+        props = java_reput_properties(half.props_str, _COMMIT_SHAPE)
+        real_topic = get_property(props, _REAL_TOPIC)
+        real_qid = get_property(props, _REAL_QID)
         if not real_topic or real_qid is None or not real_qid.isdigit():
             raise RemoteSystemError(
                 f"half message {half.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
@@ -448,7 +448,7 @@ class TransactionalMessageService:
                 half.buf[body_at : body_at + f[F_BODY_LEN]],
                 int(real_qid),
                 f[F_FLAG],
-                java_reput_properties(src, _COMMIT_SHAPE),
+                props,
                 (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
                 f[F_BORN_TS],
                 (f[F_BORN_IP], f[F_BORN_PORT]),
