@@ -16,8 +16,9 @@
 
 3. ``end_transaction``: the broker's own work per transaction, in this process without sockets
    (best of several rounds of ``time.process_time``, steadier than throughput on a shared
-   machine): storing a half (``prepare_message``) and an END_TRANSACTION commit through the
-   processor (find the half, put the real message, put the op record).
+   machine): storing a half (``prepare_message``), an END_TRANSACTION commit through the
+   processor (find the half, put the real message, put the op record) and the dispatch of the
+   three records; next to a plain put and its dispatch (same body and keys).
 
 Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--skip-throughput]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
@@ -94,7 +95,7 @@ async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx
                     await producer.send(Message(topic, body))
                 done += 1
 
-        cpu0, t0 = cpu_seconds(pid), time.monotonic()
+        cpu0, client0, t0 = cpu_seconds(pid), time.process_time(), time.monotonic()
         await asyncio.gather(*(worker() for _ in range(inflight)))
         if tx:  # the last END_TRANSACTIONs are oneway: count them once the broker has committed
             while True:
@@ -102,11 +103,13 @@ async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx
                     break
                 await asyncio.sleep(0.01)
         elapsed, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+        client_cpu = time.process_time() - client0
     return {
         "run": "transactions" if tx else "plain_sends",
         "ops": done,
         "ops_per_s": round(done / elapsed),
         "broker_cpu_us_per_op": round(cpu / done * 1e6, 1),
+        "client_cpu_us_per_op": round(client_cpu / done * 1e6, 1),
         "load": load_avg(),
     }
 
@@ -237,29 +240,26 @@ def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
     try:
         broker = offline_broker(root)
         svc, processor = broker.transactional_message_service, broker.end_transaction_processor
+        store = broker.store
         gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05")
         body = os.urandom(1024)
-        best_prepare = best_end = float("inf")
+        best = dict.fromkeys(("prepare", "end", "tx_reput", "plain_put", "plain_reput"), float("inf"))
+
+        def timed(key: str, t0: float) -> None:
+            best[key] = min(best[key], time.process_time() - t0)
+
+        def props(i: int, tx: bool) -> str:
+            entries = {"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": gen.create()}
+            return properties_to_string({**entries, "TRAN_MSG": "true", "PGROUP": "PG"} if tx else entries)
+
         for _ in range(rounds):
             born = int(time.time() * 1000)
-            props = [
-                properties_to_string(
-                    {
-                        "TAGS": "TagA",
-                        "KEYS": f"order-{i}",
-                        "UNIQ_KEY": gen.create(),
-                        "TRAN_MSG": "true",
-                        "PGROUP": "PG",
-                    }
-                )
-                for i in range(n)
-            ]
             inners = [
-                MessageInner("BenchTx", body, i % 8, 0, props[i], 4, born, HOST, HOST) for i in range(n)
+                MessageInner("BenchTx", body, i % 8, 0, props(i, True), 4, born, HOST, HOST) for i in range(n)
             ]
             t0 = time.process_time()
             results = [svc.prepare_message(inner) for inner in inners]
-            best_prepare = min(best_prepare, time.process_time() - t0)
+            timed("prepare", t0)
             requests = []
             for inner, result in zip(inners, results, strict=True):
                 append = result.append  # type: ignore[union-attr]
@@ -271,21 +271,43 @@ def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
             t0 = time.process_time()
             for request in requests:
                 processor.end_transaction(None, request)  # type: ignore[arg-type]
-            best_end = min(best_end, time.process_time() - t0)
-            broker.store.do_reput()
+            timed("end", t0)
+            # the dispatch of a transaction's three records (half, committed copy, op record)
+            t0 = time.process_time()
+            store.do_reput()
+            timed("tx_reput", t0)
+            # a plain send's store work, same body and keys, for the comparison
+            plain = [
+                MessageInner("BenchPlain", body, i % 8, 0, props(i, False), 0, born, HOST, HOST)
+                for i in range(n)
+            ]
+            t0 = time.process_time()
+            for inner in plain:
+                store.put_message(inner)
+            timed("plain_put", t0)
+            t0 = time.process_time()
+            store.do_reput()
+            timed("plain_reput", t0)
         assert svc.counters.committed == n * rounds
+        us = {k: round(v / n * 1e6, 2) for k, v in best.items()}
         print(
             json.dumps(
                 {
                     "bench": "end_transaction",
-                    "broker_prepare_us": round(best_prepare / n * 1e6, 2),
-                    "broker_end_transaction_commit_us": round(best_end / n * 1e6, 2),
+                    "broker_prepare_us": us["prepare"],
+                    "broker_end_transaction_commit_us": us["end"],
+                    "broker_tx_reput_us": us["tx_reput"],
+                    "broker_tx_store_us": round(us["prepare"] + us["end"] + us["tx_reput"], 2),
+                    "broker_plain_put_us": us["plain_put"],
+                    "broker_plain_reput_us": us["plain_reput"],
+                    "broker_plain_store_us": round(us["plain_put"] + us["plain_reput"], 2),
+                    "note": "no sockets: the processors' and the store's work only (remoting, flush, prefault excluded)",
                     "load": load_avg(),
                 }
             ),
             flush=True,
         )
-        broker.store.close()
+        store.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

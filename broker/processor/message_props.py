@@ -178,7 +178,14 @@ _STARTS = str.startswith
 _ORDER: dict[tuple[str, ...], Callable[[list[str]], Any] | None] = {}
 
 
-def java_reput_properties(props: str) -> str:
+def new_shape_cache() -> list[Any]:
+    """A last-shape slot for ``java_reput_properties``: a caller whose records have a shape of
+    their own (the transaction half and commit paths) keeps its own, so interleaved callers do
+    not evict each other's shape every call."""
+    return [(), None]
+
+
+def java_reput_properties(props: str, last_shape: list[Any] = _LAST_SHAPE) -> str:
     """The properties string Apache RocketMQ 4.9's ``ScheduleMessageService.messageTimeup`` stores.
 
     Java reads the schedule record back (``MessageDecoder.string2messageProperties``: a
@@ -202,7 +209,7 @@ def java_reput_properties(props: str) -> str:
     if not items:
         return ""  # (before the shape cache: its initial empty shape has no getter)
     if _EMPTY_VALUE not in props and props[-1:] != NAME_VALUE_SEPARATOR:
-        prefixes, getter = _LAST_SHAPE
+        prefixes, getter = last_shape
         if len(items) == len(prefixes) and all(map(_STARTS, items, prefixes)):
             return PROPERTY_SEPARATOR.join(getter(items))  # same as the last
         try:
@@ -215,7 +222,7 @@ def java_reput_properties(props: str) -> str:
             except KeyError:
                 getter = _order_of(names)
             if getter is not None:
-                _LAST_SHAPE[:] = (tuple([name + NAME_VALUE_SEPARATOR for name in names]), getter)
+                last_shape[:] = (tuple([name + NAME_VALUE_SEPARATOR for name in names]), getter)
                 return PROPERTY_SEPARATOR.join(getter(items))
     return java_properties_string(_java_map(props))
 

@@ -38,6 +38,7 @@ from pocketmq.broker.processor.message_props import (
     java_half_properties,
     java_reput_properties,
     join_batch_properties,
+    new_shape_cache,
     strip_property,
 )
 from pocketmq.broker.transaction.bookkeeping import (
@@ -102,6 +103,31 @@ SKIP_STATUSES = frozenset(
 )
 
 
+def half_properties(stored: str, wait: str | None, topic: str, queue_id: int) -> str:
+    """``java_half_properties``, through ``java_reput_properties``' cached reordering by shape.
+
+    Java puts ``WAIT`` / ``REAL_TOPIC`` / ``REAL_QID`` into the map read from ``stored``; a put
+    of a name already there keeps its place and takes the new value, which is what
+    ``java_reput_properties`` does with a repeated name, so appending the three entries to the
+    string and reordering it gives the same bytes (per prepare: a split, a cached shape and a
+    join instead of a map, a hash sort and a join). An empty ``WAIT`` (which the string path
+    would drop as Java's reader does) goes the map way.
+    """
+    if wait == "":
+        return java_half_properties(stored, wait, topic, queue_id)
+    tail = f"{_REAL_TOPIC_KEY}{topic}{PROPERTY_SEPARATOR}{_REAL_QID_KEY}{queue_id}"
+    if wait is not None:
+        tail = f"{_WAIT_KEY}{wait}{PROPERTY_SEPARATOR}{tail}"
+    return java_reput_properties(join_batch_properties(stored, tail), _HALF_SHAPE)
+
+
+_HALF_SHAPE = new_shape_cache()
+_COMMIT_SHAPE = new_shape_cache()
+_WAIT_KEY = MessageConst.WAIT + NAME_VALUE_SEPARATOR
+_REAL_TOPIC_KEY = MessageConst.REAL_TOPIC + NAME_VALUE_SEPARATOR
+_REAL_QID_KEY = MessageConst.REAL_QID + NAME_VALUE_SEPARATOR
+
+
 def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str], ...] = ()) -> str:
     """``props`` without the ``drop`` names, with the ``add`` entries appended (string work only:
     no dict of every property, as this runs for each half, commit and check copy)."""
@@ -115,6 +141,9 @@ def edit_properties(props: str, drop: tuple[str, ...], add: tuple[tuple[str, str
 
 
 _REAL = (MessageConst.REAL_TOPIC, MessageConst.REAL_QID)
+_REAL_TOPIC, _REAL_QID, _PGROUP = MessageConst.REAL_TOPIC, MessageConst.REAL_QID, MessageConst.PGROUP
+_HALF_TOPIC_BYTES = RMQ_SYS_TRANS_HALF_TOPIC.encode()
+_OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 
 
@@ -347,9 +376,7 @@ class TransactionalMessageService:
 
         ``sent_wait``: the sender's raw ``WAIT`` value, which the half keeps (as Apache's does).
         """
-        inner.properties = java_half_properties(
-            inner.properties_string(), sent_wait, inner.topic, inner.queue_id
-        )
+        inner.properties = half_properties(inner.properties_string(), sent_wait, inner.topic, inner.queue_id)
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
@@ -370,9 +397,8 @@ class TransactionalMessageService:
             RemoteSystemError: no record there, not a half message, another producer group,
                 another queue offset, or the transaction is already resolved.
         """
-        raw = None
-        if header.commit_log_offset >= 0:
-            raw = self.store.get_message_bytes_by_offset(header.commit_log_offset)
+        offset = header.commit_log_offset
+        raw = self.store.get_message_bytes_by_offset(offset) if offset >= 0 else None
         half = None
         if raw is not None:
             try:
@@ -381,17 +407,19 @@ class TransactionalMessageService:
                 half = None
         if half is None:
             raise RemoteSystemError("Find prepared transaction message failed")
-        if half.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+        f, buf = half.fields, half.buf
+        # the topic compared as bytes: no decode for the common case
+        p = half.body_at + f[F_BODY_LEN]
+        if buf[p + 1 : p + 1 + buf[p]] != _HALF_TOPIC_BYTES:
             raise RemoteSystemError(
-                f"the message at commit log offset {header.commit_log_offset} is not a half message"
-                f" (topic {half.topic})"
+                f"the message at commit log offset {offset} is not a half message (topic {half.topic})"
             )
-        if get_property(half.props_str, MessageConst.PGROUP) != header.producer_group:
+        if get_property(half.props_str, _PGROUP) != header.producer_group:
             raise RemoteSystemError("The producer group wrong")
-        queue_offset = half.queue_offset
+        queue_offset = f[F_QUEUE_OFFSET]
         if queue_offset != header.tran_state_table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
-        if half.commit_log_offset != header.commit_log_offset:
+        if f[F_PHYSICAL_OFFSET] != offset:
             raise RemoteSystemError("The commit log offset wrong")
         if is_resolved(queue_offset, half.tx_offset, self.done):
             self.counters.already_resolved += 1
@@ -405,28 +433,30 @@ class TransactionalMessageService:
         # Apache's endMessageTransaction writes the half's whole map (TRAN_MSG, REAL_TOPIC,
         # REAL_QID and WAIT stay in the string) re-encoded in HashMap order; only its sysFlag
         # loses the prepared type
-        props = java_reput_properties(half.props_str)
-        real_topic = get_property(props, MessageConst.REAL_TOPIC)
-        real_qid = get_property(props, MessageConst.REAL_QID)
+        props = java_reput_properties(half.props_str, _COMMIT_SHAPE)
+        real_topic = get_property(props, _REAL_TOPIC)
+        real_qid = get_property(props, _REAL_QID)
         if not real_topic or real_qid is None or not real_qid.isdigit():
             raise RemoteSystemError(
                 f"half message {half.queue_offset} has no REAL_TOPIC/REAL_QID ({real_topic!r}, {real_qid!r})"
             )
         f = half.fields
-        inner = MessageInner(
-            real_topic,
-            half.body,
-            int(real_qid),
-            f[F_FLAG],
-            props,
-            (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-            f[F_BORN_TS],
-            (f[F_BORN_IP], f[F_BORN_PORT]),
-            (f[F_STORE_IP], f[F_STORE_PORT]),
-            f[F_RECONSUME],
-            f[F_PHYSICAL_OFFSET],
+        body_at = half.body_at
+        result = self.store.put_message(
+            MessageInner(
+                real_topic,
+                half.buf[body_at : body_at + f[F_BODY_LEN]],
+                int(real_qid),
+                f[F_FLAG],
+                props,
+                (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+                f[F_BORN_TS],
+                (f[F_BORN_IP], f[F_BORN_PORT]),
+                (f[F_STORE_IP], f[F_STORE_PORT]),
+                f[F_RECONSUME],
+                f[F_PHYSICAL_OFFSET],
+            )
         )
-        result = self.store.put_message(inner)
         if result.status.is_ok:
             self.counters.committed += 1
             self.write_op(f[F_QUEUE_OFFSET], half.tx_offset)
@@ -438,16 +468,17 @@ class TransactionalMessageService:
 
     def write_op(self, half_offset: int, tx_offset: int) -> bool:
         """Record that the transaction is resolved (in memory at once, and as op records)."""
-        self.done.add(half_offset)
-        self.done.add(tx_offset)
-        self.ensure_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)
+        done = self.done
+        done.add(half_offset)
+        done.add(tx_offset)
+        if _OP_TOPIC not in self._ready_topics:
+            self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
+        now = self.now_ms()
+        put = self.store.put_message
         stored = True
         for body in op_bodies(half_offset, tx_offset):
-            inner = MessageInner(
-                RMQ_SYS_TRANS_OP_HALF_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, self.now_ms(), host, host
-            )
-            result = self.store.put_message(inner)
+            result = put(MessageInner(_OP_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, now, host, host))
             if not result.status.is_ok:
                 # resolved for this run of the broker; after a restart the half is checked again
                 logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)
