@@ -175,7 +175,7 @@ def _slave_main(root: str, master: str, seg: int, warn_ms: int) -> None:
         if monitor is not None:
             monitor.stop()
             with open(os.path.join(root, STALLS_FILE), "w") as f:  # noqa: ASYNC230 - once, at exit
-                json.dump(monitor.stalls, f)
+                json.dump({"stalls": monitor.stalls, "gc": monitor.gc}, f)
         await slave.shutdown()
 
     run_until_stopped(main)
@@ -219,6 +219,28 @@ class _StallLog(LoopLagMonitor):
         super().__init__(warn_ms=warn_ms, interval=0.001, name="ha-bench")
         #: ``(time.monotonic() at the late tick, lag ms, what ran)``
         self.stalls: list[tuple[float, float, str]] = []
+        #: per generation: [collections, total ms, max ms] (``gc.callbacks``)
+        self.gc: list[list[float]] = [[0, 0.0, 0.0] for _ in range(3)]
+        self._gc_start = 0.0
+
+    def start(self) -> None:
+        super().start()
+        gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        super().stop()
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+            return
+        ms = (time.perf_counter() - self._gc_start) * 1e3
+        g = self.gc[info["generation"]]
+        g[0] += 1
+        g[1] += ms
+        g[2] = max(g[2], ms)
 
     def _watch_period(self) -> float:
         return max(self.warn_ms / 2000.0, 0.0005)
@@ -250,11 +272,17 @@ class _StallLog(LoopLagMonitor):
             "on_cpu": [len(on_cpu), round(sum(s[1] for s in on_cpu), 1)],
             "on_cpu_by_frame": [[k, len(v), round(sum(v), 1), max(v)] for k, v in top],
             "worst_on_cpu": sorted(on_cpu, key=lambda s: -s[1])[:6],
+            "gc_per_generation": [[int(n), round(t, 1), round(m, 2)] for n, t, m in self.gc],
         }  # fmt: skip
 
 
 async def _master(root: str, seg: int) -> MessageStore:
-    master = MessageStore(MessageStoreConfig(store_path_root_dir=root, mapped_file_size_commit_log=seg))
+    # SYNC_MASTER, as the figures (its puts wake the transfer themselves)
+    master = MessageStore(
+        MessageStoreConfig(
+            store_path_root_dir=root, mapped_file_size_commit_log=seg, broker_role="SYNC_MASTER"
+        )
+    )
     master.load()
     await master.start()
     return master
@@ -287,9 +315,7 @@ async def _lag(secs: int, rate: int, warn_ms: int) -> dict[str, Any]:
         monitor = _StallLog(warn_ms) if warn_ms else None
         with _slave_process(f"{root}/s", master.ha_master.port, LAG_SEGMENT, warn_ms) as spid:
             await _until_slave(master)
-            if monitor is not None:
-                monitor.start()
-            figure = await _paced(master, secs, rate, spid)
+            figure = await _paced(master, secs, rate, spid, monitor)
         await master.shutdown()
         if monitor is not None:
             monitor.stop()
@@ -298,7 +324,9 @@ async def _lag(secs: int, rate: int, warn_ms: int) -> dict[str, Any]:
             with contextlib.suppress(OSError, ValueError):
                 slave = _StallLog(warn_ms)
                 with open(f"{root}/s/{STALLS_FILE}") as f:  # noqa: ASYNC230 - once, at exit
-                    slave.stalls = [(float(t), float(lag), str(what)) for t, lag, what in json.load(f)]
+                    saved = json.load(f)
+                slave.stalls = [(float(t), float(lag), str(what)) for t, lag, what in saved["stalls"]]
+                slave.gc = saved["gc"]
                 figure["slave_stalls"] = slave.summary(base)
         figure.pop("warm_end", None)
         return figure
@@ -306,7 +334,9 @@ async def _lag(secs: int, rate: int, warn_ms: int) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[str, Any]:
+async def _paced(
+    master: MessageStore, secs: int, rate: int, spid: int, monitor: _StallLog | None
+) -> dict[str, Any]:
     assert master.ha_master is not None
     gt = master.ha_master.group_transfer
     msgs = _messages(rate * secs, os.urandom(1024))
@@ -314,6 +344,8 @@ async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[
     # would be a pause of this harness, not of replication
     gc.collect()
     gc.freeze()
+    if monitor is not None:
+        monitor.start()
     lags: list[float] = []
     #: puts acknowledged more than SPIKE_MS after their append: (append time, lag)
     spikes: list[tuple[float, float]] = []
@@ -346,6 +378,8 @@ async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[
             sent += 1
             if sent == warm:
                 warm_end = time.monotonic()
+                if monitor is not None:  # collections of the measured part only
+                    monitor.gc = [[0, 0.0, 0.0] for _ in range(3)]
             if sent % BURST == 0:
                 await asyncio.sleep(0)
         await asyncio.sleep(tick)
