@@ -251,12 +251,12 @@ class _StallLog(LoopLagMonitor):
         self.slow_turns += 1
         self.stalls.append((now, round(lag, 2), f"{what}; {cpu}"))
 
-    def summary(self, base: float) -> dict[str, Any]:
-        """Slow turns after ``base`` (monotonic). A turn whose loop thread ran less than half
+    def summary(self, base: float, end: float) -> dict[str, Any]:
+        """Slow turns from ``base`` to ``end`` (monotonic: the measured puts, not the shutdown). A turn whose loop thread ran less than half
         of it was off the CPU (the OS ran something else: load), one that ran more was work
         on the loop: those are grouped by the innermost sampled frame (count, total and max
         ms), and the worst ones listed with their time since ``base``."""
-        stalls = [(round(t - base, 3), lag, what) for t, lag, what in self.stalls if t >= base]
+        stalls = [(round(t - base, 3), lag, what) for t, lag, what in self.stalls if base <= t <= end]
         on_cpu: list[tuple[float, float, str]] = []
         off_cpu: list[tuple[float, float, str]] = []
         for s in stalls:
@@ -319,16 +319,17 @@ async def _lag(secs: int, rate: int, warn_ms: int) -> dict[str, Any]:
         await master.shutdown()
         if monitor is not None:
             monitor.stop()
-            base = figure.pop("warm_end")
-            figure["master_stalls"] = monitor.summary(base)
+            base, end = figure.pop("warm_end"), figure.pop("paced_end")
+            figure["master_stalls"] = monitor.summary(base, end)
             with contextlib.suppress(OSError, ValueError):
                 slave = _StallLog(warn_ms)
                 with open(f"{root}/s/{STALLS_FILE}") as f:  # noqa: ASYNC230 - once, at exit
                     saved = json.load(f)
                 slave.stalls = [(float(t), float(lag), str(what)) for t, lag, what in saved["stalls"]]
                 slave.gc = saved["gc"]
-                figure["slave_stalls"] = slave.summary(base)
+                figure["slave_stalls"] = slave.summary(base, end)
         figure.pop("warm_end", None)
+        figure.pop("paced_end", None)
         return figure
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -384,6 +385,7 @@ async def _paced(
                 await asyncio.sleep(0)
         await asyncio.sleep(tick)
     elapsed = time.perf_counter() - t_start
+    paced_end = time.monotonic()
     while gt.waiting:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     cpu, slave_cpu = time.process_time() - c0, _cpu_s(spid) - s0
@@ -395,7 +397,7 @@ async def _paced(
         "max_ms": round(lags[-1] * 1e3, 3),
         "master_process_cpu_us_per_msg": round(cpu / sent * 1e6, 2),
         "slave_process_cpu_us_per_msg": round(slave_cpu / sent * 1e6, 2), "load": _load(),
-        "spikes_over_5ms": _spikes(spikes, warm_end), "warm_end": warm_end,
+        "spikes_over_5ms": _spikes(spikes, warm_end), "warm_end": warm_end, "paced_end": paced_end,
     }  # fmt: skip
 
 
