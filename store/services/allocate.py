@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -208,9 +209,11 @@ async def destroy_unused(futures: Iterable[Future[MappedFile]]) -> None:
 
 def background_priority() -> None:
     """Lower the calling thread's CPU priority (``BACKGROUND_NICE``; a ThreadPoolExecutor
-    initializer). Best effort: where per-thread priority is not supported it does nothing."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    initializer). Linux only, where ``setpriority`` on a thread id sets that thread's nice
+    (elsewhere the id could name a process); best effort."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
 
 def _prefault_range(mf: MappedFile, start: int, end: int, warm_write: bool) -> None:
