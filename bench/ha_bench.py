@@ -11,13 +11,21 @@
   installed), linked over loopback; puts paced at ``--rate`` (20k msg/s) for ``--secs``; the
   replication lag of a put is the time from its append to the slave's acknowledgement covering
   it (p50/p99/max, ms, after a one-second warm-up that creates the IndexFiles and ConsumeQueue
-  files), with the rate achieved and the CPU µs per message of each process.
+  files), with the rate achieved and the CPU µs per message of each process. The master store
+  is a SYNC_MASTER; both timestamps are taken on the master (after the put's append, and when
+  its loop reads the slave's report), so the figure is what a SYNC_MASTER send waits for.
+  ``spikes_over_5ms`` groups the puts acknowledged later than 5 ms into episodes (start in s
+  after the warm-up, puts, max ms). With ``--loop-lag-warn-ms N`` both processes also record
+  every loop turn later than N ms (1 ms ticks): ``off_cpu`` (the loop thread ran less than half
+  of it: the OS ran something else), ``on_cpu`` grouped by the sampled frame, and the garbage
+  collections of each generation (count, total ms, max ms).
 * ``catch_up``: a master store filled with ``--catch-up-mib`` MiB (1 GiB) of 1 KB messages, then a
   fresh slave store in a child process copies it: MB/s of CommitLog replicated, from the
   slave's start to its acknowledgement of the master's last byte (the slave's reput dispatches
   meanwhile, as in a broker), and the CPU seconds of each process.
 
-Usage: ``python bench/ha_bench.py [--secs 10] [--rate 20000] [--catch-up-mib 1024] [--only lag]``.
+Usage: ``python bench/ha_bench.py [--secs 10] [--rate 20000] [--catch-up-mib 1024] [--only lag]
+[--loop-lag-warn-ms 3]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with every figure.
 """
 
