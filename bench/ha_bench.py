@@ -11,13 +11,21 @@
   installed), linked over loopback; puts paced at ``--rate`` (20k msg/s) for ``--secs``; the
   replication lag of a put is the time from its append to the slave's acknowledgement covering
   it (p50/p99/max, ms, after a one-second warm-up that creates the IndexFiles and ConsumeQueue
-  files), with the rate achieved and the CPU µs per message of each process.
+  files), with the rate achieved and the CPU µs per message of each process. The master store
+  is a SYNC_MASTER; both timestamps are taken on the master (after the put's append, and when
+  its loop reads the slave's report), so the figure is what a SYNC_MASTER send waits for.
+  ``spikes_over_5ms`` groups the puts acknowledged later than 5 ms into episodes (start in s
+  after the warm-up, puts, max ms). With ``--loop-lag-warn-ms N`` both processes also record
+  every loop turn later than N ms (1 ms ticks): ``off_cpu`` (the loop thread ran less than half
+  of it: the OS ran something else), ``on_cpu`` grouped by the sampled frame, and the garbage
+  collections of each generation (count, total ms, max ms).
 * ``catch_up``: a master store filled with ``--catch-up-mib`` MiB (1 GiB) of 1 KB messages, then a
   fresh slave store in a child process copies it: MB/s of CommitLog replicated, from the
   slave's start to its acknowledgement of the master's last byte (the slave's reput dispatches
   meanwhile, as in a broker), and the CPU seconds of each process.
 
-Usage: ``python bench/ha_bench.py [--secs 10] [--rate 20000] [--catch-up-mib 1024] [--only lag]``.
+Usage: ``python bench/ha_bench.py [--secs 10] [--rate 20000] [--catch-up-mib 1024] [--only lag]
+[--loop-lag-warn-ms 3]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with every figure.
 """
 
@@ -29,6 +37,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +46,7 @@ import time
 from collections.abc import Coroutine, Iterator
 from typing import Any
 
+from pocketmq.remoting.common.loop_lag import LoopLagMonitor
 from pocketmq.remoting.common.runtime import new_event_loop
 from pocketmq.remoting.protocol.message import properties_to_string
 from pocketmq.store import MessageInner, MessageStore, MessageStoreConfig, PutMessageStatus
@@ -150,7 +160,7 @@ def _messages(n: int, body: bytes, queues: int = 8) -> list[MessageInner]:
     return [MessageInner("HaLag", body, i % queues, 0, props, 0, 1, HOST, HOST) for i in range(n)]
 
 
-def _slave_main(root: str, master: str, seg: int) -> None:
+def _slave_main(root: str, master: str, seg: int, warn_ms: int) -> None:
     """The ``--slave-of`` mode: a slave store in its own process (uvloop, as a broker) until SIGTERM."""
     from pocketmq.remoting.common.runtime import run_until_stopped
 
@@ -166,19 +176,26 @@ def _slave_main(root: str, master: str, seg: int) -> None:
         await slave.start_ha()
         gc.collect()
         gc.freeze()  # as a broker process once up (runtime.boot_done)
+        monitor = _StallLog(warn_ms) if warn_ms else None
+        if monitor is not None:
+            monitor.start()
         await stop.wait()
+        if monitor is not None:
+            monitor.stop()
+            with open(os.path.join(root, STALLS_FILE), "w") as f:  # noqa: ASYNC230 - once, at exit
+                json.dump({"stalls": monitor.stalls, "gc": monitor.gc}, f)
         await slave.shutdown()
 
     run_until_stopped(main)
 
 
 @contextlib.contextmanager
-def _slave_process(root: str, master_port: int, seg: int) -> Iterator[int]:
+def _slave_process(root: str, master_port: int, seg: int, warn_ms: int = 0) -> Iterator[int]:
     """A slave store in a child process following 127.0.0.1:``master_port``: its pid. A slave
     is another process (another host) in every deployment: one loop running both sides would
     add the slave's apply and reput to the master's latency."""
     argv = [sys.executable, os.path.abspath(__file__), "--slave-of", f"127.0.0.1:{master_port}",
-            "--slave-root", root, "--slave-segment", str(seg)]  # fmt: skip
+            "--slave-root", root, "--slave-segment", str(seg), "--loop-lag-warn-ms", str(warn_ms)]  # fmt: skip
     proc = subprocess.Popen(argv)
     try:
         yield proc.pid
@@ -197,8 +214,83 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+_CPU_OF = re.compile(r"loop thread CPU ([0-9.]+) of ([0-9.]+) ms")
+
+
+class _StallLog(LoopLagMonitor):
+    """Every slow turn of a loop with what the watchdog saw (``--loop-lag-warn-ms``): the broker's
+    monitor logs at most one a second and samples every 25 ms at best, too coarse for the
+    few-ms stalls behind a lag p99; here the timer ticks every millisecond and the watchdog
+    wakes every ``warn / 2``."""
+
+    def __init__(self, warn_ms: int) -> None:
+        super().__init__(warn_ms=warn_ms, interval=0.001, name="ha-bench")
+        #: ``(time.monotonic() at the late tick, lag ms, what ran)``
+        self.stalls: list[tuple[float, float, str]] = []
+        #: per generation: [collections, total ms, max ms] (``gc.callbacks``)
+        self.gc: list[list[float]] = [[0, 0.0, 0.0] for _ in range(3)]
+        self._gc_start = 0.0
+
+    def start(self) -> None:
+        super().start()
+        gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        super().stop()
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+            return
+        ms = (time.perf_counter() - self._gc_start) * 1e3
+        g = self.gc[info["generation"]]
+        g[0] += 1
+        g[1] += ms
+        g[2] = max(g[2], ms)
+
+    def _watch_period(self) -> float:
+        return max(self.warn_ms / 2000.0, 0.0005)
+
+    def _slow(self, lag: float, due: float, now: float, cpu: str) -> None:
+        sample = self._sample
+        what = sample[1] if sample is not None and sample[0] == due else "not sampled"
+        self.slow_turns += 1
+        self.stalls.append((now, round(lag, 2), f"{what}; {cpu}"))
+
+    def summary(self, base: float, end: float) -> dict[str, Any]:
+        """Slow turns from ``base`` to ``end`` (monotonic: the measured puts, not the shutdown). A turn whose loop thread ran less than half
+        of it was off the CPU (the OS ran something else: load), one that ran more was work
+        on the loop: those are grouped by the innermost sampled frame (count, total and max
+        ms), and the worst ones listed with their time since ``base``."""
+        stalls = [(round(t - base, 3), lag, what) for t, lag, what in self.stalls if base <= t <= end]
+        on_cpu: list[tuple[float, float, str]] = []
+        off_cpu: list[tuple[float, float, str]] = []
+        for s in stalls:
+            m = _CPU_OF.search(s[2])
+            (on_cpu if m is None or float(m[1]) >= float(m[2]) / 2 else off_cpu).append(s)
+        by: dict[str, list[float]] = {}
+        for _, lag, what in on_cpu:
+            by.setdefault(what.split(" < ")[0].split("; ")[0], []).append(lag)
+        top = sorted(by.items(), key=lambda kv: -sum(kv[1]))[:8]
+        return {
+            "slow_turns": len(stalls), "max_ms": round(max((s[1] for s in stalls), default=0.0), 2),
+            "off_cpu": [len(off_cpu), round(sum(s[1] for s in off_cpu), 1)],
+            "on_cpu": [len(on_cpu), round(sum(s[1] for s in on_cpu), 1)],
+            "on_cpu_by_frame": [[k, len(v), round(sum(v), 1), max(v)] for k, v in top],
+            "worst_on_cpu": sorted(on_cpu, key=lambda s: -s[1])[:6],
+            "gc_per_generation": [[int(n), round(t, 1), round(m, 2)] for n, t, m in self.gc],
+        }  # fmt: skip
+
+
 async def _master(root: str, seg: int) -> MessageStore:
-    master = MessageStore(MessageStoreConfig(store_path_root_dir=root, mapped_file_size_commit_log=seg))
+    # SYNC_MASTER, as the issue's figures (its puts wake the transfer themselves)
+    master = MessageStore(
+        MessageStoreConfig(
+            store_path_root_dir=root, mapped_file_size_commit_log=seg, broker_role="SYNC_MASTER"
+        )
+    )
     master.load()
     await master.start()
     return master
@@ -216,24 +308,44 @@ async def _until_slave(master: MessageStore) -> None:
 BURST = 64
 #: the CommitLog segment of the lag figure (RocketMQ's 1 GiB default)
 LAG_SEGMENT = 1 << 30
+#: where a slave child leaves its slow turns (``--loop-lag-warn-ms``)
+STALLS_FILE = "stalls.json"
+#: a lag above this is a spike: the figure names when they happened
+SPIKE_MS = 5.0
 
 
-async def _lag(secs: int, rate: int) -> dict[str, Any]:
+async def _lag(secs: int, rate: int, warn_ms: int) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="pocketmq-ha-lag-")
     try:
         master = await _master(f"{root}/m", LAG_SEGMENT)
         await master.start_ha(host="127.0.0.1", port=0)
         assert master.ha_master is not None
-        with _slave_process(f"{root}/s", master.ha_master.port, LAG_SEGMENT) as spid:
+        monitor = _StallLog(warn_ms) if warn_ms else None
+        with _slave_process(f"{root}/s", master.ha_master.port, LAG_SEGMENT, warn_ms) as spid:
             await _until_slave(master)
-            figure = await _paced(master, secs, rate, spid)
+            figure = await _paced(master, secs, rate, spid, monitor)
         await master.shutdown()
+        if monitor is not None:
+            monitor.stop()
+            base, end = figure.pop("warm_end"), figure.pop("paced_end")
+            figure["master_stalls"] = monitor.summary(base, end)
+            with contextlib.suppress(OSError, ValueError):
+                slave = _StallLog(warn_ms)
+                with open(f"{root}/s/{STALLS_FILE}") as f:  # noqa: ASYNC230 - once, at exit
+                    saved = json.load(f)
+                slave.stalls = [(float(t), float(lag), str(what)) for t, lag, what in saved["stalls"]]
+                slave.gc = saved["gc"]
+                figure["slave_stalls"] = slave.summary(base, end)
+        figure.pop("warm_end", None)
+        figure.pop("paced_end", None)
         return figure
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[str, Any]:
+async def _paced(
+    master: MessageStore, secs: int, rate: int, spid: int, monitor: _StallLog | None
+) -> dict[str, Any]:
     assert master.ha_master is not None
     gt = master.ha_master.group_transfer
     msgs = _messages(rate * secs, os.urandom(1024))
@@ -241,14 +353,22 @@ async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[
     # would be a pause of this harness, not of replication
     gc.collect()
     gc.freeze()
+    if monitor is not None:
+        monitor.start()
     lags: list[float] = []
+    #: puts acknowledged more than SPIKE_MS after their append: (append time, lag)
+    spikes: list[tuple[float, float]] = []
+    warm_end = 0.0
 
     # the first second warms up (IndexFile and ConsumeQueue files are created on both sides)
     warm = rate
 
     def acked(t0: float, status: PutMessageStatus) -> None:
         if status is PutMessageStatus.PUT_OK and t0 >= 0:
-            lags.append(time.perf_counter() - t0)
+            lag = time.perf_counter() - t0
+            lags.append(lag)
+            if lag * 1e3 > SPIKE_MS:
+                spikes.append((t0, lag))
 
     t_start = time.perf_counter()
     tick = 0.001
@@ -265,10 +385,15 @@ async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[
             if now is PutMessageStatus.PUT_OK and sent >= warm:
                 lags.append(0.0)
             sent += 1
+            if sent == warm:
+                warm_end = time.monotonic()
+                if monitor is not None:  # collections of the measured part only
+                    monitor.gc = [[0, 0.0, 0.0] for _ in range(3)]
             if sent % BURST == 0:
                 await asyncio.sleep(0)
         await asyncio.sleep(tick)
     elapsed = time.perf_counter() - t_start
+    paced_end = time.monotonic()
     while gt.waiting:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     cpu, slave_cpu = time.process_time() - c0, _cpu_s(spid) - s0
@@ -280,7 +405,23 @@ async def _paced(master: MessageStore, secs: int, rate: int, spid: int) -> dict[
         "max_ms": round(lags[-1] * 1e3, 3),
         "master_process_cpu_us_per_msg": round(cpu / sent * 1e6, 2),
         "slave_process_cpu_us_per_msg": round(slave_cpu / sent * 1e6, 2), "load": _load(),
+        "spikes_over_5ms": _spikes(spikes, warm_end), "warm_end": warm_end, "paced_end": paced_end,
     }  # fmt: skip
+
+
+def _spikes(spikes: list[tuple[float, float]], base: float) -> list[list[float]]:
+    """Spikes grouped into episodes (appends less than 20 ms apart): ``[start s since ``base``,
+    puts, max lag ms]``, the 8 worst (perf_counter and monotonic are one clock on Linux)."""
+    episodes: list[list[float]] = []
+    last = -1.0
+    for t0, lag in sorted(spikes):
+        if episodes and t0 - last < 0.020:
+            episodes[-1][1] += 1
+            episodes[-1][2] = max(episodes[-1][2], round(lag * 1e3, 2))
+        else:
+            episodes.append([round(t0 - base, 3), 1, round(lag * 1e3, 2)])
+        last = t0
+    return sorted(episodes, key=lambda e: -e[2])[:8]
 
 
 async def _catch_up(mib: int) -> dict[str, Any]:
@@ -332,16 +473,18 @@ def main() -> None:
     p.add_argument("--rate", type=int, default=20_000)
     p.add_argument("--catch-up-mib", type=int, default=1024)
     p.add_argument("--only", default="throughput,lag,catch_up")
+    p.add_argument("--loop-lag-warn-ms", type=int, default=0,
+                   help="lag figure: record every loop turn later than this (both processes)")  # fmt: skip
     p.add_argument("--slave-of", help=argparse.SUPPRESS)
     p.add_argument("--slave-root", help=argparse.SUPPRESS)
     p.add_argument("--slave-segment", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.slave_of:
-        _slave_main(a.slave_root, a.slave_of, a.slave_segment)
+        _slave_main(a.slave_root, a.slave_of, a.slave_segment, a.loop_lag_warn_ms)
         return
     only = set(a.only.split(","))
     if "lag" in only:
-        print(json.dumps(_run(_lag(a.secs, a.rate))), flush=True)
+        print(json.dumps(_run(_lag(a.secs, a.rate, a.loop_lag_warn_ms))), flush=True)
     if "catch_up" in only:
         print(json.dumps(_run(_catch_up(a.catch_up_mib))), flush=True)
     if "throughput" in only:

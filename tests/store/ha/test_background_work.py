@@ -1,0 +1,52 @@
+"""Background work of a replicating store stays out of its loops' way (the replication lag)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+
+import pytest
+
+from pocketmq.store.ha import HA_REPUT_BATCH
+from pocketmq.store.services import allocate
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice is Linux's")
+async def test_store_io_thread_runs_niced(open_store, tmp_path):
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    if mine >= allocate.BACKGROUND_NICE:
+        pytest.skip("the tests already run at a lower priority")
+    store = open_store(str(tmp_path / "m"))
+    await store.start()
+    try:
+        services = store._services
+        assert services is not None
+        loop = asyncio.get_running_loop()
+        nice = await loop.run_in_executor(
+            services.io_executor, lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        )
+        assert nice == allocate.BACKGROUND_NICE
+        # the loop thread keeps its priority
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+    finally:
+        await store.shutdown()
+
+
+async def test_replicating_store_dispatches_in_short_slices(open_store, tmp_path):
+    store = open_store(str(tmp_path / "m"))
+    await store.start()
+    await store.start_ha(host="127.0.0.1", port=0)
+    try:
+        assert store._services is not None
+        assert store._services.reput.batch == HA_REPUT_BATCH
+    finally:
+        await store.shutdown()
+
+
+def test_prefault_range_stops_at_a_closed_file(tmp_path):
+    mf = allocate._create(str(tmp_path), 0, 4 << 20, False, False, False)
+    mf.close()
+    allocate._prefault_range(mf, 0, 4 << 20, False)  # returns at once, nothing to map
+    assert mf.closed
