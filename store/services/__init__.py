@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pocketmq.store.config import FlushDiskType
-from pocketmq.store.services.allocate import AllocateService, background_priority
+from pocketmq.store.services.allocate import AllocateService
 from pocketmq.store.services.base import ServedStore, StoreService
 from pocketmq.store.services.clean import CleanService, HousekeepingService
 from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlushService, GroupCommitService
@@ -47,10 +47,8 @@ class StoreServices:
         assert cp is not None
         self.store = store
         self.flush_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-flush")
-        # background work (prefaults, segment creation, clean-up) at a lower CPU priority
-        self.io_executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="store-io", initializer=background_priority
-        )
+        # not niced: a low-priority thread descheduled while it holds the GIL would stall the loop
+        self.io_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-io")
         # short jobs that must not wait behind a 64 MiB prefault in store-io: ConsumeQueue
         # files and CommitLog block reservations
         self.prepare_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-prepare")

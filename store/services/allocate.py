@@ -37,11 +37,8 @@ more CPU per message (measured), which a 2-core broker shares with its clients.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,9 +56,6 @@ PREFAULT_WINDOW = 64 << 20
 #: how far ahead of the writer disk blocks are reserved (the next window is requested when the
 #: writer is half way through the current one)
 RESERVE_WINDOW = 8 << 20
-#: niceness of the store-io thread (prefaults, segment creation, clean-up; Linux nice is per
-#: thread): its work is never urgent, the loop's is (see ``_prefault_range``)
-BACKGROUND_NICE = 10
 #: bytes populated per madvise call, and the pause after each as a multiple of its duration
 #: (see ``_prefault_range``)
 PREFAULT_STEP = 1 << 20
@@ -207,23 +201,14 @@ async def destroy_unused(futures: Iterable[Future[MappedFile]]) -> None:
         mf.destroy()
 
 
-def background_priority() -> None:
-    """Lower the calling thread's CPU priority (``BACKGROUND_NICE``; a ThreadPoolExecutor
-    initializer). Linux only, where ``setpriority`` on a thread id sets that thread's nice
-    (elsewhere the id could name a process); best effort."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
-
-
 def _prefault_range(mf: MappedFile, start: int, end: int, warm_write: bool) -> None:
     """Prefault ``[start, end)`` at most half the time (``PREFAULT_PAUSE``), a step at a time.
 
     A 64 MiB window costs 6-170 ms of kernel CPU (measured under load), and an HA master and
     its slave cross the same offsets at the same moment: in one call, both threads competed
     with both loops for the two cores at once (ha_bench lag, load 4-5: the replication-lag
-    spikes of 40-250 ms fell on the windows, every ~3 s at 20k msg/s; a niced thread alone did
-    not remove them, as the CPU it takes still comes out of the process's share under load).
+    spikes of 40-250 ms fell on the windows, every ~3 s at 20k msg/s). The thread is not niced:
+    descheduled while holding the GIL between two steps, it would hold up the loop.
     Paced, it still runs ahead of a writer up to several hundred MB/s; one that outruns it
     faults its pages itself.
     """

@@ -13,27 +13,6 @@ from pocketmq.store.ha import HA_REPUT_BATCH
 from pocketmq.store.services import allocate
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice is Linux's")
-async def test_store_io_thread_runs_niced(open_store, tmp_path):
-    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    if mine >= allocate.BACKGROUND_NICE:
-        pytest.skip("the tests already run at a lower priority")
-    store = open_store(str(tmp_path / "m"))
-    await store.start()
-    try:
-        services = store._services
-        assert services is not None
-        loop = asyncio.get_running_loop()
-        nice = await loop.run_in_executor(
-            services.io_executor, lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        )
-        assert nice == allocate.BACKGROUND_NICE
-        # the loop thread keeps its priority
-        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
-    finally:
-        await store.shutdown()
-
-
 async def test_replicating_store_dispatches_in_short_slices(open_store, tmp_path):
     store = open_store(str(tmp_path / "m"))
     await store.start()
