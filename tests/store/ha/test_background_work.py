@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-import threading
-
-import pytest
-
 from pocketmq.store.ha import HA_REPUT_BATCH
 from pocketmq.store.services import allocate
 
