@@ -31,7 +31,8 @@ round of each (highest msg/s; the CPU column is the lowest of the rounds).
 replies, p99 and max (ms) and the CommitLog offset (from the reply's ``msgId``) of the window's
 first reply, so stalls can be placed against segment rollovers (offset crossing a multiple of
 ``--segment-mb``). ``--set KEY=VALUE`` (repeatable) adds a key to pocketmq's broker only
-(``loopLagWarnMillis=5`` to get its stall reports); ``--log-dir`` keeps each broker's log there.
+(``loopLagWarnMillis=5`` to get its stall reports); ``--log-dir`` keeps each broker's log there;
+``--raw-only`` skips the SDK warm-up and runs (fill, then raw_128).
 
 Scale: the issue's run is ``--fill-mb 2048 --segment-mb 1024`` (RocketMQ's default segment, two
 rollovers; 2-4 minutes of filling per broker on 2 cores, ~15 minutes for the default 2 rounds). ``--fill-mb 160 --segment-mb 64``
@@ -376,14 +377,16 @@ def main() -> None:
         for kind in kinds if rnd % 2 == 0 else kinds[::-1]:
             rows += one_broker(kind, rnd, args)
     print(table(rows))
+    runs = [run for run in ("sdk_sync_1", "sdk_sync_128", "raw_128") if any(r["run"] == run for r in rows)]
     ratios = [
         statistics.median(r["msg_per_s"] for r in rows if r["run"] == run and r["broker"] == "pocketmq")
         / statistics.median(r["msg_per_s"] for r in rows if r["run"] == run and r["broker"] == "apache")
-        for run in ("sdk_sync_1", "sdk_sync_128", "raw_128")
+        for run in runs
         if not args.only
     ]
     if ratios:
-        print("pocketmq / apache msg/s (median of rounds): " + ", ".join(f"{x:.2f}" for x in ratios))
+        pairs = ", ".join(f"{run} {x:.2f}" for run, x in zip(runs, ratios, strict=True))
+        print(f"pocketmq / apache msg/s (median of rounds): {pairs}")
 
 
 if __name__ == "__main__":
