@@ -181,11 +181,12 @@ class FsyncPipe:
         chunk: list[str] = []
         size = 0
         for p in paths:
-            if chunk and (size + len(p) + 1 > _CHUNK_BYTES or len(chunk) >= _CHUNK_PATHS):
+            n = len(p.encode()) + 1
+            if chunk and (size + n > _CHUNK_BYTES or len(chunk) >= _CHUNK_PATHS):
                 await self._one(chunk)
                 chunk, size = [], 0
             chunk.append(p)
-            size += len(p.encode()) + 1
+            size += n
         if chunk:
             await self._one(chunk)
 
