@@ -27,6 +27,13 @@ SYSTEM_BUSY for a broker's flow control), with the load average
 (``/proc/loadavg``) at its start. One JSON line per run on stdout, then a table of the best
 round of each (highest msg/s; the CPU column is the lowest of the rounds).
 
+``--timeline`` adds to each raw run's line a ``timeline``: per ``--window`` seconds, the
+replies, p99 and max (ms) and the CommitLog offset (from the reply's ``msgId``) of the window's
+first reply, so stalls can be placed against segment rollovers (offset crossing a multiple of
+``--segment-mb``). ``--set KEY=VALUE`` (repeatable) adds a key to pocketmq's broker only
+(``loopLagWarnMillis=5`` to get its stall reports); ``--log-dir`` keeps each broker's log there;
+``--raw-only`` skips the SDK warm-up and runs (fill, then raw_128).
+
 Scale: the issue's run is ``--fill-mb 2048 --segment-mb 1024`` (RocketMQ's default segment, two
 rollovers; 2-4 minutes of filling per broker on 2 cores, ~15 minutes for the default 2 rounds). ``--fill-mb 160 --segment-mb 64``
 shows the same rollover in seconds.
@@ -38,6 +45,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -120,6 +128,9 @@ class RawSender(asyncio.Protocol):
         self.stopping = False
         self.outstanding = 0
         self.done = done
+        #: (start ns, replies, latencies, CommitLog offset of its first reply, broker CPU s) per window
+        self.window_ns = 0
+        self.windows: list[tuple[int, int, list[int], int, float]] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport: asyncio.Transport = transport  # type: ignore[assignment]
@@ -148,6 +159,8 @@ class RawSender(asyncio.Protocol):
                 self.error_codes[code] = self.error_codes.get(code, 0) + 1
             self.count += 1
             self.latencies.append(now - self.sent_at[i])
+            if self.window_ns and now - self._win_start >= self.window_ns:
+                self._new_window(now, header)
             if self.stopping:
                 self.outstanding -= 1
                 continue
@@ -158,6 +171,35 @@ class RawSender(asyncio.Protocol):
             self.transport.writelines(again)
         if self.stopping and self.outstanding == 0 and not self.done.done():
             self.done.set_result(None)
+
+    def start_timeline(self, window_s: float, cpu: Callable[[], float]) -> None:
+        self.window_ns = int(window_s * 1e9)
+        self._win_start = time.perf_counter_ns()
+        self._win_from = 0
+        self._win_offset = -1
+        self._cpu = cpu
+        self._win_cpu = cpu()
+
+    def _new_window(self, now: int, header: bytes) -> None:
+        """Close the window so far (the replies since ``_win_from``) and open one at ``now``."""
+        lats = self.latencies[self._win_from : len(self.latencies) - 1]
+        cpu, self._win_cpu = self._win_cpu, self._cpu()
+        self.windows.append((self._win_start, len(lats), lats, self._win_offset, self._win_cpu - cpu))
+        self._win_start = now
+        self._win_from = len(self.latencies) - 1
+        at = header.find(b'"msgId":"')
+        self._win_offset = int(header[at + 25 : at + 41], 16) if at >= 0 else -1
+
+    def timeline(self, t0: int) -> list[list[float]]:
+        """``[seconds from t0, replies, p99 ms, max ms, CommitLog offset MiB, broker CPU µs/msg]``
+        per window."""
+        rows = []
+        for start, n, lats, off, cpu in self.windows:
+            lats = sorted(lats)
+            rows.append([round((start - t0) / 1e9, 2), n, round(pct(lats, 0.99) / 1000, 1),
+                         round(lats[-1] / 1e6, 1) if lats else 0.0, round(off / 2**20, 1),
+                         round(cpu * 1e6 / max(n, 1), 1)])  # fmt: skip
+        return rows
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.done.done():
@@ -172,14 +214,19 @@ def _json_int(header: bytes, key: bytes) -> int:
     return int(header[at:stop])
 
 
-async def raw_run(addr: str, topic: str, *, seconds: float = 0.0, total_bytes: int = 0) -> dict[str, Any]:
+async def raw_run(
+    addr: str, topic: str, *, seconds: float = 0.0, total_bytes: int = 0, window: float = 0.0, pid: int = 0
+) -> dict[str, Any]:
     """Run the generator for ``seconds`` or until ``total_bytes`` of bodies are acknowledged."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
     host, port = addr.rsplit(":", 1)
     frames = send_frames(topic, INFLIGHT)
     t0 = time.monotonic()
+    t0_ns = time.perf_counter_ns()
     transport, proto = await loop.create_connection(lambda: RawSender(frames, done), host, int(port))
+    if window:
+        proto.start_timeline(window, partial(cpu_seconds, pid))
     want = total_bytes // BODY
     while not done.done():
         await asyncio.sleep(0.2)
@@ -191,7 +238,7 @@ async def raw_run(addr: str, topic: str, *, seconds: float = 0.0, total_bytes: i
     transport.close()
     return {
         "messages": proto.count, "errors": proto.errors, "error_codes": proto.error_codes, "seconds": secs,
-        "latencies": proto.latencies,
+        "latencies": proto.latencies, "timeline": proto.timeline(t0_ns),
     }  # fmt: skip
 
 
@@ -236,31 +283,42 @@ def sdk_run(s: Servers | ApacheServers, inflight: int, seconds: float) -> dict[s
     }  # fmt: skip
 
 
-def raw_measured(s: Servers | ApacheServers, **kw: Any) -> dict[str, Any]:
+def raw_measured(s: Servers | ApacheServers, timeline: bool = False, **kw: Any) -> dict[str, Any]:
     pid = s.broker.proc.pid  # type: ignore[union-attr]
     cpu0 = cpu_seconds(pid)
-    r = asyncio.run(raw_run(s.broker.addr, "VsRaw", **kw))
+    r = asyncio.run(raw_run(s.broker.addr, "VsRaw", pid=pid, **kw))
     cpu = cpu_seconds(pid) - cpu0
     lat = sorted(r["latencies"])
     n = max(r["messages"], 1)
-    return {
+    row = {
         "msg_per_s": round(r["messages"] / r["seconds"], 1), "p50_us": pct(lat, 0.5), "p99_us": pct(lat, 0.99),
         "max_us": round(lat[-1] / 1000, 1) if lat else 0.0, "broker_cpu_us_per_msg": round(cpu * 1e6 / n, 2),
         "errors": r["errors"], "error_codes": r["error_codes"], "messages": r["messages"],
     }  # fmt: skip
+    if timeline:
+        row["timeline"] = r["timeline"]
+    return row
 
 
 def one_broker(kind: str, rnd: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     tmp = tempfile.TemporaryDirectory(prefix=f"vs-apache-{kind}-", dir=args.tmp)
-    with tmp, started(kind, Path(tmp.name), broker_keys(args.segment_mb)) as s:
-        if args.warmup > 0:
-            sdk_run(s, INFLIGHT, args.warmup)
-        runs: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-            ("sdk_sync_1", partial(sdk_run, s, 1, args.seconds)),
-            ("sdk_sync_128", partial(sdk_run, s, INFLIGHT, args.seconds)),
-            ("fill", partial(raw_measured, s, total_bytes=args.fill_mb << 20)),
-            ("raw_128", partial(raw_measured, s, seconds=args.seconds)),
+    keys = broker_keys(args.segment_mb)
+    if kind == "pocketmq":
+        keys.update(kv.split("=", 1) for kv in args.set)
+    raw = partial(raw_measured, timeline=args.timeline, window=args.window if args.timeline else 0.0)
+    with tmp, started(kind, Path(tmp.name), keys) as s:
+        runs: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+        if not args.raw_only:
+            if args.warmup > 0:
+                sdk_run(s, INFLIGHT, args.warmup)
+            runs += [
+                ("sdk_sync_1", partial(sdk_run, s, 1, args.seconds)),
+                ("sdk_sync_128", partial(sdk_run, s, INFLIGHT, args.seconds)),
+            ]
+        runs += [
+            ("fill", partial(raw, s, total_bytes=args.fill_mb << 20)),
+            ("raw_128", partial(raw, s, seconds=args.seconds)),
         ]
         for name, run in runs:
             row = {"broker": kind, "round": rnd, "run": name, "load": load(), **run()}
@@ -269,6 +327,12 @@ def one_broker(kind: str, rnd: int, args: argparse.Namespace) -> list[dict[str, 
         commitlog = Path(s.store_dir) / "commitlog"
         segments = len(list(commitlog.iterdir())) if commitlog.is_dir() else 0
         print(json.dumps({"broker": kind, "round": rnd, "commitlog_segments": segments}), flush=True)
+        if args.log_dir:
+            s.stop()  # flushes the log
+            Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+            log = Path(tmp.name) / "broker.log"
+            if log.exists():
+                shutil.copy(log, Path(args.log_dir) / f"{kind}-r{rnd}-broker.log")
     return rows
 
 
@@ -299,6 +363,13 @@ def main() -> None:
     p.add_argument("--segment-mb", type=int, default=1024, help="CommitLog segment MiB (default 1024)")
     p.add_argument("--only", choices=("pocketmq", "apache"), help="run one broker only")
     p.add_argument("--tmp", default=None, help="directory for the stores (default: the system tmp)")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="pocketmq broker key (repeatable)"
+    )
+    p.add_argument("--log-dir", default=None, help="keep each broker's log in this directory")
+    p.add_argument("--raw-only", action="store_true", help="no SDK warm-up and runs: fill, then raw_128")
+    p.add_argument("--timeline", action="store_true", help="per-window replies/p99/max/offset in raw runs")
+    p.add_argument("--window", type=float, default=0.5, help="timeline window seconds (default 0.5)")
     args = p.parse_args()
     kinds = [args.only] if args.only else ["apache", "pocketmq"]
     rows: list[dict[str, Any]] = []
@@ -306,14 +377,16 @@ def main() -> None:
         for kind in kinds if rnd % 2 == 0 else kinds[::-1]:
             rows += one_broker(kind, rnd, args)
     print(table(rows))
+    runs = [run for run in ("sdk_sync_1", "sdk_sync_128", "raw_128") if any(r["run"] == run for r in rows)]
     ratios = [
         statistics.median(r["msg_per_s"] for r in rows if r["run"] == run and r["broker"] == "pocketmq")
         / statistics.median(r["msg_per_s"] for r in rows if r["run"] == run and r["broker"] == "apache")
-        for run in ("sdk_sync_1", "sdk_sync_128", "raw_128")
+        for run in runs
         if not args.only
     ]
     if ratios:
-        print("pocketmq / apache msg/s (median of rounds): " + ", ".join(f"{x:.2f}" for x in ratios))
+        pairs = ", ".join(f"{run} {x:.2f}" for run, x in zip(runs, ratios, strict=True))
+        print(f"pocketmq / apache msg/s (median of rounds): {pairs}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 ``StoreServices`` wires them for one store (``base.ServedStore``: the parts the services use,
 so they never import the façade that starts them): reput (event-driven), CommitLog flush
 (ASYNC_FLUSH) or group commit (SYNC_FLUSH), ConsumeQueue/index/checkpoint flush, next-segment
-allocation, cleanup and housekeeping. Blocking syscalls run in small thread pools: one
-for fsync, one for allocation and unlinking (so a slow fallocate never delays a group commit),
-one for ConsumeQueue files (``prepare``: made ahead of need, never behind a CommitLog prefault).
+allocation, cleanup and housekeeping. The periodic flushes fsync in a helper process
+(``fsync_process.FsyncPipe``: no GIL hand-offs with the loop). Other blocking syscalls run in
+small thread pools: one for fsync (the fallback, and the final flush), one for allocation and
+unlinking (so a slow fallocate never delays a group commit), one for ConsumeQueue files
+(``prepare``: made ahead of need, never behind a CommitLog prefault).
 ``policy.PutPolicy`` holds the waits after a put (SYNC_FLUSH group commit, SYNC_MASTER
 replication) that the façade's ``put_*_async`` delegate to; ``fsync_process`` is the group
 commit's fsync helper process, ``cleanup`` the retention decisions (pure functions).
@@ -25,6 +27,7 @@ from pocketmq.store.services.allocate import AllocateService
 from pocketmq.store.services.base import ServedStore, StoreService
 from pocketmq.store.services.clean import CleanService, HousekeepingService
 from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlushService, GroupCommitService
+from pocketmq.store.services.fsync_process import FsyncPipe
 from pocketmq.store.services.prepare import IndexFilePreparer, QueueFilePreparer
 from pocketmq.store.services.reput import ReputService
 
@@ -41,6 +44,10 @@ INDEX_STOP_TIMEOUT_S = 30.0
 
 
 class StoreServices:
+    #: the periodic flushes fsync in a helper process (``FsyncPipe``); tests switch it off to
+    #: inject faults into the executor's fsyncs
+    use_fsync_process = True
+
     def __init__(self, store: ServedStore) -> None:
         cfg = store.config
         cp = store.checkpoint
@@ -88,6 +95,7 @@ class StoreServices:
         ]
         self.index_proc: IndexProcess | None = None
         self._index_watch: StoreService | None = None
+        self.fsync_pipe: FsyncPipe | None = None
         #: called after each reput batch (the HA master wakes its transfers)
         self.after_dispatch: Callable[[], None] | None = None
 
@@ -97,6 +105,12 @@ class StoreServices:
         if mfq.last is not None:
             self.allocate.on_created(mfq.last)
         self.reput.after_batch = self._after_reput
+        if self.use_fsync_process:
+            try:
+                self.fsync_pipe = FsyncPipe()
+            except OSError as exc:
+                logger.error("cannot start the fsync process (%s): flushes fsync in a thread", exc)
+        self.commitlog_flush.pipe = self.cq_flush.pipe = self.fsync_pipe
         cfg = self.store.config
         if cfg.index_process_enable and cfg.message_index_enable:
             self._start_index_process()
@@ -157,6 +171,8 @@ class StoreServices:
             self.index_proc = None
         for s in self._services[1:3]:
             await s.stop()
+        if self.fsync_pipe is not None:
+            self.fsync_pipe.close()
         await self.allocate.stop()
         await self.prepare.stop()
         if self.index_prepare is not None:

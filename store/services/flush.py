@@ -29,7 +29,7 @@ from pocketmq.store.queue.consume_queue import ConsumeQueue
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 from pocketmq.store.recovery.checkpoint import StoreCheckpoint
 from pocketmq.store.services.base import StoreService
-from pocketmq.store.services.fsync_process import FsyncProcess
+from pocketmq.store.services.fsync_process import FsyncHelperGone, FsyncPipe, FsyncProcess
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,21 @@ def _fsync_all(fds: list[int]) -> None:
                 raise
             # a file deleted meanwhile (its fd closed): nothing left to sync
             logger.debug("fdatasync(%d) skipped: %s", fd, exc)
+
+
+async def _sync_files(service: StoreService, pipe: FsyncPipe | None, files: list[MappedFile]) -> None:
+    """fdatasync ``files`` through the helper process (``FsyncPipe``: no GIL hand-offs with the
+    loop), or in the service's executor without one or once it is gone. Raises OSError (EIO...)."""
+    files = [mf for mf in files if not mf.closed]
+    if not files:
+        return
+    if pipe is not None and pipe.alive:
+        try:
+            await pipe.fsync([mf.path for mf in files])
+            return
+        except FsyncHelperGone:
+            pass  # logged by the pipe; nothing was acknowledged: the thread syncs them all
+    await service.in_thread(_fsync_all, [mf.fd for mf in files if not mf.closed])
 
 
 class CommitLogSyncService(StoreService):
@@ -61,6 +76,8 @@ class CommitLogSyncService(StoreService):
         self.commitlog = commitlog
         self.mfq = commitlog.mfq
         self.checkpoint = checkpoint
+        #: the periodic flushes' helper process (``StoreServices``; None: fsync in the executor)
+        self.pipe: FsyncPipe | None = None
 
     def flush_plan(self) -> tuple[list[tuple[MappedFile, int]], int]:
         """The dirty ranges to sync and the last store timestamp they cover."""
@@ -81,7 +98,7 @@ class CommitLogSyncService(StoreService):
         plan, ts = self.flush_plan()
         if not plan:
             return self.mfq.flushed_where
-        await self.in_thread(_fsync_all, [mf.fd for mf, _ in plan if not mf.closed])
+        await _sync_files(self, self.pipe, [mf for mf, _ in plan])
         return self.commit_flush(plan, ts)
 
 
@@ -396,6 +413,8 @@ class ConsumeQueueFlushService(StoreService):
         self.index = index
         self.dispatcher = dispatcher
         self.checkpoint = checkpoint
+        #: the helper process the fsyncs go through (``StoreServices``; None: the executor)
+        self.pipe: FsyncPipe | None = None
 
     async def run_once(self) -> None:
         ts = self.dispatcher.last_dispatched_timestamp
@@ -410,13 +429,12 @@ class ConsumeQueueFlushService(StoreService):
         if self.on_written is not None and queues:
             self.on_written(queues)
         self.index.write_headers()
-        fds = [mf.fd for plan in plans for mf, _ in plan if not mf.closed]
+        files = [mf for plan in plans for mf, _ in plan]
         index_files = list(self.index.full_unflushed)
         if self.index.files and not self.index.shared:  # (else the index process flushes it)
             index_files.append(self.index.files[-1])
-        fds += [f.mf.fd for f in index_files if not f.mf.closed]
-        if fds:
-            await self.in_thread(_fsync_all, fds)
+        files += [f.mf for f in index_files]
+        await _sync_files(self, self.pipe, files)
         for cq, plan in zip(queues, plans, strict=True):
             cq.mfq.commit_flush(plan)
         for f in index_files:
@@ -426,8 +444,7 @@ class ConsumeQueueFlushService(StoreService):
         cp.logics_msg_timestamp = max(cp.logics_msg_timestamp, ts)
         cp.index_msg_timestamp = max(cp.index_msg_timestamp, index_ts)
         cp.write()
-        if not cp.mf.closed:
-            await self.in_thread(_fsync_all, [cp.mf.fd])
+        await _sync_files(self, self.pipe, [cp.mf])
 
     async def on_stop(self) -> None:
         await self.run_once()

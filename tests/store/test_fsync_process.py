@@ -1,4 +1,5 @@
-"""SYNC_FLUSH group commit through the fsync helper process (store/services/fsync_process.py).
+"""SYNC_FLUSH group commit, and the periodic flushes (``FsyncPipe``), through the fsync helper
+process (store/services/fsync_process.py).
 
 The thread path is covered by test_store_services.py (those tests switch the process off to
 inject faults into ``_fsync_all``); here the same guarantees hold with the helper: waiters are
@@ -23,7 +24,7 @@ import pytest
 
 from pocketmq.store import MessageStore, PutMessageStatus
 from pocketmq.store.services import flush as flush_module
-from pocketmq.store.services.fsync_process import FsyncProcess
+from pocketmq.store.services.fsync_process import FsyncHelperGone, FsyncPipe, FsyncProcess
 from tests.pids import pid_alive
 
 from .conftest import make_msg, tiny_config
@@ -208,3 +209,94 @@ def test_helper_exits_when_the_broker_is_killed(tmp_path):
         if owner.poll() is None:
             owner.kill()
             owner.wait()
+
+
+# ---------------------------------------------------------------- FsyncPipe (periodic flushes)
+async def test_pipe_syncs_in_order_chunks_and_reports_errors(tmp_path):
+    pipe = FsyncPipe()
+    try:
+        paths = []
+        for i in range(1200):  # more than one request's worth of paths: sent in chunks
+            path = tmp_path / f"cq{i:04d}"
+            path.write_bytes(b"x")
+            paths.append(str(path))
+        assert pipe._proc is not None
+        requests: list[int] = []
+        real_request = pipe._proc.request
+
+        def counting(chunk: list[str]) -> None:
+            requests.append(len(chunk))
+            real_request(chunk)
+
+        pipe._proc.request = counting  # type: ignore[method-assign]
+        await asyncio.gather(pipe.fsync(paths), pipe.fsync(paths[:3]))  # queued, one at a time
+        assert len(requests) >= 4 and sum(requests) == 1203
+        # an fdatasync error is the caller's OSError, with its errno (not "helper gone")
+        with pytest.raises(OSError) as info:
+            await pipe.fsync([str(tmp_path / "cq0000" / "not-a-dir")])
+        assert info.value.errno == errno.ENOTDIR and not isinstance(info.value, FsyncHelperGone)
+        assert pipe.alive
+    finally:
+        pipe.close()
+    with pytest.raises(FsyncHelperGone):
+        await pipe.fsync(paths[:1])
+
+
+async def test_pipe_reopens_a_path_made_again(tmp_path):
+    """A file deleted and made again under the same path is synced, not the deleted one."""
+    pipe = FsyncPipe()
+    try:
+        assert pipe._proc is not None
+        path = tmp_path / "00000000000000000000"
+        path.write_bytes(b"old")
+        await pipe.fsync([str(path)])
+        path.unlink()
+        path.write_bytes(b"new")
+        await pipe.fsync([str(path)])
+        fd_dir = f"/proc/{pipe._proc.pid}/fd"
+        targets = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        assert str(path) in targets and f"{path} (deleted)" not in targets
+    finally:
+        pipe.close()
+
+
+async def test_async_flush_goes_through_the_helper_and_survives_its_death(tmp_path, monkeypatch):
+    threaded = _record_thread_fsyncs(monkeypatch)
+    store = MessageStore(tiny_config(str(tmp_path / "s"), flush_disk_type="ASYNC_FLUSH"))
+    store.load()
+    await store.start()
+    services = store._services
+    assert services is not None
+    pipe = services.fsync_pipe
+    assert pipe is not None and pipe._proc is not None
+    asked: list[str] = []
+    real_request = pipe._proc.request
+
+    def recording(paths: list[str]) -> None:
+        asked.extend(paths)
+        real_request(paths)
+
+    pipe._proc.request = recording  # type: ignore[method-assign]
+    for i in range(20):
+        assert (await store.put_message_async(make_msg(i, queue_id=i % 4))).status is PutMessageStatus.PUT_OK
+    end = store.commitlog.max_offset
+    assert await services.commitlog_flush.flush_commitlog() == end
+    for _ in range(500):  # dispatched (reput is woken by the puts)
+        if store.dispatcher.reput_from_offset >= end:
+            break
+        await asyncio.sleep(0.01)
+    await services.cq_flush.run_once()
+    segment = store.commitlog.mfq.files[0].path
+    cq = store.cq_table.find("TopicA", 0)
+    assert cq is not None
+    queue_file = cq.mfq.files[0].path
+    assert {segment, queue_file, store.checkpoint.mf.path} <= set(asked)  # type: ignore[union-attr]
+    assert threaded == []  # nothing went through a thread
+    pid = pipe._proc.pid
+    os.kill(pid, signal.SIGKILL)
+    r = await store.put_message_async(make_msg(99))
+    assert r.status is PutMessageStatus.PUT_OK and r.append is not None
+    assert await services.commitlog_flush.flush_commitlog() >= r.append.wrote_offset + r.append.wrote_bytes
+    assert not pipe.alive and threaded  # synced by the thread from then on
+    assert not pid_alive(pid)
+    await store.shutdown()
