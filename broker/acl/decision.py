@@ -55,7 +55,10 @@ from pocketmq.remoting.protocol.fastjson import BodyFormatError
 from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC
 
-__all__ = ["ADMIN_CODES", "MEMO_FIELDS", "Decision", "Memo", "authorize", "decide", "required_resources"]
+__all__ = [
+    "ADMIN_CODES", "MEMO_FIELDS", "Decision", "Memo", "authorize", "decide", "memo_key", "remembered",
+    "required_resources",
+]  # fmt: skip
 
 #: Request codes only an ``admin: true`` account may send: RocketMQ's ``Permission.ADMIN_CODE``
 #: plus, unlike RocketMQ 4.9, the ACL writes and the account listing (50, 51, 53, 54), so that a
@@ -188,10 +191,24 @@ def decide(
         return Decision(False, f"Check signature failed for accessKey={access_key}", access_key)
     if memo is None:
         return authorize(account, code, ext, body)
+    return remembered(memo, account, code, ext, body)
+
+
+def memo_key(access_key: str, code: int, ext: Mapping[str, str]) -> tuple[object, ...] | None:
+    """The key of a request's authorization in a :data:`Memo`, or None when it is not remembered."""
     fields = MEMO_FIELDS.get(code)
     if fields is None:
+        return None
+    return (access_key, code, *map(ext.get, fields))
+
+
+def remembered(
+    memo: Memo, account: Account, code: int, ext: Mapping[str, str], body: bytes | None
+) -> Decision:
+    """Steps 6-10 (:func:`authorize`) through ``memo`` (see :func:`decide`)."""
+    key = memo_key(account.access_key, code, ext)
+    if key is None:
         return authorize(account, code, ext, body)
-    key = (access_key, code, *map(ext.get, fields))
     decision = memo.get(key)
     if decision is None:
         decision = authorize(account, code, ext, body)

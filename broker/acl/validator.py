@@ -12,14 +12,18 @@ logged on ``pocketmq.broker.acl.audit``::
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import NoReturn
 
-from pocketmq.broker.acl.address import peer_address
-from pocketmq.broker.acl.decision import Memo, decide
+from pocketmq.broker.acl.address import NO_ADDRESS, peer_address
+from pocketmq.broker.acl.decision import MEMO_MAX, Decision, Memo, decide, remembered
 from pocketmq.broker.acl.manager import PlainAclManager
-from pocketmq.broker.acl.rules import AclRules
-from pocketmq.remoting.protocol.codes import code_name
+from pocketmq.broker.acl.rules import Account, AclRules
+from pocketmq.remoting.protocol.acl import ACCESS_KEY, SIGNATURE
+from pocketmq.remoting.protocol.codes import RequestCode, code_name
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
+from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["ACL_EXCEPTION", "AclDenied", "AclValidator"]
 
@@ -35,29 +39,81 @@ class AclDenied(RemoteSystemError):
     _register = False
 
 
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+
+
 class AclValidator:
+    """The decision table (:func:`~pocketmq.broker.acl.decision.decide`) on every request.
+
+    The common request (no global white list, a known account without a white list, a good
+    signature) skips the steps that cannot apply, the peer-address parse and the generic call: per
+    request this is only the HMAC, one dict lookup for the account and one for the remembered
+    authorization (a send's by its topic name alone: no key tuple to build, hash and compare).
+    Everything else (a white list, a bad or missing signature, an unknown account)
+    goes through ``decide`` itself, so the table stays the single source of every outcome.
+    """
+
     def __init__(self, manager: PlainAclManager) -> None:
         self.manager = manager
         #: Requests denied so far (tests and stats).
         self.denied = 0
-        #: the rules ``_memo`` was filled under: a reload (a new rules object) empties it
+        #: the rules ``_memo`` and ``_direct`` were filled under: a reload (a new rules object)
+        #: empties the one and rebuilds the other
         self._rules: AclRules | None = None
         self._memo: Memo = {}
+        #: access key → (account, its SEND_MESSAGE_V2 authorizations by topic) for the accounts
+        #: steps 1 and 4 (white lists) cannot allow without a signature: none when a global white
+        #: list exists (every request checks the peer first). A send to a topic that is not a
+        #: ``%RETRY%`` one needs that topic only (decision.required_resources), hence the topic key.
+        self._direct: Mapping[str, tuple[Account, dict[str, Decision]]] = {}
+
+    def _use(self, rules: AclRules) -> None:
+        self._rules, self._memo = rules, {}
+        self._direct = (
+            {}
+            if rules.global_white
+            else {ak: (a, {}) for ak, a in rules.accounts.items() if a.white is NO_ADDRESS}
+        )
 
     def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         rules = self.manager.rules
         if rules is not self._rules:
-            self._rules, self._memo = rules, {}
+            self._use(rules)
+        ext = request.ext_fields
+        if ext is not None:
+            direct = self._direct.get(ext.get(ACCESS_KEY))  # type: ignore[arg-type]
+            if direct is not None and direct[0].signer.matches(ext.get(SIGNATURE), ext, request.body):
+                account, sends = direct
+                code = request.code
+                if code == _SEND_V2:
+                    topic = ext.get("b")
+                    decision = sends.get(topic)  # type: ignore[arg-type]
+                    if decision is None:
+                        decision = remembered(self._memo, account, code, ext, request.body)
+                        if topic is not None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                            if len(sends) >= MEMO_MAX:
+                                sends.clear()
+                            sends[topic] = decision
+                else:
+                    decision = remembered(self._memo, account, code, ext, request.body)
+                if decision.allowed:
+                    return
+                self._deny(remote_addr, request, decision)
+        # anything else: the whole table (it finds the same outcome for what is above, and the
+        # reason of a denial)
         decision = decide(
             rules,
             peer=peer_address(remote_addr),
             code=request.code,
-            ext=request.ext_fields,
+            ext=ext,
             body=request.body,
             memo=self._memo,
         )
-        if decision.allowed:
-            return
+        if not decision.allowed:
+            self._deny(remote_addr, request, decision)
+
+    def _deny(self, remote_addr: str, request: RemotingCommand, decision: Decision) -> NoReturn:
+        """Count, audit and raise :class:`AclDenied`."""
         self.denied += 1
         resource = decision.resource
         if resource is not None and resource.startswith("%RETRY%"):

@@ -25,10 +25,10 @@ Also here: the headers and body of the ACL admin requests (codes 50-54) and
 from __future__ import annotations
 
 import hashlib
-import hmac
 from binascii import b2a_base64 as _b64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from hmac import compare_digest as _compare_digest
 from operator import itemgetter
 from typing import Any
 
@@ -158,8 +158,16 @@ class Signer:
         """Whether ``signature`` is the request's signature (constant-time comparison)."""
         if not signature:
             return False
-        expected = _b64(self.digest(ext_fields, body), newline=False)
-        return hmac.compare_digest(expected, signature.encode("utf-8", "surrogateescape"))
+        # inline of digest (every request a broker with ACL receives)
+        inner = self._inner.copy()
+        if ext_fields:
+            inner.update(_signed_text(ext_fields).encode())
+        if body:
+            inner.update(body)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        expected = _b64(outer.digest(), newline=False)
+        return _compare_digest(expected, signature.encode("utf-8", "surrogateescape"))
 
 
 class RequestSigner:

@@ -16,12 +16,13 @@ from pocketmq.broker.acl.rules import (
     PUB,
     SUB,
     AclConfigError,
+    AclRules,
     build_rules,
     check_permission,
     check_resource_perms,
     parse_perm,
 )
-from pocketmq.broker.acl.validator import AclDenied, AclValidator
+from pocketmq.broker.acl.validator import ACL_EXCEPTION, AclDenied, AclValidator
 from pocketmq.client.acl import AclClientRPCHook, tool_credentials
 from pocketmq.remoting.protocol.acl import sign, signature_content, signature_matches
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -208,10 +209,43 @@ def _signed(
 MEMO: Memo = {}
 
 
+#: the same accounts without the global white list: there the validator's shortcut (no white
+#: list, a good signature) serves the accounts without their own white list
+RULES_NO_GLOBAL = build_rules(
+    [("/a.yml", {k: v for k, v in DOC.items() if k != "globalWhiteRemoteAddresses"})]
+)
+
+
+class _Fixed:
+    def __init__(self, rules: AclRules) -> None:
+        self.rules = rules
+
+
+#: one validator per rules object across the whole table, as a broker keeps one
+VALIDATORS = {id(r): AclValidator(_Fixed(r)) for r in (RULES, RULES_NO_GLOBAL)}  # type: ignore[arg-type]
+
+
+def _validated(
+    rules: AclRules, code: int, ext: dict[str, str] | None, body: bytes | None, peer: str
+) -> str | None:
+    """None when the validator lets the request through, else the reason it gives."""
+    try:
+        VALIDATORS[id(rules)].before_request(peer, RemotingCommand.request(code, ext, body))
+    except AclDenied as exc:
+        return exc.remark.removeprefix(ACL_EXCEPTION + ": ")
+    return None
+
+
 def _decide(code: int, ext: dict[str, str] | None, body: bytes | None = None, peer: str = "127.0.0.1:1"):
     plain = decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body)
     for _ in range(2):  # the first call may fill the memo, the second reads it
         assert decide(RULES, peer=peer_address(peer), code=code, ext=ext, body=body, memo=MEMO) == plain
+    # the validator (with its shortcut) reaches the table's outcome, with and without a global
+    # white list, first and remembered
+    for rules in (RULES, RULES_NO_GLOBAL):
+        want = decide(rules, peer=peer_address(peer), code=code, ext=ext, body=body)
+        for _ in range(2):
+            assert _validated(rules, code, ext, body, peer) == (None if want.allowed else want.reason)
     return plain
 
 
