@@ -505,3 +505,40 @@ def test_frames_split_into_many_reads(cuts: list[int]) -> None:
     assert dec.buffered == 0
     for a, b in zip(got, sample_commands() * 2, strict=True):
         same(a, b)
+
+
+_JSON_SCALARS = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    obj=st.dictionaries(
+        st.sampled_from(["code", "opaque", "flag", "version", "language", "remark", "extFields", "x"]),
+        _JSON_SCALARS | st.dictionaries(st.sampled_from(["a", "Signature", "AccessKey"]), _JSON_SCALARS),
+    ),
+    body=st.binary(max_size=8),
+)
+def test_single_frame_read_decodes_as_inside_a_longer_read(obj: dict[str, object], body: bytes) -> None:
+    """A read of exactly one frame (``feed``'s shortcut) gives the commands and errors of the loop."""
+    frame = frame_of(json.dumps(obj).encode(), body)
+    lead = RemotingCommand(RequestCode.HEART_BEAT, 1).encode()
+    alone, inside = FrameDecoder(), FrameDecoder()
+    got_alone = alone.feed(frame)
+    got_inside = inside.feed(lead + frame)[1:]
+    fields = (
+        "code",
+        "opaque",
+        "flag",
+        "remark",
+        "ext_fields",
+        "body",
+        "language",
+        "version",
+        "serialize_type",
+    )
+    assert [[getattr(c, f) for f in fields] for c in got_alone] == [
+        [getattr(c, f) for f in fields] for c in got_inside
+    ]
+    assert [(type(e), str(e), getattr(e, "opaque", None)) for e in alone.errors] == [
+        (type(e), str(e), getattr(e, "opaque", None)) for e in inside.errors
+    ]

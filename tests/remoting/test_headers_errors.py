@@ -121,7 +121,9 @@ def test_generated_int_and_bool_parsing_matches_generic_path(text: str) -> None:
         slow = _outcome(lambda e: _generic_parse(cls, e, v2=True), ext)
         assert fast == slow, (key, text)
     missing = {k: v for k, v in base.items() if k != "e"}
-    assert _outcome(cls.from_ext_fields_v2, missing) == _outcome(lambda e: _generic_parse(cls, e, v2=True), missing)
+    assert _outcome(cls.from_ext_fields_v2, missing) == _outcome(
+        lambda e: _generic_parse(cls, e, v2=True), missing
+    )
 
 
 @given(st.integers(-(2**63), 2**63 - 1))
