@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol import header_binary, header_json
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
 from pocketmq.remoting.protocol.errors import (
@@ -542,3 +542,30 @@ def test_single_frame_read_decodes_as_inside_a_longer_read(obj: dict[str, object
     assert [(type(e), str(e), getattr(e, "opaque", None)) for e in alone.errors] == [
         (type(e), str(e), getattr(e, "opaque", None)) for e in inside.errors
     ]
+
+
+def _reference_binary_header(code: int, opaque: int, remark: str | None, ext: dict[str, str]) -> bytes:
+    """RocketMQSerializable.rocketMQProtocolEncode, written out field by field."""
+    rb = remark.encode() if remark else b""
+    blob = b"".join(
+        struct.pack(">h", len(k.encode())) + k.encode() + struct.pack(">i", len(v.encode())) + v.encode()
+        for k, v in ext.items()
+    )
+    return struct.pack(">hbhiii", code, 8, 409, opaque, 1, len(rb)) + rb + struct.pack(">i", len(blob)) + blob
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ext=st.dictionaries(st.text(max_size=6), st.text(max_size=30), max_size=16),
+    remark=st.none() | st.text(max_size=20),
+    opaque=st.integers(-(2**31), 2**31 - 1),
+)
+def test_binary_codec_matches_the_reference_layout(
+    ext: dict[str, str], remark: str | None, opaque: int
+) -> None:
+    """Bytes as Java writes them (cached key parts included); empty keys/values decode as absent."""
+    encoded = header_binary.encode_header(310, 8, 409, opaque, 1, remark, ext)
+    assert encoded == _reference_binary_header(310, opaque, remark, ext)
+    want = {k: v for k, v in ext.items() if k and v} if ext else None
+    assert header_binary.decode_header(encoded) == (310, 8, 409, opaque, 1, remark or None, want)
+    assert header_binary.decode_header(bytearray(encoded)) == header_binary.decode_header(memoryview(encoded))
