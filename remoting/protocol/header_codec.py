@@ -169,6 +169,8 @@ def _gen_parser(
             )
         else:
             lines.append(f"{ind}{attr} = v")
+    if not table:
+        lines.append("        pass")
     lines.append("    except KeyError as exc:")
     lines.append("        raise _missing(cls, exc.args[0]) from None")
     if hasattr(cls, "__post_init__"):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pocketmq.remoting.protocol import errors, headers
 from pocketmq.remoting.protocol.codes import ResponseCode
 from pocketmq.remoting.protocol.errors import HeaderFieldError, ResponseError
-from pocketmq.remoting.protocol.header_codec import CommandHeader, _generic_parse
+from pocketmq.remoting.protocol.header_codec import CommandHeader, _generic_parse, header
 
 ALL_HEADERS = [
     obj
@@ -176,3 +176,11 @@ def test_policy_flags(code: int, retriable: bool, refresh: bool) -> None:
 def test_builtin_bases_for_generic_handlers() -> None:
     assert issubclass(errors.RemotingTimeoutError, TimeoutError)
     assert issubclass(errors.RemotingConnectError, ConnectionError)
+
+
+def test_header_without_fields_parses() -> None:
+    @header
+    class Empty(CommandHeader):
+        pass
+
+    assert Empty.from_ext_fields({"x": "1"}) == Empty.from_ext_fields(None) == Empty()
