@@ -145,6 +145,9 @@ def decode_header(
             else:
                 # only an *empty* credential key needs the checked path (it means "absent");
                 # signed requests (ACL) stay on this one
+                # (``in`` first: no method call when no credential key is sent, without ACL)
+                if not ("Signature" in raw_ext or "AccessKey" in raw_ext or "OnsChannel" in raw_ext):
+                    return code, language, version, opaque, flag, remark, raw_ext
                 get = raw_ext.get
                 if get("Signature") != "" and get("AccessKey") != "" and get("OnsChannel") != "":
                     return code, language, version, opaque, flag, remark, raw_ext

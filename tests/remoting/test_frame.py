@@ -569,3 +569,19 @@ def test_binary_codec_matches_the_reference_layout(
     want = {k: v for k, v in ext.items() if k and v} if ext else None
     assert header_binary.decode_header(encoded) == (310, 8, 409, opaque, 1, remark or None, want)
     assert header_binary.decode_header(bytearray(encoded)) == header_binary.decode_header(memoryview(encoded))
+
+
+@pytest.mark.parametrize("key", ["Signature", "AccessKey", "OnsChannel"])
+@pytest.mark.parametrize("others", [{}, {"Signature": "s", "AccessKey": "ak"}])
+def test_each_empty_credential_key_is_dropped_alone(key: str, others: dict[str, str]) -> None:
+    ext = {"topic": "T", **others, key: ""}
+    header = json.dumps(
+        {"code": 10, "extFields": ext, "flag": 0, "language": "CPP", "opaque": 1, "version": 1}
+    )
+    got = header_json.decode_header(header.encode())[6]
+    assert got == {k: v for k, v in ext.items() if v}
+    signed = {"topic": "T", **others, key: "v"}
+    header = json.dumps(
+        {"code": 10, "extFields": signed, "flag": 0, "language": "CPP", "opaque": 1, "version": 1}
+    )
+    assert header_json.decode_header(header.encode())[6] == signed
