@@ -43,6 +43,7 @@ DEFAULT_MAX_HEADER_SIZE = 256 * 1024
 _LENGTH = struct.Struct(">i")
 #: length word + (serializeType << 24 | headerLength) word
 _WORDS = struct.Struct(">ii")
+_unpack_words = _WORDS.unpack_from
 _new = object.__new__
 
 
@@ -73,6 +74,37 @@ class FrameDecoder:
         if self.broken is not None:
             return []
         buf = self._buf
+        if not buf and len(data) >= 8:
+            # One whole JSON frame per read: a request or reply when few are in flight. Decoded
+            # here with the checks of ``_split`` (which this skips with its setup, ~0.3 us);
+            # anything else, or a header that does not decode, takes ``_split``.
+            length, word = _unpack_words(data, 0)
+            size = len(data)
+            if (
+                length == size - 4
+                and length <= self.max_frame_size - 4
+                and word >> 24 == 0  # JSON, header length in the low 24 bits
+                and word <= self.max_header_size
+                and 8 + word <= size
+            ):
+                try:
+                    code, language, version, opaque, flag, remark, ext = header_json.decode_header(
+                        data[8 : 8 + word]
+                    )
+                except HeaderDecodeError:
+                    pass  # _split records it
+                else:
+                    cmd = _new(RemotingCommand)
+                    cmd.code = code
+                    cmd.opaque = opaque
+                    cmd.flag = flag
+                    cmd.remark = remark
+                    cmd.ext_fields = ext
+                    cmd.body = data[8 + word :] if size > 8 + word else None
+                    cmd.language = language
+                    cmd.version = version
+                    cmd.serialize_type = 0
+                    return [cmd]
         out: list[RemotingCommand] = []
         if not buf:
             # The common case on a busy connection: frames are cut straight out of ``data``

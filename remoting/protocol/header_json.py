@@ -114,29 +114,30 @@ def decode_header(
         raise HeaderDecodeError(f"invalid JSON header: {exc}") from None
     # Fast path: what every well-behaved peer sends, checked in as few operations as possible
     # (this runs for every frame on both sides). Anything unusual (a missing key, a non-object,
-    # C++/ali-ons value quirks, a bad type) takes the field-by-field path for its precise error.
+    # an unknown or numeric language, C++/ali-ons value quirks, a bad type) takes the
+    # field-by-field path for its precise error or coercion.
     try:
         code = obj["code"]
         opaque = obj["opaque"]
         flag = obj["flag"]
         version = obj["version"]
-        lang = obj["language"]
+        language = _LANGUAGE_BY_NAME[obj["language"]]  # subscript: no .get call per frame
     except (KeyError, TypeError):
         return _decode_checked(obj)
-    remark = obj.get("remark")
-    raw_ext = obj.get("extFields")
+    # ``in`` + subscript: no bound-method call (remark is absent from every hot frame)
+    remark = obj["remark"] if "remark" in obj else None  # noqa: SIM401
+    raw_ext = obj["extFields"] if "extFields" in obj else None  # noqa: SIM401
     if (
         type(code) is int
         and type(opaque) is int
         and type(flag) is int
         and type(version) is int
-        and type(lang) is str
         and (remark is None or type(remark) is str)
         and -0x80000000 <= opaque <= 0x7FFFFFFF  # int32, as literals: no global lookups
         and -0x80000000 <= code <= 0x7FFFFFFF
     ):
         if raw_ext is None:
-            return code, _LANGUAGE_BY_NAME.get(lang, _OTHER), version, opaque, flag, remark, None
+            return code, language, version, opaque, flag, remark, None
         if type(raw_ext) is dict and len(raw_ext) <= MAX_EXT_FIELDS:
             for value in raw_ext.values():
                 if type(value) is not str:
@@ -144,9 +145,12 @@ def decode_header(
             else:
                 # only an *empty* credential key needs the checked path (it means "absent");
                 # signed requests (ACL) stay on this one
+                # (``in`` first: no method call when no credential key is sent, without ACL)
+                if not ("Signature" in raw_ext or "AccessKey" in raw_ext or "OnsChannel" in raw_ext):
+                    return code, language, version, opaque, flag, remark, raw_ext
                 get = raw_ext.get
                 if get("Signature") != "" and get("AccessKey") != "" and get("OnsChannel") != "":
-                    return code, _LANGUAGE_BY_NAME.get(lang, _OTHER), version, opaque, flag, remark, raw_ext
+                    return code, language, version, opaque, flag, remark, raw_ext
     return _decode_checked(obj)
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol import header_binary, header_json
 from pocketmq.remoting.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
 from pocketmq.remoting.protocol.errors import (
@@ -505,3 +505,83 @@ def test_frames_split_into_many_reads(cuts: list[int]) -> None:
     assert dec.buffered == 0
     for a, b in zip(got, sample_commands() * 2, strict=True):
         same(a, b)
+
+
+_JSON_SCALARS = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    obj=st.dictionaries(
+        st.sampled_from(["code", "opaque", "flag", "version", "language", "remark", "extFields", "x"]),
+        _JSON_SCALARS | st.dictionaries(st.sampled_from(["a", "Signature", "AccessKey"]), _JSON_SCALARS),
+    ),
+    body=st.binary(max_size=8),
+)
+def test_single_frame_read_decodes_as_inside_a_longer_read(obj: dict[str, object], body: bytes) -> None:
+    """A read of exactly one frame (``feed``'s shortcut) gives the commands and errors of the loop."""
+    frame = frame_of(json.dumps(obj).encode(), body)
+    lead = RemotingCommand(RequestCode.HEART_BEAT, 1).encode()
+    alone, inside = FrameDecoder(), FrameDecoder()
+    got_alone = alone.feed(frame)
+    got_inside = inside.feed(lead + frame)[1:]
+    fields = (
+        "code",
+        "opaque",
+        "flag",
+        "remark",
+        "ext_fields",
+        "body",
+        "language",
+        "version",
+        "serialize_type",
+    )
+    assert [[getattr(c, f) for f in fields] for c in got_alone] == [
+        [getattr(c, f) for f in fields] for c in got_inside
+    ]
+    assert [(type(e), str(e), getattr(e, "opaque", None)) for e in alone.errors] == [
+        (type(e), str(e), getattr(e, "opaque", None)) for e in inside.errors
+    ]
+
+
+def _reference_binary_header(code: int, opaque: int, remark: str | None, ext: dict[str, str]) -> bytes:
+    """RocketMQSerializable.rocketMQProtocolEncode, written out field by field."""
+    rb = remark.encode() if remark else b""
+    blob = b"".join(
+        struct.pack(">h", len(k.encode())) + k.encode() + struct.pack(">i", len(v.encode())) + v.encode()
+        for k, v in ext.items()
+    )
+    return struct.pack(">hbhiii", code, 8, 409, opaque, 1, len(rb)) + rb + struct.pack(">i", len(blob)) + blob
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ext=st.dictionaries(st.text(max_size=6), st.text(max_size=30), max_size=16),
+    remark=st.none() | st.text(max_size=20),
+    opaque=st.integers(-(2**31), 2**31 - 1),
+)
+def test_binary_codec_matches_the_reference_layout(
+    ext: dict[str, str], remark: str | None, opaque: int
+) -> None:
+    """Bytes as Java writes them (cached key parts included); empty keys/values decode as absent."""
+    encoded = header_binary.encode_header(310, 8, 409, opaque, 1, remark, ext)
+    assert encoded == _reference_binary_header(310, opaque, remark, ext)
+    want = {k: v for k, v in ext.items() if k and v} if ext else None
+    assert header_binary.decode_header(encoded) == (310, 8, 409, opaque, 1, remark or None, want)
+    assert header_binary.decode_header(bytearray(encoded)) == header_binary.decode_header(memoryview(encoded))
+
+
+@pytest.mark.parametrize("key", ["Signature", "AccessKey", "OnsChannel"])
+@pytest.mark.parametrize("others", [{}, {"Signature": "s", "AccessKey": "ak"}])
+def test_each_empty_credential_key_is_dropped_alone(key: str, others: dict[str, str]) -> None:
+    ext = {"topic": "T", **others, key: ""}
+    header = json.dumps(
+        {"code": 10, "extFields": ext, "flag": 0, "language": "CPP", "opaque": 1, "version": 1}
+    )
+    got = header_json.decode_header(header.encode())[6]
+    assert got == {k: v for k, v in ext.items() if v}
+    signed = {"topic": "T", **others, key: "v"}
+    header = json.dumps(
+        {"code": 10, "extFields": signed, "flag": 0, "language": "CPP", "opaque": 1, "version": 1}
+    )
+    assert header_json.decode_header(header.encode())[6] == signed

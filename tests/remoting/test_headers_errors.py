@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pocketmq.remoting.protocol import errors, headers
 from pocketmq.remoting.protocol.codes import ResponseCode
 from pocketmq.remoting.protocol.errors import HeaderFieldError, ResponseError
-from pocketmq.remoting.protocol.header_codec import CommandHeader, _generic_parse
+from pocketmq.remoting.protocol.header_codec import CommandHeader, _generic_parse, header
 
 ALL_HEADERS = [
     obj
@@ -99,6 +99,33 @@ def test_generated_codec_matches_generic_path(cls: type[CommandHeader]) -> None:
     assert CommandHeader.to_ext_fields(fast) == sample
 
 
+def _outcome(parse: object, ext: dict[str, str]) -> object:
+    try:
+        return parse(ext)  # type: ignore[operator]
+    except HeaderFieldError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0", "3", "-1", "-0", "007", "+3", " 3", "3 ", "1_0", "1023", "1024", "-2", "2147483648", "x", "",
+     "true", "false", "TRUE", "1", "yes"],
+)  # fmt: skip
+def test_generated_int_and_bool_parsing_matches_generic_path(text: str) -> None:
+    """The small-int table and the "true"/"false" shortcuts decide exactly as the checked path."""
+    cls = headers.SendMessageRequestHeader
+    base = {"a": "G", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1", "h": "0"}
+    for key in ("d", "e", "g", "j", "k", "m"):
+        ext = {**base, key: text}
+        fast = _outcome(cls.from_ext_fields_v2, ext)
+        slow = _outcome(lambda e: _generic_parse(cls, e, v2=True), ext)
+        assert fast == slow, (key, text)
+    missing = {k: v for k, v in base.items() if k != "e"}
+    assert _outcome(cls.from_ext_fields_v2, missing) == _outcome(
+        lambda e: _generic_parse(cls, e, v2=True), missing
+    )
+
+
 @given(st.integers(-(2**63), 2**63 - 1))
 def test_long_fields_roundtrip(value: int) -> None:
     h = headers.ViewMessageRequestHeader(offset=value)
@@ -149,3 +176,11 @@ def test_policy_flags(code: int, retriable: bool, refresh: bool) -> None:
 def test_builtin_bases_for_generic_handlers() -> None:
     assert issubclass(errors.RemotingTimeoutError, TimeoutError)
     assert issubclass(errors.RemotingConnectError, ConnectionError)
+
+
+def test_header_without_fields_parses() -> None:
+    @header
+    class Empty(CommandHeader):
+        pass
+
+    assert Empty.from_ext_fields({"x": "1"}) == Empty.from_ext_fields(None) == Empty()
