@@ -43,7 +43,11 @@ async def test_start_announces_before_the_first_rebalance(two: Cluster, caplog: 
     async with consumer(two, "CG-up", "Up", got) as pc:
         await wait_until(lambda: len(got) >= 8, 15.0)
         assert len(pc.rebalance.process_queue_table) == 4 + 2  # 2 x 2 queues + a %RETRY% queue per broker
-    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # the client's own warnings (the in-process brokers' loop-lag monitor may warn on a loaded
+    # machine: a late loop is not a start-up defect)
+    noisy = [
+        r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("pocketmq.client")
+    ]
     assert not noisy, [r.getMessage() for r in noisy]
 
 

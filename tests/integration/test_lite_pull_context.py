@@ -42,7 +42,11 @@ def test_with_block_starts_the_lite_pull_consumer(tmp_path, caplog: pytest.LogCa
             consumer.assign([mq])  # assign mode, after start
             assert poll_bodies(consumer, 6) == [b"%d" % i for i in range(6)]
             consumer.commit_sync()
-        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        # the client's warnings (not the in-process broker's loop-lag monitor on a loaded machine)
+        warned = [
+            r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("pocketmq.client")
+        ]
+        assert not warned, caplog.text
         with SyncLitePullConsumer("LCA", **opts) as consumer:  # the commit survived
             consumer.assign([mq])
             assert consumer.committed(mq) == 6
