@@ -24,7 +24,7 @@
   slave's start to its acknowledgement of the master's last byte (the slave's reput dispatches
   meanwhile, as in a broker), and the CPU seconds of each process.
 
-Usage: ``python bench/ha_bench.py [--secs 10] [--rate 20000] [--catch-up-mib 1024] [--only lag]
+Usage: ``python bench/ha_bench.py [--secs 10] [--rate 20000] [--catch-up-mib 1024] [--only lag] [--keep-warm-ms 0]
 [--loop-lag-warn-ms 3]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with every figure.
 """
@@ -160,6 +160,10 @@ def _messages(n: int, body: bytes, queues: int = 8) -> list[MessageInner]:
     return [MessageInner("HaLag", body, i % queues, 0, props, 0, 1, HOST, HOST) for i in range(n)]
 
 
+#: ``haKeepWarmMillis`` of the lag figure's master and slave stores (``--keep-warm-ms``)
+KEEP_WARM_MS = MessageStoreConfig().ha_keep_warm_millis
+
+
 def _slave_main(root: str, master: str, seg: int, warn_ms: int) -> None:
     """The ``--slave-of`` mode: a slave store in its own process (uvloop, as a broker) until SIGTERM."""
     from pocketmq.remoting.common.runtime import run_until_stopped
@@ -168,7 +172,7 @@ def _slave_main(root: str, master: str, seg: int, warn_ms: int) -> None:
         slave = MessageStore(
             MessageStoreConfig(
                 store_path_root_dir=root, broker_role="SLAVE", mapped_file_size_commit_log=seg,
-                ha_master_address=master,
+                ha_master_address=master, ha_keep_warm_millis=KEEP_WARM_MS,
             )
         )  # fmt: skip
         slave.load()
@@ -195,7 +199,8 @@ def _slave_process(root: str, master_port: int, seg: int, warn_ms: int = 0) -> I
     is another process (another host) in every deployment: one loop running both sides would
     add the slave's apply and reput to the master's latency."""
     argv = [sys.executable, os.path.abspath(__file__), "--slave-of", f"127.0.0.1:{master_port}",
-            "--slave-root", root, "--slave-segment", str(seg), "--loop-lag-warn-ms", str(warn_ms)]  # fmt: skip
+            "--slave-root", root, "--slave-segment", str(seg), "--loop-lag-warn-ms", str(warn_ms),
+            "--keep-warm-ms", str(KEEP_WARM_MS)]  # fmt: skip
     proc = subprocess.Popen(argv)
     try:
         yield proc.pid
@@ -288,7 +293,10 @@ async def _master(root: str, seg: int) -> MessageStore:
     # SYNC_MASTER, as the issue's figures (its puts wake the transfer themselves)
     master = MessageStore(
         MessageStoreConfig(
-            store_path_root_dir=root, mapped_file_size_commit_log=seg, broker_role="SYNC_MASTER"
+            store_path_root_dir=root,
+            mapped_file_size_commit_log=seg,
+            broker_role="SYNC_MASTER",
+            ha_keep_warm_millis=KEEP_WARM_MS,
         )
     )
     master.load()
@@ -468,6 +476,7 @@ def _run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
+    global KEEP_WARM_MS
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--secs", type=int, default=10)
     p.add_argument("--rate", type=int, default=20_000)
@@ -475,10 +484,13 @@ def main() -> None:
     p.add_argument("--only", default="throughput,lag,catch_up")
     p.add_argument("--loop-lag-warn-ms", type=int, default=0,
                    help="lag figure: record every loop turn later than this (both processes)")  # fmt: skip
+    p.add_argument("--keep-warm-ms", type=int, default=KEEP_WARM_MS,
+                   help="lag figure: haKeepWarmMillis of master and slave (0 = off)")  # fmt: skip
     p.add_argument("--slave-of", help=argparse.SUPPRESS)
     p.add_argument("--slave-root", help=argparse.SUPPRESS)
     p.add_argument("--slave-segment", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
+    KEEP_WARM_MS = a.keep_warm_ms
     if a.slave_of:
         _slave_main(a.slave_root, a.slave_of, a.slave_segment, a.loop_lag_warn_ms)
         return

@@ -331,6 +331,15 @@ class MessageStoreConfig(BaseModel):
         256 * _MiB,
         description="SYNC_MASTER: slave behind by more than this many bytes is not in sync",
     )
+    ha_keep_warm_millis: int = Field(
+        1,
+        ge=0,
+        le=1000,
+        description=(
+            "pocketmq: while replication traffic flows, master and slave wake every N ms so a "
+            "descheduled idle CPU does not add its wake-up to the lag (0 = off; store/ha/keepwarm.py)"
+        ),
+    )
     slave_timeout: int = Field(
         3000,
         description="SYNC_MASTER wait for the slave before SLAVE_NOT_AVAILABLE/FLUSH_SLAVE_TIMEOUT, ms",

@@ -214,6 +214,7 @@ class MessageStore:
                 master_address=cfg.ha_master_address,
                 heartbeat_ms=cfg.ha_send_heartbeat_interval,
                 housekeeping_ms=cfg.ha_housekeeping_interval,
+                keep_warm_ms=cfg.ha_keep_warm_millis,
             )
             slave.start()
             self.ha_slave = slave
@@ -228,6 +229,7 @@ class MessageStore:
             housekeeping_ms=cfg.ha_housekeeping_interval,
             slave_timeout_ms=cfg.slave_timeout,
             fallbehind_max=cfg.ha_slave_fallbehind_max,
+            keep_warm_ms=cfg.ha_keep_warm_millis,
         )
         await master.start()
         self.ha_master = master

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from pocketmq.store.ha.codec import HAFrameError, ReportDecoder, encode_transfer_header, transfer_start
+from pocketmq.store.ha.keepwarm import KeepWarm
 from pocketmq.store.ha.waiters import GroupTransfer
 
 __all__ = ["PUMP_BYTES", "HAMaster", "MasterStore", "SlaveConnection", "set_nodelay"]
@@ -113,6 +114,8 @@ class SlaveConnection(asyncio.Protocol):
             self._transport.write(encode_transfer_header(master_max, 0))
             self.close(f"reported offset {offset} is beyond this master's CommitLog end {master_max}")
             return
+        if master.keep_warm is not None:
+            master.keep_warm.touch()
         first = self.ack_offset < 0
         self.ack_offset = offset
         if first:
@@ -171,6 +174,8 @@ class SlaveConnection(asyncio.Protocol):
         # a header never leaves alone in its own segment (TCP_NODELAY) and a catch-up makes
         # one syscall per PUMP_BYTES, not two per 32 KiB chunk
         transport.writelines(parts)
+        if self.master.keep_warm is not None:
+            self.master.keep_warm.touch()
         more = offset - self.next_transfer >= PUMP_BYTES
         self.next_transfer = offset
         self._last_write = time.monotonic()
@@ -228,7 +233,7 @@ class HAMaster:
         segment_size: ``mappedFileSizeCommitLog`` (the transfer start rule).
         batch_size: ``haTransferBatchSize``; heartbeat_ms: ``haSendHeartbeatInterval``;
         housekeeping_ms: ``haHousekeepingInterval``; slave_timeout_ms: ``slaveTimeout``;
-        fallbehind_max: ``haSlaveFallbehindMax``.
+        fallbehind_max: ``haSlaveFallbehindMax``; keep_warm_ms: ``haKeepWarmMillis`` (``keepwarm``).
     """
 
     def __init__(
@@ -243,8 +248,12 @@ class HAMaster:
         housekeeping_ms: int,
         slave_timeout_ms: int,
         fallbehind_max: int,
+        keep_warm_ms: int = 0,
     ) -> None:
         self.store = store
+        #: ``haKeepWarmMillis`` (0: off); the KeepWarm itself is made in :meth:`start`
+        self.keep_warm_ms = keep_warm_ms
+        self.keep_warm: KeepWarm | None = None
         self.host = host
         self.configured_port = port
         self.segment_size = segment_size
@@ -284,6 +293,8 @@ class HAMaster:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        if self.keep_warm_ms > 0:
+            self.keep_warm = KeepWarm(self.keep_warm_ms)
         self._server = await loop.create_server(
             lambda: SlaveConnection(self), self.host, self.configured_port
         )
@@ -311,3 +322,5 @@ class HAMaster:
                 await self._server.wait_closed()
             self._server = None
         self.group_transfer.close()
+        if self.keep_warm is not None:
+            self.keep_warm.stop()

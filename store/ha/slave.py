@@ -32,6 +32,7 @@ import time
 from typing import Protocol, cast
 
 from pocketmq.store.ha.codec import HAFrameError, TransferDecoder, encode_report
+from pocketmq.store.ha.keepwarm import KeepWarm
 from pocketmq.store.ha.master import set_nodelay
 
 __all__ = ["HASlave", "MasterLink", "SlaveStore"]
@@ -77,6 +78,8 @@ class MasterLink(asyncio.BufferedProtocol):
         if self.done.done():
             return
         self._last_read = time.monotonic()
+        if self.slave.keep_warm is not None:
+            self.slave.keep_warm.touch()
         store = self.slave.store
         try:
             frames = self._decoder.received(nbytes)
@@ -147,8 +150,12 @@ class HASlave:
         heartbeat_ms: int,
         housekeeping_ms: int,
         reconnect_s: float = 5.0,
+        keep_warm_ms: int = 0,
     ) -> None:
         self.store = store
+        #: ``haKeepWarmMillis`` (0: off); the KeepWarm itself is made in :meth:`start`
+        self.keep_warm_ms = keep_warm_ms
+        self.keep_warm: KeepWarm | None = None
         self.master_address = master_address or None
         self.heartbeat_ms = heartbeat_ms
         self.housekeeping_ms = housekeeping_ms
@@ -177,6 +184,8 @@ class HASlave:
             self._wake.set()
 
     def start(self) -> None:
+        if self.keep_warm_ms > 0:
+            self.keep_warm = KeepWarm(self.keep_warm_ms)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="ha-slave")
 
     async def stop(self) -> None:
@@ -189,6 +198,8 @@ class HASlave:
             with contextlib.suppress(BaseException):
                 await self._task
             self._task = None
+        if self.keep_warm is not None:
+            self.keep_warm.stop()
 
     async def _pause(self, seconds: float) -> None:
         self._wake.clear()
