@@ -30,7 +30,7 @@ PENDING = {
     # asks the master for the queue's max offset (a group that committed offsets before resumes
     # on the slave: it reads them from any broker of the group, see docs/ha.md). A consumer already running when the master goes keeps pulling from the
     # slave (tests/integration/test_ha.py with the SDK); a Java form of that scenario is still to write.
-    "slave_consume": "issue 16: a new Java consumer group reads no offset with the master gone (as against Apache)",
+    "slave_consume": "the Java 4.9 client, not pocketmq: a new consumer group reads no offset with the master gone (the same against Apache 4.9.7)",
 }
 
 #: Broker keys of the feature groups: the RocketMQ 4.9 settings a user would write.
