@@ -158,15 +158,7 @@ class Signer:
         """Whether ``signature`` is the request's signature (constant-time comparison)."""
         if not signature:
             return False
-        # inline of digest (every request a broker with ACL receives)
-        inner = self._inner.copy()
-        if ext_fields:
-            inner.update(_signed_text(ext_fields).encode())
-        if body:
-            inner.update(body)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        expected = _b64(outer.digest(), newline=False)
+        expected = _b64(self.digest(ext_fields, body), newline=False)
         return _compare_digest(expected, signature.encode("utf-8", "surrogateescape"))
 
 

@@ -29,7 +29,7 @@ from pocketmq.store.queue.consume_queue import ConsumeQueue
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 from pocketmq.store.recovery.checkpoint import StoreCheckpoint
 from pocketmq.store.services.base import StoreService
-from pocketmq.store.services.fsync_process import FsyncHelperGone, FsyncPipe, FsyncProcess
+from pocketmq.store.services.fsync_process import FsyncHelperGone, FsyncPipe, FsyncProcess, results_error
 
 logger = logging.getLogger(__name__)
 
@@ -275,8 +275,7 @@ class GroupCommitService(CommitLogSyncService):
             self._use_thread()
             error: OSError | None = OSError(errno.EIO, "fsync process exited")
         else:
-            code = next((r for r in results if r), 0)
-            error = OSError(code, f"fdatasync: {os.strerror(code)}") if code else None
+            error = results_error(results)
         if fut is not None and not fut.done():
             if error is not None:
                 fut.set_exception(error)  # not acknowledged: run_once retries the round

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from collections import deque
 
-__all__ = ["FsyncHelperGone", "FsyncPipe", "FsyncProcess"]
+__all__ = ["FsyncHelperGone", "FsyncPipe", "FsyncProcess", "results_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +144,12 @@ _CHUNK_BYTES = 32 * 1024
 _CHUNK_PATHS = 512
 
 
+def results_error(results: list[int]) -> OSError | None:
+    """The first failed fdatasync of a helper's answer (one errno per path, 0 = synced), or None."""
+    code = next((r for r in results if r), 0)
+    return OSError(code, f"fdatasync: {os.strerror(code)}") if code else None
+
+
 class FsyncHelperGone(OSError):
     """The helper exited or could not be asked: nothing is known to be synced; sync in a thread."""
 
@@ -224,10 +230,10 @@ class FsyncPipe:
             self._gone("exited")
             return
         fut, self._current = self._current, None
-        code = next((r for r in results if r), 0)
+        error = results_error(results)
         if fut is not None and not fut.done():
-            if code:
-                fut.set_exception(OSError(code, f"fdatasync: {os.strerror(code)}"))
+            if error is not None:
+                fut.set_exception(error)
             else:
                 fut.set_result(None)
         self._next()
