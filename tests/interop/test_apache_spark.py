@@ -10,6 +10,7 @@ for either side of that seam (tests/spark runs the same calls under Spark agains
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -43,16 +44,24 @@ def test_spark_source_plans_and_reads_a_topic_apache_holds(tmp_path: Path) -> No
                     await send_to_queue(producer, TOPIC, "broker-a", queue_id, count)
 
         asyncio.run(fill())
+        # Apache's reput thread dispatches to the ConsumeQueue after SEND_OK (every 1 ms, later on
+        # a loaded machine): the plan is taken once the last send is dispatched, as a driver's
+        # next micro-batch would see it
+        want = {q: (0, n) for q, n in enumerate(PER_QUEUE)}
         client = ClusterClient((a.namesrv_addr,))
         try:
-            snap = client.snapshot([TOPIC], strict=True)
+            deadline = time.monotonic() + 30
+            while True:
+                snap = client.snapshot([TOPIC], strict=True)
+                ranges = {k.queue_id: (s.min_offset, s.max_offset) for k, s in snap.queues.items()}
+                if ranges == want or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
         finally:
             client.close()
         # the driver's plan: every queue of the route with Apache's ConsumeQueue range
         assert snap.broker_addrs == {"broker-a": (a.broker_addr,)}
-        assert {k.queue_id: (s.min_offset, s.max_offset) for k, s in snap.queues.items()} == {
-            q: (0, n) for q, n in enumerate(PER_QUEUE)
-        }
+        assert ranges == want
         settings = PullSettings((a.namesrv_addr,), "spark-on-apache", "*", 32, 5000, True, True)
         for key, state in snap.queues.items():
             got = _rows(
