@@ -100,7 +100,6 @@ from pocketmq.remoting.transport.connection import Handler, RemotingConnection
 from pocketmq.remoting.transport.hooks import BeforeHook
 from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
-from pocketmq.remoting.transport.sockopts import socket_buffer_hook
 from pocketmq.store import MessageStore
 
 logger = logging.getLogger(__name__)
@@ -173,6 +172,8 @@ class BrokerController:
                 host=config.listen_host,
                 port=config.listen_port,
                 backlog=config.server_socket_backlog,
+                snd_buf=config.server_socket_snd_buf_size,
+                rcv_buf=config.server_socket_rcv_buf_size,
                 idle_timeout=float(config.server_channel_max_idle_time_seconds),
                 ssl=server_ssl,
                 tls_permissive=permissive,
@@ -189,6 +190,8 @@ class BrokerController:
                     host=config.listen_host,
                     port=fast_port,
                     backlog=config.server_socket_backlog,
+                    snd_buf=config.server_socket_snd_buf_size,
+                    rcv_buf=config.server_socket_rcv_buf_size,
                     idle_timeout=float(config.server_channel_max_idle_time_seconds),
                     ssl=server_ssl,
                     tls_permissive=permissive,
@@ -197,12 +200,6 @@ class BrokerController:
                 ),
                 before_hooks=list(hooks),
             )
-        # serverSocketSndBufSize / serverSocketRcvBufSize on every accepted socket of both servers
-        buffers = socket_buffer_hook(config.server_socket_snd_buf_size, config.server_socket_rcv_buf_size)
-        if buffers is not None:
-            for server in (self.remoting_server, self.fast_remoting_server):
-                if server is not None:
-                    server.dispatcher.on_connect.append(buffers)
         outbound = RemotingClientConfig(connect_timeout=3.0, ssl=config.outbound_context(config.use_tls))
         self.namesrv_api = BrokerOuterAPI(RemotingClient(outbound))
         #: the config and advertised address every component reads (update_config swaps it)

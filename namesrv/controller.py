@@ -45,7 +45,6 @@ from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
 from pocketmq.remoting.transport.connection import RemotingConnection
 from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
-from pocketmq.remoting.transport.sockopts import socket_buffer_hook
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +125,8 @@ class NamesrvController:
                 port=config.listen_port,
                 idle_timeout=float(idle) if idle > 0 else float("inf"),
                 backlog=config.server_socket_backlog,
+                snd_buf=config.server_socket_snd_buf_size,
+                rcv_buf=config.server_socket_rcv_buf_size,
                 # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
                 ssl=config.server_context(),
                 tls_permissive=config.tls_server_mode == "permissive",
@@ -135,9 +136,6 @@ class NamesrvController:
         for code, handler in self.processor.handlers().items():
             self.server.register(code, handler)
         self.server.dispatcher.on_connect.append(self._tune_connection)
-        buffers = socket_buffer_hook(config.server_socket_snd_buf_size, config.server_socket_rcv_buf_size)
-        if buffers is not None:
-            self.server.dispatcher.on_connect.append(buffers)
         self.server.dispatcher.on_close.append(
             ChannelCloseHook(self.route_info, self.processor.invalidate_routes)
         )

@@ -34,6 +34,7 @@ from pocketmq.remoting.transport.limits import (
     max_connections,
     probe_fds,
 )
+from pocketmq.remoting.transport.sockopts import tune_listeners
 from pocketmq.remoting.transport.tls import PermissiveServer
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,10 @@ class RemotingServerConfig:
     #: How often the housekeeping task runs (request timeouts, idle scan).
     sweep_interval: float = 0.1
     backlog: int = 1024
+    #: ``serverSocketSndBufSize`` / ``serverSocketRcvBufSize`` (0: the kernel's autotuned default),
+    #: set on the listening socket so accepted connections start with them (sockopts.py)
+    snd_buf: int = 0
+    rcv_buf: int = 0
     #: TLS (``tls.server.mode``): None = plaintext; with ``tls_permissive`` TLS and plaintext
     #: share the port (first byte 0x16 = TLS), else TLS only
     ssl: ssl.SSLContext | None = None
@@ -136,6 +141,7 @@ class RemotingServer:
             self._server = await loop.create_server(
                 factory, cfg.host, cfg.port, backlog=cfg.backlog, reuse_address=True, ssl=cfg.ssl
             )
+        tune_listeners(self._server.sockets, cfg.snd_buf, cfg.rcv_buf)
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         self._sweeper = asyncio.create_task(self._housekeeping(), name=f"remoting-server-{self.port}-sweeper")

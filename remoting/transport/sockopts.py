@@ -1,7 +1,13 @@
-"""Socket buffer sizes of accepted connections (``serverSocketSndBufSize`` / ``serverSocketRcvBufSize``).
+"""Socket buffer sizes of a server's connections (``serverSocketSndBufSize`` / ``serverSocketRcvBufSize``).
 
 RocketMQ sets Netty's ``SO_SNDBUF`` / ``SO_RCVBUF`` child options only when the key is above 0,
-so 0 keeps the kernel's autotuned default; the name server and the broker share this hook.
+so 0 keeps the kernel's autotuned default; the name server and the broker share this code.
+
+The sizes go on the *listening* socket, not on each socket after the loop accepts it: the kernel
+clones a connection from the listener when the handshake completes, before ``accept``, and sizes
+the first receive window it advertises from the listener's buffer. A size set after ``accept``
+only widens the window step by step as the server reads, so a burst that arrives first still meets
+the default (~64 KiB) window.
 
 Why a user raises ``serverSocketRcvBufSize``: the receive buffer is what the kernel accepts on
 the server's behalf while its loop is busy. A client that writes a burst of oneway requests and
@@ -13,30 +19,24 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
-
-from pocketmq.remoting.transport.connection import RemotingConnection
+from collections.abc import Iterable
+from typing import Protocol
 
 logger = logging.getLogger(__name__)
 
 
-def socket_buffer_hook(snd_buf: int, rcv_buf: int) -> Callable[[RemotingConnection], None] | None:
-    """An ``on_connect`` callback setting the non-zero sizes on each accepted socket, or None."""
+class _SockOpt(Protocol):
+    def setsockopt(self, level: int, optname: int, value: int, /) -> None: ...
+
+
+def tune_listeners(sockets: Iterable[_SockOpt], snd_buf: int, rcv_buf: int) -> None:
+    """Set the non-zero sizes on listening sockets; connections accepted later inherit them."""
     opts = [
         (opt, size) for opt, size in ((socket.SO_SNDBUF, snd_buf), (socket.SO_RCVBUF, rcv_buf)) if size > 0
     ]
-    if not opts:
-        return None
-
-    def tune(conn: RemotingConnection) -> None:
-        transport = conn.transport
-        sock = transport.get_extra_info("socket") if transport is not None else None
-        if sock is None:
-            return
+    for sock in sockets:
         for opt, size in opts:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, opt, size)
             except OSError as exc:  # pragma: no cover - platform limits
                 logger.warning("cannot set socket buffer size=%d error=%s", size, exc)
-
-    return tune
