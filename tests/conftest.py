@@ -39,16 +39,7 @@ SERVER_FIXTURES: dict[str, frozenset[str]] = {
 
 #: Known flaky tests: node id (without parameters: every parametrization) -> why, and what
 #: would fix it. Keep it short; an entry is a debt.
-QUARANTINE: dict[str, str] = {
-    "tests/interop/test_go_client.py::test_go_core[oneway_close]": (
-        "the Go client closes right after 200 oneway sends with a reply unread (RST), and its kernel "
-        "drops what the broker's receive buffer had not taken; with serverSocketRcvBufSize=4 MiB it "
-        "still stored 36 of 200 in 1 of 3 fresh-clone runs. Suspect: the buffer is sized when the "
-        "loop accepts the socket (on_connect), so a burst that arrives before the accept meets the "
-        "listener's default; next step: set SO_RCVBUF on the listening socket (inherited at accept). "
-        "The broker side (serve every request the kernel accepted) is tests/fault/test_oneway_rst.py"
-    ),
-}
+QUARANTINE: dict[str, str] = {}
 
 #: What starts a server when a test body calls it (``module.qualname`` of the object).
 SERVER_STARTERS = frozenset(

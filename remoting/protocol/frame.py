@@ -221,3 +221,20 @@ class FrameDecoder:
         """The stream cannot go on: record ``err`` as the last error (the buffer is dropped)."""
         self.broken = err
         self.errors.append(err)
+
+
+def frames_end(data: bytes, pos: int, count: int) -> int:
+    """Where the ``count`` frames from ``pos`` (a frame start) end; ``len(data)`` when the data
+    ends first or a length is bad (the decoder reports it). Walks the length fields only."""
+    end = len(data)
+    unpack = _LENGTH.unpack_from
+    for _ in range(count):
+        if end - pos < 4:
+            return end
+        (length,) = unpack(data, pos)
+        if length < 4:
+            return end
+        pos += 4 + length
+        if pos >= end:
+            return end
+    return pos

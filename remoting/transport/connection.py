@@ -2,41 +2,38 @@
 and ``ProcessorDispatcher``, the map from request codes to handlers that answers on it.
 
 Used by both sides. Inbound bytes go through the sans-IO ``FrameDecoder``; every complete
-command is either a response (resolves ``pending[opaque]``) or a request (handed to the
-``Dispatcher``: the server's processors, or a client's handlers for server-initiated requests
-such as NOTIFY_CONSUMER_IDS_CHANGED and CHECK_TRANSACTION_STATE). ``ProcessorDispatcher`` turns
-every handler outcome into a reply on the connection the request came from; it lives here
-because its hot path (a synchronous reply) works on the connection's own batch and loop.
+command is a response (resolves ``pending[opaque]``) or a request (handed to the ``Dispatcher``:
+the server's processors, or a client's handlers for server-initiated requests such as
+CHECK_TRANSACTION_STATE). ``ProcessorDispatcher`` turns every handler outcome into a reply on the
+connection the request came from; it lives here because its hot path (a synchronous reply)
+works on the connection's own batch and loop.
 
 Rules:
 
 * Writes are coalesced, never delayed past the current loop turn: replies produced while a
-  ``data_received`` call is processed leave together with one ``writelines`` at its end; any
-  other write goes out at once, and later writes of the same loop turn join a batch flushed
-  at the start of the next turn (``call_soon``). So a burst of N requests costs two syscalls
-  instead of N, while the peer already works on the first one (corking everything until the
-  end of the turn measured slower: both sides fall into lockstep instead of overlapping).
-  For the same reason a batch is written as soon as it holds ``MAX_BATCH_PARTS`` buffers, and
-  a large read is handled ``PER_TURN`` commands per loop turn (in order; reading pauses while
-  ``MAX_BACKLOG`` commands wait), so completions and other peers are served in between.
+  ``data_received`` call is processed leave together at its end; any other write goes out at
+  once, and later writes of the same turn join a batch flushed at the start of the next
+  (``call_soon``): a burst of N requests costs two syscalls, not N, while the peer already works
+  on the first (corking until the end of the turn measured slower: lockstep instead of overlap).
+  So too a batch leaves once it holds ``MAX_BATCH_PARTS`` buffers, and a large read is handled
+  ``PER_TURN`` commands per turn (in order; reading pauses while ``MAX_BACKLOG`` commands wait).
+  Writes go on the socket itself while the transport holds nothing (:mod:`.wire_io`).
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
   read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
 * ``connection_lost`` first handles the commands of earlier reads still waiting (a peer that
-  writes a burst and closes gets every request served; the replies are dropped, unlogged), then
-  fails every pending request with ``RemotingConnectError`` chained to the cause.
+  writes a burst and closes gets every request served, replies dropped; a write that finds the
+  peer reset first reads what it sent before: ``_peer_reset``), then fails every pending request
+  with ``RemotingConnectError`` chained to the cause.
 * Garbage from the peer: ``data_received`` is the one receive point where the decoder's
   ``LocalProtocolError``s become ``RemoteProtocolError`` (h11). A bad header whose opaque is
   readable is answered with SYSTEM_ERROR and the stream goes on; broken framing, or a header
   without a readable opaque, is logged once and closes only this connection (after the whole
   frames before it are served), with the ``RemoteProtocolError`` as its ``close_reason``.
-* When the transport's write buffer is full (``pause_writing``, above the high-water mark) reading
-  stops too, and so does the handling of commands already read (the backlog): a peer that sends
-  requests without reading replies costs at most the high-water mark plus one slice of replies,
-  not a reply to every request it managed to send (pulls: ~110 MiB per client before).
-* Partial frames: the bytes a connection holds of an unfinished frame count against a budget
-  shared by the server's connections (the connection that would pass it is closed), and
-  ``partial_since`` tells the server's sweeper since when a frame has been waiting
-  (:mod:`pocketmq.remoting.transport.limits`).
+* When the transport's write buffer is full (``pause_writing``) reading stops, and so does the
+  handling of the backlog: a peer that never reads its replies costs at most the high-water
+  mark plus one slice of replies (pulls: ~110 MiB per client before).
+* Partial frames count against a budget shared by the server's connections (the connection that
+  would pass it is closed); ``partial_since`` tells the sweeper since when one has been waiting.
 * Flow control (the broker's ``waitTimeMillsIn*Queue``): with a ``queue_wait``, the backlog keeps
   each command's read time beside it, and a slice whose oldest command waited past the shortest
   limit answers the commands past their code's limit with SYSTEM_BUSY instead of handling them
@@ -50,7 +47,6 @@ import asyncio
 import inspect
 import logging
 import socket
-import struct
 import time
 import types
 from collections.abc import Awaitable, Callable
@@ -67,16 +63,21 @@ from pocketmq.remoting.protocol.errors import (
     RemotingTooMuchRequestError,
     ResponseError,
 )
-from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE, FrameDecoder
+from pocketmq.remoting.protocol.frame import (
+    DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_HEADER_SIZE,
+    FrameDecoder,
+    frames_end,
+)
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 from pocketmq.remoting.transport.limits import PartialFrameBudget, QueueWait, RateLimitedLog
+from pocketmq.remoting.transport.wire_io import IOV_MAX, format_addr, read_rest, write_through
 
 logger = logging.getLogger(__name__)
 #: a peer sending junk on many connections must not flood the log (one line per 10 s per kind)
 _limited_log = RateLimitedLog(logger)
 
-# Plain names for what every frame touches (a module attribute or enum member read costs
-# ~20-80 ns on CPython 3.11).
+# Plain names for what every frame touches (a module attribute or enum read costs ~20-80 ns).
 _monotonic = time.monotonic
 _RPC_TYPE_RESPONSE = int(RPC_TYPE_RESPONSE)
 _RPC_ONEWAY = int(RPC_ONEWAY)
@@ -91,26 +92,22 @@ Handler = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
 
 #: Too many requests awaiting replies on one connection.
 MAX_PENDING = 65536
-#: An open write batch is written once it holds this many buffers (a frame is one or two), so
-#: a burst (128 sends woken by one read of replies) reaches the peer in slices it can start
-#: on while the rest is produced, instead of all at once at the end of the turn: at 128 SYNC
-#: sends in flight the sender and the broker fell into lockstep (26k -> 34k msgs/s).
+#: An open write batch is written once it holds this many buffers (a frame is one or two), so a
+#: burst (128 sends woken by one read) reaches the peer in slices it can start on, not all at the
+#: end of the turn: at 128 SYNC sends in flight both sides fell into lockstep (26k -> 34k msgs/s).
 MAX_BATCH_PARTS = 64
 
-#: Commands handled per loop turn; the rest of a large read waits for the next turns
-#: (``call_soon``), so I/O completions (an fsync done, replies from another peer) and other
-#: connections are served in between instead of after a whole 256 KB read.
-#: At 128 SYNC_FLUSH sends in flight: 26-31k -> 32-39k msgs/s (paired runs, shared box).
+#: Commands handled per loop turn; the rest of a large read waits for the next turns, so I/O
+#: completions (an fsync done) and other connections are served in between instead of after a
+#: whole 256 KB read. At 128 SYNC_FLUSH sends in flight: 26-31k -> 32-39k msgs/s (paired runs).
 PER_TURN = 32
 #: Reading pauses while this many commands of earlier reads are waiting.
 MAX_BACKLOG = 4096
-#: A read above this size that starts on a frame boundary is decoded ``PER_TURN`` frames per
-#: turn (frame lengths walked to cut): a 256 KB read of pipelined pulls took ~8 ms to decode,
-#: a hundred such clients held the loop for over a second (T16). Later reads join the bytes
-#: not decoded yet; reading pauses only while more than ``RAW_HOLD_MAX`` of them wait.
+#: A read above this size that starts on a frame boundary is decoded ``PER_TURN`` frames per turn:
+#: a 256 KB read of pipelined pulls took ~8 ms to decode, a hundred such clients held the loop
+#: over a second (T16). Later reads join it; reading pauses past ``RAW_HOLD_MAX`` undecoded bytes.
 RAW_SLICE_MIN = 16 * 1024
 RAW_HOLD_MAX = 4 * 1024 * 1024
-_LENGTH = struct.Struct(">i")
 #: Bad headers (answered SYSTEM_ERROR) one connection may send before it is closed (RocketMQ
 #: closes at the first): a fuzzing client cannot keep the loop busy with garbage (T14).
 MAX_BAD_HEADERS = 16
@@ -178,6 +175,8 @@ class RemotingConnection(asyncio.Protocol):
         #: close()/abort() called or connection lost: writes fail instead of joining a batch.
         self._closing = False
         self._create_future = self._loop.create_future
+        #: the socket's descriptor, written directly (wire_io); -1: through the transport (TLS)
+        self._fd = -1
         #: False while the transport's write buffer is full (``pause_writing``): callers that
         #: may wait should ``await drain()`` first. Set by the connection only.
         self.can_write = True
@@ -193,16 +192,17 @@ class RemotingConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports do not subclass asyncio.Transport, hence the cast.
-        self.transport = cast(asyncio.Transport, transport)
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's do not subclass it
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:  # pragma: no cover - not a TCP socket
                 pass
-        self.remote_addr = _format_addr(transport.get_extra_info("peername"))
-        self.local_addr = _format_addr(transport.get_extra_info("sockname"))
+            if transport.get_extra_info("sslcontext") is None:
+                self._fd = sock.fileno()
+        self.remote_addr = format_addr(transport.get_extra_info("peername"))
+        self.local_addr = format_addr(transport.get_extra_info("sockname"))
         self._dispatcher.connection_made(self)
 
     def data_received(self, data: bytes) -> None:
@@ -219,7 +219,7 @@ class RemotingConnection(asyncio.Protocol):
                 self.transport.pause_reading()
             return
         if len(data) > RAW_SLICE_MIN and not self._decoder.buffered:
-            cut = _cut(data, 0)
+            cut = frames_end(data, 0, PER_TURN)
             if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
                 self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
                 data = data[:cut]
@@ -268,7 +268,7 @@ class RemotingConnection(asyncio.Protocol):
         """Decode the next ``PER_TURN`` frames of the held read (all of it: ``whole``) into ``backlog``."""
         raw, pos = self._raw, self._raw_pos
         assert raw is not None
-        cut = len(raw) if whole else _cut(raw, pos)
+        cut = len(raw) if whole else frames_end(raw, pos, PER_TURN)
         if cut >= len(raw):
             self._raw = None
         self._raw_pos = cut
@@ -372,7 +372,7 @@ class RemotingConnection(asyncio.Protocol):
             if batch:
                 transport = self.transport
                 if transport is not None and not transport.is_closing():
-                    transport.writelines(batch)
+                    self._put(transport, batch)
                     self.last_write = self.last_read
                 batch.clear()
             queue_wait = self._queue_wait
@@ -519,10 +519,7 @@ class RemotingConnection(asyncio.Protocol):
             return
         # The first write of a loop turn goes out now (the peer starts on it at once); the
         # turn's later writes are collected and flushed together at the start of the next.
-        if body:
-            transport.writelines((head, body))
-        else:
-            transport.write(head)
+        self._put(transport, [head, body] if body else [head])
         self.last_write = self._batch_time = _monotonic()
         self._out = []
         self._loop.call_soon(self._flush)
@@ -531,7 +528,7 @@ class RemotingConnection(asyncio.Protocol):
         """Write an open batch that reached ``MAX_BATCH_PARTS`` now; it stays open (emptied)."""
         transport = self.transport
         if transport is not None and not transport.is_closing():
-            transport.writelines(out)
+            self._put(transport, out)
         out.clear()
 
     def _flush(self) -> None:
@@ -539,9 +536,35 @@ class RemotingConnection(asyncio.Protocol):
         transport = self.transport
         if out:
             if transport is not None and not transport.is_closing():
-                transport.writelines(out)
+                self._put(transport, out)
                 self.last_write = _monotonic()
             out.clear()  # data_received may still hold this list: nothing is written twice
+
+    def _put(self, transport: asyncio.Transport, bufs: list[bytes]) -> None:
+        """``transport.writelines(bufs)``, on the socket itself while the transport holds nothing."""
+        fd = self._fd
+        if fd < 0 or len(bufs) > IOV_MAX or transport.get_write_buffer_size():
+            transport.writelines(bufs)
+            return
+        try:
+            rest = write_through(fd, bufs)
+        except OSError as exc:
+            self._peer_reset(exc)
+            return
+        if rest:
+            transport.writelines(rest)
+
+    def _peer_reset(self, exc: OSError) -> None:
+        """A write found the peer gone (wire_io): what it sent before is read and served."""
+        rest, self._fd, self._closing = read_rest(self._fd), -1, True  # nothing more is written
+        if rest and self._raw is not None:  # after the large read still held, in order
+            self._raw, self._raw_pos = self._raw[self._raw_pos :] + rest, 0
+        elif rest:
+            commands = self._decode(rest)
+            self._backlog_list().extend(commands)
+            if self._queue_wait is not None:
+                self._backlog_read += [self.last_read] * len(commands)
+        self.abort(exc)  # connection_lost handles the backlog
 
     async def drain(self) -> None:
         """Wait until the transport accepts writes again."""
@@ -625,29 +648,6 @@ class RemotingConnection(asyncio.Protocol):
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
-
-
-def _cut(data: bytes, pos: int) -> int:
-    """Where the ``PER_TURN`` frames from ``pos`` (a frame start) end; ``len(data)`` when the
-    read ends first or a length is bad (the decoder reports it)."""
-    end = len(data)
-    unpack = _LENGTH.unpack_from
-    for _ in range(PER_TURN):
-        if end - pos < 4:
-            return end
-        (length,) = unpack(data, pos)
-        if length < 4:
-            return end
-        pos += 4 + length
-        if pos >= end:
-            return end
-    return pos
-
-
-def _format_addr(addr: Any) -> str:
-    if isinstance(addr, tuple) and len(addr) >= 2:
-        return f"{addr[0]}:{addr[1]}"
-    return str(addr or "")
 
 
 class ProcessorDispatcher:

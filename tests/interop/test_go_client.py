@@ -17,11 +17,10 @@ CORE = [
     "clustering", "retry", "pull_poll", "pull_from", "zlib", "sdk_produced",
 ]  # fmt: skip
 TX_KEYS = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000"}
-#: ``oneway_close``: the Go client closes right after its oneway sends with replies unread, which
-#: sends RST, and its kernel drops whatever the broker's receive buffer had not taken yet (the OS
-#: default holds ~130 KB; under CPU contention the broker may not read in time: 87-90 of 200 were
-#: stored). A 4 MiB buffer holds the whole burst, so the scenario checks what it is for: the broker
-#: serves every request its kernel accepted before the close (tests/fault/test_oneway_rst.py).
+#: ``oneway_close`` (the Go client closes right after its oneway sends, with replies unread: an
+#: RST): a 4 MiB receive buffer on the broker's listening socket holds the whole burst whatever
+#: the broker's loop is doing, so the scenario checks that every request that reached the broker
+#: is served (tests/fault/test_oneway_rst.py pins that buffer).
 CORE_KEYS = {"serverSocketRcvBufSize": str(4 * 1024 * 1024)}
 
 

@@ -2,7 +2,8 @@
 
 The connection handles ``PER_TURN`` commands per loop turn while the peer is connected; once the
 transport closes, the rest of what was read is handled at once, replies dropped without a log.
-After framing garbage only the whole frames before it are served.
+A write that finds the peer reset before the loop read its last bytes reads them first
+(``wire_io``). After framing garbage only the whole frames before it are served.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import struct
 from collections.abc import AsyncIterator
 
@@ -83,3 +85,29 @@ async def test_after_framing_garbage_only_the_frames_before_it_are_served(
     writer.close()
     await wait_for_count(seen, 500)
     assert seen == list(range(500))
+
+
+async def test_a_write_that_finds_the_peer_reset_first_reads_and_serves_what_it_sent(
+    counting: tuple[RemotingServer, list[int]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The transport closes the socket when a write fails, and a failed write is how the server
+    learns of an RST: the bytes the peer sent before it were still unread in the kernel."""
+    srv, seen = counting
+    accepted: list[RemotingConnection] = []
+    srv.dispatcher.on_connect.append(accepted.append)
+    n = 300  # ~25 KB: within the first receive window, so all of it is in the server's kernel
+    with socket.create_connection(("127.0.0.1", srv.port)) as sock:
+        for _ in range(100):
+            if accepted:
+                break
+            await asyncio.sleep(0.01)
+        # the burst and the RST (linger 0) with no loop turn between: the loop has read none of it
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.sendall(frames(n))
+    with caplog.at_level(logging.DEBUG, logger="pocketmq.remoting"):
+        # a write of the server's own (a held pull's reply, a transaction check) finds the reset
+        accepted[0].oneway(RemotingCommand(COUNT, 10**6))
+        await asyncio.wait_for(accepted[0].wait_closed(), 5)
+        await wait_for_count(seen, n)
+    assert seen == list(range(n))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
