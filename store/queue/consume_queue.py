@@ -85,6 +85,7 @@ class ConsumeQueue:
                 break
         for mf in self.mfq.truncate_dirty(end_offset):
             mf.destroy()
+        self._drop_empty_tail()
         self.max_physic_offset = max_phy
         self.min_logic_offset = self.mfq.min_offset() // CQ_UNIT_SIZE
 
@@ -105,6 +106,7 @@ class ConsumeQueue:
 
     def truncate_dirty(self, phy_offset: int) -> None:
         """Drop trailing units whose record does not end at or before ``phy_offset``."""
+        self._drop_empty_tail()
         files = self.mfq.files
         while files:
             last = files[-1]
@@ -126,6 +128,14 @@ class ConsumeQueue:
             break
         self.max_physic_offset = self._last_physic_end()
         self.min_logic_offset = min(self.min_logic_offset, self.max_offset)
+
+    def _drop_empty_tail(self) -> None:
+        """Remove trailing files without a unit: the next file the preparer made ahead of need
+        and a crash left behind a last file that was exactly full. Kept, it would end the walk
+        back of ``truncate_dirty`` before it reached the full file's units."""
+        files = self.mfq.files
+        while len(files) > 1 and files[-1].wrote_position == 0:
+            files.pop().destroy()
 
     def _last_physic_end(self) -> int:
         for mf in reversed(self.mfq.files):

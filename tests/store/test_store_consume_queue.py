@@ -237,3 +237,22 @@ def test_delete_topics_drops_queues_and_counters(open_store):
 def test_cq_unit_layout_is_big_endian_20_bytes():
     assert CQ_UNIT.size == 20
     assert CQ_UNIT.pack(1, 2, -3) == struct.pack(">qiq", 1, 2, -3)
+
+
+def test_recovery_truncates_a_full_last_file_behind_an_empty_prepared_one(tmp_path):
+    """The preparer creates a queue's next file ahead of need; a crash can leave it empty behind
+    a last file that is exactly full. Recovery must still cut that file's units past the
+    CommitLog's end (T3 once kept 1,543 units pointing past it)."""
+    from pocketmq.store.queue.consume_queue import ConsumeQueue
+
+    size = 10 * CQ_UNIT.size
+    cq = ConsumeQueue("T", 0, str(tmp_path), size)
+    for i in range(20):  # two full files: units i -> (100 i, 100)
+        cq.put(100 * i, 100, 0, i)
+    cq.mfq.create_file(2 * size)  # the prepared next file, never written
+    again = ConsumeQueue("T", 0, str(tmp_path), size)
+    assert again.load()
+    again.recover()
+    again.truncate_dirty(1250)  # the CommitLog ends inside record 12
+    assert [phy for _, phy, _, _ in again.iter_units()] == [100 * i for i in range(12)]
+    assert again.max_offset == 12 and again.max_physic_offset == 1200
