@@ -142,6 +142,14 @@ class BlockingConnection:
         """
         deadline = time.monotonic() + timeout
         while True:
+            reply = self._next_reply(deadline)
+            if reply[0].opaque == opaque:
+                return reply
+            # a late reply to an abandoned request: not ours
+
+    def _next_reply(self, deadline: float) -> tuple[RemotingCommand, bytearray, int, int]:
+        """The next response frame (server-initiated requests skipped); raises as ``receive_frame``."""
+        while True:
             self._read_into(memoryview(self._len_buf), deadline)
             (length,) = _LENGTH.unpack_from(self._len_buf)
             if length < 4 or length > DEFAULT_MAX_FRAME_SIZE:
@@ -159,18 +167,28 @@ class BlockingConnection:
                 cmd = command_from_header(bytes(view[4 : 4 + hlen]), (word >> 24) & 0xFF, None)
             except (ValueError, LocalProtocolError) as exc:
                 raise self._garbage(f"an undecodable header: {exc}") from exc
-            if cmd.flag & RPC_TYPE_RESPONSE and cmd.opaque == opaque:
+            if cmd.flag & RPC_TYPE_RESPONSE:
                 return cmd, frame, 4 + hlen, length
-            # a late reply to an abandoned request, or a server-initiated request: not ours
 
     def invoke(self, cmd: RemotingCommand, timeout: float) -> tuple[RemotingCommand, memoryview]:
         return self.receive(self.send(cmd), timeout)
 
     def invoke_many(self, cmds: Sequence[RemotingCommand], timeout: float) -> list[RemotingCommand]:
-        """Pipeline ``cmds`` (all written first) and return the replies in order (bodies dropped)."""
+        """Pipeline ``cmds`` (all written first) and return the replies in order (bodies dropped).
+
+        Replies are matched by opaque in whatever order they come: Apache RocketMQ's broker
+        answers from a thread pool, so a later request's reply may arrive first.
+        """
         opaques = [self.send(c) for c in cmds]
         deadline = time.monotonic() + timeout
-        return [self.receive(o, max(0.001, deadline - time.monotonic()))[0] for o in opaques]
+        want = set(opaques)
+        replies: dict[int, RemotingCommand] = {}
+        while want:
+            cmd = self._next_reply(deadline)[0]
+            if cmd.opaque in want:  # else a late reply to an abandoned request
+                want.discard(cmd.opaque)
+                replies[cmd.opaque] = cmd
+        return [replies[o] for o in opaques]
 
 
 class ConnectionPool:

@@ -29,6 +29,7 @@ SILENT = 9102  # no reply
 GARBAGE_LENGTH = 9103  # a frame length word of -1
 GARBAGE_HEADER = 9104  # an intact frame whose serialize type is unknown
 CLOSE = 9105  # close the connection without a reply
+REVERSED = 9106  # held until three arrived, then answered last first (a broker's thread pool)
 
 
 class Peer:
@@ -54,10 +55,17 @@ class Peer:
 
     def _serve(self, conn: socket.socket) -> None:
         decoder = FrameDecoder()
+        held: list[RemotingCommand] = []
         with conn:
             while data := conn.recv(65536):
                 for req in decoder.feed(data):
-                    if not self._answer(conn, req):
+                    if req.code == REVERSED:
+                        held.append(req)
+                        if len(held) == 3:
+                            for r in reversed(held):
+                                conn.sendall(RemotingCommand.response_to(r, body=r.body).encode())
+                            held.clear()
+                    elif not self._answer(conn, req):
                         return
 
     @staticmethod
@@ -107,6 +115,10 @@ def test_invoke_matches_opaques_and_reuses_the_receive_buffer(peer: Peer) -> Non
         assert bytes(body) == b"real"
         replies = conn.invoke_many([_req(ECHO, b"1"), _req(ECHO), _req(ECHO, b"3")], 2.0)
         assert [r.code for r in replies] == [ResponseCode.SUCCESS] * 3
+        # replies that come in another order are matched by opaque (Apache answers from a pool)
+        reqs = [_req(REVERSED, b"%d" % i) for i in range(3)]
+        replies = conn.invoke_many(reqs, 2.0)
+        assert [r.opaque for r in replies] == [r.opaque for r in reqs]
         assert not conn.broken
     finally:
         conn.close()
