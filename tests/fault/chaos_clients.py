@@ -23,6 +23,7 @@ from tests.fault.chaos_common import (
     broker_log_clean,
     check_delivery,
     consume_all,
+    cpu_seconds,
     p99,
     rss_mib,
 )
@@ -217,7 +218,14 @@ def run_fuzz(
 
 
 def run_slow_clients(
-    root: Path, *, idle: int, trickle: int, non_readers: int, idle_timeout: int = 4, frame_timeout: int = 2
+    root: Path,
+    *,
+    idle: int,
+    trickle: int,
+    non_readers: int,
+    idle_timeout: int = 4,
+    frame_timeout: int = 2,
+    broker_keys: dict[str, str] | None = None,
 ) -> Row:
     row = Row(
         "T16 slow and idle clients",
@@ -227,6 +235,7 @@ def run_slow_clients(
     keys = {
         "serverChannelMaxIdleTimeSeconds": str(idle_timeout),
         "serverFrameCompletionTimeoutSeconds": str(frame_timeout),
+        **(broker_keys or {}),
     }
     with servers(root, keys, topics={"Slow": 4}) as s:
         assert s.broker.proc is not None
@@ -246,6 +255,7 @@ def run_slow_clients(
             rss0 = rss_mib(pid)
             healthy.mark()
             t0 = time.monotonic()
+            cpu = [(t0, cpu_seconds(pid), time.process_time())]
             idles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(idle)]
             frame = RemotingCommand.request(RequestCode.HEART_BEAT, None, b"{}").encode()
             trickles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(trickle)]
@@ -268,10 +278,15 @@ def run_slow_clients(
             trickling = [asyncio.create_task(trickle_one(wr)) for _r, wr in trickles]
             peak = rss0
             opened = time.monotonic()  # the idle clock of the last idle connection starts here
-            row.notes.append(f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s")
+            cpu.append((opened, cpu_seconds(pid), time.process_time()))
+            began = time.strftime("%H:%M:%S", time.localtime(time.time() - (opened - t0)))
+            row.notes.append(
+                f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s (from {began}, the broker log's clock)"
+            )
             while time.monotonic() - opened < idle_timeout + 3:
                 await asyncio.sleep(0.5)
                 peak = max(peak, rss_mib(pid))
+                cpu.append((time.monotonic(), cpu_seconds(pid), time.process_time()))
             closed_idle = sum(await asyncio.gather(*(_closed(r) for r, _w in idles)))
             closed_trickle = sum(await asyncio.gather(*(_closed(r) for r, _w in trickles)))
             (base_lat, during), acked = await asyncio.to_thread(healthy.finish)
@@ -287,7 +302,16 @@ def run_slow_clients(
                 f"idle closed {closed_idle}/{idle}, trickling closed {closed_trickle}/{trickle}; broker RSS "
                 f"{rss0:.0f} -> peak {peak:.0f} MiB; healthy p99 {baseline * 1000:.1f} -> "
                 f"{p99(during) * 1000:.1f} ms (x{ratio:.2f}, {len(base_lat)} / {len(during)} sends); "
-                f"worst: {_worst(during, 50)}"
+                f"worst: {_worst(during, healthy.starts[-1], t0)}"
+            )
+            phases = [
+                ("connections opening", t0, opened + 0.5),
+                ("partial frames timing out", opened + 0.5, opened + frame_timeout + 2),
+                ("quiet", opened + frame_timeout + 2, t0 + idle_timeout),
+                ("idle connections closing", t0 + idle_timeout, opened + idle_timeout + 3),
+            ]
+            row.notes.append(
+                "by phase: " + _by_phase(phases, during, healthy.starts[-1], cpu, t0, baseline * 1.2)
             )
             if closed_idle < idle:
                 row.fail(f"{idle - closed_idle} idle connections still open after the idle timeout")
@@ -305,10 +329,39 @@ def run_slow_clients(
     return row
 
 
-def _worst(lat: list[float], rate: float, n: int = 8) -> str:
-    """The ``n`` worst latencies and about when they happened (a sender at ``rate`` msg/s)."""
+def _worst(lat: list[float], starts: list[float], t0: float, n: int = 8) -> str:
+    """The ``n`` worst latencies and when they began (seconds after ``t0``)."""
     worst = sorted(range(len(lat)), key=lambda k: lat[k], reverse=True)[:n]
-    return ", ".join(f"{lat[k] * 1000:.0f} ms at ~{k / rate:.1f} s" for k in sorted(worst))
+    return ", ".join(f"{lat[k] * 1000:.0f} ms at {starts[k] - t0:.1f} s" for k in sorted(worst))
+
+
+def _by_phase(
+    phases: list[tuple[str, float, float]],
+    lat: list[float],
+    starts: list[float],
+    cpu: list[tuple[float, float, float]],
+    t0: float,
+    bound: float,
+) -> str:
+    """Per phase of the scenario: the healthy sends' p99 and the CPU the broker and this process
+    (the hostile clients) used, in % of one core (2 cores: their sum near 200 % leaves the
+    healthy client's process waiting for a core), and how many sends took longer than ``bound``
+    (the p99 of the whole window stays within it while fewer than 1 % of its sends do)."""
+    out = []
+    for name, begin, end in phases:
+        sample = [d for d, at in zip(lat, starts, strict=True) if begin <= at < end]
+        inside = [c for c in cpu if begin - 0.5 <= c[0] <= end + 0.5]
+        usage = ""
+        if len(inside) >= 2:
+            span = inside[-1][0] - inside[0][0]
+            broker = (inside[-1][1] - inside[0][1]) / span * 100
+            own = (inside[-1][2] - inside[0][2]) / span * 100
+            usage = f", broker CPU {broker:.0f} %, clients' CPU {own:.0f} %"
+        out.append(
+            f"{name} ({begin - t0:.1f}-{end - t0:.1f} s): p99 {p99(sample) * 1000:.1f} ms, "
+            f"{sum(d > bound for d in sample)} of {len(sample)} over {bound * 1000:.1f} ms{usage}"
+        )
+    return "; ".join(out)
 
 
 async def _closed(reader: asyncio.StreamReader) -> bool:
