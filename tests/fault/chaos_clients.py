@@ -279,7 +279,8 @@ def run_slow_clients(
             peak = rss0
             opened = time.monotonic()  # the idle clock of the last idle connection starts here
             cpu.append((opened, cpu_seconds(pid), time.process_time()))
-            began = time.strftime("%H:%M:%S", time.localtime(time.time() - (opened - t0)))
+            wall = time.time() - (opened - t0)
+            began = time.strftime("%H:%M:%S", time.localtime(wall)) + f",{int(wall % 1 * 1000):03d}"
             row.notes.append(
                 f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s (from {began}, the broker log's clock)"
             )

@@ -1,0 +1,62 @@
+"""The server's sweeper closes idle connections a few per loop turn, with one log line per sweep
+(issue 23, T16: 10,000 idle connections timing out together held the loop ~10 ms per sweep and
+wrote 10,000 log lines, the healthy clients' sends waiting behind them)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from pocketmq.remoting.transport import server
+from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
+from tests.waiting import wait_until
+
+#: more than one sweep step closes at once (the scan period is split in ~6 steps here)
+N = 300
+
+
+async def test_idle_connections_timing_out_together_close_a_few_per_loop_turn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    srv = RemotingServer(RemotingServerConfig(host="127.0.0.1", idle_timeout=0.5, sweep_interval=0.02))
+    await srv.start()
+    loop = asyncio.get_running_loop()
+    lost = [0]
+    per_turn: list[int] = []
+
+    def on_close(conn: RemotingConnection) -> None:
+        lost[0] += 1
+
+    def turn() -> None:  # runs once per pass over the ready callbacks
+        per_turn.append(lost[0])
+        lost[0] = 0
+        if not done:
+            loop.call_soon(turn)
+
+    srv.dispatcher.on_close.append(on_close)
+    done = False
+    writers = []
+    try:
+        with caplog.at_level(logging.INFO, logger=server.logger.name):
+            for _ in range(N):
+                _reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+                writers.append(writer)
+            await wait_until(lambda: len(srv.connections) == N)
+            loop.call_soon(turn)
+            await wait_until(lambda: not srv.connections, timeout=10)
+            done = True
+            await asyncio.sleep(0)
+    finally:
+        done = True
+        for writer in writers:
+            writer.close()
+        await srv.stop()
+    assert sum(per_turn) == N
+    assert max(per_turn) <= server._CLOSES_PER_TURN
+    lines = [r for r in caplog.records if "idle connection" in r.getMessage()]
+    closed = sum(1 if r.getMessage().startswith("closing idle") else int(r.args[0]) for r in lines)  # type: ignore[index, arg-type]
+    assert closed == N
+    assert len(lines) < N // 10  # one line per sweep, naming a few addresses
