@@ -207,7 +207,10 @@ class RemotingServer:
         interval = self.config.sweep_interval
         period = min(1.0, idle / 4, frame_timeout / 4)
         steps = max(1, round(period / interval))
-        scan: list[RemotingConnection] = []
+        #: the connections of the current scan; each entry is let go (None) once checked, so a
+        #: connection closed here is freed with its ``connection_lost`` (a few per turn), not
+        #: thousands at once when the scan ends (a ~15 ms turn after 10,000 idle closes)
+        scan: list[RemotingConnection | None] = []
         pos = 0
         last_idle_scan = last_fd_probe = time.monotonic()
         while True:
@@ -218,11 +221,11 @@ class RemotingServer:
                 probe_fds()
             requesting = self._requesting
             if requesting:
-                for conn in list(requesting):
-                    if conn.pending:
-                        conn.expire(now)
-                    if not conn.pending:
-                        requesting.discard(conn)
+                for asker in list(requesting):
+                    if asker.pending:
+                        asker.expire(now)
+                    if not asker.pending:
+                        requesting.discard(asker)
             if pos >= len(scan):
                 if now - last_idle_scan < period:
                     continue
@@ -231,8 +234,9 @@ class RemotingServer:
             end = pos + min(-(-len(scan) // steps), _SCAN_CHUNK)
             idle_closed: list[str] = []
             budget = _CLOSES_PER_TURN
-            for conn in scan[pos:end]:
-                if conn.transport is None:
+            for i in range(pos, min(end, len(scan))):
+                conn, scan[i] = scan[i], None
+                if conn is None or conn.transport is None:
                     continue  # closed since the snapshot
                 if conn.pending:
                     requesting.add(conn)  # a request not sent through invoke()
@@ -254,10 +258,11 @@ class RemotingServer:
                     budget = _CLOSES_PER_TURN
                     await asyncio.sleep(0)
                     now = time.monotonic()
+            conn = None
             _log_idle_closes(idle_closed, idle)
             pos = end
             if pos >= len(scan):
-                scan = []  # drop the snapshot: closed connections are not kept alive by it
+                scan = []
 
     # --------------------------------------------------------------- server-initiated requests
     def next_opaque(self) -> int:
