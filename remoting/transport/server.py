@@ -27,12 +27,14 @@ from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 from pocketmq.remoting.transport.limits import (
     DEFAULT_FRAME_TIMEOUT,
     DEFAULT_PARTIAL_FRAME_BUDGET,
+    FD_RESERVE,
     PartialFrameBudget,
     QueueWait,
     RateLimitedLog,
     log_accept_errors,
     max_connections,
     probe_fds,
+    reserve_fd_table,
 )
 from pocketmq.remoting.transport.sockopts import tune_listeners
 from pocketmq.remoting.transport.tls import PermissiveServer
@@ -141,6 +143,8 @@ class RemotingServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         log_accept_errors(loop)
+        # the descriptor table grown once now, not doubling (an RCU wait each) under a burst
+        reserve_fd_table(self.max_connections + FD_RESERVE)
         cfg = self.config
         budget = self.partial_budget
 
