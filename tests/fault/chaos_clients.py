@@ -251,9 +251,13 @@ def run_slow_clients(
             # (1,000 trickles waking each second) delayed its own sends and replies (measured
             # here before: p99 x4.7, most of it this process's loop, not the broker)
             healthy = HealthyClient(s.broker.addr, "Slow", 50, "h0")
+            # the control: the same client against an echo server, both in processes of their
+            # own: what the machine (other processes, the kernel) does to any two processes
+            control = HealthyClient("echo", "", 50, "e0")
             await asyncio.sleep(2.5)
             rss0 = rss_mib(pid)
             healthy.mark()
+            control.mark()
             t0 = time.monotonic()
             cpu = [(t0, cpu_seconds(pid), time.process_time())]
             idles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(idle)]
@@ -291,6 +295,7 @@ def run_slow_clients(
             closed_idle = sum(await asyncio.gather(*(_closed(r) for r, _w in idles)))
             closed_trickle = sum(await asyncio.gather(*(_closed(r) for r, _w in trickles)))
             (base_lat, during), acked = await asyncio.to_thread(healthy.finish)
+            (control_base, control_during), _none = await asyncio.to_thread(control.finish)
             baseline = p99(base_lat)
             for t in trickling:
                 t.cancel()
@@ -313,6 +318,16 @@ def run_slow_clients(
             ]
             row.notes.append(
                 "by phase: " + _by_phase(phases, during, healthy.starts[-1], cpu, t0, baseline * 1.2)
+            )
+            control_p99 = [
+                p99([d for d, at in zip(control_during, control.starts[-1], strict=True) if b <= at < e])
+                for _name, b, e in phases
+            ]
+            row.notes.append(
+                f"control (an echo client and server in processes of their own, no broker): p99 "
+                f"{p99(control_base) * 1000:.1f} -> {p99(control_during) * 1000:.1f} ms; by phase "
+                + " / ".join(f"{v * 1000:.1f}" for v in control_p99)
+                + " ms"
             )
             if closed_idle < idle:
                 row.fail(f"{idle - closed_idle} idle connections still open after the idle timeout")
