@@ -23,6 +23,7 @@ from tests.fault.chaos_common import (
     broker_log_clean,
     check_delivery,
     consume_all,
+    cpu_seconds,
     p99,
     rss_mib,
 )
@@ -217,7 +218,14 @@ def run_fuzz(
 
 
 def run_slow_clients(
-    root: Path, *, idle: int, trickle: int, non_readers: int, idle_timeout: int = 4, frame_timeout: int = 2
+    root: Path,
+    *,
+    idle: int,
+    trickle: int,
+    non_readers: int,
+    idle_timeout: int = 4,
+    frame_timeout: int = 2,
+    broker_keys: dict[str, str] | None = None,
 ) -> Row:
     row = Row(
         "T16 slow and idle clients",
@@ -227,6 +235,7 @@ def run_slow_clients(
     keys = {
         "serverChannelMaxIdleTimeSeconds": str(idle_timeout),
         "serverFrameCompletionTimeoutSeconds": str(frame_timeout),
+        **(broker_keys or {}),
     }
     with servers(root, keys, topics={"Slow": 4}) as s:
         assert s.broker.proc is not None
@@ -242,10 +251,15 @@ def run_slow_clients(
             # (1,000 trickles waking each second) delayed its own sends and replies (measured
             # here before: p99 x4.7, most of it this process's loop, not the broker)
             healthy = HealthyClient(s.broker.addr, "Slow", 50, "h0")
+            # the control: the same client against an echo server, both in processes of their
+            # own: what the machine (other processes, the kernel) does to any two processes
+            control = HealthyClient("echo", "", 50, "e0")
             await asyncio.sleep(2.5)
             rss0 = rss_mib(pid)
             healthy.mark()
+            control.mark()
             t0 = time.monotonic()
+            cpu = [(t0, cpu_seconds(pid), time.process_time())]
             idles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(idle)]
             frame = RemotingCommand.request(RequestCode.HEART_BEAT, None, b"{}").encode()
             trickles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(trickle)]
@@ -268,13 +282,20 @@ def run_slow_clients(
             trickling = [asyncio.create_task(trickle_one(wr)) for _r, wr in trickles]
             peak = rss0
             opened = time.monotonic()  # the idle clock of the last idle connection starts here
-            row.notes.append(f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s")
+            cpu.append((opened, cpu_seconds(pid), time.process_time()))
+            wall = time.time() - (opened - t0)
+            began = time.strftime("%H:%M:%S", time.localtime(wall)) + f",{int(wall % 1 * 1000):03d}"
+            row.notes.append(
+                f"{idle + trickle + non_readers} connections opened in {opened - t0:.1f} s (from {began}, the broker log's clock)"
+            )
             while time.monotonic() - opened < idle_timeout + 3:
                 await asyncio.sleep(0.5)
                 peak = max(peak, rss_mib(pid))
+                cpu.append((time.monotonic(), cpu_seconds(pid), time.process_time()))
             closed_idle = sum(await asyncio.gather(*(_closed(r) for r, _w in idles)))
             closed_trickle = sum(await asyncio.gather(*(_closed(r) for r, _w in trickles)))
             (base_lat, during), acked = await asyncio.to_thread(healthy.finish)
+            (control_base, control_during), _none = await asyncio.to_thread(control.finish)
             baseline = p99(base_lat)
             for t in trickling:
                 t.cancel()
@@ -287,7 +308,26 @@ def run_slow_clients(
                 f"idle closed {closed_idle}/{idle}, trickling closed {closed_trickle}/{trickle}; broker RSS "
                 f"{rss0:.0f} -> peak {peak:.0f} MiB; healthy p99 {baseline * 1000:.1f} -> "
                 f"{p99(during) * 1000:.1f} ms (x{ratio:.2f}, {len(base_lat)} / {len(during)} sends); "
-                f"worst: {_worst(during, 50)}"
+                f"worst: {_worst(during, healthy.starts[-1], t0)}"
+            )
+            phases = [
+                ("connections opening", t0, opened + 0.5),
+                ("partial frames timing out", opened + 0.5, opened + frame_timeout + 2),
+                ("quiet", opened + frame_timeout + 2, t0 + idle_timeout),
+                ("idle connections closing", t0 + idle_timeout, opened + idle_timeout + 3),
+            ]
+            row.notes.append(
+                "by phase: " + _by_phase(phases, during, healthy.starts[-1], cpu, t0, baseline * 1.2)
+            )
+            control_p99 = [
+                p99([d for d, at in zip(control_during, control.starts[-1], strict=True) if b <= at < e])
+                for _name, b, e in phases
+            ]
+            row.notes.append(
+                f"control (an echo client and server in processes of their own, no broker): p99 "
+                f"{p99(control_base) * 1000:.1f} -> {p99(control_during) * 1000:.1f} ms; by phase "
+                + " / ".join(f"{v * 1000:.1f}" for v in control_p99)
+                + " ms"
             )
             if closed_idle < idle:
                 row.fail(f"{idle - closed_idle} idle connections still open after the idle timeout")
@@ -305,10 +345,39 @@ def run_slow_clients(
     return row
 
 
-def _worst(lat: list[float], rate: float, n: int = 8) -> str:
-    """The ``n`` worst latencies and about when they happened (a sender at ``rate`` msg/s)."""
+def _worst(lat: list[float], starts: list[float], t0: float, n: int = 8) -> str:
+    """The ``n`` worst latencies and when they began (seconds after ``t0``)."""
     worst = sorted(range(len(lat)), key=lambda k: lat[k], reverse=True)[:n]
-    return ", ".join(f"{lat[k] * 1000:.0f} ms at ~{k / rate:.1f} s" for k in sorted(worst))
+    return ", ".join(f"{lat[k] * 1000:.0f} ms at {starts[k] - t0:.1f} s" for k in sorted(worst))
+
+
+def _by_phase(
+    phases: list[tuple[str, float, float]],
+    lat: list[float],
+    starts: list[float],
+    cpu: list[tuple[float, float, float]],
+    t0: float,
+    bound: float,
+) -> str:
+    """Per phase of the scenario: the healthy sends' p99 and the CPU the broker and this process
+    (the hostile clients) used, in % of one core (2 cores: their sum near 200 % leaves the
+    healthy client's process waiting for a core), and how many sends took longer than ``bound``
+    (the p99 of the whole window stays within it while fewer than 1 % of its sends do)."""
+    out = []
+    for name, begin, end in phases:
+        sample = [d for d, at in zip(lat, starts, strict=True) if begin <= at < end]
+        inside = [c for c in cpu if begin - 0.5 <= c[0] <= end + 0.5]
+        usage = ""
+        if len(inside) >= 2:
+            span = inside[-1][0] - inside[0][0]
+            broker = (inside[-1][1] - inside[0][1]) / span * 100
+            own = (inside[-1][2] - inside[0][2]) / span * 100
+            usage = f", broker CPU {broker:.0f} %, clients' CPU {own:.0f} %"
+        out.append(
+            f"{name} ({begin - t0:.1f}-{end - t0:.1f} s): p99 {p99(sample) * 1000:.1f} ms, "
+            f"{sum(d > bound for d in sample)} of {len(sample)} over {bound * 1000:.1f} ms{usage}"
+        )
+    return "; ".join(out)
 
 
 async def _closed(reader: asyncio.StreamReader) -> bool:

@@ -43,6 +43,13 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def p99(samples: list[float]) -> float:
     if not samples:
         return 0.0
@@ -120,6 +127,8 @@ class HealthyClient:
         assert self.proc.stdout is not None
         if self.proc.stdout.readline().strip() != "READY":
             raise RuntimeError("healthy_child.py did not start")
+        #: after :meth:`finish`: when each send of each window began (``time.monotonic``)
+        self.starts: list[list[float]] = []
 
     def mark(self) -> None:
         """Start a new latency window."""
@@ -137,4 +146,5 @@ class HealthyClient:
             self.proc.kill()
             raise
         result = json.loads(out.strip().splitlines()[-1])
+        self.starts = result.get("starts", [])
         return result["windows"], {b.encode() for b in result["acked"]}
