@@ -72,11 +72,19 @@ class EndTransactionProcessor(HandlerTable):
                 f"commitOrRollback {kind} is not 0 (unknown), 8 (commit) or 12 (rollback)"
             )
         service = self.transactions
-        half = service.find_half(header)
-        if kind == TRANSACTION_ROLLBACK_TYPE:
-            service.rollback(half)
-            return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
-        result = service.commit(half)
+        offset = header.commit_log_offset
+        recent = service.recent_half(header)
+        if recent is not None:  # stored lately by this process: no read back (transaction.recent)
+            if kind == TRANSACTION_ROLLBACK_TYPE:
+                service.rollback_recent(offset, recent)
+                return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+            result = service.commit_recent(offset, recent)
+        else:
+            half = service.find_half(header)
+            if kind == TRANSACTION_ROLLBACK_TYPE:
+                service.rollback(half)
+                return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+            result = service.commit(half)
         if result.status.is_ok:
             return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
         code, remark = PUT_STATUS_REPLY.get(result.status, PUT_STATUS_DEFAULT)

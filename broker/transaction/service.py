@@ -48,6 +48,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     parse_op_body,
     transaction_offset,
 )
+from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
@@ -145,6 +146,7 @@ _REAL_TOPIC, _REAL_QID, _PGROUP = MessageConst.REAL_TOPIC, MessageConst.REAL_QID
 _HALF_TOPIC_BYTES = RMQ_SYS_TRANS_HALF_TOPIC.encode()
 _OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
+_PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
 
 
 # indexes of a record prefix's fields (RECORD_PREFIX_STRUCTS: the CommitLog layout in order)
@@ -277,6 +279,8 @@ class TransactionalMessageService:
         self.op_read = 0
         self._ready_topics: set[str] = set()
         self._pruned_below = 0
+        #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
+        self.recent = RecentHalves()
 
     # ------------------------------------------------------------------------- progress
     @property
@@ -376,18 +380,35 @@ class TransactionalMessageService:
 
         ``sent_wait``: the sender's raw ``WAIT`` value, which the half keeps (as Apache's does).
         """
-        inner.properties = half_properties(inner.properties_string(), sent_wait, inner.topic, inner.queue_id)
+        real_topic, real_queue_id = inner.topic, inner.queue_id
+        inner.properties = props = half_properties(
+            inner.properties_string(), sent_wait, real_topic, real_queue_id
+        )
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
-        self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
+        if RMQ_SYS_TRANS_HALF_TOPIC not in self._ready_topics:
+            self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
         self.counters.prepared += 1
-        cfg = self.state.config.store
-        if wait and (
-            cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER
-        ):
+        if wait and self._policy_waits():
             return self.store.put_message_async(inner)
-        return self.store.put_message(inner)
+        result = self.store.put_message(inner)
+        append = result.append
+        # an empty WAIT is the one half whose properties Java's commit re-encodes differently
+        # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
+        if append is not None and len(inner.body) <= MAX_BODY and sent_wait != "":
+            qoff = append.logics_offset
+            tx = (
+                qoff
+                if _PREPARED_KEY not in props
+                else transaction_offset(qoff, get_property(props, _PREPARED))
+            )
+            self.recent.add(append.wrote_offset, Recent(inner, props, qoff, tx, real_topic, real_queue_id))
+        return result
+
+    def _policy_waits(self) -> bool:
+        cfg = self.state.config.store
+        return cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER
 
     # ---------------------------------------------------------------------- end (37)
     def find_half(self, header: EndTransactionRequestHeader) -> HalfMessage:
@@ -427,6 +448,63 @@ class TransactionalMessageService:
                 f"the transaction of half message {queue_offset} is already committed or rolled back"
             )
         return half
+
+    def recent_half(self, header: EndTransactionRequestHeader) -> Recent | None:
+        """The half END_TRANSACTION names when this process stored it lately (:mod:`.recent`),
+        checked as :meth:`find_half` checks a half read back; None: read it (:meth:`find_half`).
+
+        Raises:
+            RemoteSystemError: another producer group, another queue offset, or the transaction
+                is already resolved.
+        """
+        offset = header.commit_log_offset
+        recent = self.recent.get(offset)
+        if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
+            return None
+        if get_property(recent.properties, _PGROUP) != header.producer_group:
+            raise RemoteSystemError("The producer group wrong")
+        queue_offset = recent.queue_offset
+        if queue_offset != header.tran_state_table_offset:
+            raise RemoteSystemError("The transaction state table offset wrong")
+        if is_resolved(queue_offset, recent.tx_offset, self.done):
+            self.counters.already_resolved += 1
+            raise RemoteSystemError(
+                f"the transaction of half message {queue_offset} is already committed or rolled back"
+            )
+        return recent
+
+    def commit_recent(self, commit_log_offset: int, recent: Recent) -> PutResult:
+        """:meth:`commit` of a half from :meth:`recent_half`: the same committed copy and op.
+
+        Its properties go as stored: they are the output of ``java_reput_properties`` (or of a
+        Java map), without an empty value, so re-encoding them (:meth:`commit`) changes nothing.
+        """
+        half = recent.inner
+        result = self.store.put_message(
+            MessageInner(
+                recent.real_topic,
+                half.body,
+                recent.real_queue_id,
+                half.flag,
+                recent.properties,
+                (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+                half.born_timestamp,
+                half.born_host,
+                half.store_host,
+                half.reconsume_times,
+                commit_log_offset,
+            )
+        )
+        if result.status.is_ok:
+            self.recent.discard(commit_log_offset)
+            self.counters.committed += 1
+            self.write_op(recent.queue_offset, recent.tx_offset)
+        return result
+
+    def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
+        self.recent.discard(commit_log_offset)
+        self.counters.rolled_back += 1
+        self.write_op(recent.queue_offset, recent.tx_offset)
 
     def commit(self, half: HalfMessage) -> PutResult:
         """Put the real message; on success write the op record. The real message's put result."""

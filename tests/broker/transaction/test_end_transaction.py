@@ -55,9 +55,18 @@ def real_max(b: BrokerController, topic: str = "TxT") -> int:
     return b.store.get_max_offset_in_queue(topic, 0)
 
 
-async def test_prepare_is_invisible_then_commit_once(tmp_path) -> None:
+def forget_recent(b: BrokerController, read_back: bool) -> None:
+    """``read_back``: END_TRANSACTION reads the half from the CommitLog (as after a restart)
+    instead of taking it from the halves this process stored lately (``transaction.recent``)."""
+    if read_back:
+        b.transactional_message_service.recent.clear()
+
+
+@pytest.mark.parametrize("read_back", [False, True])
+async def test_prepare_is_invisible_then_commit_once(tmp_path, read_back: bool) -> None:
     async with broker_and_wire(str(tmp_path)) as (b, w):
         half = await prepare(w, "k1")
+        forget_recent(b, read_back)
         assert real_max(b) == 0 and b.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0) == 1
         stored = b.store.look_message_by_offset(int(half["commitLogOffset"]))
         assert stored is not None and stored.topic == RMQ_SYS_TRANS_HALF_TOPIC and stored.queue_id == 0
@@ -88,9 +97,11 @@ async def test_prepare_is_invisible_then_commit_once(tmp_path) -> None:
         assert b.store.get_max_phy_offset() == phy and real_max(b) == 1
 
 
-async def test_rollback_and_unknown(tmp_path) -> None:
+@pytest.mark.parametrize("read_back", [False, True])
+async def test_rollback_and_unknown(tmp_path, read_back: bool) -> None:
     async with broker_and_wire(str(tmp_path)) as (b, w):
         a, u = await prepare(w, "a"), await prepare(w, "u")
+        forget_recent(b, read_back)
         assert (await end(w, a, ROLLBACK)).code == ResponseCode.SUCCESS
         phy = b.store.get_max_phy_offset()
         # UNKNOW: nothing done, nothing answered (as RocketMQ); sent oneway as clients do
@@ -119,11 +130,13 @@ async def test_rollback_and_unknown(tmp_path) -> None:
         ({"producerGroup": None}, "producerGroup"),
     ],
 )
+@pytest.mark.parametrize("read_back", [False, True])
 async def test_bad_end_transaction_changes_nothing(
-    tmp_path, change: dict[str, str | None], remark: str
+    tmp_path, change: dict[str, str | None], remark: str, read_back: bool
 ) -> None:
     async with broker_and_wire(str(tmp_path)) as (b, w):
         half = await prepare(w, "k")
+        forget_recent(b, read_back)
         fields = {**half, "commitOrRollback": COMMIT, **change}
         phy = b.store.get_max_phy_offset()
         r = await w.call(RequestCode.END_TRANSACTION, {k: v for k, v in fields.items() if v is not None})

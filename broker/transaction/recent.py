@@ -1,0 +1,70 @@
+"""The halves this broker stored lately, kept until their END_TRANSACTION names them.
+
+A producer sends END_TRANSACTION a few milliseconds after its half was stored (the local
+transaction runs in between). RocketMQ then reads the half back from the CommitLog and decodes
+it; this process still holds what it wrote, so :meth:`RecentHalves.take` hands the commit the
+stored fields without the read, the record decode and the property look-ups (on the bench's
+path that was a third of END_TRANSACTION's broker time). The committed copy and the op record
+are the same bytes either way (``tests/broker/transaction/test_recent.py``).
+
+What is not here goes the CommitLog way (``TransactionalMessageService.find_half``): a half
+stored before a restart, a check-back copy, one pushed out by newer halves (at most
+:data:`MAX_ENTRIES`; bodies over :data:`MAX_BODY` are not kept), one whose segment retention
+has deleted (the caller checks the offset against the CommitLog's first), and a half prepared on
+the SYNC_FLUSH / SYNC_MASTER path (its put result comes later).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from pocketmq.store import MessageInner
+
+__all__ = ["MAX_BODY", "MAX_ENTRIES", "Recent", "RecentHalves"]
+
+#: halves remembered at once: END_TRANSACTIONs arrive about in prepare order, a few thousand in
+#: flight is far more than producers keep, and a half never resolved falls out after this many
+MAX_ENTRIES = 4096
+#: bodies larger than this are read back instead (bounds the memory held: 4096 x 16 KiB)
+MAX_BODY = 16 << 10
+
+
+class Recent(NamedTuple):
+    """A half as prepare stored it (the message as put, plus what the store assigned)."""
+
+    #: the half as put: topic RMQ_SYS_TRANS_HALF_TOPIC, the half's sysFlag
+    inner: MessageInner
+    #: its properties as stored (``inner.properties``), which its committed copy keeps
+    properties: str
+    queue_offset: int
+    #: the transaction it belongs to (``bookkeeping.transaction_offset``)
+    tx_offset: int
+    real_topic: str
+    real_queue_id: int
+
+
+class RecentHalves:
+    """CommitLog offset -> :class:`Recent`, oldest first, bounded (module docstring)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, Recent] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, commit_log_offset: int, recent: Recent) -> None:
+        entries = self._entries
+        if len(entries) >= MAX_ENTRIES:
+            del entries[next(iter(entries))]
+        entries[commit_log_offset] = recent
+
+    def get(self, commit_log_offset: int) -> Recent | None:
+        return self._entries.get(commit_log_offset)
+
+    def discard(self, commit_log_offset: int) -> None:
+        self._entries.pop(commit_log_offset, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
