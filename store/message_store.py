@@ -326,6 +326,26 @@ class MessageStore:
         self.stats.put_message_failed_times += 1
         return result
 
+    def put_message_pair(
+        self, first: MessageInner, second: MessageInner
+    ) -> tuple[PutResult, PutResult | None]:
+        """``put_message(first)``, then, if it was stored, ``put_message(second)``, in one call:
+        END_TRANSACTION's committed copy and op record (one call through the put wrappers, one
+        reput wake-up). ``second``'s result is None when ``first`` was not stored."""
+        if not self._writable:
+            self.stats.put_message_failed_times += 1
+            return _REFUSED, None
+        put = self.commitlog.put_message
+        result = put(first)
+        if result.append is None:
+            self.stats.put_message_failed_times += 1
+            return result, None
+        then = put(second)
+        if then.append is None:
+            self.stats.put_message_failed_times += 1
+        self._wake_reput()
+        return result, then
+
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
         return self._track(self.commitlog.put_messages(msgs) if self._writable else _REFUSED)

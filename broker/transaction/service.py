@@ -480,25 +480,22 @@ class TransactionalMessageService:
         Java map), without an empty value, so re-encoding them (:meth:`commit`) changes nothing.
         """
         half = recent.inner
-        result = self.store.put_message(
-            MessageInner(
-                recent.real_topic,
-                half.body,
-                recent.real_queue_id,
-                half.flag,
-                recent.properties,
-                (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-                half.born_timestamp,
-                half.born_host,
-                half.store_host,
-                half.reconsume_times,
-                commit_log_offset,
-            )
+        copy = MessageInner(
+            recent.real_topic,
+            half.body,
+            recent.real_queue_id,
+            half.flag,
+            recent.properties,
+            (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+            half.born_timestamp,
+            half.born_host,
+            half.store_host,
+            half.reconsume_times,
+            commit_log_offset,
         )
-        if result.status.is_ok:
+        result = self.put_commit(copy, recent.queue_offset, recent.tx_offset)
+        if result.append is not None:
             self.recent.discard(commit_log_offset)
-            self.counters.committed += 1
-            self.write_op(recent.queue_offset, recent.tx_offset)
         return result
 
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
@@ -520,24 +517,38 @@ class TransactionalMessageService:
             )
         f = half.fields
         body_at = half.body_at
-        result = self.store.put_message(
-            MessageInner(
-                real_topic,
-                half.buf[body_at : body_at + f[F_BODY_LEN]],
-                int(real_qid),
-                f[F_FLAG],
-                props,
-                (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-                f[F_BORN_TS],
-                (f[F_BORN_IP], f[F_BORN_PORT]),
-                (f[F_STORE_IP], f[F_STORE_PORT]),
-                f[F_RECONSUME],
-                f[F_PHYSICAL_OFFSET],
-            )
+        copy = MessageInner(
+            real_topic,
+            half.buf[body_at : body_at + f[F_BODY_LEN]],
+            int(real_qid),
+            f[F_FLAG],
+            props,
+            (f[F_SYS_FLAG] & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+            f[F_BORN_TS],
+            (f[F_BORN_IP], f[F_BORN_PORT]),
+            (f[F_STORE_IP], f[F_STORE_PORT]),
+            f[F_RECONSUME],
+            f[F_PHYSICAL_OFFSET],
         )
-        if result.status.is_ok:
+        return self.put_commit(copy, f[F_QUEUE_OFFSET], half.tx_offset)
+
+    def put_commit(self, copy: MessageInner, half_offset: int, tx_offset: int) -> PutResult:
+        """Store a committed copy and, once it is stored, its op record (one store call)."""
+        if _OP_TOPIC not in self._ready_topics:
+            self.ensure_topic(_OP_TOPIC)
+        host = self.state.store_host
+        op = MessageInner(
+            _OP_TOPIC, str(half_offset).encode(), 0, 0, _OP_PROPERTIES, 0, self.now_ms(), host, host
+        )
+        result, op_result = self.store.put_message_pair(copy, op)
+        if result.append is not None:
             self.counters.committed += 1
-            self.write_op(f[F_QUEUE_OFFSET], half.tx_offset)
+            done = self.done
+            done.add(half_offset)
+            done.add(tx_offset)
+            # a later copy of the transaction: a second op names the first half (op_bodies)
+            rest = self.op_records(half_offset, tx_offset)[1:] if tx_offset != half_offset else []
+            self.put_ops(half_offset, rest, op_result)
         return result
 
     def rollback(self, half: HalfMessage) -> None:
@@ -546,18 +557,33 @@ class TransactionalMessageService:
 
     def write_op(self, half_offset: int, tx_offset: int) -> bool:
         """Record that the transaction is resolved (in memory at once, and as op records)."""
+        self.resolved(half_offset, tx_offset)
+        return self.put_ops(half_offset, self.op_records(half_offset, tx_offset))
+
+    def resolved(self, half_offset: int, tx_offset: int) -> None:
         done = self.done
         done.add(half_offset)
         done.add(tx_offset)
+
+    def op_records(self, half_offset: int, tx_offset: int) -> list[MessageInner]:
+        """The op records resolving the half at ``half_offset`` (:func:`~.bookkeeping.op_bodies`)."""
         if _OP_TOPIC not in self._ready_topics:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
         now = self.now_ms()
+        return [
+            MessageInner(_OP_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, now, host, host)
+            for body in op_bodies(half_offset, tx_offset)
+        ]
+
+    def put_ops(self, half_offset: int, ops: list[MessageInner], first: PutResult | None = None) -> bool:
+        """Store ``ops`` (``first``: the result of one stored before); whether all were stored."""
+        if not ops and first is not None and first.append is not None:
+            return True  # (a commit's one op record, stored: the common case)
         put = self.store.put_message
         stored = True
-        for body in op_bodies(half_offset, tx_offset):
-            result = put(MessageInner(_OP_TOPIC, body, 0, 0, _OP_PROPERTIES, 0, now, host, host))
-            if not result.status.is_ok:
+        for result in ([first] if first is not None else []) + [put(op) for op in ops]:
+            if result.append is None:
                 # resolved for this run of the broker; after a restart the half is checked again
                 logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)
                 stored = False

@@ -605,3 +605,31 @@ def test_a_batch_put_reaches_arriving_batch_once_with_every_records_offset_and_t
         ("batch", "TopicA", 2, 2, [tags_hash("TagA"), 0, tags_hash("TagB")]),
     ]
     store.close()
+
+
+def test_put_message_pair_stores_what_two_puts_store(tmp_path, clock):
+    """END_TRANSACTION's committed copy and op record in one call: the same bytes and results
+    as two ``put_message`` calls; the second is not stored when the first is refused."""
+    stores = [MessageStore(tiny_config(str(tmp_path / name)), clock=clock) for name in ("pair", "two")]
+    pair, two = stores
+    for s in stores:
+        s.load()
+    try:
+        for i in range(20):
+            a, b = make_msg(i, topic="TopicA", queue_id=i % 2), make_msg(i, topic="TopicOp", tags="d")
+            first, second = pair.put_message_pair(a, b)
+            assert second is not None
+            assert (first, second) == (two.put_message(a), two.put_message(b))
+        pair.do_reput()
+        two.do_reput()
+        assert _files(str(tmp_path / "pair"), "commitlog") == _files(str(tmp_path / "two"), "commitlog")
+        assert pull_all(pair, "TopicOp", 0) == pull_all(two, "TopicOp", 0)
+        # a refused first put: nothing stored, and no second put
+        huge = make_msg(99, body_size=pair.config.max_message_size + 1)
+        end = pair.get_max_phy_offset()
+        first, second = pair.put_message_pair(huge, make_msg(100, topic="TopicOp"))
+        assert first.status is PutMessageStatus.MESSAGE_ILLEGAL and second is None
+        assert pair.get_max_phy_offset() == end
+    finally:
+        for s in stores:
+            s.close()
