@@ -17,8 +17,10 @@
 3. ``end_transaction``: the broker's own work per transaction, in this process without sockets
    (best of several rounds of ``time.process_time``, steadier than throughput on a shared
    machine): storing a half (``prepare_message``), an END_TRANSACTION commit through the
-   processor (find the half, put the real message, put the op record) and the dispatch of the
-   three records; next to a plain put and its dispatch (same body and keys).
+   processor (the half as prepare left it, ``transaction.recent``; or, every other round, read
+   back from the CommitLog as after a restart; then the real message and the op record put) and
+   the dispatch of the three records; next to a plain put and its dispatch (same body and keys).
+   ``n`` (4000) stays under ``recent.MAX_ENTRIES``.
 
 Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--skip-throughput]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
@@ -235,7 +237,7 @@ def check_scan(halves: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
+def end_transaction_cpu(n: int = 4000, rounds: int = 8) -> None:
     root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
     try:
         broker = offline_broker(root)
@@ -243,7 +245,8 @@ def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
         store = broker.store
         gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05")
         body = os.urandom(1024)
-        best = dict.fromkeys(("prepare", "end", "tx_reput", "plain_put", "plain_reput"), float("inf"))
+        keys = ("prepare", "end", "end_read_back", "tx_reput", "plain_put", "plain_reput")
+        best = dict.fromkeys(keys, float("inf"))
 
         def timed(key: str, t0: float) -> None:
             best[key] = min(best[key], time.process_time() - t0)
@@ -252,7 +255,7 @@ def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
             entries = {"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": gen.create()}
             return properties_to_string({**entries, "TRAN_MSG": "true", "PGROUP": "PG"} if tx else entries)
 
-        for _ in range(rounds):
+        for round_no in range(rounds):
             born = int(time.time() * 1000)
             inners = [
                 MessageInner("BenchTx", body, i % 8, 0, props(i, True), 4, born, HOST, HOST) for i in range(n)
@@ -268,10 +271,12 @@ def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
                        "commitLogOffset": str(append.wrote_offset), "commitOrRollback": "8",
                        "fromTransactionCheck": "false", "msgId": uniq, "transactionId": uniq}  # fmt: skip
                 requests.append(RemotingCommand(code=RequestCode.END_TRANSACTION, ext_fields=ext, flag=2))
+            if round_no % 2:  # every other round the halves are read back (as after a restart)
+                svc.recent.clear()
             t0 = time.process_time()
             for request in requests:
                 processor.end_transaction(None, request)  # type: ignore[arg-type]
-            timed("end", t0)
+            timed("end_read_back" if round_no % 2 else "end", t0)
             # the dispatch of a transaction's three records (half, committed copy, op record)
             t0 = time.process_time()
             store.do_reput()
@@ -296,6 +301,7 @@ def end_transaction_cpu(n: int = 5000, rounds: int = 5) -> None:
                     "bench": "end_transaction",
                     "broker_prepare_us": us["prepare"],
                     "broker_end_transaction_commit_us": us["end"],
+                    "broker_end_transaction_commit_read_back_us": us["end_read_back"],
                     "broker_tx_reput_us": us["tx_reput"],
                     "broker_tx_store_us": round(us["prepare"] + us["end"] + us["tx_reput"], 2),
                     "broker_plain_put_us": us["plain_put"],
