@@ -390,8 +390,10 @@ class TransactionalMessageService:
         if RMQ_SYS_TRANS_HALF_TOPIC not in self._ready_topics:
             self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
         self.counters.prepared += 1
-        if wait and self._policy_waits():
-            return self.store.put_message_async(inner)
+        if wait:
+            cfg = self.state.config.store
+            if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER:
+                return self.store.put_message_async(inner)
         result = self.store.put_message(inner)
         append = result.append
         # an empty WAIT is the one half whose properties Java's commit re-encodes differently
@@ -403,12 +405,8 @@ class TransactionalMessageService:
                 if _PREPARED_KEY not in props
                 else transaction_offset(qoff, get_property(props, _PREPARED))
             )
-            self.recent.add(append.wrote_offset, Recent(inner, props, qoff, tx, real_topic, real_queue_id))
+            self.recent.add(append.wrote_offset, (inner, props, qoff, tx, real_topic, real_queue_id))
         return result
-
-    def _policy_waits(self) -> bool:
-        cfg = self.state.config.store
-        return cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER
 
     # ---------------------------------------------------------------------- end (37)
     def find_half(self, header: EndTransactionRequestHeader) -> HalfMessage:
@@ -461,12 +459,12 @@ class TransactionalMessageService:
         recent = self.recent.get(offset)
         if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
             return None
-        if get_property(recent.properties, _PGROUP) != header.producer_group:
+        _, props, queue_offset, tx_offset, _, _ = recent
+        if get_property(props, _PGROUP) != header.producer_group:
             raise RemoteSystemError("The producer group wrong")
-        queue_offset = recent.queue_offset
         if queue_offset != header.tran_state_table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
-        if is_resolved(queue_offset, recent.tx_offset, self.done):
+        if is_resolved(queue_offset, tx_offset, self.done):
             self.counters.already_resolved += 1
             raise RemoteSystemError(
                 f"the transaction of half message {queue_offset} is already committed or rolled back"
@@ -479,13 +477,13 @@ class TransactionalMessageService:
         Its properties go as stored: they are the output of ``java_reput_properties`` (or of a
         Java map), without an empty value, so re-encoding them (:meth:`commit`) changes nothing.
         """
-        half = recent.inner
+        half, props, queue_offset, tx_offset, real_topic, real_queue_id = recent
         copy = MessageInner(
-            recent.real_topic,
+            real_topic,
             half.body,
-            recent.real_queue_id,
+            real_queue_id,
             half.flag,
-            recent.properties,
+            props,
             (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
             half.born_timestamp,
             half.born_host,
@@ -493,7 +491,7 @@ class TransactionalMessageService:
             half.reconsume_times,
             commit_log_offset,
         )
-        result = self.put_commit(copy, recent.queue_offset, recent.tx_offset)
+        result = self.put_commit(copy, queue_offset, tx_offset)
         if result.append is not None:
             self.recent.discard(commit_log_offset)
         return result
@@ -501,7 +499,8 @@ class TransactionalMessageService:
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)
         self.counters.rolled_back += 1
-        self.write_op(recent.queue_offset, recent.tx_offset)
+        _, _, queue_offset, tx_offset, _, _ = recent
+        self.write_op(queue_offset, tx_offset)
 
     def commit(self, half: HalfMessage) -> PutResult:
         """Put the real message; on success write the op record. The real message's put result."""
