@@ -4,7 +4,9 @@
   op progress), tested with tables;
 * :mod:`.service`: ``TransactionalMessageService`` (prepare, commit, rollback, op records, the
   resolved set and the progress kept as ``CID_RMQ_SYS_TRANS`` consumer offsets);
-* :mod:`.check`: ``TransactionalMessageCheckService`` (check-back of unresolved halves).
+* :mod:`.check`: ``TransactionalMessageCheckService`` (check-back of unresolved halves);
+* :mod:`.recent`: the halves this process stored lately, which END_TRANSACTION commits or rolls
+  back without reading them back from the CommitLog.
 
 END_TRANSACTION is served by :mod:`pocketmq.broker.processor.end_transaction`; the prepare hook
 is in the send processor (``transactions.prepare_message``). User documentation:

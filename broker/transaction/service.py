@@ -536,15 +536,14 @@ class TransactionalMessageService:
         if _OP_TOPIC not in self._ready_topics:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
+        # op_bodies' first body, built here: the one op record of nearly every commit
         op = MessageInner(
             _OP_TOPIC, str(half_offset).encode(), 0, 0, _OP_PROPERTIES, 0, self.now_ms(), host, host
         )
         result, op_result = self.store.put_message_pair(copy, op)
         if result.append is not None:
             self.counters.committed += 1
-            done = self.done
-            done.add(half_offset)
-            done.add(tx_offset)
+            self.resolved(half_offset, tx_offset)
             # a later copy of the transaction: a second op names the first half (op_bodies)
             rest = self.op_records(half_offset, tx_offset)[1:] if tx_offset != half_offset else []
             self.put_ops(half_offset, rest, op_result)
