@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.send_checks import PUT_STATUS_DEFAULT, PUT_STATUS_REPLY
 from pocketmq.broker.state import HandlerTable
-from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
@@ -77,15 +77,23 @@ class EndTransactionProcessor(HandlerTable):
         if recent is not None:  # stored lately by this process: no read back (transaction.recent)
             if kind == TRANSACTION_ROLLBACK_TYPE:
                 service.rollback_recent(offset, recent)
-                return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+                return _success(request)
             result = service.commit_recent(offset, recent)
         else:
             half = service.find_half(header)
             if kind == TRANSACTION_ROLLBACK_TYPE:
                 service.rollback(half)
-                return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+                return _success(request)
             result = service.commit(half)
         if result.status.is_ok:
-            return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+            return _success(request)
         code, remark = PUT_STATUS_REPLY.get(result.status, PUT_STATUS_DEFAULT)
         return RemotingCommand.response_to(request, code, remark)
+
+
+def _success(request: RemotingCommand) -> RemotingCommand | None:
+    """SUCCESS; nothing for a oneway request (the usual END_TRANSACTION), whose reply the
+    connection would drop: no reply built per transaction (hooks see None, as for UNKNOW)."""
+    if request.flag & RPC_ONEWAY:
+        return None
+    return RemotingCommand.response_to(request, ResponseCode.SUCCESS)

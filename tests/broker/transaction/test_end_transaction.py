@@ -232,3 +232,20 @@ async def test_check_back_persists_progress_across_restart(tmp_path) -> None:
             svc.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
         )
         await w.close()
+
+
+@pytest.mark.parametrize("read_back", [False, True])
+async def test_oneway_commit_and_rollback(tmp_path, read_back: bool) -> None:
+    """As clients send END_TRANSACTION: oneway, nothing answered, the transaction resolved."""
+    async with broker_and_wire(str(tmp_path)) as (b, w):
+        c, r = await prepare(w, "c"), await prepare(w, "r")
+        forget_recent(b, read_back)
+        for fields, kind in ((c, COMMIT), (r, ROLLBACK)):
+            request = RemotingCommand.request(
+                RequestCode.END_TRANSACTION, {**fields, "commitOrRollback": kind}, oneway=True
+            )
+            await w.client.invoke_oneway(w.addr, request)
+        svc = b.transactional_message_service
+        await wait_until(lambda: (svc.counters.committed, svc.counters.rolled_back) == (1, 1))
+        [msg] = await pull_until(w, "TxT")
+        assert msg.body == b"c"
