@@ -317,6 +317,7 @@ class TransactionalMessageService:
                 self.offsets.commit_offset(CID_SYS_RMQ_TRANS, topic, 0, fitted)
         self.done.clear()
         self.op_max_half.clear()
+        self.recent.clear()
         self.op_read = store.get_min_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
         self.read_ops()
 
