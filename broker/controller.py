@@ -97,7 +97,7 @@ from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
-from pocketmq.remoting.transport.hooks import BatchCheck, BeforeHook
+from pocketmq.remoting.transport.hooks import BeforeHook
 from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
@@ -162,7 +162,7 @@ class BrokerController:
         for name in ("put_message", "put_messages", "put_batch"):
             setattr(self.store, name, self.put_latency.wrap(getattr(self.store, name)))
         #: ``aclEnable``: the rules (None when off) and the server hook enforcing them
-        self.acl_manager, hooks, batch_checks = build_acl(config, clock.now_ms, fsync=fsync)
+        self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)
         # tls.server.mode (a missing certificate is a TlsConfigError naming the key)
         server_ssl, permissive = config.server_context(), config.tls_server_mode == "permissive"
         #: flow control (waitTimeMillsIn*Queue), shared by both servers (broker.flow_control)
@@ -182,7 +182,6 @@ class BrokerController:
             ),
             before_hooks=list(hooks),
         )
-        self.remoting_server.dispatcher.batch_checks.extend(batch_checks)
         fast_port = config.listen_port - 2
         self.fast_remoting_server: RemotingServer | None = None
         if config.fast_listen_enable and config.listen_port > 2:
@@ -201,7 +200,6 @@ class BrokerController:
                 ),
                 before_hooks=list(hooks),
             )
-            self.fast_remoting_server.dispatcher.batch_checks.extend(batch_checks)
         outbound = RemotingClientConfig(connect_timeout=3.0, ssl=config.outbound_context(config.use_tls))
         self.namesrv_api = BrokerOuterAPI(RemotingClient(outbound))
         #: the config and advertised address every component reads (update_config swaps it)
@@ -668,15 +666,15 @@ class BrokerController:
 
 def build_acl(
     config: BrokerConfig, now_ms: Callable[[], int], *, fsync: bool
-) -> tuple[PlainAclManager | None, tuple[BeforeHook, ...], tuple[BatchCheck, ...]]:
-    """The ACL manager (rules loaded now), the servers' before-hooks and batch checks for
-    ``aclEnable`` (none when off: a broker without ACL runs no check at all).
+) -> tuple[PlainAclManager | None, tuple[BeforeHook, ...]]:
+    """The ACL manager (rules loaded now) and the servers' before-hooks for ``aclEnable`` (none
+    when off: a broker without ACL runs no check at all).
 
     Raises:
         ConfigError: ACL on without ``rocketmqHome``, without any ACL file, or with a bad one.
     """
     if not config.acl_enable:
-        return None, (), ()
+        return None, ()
     if not config.rocketmq_home:
         raise ConfigError(
             "aclEnable=true needs rocketmqHome (or ROCKETMQ_HOME): the ACL files are "
@@ -688,8 +686,7 @@ def build_acl(
         manager.load()
     except AclConfigError as exc:
         raise ConfigError(f"aclEnable=true: {exc}", key="aclEnable") from None
-    validator = AclValidator(manager)
-    return manager, (validator.before_request,), (validator.check_batch,)
+    return manager, (AclValidator(manager).before_request,)
 
 
 def _close(conn: RemotingConnection) -> None:

@@ -69,7 +69,7 @@ from pocketmq.remoting.protocol.frame import (
     FrameDecoder,
     frames_end,
 )
-from pocketmq.remoting.transport.hooks import BatchCheck, BeforeHook, RPCHook, safe_call
+from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 from pocketmq.remoting.transport.limits import PartialFrameBudget, QueueWait, RateLimitedLog
 from pocketmq.remoting.transport.wire_io import IOV_MAX, format_addr, read_rest, write_through
 
@@ -141,7 +141,6 @@ class RemotingConnection(asyncio.Protocol):
         queue_wait: QueueWait | None = None,
     ) -> None:
         self._dispatcher = dispatcher
-        self._batch_checks: list[BatchCheck] = getattr(dispatcher, "batch_checks", [])  # the list itself
         self._queue_wait = queue_wait
         #: with ``queue_wait``: the read time of each backlog command (same order), and of the
         #: commands of the slice being handled (None: the current read's)
@@ -351,8 +350,6 @@ class RemotingConnection(asyncio.Protocol):
         try:
             pop = self.pending.pop
             dispatch = self._dispatcher.dispatch
-            for check in self._batch_checks:
-                check(self.remote_addr, commands)
             for cmd in commands:
                 if cmd.flag & _RPC_TYPE_RESPONSE:
                     entry = pop(cmd.opaque, None)
@@ -669,7 +666,6 @@ class ProcessorDispatcher:
         #: Checks run on every request before its handler, with no after part (ACL): unlike
         #: ``hooks`` they keep the synchronous-reply fast path. One may raise ``ResponseError``.
         self.before_hooks: list[BeforeHook] = []
-        self.batch_checks: list[BatchCheck] = []  # run on each read's commands first (hooks.BatchCheck)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_connect: list[Callable[[RemotingConnection], None]] = []
         self.on_close: list[Callable[[RemotingConnection], None]] = []
@@ -682,12 +678,12 @@ class ProcessorDispatcher:
     def connection_made(self, conn: RemotingConnection) -> None:
         self.connections.add(conn)
         for cb in self.on_connect:
-            safe_call(cb, conn)
+            _safe_call(cb, conn)
 
     def connection_lost(self, conn: RemotingConnection) -> None:
         self.connections.discard(conn)
         for cb in self.on_close:
-            safe_call(cb, conn)
+            _safe_call(cb, conn)
 
     def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         handler = self.handlers.get(request.code, self.default_handler)
@@ -795,3 +791,10 @@ class ProcessorDispatcher:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+
+
+def _safe_call(cb: Callable[[RemotingConnection], None], conn: RemotingConnection) -> None:
+    try:
+        cb(conn)
+    except Exception:
+        logger.exception("connection callback %r failed", cb)
