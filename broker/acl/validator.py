@@ -12,14 +12,16 @@ logged on ``pocketmq.broker.acl.audit``::
 from __future__ import annotations
 
 import logging
+from binascii import b2a_base64 as _b64
 from collections.abc import Mapping
-from typing import NoReturn
+from hmac import compare_digest as _compare_digest
+from typing import Any, NoReturn
 
 from pocketmq.broker.acl.address import NO_ADDRESS, peer_address
 from pocketmq.broker.acl.decision import MEMO_MAX, Decision, Memo, decide, remembered
 from pocketmq.broker.acl.manager import PlainAclManager
 from pocketmq.broker.acl.rules import Account, AclRules
-from pocketmq.remoting.protocol.acl import ACCESS_KEY, SIGNATURE
+from pocketmq.remoting.protocol.acl import ACCESS_KEY, SIGNATURE, signed_text
 from pocketmq.remoting.protocol.codes import RequestCode, code_name
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
@@ -65,14 +67,19 @@ class AclValidator:
         #: steps 1 and 4 (white lists) cannot allow without a signature: none when a global white
         #: list exists (every request checks the peer first). A send to a topic that is not a
         #: ``%RETRY%`` one needs that topic only (decision.required_resources), hence the topic key.
-        self._direct: Mapping[str, tuple[Account, dict[str, Decision]]] = {}
+        #: The account's HMAC key states (``Signer.inner``/``outer``) ride along.
+        self._direct: Mapping[str, tuple[Account, dict[str, Decision], Any, Any]] = {}
 
     def _use(self, rules: AclRules) -> None:
         self._rules, self._memo = rules, {}
         self._direct = (
             {}
             if rules.global_white
-            else {ak: (a, {}) for ak, a in rules.accounts.items() if a.white is NO_ADDRESS}
+            else {
+                ak: (a, {}, a.signer.inner, a.signer.outer)
+                for ak, a in rules.accounts.items()
+                if a.white is NO_ADDRESS
+            }
         )
 
     def before_request(self, remote_addr: str, request: RemotingCommand) -> None:
@@ -82,23 +89,35 @@ class AclValidator:
         ext = request.ext_fields
         if ext is not None:
             direct = self._direct.get(ext.get(ACCESS_KEY))  # type: ignore[arg-type]
-            if direct is not None and direct[0].signer.matches(ext.get(SIGNATURE), ext, request.body):
-                account, sends = direct
-                code = request.code
-                if code == _SEND_V2:
-                    topic = ext.get("b")
-                    decision = sends.get(topic)  # type: ignore[arg-type]
-                    if decision is None:
-                        decision = remembered(self._memo, account, code, ext, request.body)
-                        if topic is not None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                            if len(sends) >= MEMO_MAX:
-                                sends.clear()
-                            sends[topic] = decision
-                else:
-                    decision = remembered(self._memo, account, code, ext, request.body)
-                if decision.allowed:
-                    return
-                self._deny(remote_addr, request, decision)
+            signature = ext.get(SIGNATURE)
+            if direct is not None and signature:
+                account, sends, inner, outer = direct
+                body = request.body
+                # inline of Signer.matches (one Python frame instead of three per request)
+                inner = inner.copy()
+                inner.update(signed_text(ext).encode())
+                if body:
+                    inner.update(body)
+                outer = outer.copy()
+                outer.update(inner.digest())
+                if _compare_digest(
+                    _b64(outer.digest(), newline=False), signature.encode("utf-8", "surrogateescape")
+                ):
+                    code = request.code
+                    if code == _SEND_V2:
+                        topic = ext.get("b")
+                        decision = sends.get(topic)  # type: ignore[arg-type]
+                        if decision is None:
+                            decision = remembered(self._memo, account, code, ext, body)
+                            if topic is not None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                                if len(sends) >= MEMO_MAX:
+                                    sends.clear()
+                                sends[topic] = decision
+                    else:
+                        decision = remembered(self._memo, account, code, ext, body)
+                    if decision.allowed:
+                        return
+                    self._deny(remote_addr, request, decision)
         # anything else: the whole table (it finds the same outcome for what is above, and the
         # reason of a denial)
         decision = decide(

@@ -51,6 +51,7 @@ __all__ = [
     "UNIQUE_KEY_QUERY",
     "sign",
     "signature_content",
+    "signed_text",
     "signature_matches",
 ]
 
@@ -82,7 +83,7 @@ def signature_content(ext_fields: Mapping[str, str] | None, body: bytes | None) 
 _ORDERS: dict[tuple[str, ...], tuple[Callable[[Mapping[str, str]], Any], int]] = {}
 _MAX_ORDERS = 1024
 #: ext-field count → the ``_ORDERS`` entry last used for a key set of that size: most requests
-#: reuse it without building the key tuple (:func:`_signed_text` checks that it fits exactly)
+#: reuse it without building the key tuple (:func:`signed_text` checks that it fits exactly)
 _BY_SIZE: dict[int, tuple[Callable[[Mapping[str, str]], Any], int]] = {}
 
 
@@ -90,7 +91,7 @@ def _nothing(ext_fields: Mapping[str, str]) -> str:
     return ""
 
 
-def _signed_text(ext_fields: Mapping[str, str]) -> str:
+def signed_text(ext_fields: Mapping[str, str]) -> str:
     """The ext-field values a signature covers, in key order (see the module docstring).
 
     The entry of the last key set of the same size serves when it reads as many keys as the
@@ -117,7 +118,7 @@ def _signed_text(ext_fields: Mapping[str, str]) -> str:
 
 def _signed_values(ext_fields: Mapping[str, str]) -> bytes:
     """The ext-field part of :func:`signature_content` (values in key order, UTF-8)."""
-    return _signed_text(ext_fields).encode()
+    return signed_text(ext_fields).encode()
 
 
 class Signer:
@@ -125,26 +126,28 @@ class Signer:
 
     HMAC-SHA1 by hand from two SHA1 states prepared once (key XOR ipad / opad, RFC 2104), copied
     per request: half the cost of ``hmac`` objects for a 1 KB message; the body is fed without a
-    copy, and the ext-field order is cached (:func:`_signed_text`).
+    copy, and the ext-field order is cached (:func:`signed_text`).
     """
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("inner", "outer")
 
     def __init__(self, secret_key: str) -> None:
         key = secret_key.encode()
         if len(key) > _BLOCK:
             key = hashlib.sha1(key).digest()
         key = key.ljust(_BLOCK, b"\0")
-        self._inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
-        self._outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
+        #: SHA-1 states after the key block XOR ipad / opad: copied per request, never updated
+        #: (the broker's validator inlines :meth:`matches` with them)
+        self.inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
+        self.outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
 
     def digest(self, ext_fields: Mapping[str, str] | None, body: bytes | None) -> bytes:
-        inner = self._inner.copy()
+        inner = self.inner.copy()
         if ext_fields:
-            inner.update(_signed_text(ext_fields).encode())
+            inner.update(signed_text(ext_fields).encode())
         if body:
             inner.update(body)
-        outer = self._outer.copy()
+        outer = self.outer.copy()
         outer.update(inner.digest())
         return outer.digest()
 
@@ -170,13 +173,13 @@ class RequestSigner:
     one Python call per request, the HMAC inline.
     """
 
-    __slots__ = ("_inner", "_outer", "access_key", "security_token")
+    __slots__ = ("access_key", "inner", "outer", "security_token")
 
     def __init__(self, access_key: str, secret_key: str, security_token: str | None = None) -> None:
         self.access_key = access_key
         self.security_token = security_token
         signer = Signer(secret_key)
-        self._inner, self._outer = signer._inner, signer._outer
+        self.inner, self.outer = signer.inner, signer.outer
 
     def __repr__(self) -> str:
         return f"RequestSigner(access_key={self.access_key!r})"
@@ -192,12 +195,12 @@ class RequestSigner:
         if self.security_token:
             ext[SECURITY_TOKEN] = self.security_token
         # inline of Signer.sign (every request of an ACL client)
-        inner = self._inner.copy()
-        inner.update(_signed_text(ext).encode())
+        inner = self.inner.copy()
+        inner.update(signed_text(ext).encode())
         body = request.body
         if body:
             inner.update(body)
-        outer = self._outer.copy()
+        outer = self.outer.copy()
         outer.update(inner.digest())
         ext[SIGNATURE] = _b64(outer.digest(), newline=False).decode()
 

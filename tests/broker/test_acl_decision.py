@@ -394,3 +394,26 @@ def test_signed_content_is_exact_whatever_key_set_came_before() -> None:
         {**captured, "Signature": sig, "_UNIQUE_KEY_QUERY": "t"}, None
     )  # fills the size-5 entry
     assert not signature_matches("12345678", sig, {**captured, "c": "evil", "Signature": sig}, None)
+
+
+def test_validator_checks_with_the_secret_of_the_current_rules() -> None:
+    """The key states the shortcut keeps beside each account follow a reload that changes the
+    secret: the old secret's signature is refused, the new one's accepted."""
+
+    def make(secret: str) -> AclRules:
+        account = {"accessKey": "RocketMQ", "secretKey": secret, "topicPerms": ["topicB=PUB"]}
+        return build_rules([("plain_acl.yml", {"accounts": [account]})])
+
+    class Manager:
+        rules = make("12345678")
+
+    validator = AclValidator(Manager())  # type: ignore[arg-type]
+    old = _signed(310, {"a": "G", "b": "topicB"}, b"x")
+    validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(old), b"x"))
+    Manager.rules = make("87654321")
+    with pytest.raises(AclDenied, match="Check signature failed for accessKey=RocketMQ"):
+        validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(old), b"x"))
+    new = _signed(310, {"a": "G", "b": "topicB"}, b"x", sk="87654321")
+    validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(new), b"x"))
+    with pytest.raises(AclDenied, match="Check signature failed"):  # the body is signed too
+        validator.before_request("127.0.0.1:1", RemotingCommand.request(310, dict(new), b"y"))
