@@ -19,11 +19,11 @@ Rules:
   ``PER_TURN`` commands per turn (in order; reading pauses while ``MAX_BACKLOG`` commands wait).
   Writes go on the socket itself while the transport holds nothing (:mod:`.wire_io`).
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
-  read); the owner runs one sweeper that calls :meth:`expire` (RocketMQ ``scanResponseTable``).
-* ``connection_lost`` first handles the commands of earlier reads still waiting (a peer that
-  writes a burst and closes gets every request served, replies dropped; a write that finds the
-  peer reset first reads what it sent before: ``_peer_reset``), then fails every pending request
-  with ``RemotingConnectError`` chained to the cause.
+  read; :mod:`.deadlines`).
+* ``connection_lost`` first handles the commands of earlier reads still waiting, ``PER_TURN`` a
+  turn (a peer that writes a burst and closes gets every request served, replies dropped; a
+  write that finds the peer reset first reads what it sent before: ``_peer_reset``), then fails
+  every pending request with ``RemotingConnectError`` chained to the cause.
 * Garbage from the peer: the decoder's ``LocalProtocolError``s become ``RemoteProtocolError`` in
   one place (h11), ``_remote_protocol_errors``: see there. A ``close_reason`` keeps no traceback
   once the connection is lost: its frames would keep the connection alive (``forget_frames``).
@@ -53,7 +53,6 @@ from pocketmq.remoting.protocol.errors import (
     LocalProtocolError,
     RemoteProtocolError,
     RemotingConnectError,
-    RemotingTimeoutError,
     RemotingTooMuchRequestError,
     ResponseError,
 )
@@ -63,8 +62,15 @@ from pocketmq.remoting.protocol.frame import (
     FrameDecoder,
     frames_end,
 )
+from pocketmq.remoting.transport.deadlines import Pending, expire_pending
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
-from pocketmq.remoting.transport.limits import PartialFrameBudget, QueueWait, RateLimitedLog, forget_frames
+from pocketmq.remoting.transport.limits import (
+    PartialFrameBudget,
+    QueueWait,
+    RateLimitedLog,
+    TurnShare,
+    forget_frames,
+)
 from pocketmq.remoting.transport.wire_io import IOV_MAX, format_addr, read_rest, write_through
 
 logger = logging.getLogger(__name__)
@@ -108,10 +114,6 @@ MAX_BAD_HEADERS = 16
 #: A reply body this large is written at once instead of joining the batch.
 BIG_BODY = 64 * 1024
 
-#: A request awaiting its reply: (future, deadline, request). A plain tuple: one is built per
-#: request, and a tuple costs a fraction of a class instance.
-_Pending = tuple["asyncio.Future[RemotingCommand]", float, RemotingCommand]
-
 
 class Dispatcher(Protocol):
     def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None: ...
@@ -129,9 +131,9 @@ class RemotingConnection(asyncio.Protocol):
     __slots__ = (
         "__weakref__", "_backlog", "_backlog_paused", "_backlog_read", "_backlog_stalled", "_bad_headers",
         "_batch_time", "_budget", "_closed", "_closing", "_decoder", "_dispatcher", "_drain_waiters", "_fd",
-        "_loop", "_out", "_partial", "_queue_wait", "_raw", "_raw_pos", "_raw_read", "_slice_read", "attrs",
-        "can_write", "close_reason", "last_read", "last_write", "partial_since", "pending", "remote_addr",
-        "transport",
+        "_loop", "_out", "_partial", "_queue_wait", "_raw", "_raw_pos", "_raw_read", "_share", "_slice_read",
+        "attrs", "can_write", "close_reason", "last_read", "last_write", "partial_since", "pending",
+        "remote_addr", "transport",
     )  # fmt: skip
 
     def __init__(
@@ -143,18 +145,18 @@ class RemotingConnection(asyncio.Protocol):
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
         partial_budget: PartialFrameBudget | None = None,
         queue_wait: QueueWait | None = None,
+        share: TurnShare | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._queue_wait = queue_wait
+        self._share = share  # the server's: what a lost connection still serves (``_serve_lost``)
         #: with ``queue_wait``: the read time of each backlog command (same order), and of the
         #: commands of the slice being handled (None: the current read's)
         self._backlog_read: list[float] = []
         self._slice_read: list[float] | None = None
         #: a large read not decoded yet: the bytes, where its undecoded part starts, its read time
         self._raw: bytes | None = None
-        self._raw_pos = 0
-        self._raw_read = 0.0
-        self._bad_headers = 0
+        self._raw_pos, self._raw_read, self._bad_headers = 0, 0.0, 0
         self._decoder = FrameDecoder(max_frame_size, max_header_size)
         self._budget = partial_budget
         #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
@@ -164,13 +166,12 @@ class RemotingConnection(asyncio.Protocol):
         self.partial_since = 0.0
         self._loop = loop or asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self.pending: dict[int, _Pending] = {}
+        self.pending: dict[int, Pending] = {}
         self.remote_addr = ""
         #: Per-connection facts the owner wants to keep (client id, language, version ...).
         self.attrs: dict[str, Any] = {}
         self.last_read = self.last_write = _monotonic()
-        #: Buffers waiting to be written together (see ``_write``); None: the next write goes
-        #: out at once.
+        #: Buffers waiting to be written together (``_write``); None: the next goes out at once.
         self._out: list[bytes] | None = None
         #: When the open batch began (a clock read that requests of the same loop turn reuse
         #: for their deadlines instead of reading the clock again).
@@ -186,8 +187,7 @@ class RemotingConnection(asyncio.Protocol):
         self._drain_waiters: list[asyncio.Future[None]] | None = None
         self._closed: asyncio.Event | None = None
         self.close_reason: BaseException | None = None
-        #: commands of a large read not handled yet (``PER_TURN``); reading paused above
-        #: ``MAX_BACKLOG`` of them
+        #: commands of a large read not handled yet (``PER_TURN``); reading paused past ``MAX_BACKLOG``
         self._backlog: list[RemotingCommand] | None = None
         self._backlog_paused = False
         #: the backlog waits for ``resume_writing`` (the peer does not read its replies)
@@ -257,11 +257,11 @@ class RemotingConnection(asyncio.Protocol):
             self._account_partial(held, bool(commands))
         return commands
 
-    def _decode_raw(self, backlog: list[RemotingCommand], whole: bool = False) -> None:
-        """Decode the next ``PER_TURN`` frames of the held read (all of it: ``whole``) into ``backlog``."""
+    def _decode_raw(self, backlog: list[RemotingCommand]) -> None:
+        """Decode the next ``PER_TURN`` frames of the held read into ``backlog``."""
         raw, pos = self._raw, self._raw_pos
         assert raw is not None
-        cut = len(raw) if whole else frames_end(raw, pos, PER_TURN)
+        cut = frames_end(raw, pos, PER_TURN)
         if cut >= len(raw):
             self._raw = None
         self._raw_pos = cut
@@ -295,8 +295,9 @@ class RemotingConnection(asyncio.Protocol):
     def _next_slice(self) -> None:
         """Handle the next ``PER_TURN`` commands of a large read (see ``PER_TURN``)."""
         backlog = self._backlog
-        if backlog is None or self.transport is None:
-            self._backlog = None
+        if self.transport is None:
+            return  # lost meanwhile: ``_serve_lost`` has the backlog
+        if backlog is None:
             self._backlog_read = []
             return
         if not self.can_write:
@@ -420,23 +421,31 @@ class RemotingConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if exc is not None:
             self.close_reason = exc
-        reason = self.close_reason  # the transport's error, or the one ``abort`` was given
         self.transport = None
         self._out = None
         self._closing = True
-        if self._partial:
-            self._account_partial(0, False)
-        if self._raw is not None:  # a large read not decoded yet: its requests are served too
-            self._backlog = self._backlog or []  # (an empty one replaced: nothing else holds it)
-            self._decode_raw(self._backlog, whole=True)
-        backlog, self._backlog = self._backlog, None
-        self._backlog_read = []
+        self._serve_lost()
+
+    def _serve_lost(self) -> None:
+        """After the close, every command read before it is handled (RocketMQ serves each request
+        that arrived before the FIN; after a framing error, the whole frames before it), replies
+        dropped, ``PER_TURN`` a turn (100 non-readers closing with ~2,000 pulls each held the loop
+        ~2 s in one go: T16); then pending requests fail and the owner's ``on_close`` runs."""
+        backlog = self._backlog = self._backlog or []  # (an empty one replaced: nothing else holds it)
+        if self._raw is not None and len(backlog) < PER_TURN:  # a large read not decoded yet
+            self._decode_raw(backlog)
         if backlog:
-            # Every command read before the close is handled (RocketMQ serves each request that
-            # arrived before the FIN; after a framing error, the whole frames before it), now
-            # and in one go since nothing else needs the turn; replies are dropped silently.
+            commands = backlog[:PER_TURN]
+            del backlog[:PER_TURN]
             self._batch_time = _monotonic()
-            self._handle(backlog)
+            self._handle(commands)
+        if backlog or self._raw is not None:
+            self._share.add(self._serve_lost) if self._share else self._loop.call_soon(self._serve_lost)
+            return
+        self._backlog, self._backlog_read = None, []
+        if self._partial:  # (after the held read: its tail may be one)
+            self._account_partial(0, False)
+        reason = self.close_reason
         pending, self.pending = self.pending, {}
         err = RemotingConnectError(
             f"connection to {self.remote_addr} closed" + (f": {reason}" if reason else "")
@@ -615,16 +624,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def expire(self, now: float) -> int:
         """Fail every pending request whose deadline has passed; returns how many."""
-        expired = [opaque for opaque, entry in self.pending.items() if entry[1] <= now]
-        for opaque in expired:
-            future, _deadline, req = self.pending.pop(opaque)
-            if not future.done():
-                future.set_exception(
-                    RemotingTimeoutError(
-                        f"wait response on {self.remote_addr} timeout: code={code_name(req.code, response=False)} opaque={opaque}"
-                    )
-                )
-        return len(expired)
+        return expire_pending(self.pending, now, self.remote_addr)
 
     def close(self) -> None:
         """Close after writing what is buffered (writes batched this loop turn included)."""
@@ -643,8 +643,8 @@ class RemotingConnection(asyncio.Protocol):
             self.transport.abort()
 
     async def wait_closed(self) -> None:
-        if self._closing and self.transport is None:
-            return  # connection_lost ran
+        if self._closing and self.transport is None and self._backlog is None:
+            return  # connection_lost ran, and what was read before it is served
         self._closed = self._closed or asyncio.Event()
         await self._closed.wait()
 
