@@ -13,7 +13,7 @@ import pytest
 
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.transport import connection
-from pocketmq.remoting.transport.connection import PER_TURN, RAW_HOLD_MAX, RemotingConnection
+from pocketmq.remoting.transport.connection import LOST_SLICE, PER_TURN, RAW_HOLD_MAX, RemotingConnection
 from pocketmq.remoting.transport.limits import QueueWait
 
 CODE = 9301
@@ -106,7 +106,7 @@ async def test_what_was_read_is_served_when_the_peer_closes_a_slice_per_turn() -
     conn.connection_lost(None)
     waiting = asyncio.ensure_future(conn.wait_closed())
     turns = await _turns(lambda: d.seen[-1:] == [-1])
-    assert turns >= 500 // PER_TURN - 2
+    assert turns >= (500 - PER_TURN) // LOST_SLICE - 2  # (the first slice: in data_received)
     assert d.seen == [*range(500), -1] and conn._raw is None and not conn._backlog
     await asyncio.wait_for(waiting, 1)
 
@@ -190,7 +190,7 @@ async def test_lost_connections_share_a_time_budget_per_turn() -> None:
     for turn in range(3):  # then one slice a turn, the connections in turn
         await asyncio.sleep(0)
         now = [len(d.seen) for d, _c in pairs]
-        assert now == [n + PER_TURN * (k == turn) for k, n in enumerate(before)]
+        assert now == [n + LOST_SLICE * (k == turn) for k, n in enumerate(before)]
         before = now
     await _turns(lambda: all(d.seen[-1:] == [-1] for d, _c in pairs))
     assert all(d.seen == [*range(5 * PER_TURN), -1] for d, _c in pairs)
