@@ -20,8 +20,8 @@ Rules:
   Writes go on the socket itself while the transport holds nothing (:mod:`.wire_io`).
 * Timeouts are deadlines stored on the pending entry (requests of one loop turn share its clock
   read; :mod:`.deadlines`).
-* ``connection_lost`` first handles the commands of earlier reads still waiting, ``PER_TURN`` a
-  turn (a peer that writes a burst and closes gets every request served, replies dropped; a
+* ``connection_lost`` first handles the commands of earlier reads still waiting, a few a turn
+  (``_serve_lost``; a peer that writes a burst and closes gets every request served, replies dropped; a
   write that finds the peer reset first reads what it sent before: ``_peer_reset``), then fails
   every pending request with ``RemotingConnectError`` chained to the cause.
 * Garbage from the peer: the decoder's ``LocalProtocolError``s become ``RemoteProtocolError`` in
