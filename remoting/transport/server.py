@@ -31,6 +31,7 @@ from pocketmq.remoting.transport.limits import (
     PartialFrameBudget,
     QueueWait,
     RateLimitedLog,
+    TurnShare,
     log_accept_errors,
     max_connections,
     probe_fds,
@@ -148,6 +149,7 @@ class RemotingServer:
         reserve_fd_table(self.max_connections + FD_RESERVE)
         cfg = self.config
         budget = self.partial_budget
+        share = TurnShare(loop)
 
         def factory() -> RemotingConnection:
             return RemotingConnection(
@@ -157,6 +159,7 @@ class RemotingServer:
                 max_header_size=cfg.max_header_size,
                 partial_budget=budget,
                 queue_wait=cfg.queue_wait,
+                share=share,
             )
 
         if cfg.ssl is not None and cfg.tls_permissive:
@@ -182,6 +185,12 @@ class RemotingServer:
             for conn in list(self.dispatcher.connections):
                 conn.close()
             await self._server.wait_closed()
+            # the requests a lost connection read before its close are served a slice a turn
+            # (``RemotingConnection._serve_lost``): before the processors stop, not after
+            for _turn in range(1_000_000):  # (bounded: it ends once they are served)
+                if not any(conn.transport is None for conn in self.dispatcher.connections):
+                    break
+                await asyncio.sleep(0)
             self._server = None
         await self.dispatcher.close()
 

@@ -13,7 +13,7 @@ import pytest
 
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.transport import connection
-from pocketmq.remoting.transport.connection import PER_TURN, RAW_HOLD_MAX, RemotingConnection
+from pocketmq.remoting.transport.connection import LOST_SLICE, PER_TURN, RAW_HOLD_MAX, RemotingConnection
 from pocketmq.remoting.transport.limits import QueueWait
 
 CODE = 9301
@@ -57,7 +57,7 @@ class Dispatcher:
         pass
 
     def connection_lost(self, conn: RemotingConnection) -> None:
-        pass
+        self.seen.append(-1)  # the owner's on_close
 
 
 def _blob(n: int, body: bytes = b"") -> bytes:
@@ -98,11 +98,17 @@ async def test_large_frames_are_not_sliced() -> None:
     assert d.seen == [0, 1, 2] and not t.paused and conn._raw is None
 
 
-async def test_what_was_read_is_served_when_the_peer_closes() -> None:
+async def test_what_was_read_is_served_when_the_peer_closes_a_slice_per_turn() -> None:
+    """100 non-reading clients closing with ~2,000 pulls each read: handled in one go, they held
+    the loop ~2 s (T16); now ``PER_TURN`` a turn, and the owner hears of the close after them."""
     d, conn, t = _connected()
     conn.data_received(_blob(500))
     conn.connection_lost(None)
-    assert d.seen == list(range(500))
+    waiting = asyncio.ensure_future(conn.wait_closed())
+    turns = await _turns(lambda: d.seen[-1:] == [-1])
+    assert turns >= (500 - PER_TURN) // LOST_SLICE - 2  # (the first slice: in data_received)
+    assert d.seen == [*range(500), -1] and conn._raw is None and not conn._backlog
+    await asyncio.wait_for(waiting, 1)
 
 
 async def test_a_frame_split_across_reads_still_decodes() -> None:
@@ -162,3 +168,52 @@ async def test_bytes_joining_a_held_read_are_not_judged_by_its_read_time(
     conn.data_received(data[20_000:])
     await _turns(lambda: len(d.seen) + qw.busy_replies == 3000, limit=5000)
     assert qw.busy_replies == 0 and d.seen == list(range(3000))
+
+
+async def test_lost_connections_share_a_time_budget_per_turn() -> None:
+    """T16: 100 non-readers closing together each scheduled their slice with ``call_soon``, so all
+    100 slices ran in one loop turn (85-156 ms); through a ``TurnShare`` the connections take
+    turns within a budget a turn (0 here: one slice a turn), and each is served in full, in order."""
+    from pocketmq.remoting.transport.limits import TurnShare
+
+    share = TurnShare(asyncio.get_running_loop(), budget=0.0)
+    pairs = []
+    for _ in range(3):
+        d = Dispatcher()
+        conn = RemotingConnection(d, share=share)
+        conn.connection_made(Transport())
+        conn.data_received(_blob(5 * PER_TURN))
+        pairs.append((d, conn))
+    for _d, conn in pairs:
+        conn.connection_lost(None)
+    before = [len(d.seen) for d, _c in pairs]  # a slice each now, in connection_lost
+    for turn in range(3):  # then one slice a turn, the connections in turn
+        await asyncio.sleep(0)
+        now = [len(d.seen) for d, _c in pairs]
+        assert now == [n + LOST_SLICE * (k == turn) for k, n in enumerate(before)]
+        before = now
+    await _turns(lambda: all(d.seen[-1:] == [-1] for d, _c in pairs))
+    assert all(d.seen == [*range(5 * PER_TURN), -1] for d, _c in pairs)
+
+
+async def test_turn_share_runs_each_work_once_a_turn_and_goes_on_after_a_failure() -> None:
+    from pocketmq.remoting.transport.limits import TurnShare
+
+    share = TurnShare(asyncio.get_running_loop(), budget=10.0)
+    ran: list[str] = []
+
+    def again() -> None:
+        ran.append("again")
+        if ran.count("again") < 3:
+            share.add(again)
+
+    def boom() -> None:
+        ran.append("boom")
+        raise ValueError("boom")
+
+    share.add(again)
+    share.add(boom)
+    await asyncio.sleep(0)
+    assert ran == ["again", "boom"]  # what ``again`` added waits for the next turn
+    await _turns(lambda: ran.count("again") == 3)
+    assert ran == ["again", "boom", "again", "again"]

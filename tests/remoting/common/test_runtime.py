@@ -143,11 +143,14 @@ def test_boot_done_prints_the_line_and_freezes_on_request(capsys: pytest.Capture
     import gc
 
     before = gc.get_freeze_count()
+    thresholds = gc.get_threshold()
     try:
         runtime.boot_done("The Name Server boot success. serializeType=JSON", freeze_gc=False)
-        assert gc.get_freeze_count() == before
+        assert gc.get_freeze_count() == before and gc.get_threshold() == thresholds
         runtime.boot_done("up", freeze_gc=True)
         assert gc.get_freeze_count() > before
+        assert gc.get_threshold() == (*thresholds[:2], runtime.GEN2_THRESHOLD)
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
     assert capsys.readouterr().out == "The Name Server boot success. serializeType=JSON\nup\n"
