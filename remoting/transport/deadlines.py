@@ -1,7 +1,7 @@
 """The table of requests awaiting their replies on one connection, and its deadline sweep.
 
 Timeouts are deadlines stored on the pending entry, not a timer per request (a timer costs
-~4-9 µs per request, STYLE.md §3.8g): the connection's owner runs one sweeper that calls
+~4-9 µs per request): the connection's owner runs one sweeper that calls
 :func:`expire_pending` (RocketMQ's ``scanResponseTable``).
 """
 
