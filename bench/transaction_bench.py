@@ -20,7 +20,7 @@
    processor (the half as prepare left it, ``transaction.recent``; or, every other round, read
    back from the CommitLog as after a restart; then the real message and the op record put) and
    the dispatch of the three records; next to a plain put and its dispatch (same body and keys).
-   ``n`` (4000) stays under ``recent.MAX_ENTRIES``.
+   ``n`` (4000, 1 KB bodies) stays under ``recent.MAX_ENTRIES`` and ``recent.MAX_BYTES``.
 
 Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--skip-throughput]``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.

@@ -162,6 +162,24 @@ def test_bounded_and_the_evicted_are_read_back(tmp_path, monkeypatch) -> None:
                 end(broker, h)
 
 
+
+def test_bounded_by_the_bytes_of_the_bodies_held(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(recent_module, "MAX_BYTES", 3000)
+    with offline_broker(tmp_path) as broker:
+        svc = broker.transactional_message_service
+        offsets = []
+        for _ in range(4):
+            inner = MessageInner("TxT", b"x" * 1000, 0, 0, "TRAN_MSG\x01true\x02PGROUP\x01PG", 4)
+            result = svc.prepare_message(inner)
+            offsets.append(result.append.wrote_offset)  # type: ignore[union-attr]
+        # 4 x 1000 bytes against a 3000-byte budget: the oldest went, the others are held
+        assert [svc.recent.get(o) is not None for o in offsets] == [False, True, True, True]
+        assert svc.recent.bytes == 3000
+        svc.recent.discard(offsets[2])
+        assert svc.recent.bytes == 2000 and len(svc.recent) == 2
+        svc.recent.clear()
+        assert svc.recent.bytes == 0
+
 def test_large_bodies_are_read_back(tmp_path) -> None:
     with offline_broker(tmp_path) as broker:
         svc = broker.transactional_message_service
