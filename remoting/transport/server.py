@@ -255,8 +255,14 @@ class RemotingServer:
                 if conn.pending:
                     requesting.add(conn)  # a request not sent through invoke()
                 if now - max(conn.last_read, conn.last_write) > idle:
-                    idle_closed.append(conn.remote_addr)
-                    conn.close()
+                    if conn.is_active:
+                        idle_closed.append(conn.remote_addr)
+                        conn.close()
+                    else:
+                        # closed once and still waiting to write its buffer to a peer that does
+                        # not read (Netty's close drops it too): each sweep closed and logged the
+                        # same 100 never-reading connections again (T16)
+                        conn.abort()
                 elif conn.partial_since and now - conn.partial_since > frame_timeout:
                     _limited_log.emit(
                         "frame-timeout",
