@@ -49,8 +49,9 @@ _SCAN_CHUNK = 512
 #: ``connection_lost`` callbacks run, other peers are served) and goes on: a close with its
 #: ``connection_lost`` costs ~40 µs (~55 µs with a log line each), so 500 closes in one sweep
 #: held the loop ~10 ms (T16: 10,000 idle connections timing out within 1.5 s, healthy sends
-#: up to 15 ms)
-_CLOSES_PER_TURN = 32
+#: up to 15 ms); 32 a turn still made 2-3 ms turns (the kernel's part of a close, ~20-35 µs, runs
+#: in the loop's C code, unseen by a Python profiler)
+_CLOSES_PER_TURN = 16
 #: addresses named in the one log line of a sweep's idle closes
 _NAMED = 3
 
