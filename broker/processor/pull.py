@@ -130,6 +130,14 @@ class PullMessageProcessor:
     def process(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        if not conn.is_active and _lost_pull_without_commit(request):
+            # served after its connection closed, with nothing to commit: only the group's
+            # auto-creation is kept (T16: ~80,000 such pulls of 100 closed non-readers, ~17 µs
+            # each through ``process_request``); one that commits takes the full path below
+            group = (request.ext_fields or {}).get("consumerGroup")
+            if group is not None:
+                self.groups.find_subscription_group_config(group)
+            return None
         if self.groups.durable is not None:
             return self._after_pending_write(conn, request)
         response = self.process_request(conn, request, allow_suspend=True)
@@ -354,3 +362,9 @@ class PullMessageProcessor:
         }
         body = result.body if code == _SUCCESS and result.body else None
         return RemotingCommand.response_to(request, code, remark, ext, body)
+
+
+def _lost_pull_without_commit(request: RemotingCommand) -> bool:
+    """Whether a pull's ``sysFlag`` lacks FLAG_COMMIT_OFFSET (a missing or bad one: also true)."""
+    flag = (request.ext_fields or {}).get("sysFlag")
+    return flag is None or not flag.isdigit() or not int(flag) & FLAG_COMMIT_OFFSET

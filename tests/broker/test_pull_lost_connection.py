@@ -31,3 +31,15 @@ async def test_a_closed_connections_pull_commits_its_offset_and_reads_nothing(br
     r = await wire.pull("LP", 0, 0, group="LG", sys_flag=NO_SUSPEND | COMMIT, commit_offset=3)
     assert r.code == ResponseCode.SUCCESS  # a live connection's pull reads as before
     assert stats.get_stats_item("GROUP_GET_NUMS", "LP@LG") is not None
+
+
+async def test_a_closed_connections_pull_without_commit_only_creates_its_group(broker, wire):
+    await fill(broker, wire, "LQ", 4)
+    gone = RemotingConnection(broker.remoting_server.dispatcher)
+    request = _pull("LQG", "LQ", 0, 0)
+    request.ext_fields["sysFlag"] = str(NO_SUSPEND)  # type: ignore[index]
+    groups = broker.subscription_group_manager.subscription_group_table
+    assert "LQG" not in groups
+    assert broker.pull_processor.process(gone, request) is None
+    assert "LQG" in groups
+    assert broker.broker_stats_manager.get_stats_item("GROUP_GET_NUMS", "LQ@LQG") is None
