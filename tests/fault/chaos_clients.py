@@ -226,6 +226,8 @@ def run_slow_clients(
     idle_timeout: int = 4,
     frame_timeout: int = 2,
     broker_keys: dict[str, str] | None = None,
+    healthy_rate: float = 50,
+    baseline_s: float = 2.5,
 ) -> Row:
     row = Row(
         "T16 slow and idle clients",
@@ -250,11 +252,11 @@ def run_slow_clients(
             # the healthy client runs in its own process: in this one, the hostile clients' tasks
             # (1,000 trickles waking each second) delayed its own sends and replies (measured
             # here before: p99 x4.7, most of it this process's loop, not the broker)
-            healthy = HealthyClient(s.broker.addr, "Slow", 50, "h0")
+            healthy = HealthyClient(s.broker.addr, "Slow", healthy_rate, "h0")
             # the control: the same client against an echo server, both in processes of their
             # own: what the machine (other processes, the kernel) does to any two processes
-            control = HealthyClient("echo", "", 50, "e0")
-            await asyncio.sleep(2.5)
+            control = HealthyClient("echo", "", healthy_rate, "e0")
+            await asyncio.sleep(baseline_s)
             rss0 = rss_mib(pid)
             healthy.mark()
             control.mark()
