@@ -346,6 +346,14 @@ class MessageStore:
         self._wake_reput()
         return result, then
 
+    def put_run(self, msgs: Sequence[MessageInner]) -> bool:
+        """``CommitLog.put_run``: all of ``msgs`` stored in one append (one reput wake-up), or
+        none (False: the caller puts them one by one, which counts any refusal)."""
+        if self._writable and self.commitlog.put_run(msgs):
+            self._wake_reput()
+            return True
+        return False
+
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
         return self._track(self.commitlog.put_messages(msgs) if self._writable else _REFUSED)

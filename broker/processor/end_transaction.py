@@ -75,6 +75,9 @@ class EndTransactionProcessor(HandlerTable):
         offset = header.commit_log_offset
         recent = service.recent_half(header)
         if recent is not None:  # stored lately by this process: no read back (transaction.recent)
+            if request.flag & RPC_ONEWAY:  # no reply: stored with this loop turn's others
+                service.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
+                return None
             if kind == TRANSACTION_ROLLBACK_TYPE:
                 service.rollback_recent(offset, recent)
                 return _success(request)
