@@ -492,7 +492,9 @@ class TransactionalMessageService:
             raise RemoteSystemError("The producer group wrong")
         if queue_offset != header.tran_state_table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
-        if is_resolved(queue_offset, tx_offset, self.done) or is_resolved(queue_offset, tx_offset, self.ending):
+        if is_resolved(queue_offset, tx_offset, self.done) or is_resolved(
+            queue_offset, tx_offset, self.ending
+        ):
             self.counters.already_resolved += 1
             raise RemoteSystemError(
                 f"the transaction of half message {queue_offset} is already committed or rolled back"
@@ -531,8 +533,8 @@ class TransactionalMessageService:
                 self.flush_ends()
 
     def flush_ends(self) -> None:
-        """Store what :meth:`end_later` queued: copies and op records in their request order
-        in one append, or, when the store will not take them so (a segment roll, a refusal),
+        """Store what :meth:`end_later` queued: the committed copies, then the op records, in
+        request order and in one append, or, when the store will not take them so (a segment roll, a refusal),
         one transaction at a time as the synchronous path does."""
         queued, self._ending = self._ending, []
         self.ending.clear()
@@ -542,16 +544,20 @@ class TransactionalMessageService:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
         now = self.now_ms()
-        records = []
-        add = records.append
-        for offset, recent, commit in queued:
-            if commit:
-                add(_recent_copy(offset, recent))
+        # the copies, then the op records: each op still follows its copy, and the ops, all in
+        # the one op queue, reach reput as one batch entry
+        records = [_recent_copy(offset, recent) for offset, recent, commit in queued if commit]
+        ops: list[MessageInner] = []
+        add = ops.append
+        for _, recent, _ in queued:
             queue_offset, tx_offset = recent[2], recent[3]
             add(MessageInner(_OP_TOPIC, str(queue_offset).encode(), 0, 0, _OP_PROPERTIES, 0, now, host, host))
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
-                add(MessageInner(_OP_TOPIC, str(tx_offset).encode(), 0, 0, _OP_PROPERTIES, 0, now, host, host))
-        if not self.store.put_run(records):
+                add(
+                    MessageInner(_OP_TOPIC, str(tx_offset).encode(), 0, 0, _OP_PROPERTIES, 0, now, host, host)
+                )
+        records += ops
+        if not self.store.put_run(records, len(ops)):
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)

@@ -251,12 +251,16 @@ class CommitLog:
         self.put_size_total += size
         return PutResult(_PUT_OK, AppendResult(_APPEND_OK, phy, size, now, qoff, 1, msg.store_host))
 
-    def put_run(self, msgs: Sequence[MessageInner]) -> bool:
+    def put_run(self, msgs: Sequence[MessageInner], tail: int = 0) -> bool:
         """Append single records of any topics and queues (END_TRANSACTION's committed copies
         and op records of one loop turn) with one slice assignment: the same bytes and
         ``appended`` entries as ``put_message`` of each in order, one clock read and one
         segment check for all. False, nothing written, when one would be refused or the run
         does not fit in the current segment: the caller then puts them one by one.
+
+        ``tail``: the last ``tail`` records go to one queue with one sysFlag and no prepared
+        offset (op records): reput gets them as one batch entry (``put_messages``' form: one
+        ConsumeQueue write for all). False when they do not.
         """
         files = self.mfq.files
         mf = files[-1] if files else None
@@ -321,6 +325,18 @@ class CommitLog:
             entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
             phy += size
             pos += size
+        if tail > 1:
+            run = entries[-tail:]
+            phy0, _, topic, queue_id, qoff, _, sys_flag, _, _, _ = run[0]
+            if sys_flag & _TX_MASK in _UNCOUNTED or any(
+                e[2] != topic or e[3] != queue_id or e[6] != sys_flag or e[7] for e in run
+            ):
+                return False
+            sizes = [e[1] for e in run]
+            del entries[-tail:]
+            entries.append(
+                (phy0, sum(sizes), topic, queue_id, qoff, now, sys_flag, 0, "", (sizes, [e[8] for e in run]))
+            )
         end = pos + END_FILE_MIN_BLANK_LENGTH
         if end > mf.allocated and (end > mf.file_size or not self._reserve(mf, end)):
             return False  # (a segment roll: put_message's path does those)
@@ -329,7 +345,7 @@ class CommitLog:
         mf.last_store_timestamp = now
         table.update(queued)
         self.appended.extend(entries)
-        self.put_times_total += len(entries)
+        self.put_times_total += len(msgs)
         self.put_size_total += pos - start
         return True
 
