@@ -533,9 +533,10 @@ class TransactionalMessageService:
                 self.flush_ends()
 
     def flush_ends(self) -> None:
-        """Store what :meth:`end_later` queued: the committed copies, then the op records, in
-        request order and in one append, or, when the store will not take them so (a segment roll, a refusal),
-        one transaction at a time as the synchronous path does."""
+        """Store what :meth:`end_later` queued: the committed copies, then the op records, each
+        in request order, in one append; when the store will not take them so (a segment roll,
+        a refusal), one transaction at a time as the synchronous path does. Should the append
+        raise, nothing of the turn is resolved: the check service asks the producers later."""
         queued, self._ending = self._ending, []
         self.ending.clear()
         if not queued:

@@ -253,9 +253,9 @@ class CommitLog:
 
     def put_run(self, msgs: Sequence[MessageInner], tail: int = 0) -> bool:
         """Append single records of any topics and queues (END_TRANSACTION's committed copies
-        and op records of one loop turn) with one slice assignment: the same bytes and
-        ``appended`` entries as ``put_message`` of each in order, one clock read and one
-        segment check for all. False, nothing written, when one would be refused or the run
+        and op records of one loop turn) with one slice assignment: the bytes ``put_message``
+        of each in order would write (one store time), one clock read and one segment check
+        for all. False, nothing written, when one would be refused, has IPv6 hosts, or the run
         does not fit in the current segment: the caller then puts them one by one.
 
         ``tail``: the last ``tail`` records go to one queue with one sysFlag and no prepared
@@ -277,7 +277,7 @@ class CommitLog:
         entries: list[AppendedRecord] = []
         entry = entries.append
         queued: dict[tuple[str, int], int] = {}  # queue offsets taken by this run
-        for msg in msgs:
+        for msg in msgs:  # inline of log.commitlog.CommitLog.put_message (IPv4 hosts)
             topic = msg.topic
             head = heads.get(topic) or self._topic_head(topic)
             props = msg.properties
