@@ -483,14 +483,20 @@ class TransactionalMessageService:
             RemoteSystemError: another producer group, another queue offset, or the transaction
                 is already resolved.
         """
-        offset = header.commit_log_offset
+        return self.recent_half_of(
+            header.commit_log_offset, header.producer_group, header.tran_state_table_offset
+        )
+
+    def recent_half_of(self, offset: int, producer_group: str, table_offset: int) -> Recent | None:
+        """:meth:`recent_half` of the header's ``commitLogOffset``, ``producerGroup`` and
+        ``tranStateTableOffset``."""
         recent = self.recent.get(offset)
         if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
             return None
         _, props, queue_offset, tx_offset, _, _ = recent
-        if get_property(props, _PGROUP) != header.producer_group:
+        if get_property(props, _PGROUP) != producer_group:
             raise RemoteSystemError("The producer group wrong")
-        if queue_offset != header.tran_state_table_offset:
+        if queue_offset != table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
         done, ending = self.done, self.ending
         # (is_resolved of both sets, inline: this runs for every END_TRANSACTION)

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from pocketmq.broker.controller import BrokerController
+from pocketmq.broker.processor.end_transaction import _oneway_end
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
+from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
 from pocketmq.remoting.protocol.message import decode_message
 from pocketmq.remoting.protocol.route import RMQ_SYS_TRANS_OP_HALF_TOPIC
 from pocketmq.store import MessageInner, MessageStore, MessageStoreConfig
@@ -141,6 +143,11 @@ async def _one_turn(broker: BrokerController, born: Any) -> None:
         proc.end_transaction(None, oneway(halves[0], "12"))  # type: ignore[arg-type]
     with pytest.raises(RemoteSystemError, match="already committed or rolled back"):
         proc.end_transaction(None, RemotingCommand.request(RequestCode.END_TRANSACTION, {**halves[1], "commitOrRollback": "8"}))  # type: ignore[arg-type]  # fmt: skip
+    # refused as the header path refuses them (the oneway read takes the same checks)
+    with pytest.raises(RemoteSystemError, match="The producer group wrong"):
+        proc.end_transaction(None, oneway({**halves[2], "producerGroup": "PG2"}))  # type: ignore[arg-type]
+    with pytest.raises(RemoteSystemError, match="The transaction state table offset wrong"):
+        proc.end_transaction(None, oneway({**halves[2], "tranStateTableOffset": "99"}))  # type: ignore[arg-type]
     assert store.get_max_phy_offset() == ops_before  # nothing stored before the turn ends
     assert svc.counters.already_resolved == 2
     await asyncio.sleep(0)
@@ -176,3 +183,42 @@ async def _one_turn(broker: BrokerController, born: Any) -> None:
 def test_oneway_end_transactions_of_one_turn(tmp_path, born: Any) -> None:
     with offline_broker(tmp_path) as broker:
         asyncio.run(_one_turn(broker, born))
+
+
+def test_the_oneway_fast_read_agrees_with_the_header_parser() -> None:
+    """``_oneway_end`` reads a header only when ``from_ext_fields`` reads it too, to the same values."""
+    rnd = random.Random(7)
+    values = [
+        "8",
+        "12",
+        "0",
+        "4",
+        " 8",
+        "08",
+        "+8",
+        "-1",
+        "1_0",
+        "١٢",
+        "²",
+        "",
+        "x",
+        "9" * 18,
+        "9" * 19,
+        None,
+    ]
+    base = {"producerGroup": "PG", "tranStateTableOffset": "3", "commitLogOffset": "1024", "commitOrRollback": "8", "msgId": "U"}  # fmt: skip
+    read = 0
+    for _ in range(20000):
+        ext: dict[str, Any] = dict(base)
+        for key in rnd.sample(sorted(base), rnd.randrange(0, 3)):
+            if rnd.random() < 0.2:
+                del ext[key]
+            else:
+                ext[key] = rnd.choice(values)
+        fast = _oneway_end(ext)
+        if fast is None:
+            continue
+        read += 1
+        header = EndTransactionRequestHeader.from_ext_fields(ext)
+        assert fast == (header.commit_or_rollback, header.commit_log_offset, header.producer_group, header.tran_state_table_offset), ext  # fmt: skip
+    assert read > 1000
