@@ -28,7 +28,8 @@
    valgrind's callgrind, its instruction counters zeroed when the measured window starts and
    dumped when it ends: broker instructions per plain send and per transaction, all threads. A
    count, not a time, so it does not move with the machine's load (the broker runs ~50 times
-   slower there, so more frames arrive per read than at full speed).
+   slower there, so more frames arrive per read than at full speed; ``brokerFastFailureEnable``
+   is off, or requests would be refused for waiting).
 
 Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--turn 16] [--skip-throughput]``
 or ``python bench/transaction_bench.py --callgrind 10``.
@@ -194,7 +195,8 @@ def broker_instructions(secs: float, inflight: int) -> None:
         for tx in (False, True):
             out = os.path.join(tmp, f"callgrind.{'tx' if tx else 'plain'}")
             os.environ["CALLGRIND_OUT"] = out
-            with cluster() as c:
+            # (no fast failure: at valgrind's pace requests wait longer than waitTimeMillsInSendQueue)
+            with cluster(sets=("brokerFastFailureEnable=false",)) as c:
                 run = asyncio.run(
                     _run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], secs, inflight, tx, callgrind=True)
                 )
