@@ -346,10 +346,15 @@ class MessageStore:
         self._wake_reput()
         return result, then
 
-    def put_run(self, msgs: Sequence[MessageInner], tail: int = 0) -> bool:
-        """``CommitLog.put_run``: all of ``msgs`` stored in one append (one reput wake-up), or
-        none (False: the caller puts them one by one, which counts any refusal)."""
-        if self._writable and self.commitlog.put_run(msgs, tail):
+    def put_run(
+        self,
+        msgs: Sequence[MessageInner],
+        template: MessageInner | None = None,
+        items: Sequence[BatchItem] = (),
+    ) -> bool:
+        """``CommitLog.put_run``: all of ``msgs`` (then ``items``) stored in one append (one reput
+        wake-up), or none (False: the caller puts them one by one, which counts any refusal)."""
+        if self._writable and self.commitlog.put_run(msgs, template, items):
             self._wake_reput()
             return True
         return False

@@ -552,19 +552,17 @@ class TransactionalMessageService:
         host = self.state.store_host
         now = self.now_ms()
         # the copies, then the op records: each op still follows its copy, and the ops, all in
-        # the one op queue, reach reput as one batch entry
+        # the one op queue, go as a batch put's items (one template, one reput entry)
         records = [_recent_copy(offset, recent) for offset, recent, commit in queued if commit]
-        ops: list[MessageInner] = []
+        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
+        ops: list[tuple[int, bytes, str]] = []
         add = ops.append
         for _, recent, _ in queued:
             queue_offset, tx_offset = recent[2], recent[3]
-            add(MessageInner(_OP_TOPIC, str(queue_offset).encode(), 0, 0, _OP_PROPERTIES, 0, now, host, host))
+            add((0, str(queue_offset).encode(), _OP_PROPERTIES))
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
-                add(
-                    MessageInner(_OP_TOPIC, str(tx_offset).encode(), 0, 0, _OP_PROPERTIES, 0, now, host, host)
-                )
-        records += ops
-        if not self.store.put_run(records, len(ops)):
+                add((0, str(tx_offset).encode(), _OP_PROPERTIES))
+        if not self.store.put_run(records, op_template, ops):
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)

@@ -251,20 +251,26 @@ class CommitLog:
         self.put_size_total += size
         return PutResult(_PUT_OK, AppendResult(_APPEND_OK, phy, size, now, qoff, 1, msg.store_host))
 
-    def put_run(self, msgs: Sequence[MessageInner], tail: int = 0) -> bool:
+    def put_run(
+        self,
+        msgs: Sequence[MessageInner],
+        template: MessageInner | None = None,
+        items: Sequence[BatchItem] = (),
+    ) -> bool:
         """Append single records of any topics and queues (END_TRANSACTION's committed copies
         and op records of one loop turn) with one slice assignment: the bytes ``put_message``
         of each in order would write (one store time), one clock read and one segment check
         for all. False, nothing written, when one would be refused, has IPv6 hosts, or the run
         does not fit in the current segment: the caller then puts them one by one.
 
-        ``tail``: the last ``tail`` records go to one queue with one sysFlag and no prepared
-        offset (op records): reput gets them as one batch entry (``put_messages``' form: one
-        ConsumeQueue write for all). False when they do not.
+        ``items`` (with their ``template``, as ``put_batch``): records after ``msgs`` that share
+        a topic, queue and the other fields (op records), encoded as ``put_batch`` encodes
+        them, no ``MessageInner`` each; reput gets them as one batch entry (one ConsumeQueue
+        write for all).
         """
         files = self.mfq.files
         mf = files[-1] if files else None
-        if mf is None or not msgs:
+        if mf is None or not (msgs or items):
             return False
         heads = self._topic_heads
         max_body = self.max_body
@@ -272,7 +278,7 @@ class CommitLog:
         phy = mf.file_from_offset + pos
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         table = self.topic_queue_table
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         add = parts.append
         entries: list[AppendedRecord] = []
         entry = entries.append
@@ -325,18 +331,35 @@ class CommitLog:
             entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
             phy += size
             pos += size
-        if tail > 1:
-            run = entries[-tail:]
-            phy0, _, topic, queue_id, qoff, _, sys_flag, _, _, _ = run[0]
-            if sys_flag & _TX_MASK in _UNCOUNTED or any(
-                e[2] != topic or e[3] != queue_id or e[6] != sys_flag or e[7] for e in run
-            ):
+        if items and template is not None:
+            topic, queue_id = template.topic, template.queue_id
+            head = heads.get(topic) or self._topic_head(topic)
+            key = (topic, queue_id)
+            qoff = queued.get(key)
+            if qoff is None:
+                qoff = table.get(key, 0)
+            encoded = None if head is None else encode_items(template, items, head, phy, qoff, now, max_body)
+            if not isinstance(encoded, _Encoded) or not isinstance(encoded.flags, int):
                 return False
-            sizes = [e[1] for e in run]
-            del entries[-tail:]
+            if encoded.flags & _TX_MASK in _UNCOUNTED:
+                return False  # (queue offsets 0: not a batch entry)
+            parts += encoded.parts
             entries.append(
-                (phy0, sum(sizes), topic, queue_id, qoff, now, sys_flag, 0, "", (sizes, [e[8] for e in run]))
+                (
+                    phy,
+                    encoded.total,
+                    topic,
+                    queue_id,
+                    qoff,
+                    now,
+                    encoded.flags,
+                    0,
+                    "",
+                    (encoded.sizes, encoded.props),
+                )
             )
+            queued[key] = qoff + len(items)
+            pos += encoded.total
         end = pos + END_FILE_MIN_BLANK_LENGTH
         if end > mf.allocated and (end > mf.file_size or not self._reserve(mf, end)):
             return False  # (a segment roll: put_message's path does those)
@@ -345,7 +368,7 @@ class CommitLog:
         mf.last_store_timestamp = now
         table.update(queued)
         self.appended.extend(entries)
-        self.put_times_total += len(msgs)
+        self.put_times_total += len(msgs) + len(items)
         self.put_size_total += pos - start
         return True
 

@@ -98,7 +98,8 @@ def test_put_run_stores_what_puts_one_at_a_time_store(tmp_path, seed: int) -> No
             rnd = random.Random(seed)
             for _ in range(40):
                 copies, ops = records(rnd)
-                if store is run and store.put_run(copies + ops, len(ops)):
+                items = [(m.flag, m.body, m.properties_string()) for m in ops]
+                if store is run and store.put_run(copies, ops[0], items):
                     runs += 1
                     continue
                 # (one, or a run put_run refuses: the first, which creates the segment, and
@@ -123,10 +124,12 @@ def test_put_run_refuses_what_it_does_not_handle(tmp_path) -> None:
         v6 = MessageInner("TxA", b"b", 0, 0, "", 8, 5, V6, HOST)
         other = MessageInner("TxA", b"b", 0, 0, "", 0, 5, HOST, HOST)
         assert not store.put_run([op, v6])  # IPv6 hosts
-        assert not store.put_run([op, other], 2)  # a tail that is not one queue
         assert not store.put_run([MessageInner("TxA", b"x" * (2 << 20), 0, 0, "", 0, 5, HOST, HOST)])
+        assert not store.put_run([other], op, [(0, b"x" * (2 << 20), "TAGS\x01d")])  # an item too large
         assert store.get_max_phy_offset() == before
-        assert store.put_run([op, op], 2) and store.get_max_phy_offset() > before
+        assert (
+            store.put_run([other], op, [(0, b"1", "TAGS\x01d")] * 2) and store.get_max_phy_offset() > before
+        )
     finally:
         store.close()
 
