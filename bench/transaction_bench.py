@@ -20,9 +20,19 @@
    processor (the half as prepare left it, ``transaction.recent``; or, every other round, read
    back from the CommitLog as after a restart; then the real message and the op record put) and
    the dispatch of the three records; next to a plain put and its dispatch (same body and keys).
+   The oneway END_TRANSACTIONs are handed over ``--turn`` (16) per event-loop turn, as a broker
+   reads several frames per turn with 64 in flight (their puts share one append per turn).
    ``n`` (4000, 1 KB bodies) stays under ``recent.MAX_ENTRIES`` and ``recent.MAX_BYTES``.
 
-Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--skip-throughput]``.
+4. ``--callgrind SECS`` (instead of the above): ``throughput``'s two runs with the broker under
+   valgrind's callgrind, its instruction counters zeroed when the measured window starts and
+   dumped when it ends: broker instructions per plain send and per transaction, all threads. A
+   count, not a time, so it does not move with the machine's load (the broker runs ~50 times
+   slower there, so more frames arrive per read than at full speed; ``brokerFastFailureEnable``
+   is off, or requests would be refused for waiting).
+
+Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--turn 16] [--skip-throughput]``
+or ``python bench/transaction_bench.py --callgrind 10``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
 """
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import json
 import os
 import shutil
@@ -40,6 +51,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import client_common
 from client_common import cluster
 
 from pocketmq.broker.config import BrokerConfig
@@ -75,7 +87,9 @@ async def commit_count(addr: str) -> int:
         await w.close()
 
 
-async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx: bool) -> dict[str, Any]:
+async def _run(
+    namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx: bool, callgrind: bool = False
+) -> dict[str, Any]:
     body = os.urandom(1024)
     done = 0
 
@@ -86,6 +100,8 @@ async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx
         topic = "BenchTx" if tx else "BenchPlain"
         await producer.send(Message(topic, b"warm-up"))  # route, connection, topic creation
         before_commits = await commit_count(addr) if tx else 0
+        if callgrind:  # the window starts here: the broker's counters from zero
+            await _callgrind_control("-z", str(pid))
         stop_at = time.monotonic() + secs
 
         async def worker() -> None:
@@ -106,6 +122,9 @@ async def _run(namesrv: str, addr: str, pid: int, secs: float, inflight: int, tx
                 await asyncio.sleep(0.01)
         elapsed, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
         client_cpu = time.process_time() - client0
+        if callgrind:
+            await asyncio.sleep(1.0)  # the window's dispatch (reput) and flush
+            await _callgrind_control("-d", "window", str(pid))
     return {
         "run": "transactions" if tx else "plain_sends",
         "ops": done,
@@ -135,6 +154,78 @@ def throughput(secs: float, inflight: int) -> None:
         ),
         flush=True,
     )
+
+
+async def _callgrind_control(*args: str) -> None:
+    """``callgrind_control`` (zero or dump the broker's counters), waited for."""
+    proc = await asyncio.create_subprocess_exec(
+        "callgrind_control", *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+    await proc.wait()
+
+
+def _window_instructions(out: str) -> int:
+    """The instruction count of the ``window`` dump callgrind wrote next to ``out``."""
+    for path in glob.glob(out + ".*"):
+        with open(path, errors="replace") as f:
+            text = f.read()
+        if "Trigger: dump window" in text:
+            for line in text.splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+    raise RuntimeError(f"no callgrind window dump next to {out}")
+
+
+def broker_instructions(secs: float, inflight: int) -> None:
+    """``throughput``'s runs with the broker under callgrind (module docstring, 4.)."""
+    tmp = tempfile.mkdtemp(prefix="pocketmq-txbench-cg-")
+    real_bin, real_wait = client_common.BIN, client_common._wait_port
+    try:
+        with open(os.path.join(tmp, "mqbroker"), "w") as f:
+            f.write(
+                f'#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file="$CALLGRIND_OUT" '
+                f'{sys.executable} {real_bin}/mqbroker "$@"\n'
+            )
+        os.chmod(os.path.join(tmp, "mqbroker"), 0o755)
+        os.symlink(os.path.join(real_bin, "mqnamesrv"), os.path.join(tmp, "mqnamesrv"))
+        client_common.BIN = tmp
+        # a broker under valgrind takes a minute or so to open its port
+        client_common._wait_port = lambda port, timeout=20.0: real_wait(port, 600.0)
+        per_op = {}
+        for tx in (False, True):
+            out = os.path.join(tmp, f"callgrind.{'tx' if tx else 'plain'}")
+            os.environ["CALLGRIND_OUT"] = out
+            # (no fast failure: at valgrind's pace requests wait longer than waitTimeMillsInSendQueue)
+            with cluster(sets=("brokerFastFailureEnable=false",)) as c:
+                run = asyncio.run(
+                    _run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], secs, inflight, tx, callgrind=True)
+                )
+            per_op[tx] = _window_instructions(out) / run["ops"]
+            print(
+                json.dumps(
+                    {
+                        "bench": "broker_instructions",
+                        "run": run["run"],
+                        "ops": run["ops"],
+                        "broker_instructions_per_op": round(per_op[tx]),
+                    }
+                ),
+                flush=True,
+            )
+        print(
+            json.dumps(
+                {
+                    "bench": "broker_instructions",
+                    "plain_vs_transactions": round(per_op[False] / per_op[True], 3),
+                    "target": ">= 0.5 (transactions at half the plain rate with the broker the bottleneck)",
+                }
+            ),
+            flush=True,
+        )
+    finally:
+        client_common.BIN, client_common._wait_port = real_bin, real_wait
+        os.environ.pop("CALLGRIND_OUT", None)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def offline_broker(root: str, **keys: Any) -> BrokerController:
@@ -237,7 +328,15 @@ def check_scan(halves: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def end_transaction_cpu(n: int = 4000, rounds: int = 8) -> None:
+async def _end_in_turns(processor: Any, requests: list[RemotingCommand], turn: int) -> None:
+    """``requests`` handed to the processor ``turn`` per event-loop turn (as frames of one read)."""
+    for i in range(0, len(requests), turn):
+        for request in requests[i : i + turn]:
+            processor.end_transaction(None, request)
+        await asyncio.sleep(0)  # the turn ends: the queued END_TRANSACTIONs are stored
+
+
+def end_transaction_cpu(n: int = 4000, rounds: int = 8, turn: int = 16) -> None:
     root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
     try:
         broker = offline_broker(root)
@@ -273,10 +372,11 @@ def end_transaction_cpu(n: int = 4000, rounds: int = 8) -> None:
                 requests.append(RemotingCommand(code=RequestCode.END_TRANSACTION, ext_fields=ext, flag=2))
             if round_no % 2:  # every other round the halves are read back (as after a restart)
                 svc.recent.clear()
+            loop = asyncio.new_event_loop()
             t0 = time.process_time()
-            for request in requests:
-                processor.end_transaction(None, request)  # type: ignore[arg-type]
+            loop.run_until_complete(_end_in_turns(processor, requests, turn))
             timed("end_read_back" if round_no % 2 else "end", t0)
+            loop.close()
             # the dispatch of a transaction's three records (half, committed copy, op record)
             t0 = time.process_time()
             store.do_reput()
@@ -307,6 +407,7 @@ def end_transaction_cpu(n: int = 4000, rounds: int = 8) -> None:
                     "broker_plain_put_us": us["plain_put"],
                     "broker_plain_reput_us": us["plain_reput"],
                     "broker_plain_store_us": round(us["plain_put"] + us["plain_reput"], 2),
+                    "end_transactions_per_loop_turn": turn,
                     "note": "no sockets: the processors' and the store's work only (remoting, flush, prefault excluded)",
                     "load": load_avg(),
                 }
@@ -323,10 +424,15 @@ def main() -> None:
     parser.add_argument("--secs", type=float, default=10.0)
     parser.add_argument("--inflight", type=int, default=64)
     parser.add_argument("--halves", type=int, default=100_000)
+    parser.add_argument("--turn", type=int, default=16, help="END_TRANSACTIONs per loop turn (micro)")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
     args = parser.parse_args()
+    if args.callgrind:
+        broker_instructions(args.callgrind, args.inflight)
+        return
     check_scan(args.halves)
-    end_transaction_cpu()
+    end_transaction_cpu(turn=max(1, args.turn))
     if not args.skip_throughput:
         throughput(args.secs, args.inflight)
 

@@ -346,6 +346,19 @@ class MessageStore:
         self._wake_reput()
         return result, then
 
+    def put_run(
+        self,
+        msgs: Sequence[MessageInner],
+        template: MessageInner | None = None,
+        items: Sequence[BatchItem] = (),
+    ) -> bool:
+        """``CommitLog.put_run``: all of ``msgs`` (then ``items``) stored in one append (one reput
+        wake-up), or none (False: the caller puts them one by one, which counts any refusal)."""
+        if self._writable and self.commitlog.put_run(msgs, template, items):
+            self._wake_reput()
+            return True
+        return False
+
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
         return self._track(self.commitlog.put_messages(msgs) if self._writable else _REFUSED)

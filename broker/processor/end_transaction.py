@@ -59,7 +59,19 @@ class EndTransactionProcessor(HandlerTable):
     def end_transaction(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         if self.state.config.store.broker_role is BrokerRole.SLAVE:
             return RemotingCommand.response_to(request, ResponseCode.SLAVE_NOT_AVAILABLE, SLAVE_REMARK)
-        header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        ext = request.ext_fields
+        if request.flag & RPC_ONEWAY and ext is not None:
+            # what producers send: a oneway commit or rollback of a half stored lately, here
+            # without building the header (that parse was a sixth of this handler's work);
+            # anything else, or a field the header parser would refuse, takes the general path
+            fields = _oneway_end(ext)
+            if fields is not None:
+                kind, offset, group, table_offset = fields
+                recent = self.transactions.recent_half_of(offset, group, table_offset)
+                if recent is not None:
+                    self.transactions.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
+                    return None
+        header = EndTransactionRequestHeader.from_ext_fields(ext)
         kind = header.commit_or_rollback
         if kind == TRANSACTION_NOT_TYPE:
             if header.from_transaction_check:
@@ -75,6 +87,9 @@ class EndTransactionProcessor(HandlerTable):
         offset = header.commit_log_offset
         recent = service.recent_half(header)
         if recent is not None:  # stored lately by this process: no read back (transaction.recent)
+            if request.flag & RPC_ONEWAY:  # no reply: stored with this loop turn's others
+                service.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
+                return None
             if kind == TRANSACTION_ROLLBACK_TYPE:
                 service.rollback_recent(offset, recent)
                 return _success(request)
@@ -89,6 +104,34 @@ class EndTransactionProcessor(HandlerTable):
             return _success(request)
         code, remark = PUT_STATUS_REPLY.get(result.status, PUT_STATUS_DEFAULT)
         return RemotingCommand.response_to(request, code, remark)
+
+
+#: ``commitOrRollback`` of a commit and of a rollback, as producers write them
+_KINDS = {
+    str(TRANSACTION_COMMIT_TYPE): TRANSACTION_COMMIT_TYPE,
+    str(TRANSACTION_ROLLBACK_TYPE): TRANSACTION_ROLLBACK_TYPE,
+}
+
+
+def _oneway_end(ext: dict[str, str]) -> tuple[int, int, str, int] | None:
+    """``(commitOrRollback, commitLogOffset, producerGroup, tranStateTableOffset)`` of a commit
+    or rollback whose header ``EndTransactionRequestHeader.from_ext_fields`` reads without
+    complaint (every required field there, the offsets plain ASCII digits that fit an int64);
+    None for any other (the header parser then decides, with its error where there is one)."""
+    kind = _KINDS.get(ext.get("commitOrRollback") or "")
+    offset = ext.get("commitLogOffset") or ""
+    table_offset = ext.get("tranStateTableOffset") or ""
+    group = ext.get("producerGroup")
+    if (
+        kind is None
+        or group is None
+        or ext.get("msgId") is None
+        or not (offset.isdigit() and table_offset.isdigit() and offset.isascii() and table_offset.isascii())
+        or len(offset) > 18
+        or len(table_offset) > 18
+    ):
+        return None
+    return kind, int(offset), group, int(table_offset)
 
 
 def _success(request: RemotingCommand) -> RemotingCommand | None:

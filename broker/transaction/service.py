@@ -28,6 +28,7 @@ committed again (at-least-once, as RocketMQ); nothing is ever lost.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from collections.abc import Awaitable, Callable
@@ -178,6 +179,25 @@ def record_properties(buf: bytes, pos: int, body_at: int, fields: tuple[Any, ...
         return None
 
 
+def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
+    """The committed copy of a half from :mod:`.recent` (its properties as stored: the output
+    of ``java_reput_properties`` without an empty value, which re-encoding leaves unchanged)."""
+    half, props, _, _, real_topic, real_queue_id = recent
+    return MessageInner(
+        real_topic,
+        half.body,
+        real_queue_id,
+        half.flag,
+        props,
+        (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+        half.born_timestamp,
+        half.born_host,
+        half.store_host,
+        half.reconsume_times,
+        commit_log_offset,
+    )
+
+
 class HalfMessage(NamedTuple):
     """A stored half message read in place (no decoded message: END_TRANSACTION and the check
     scan read a few fields of it, then copy its body and properties into a new record)."""
@@ -281,6 +301,11 @@ class TransactionalMessageService:
         self._pruned_below = 0
         #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
         self.recent = RecentHalves()
+        #: oneway END_TRANSACTIONs of recent halves, stored together at the end of the loop
+        #: turn that read them (:meth:`end_later`)
+        self._ending: list[tuple[int, Recent, bool]] = []
+        #: their half and transaction offsets: a second END_TRANSACTION naming one is refused
+        self.ending: set[int] = set()
 
     # ------------------------------------------------------------------------- progress
     @property
@@ -441,7 +466,9 @@ class TransactionalMessageService:
             raise RemoteSystemError("The transaction state table offset wrong")
         if f[F_PHYSICAL_OFFSET] != offset:
             raise RemoteSystemError("The commit log offset wrong")
-        if is_resolved(queue_offset, half.tx_offset, self.done):
+        if is_resolved(queue_offset, half.tx_offset, self.done) or is_resolved(
+            queue_offset, half.tx_offset, self.ending
+        ):
             self.counters.already_resolved += 1
             raise RemoteSystemError(
                 f"the transaction of half message {queue_offset} is already committed or rolled back"
@@ -456,16 +483,24 @@ class TransactionalMessageService:
             RemoteSystemError: another producer group, another queue offset, or the transaction
                 is already resolved.
         """
-        offset = header.commit_log_offset
+        return self.recent_half_of(
+            header.commit_log_offset, header.producer_group, header.tran_state_table_offset
+        )
+
+    def recent_half_of(self, offset: int, producer_group: str, table_offset: int) -> Recent | None:
+        """:meth:`recent_half` of the header's ``commitLogOffset``, ``producerGroup`` and
+        ``tranStateTableOffset``."""
         recent = self.recent.get(offset)
         if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
             return None
         _, props, queue_offset, tx_offset, _, _ = recent
-        if get_property(props, _PGROUP) != header.producer_group:
+        if get_property(props, _PGROUP) != producer_group:
             raise RemoteSystemError("The producer group wrong")
-        if queue_offset != header.tran_state_table_offset:
+        if queue_offset != table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
-        if is_resolved(queue_offset, tx_offset, self.done):
+        done, ending = self.done, self.ending
+        # (is_resolved of both sets, inline: this runs for every END_TRANSACTION)
+        if queue_offset in done or tx_offset in done or queue_offset in ending or tx_offset in ending:
             self.counters.already_resolved += 1
             raise RemoteSystemError(
                 f"the transaction of half message {queue_offset} is already committed or rolled back"
@@ -478,24 +513,71 @@ class TransactionalMessageService:
         Its properties go as stored: they are the output of ``java_reput_properties`` (or of a
         Java map), without an empty value, so re-encoding them (:meth:`commit`) changes nothing.
         """
-        half, props, queue_offset, tx_offset, real_topic, real_queue_id = recent
-        copy = MessageInner(
-            real_topic,
-            half.body,
-            real_queue_id,
-            half.flag,
-            props,
-            (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-            half.born_timestamp,
-            half.born_host,
-            half.store_host,
-            half.reconsume_times,
-            commit_log_offset,
-        )
-        result = self.put_commit(copy, queue_offset, tx_offset)
+        result = self.put_commit(_recent_copy(commit_log_offset, recent), recent[2], recent[3])
         if result.append is not None:
             self.recent.discard(commit_log_offset)
         return result
+
+    def end_later(self, commit_log_offset: int, recent: Recent, commit: bool) -> None:
+        """:meth:`commit_recent` / :meth:`rollback_recent` of a oneway END_TRANSACTION, done
+        with the others read in the same loop turn: their committed copies and op records go
+        to the store in one append (``MessageStore.put_run``: one clock read, one slice
+        assignment, one reput wake-up) by a callback the first one schedules. A oneway request
+        is never answered, so nothing is acknowledged before the put; a crash in between
+        leaves the half unresolved, checked after the restart as today. Until then its
+        offsets are in ``ending``: a second END_TRANSACTION naming them is refused.
+        """
+        ending = self.ending
+        ending.add(recent[2])
+        ending.add(recent[3])
+        queued = self._ending
+        queued.append((commit_log_offset, recent, commit))
+        if len(queued) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush_ends)
+            except RuntimeError:  # no loop (offline tools): at once
+                self.flush_ends()
+
+    def flush_ends(self) -> None:
+        """Store what :meth:`end_later` queued: the committed copies, then the op records, each
+        in request order, in one append; when the store will not take them so (a segment roll,
+        a refusal), one transaction at a time as the synchronous path does. Should the append
+        raise, nothing of the turn is resolved: the check service asks the producers later."""
+        queued, self._ending = self._ending, []
+        self.ending.clear()
+        if not queued:
+            return
+        if _OP_TOPIC not in self._ready_topics:
+            self.ensure_topic(_OP_TOPIC)
+        host = self.state.store_host
+        now = self.now_ms()
+        # the copies, then the op records: each op still follows its copy, and the ops, all in
+        # the one op queue, go as a batch put's items (one template, one reput entry)
+        records = [_recent_copy(offset, recent) for offset, recent, commit in queued if commit]
+        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
+        ops: list[tuple[int, bytes, str]] = []
+        add = ops.append
+        for _, recent, _ in queued:
+            queue_offset, tx_offset = recent[2], recent[3]
+            add((0, str(queue_offset).encode(), _OP_PROPERTIES))
+            if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
+                add((0, str(tx_offset).encode(), _OP_PROPERTIES))
+        if not self.store.put_run(records, op_template, ops):
+            for offset, recent, commit in queued:
+                if commit:
+                    self.commit_recent(offset, recent)
+                else:
+                    self.rollback_recent(offset, recent)
+            return
+        done, discard, counters = self.done, self.recent.discard, self.counters
+        for offset, recent, commit in queued:
+            discard(offset)
+            done.add(recent[2])
+            done.add(recent[3])
+            if commit:
+                counters.committed += 1
+            else:
+                counters.rolled_back += 1
 
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)

@@ -73,6 +73,7 @@ _FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
+_PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
@@ -249,6 +250,127 @@ class CommitLog:
         self.put_times_total += 1
         self.put_size_total += size
         return PutResult(_PUT_OK, AppendResult(_APPEND_OK, phy, size, now, qoff, 1, msg.store_host))
+
+    def put_run(
+        self,
+        msgs: Sequence[MessageInner],
+        template: MessageInner | None = None,
+        items: Sequence[BatchItem] = (),
+    ) -> bool:
+        """Append single records of any topics and queues (END_TRANSACTION's committed copies
+        and op records of one loop turn) with one slice assignment: the bytes ``put_message``
+        of each in order would write (one store time), one clock read and one segment check
+        for all. False, nothing written, when one would be refused, has IPv6 hosts, or the run
+        does not fit in the current segment: the caller then puts them one by one.
+
+        ``items`` (with their ``template``, as ``put_batch``): records after ``msgs`` that share
+        a topic, queue and the other fields (op records), encoded as ``put_batch`` encodes
+        them, no ``MessageInner`` each; reput gets them as one batch entry (one ConsumeQueue
+        write for all).
+        """
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        if mf is None or not (msgs or items):
+            return False
+        heads = self._topic_heads
+        max_body = self.max_body
+        pos = start = mf.wrote_position
+        phy = mf.file_from_offset + pos
+        now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
+        table = self.topic_queue_table
+        parts: list[bytes | memoryview] = []
+        add = parts.append
+        entries: list[AppendedRecord] = []
+        entry = entries.append
+        queued: dict[tuple[str, int], int] = {}  # queue offsets taken by this run
+        for msg in msgs:  # inline of log.commitlog.CommitLog.put_message (IPv4 hosts)
+            topic = msg.topic
+            head = heads.get(topic) or self._topic_head(topic)
+            props = msg.properties
+            if props.__class__ is not str:
+                props = properties_to_string(props)  # type: ignore[arg-type]
+            props_b = props.encode()
+            plen = len(props_b)
+            body = msg.body
+            blen = len(body)
+            born_ip, born_port = msg.born_host
+            store_ip, store_port = msg.store_host
+            if (
+                head is None
+                or plen > MAX_PROPERTIES_LENGTH
+                or (plen and not props_b[-1])
+                or blen > max_body
+                or len(born_ip) != 4
+                or len(store_ip) != 4
+            ):
+                return False  # (refused, or IPv6 hosts: put_message's general path)
+            sys_flag = msg.sys_flag & ~HOST_FLAGS_MASK
+            size = _PREFIX_SIZE + blen + len(head) + 2 + plen
+            queue_id = msg.queue_id
+            key = (topic, queue_id)
+            counted = sys_flag & _TX_MASK not in _UNCOUNTED
+            qoff = queued.get(key)
+            if qoff is None:
+                qoff = table.get(key, 0)
+            if counted:
+                queued[key] = qoff + 1
+            else:
+                qoff = 0
+            prepared = msg.prepared_transaction_offset
+            add(
+                _PREFIX_V4.pack(
+                    size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id,
+                    msg.flag, qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip,
+                    store_port, msg.reconsume_times, prepared, blen,
+                )
+            )  # fmt: skip
+            add(body)
+            add(head)
+            add(_pack_props_len(plen))
+            add(props_b)
+            entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
+            phy += size
+            pos += size
+        if items and template is not None:
+            topic, queue_id = template.topic, template.queue_id
+            head = heads.get(topic) or self._topic_head(topic)
+            key = (topic, queue_id)
+            qoff = queued.get(key)
+            if qoff is None:
+                qoff = table.get(key, 0)
+            encoded = None if head is None else encode_items(template, items, head, phy, qoff, now, max_body)
+            if not isinstance(encoded, _Encoded) or not isinstance(encoded.flags, int):
+                return False
+            if encoded.flags & _TX_MASK in _UNCOUNTED:
+                return False  # (queue offsets 0: not a batch entry)
+            parts += encoded.parts
+            entries.append(
+                (
+                    phy,
+                    encoded.total,
+                    topic,
+                    queue_id,
+                    qoff,
+                    now,
+                    encoded.flags,
+                    0,
+                    "",
+                    (encoded.sizes, encoded.props),
+                )
+            )
+            queued[key] = qoff + len(items)
+            pos += encoded.total
+        end = pos + END_FILE_MIN_BLANK_LENGTH
+        if end > mf.allocated and (end > mf.file_size or not self._reserve(mf, end)):
+            return False  # (a segment roll: put_message's path does those)
+        mf.mm[start:pos] = b"".join(parts)
+        mf.wrote_position = pos
+        mf.last_store_timestamp = now
+        table.update(queued)
+        self.appended.extend(entries)
+        self.put_times_total += len(msgs) + len(items)
+        self.put_size_total += pos - start
+        return True
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch that shares topic and queue; all records land in one segment.
