@@ -277,6 +277,7 @@ class MessageStore:
             self._state = "closed"
             return
         self.dispatcher.do_reput()
+        self.dispatcher.write_index_backlog()
         if flush:
             self.flush()
         self.commitlog.mfq.close()
@@ -305,9 +306,17 @@ class MessageStore:
                 cp.index_msg_timestamp = max(cp.index_msg_timestamp, self.dispatcher.index_timestamp())
             cp.flush()
 
-    def do_reput(self) -> int:
-        """Dispatch everything appended so far (services do this on their own once started)."""
-        return self.dispatcher.do_reput()
+    def do_reput(self, *, index: bool = True) -> int:
+        """Dispatch everything appended so far (services do this on their own once started).
+
+        ``index=False`` leaves the index entries reput's fast path collects pending until a
+        run of them is written (``Dispatcher.write_index_backlog``): the send path's dispatch
+        for a waiting pull, per message.
+        """
+        n = self.dispatcher.do_reput()
+        if index:
+            self.dispatcher.write_index_backlog()
+        return n
 
     # ================================================================ writes
 
@@ -579,6 +588,7 @@ class MessageStore:
         max_num = min(max_num, self.config.max_msgs_num_batch)
         found: list[bytes] = []
         seen: set[int] = set()
+        self.dispatcher.write_index_backlog()  # (an OSError here fails the query, as a read would)
         # ask for more candidates than wanted: collisions and duplicates are filtered below
         for phy in self.index.query(topic, key, min(max_num * 4, 4096), begin, end):
             if phy in seen:

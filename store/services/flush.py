@@ -442,6 +442,10 @@ class ConsumeQueueFlushService(StoreService):
         self.pipe: FsyncPipe | None = None
 
     async def run_once(self) -> None:
+        try:
+            self.dispatcher.write_index_backlog()  # (reput's fast path writes index entries in runs)
+        except OSError as exc:  # its timestamp stays behind; the next pass or reput retries
+            logger.error("index entries could not be written: %s", exc)
         ts = self.dispatcher.last_dispatched_timestamp
         index_ts = self.dispatcher.index_timestamp()
         plans: list[list[tuple[MappedFile, int]]] = []

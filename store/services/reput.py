@@ -109,5 +109,6 @@ class ReputService(StoreService):
             self._retry = None
         try:
             self.dispatcher.do_reput()
+            self.dispatcher.write_index_backlog()
         except OSError as exc:
             logger.error("final reput failed at %d: %s", self.dispatcher.reput_from_offset, exc)
