@@ -45,7 +45,7 @@ from pocketmq.store.services.policy import PutPolicy
 from pocketmq.store.stats import StoreStats
 
 if TYPE_CHECKING:
-    from pocketmq.store.services.flush import RoundFuture
+    from pocketmq.store.services.flush import RoundCallback, RoundFuture
 
 logger = logging.getLogger(__name__)
 
@@ -372,16 +372,17 @@ class MessageStore:
         fields (``batch_encode``): no ``MessageInner`` per message, bodies copied once."""
         return self._track(self.commitlog.put_batch(template, items) if self._writable else _REFUSED)
 
-    def flush_waiter(self, result: PutResult) -> RoundFuture | None:
+    def flush_waiter(self, result: PutResult, direct: RoundCallback | None = None) -> RoundFuture | None:
         """The shared future (``asyncio.Future[bool]``) of the SYNC_FLUSH group-commit round
         covering ``result``'s end offset: True once flushed, False on ``syncFlushTimeout``.
         Puts of a burst share it (register the highest end offset once). None when no wait
-        applies: ASYNC_FLUSH, store not started, failed put. Not SYNC_MASTER replication."""
+        applies: ASYNC_FLUSH, store not started, failed put. Not SYNC_MASTER replication.
+        ``direct``: called with the future as the round is resolved (``wait_flushed``)."""
         append = result.append
         gc = self._policy.group_commit
         if append is None or gc is None:
             return None
-        return gc.wait_flushed(append.wrote_offset + append.wrote_bytes)
+        return gc.wait_flushed(append.wrote_offset + append.wrote_bytes, direct)
 
     async def put_message_async(self, msg: MessageInner) -> PutResult:
         """``put_message`` + the flush policy (SYNC_FLUSH group commit unless WAIT=false)."""

@@ -159,16 +159,34 @@ def _restore_switch_interval() -> None:
 RoundFuture = asyncio.Future[bool]
 
 
+#: called with a round's future right after it is resolved (``GroupCommitService.wait_flushed``)
+RoundCallback = Callable[[asyncio.Future[bool]], None]
+
+
 class _Round:
     """Waiters that share one fsync: resolved together once ``flushed_where >= end``."""
 
-    __slots__ = ("count", "deadline", "end", "future")
+    __slots__ = ("count", "deadline", "direct", "end", "future")
 
     def __init__(self, future: asyncio.Future[bool], end: int, deadline: float) -> None:
         self.future = future
         self.end = end
         self.deadline = deadline
         self.count = 0
+        #: callbacks run in the call that resolves the round (``wait_flushed``'s ``direct``)
+        self.direct: list[RoundCallback] | None = None
+
+    def resolve(self, flushed: bool) -> None:
+        fut = self.future
+        if not fut.done():
+            fut.set_result(flushed)
+        direct, self.direct = self.direct, None
+        if direct is not None:
+            for cb in direct:
+                try:
+                    cb(fut)
+                except Exception:  # one waiter's failure must not cost the others their answer
+                    logger.exception("group commit round callback failed")
 
 
 class GroupCommitService(CommitLogSyncService):
@@ -225,8 +243,14 @@ class GroupCommitService(CommitLogSyncService):
         #: the fsync helper process (None: fsync in the executor)
         self._proc: FsyncProcess | None = None
 
-    def wait_flushed(self, end_offset: int) -> asyncio.Future[bool]:
-        """A future that becomes True once ``end_offset`` is on disk (False on timeout)."""
+    def wait_flushed(self, end_offset: int, direct: RoundCallback | None = None) -> asyncio.Future[bool]:
+        """A future that becomes True once ``end_offset`` is on disk (False on timeout).
+
+        ``direct`` (once per round: a second registration of the same callable is ignored)
+        is called with the future in the call that resolves it, e.g. the fsync helper's
+        reader callback, rather than a loop turn later as a done-callback is; not called if
+        the returned future is done already.
+        """
         rnd = self._open
         if rnd is None:
             if self.mfq.flushed_where >= end_offset:
@@ -240,6 +264,11 @@ class GroupCommitService(CommitLogSyncService):
             self._rounds.append(rnd)
         elif end_offset > rnd.end:
             rnd.end = end_offset
+        if direct is not None:
+            if rnd.direct is None:
+                rnd.direct = [direct]
+            elif direct not in rnd.direct:
+                rnd.direct.append(direct)
         rnd.count += 1
         if self._inflight is None and not self._stopping:
             if rnd.count >= self._eager:
@@ -324,8 +353,7 @@ class GroupCommitService(CommitLogSyncService):
         while rounds and rounds[0].end <= flushed and rounds[0] is not self._open:
             rnd = rounds.popleft()
             covered += rnd.count
-            if not rnd.future.done():
-                rnd.future.set_result(True)
+            rnd.resolve(True)
         self._eager = max(1, covered // 2)
         if rounds and rounds[0] is not self._open and rounds[0].end > self.commitlog.max_offset:
             # cannot happen unless the log was truncated under the waiter; do not spin
@@ -369,9 +397,7 @@ class GroupCommitService(CommitLogSyncService):
     def _fail_all(self) -> None:
         self._open = None
         while self._rounds:
-            fut = self._rounds.popleft().future
-            if not fut.done():
-                fut.set_result(False)
+            self._rounds.popleft().resolve(False)
 
     async def _sweep(self) -> None:
         loop = asyncio.get_running_loop()
@@ -383,8 +409,7 @@ class GroupCommitService(CommitLogSyncService):
                 rnd = rounds.popleft()
                 if rnd is self._open:
                     self._open = None
-                if not rnd.future.done():
-                    rnd.future.set_result(False)
+                rnd.resolve(False)
 
     async def on_stop(self) -> None:
         if self._switch_lowered:
@@ -406,8 +431,7 @@ class GroupCommitService(CommitLogSyncService):
             flushed = self.mfq.flushed_where
         while self._rounds:
             rnd = self._rounds.popleft()
-            if not rnd.future.done():
-                rnd.future.set_result(rnd.end <= flushed)
+            rnd.resolve(rnd.end <= flushed)
         proc, self._proc = self._proc, None
         if proc is not None:
             asyncio.get_running_loop().remove_reader(proc.fd)
