@@ -111,6 +111,8 @@ def broker_process(store_dir: str, flush: str = "async", lag_warn_ms: int = 50) 
         sys.executable, "-m", "pocketmq.broker",
         "--set", f"listenPort={port}", "--set", "listenHost=127.0.0.1", "--set", "brokerIP1=127.0.0.1",
         "--set", "fastListenEnable=false", "--set", f"storePathRootDir={store_dir}",
+        # its own free port: listenPort + 1 (the default) may be a client's ephemeral port
+        "--set", f"haListenPort={free_port()}",
         "--set", f"mappedFileSizeCommitLog={os.environ.get('BENCH_SEGMENT_BYTES', '268435456')}", "--set", "maxHashSlotNum=500000",
         "--set", "maxIndexNum=2000000", "--log-level", "WARNING",
         "--set", f"flushDiskType={'SYNC_FLUSH' if flush == 'sync' else 'ASYNC_FLUSH'}",

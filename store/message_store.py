@@ -45,7 +45,7 @@ from pocketmq.store.services.policy import PutPolicy
 from pocketmq.store.stats import StoreStats
 
 if TYPE_CHECKING:
-    from pocketmq.store.services.flush import RoundFuture
+    from pocketmq.store.services.flush import RoundCallback, RoundFuture
 
 logger = logging.getLogger(__name__)
 
@@ -277,6 +277,7 @@ class MessageStore:
             self._state = "closed"
             return
         self.dispatcher.do_reput()
+        self.dispatcher.write_index_backlog()
         if flush:
             self.flush()
         self.commitlog.mfq.close()
@@ -305,9 +306,17 @@ class MessageStore:
                 cp.index_msg_timestamp = max(cp.index_msg_timestamp, self.dispatcher.index_timestamp())
             cp.flush()
 
-    def do_reput(self) -> int:
-        """Dispatch everything appended so far (services do this on their own once started)."""
-        return self.dispatcher.do_reput()
+    def do_reput(self, *, index: bool = True) -> int:
+        """Dispatch everything appended so far (services do this on their own once started).
+
+        ``index=False`` leaves the index entries reput's fast path collects pending until a
+        run of them is written (``Dispatcher.write_index_backlog``): the send path's dispatch
+        for a waiting pull, per message.
+        """
+        n = self.dispatcher.do_reput()
+        if index:
+            self.dispatcher.write_index_backlog()
+        return n
 
     # ================================================================ writes
 
@@ -376,16 +385,17 @@ class MessageStore:
         fields (``batch_encode``): no ``MessageInner`` per message, bodies copied once."""
         return self._track(self.commitlog.put_batch(template, items) if self._writable else _REFUSED)
 
-    def flush_waiter(self, result: PutResult) -> RoundFuture | None:
+    def flush_waiter(self, result: PutResult, direct: RoundCallback | None = None) -> RoundFuture | None:
         """The shared future (``asyncio.Future[bool]``) of the SYNC_FLUSH group-commit round
         covering ``result``'s end offset: True once flushed, False on ``syncFlushTimeout``.
         Puts of a burst share it (register the highest end offset once). None when no wait
-        applies: ASYNC_FLUSH, store not started, failed put. Not SYNC_MASTER replication."""
+        applies: ASYNC_FLUSH, store not started, failed put. Not SYNC_MASTER replication.
+        ``direct``: called with the future as the round is resolved (``wait_flushed``)."""
         append = result.append
         gc = self._policy.group_commit
         if append is None or gc is None:
             return None
-        return gc.wait_flushed(append.wrote_offset + append.wrote_bytes)
+        return gc.wait_flushed(append.wrote_offset + append.wrote_bytes, direct)
 
     async def put_message_async(self, msg: MessageInner) -> PutResult:
         """``put_message`` + the flush policy (SYNC_FLUSH group commit unless WAIT=false)."""
@@ -592,6 +602,7 @@ class MessageStore:
         max_num = min(max_num, self.config.max_msgs_num_batch)
         found: list[bytes] = []
         seen: set[int] = set()
+        self.dispatcher.write_index_backlog()  # (an OSError here fails the query, as a read would)
         # ask for more candidates than wanted: collisions and duplicates are filtered below
         for phy in self.index.query(topic, key, min(max_num * 4, 4096), begin, end):
             if phy in seen:

@@ -9,7 +9,9 @@ How a SYNC_FLUSH send (``WAIT`` true, no SYNC_MASTER replication) is answered:
    for the turn's highest end offset, by a callback run right after the turn. Registering
    each put as it happened would let the first one start an fsync that covers only itself,
    splitting the turn's sends over two fsyncs;
-3. one done-callback per round answers every send the round covers, in arrival order:
+3. one callback per round, run by the group commit in the call that resolves the round (no
+   loop turn between the fsync's end and the replies), answers every send the round covers,
+   in arrival order:
    SUCCESS when flushed, FLUSH_DISK_TIMEOUT when the round timed out (``syncFlushTimeout``),
    SYSTEM_ERROR if the store failed the round; nothing when it was cancelled (store shutdown),
    for a oneway request, or on a closed connection.
@@ -42,7 +44,9 @@ class FlushWaiter(Protocol):
     """The store's SYNC_FLUSH seam (``MessageStore.flush_waiter``): one shared future per
     group-commit round, True once flushed; None when no wait applies."""
 
-    def flush_waiter(self, result: PutResult) -> asyncio.Future[bool] | None: ...
+    def flush_waiter(
+        self, result: PutResult, direct: Callable[[asyncio.Future[bool]], None] | None = None
+    ) -> asyncio.Future[bool] | None: ...
 
 
 class FlushReplies:
@@ -84,7 +88,7 @@ class FlushReplies:
         if not waiters or store is None or last is None:
             return
         try:
-            fut = store.flush_waiter(last)
+            fut = store.flush_waiter(last, self._on_round_done)
         except Exception as exc:  # a store bug must still answer the senders
             logger.exception("group commit registration failed")
             fut = asyncio.get_running_loop().create_future()
@@ -98,7 +102,6 @@ class FlushReplies:
         pending = self._rounds.get(fut)
         if pending is None:
             self._rounds[fut] = waiters
-            fut.add_done_callback(self._on_round_done)
         else:
             pending += waiters
 

@@ -176,7 +176,7 @@ class SendMessageProcessor:
         if store.dispatch_behind_bytes > _DISPATCH_NOW_MAX_BYTES:
             return
         try:
-            store.do_reput()
+            store.do_reput(index=False)
         except OSError:
             pass  # e.g. ENOSPC creating a ConsumeQueue file: the reput task retries and logs it
 

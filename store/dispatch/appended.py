@@ -34,7 +34,11 @@ from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
 from pocketmq.store.log.layout import SCHEDULE_TOPIC
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
-__all__ = ["ReputState", "reput_appended"]
+__all__ = ["INDEX_RUN", "ReputState", "reput_appended"]
+
+#: index entries collected before the fast path writes them (one ``put_hashes``): 128 sends
+#: of two keys (UNIQ_KEY and KEYS), a few KiB of lists
+INDEX_RUN = 256
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE
 _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
@@ -55,17 +59,21 @@ class ReputState(Protocol):
     reput_from_offset: int
     last_dispatched_timestamp: int
     index_backlog: tuple[list[int], list[int], list[int]] | None
+    backlog_timestamp: int
+
+    def write_index_backlog(self) -> None: ...
 
 
 def reput_appended(d: ReputState, budget: int) -> int:
     """Dispatch ``appended`` entries from ``d.reput_from_offset``; 0 if none starts there.
 
-    ConsumeQueue units are written per record; index entries are collected and written
-    together at the end (``IndexService.put_hashes``). A record whose ConsumeQueue write
+    ConsumeQueue units are written per record; index entries are added to ``d.index_backlog``
+    and written together (``IndexService.put_hashes``) once ``INDEX_RUN`` are pending, or
+    earlier by ``d.write_index_backlog`` (see there). A record whose ConsumeQueue write
     raised is put back and retried by the next call; entries whose index write raised stay
-    in ``d.index_backlog``, which ``do_reput`` retries first (both writes are idempotent).
-    ``last_dispatched_timestamp`` (the checkpoint's index time) only moves once the index
-    is written. A batch counts whole against ``budget``.
+    in the backlog (both writes are idempotent). ``last_dispatched_timestamp`` (the
+    checkpoint's index time) only moves once the index is written. A batch counts whole
+    against ``budget``.
     """
     pending = d.commitlog.appended
     off = d.reput_from_offset
@@ -81,9 +89,8 @@ def reput_appended(d: ReputState, budget: int) -> int:
     lazy = wants_properties(listener)
     tag_codes = TAG_CODES
     tails = TAIL_TABLE
-    hashes: list[int] = []
-    hphys: list[int] = []
-    htss: list[int] = []
+    backlog = d.index_backlog
+    hashes, hphys, htss = ([], [], []) if backlog is None else backlog
     add_hash = hashes.append
     add_phy = hphys.append
     add_ts = htss.append
@@ -186,10 +193,13 @@ def reput_appended(d: ReputState, budget: int) -> int:
         d.reput_from_offset = off
         if hashes:
             d.index_backlog = (hashes, hphys, htss)
-            d.index.put_hashes(hashes, hphys, htss)
-            d.index_backlog = None
         if n:
-            d.last_dispatched_timestamp = last_ts
+            if d.index_backlog is None:
+                d.last_dispatched_timestamp = last_ts
+            else:
+                d.backlog_timestamp = last_ts
+    if len(hashes) >= INDEX_RUN:
+        d.write_index_backlog()
     return n
 
 

@@ -164,8 +164,12 @@ class Dispatcher:
         #: store time of the last dispatched record (checkpoint logics/index timestamps)
         self.last_dispatched_timestamp = 0
         self.dispatched_total = 0
-        #: index entries of a fast-path slice whose write failed (``dispatch.appended``): retried first
+        #: index entries of fast-path slices not written yet (``dispatch.appended``): hashes,
+        #: record offsets, store times; written by ``write_index_backlog``
         self.index_backlog: tuple[list[int], list[int], list[int]] | None = None
+        #: store time of the last record dispatched while ``index_backlog`` waited: becomes
+        #: ``last_dispatched_timestamp`` once the backlog is written
+        self.backlog_timestamp = 0
         #: the index process while it builds the index (then ``index_enable`` is off)
         self.index_child: IndexChild | None = None
 
@@ -177,6 +181,28 @@ class Dispatcher:
         if child is not None:
             off = min(off, child.indexed)
         return max(0, self.commitlog.max_offset - off)
+
+    def write_index_backlog(self) -> None:
+        """Write the index entries reput's fast path collected (``dispatch.appended``).
+
+        The fast path writes them once ``INDEX_RUN`` are pending (at one send in flight a
+        slice is one record, and a write per slice cost ~3 us of the ~5.5 us indexing added
+        per message); everything that reads the index or moves past it calls this first:
+        the decoding path, queries, the ConsumeQueue/index flush, the index process's start,
+        reput's stop. A write that raised leaves the backlog whole (records already indexed
+        are skipped when it is written again).
+
+        Raises:
+            OSError: a new index file could not be created.
+        """
+        backlog = self.index_backlog
+        if backlog is not None:
+            self.index.put_hashes(*backlog)
+            self.index_backlog = None
+            self.index.write_headers()
+            if self.backlog_timestamp:
+                self.last_dispatched_timestamp = self.backlog_timestamp
+                self.backlog_timestamp = 0
 
     def index_timestamp(self) -> int:
         """The checkpoint's indexMsgTimestamp once the index files are flushed: the last
@@ -226,9 +252,6 @@ class Dispatcher:
         delay_levels = self.delay_levels
         dispatch = self.dispatch
         n = 0
-        if self.index_backlog is not None:
-            self.index.put_hashes(*self.index_backlog)
-            self.index_backlog = None
         try:
             while n < budget:
                 off = self.reput_from_offset
@@ -239,6 +262,9 @@ class Dispatcher:
                         continue
                 if off >= cl.max_offset:
                     break
+                if self.index_backlog is not None:
+                    # the decoding path indexes each record as it goes: earlier records first
+                    self.write_index_backlog()
                 mf = mfq.find_by_offset(off)
                 if mf is None:
                     if off < mfq.min_offset():

@@ -6,8 +6,9 @@ previous entry of its bucket, so a query walks one chain. The slot table is read
 through a big-endian ctypes view of the mapping (``MappedFile.aux``). Reput's fast path
 writes the entries of a whole slice of records with a few ``pack_into`` calls (``put_hashes``);
 recovery and the decoding path write a record's entries together (``put_entries``).
-The header is kept in memory and written back at the end of every dispatch batch; a crash in
-between leaves entries past ``indexCount``, which ``load`` re-adopts by walking forward.
+The header is kept in memory and written back after each write of entries (a run of reput's
+fast path, ``Dispatcher.write_index_backlog``, or a dispatch batch of the decoding path); a
+crash in between leaves entries past ``indexCount``, which ``load`` re-adopts by walking forward.
 Queries are verified by the caller against the real message (hash collisions never leak).
 """
 

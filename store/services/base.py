@@ -4,10 +4,12 @@ The asyncio counterpart of RocketMQ's ``ServiceThread`` without its 1 ms polling
 sets an event and the loop waits on it with a plain ``event.wait()``. A periodic service keeps
 one ``call_later`` timer that sets the same event and is re-armed only when it fires, rather
 than an ``asyncio.timeout`` armed per wait: that context manager (a timer handle, a cancel
-and a reschedule per wake-up) was 8-10% of a broker's CPU for the reput service, which is
-woken by every put. ``run_once`` holds the logic and can be awaited directly in tests.
-Unexpected errors are logged and the loop goes on after a short pause; cancellation is never
-swallowed.
+and a reschedule per wake-up) was 8-10% of a broker's CPU for the reput service when it ran
+here. Services woken by every put or fsync (``ReputService``, ``GroupCommitService``) keep the
+interface but no task: they run from ``call_soon`` / reader callbacks, as an event wait costs a
+future and two task steps per wake-up. ``run_once`` holds the logic and can be awaited
+directly in tests. Unexpected errors are logged and the loop goes on after a short pause;
+cancellation is never swallowed.
 """
 
 from __future__ import annotations

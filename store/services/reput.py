@@ -1,4 +1,13 @@
-"""``ReputService``: dispatches appended records as soon as a put wakes it (no polling)."""
+"""``ReputService``: dispatches appended records in the loop turn after the put that woke it.
+
+A put schedules one ``call_soon`` callback (at most one pending, however many puts a turn
+holds); the callback dispatches up to ``batch`` records and, if more are left, schedules
+itself again so puts and pulls are not starved. No task, no ``asyncio.Event``: the task the
+``StoreService`` base runs would cost, per put at one send in flight, a future (and a
+``get_running_loop``, one ``getpid`` syscall), a task step and a coroutine frame; measured
+with py-spy on a broker at one send in flight, that wake-up path was ~10% of the broker's
+busy samples. Dispatch order is unchanged: one callback at a time, in CommitLog order.
+"""
 
 from __future__ import annotations
 
@@ -32,32 +41,67 @@ class ReputService(StoreService):
         self.after_batch: Callable[[], None] | None = None
         #: records per slice (an HA store lowers it: a slice delays the replication on the loop)
         self.batch = BATCH
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: a slice is scheduled (``call_soon``) and has not run yet
+        self._scheduled = False
 
-    async def run_once(self) -> None:
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    def wakeup(self) -> None:
+        """Schedule a slice for the next loop turn, unless one is already pending (loop thread only)."""
+        if not self._scheduled and self._loop is not None and not self._stopping:
+            self._scheduled = True
+            self._loop.call_soon(self._slice)
+
+    def wakeup_callable(self) -> Callable[[], None]:
+        return self.wakeup
+
+    def _slice(self) -> None:
+        self._scheduled = False
+        if self._stopping:
+            return
+        try:
+            if self._dispatch():
+                self.wakeup()  # the rest in a later turn
+        except Exception:  # a bug, not an I/O error: log it and retry later rather than die
+            logger.exception("store service %s failed; retrying", self.name)
+            self._retry_later()
+
+    def _dispatch(self) -> bool:
+        """One slice; True when records are left (the slice was full)."""
         dispatcher = self.dispatcher
         batch = self.batch
-        while True:
-            try:
-                n = dispatcher.do_reput(batch)
-            except OSError as exc:
-                if not self._failing:
-                    logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
-                self._failing = True
-                if self._retry is None and not self._stopping:
-                    self._retry = asyncio.get_running_loop().call_later(RETRY_S, self._retry_now)
-                return
-            if self._failing:
-                logger.info("reput resumed at %d", dispatcher.reput_from_offset)
-                self._failing = False
-            if self.after_batch is not None:
-                self.after_batch()
-            if n < batch:
-                return
-            await asyncio.sleep(0)
+        try:
+            n = dispatcher.do_reput(batch)
+        except OSError as exc:
+            if not self._failing:
+                logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
+            self._failing = True
+            self._retry_later()
+            return False
+        if self._failing:
+            logger.info("reput resumed at %d", dispatcher.reput_from_offset)
+            self._failing = False
+        if self.after_batch is not None:
+            self.after_batch()
+        return n >= batch
+
+    async def run_once(self) -> None:
+        """One slice now, the rest in later loop turns (what a wake-up does)."""
+        self._slice()
+
+    def _retry_later(self) -> None:
+        if self._retry is None and not self._stopping and self._loop is not None:
+            self._retry = self._loop.call_later(RETRY_S, self._retry_now)
 
     def _retry_now(self) -> None:
         self._retry = None
         self.wakeup()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        await self.on_stop()
 
     async def on_stop(self) -> None:
         if self._retry is not None:
@@ -65,5 +109,6 @@ class ReputService(StoreService):
             self._retry = None
         try:
             self.dispatcher.do_reput()
+            self.dispatcher.write_index_backlog()
         except OSError as exc:
             logger.error("final reput failed at %d: %s", self.dispatcher.reput_from_offset, exc)

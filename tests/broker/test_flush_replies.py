@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RequestCode, ResponseCode
@@ -16,12 +17,23 @@ class Rounds:
     def __init__(self) -> None:
         self.registered: list[int] = []
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.direct: list[Callable[[asyncio.Future[bool]], None]] = []
 
-    def flush_waiter(self, result: PutResult) -> asyncio.Future[bool] | None:
+    def flush_waiter(
+        self, result: PutResult, direct: Callable[[asyncio.Future[bool]], None] | None = None
+    ) -> asyncio.Future[bool] | None:
         append = result.append
         assert append is not None
         self.registered.append(append.wrote_offset + append.wrote_bytes)
+        if direct is not None and direct not in self.direct:
+            self.direct.append(direct)
         return self.future
+
+    def resolve(self, how: Callable[[], object]) -> None:
+        """Resolve the round as the group commit does: the callbacks run in the same call."""
+        how()
+        for cb in self.direct:
+            cb(self.future)
 
 
 class Conn:
@@ -67,8 +79,8 @@ async def test_one_registration_per_turn_at_its_highest_end_then_answers_in_orde
     await turn()
     assert rounds.registered == [400]
     assert conn.sent == []
-    rounds.future.set_result(True)
-    await turn()
+    rounds.resolve(lambda: rounds.future.set_result(True))
+    # answered in the call that resolved the round, not a loop turn later
     assert [(r.opaque, r.code, r.remark) for r in conn.sent] == [
         (q.opaque, ResponseCode.SUCCESS, f"T:{i}") for i, q in enumerate(reqs)
     ]
@@ -83,7 +95,7 @@ async def test_turns_joining_one_round_are_answered_together():
     fr.add(rounds, conn, request(), put(100), 1, "T")
     await turn()
     assert rounds.registered == [100, 200] and fr.waiting == 2
-    rounds.future.set_result(True)
+    rounds.resolve(lambda: rounds.future.set_result(True))
     await turn()
     assert [r.remark for r in conn.sent] == ["T:0", "T:1"]
 
@@ -93,14 +105,14 @@ async def test_timed_out_round_answers_flush_disk_timeout():
     fr = FlushReplies(reply)
     fr.add(rounds, conn, request(), put(0), 0, "T")
     await turn()
-    rounds.future.set_result(False)
+    rounds.resolve(lambda: rounds.future.set_result(False))
     await turn()
     assert [r.code for r in conn.sent] == [ResponseCode.FLUSH_DISK_TIMEOUT]
 
 
 async def test_already_flushed_is_answered_right_after_the_turn():
     rounds, conn = Rounds(), Conn()
-    rounds.future.set_result(True)
+    rounds.resolve(lambda: rounds.future.set_result(True))
     fr = FlushReplies(reply)
     fr.add(rounds, conn, request(), put(0), 0, "T")
     await turn()
@@ -114,7 +126,7 @@ async def test_failed_round_is_system_error_and_skips_oneway_and_closed():
     fr.add(rounds, conn, request(oneway=True), put(100), 0, "T")
     fr.add(rounds, closed, request(), put(200), 0, "T")
     await turn()
-    rounds.future.set_exception(OSError("EIO"))
+    rounds.resolve(lambda: rounds.future.set_exception(OSError("EIO")))
     await turn()
     assert [(r.code, r.remark) for r in conn.sent] == [(ResponseCode.SYSTEM_ERROR, "OSError: EIO")]
     assert closed.sent == []
@@ -125,6 +137,6 @@ async def test_cancelled_round_answers_nobody():
     fr = FlushReplies(reply)
     fr.add(rounds, conn, request(), put(0), 0, "T")
     await turn()
-    rounds.future.cancel()
+    rounds.resolve(rounds.future.cancel)
     await turn()
     assert conn.sent == [] and fr.waiting == 0

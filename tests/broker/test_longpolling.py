@@ -45,6 +45,25 @@ def test_arrival_wakes_only_requests_below_the_new_max():
     assert not t
 
 
+def test_woken_pulls_do_not_pile_up_in_the_deadline_heap():
+    """A pull answered by a message leaves a stale deadline entry; at a steady message rate
+    they are compacted away instead of piling up until the first deadline (then popped in one
+    loop turn), and expiry still answers exactly the requests still held."""
+    t = PullRequestTable()
+    for i in range(10_000):
+        req = held(qid=i % 8, offset=i, deadline=15_000 + i)
+        assert t.hold(req)
+        if i >= 8:  # the pull held 8 messages ago is answered by this one's arrival
+            assert len(t.take_arrived("T", (i - 8) % 8, i - 7)) == 1
+        assert len(t._deadlines) <= 2 * 8 + 2 * 64
+    assert len(t) == 8
+    assert t.next_deadline() == 15_000 + 9_992
+    expired = t.take_expired(15_000 + 9_995)
+    assert sorted(r.pull_from_offset for r in expired) == [9_992, 9_993, 9_994, 9_995]
+    assert len(t) == 4 and t.next_deadline() == 15_000 + 9_996
+    assert t._stale == sum(1 for e in t._deadlines if e[2].done)
+
+
 def test_stale_notification_asks_the_store_again():
     t = PullRequestTable()
     a = held(offset=5)

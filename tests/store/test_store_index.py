@@ -149,3 +149,33 @@ def test_entries_written_after_the_last_header_are_adopted_after_a_crash(open_st
     again = open_store(root)
     for i in range(14):
         assert len(again.query_message("TopicA", f"k{i}", 8, 0, FAR).messages) == 1, i
+
+
+def test_fast_path_index_entries_wait_for_a_run_but_never_for_a_reader(open_store, clock):
+    # reput's fast path writes index entries once INDEX_RUN are pending; until then the
+    # checkpoint's index time stays behind them, and queries and the decoding path write them
+    from pocketmq.store.dispatch.appended import INDEX_RUN
+
+    store = open_store(clock=clock)
+    d = store.dispatcher
+    for i in range(3):
+        store.put_message(make_msg(i, keys=f"order-{i}"))
+        clock.advance(10)
+    store.do_reput(index=False)
+    assert d.index_backlog is not None and len(d.index_backlog[0]) == 6  # UNIQ_KEY + KEYS each
+    assert d.last_dispatched_timestamp == 0 and store.index.files == []
+    r = store.query_message("TopicA", "order-1", 32, 0, FAR)
+    assert _keys(r) == ["order-1"]
+    assert d.index_backlog is None and d.last_dispatched_timestamp == clock.now - 10
+    f = store.index.files[-1]
+    assert INDEX_HEADER.unpack_from(f.mf.mm, 0)[5] == 7  # header written with the entries (+1)
+    # a run is written by reput itself
+    for i in range(3, 3 + INDEX_RUN // 2):
+        store.put_message(make_msg(i, keys=f"order-{i}"))
+    store.do_reput(index=False)
+    assert d.index_backlog is None
+    assert sum(x.index_count - 1 for x in store.index.files) == 6 + INDEX_RUN
+    # the store's own do_reput (and close) leave nothing pending
+    store.put_message(make_msg(999, keys="last"))
+    store.do_reput()
+    assert d.index_backlog is None and _keys(store.query_message("TopicA", "last", 32, 0, FAR)) == ["last"]

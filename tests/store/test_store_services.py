@@ -86,6 +86,25 @@ async def test_sync_flush_group_commit_with_many_waiters(tmp_path):
     await store.shutdown()
 
 
+async def test_flush_waiter_direct_callback_runs_as_the_round_resolves(tmp_path):
+    # FlushReplies' seam: the callback runs in the call that resolves the round (before the
+    # future's done-callbacks, which asyncio runs a loop turn later), once per round
+    store = await _started(str(tmp_path / "s"), flush_disk_type="SYNC_FLUSH")
+    order: list[tuple[str, bool]] = []
+
+    def direct(f: asyncio.Future[bool]) -> None:
+        order.append(("direct", f.result()))
+
+    a = store.put_message(make_msg(0))
+    fut = store.flush_waiter(a, direct)
+    assert fut is not None and not fut.done()
+    fut.add_done_callback(lambda f: order.append(("done", f.result())))
+    assert await fut is True
+    await asyncio.sleep(0)
+    assert order == [("direct", True), ("done", True)]
+    await store.shutdown()
+
+
 async def test_group_commit_lowers_the_gil_switch_interval_while_running(tmp_path, flush_module):
     """Thread fsync completions must not wait 5 ms for the GIL; the interval is put back on stop."""
     import sys

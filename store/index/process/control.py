@@ -48,6 +48,8 @@ class ReputSide(Protocol):
     #: the running ``IndexProcess`` while it builds the index, else None
     index_child: Any
 
+    def write_index_backlog(self) -> None: ...
+
 
 class IndexProcess:
     def __init__(
@@ -70,6 +72,7 @@ class IndexProcess:
     def start(self) -> None:
         """Hand indexing to a new child from where the index ends (reput's offset: recovery
         indexed everything below it)."""
+        self.dispatcher.write_index_backlog()
         self.index.write_headers()
         self._spawn(self.dispatcher.reput_from_offset)
         self.index.shared = True
