@@ -20,7 +20,7 @@ from pocketmq.store.log.batch_encode import BatchItem
 from pocketmq.store.log.commitlog import CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.log.mapped_file import MappedFile
-from pocketmq.store.log.syscalls import disk_usage_ratio
+from pocketmq.store.log.syscalls import disk_usage_ratio, physical_memory
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 from pocketmq.store.queue.pull import select_messages
@@ -48,13 +48,6 @@ if TYPE_CHECKING:
     from pocketmq.store.services.flush import RoundCallback, RoundFuture
 
 logger = logging.getLogger(__name__)
-
-
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):  # pragma: no cover
-        return 8 << 30
 
 
 _REFUSED = PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
@@ -93,7 +86,7 @@ class MessageStore:
         self._lock: StoreLock | None = None
         self._services: StoreServices | None = None
         self._state = "new"  # new -> loaded -> running -> closed
-        self._memory_limit = _physical_memory() * config.access_message_in_memory_max_ratio // 100
+        self._memory_limit = physical_memory() * config.access_message_in_memory_max_ratio // 100
         self._wake_reput: Callable[[], None] = _noop
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._sync_master = config.broker_role is BrokerRole.SYNC_MASTER

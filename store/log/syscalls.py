@@ -156,3 +156,11 @@ def disk_usage_ratio(path: str) -> float:
         return 0.0
     free = st.f_bfree * st.f_frsize
     return (total - free) / total
+
+
+def physical_memory() -> int:
+    """Bytes of RAM (``accessMessageInMemoryMaxRatio`` is a share of it); 8 GiB if unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # pragma: no cover
+        return 8 << 30
