@@ -22,8 +22,9 @@ Rules:
   read; :mod:`.deadlines`).
 * ``connection_lost`` first handles the commands of earlier reads still waiting, a few a turn
   (``_serve_lost``; a peer that writes a burst and closes gets every request served, replies dropped; a
-  write that finds the peer reset first reads what it sent before: ``_peer_reset``), then fails
-  every pending request with ``RemotingConnectError`` chained to the cause.
+  write that finds the peer reset first reads what it sent before: ``_peer_reset``; none when the
+  server dropped them, ``abort(unhandled=False)``), then fails every pending request with
+  ``RemotingConnectError`` chained to the cause.
 * Garbage from the peer: the decoder's ``LocalProtocolError``s become ``RemoteProtocolError`` in
   one place (h11), ``_remote_protocol_errors``: see there. A ``close_reason`` keeps no traceback
   once the connection is lost: its frames would keep the connection alive (``forget_frames``).
@@ -63,7 +64,7 @@ from pocketmq.remoting.protocol.frame import (
     frames_end,
 )
 from pocketmq.remoting.transport.deadlines import Pending, expire_pending
-from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
+from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook, safe_call
 from pocketmq.remoting.transport.limits import (
     PartialFrameBudget,
     QueueWait,
@@ -634,11 +635,15 @@ class RemotingConnection(asyncio.Protocol):
             self._closing = True
             self.transport.close()
 
-    def abort(self, exc: BaseException | None = None) -> None:
-        """Close at once, dropping buffered writes; ``exc`` becomes the ``close_reason``."""
+    def abort(self, exc: BaseException | None = None, *, unhandled: bool = True) -> None:
+        """Close at once, dropping buffered writes; ``exc`` becomes the ``close_reason``. With
+        ``unhandled=False`` the requests read and not handled yet are dropped too, undecoded
+        (the server's close of a peer that stopped reading: no reply could reach it)."""
         if self.transport is not None:
             if exc is not None and self.close_reason is None:
                 self.close_reason = exc
+            if not unhandled:
+                self._raw, self._backlog, self._backlog_read, self._backlog_stalled = None, None, [], False
             self._closing = True
             self.transport.abort()
 
@@ -677,12 +682,12 @@ class ProcessorDispatcher:
     def connection_made(self, conn: RemotingConnection) -> None:
         self.connections.add(conn)
         for cb in self.on_connect:
-            _safe_call(cb, conn)
+            safe_call(cb, conn)
 
     def connection_lost(self, conn: RemotingConnection) -> None:
         self.connections.discard(conn)
         for cb in self.on_close:
-            _safe_call(cb, conn)
+            safe_call(cb, conn)
 
     def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         handler = self.handlers.get(request.code, self.default_handler)
@@ -790,10 +795,3 @@ class ProcessorDispatcher:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-
-
-def _safe_call(cb: Callable[[RemotingConnection], None], conn: RemotingConnection) -> None:
-    try:
-        cb(conn)
-    except Exception:
-        logger.exception("connection callback %r failed", cb)

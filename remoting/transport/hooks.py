@@ -1,4 +1,5 @@
-"""RPC hooks: the seam for ACL signing/verification and tracing (RocketMQ ``RPCHook``).
+"""RPC hooks: the seam for ACL signing/verification and tracing (RocketMQ ``RPCHook``); and
+``safe_call`` for the connection callbacks.
 
 A hook sees every request before it is processed (server) or sent (client), and every
 response after it is produced or received. A server-side ``before_request`` may raise a
@@ -11,10 +12,14 @@ their fast paths (no coroutine per call on the client, the synchronous reply on 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pocketmq.remoting.protocol.command import RemotingCommand
+
+logger = logging.getLogger(__name__)
+_Conn = TypeVar("_Conn")
 
 
 class RPCHook(Protocol):
@@ -27,3 +32,12 @@ class RPCHook(Protocol):
 
 #: ``(remote_addr, request) -> None``: signs (client) or checks (server, may raise ResponseError).
 BeforeHook = Callable[[str, RemotingCommand], None]
+
+
+def safe_call(cb: Callable[[_Conn], None], conn: _Conn) -> None:
+    """A connection callback (``on_connect``, ``on_close``): a failing one is logged, the
+    others still run."""
+    try:
+        cb(conn)
+    except Exception:
+        logger.exception("connection callback %r failed", cb)

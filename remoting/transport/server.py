@@ -258,12 +258,16 @@ class RemotingServer:
                 if now - max(conn.last_read, conn.last_write) > idle:
                     if conn.is_active:
                         idle_closed.append(conn.remote_addr)
+                    if conn.is_active and conn.can_write:
                         conn.close()
                     else:
-                        # closed once and still waiting to write its buffer to a peer that does
-                        # not read (Netty's close drops it too): each sweep closed and logged the
-                        # same 100 never-reading connections again (T16)
-                        conn.abort()
+                        # a peer that does not read its replies: a close would wait for ever for
+                        # its write buffer to drain (Netty's close drops it too; each sweep closed
+                        # and logged the same 100 never-reading connections again, T16), and no
+                        # reply to the requests it sent and we hold can reach it: dropped,
+                        # undecoded (T16: the ~80,000 pulls of 100 non-readers were decoded and
+                        # handled after their close, 2-3 ms turns while the idle ones closed)
+                        conn.abort(unhandled=False)
                 elif conn.partial_since and now - conn.partial_since > frame_timeout:
                     _limited_log.emit(
                         "frame-timeout",

@@ -24,6 +24,7 @@ from tests.fault.chaos_common import (
     check_delivery,
     consume_all,
     cpu_seconds,
+    hostile_at_idle_priority,
     p99,
     rss_mib,
 )
@@ -149,7 +150,14 @@ async def _discard(reader: asyncio.StreamReader) -> None:
 
 
 def run_fuzz(
-    root: Path, *, frames: int, connections: int, rate: float, baseline_s: float = 2.0, fuzz_rate: float = 0
+    root: Path,
+    *,
+    frames: int,
+    connections: int,
+    rate: float,
+    baseline_s: float = 2.0,
+    fuzz_rate: float = 0,
+    hostile_idle: bool = True,
 ) -> Row:
     paced = f" at {fuzz_rate:.0f} frames/s" if fuzz_rate else ""
     row = Row(
@@ -182,7 +190,8 @@ def run_fuzz(
                 async with sem:
                     await _fuzz_connection(s.broker_port, per, random.Random(rng.random() + k), counter, pace)
 
-            await asyncio.gather(*(one(k) for k in range(connections)))
+            with hostile_at_idle_priority() if hostile_idle else contextlib.nullcontext():
+                await asyncio.gather(*(one(k) for k in range(connections)))
             elapsed = time.monotonic() - t0
             acked: set[bytes] = set()
             base_lat: list[float] = []
@@ -228,6 +237,7 @@ def run_slow_clients(
     broker_keys: dict[str, str] | None = None,
     healthy_rate: float = 50,
     baseline_s: float = 2.5,
+    hostile_idle: bool = True,
 ) -> Row:
     row = Row(
         "T16 slow and idle clients",
@@ -239,7 +249,8 @@ def run_slow_clients(
         "serverFrameCompletionTimeoutSeconds": str(frame_timeout),
         **(broker_keys or {}),
     }
-    with servers(root, keys, topics={"Slow": 4}) as s:
+    hostile = contextlib.ExitStack()  # (closed in main(), or on the way out of a failure)
+    with servers(root, keys, topics={"Slow": 4}) as s, hostile:
         assert s.broker.proc is not None
         pid = s.broker.proc.pid
 
@@ -260,6 +271,10 @@ def run_slow_clients(
             rss0 = rss_mib(pid)
             healthy.mark()
             control.mark()
+            # the hostile clients (this process) at SCHED_IDLE until the measurement ends
+            # (``hostile_at_idle_priority``: the machine's share, not the broker's)
+            if hostile_idle:
+                hostile.enter_context(hostile_at_idle_priority())
             t0 = time.monotonic()
             cpu = [(t0, cpu_seconds(pid), time.process_time())]
             idles = [await asyncio.open_connection("127.0.0.1", s.broker_port) for _ in range(idle)]
@@ -294,6 +309,7 @@ def run_slow_clients(
                 await asyncio.sleep(0.5)
                 peak = max(peak, rss_mib(pid))
                 cpu.append((time.monotonic(), cpu_seconds(pid), time.process_time()))
+            hostile.close()
             closed_idle = sum(await asyncio.gather(*(_closed(r) for r, _w in idles)))
             closed_trickle = sum(await asyncio.gather(*(_closed(r) for r, _w in trickles)))
             (base_lat, during), acked = await asyncio.to_thread(healthy.finish)

@@ -73,3 +73,23 @@ async def test_an_idle_peer_that_does_not_read_is_closed_once(caplog: pytest.Log
     finally:
         sock.close()
         await srv.stop()
+
+
+async def test_an_idle_peer_that_does_not_read_has_its_unhandled_requests_dropped() -> None:
+    """Closed for idleness while its write buffer is full, the requests it sent and the server
+    read but did not handle yet are dropped, not decoded and handled after the close (no reply
+    could reach it; T16: ~80,000 pulls of 100 non-readers, 2-3 ms turns while idle ones closed)."""
+    srv, handled = await _big_reply_server(idle_timeout=0.3, sweep_interval=0.02)
+    sock = socket.create_connection(("127.0.0.1", srv.port))
+    try:
+        sock.sendall(b"".join(RemotingCommand.request(BIG).encode() for _ in range(512)))
+        await wait_until(lambda: len(srv.connections) == 1)
+        (conn,) = srv.connections
+        await wait_until(lambda: not conn.can_write)
+        served = handled[0]
+        await wait_until(lambda: not srv.connections, timeout=5)
+        assert handled[0] == served < 512
+        assert conn._raw is None and not conn._backlog
+    finally:
+        sock.close()
+        await srv.stop()
