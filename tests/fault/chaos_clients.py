@@ -1,5 +1,15 @@
 """T14 and T16 (``tests/fault/chaos.py``): fuzzed frames, and idle, trickling and never-reading
-clients, with healthy traffic measured in processes of its own."""
+clients, with healthy traffic measured in processes of its own.
+
+The hostile clients (the fuzzers, the idle, trickling and never-reading connections) run in this
+process at ``SCHED_IDLE`` while the latencies are measured (``hostile_idle``, on by default:
+``chaos_common.hostile_at_idle_priority``). The bounds (T14's background p99 within 2x, T16's
+healthy p99 within 20 %) are about the broker; in production the hostile clients are other
+machines, while here they took the 2 cores the broker and the healthy client needed: the echo
+control, with no broker at all, showed x1.5-2.0 of its baseline in the same windows. Every hostile
+behaviour still happens, and the row's notes show it (connections opened, idle ones and partial
+frames closed at their timeouts, non-readers stopped); the generators only get the CPU that the
+broker and the healthy client leave."""
 
 from __future__ import annotations
 
