@@ -7,6 +7,9 @@ bounds measure the broker, not the load generators' CPU on the same cores
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from tests.fault.chaos import (
     run_overload,
     run_slow_clients,
 )
+from tests.fault.chaos_common import hostile_at_idle_priority
 
 pytestmark = [pytest.mark.integration, pytest.mark.fault]
 
@@ -63,3 +67,18 @@ def test_t9_t10_push_consumers_and_broker_killed_lose_nothing(tmp_path: Path) ->
 
 def test_t11_orderly_consumers_keep_each_keys_order(tmp_path: Path) -> None:
     passed(run_consumer_faults(tmp_path, orderly=True, consumer_kills=2, broker_kills=1))
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux scheduling policy")
+def test_hostile_clients_run_at_idle_priority_only_inside_the_block() -> None:
+    seen: list[int] = []
+    with hostile_at_idle_priority():
+        seen.append(os.sched_getscheduler(0))
+        # a thread made meanwhile (an executor's) inherits the policy, and is restored too
+        worker = threading.Thread(target=lambda: time.sleep(0.2))
+        worker.start()
+        assert worker.native_id is not None
+        seen.append(os.sched_getscheduler(worker.native_id))
+    seen += [os.sched_getscheduler(0), os.sched_getscheduler(worker.native_id)]
+    worker.join()
+    assert seen == [os.SCHED_IDLE, os.SCHED_IDLE, os.SCHED_OTHER, os.SCHED_OTHER]
