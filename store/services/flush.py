@@ -349,17 +349,25 @@ class GroupCommitService(CommitLogSyncService):
         plan, ts = inflight
         flushed = self.commit_flush(plan, ts)
         rounds = self._rounds
+        done: list[_Round] = []
         covered = 0
-        while rounds and rounds[0].end <= flushed and rounds[0] is not self._open:
+        while rounds and rounds[0].end <= flushed:
             rnd = rounds.popleft()
+            if rnd is self._open:
+                # puts registered after the fsync started but written before it: closed and
+                # answered now, not left for another fsync of nothing
+                self._open = None
             covered += rnd.count
-            rnd.resolve(True)
+            done.append(rnd)
         self._eager = max(1, covered // 2)
         if rounds and rounds[0] is not self._open and rounds[0].end > self.commitlog.max_offset:
             # cannot happen unless the log was truncated under the waiter; do not spin
             self._fail_all()
         if rounds and not self._stopping and self._retry is None:
+            # the next fsync first: it runs while this one's replies are built and written
             self._start_flush()
+        for rnd in done:
+            rnd.resolve(True)
 
     def _use_thread(self) -> None:
         """Give up the helper process: later fsyncs run in the executor."""
