@@ -93,6 +93,17 @@ class StoreServices:
             self.clean,
             self.housekeeping,
         ]
+        #: called after every stored put (``MessageStore``): wakes reput and, under SYNC_FLUSH,
+        #: collects a finished fsync without waiting for the loop (``GroupCommitService.poll``)
+        self.after_put: Callable[[], None] = self.reput.wakeup
+        if sync:
+            wake, poll = self.reput.wakeup, self.group_commit.poll
+
+            def after_put() -> None:
+                wake()
+                poll()
+
+            self.after_put = after_put
         self.index_proc: IndexProcess | None = None
         self._index_watch: StoreService | None = None
         self.fsync_pipe: FsyncPipe | None = None

@@ -206,8 +206,9 @@ class GroupCommitService(CommitLogSyncService):
     A round still pending ``syncFlushTimeout`` after it opened resolves False
     (FLUSH_DISK_TIMEOUT). A failed fsync (EIO) leaves its rounds pending; it is retried.
 
-    No task: the helper's answer is handled in its reader callback (the fsync marked done,
-    the rounds resolved, the next fsync started, in that one callback). With a task woken
+    No task: the helper's answer is handled in its reader callback, or earlier by the put
+    path (``poll``): the fsync marked done, the next one started if rounds wait, the covered
+    rounds resolved, in that one call. With a task woken
     through an ``asyncio.Event`` and the fsync's future, each fsync cost two task steps and
     one more loop turn before the waiters' replies went out (at one send in flight, the
     broker's loop thread spent ~245 µs per message under SYNC_FLUSH against ~110 under
@@ -314,6 +315,19 @@ class GroupCommitService(CommitLogSyncService):
             logger.error("CommitLog fsync raised %r", error)
             error = OSError(errno.EIO, str(error))
         self._flush_done(error)
+
+    def poll(self) -> None:
+        """Handle the helper's answer now if it has come (``FsyncProcess.answered``: no syscall).
+
+        Called after each put (``StoreServices.after_put``): a loop turn that reads and puts
+        a burst of sends holds the reader callback back for up to the turn's length (measured
+        at 128 sends in flight: a median 475 µs from the helper's answer to the callback, for
+        a 770 µs fdatasync). Collected here, the covered sends are answered mid-turn, so their
+        clients send again that much sooner, and an fsync for rounds already waiting starts.
+        """
+        proc = self._proc
+        if proc is not None and self._inflight is not None and proc.answered():
+            self._on_proc()
 
     def _on_proc(self) -> None:
         """The helper answered (or exited): the fsync in flight is done."""
