@@ -235,6 +235,10 @@ class GroupCommitService(CommitLogSyncService):
         #: set while an fsync is in flight and ``on_stop`` waits for it
         self._idle: asyncio.Future[None] | None = None
         self._eager = 1
+        #: puts since the last fsync started (``poll``), and whether that fsync covered one
+        #: at most: sends one at a time, whose fsync ``poll`` starts right at the put
+        self._puts = 0
+        self._lone = True
         self._kick_pending = False
         self._retry: asyncio.TimerHandle | None = None
         self._sweeper: asyncio.Task[None] | None = None
@@ -294,6 +298,8 @@ class GroupCommitService(CommitLogSyncService):
     def _start_flush(self) -> None:
         """Close the open round and fsync everything written so far (helper, else executor)."""
         self._open = None
+        self._lone = self._puts <= 1
+        self._puts = 0
         plan, ts = self.flush_plan()
         self._inflight = (plan, ts)
         proc = self._proc
@@ -317,17 +323,27 @@ class GroupCommitService(CommitLogSyncService):
         self._flush_done(error)
 
     def poll(self) -> None:
-        """Handle the helper's answer now if it has come (``FsyncProcess.answered``: no syscall).
+        """After each put (``StoreServices.after_put``): handle the helper's answer now if it
+        has come (``FsyncProcess.answered``: no syscall); with no fsync in flight, start one
+        at once if the last one covered a single put.
 
-        Called after each put (``StoreServices.after_put``): a loop turn that reads and puts
-        a burst of sends holds the reader callback back for up to the turn's length (measured
-        at 128 sends in flight: a median 475 µs from the helper's answer to the callback, for
-        a 770 µs fdatasync). Collected here, the covered sends are answered mid-turn, so their
-        clients send again that much sooner, and an fsync for rounds already waiting starts.
+        The answer: a loop turn that reads and puts a burst of sends holds the reader
+        callback back for up to the turn's length (measured at 128 sends in flight: a median
+        475 µs from the helper's answer to the callback, for a 770 µs fdatasync). Collected
+        here, the covered sends are answered mid-turn, and an fsync for rounds already
+        waiting starts then. The start: with one send in flight the fsync need not wait for
+        the turn's end (the put's registration, after the reput slice); with more puts per
+        fsync it does, so that they share one (``FlushReplies``).
         """
         proc = self._proc
-        if proc is not None and self._inflight is not None and proc.answered():
-            self._on_proc()
+        if proc is None:
+            return
+        self._puts += 1
+        if self._inflight is not None:
+            if proc.answered():
+                self._on_proc()
+        elif self._lone and not self._stopping and self._retry is None:
+            self._start_flush()
 
     def _on_proc(self) -> None:
         """The helper answered (or exited): the fsync in flight is done."""

@@ -159,6 +159,29 @@ async def test_a_put_collects_the_finished_fsync_before_the_loop_does(tmp_path):
     await store.shutdown()
 
 
+async def test_a_lone_put_starts_its_fsync_at_once_a_burst_waits_for_its_registration(tmp_path):
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    # one send at a time: the put itself starts the fsync (before its registration)
+    for i in range(3):
+        r = store.put_message(make_msg(i))
+        assert gc._inflight is not None
+        waiter = store.flush_waiter(r)
+        assert waiter is not None and await waiter is True
+    # a burst: its first put still starts one at once, the next fsync covers the rest
+    # together (more than one put), and from then on a put waits for its registration
+    burst = [store.put_message(make_msg(10 + i)) for i in range(4)]
+    waiter = store.flush_waiter(burst[-1])
+    assert waiter is not None and await waiter is True
+    after = store.put_message(make_msg(20))
+    assert gc._inflight is None
+    waiter = store.flush_waiter(after)
+    assert waiter is not None and await waiter is True
+    assert after.append is not None
+    assert store.commitlog.mfq.flushed_where >= after.append.wrote_offset + after.append.wrote_bytes
+    await store.shutdown()
+
+
 async def test_helper_fsync_error_is_retried_not_acknowledged(tmp_path):
     store = await _started(str(tmp_path / "s"), sync_flush_timeout=3000)
     gc = store._services.group_commit  # type: ignore[union-attr]
