@@ -64,8 +64,6 @@ class ServedStore(Protocol):
 class Service(Protocol):
     """What ``StoreServices`` starts and stops."""
 
-    name: str
-
     def start(self) -> None:
         """Begin (on the loop)."""
 
