@@ -208,11 +208,10 @@ class GroupCommitService(CommitLogSyncService):
 
     No task: the helper's answer is handled in its reader callback, or earlier by the put
     path (``poll``): the fsync marked done, the next one started if rounds wait, the covered
-    rounds resolved, in that one call. With a task woken
-    through an ``asyncio.Event`` and the fsync's future, each fsync cost two task steps and
-    one more loop turn before the waiters' replies went out (at one send in flight, the
-    broker's loop thread spent ~245 µs per message under SYNC_FLUSH against ~110 under
-    ASYNC_FLUSH).
+    rounds resolved, in that one call. With a task woken through an ``asyncio.Event`` and
+    the fsync's future, each fsync cost two task steps and one more loop turn before the
+    waiters' replies went out (at one send in flight, the broker's loop thread spent ~245 µs
+    per message under SYNC_FLUSH against ~110 under ASYNC_FLUSH).
     """
 
     name = "group-commit"
