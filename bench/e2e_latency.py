@@ -12,8 +12,9 @@ no name server); this process is the producer and the consumer, on uvloop when a
   ``--inflight`` / 4 batches in flight, msg/s.
 
 Each test also reports CPU time per message: ``broker_cpu_us`` (the broker process's user+system
-time over the test, from ``/proc/<pid>/stat``; needs the spawned broker or ``--broker-pid``) and
-``client_cpu_us`` (this process). On a shared box these are steadier than msg/s.
+time over the test, from ``/proc/<pid>/stat``; needs the spawned broker or ``--broker-pid``),
+``helpers_cpu_us`` (its child processes': the fsync helpers, an index process; the SYNC_FLUSH
+fdatasyncs run there) and ``client_cpu_us`` (this process). On a shared box these are steadier than msg/s.
 ``--uniq-key`` gives every throughput message its own ``UNIQ_KEY`` property, as the SDK's
 producer does (the store then indexes each one). ``--flush sync`` starts the broker with
 ``flushDiskType=SYNC_FLUSH`` (group commit).
@@ -85,20 +86,49 @@ def process_cpu_s(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
+def children_cpu_s(pid: int | None) -> dict[int, float]:
+    """CPU seconds of each child process of ``pid`` (Linux ``/proc``; empty when unknown)."""
+    out: dict[int, float] = {}
+    if pid is None:
+        return out
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for kid in kids:
+            cpu = process_cpu_s(kid)
+            if cpu is not None:
+                out[kid] = cpu
+    return out
+
+
 class CpuMeter:
-    """CPU µs per message of the broker process and of this one over one test."""
+    """CPU µs per message of the broker process, its helper processes and this one over one test."""
 
     def __init__(self, broker_pid: int | None) -> None:
         self.pid = broker_pid
         self.broker0 = process_cpu_s(broker_pid)
+        self.helpers0 = children_cpu_s(broker_pid)
         self.client0 = time.process_time()
 
     def result(self, messages: int) -> dict[str, float | None]:
         n = max(1, messages)
         b1 = process_cpu_s(self.pid)
         broker = None if b1 is None or self.broker0 is None else round((b1 - self.broker0) * 1e6 / n, 2)
+        helpers = None
+        if broker is not None:
+            # (a helper started during the test counts from 0; one gone by its end is not counted)
+            spent = sum(cpu - self.helpers0.get(kid, 0.0) for kid, cpu in children_cpu_s(self.pid).items())
+            helpers = round(spent * 1e6 / n, 2)
         return {
             "broker_cpu_us": broker,
+            "helpers_cpu_us": helpers,
             "client_cpu_us": round((time.process_time() - self.client0) * 1e6 / n, 2),
         }
 
@@ -406,6 +436,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "p99_us_worst": by_p99[-1]["p99_us"],
         "max_us_worst": max((r["max_us"] or 0) for r in runs),
         "broker_cpu_us": mid.get("broker_cpu_us"),
+        "helpers_cpu_us": mid.get("helpers_cpu_us"),
         "client_cpu_us": mid.get("client_cpu_us"),
     }
 

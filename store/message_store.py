@@ -181,7 +181,7 @@ class MessageStore:
             raise IllegalStateError(f"start() in state {self._state}")
         services = self._services = StoreServices(self)
         services.start()
-        self._wake_reput = services.reput.wakeup_callable()
+        self._wake_reput = services.after_put
         self._policy.group_commit = services.group_commit if self._sync_flush else None
         self._state = "running"
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.store.config import FlushDiskType
 from pocketmq.store.services.allocate import AllocateService
-from pocketmq.store.services.base import ServedStore, StoreService
+from pocketmq.store.services.base import ServedStore, Service, StoreService
 from pocketmq.store.services.clean import CleanService, HousekeepingService
 from pocketmq.store.services.flush import CommitLogFlushService, ConsumeQueueFlushService, GroupCommitService
 from pocketmq.store.services.fsync_process import FsyncPipe
@@ -62,7 +62,7 @@ class StoreServices:
         #: ConsumeQueue files made off the loop, ahead of need (the queues' allocator)
         self.prepare = QueueFilePreparer(self.prepare_executor, cfg.cq_file_size)
         fx, io = self.flush_executor, self.io_executor
-        self.reput = ReputService(store.dispatcher, fx)
+        self.reput = ReputService(store.dispatcher)
         self.group_commit = GroupCommitService(store.commitlog, cp, cfg, fx)
         self.commitlog_flush = CommitLogFlushService(store.commitlog, cp, cfg, fx)
         self.cq_flush = ConsumeQueueFlushService(
@@ -86,13 +86,24 @@ class StoreServices:
             check_disk=store.commitlog.check_disk_ratio,
             reserve_executor=self.prepare_executor,
         )
-        self._services: list[StoreService] = [
+        self._services: list[Service] = [
             self.reput,
             self.group_commit if sync else self.commitlog_flush,
             self.cq_flush,
             self.clean,
             self.housekeeping,
         ]
+        #: called after every stored put (``MessageStore``): wakes reput and, under SYNC_FLUSH,
+        #: collects a finished fsync without waiting for the loop (``GroupCommitService.poll``)
+        self.after_put: Callable[[], None] = self.reput.wakeup
+        if sync:
+            wake, poll = self.reput.wakeup, self.group_commit.poll
+
+            def after_put() -> None:
+                wake()
+                poll()
+
+            self.after_put = after_put
         self.index_proc: IndexProcess | None = None
         self._index_watch: StoreService | None = None
         self.fsync_pipe: FsyncPipe | None = None
@@ -153,7 +164,7 @@ class StoreServices:
         """Reverse start order; reput drains, then the flushers run a last time."""
         self.store.commitlog.mfq.on_created = None
         loop = asyncio.get_running_loop()
-        first: list[StoreService] = [self.clean, self.housekeeping, self.reput]
+        first: list[Service] = [self.clean, self.housekeeping, self.reput]
         for s in first:
             await s.stop()
         proc = self.index_proc

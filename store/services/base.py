@@ -5,11 +5,13 @@ sets an event and the loop waits on it with a plain ``event.wait()``. A periodic
 one ``call_later`` timer that sets the same event and is re-armed only when it fires, rather
 than an ``asyncio.timeout`` armed per wait: that context manager (a timer handle, a cancel
 and a reschedule per wake-up) was 8-10% of a broker's CPU for the reput service when it ran
-here. Services woken by every put or fsync (``ReputService``, ``GroupCommitService``) keep the
-interface but no task: they run from ``call_soon`` / reader callbacks, as an event wait costs a
-future and two task steps per wake-up. ``run_once`` holds the logic and can be awaited
-directly in tests. Unexpected errors are logged and the loop goes on after a short pause;
-cancellation is never swallowed.
+here. ``run_once`` holds the logic and can be awaited directly in tests. Unexpected errors are
+logged and the loop goes on after a short pause; cancellation is never swallowed.
+
+Work woken by every put runs without a task, as an event wait costs a future and two task
+steps per wake-up: ``ReputService`` is not a ``StoreService`` but another ``Service`` (its own
+``call_soon`` lifecycle); ``GroupCommitService`` keeps this class for its executor and its
+stop/``on_stop`` sequence but starts no task (the fsync helper's answers drive it).
 """
 
 from __future__ import annotations
@@ -59,6 +61,16 @@ class ServedStore(Protocol):
     def flush(self) -> None: ...
 
 
+class Service(Protocol):
+    """What ``StoreServices`` starts and stops."""
+
+    def start(self) -> None:
+        """Begin (on the loop)."""
+
+    async def stop(self) -> None:
+        """End, after a last pass over the work left."""
+
+
 class StoreService:
     name = "service"
 
@@ -79,10 +91,6 @@ class StoreService:
 
     def wakeup(self) -> None:
         self._event.set()
-
-    def wakeup_callable(self) -> Callable[[], None]:
-        """``wakeup`` without its own frame (bound ``Event.set``), for per-message callers."""
-        return self._event.set
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"store-{self.name}")

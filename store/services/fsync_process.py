@@ -14,6 +14,10 @@ Protocol over a ``SOCK_SEQPACKET`` socket pair (message boundaries kept, one req
     request  := path ("\\n" path)*          UTF-8 paths of the segments to fdatasync
     response := result (" " result)*        one per path: "0", or the errno as decimal
 
+After each response the helper also bumps a one-byte answer count in a page shared with the
+parent (``memfd``): :meth:`FsyncProcess.answered` reads it without a syscall, so the loop can
+collect an answer from its put path while a long turn holds it from the socket's readiness.
+
 The helper opens each path once and keeps the fd while the path is asked for (and names the
 same file: a path deleted and made again is opened again); an fd not asked for in a request is
 closed (a deleted segment's blocks are freed). A path that no longer exists
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import mmap
 import os
 import socket
 import subprocess
@@ -38,8 +43,10 @@ logger = logging.getLogger(__name__)
 
 #: the helper's whole program (``python -S -c``: no site, no imports beyond the stdlib core)
 _CHILD = r"""
-import os, socket, sys
+import mmap, os, socket, sys
 s = socket.socket(fileno=int(sys.argv[1]))
+flag = mmap.mmap(int(sys.argv[2]), mmap.PAGESIZE)
+answered = 0
 fds = {}
 while True:
     try:
@@ -70,6 +77,8 @@ while True:
         s.send(b" ".join(out))
     except OSError:
         break
+    answered = (answered + 1) & 255
+    flag[0] = answered  # after the send: a parent that sees it finds the answer to read
 """
 
 
@@ -81,22 +90,30 @@ class FsyncProcess:
     """
 
     def __init__(self) -> None:
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        shared = os.memfd_create("pocketmq-fsync-answers", os.MFD_CLOEXEC)
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-S", "-c", _CHILD, str(child.fileno())],
-                pass_fds=(child.fileno(),),
-                stdin=subprocess.DEVNULL,
-                close_fds=True,
-            )
-        except BaseException:
-            parent.close()
-            raise
+            os.ftruncate(shared, mmap.PAGESIZE)
+            self._flag = mmap.mmap(shared, mmap.PAGESIZE)
+            parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-S", "-c", _CHILD, str(child.fileno()), str(shared)],
+                    pass_fds=(child.fileno(), shared),
+                    stdin=subprocess.DEVNULL,
+                    close_fds=True,
+                )
+            except BaseException:
+                parent.close()
+                raise
+            finally:
+                child.close()
         finally:
-            child.close()
+            os.close(shared)  # (the mapping keeps the page)
         parent.setblocking(False)
         self._sock: socket.socket | None = parent
         self.fd = parent.fileno()
+        #: answers read so far, mod 256 (the helper's count is in ``_flag[0]``)
+        self._read = 0
 
     @property
     def pid(self) -> int:
@@ -108,6 +125,10 @@ class FsyncProcess:
         if sock is None:
             raise OSError(errno.EPIPE, "fsync process closed")
         sock.send("\n".join(paths).encode())
+
+    def answered(self) -> bool:
+        """An answer is waiting to be read (no syscall: the shared answer count)."""
+        return self._flag[0] != self._read
 
     def results(self) -> list[int] | None:
         """The answer to the last request: 0 or an errno per path; None if the helper is gone
@@ -123,6 +144,7 @@ class FsyncProcess:
             return None
         if not data:
             return None
+        self._read = (self._read + 1) & 255
         return [int(x) for x in data.split(b" ")]
 
     def close(self) -> None:

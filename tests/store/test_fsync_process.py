@@ -116,6 +116,72 @@ async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, 
     assert gc._proc is None and not pid_alive(pid)  # the helper is reaped on stop
 
 
+def test_answered_tells_an_answer_is_waiting_without_reading_it(tmp_path):
+    proc = FsyncProcess()
+    try:
+        path = tmp_path / "seg"
+        path.write_bytes(b"x" * 5000)
+        for _ in range(300):  # past the one-byte count's wrap-around
+            assert not proc.answered()
+            proc.request([str(path)])
+            deadline = time.monotonic() + 5.0
+            while not proc.answered():
+                assert time.monotonic() < deadline, "the helper did not answer within 5 s"
+                time.sleep(0.0005)
+            assert proc.results() == [0]
+        assert not proc.answered()
+    finally:
+        proc.close()
+
+
+async def test_a_put_collects_the_finished_fsync_before_the_loop_does(tmp_path):
+    # the put path answers the round as soon as the helper has synced it, inside the put,
+    # without the loop turn that would run the helper's reader callback
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    first = store.put_message(make_msg(0))
+    answered: list[bool] = []
+    fut = store.flush_waiter(first, lambda f: answered.append(f.result()))
+    assert fut is not None and not fut.done() and gc.pending == 1
+    deadline = time.monotonic() + 5.0
+    while not gc._proc.answered():  # (no await: the loop cannot run the reader callback)
+        assert time.monotonic() < deadline, "the helper did not answer within 5 s"
+        time.sleep(0.0005)  # noqa: ASYNC251 - blocking on purpose (see above)
+    assert answered == [] and not fut.done()
+    second = store.put_message(make_msg(1))
+    assert answered == [True] and fut.done() and fut.result() is True
+    assert first.append is not None and second.append is not None
+    assert store.commitlog.mfq.flushed_where >= first.append.wrote_offset + first.append.wrote_bytes
+    assert gc.pending == 0  # nothing waits for the second put: no fsync was started for it
+    second_waiter = store.flush_waiter(second)
+    assert second_waiter is not None and await second_waiter is True
+    await store.shutdown()
+
+
+async def test_a_lone_put_starts_its_fsync_at_once_a_burst_waits_for_its_registration(tmp_path):
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    # one send at a time: the put itself starts the fsync (before its registration)
+    for i in range(3):
+        r = store.put_message(make_msg(i))
+        assert gc._inflight is not None
+        waiter = store.flush_waiter(r)
+        assert waiter is not None and await waiter is True
+    # a burst: its first put still starts one at once, the next fsync covers the rest
+    # together (more than one put), and from then on a put waits for its registration
+    burst = [store.put_message(make_msg(10 + i)) for i in range(4)]
+    waiter = store.flush_waiter(burst[-1])
+    assert waiter is not None and await waiter is True
+    after = store.put_message(make_msg(20))
+    assert gc._inflight is None
+    waiter = store.flush_waiter(after)
+    assert waiter is not None and await waiter is True
+    assert after.append is not None
+    assert store.commitlog.mfq.flushed_where >= after.append.wrote_offset + after.append.wrote_bytes
+    await store.shutdown()
+
+
 async def test_helper_fsync_error_is_retried_not_acknowledged(tmp_path):
     store = await _started(str(tmp_path / "s"), sync_flush_timeout=3000)
     gc = store._services.group_commit  # type: ignore[union-attr]
