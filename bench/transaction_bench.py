@@ -176,8 +176,9 @@ def _window_instructions(out: str) -> int:
     raise RuntimeError(f"no callgrind window dump next to {out}")
 
 
-def broker_instructions(secs: float, inflight: int) -> None:
-    """``throughput``'s runs with the broker under callgrind (module docstring, 4.)."""
+def broker_instructions(secs: float, inflight: int, keep: str | None = None) -> None:
+    """``throughput``'s runs with the broker under callgrind (module docstring, 4.); ``keep``: a
+    directory the callgrind files are copied to (for ``callgrind_annotate``)."""
     tmp = tempfile.mkdtemp(prefix="pocketmq-txbench-cg-")
     real_bin, real_wait = client_common.BIN, client_common._wait_port
     try:
@@ -201,6 +202,10 @@ def broker_instructions(secs: float, inflight: int) -> None:
                     _run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], secs, inflight, tx, callgrind=True)
                 )
             per_op[tx] = _window_instructions(out) / run["ops"]
+            if keep:
+                os.makedirs(keep, exist_ok=True)
+                for path in glob.glob(out + ".*"):
+                    shutil.copy(path, keep)
             print(
                 json.dumps(
                     {
@@ -427,9 +432,10 @@ def main() -> None:
     parser.add_argument("--turn", type=int, default=16, help="END_TRANSACTIONs per loop turn (micro)")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
+    parser.add_argument("--callgrind-keep", metavar="DIR", help="copy --callgrind's output files to DIR")
     args = parser.parse_args()
     if args.callgrind:
-        broker_instructions(args.callgrind, args.inflight)
+        broker_instructions(args.callgrind, args.inflight, args.callgrind_keep)
         return
     check_scan(args.halves)
     end_transaction_cpu(turn=max(1, args.turn))

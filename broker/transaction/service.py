@@ -49,6 +49,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     parse_op_body,
     transaction_offset,
 )
+from pocketmq.broker.transaction.half_props import sent_half_properties
 from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
@@ -182,7 +183,7 @@ def record_properties(buf: bytes, pos: int, body_at: int, fields: tuple[Any, ...
 def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
     """The committed copy of a half from :mod:`.recent` (its properties as stored: the output
     of ``java_reput_properties`` without an empty value, which re-encoding leaves unchanged)."""
-    half, props, _, _, real_topic, real_queue_id = recent
+    half, props, _, _, real_topic, real_queue_id, _ = recent
     return MessageInner(
         real_topic,
         half.body,
@@ -406,10 +407,40 @@ class TransactionalMessageService:
 
         ``sent_wait``: the sender's raw ``WAIT`` value, which the half keeps (as Apache's does).
         """
-        real_topic, real_queue_id = inner.topic, inner.queue_id
-        inner.properties = props = half_properties(
-            inner.properties_string(), sent_wait, real_topic, real_queue_id
+        props = half_properties(inner.properties_string(), sent_wait, inner.topic, inner.queue_id)
+        prepared = get_property(props, _PREPARED) if _PREPARED_KEY in props else None
+        # an empty WAIT is the one half whose properties Java's commit re-encodes differently
+        # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
+        return self._put_half(inner, props, wait, sent_wait != "", get_property(props, _PGROUP), prepared)
+
+    def prepare_sent(
+        self, inner: MessageInner, wait: bool, sent: str, cluster: str | None
+    ) -> PutResult | Awaitable[PutResult]:
+        """:meth:`prepare_message` of a send whose request carried the properties ``sent``:
+        when ``inner`` holds them as ``stored_properties`` stores them for ``cluster`` (None:
+        rewritten since), the half's properties are built in one pass from ``sent``
+        (:mod:`.half_props`); otherwise, or for a shape that path declines, the general way."""
+        planned = (
+            None if cluster is None else sent_half_properties(sent, cluster, inner.topic, inner.queue_id)
         )
+        if planned is None:
+            return self.prepare_message(inner, wait, get_property(sent, MessageConst.WAIT))
+        props, pgroup, prepared = planned
+        return self._put_half(inner, props, wait, True, pgroup, prepared)
+
+    def _put_half(
+        self,
+        inner: MessageInner,
+        props: str,
+        wait: bool,
+        keep: bool,
+        pgroup: str | None,
+        prepared: str | None,
+    ) -> PutResult | Awaitable[PutResult]:
+        """Store ``inner`` as a half with the half properties ``props`` (whose ``PGROUP`` and
+        ``TRAN_PREPARED_QUEUE_OFFSET`` are given); ``keep``: remember it (:mod:`.recent`)."""
+        real_topic, real_queue_id = inner.topic, inner.queue_id
+        inner.properties = props
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
@@ -422,16 +453,10 @@ class TransactionalMessageService:
                 return self.store.put_message_async(inner)
         result = self.store.put_message(inner)
         append = result.append
-        # an empty WAIT is the one half whose properties Java's commit re-encodes differently
-        # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
-        if append is not None and len(inner.body) <= MAX_BODY and sent_wait != "":
+        if append is not None and keep and len(inner.body) <= MAX_BODY:
             qoff = append.logics_offset
-            tx = (
-                qoff
-                if _PREPARED_KEY not in props
-                else transaction_offset(qoff, get_property(props, _PREPARED))
-            )
-            self.recent.add(append.wrote_offset, (inner, props, qoff, tx, real_topic, real_queue_id))
+            tx = qoff if prepared is None else transaction_offset(qoff, prepared)
+            self.recent.add(append.wrote_offset, (inner, props, qoff, tx, real_topic, real_queue_id, pgroup))
         return result
 
     # ---------------------------------------------------------------------- end (37)
@@ -493,8 +518,8 @@ class TransactionalMessageService:
         recent = self.recent.get(offset)
         if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
             return None
-        _, props, queue_offset, tx_offset, _, _ = recent
-        if get_property(props, _PGROUP) != producer_group:
+        _, _, queue_offset, tx_offset, _, _, pgroup = recent
+        if pgroup != producer_group:
             raise RemoteSystemError("The producer group wrong")
         if queue_offset != table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
@@ -518,6 +543,35 @@ class TransactionalMessageService:
             self.recent.discard(commit_log_offset)
         return result
 
+    def end_oneway(self, commit: bool, offset: int, producer_group: str, table_offset: int) -> bool:
+        """:meth:`end_later` of a oneway END_TRANSACTION (``commit``: else a rollback) naming a
+        recent half (``commitLogOffset``, ``producerGroup``, ``tranStateTableOffset``), checked
+        as :meth:`recent_half_of` checks it (the CommitLog's first offset once per loop turn, by
+        :meth:`flush_ends`); False, nothing done: not a recent half or a check failed -- the
+        general path then decides, with its error where there is one."""
+        recent = self.recent.entries.get(offset)
+        if recent is None:
+            return False
+        _, _, queue_offset, tx_offset, _, _, pgroup = recent
+        done, ending = self.done, self.ending
+        if (
+            pgroup != producer_group
+            or queue_offset != table_offset
+            or queue_offset in done
+            or tx_offset in done
+            or queue_offset in ending
+            or tx_offset in ending
+        ):
+            return False
+        # inline of end_later
+        ending.add(queue_offset)
+        ending.add(tx_offset)
+        queued = self._ending
+        queued.append((offset, recent, commit))
+        if len(queued) == 1:
+            self._schedule_flush()
+        return True
+
     def end_later(self, commit_log_offset: int, recent: Recent, commit: bool) -> None:
         """:meth:`commit_recent` / :meth:`rollback_recent` of a oneway END_TRANSACTION, done
         with the others read in the same loop turn: their committed copies and op records go
@@ -533,27 +587,60 @@ class TransactionalMessageService:
         queued = self._ending
         queued.append((commit_log_offset, recent, commit))
         if len(queued) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.flush_ends)
-            except RuntimeError:  # no loop (offline tools): at once
-                self.flush_ends()
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        try:
+            asyncio.get_running_loop().call_soon(self.flush_ends)
+        except RuntimeError:  # no loop (offline tools): at once
+            self.flush_ends()
 
     def flush_ends(self) -> None:
         """Store what :meth:`end_later` queued: the committed copies, then the op records, each
         in request order, in one append; when the store will not take them so (a segment roll,
         a refusal), one transaction at a time as the synchronous path does. Should the append
-        raise, nothing of the turn is resolved: the check service asks the producers later."""
+        raise, nothing of the turn is resolved: the check service asks the producers later.
+        A half whose CommitLog segment retention deleted meanwhile is not ended (as
+        ``find_half`` finds no record there)."""
         queued, self._ending = self._ending, []
         self.ending.clear()
         if not queued:
             return
+        low = self.store.get_min_phy_offset()
+        if min([offset for offset, _, _ in queued]) < low:
+            for offset, _, _ in queued:
+                if offset < low:
+                    logger.error(
+                        "END_TRANSACTION of half at %d: Find prepared transaction message failed", offset
+                    )
+            queued = [end for end in queued if end[0] >= low]
+            if not queued:
+                return
         if _OP_TOPIC not in self._ready_topics:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
         now = self.now_ms()
-        # the copies, then the op records: each op still follows its copy, and the ops, all in
-        # the one op queue, go as a batch put's items (one template, one reput entry)
-        records = [_recent_copy(offset, recent) for offset, recent, commit in queued if commit]
+        # the copies (inline of _recent_copy), then the op records: each op still follows its
+        # copy, and the ops, all in the one op queue, go as a batch put's items (one template,
+        # one reput entry)
+        records = [
+            MessageInner(
+                recent[4],
+                half.body,
+                recent[5],
+                half.flag,
+                recent[1],
+                (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
+                half.born_timestamp,
+                half.born_host,
+                half.store_host,
+                half.reconsume_times,
+                offset,
+            )
+            for offset, recent, commit in queued
+            if commit
+            for half in (recent[0],)
+        ]
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
         ops: list[tuple[int, bytes, str]] = []
         add = ops.append
@@ -582,7 +669,7 @@ class TransactionalMessageService:
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)
         self.counters.rolled_back += 1
-        _, _, queue_offset, tx_offset, _, _ = recent
+        queue_offset, tx_offset = recent[2], recent[3]
         self.write_op(queue_offset, tx_offset)
 
     def commit(self, half: HalfMessage) -> PutResult:
