@@ -71,6 +71,7 @@ from pocketmq.broker.processor.send_checks import (
     stored_size,
 )
 from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
+from pocketmq.broker.transaction.half_props import sent_half_properties
 from pocketmq.remoting.protocol.codes import (
     CURRENT_VERSION,
     RPC_TYPE_RESPONSE,
@@ -143,8 +144,8 @@ class SendMessageProcessor:
     stats: BrokerStatsManager
     #: the delay service (``max_delay_level``); None ignores ``DELAY``
     schedule: ScheduleMessageService | None
-    #: None, or the half-message service (``prepare_sent(inner, wait, sent, cluster) -> PutResult |
-    #: Awaitable[PutResult]``)
+    #: None, or the half-message service (``prepare_message`` / ``put_half(inner, ...) -> PutResult
+    #: | Awaitable[PutResult]``)
     transactions: Any = None
 
     def __post_init__(self) -> None:
@@ -308,7 +309,15 @@ class SendMessageProcessor:
         service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
-        result = service.prepare_sent(inner, wait, sent, cluster)
+        # the half's properties in one pass from the request's (transaction.half_props), or the
+        # general way (from the stored ones)
+        planned = (
+            None if cluster is None else sent_half_properties(sent, cluster, inner.topic, inner.queue_id)
+        )
+        if planned is None:
+            result = service.prepare_message(inner, wait, get_property(sent, MessageConst.WAIT))
+        else:
+            result = service.put_half(inner, planned, wait)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, inner.topic)
         return self._reply_after(request, result, queue_id, inner.topic)

@@ -42,13 +42,16 @@ Recent = tuple[MessageInner, str, int, int, str, int, str | None]
 class RecentHalves:
     """CommitLog offset -> :data:`Recent`, oldest first, bounded (module docstring)."""
 
-    __slots__ = ("bytes", "entries")
+    __slots__ = ("bytes", "entries", "max_bytes", "max_entries")
 
     def __init__(self) -> None:
         #: (read directly by ``TransactionalMessageService.end_oneway``: one call less each)
         self.entries: dict[int, Recent] = {}
         #: the bodies held, in bytes
         self.bytes = 0
+        #: the bounds (the module's, when made)
+        self.max_entries = MAX_ENTRIES
+        self.max_bytes = MAX_BYTES
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -57,7 +60,7 @@ class RecentHalves:
         entries = self.entries
         size = len(recent[0].body)
         held = self.bytes + size
-        while entries and (len(entries) >= MAX_ENTRIES or held > MAX_BYTES):
+        while entries and (len(entries) >= self.max_entries or held > self.max_bytes):
             held -= len(entries.pop(next(iter(entries)))[0].body)
         entries[commit_log_offset] = recent
         self.bytes = held

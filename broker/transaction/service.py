@@ -49,7 +49,6 @@ from pocketmq.broker.transaction.bookkeeping import (
     parse_op_body,
     transaction_offset,
 )
-from pocketmq.broker.transaction.half_props import sent_half_properties
 from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
@@ -411,34 +410,16 @@ class TransactionalMessageService:
         prepared = get_property(props, _PREPARED) if _PREPARED_KEY in props else None
         # an empty WAIT is the one half whose properties Java's commit re-encodes differently
         # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
-        return self._put_half(inner, props, wait, sent_wait != "", get_property(props, _PGROUP), prepared)
+        return self.put_half(inner, (props, get_property(props, _PGROUP), prepared), wait, sent_wait != "")
 
-    def prepare_sent(
-        self, inner: MessageInner, wait: bool, sent: str, cluster: str | None
+    def put_half(
+        self, inner: MessageInner, planned: tuple[str, str | None, str | None], wait: bool, keep: bool = True
     ) -> PutResult | Awaitable[PutResult]:
-        """:meth:`prepare_message` of a send whose request carried the properties ``sent``:
-        when ``inner`` holds them as ``stored_properties`` stores them for ``cluster`` (None:
-        rewritten since), the half's properties are built in one pass from ``sent``
-        (:mod:`.half_props`); otherwise, or for a shape that path declines, the general way."""
-        planned = (
-            None if cluster is None else sent_half_properties(sent, cluster, inner.topic, inner.queue_id)
-        )
-        if planned is None:
-            return self.prepare_message(inner, wait, get_property(sent, MessageConst.WAIT))
+        """Store ``inner`` as a half message with ``planned``: its half properties and their
+        ``PGROUP`` and ``TRAN_PREPARED_QUEUE_OFFSET`` (``half_props.sent_half_properties``, from
+        the send processor, which builds them from the request's in one pass); ``keep``:
+        remember it (:mod:`.recent`)."""
         props, pgroup, prepared = planned
-        return self._put_half(inner, props, wait, True, pgroup, prepared)
-
-    def _put_half(
-        self,
-        inner: MessageInner,
-        props: str,
-        wait: bool,
-        keep: bool,
-        pgroup: str | None,
-        prepared: str | None,
-    ) -> PutResult | Awaitable[PutResult]:
-        """Store ``inner`` as a half with the half properties ``props`` (whose ``PGROUP`` and
-        ``TRAN_PREPARED_QUEUE_OFFSET`` are given); ``keep``: remember it (:mod:`.recent`)."""
         real_topic, real_queue_id = inner.topic, inner.queue_id
         inner.properties = props
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
@@ -453,10 +434,18 @@ class TransactionalMessageService:
                 return self.store.put_message_async(inner)
         result = self.store.put_message(inner)
         append = result.append
-        if append is not None and keep and len(inner.body) <= MAX_BODY:
+        size = len(inner.body)
+        if append is not None and keep and size <= MAX_BODY:
             qoff = append.logics_offset
             tx = qoff if prepared is None else transaction_offset(qoff, prepared)
-            self.recent.add(append.wrote_offset, (inner, props, qoff, tx, real_topic, real_queue_id, pgroup))
+            recent = (inner, props, qoff, tx, real_topic, real_queue_id, pgroup)
+            table = self.recent
+            entries = table.entries
+            if len(entries) < table.max_entries and table.bytes + size <= table.max_bytes:  # inline of .add
+                entries[append.wrote_offset] = recent
+                table.bytes += size
+            else:
+                table.add(append.wrote_offset, recent)
         return result
 
     # ---------------------------------------------------------------------- end (37)
@@ -656,15 +645,18 @@ class TransactionalMessageService:
                 else:
                     self.rollback_recent(offset, recent)
             return
-        done, discard, counters = self.done, self.recent.discard, self.counters
+        done, counters, table = self.done, self.counters, self.recent
+        entries, held = table.entries, table.bytes
         for offset, recent, commit in queued:
-            discard(offset)
+            if entries.pop(offset, None) is not None:  # inline of RecentHalves.discard
+                held -= len(recent[0].body)
             done.add(recent[2])
             done.add(recent[3])
             if commit:
                 counters.committed += 1
             else:
                 counters.rolled_back += 1
+        table.bytes = held
 
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)
