@@ -52,8 +52,8 @@ def sent_half_properties(
     """``(half properties, PGROUP, TRAN_PREPARED_QUEUE_OFFSET)`` of a send whose request carried
     the properties ``sent``, stored by a broker of ``cluster`` for ``topic`` / ``queue_id``
     (the same string ``java_half_properties`` builds); None: the general path (module docstring)."""
-    if not sent or _EMPTY_VALUE in sent or sent.endswith(_ENDS):
-        return None
+    if _EMPTY_VALUE in sent or sent.endswith(_ENDS):
+        return None  # (an empty ``sent`` is no shape: _plan_of declines it)
     items = sent.split(PROPERTY_SEPARATOR)
     prefixes, plan = _LAST
     if not (len(items) == len(prefixes) and all(map(_STARTS, items, prefixes))):
@@ -61,9 +61,7 @@ def sent_half_properties(
         if plan is None:
             return None
     getter, pgroup_at, prepared_at = plan
-    items.append(_CLUSTER_KEY + cluster)
-    items.append(_REAL_TOPIC_KEY + topic)
-    items.append(f"{_REAL_QID_KEY}{queue_id}")
+    items += (_CLUSTER_KEY + cluster, _REAL_TOPIC_KEY + topic, f"{_REAL_QID_KEY}{queue_id}")
     return (
         PROPERTY_SEPARATOR.join(getter(items)),
         None if pgroup_at < 0 else items[pgroup_at][_PGROUP_CUT:],

@@ -609,35 +609,26 @@ class TransactionalMessageService:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
         now = self.now_ms()
-        # the copies (inline of _recent_copy), then the op records: each op still follows its
-        # copy, and the ops, all in the one op queue, go as a batch put's items (one template,
-        # one reput entry)
-        records = [
-            MessageInner(
-                recent[4],
-                half.body,
-                recent[5],
-                half.flag,
-                recent[1],
-                (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-                half.born_timestamp,
-                half.born_host,
-                half.store_host,
-                half.reconsume_times,
-                offset,
-            )
-            for offset, recent, commit in queued
-            if commit
-            for half in (recent[0],)
-        ]
-        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
+        # the copies, then the op records: each op still follows its copy, and the ops, all in
+        # the one op queue, go as a batch put's items (one template, one reput entry). A copy is
+        # its half's MessageInner turned into the committed message (_recent_copy's fields): the
+        # recent entry is its only holder and is dropped once the copy is stored (should the run
+        # not be taken, _recent_copy of the changed half is still the same copy)
+        records: list[MessageInner] = []
         ops: list[tuple[int, bytes, str]] = []
-        add = ops.append
-        for _, recent, _ in queued:
-            queue_offset, tx_offset = recent[2], recent[3]
+        add, copy = ops.append, records.append
+        for offset, recent, commit in queued:
+            half, _, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
+            if commit:
+                half.topic = real_topic
+                half.queue_id = real_queue_id
+                half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
+                half.prepared_transaction_offset = offset
+                copy(half)
             add((0, str(queue_offset).encode(), _OP_PROPERTIES))
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
                 add((0, str(tx_offset).encode(), _OP_PROPERTIES))
+        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
         if not self.store.put_run(records, op_template, ops):
             for offset, recent, commit in queued:
                 if commit:
