@@ -14,7 +14,6 @@ from pocketmq.broker.transaction.half_props import sent_half_properties
 from pocketmq.remoting.protocol.message import MessageConst, get_property
 from tests.broker.transaction.test_half_properties import random_props
 
-
 #: values of a send's own names (one ending in the name/value separator: Java keeps it in the value)
 SENT_VALUES = ["v", "true", "7", "x\x01", "\x01y"]
 
