@@ -26,7 +26,8 @@
 
 4. ``--callgrind SECS`` (instead of the above): ``throughput``'s two runs with the broker under
    valgrind's callgrind, its instruction counters zeroed when the measured window starts and
-   dumped when it ends: broker instructions per plain send and per transaction, all threads. A
+   dumped when it ends: broker instructions per plain send and per transaction, all threads, net
+   of the broker's idle instructions per second (measured just before, over up to 5 s). A
    count, not a time, so it does not move with the machine's load (the broker runs ~50 times
    slower there, so more frames arrive per read than at full speed; ``brokerFastFailureEnable``
    is off, or requests would be refused for waiting).
@@ -100,8 +101,18 @@ async def _run(
         topic = "BenchTx" if tx else "BenchPlain"
         await producer.send(Message(topic, b"warm-up"))  # route, connection, topic creation
         before_commits = await commit_count(addr) if tx else 0
-        if callgrind:  # the window starts here: the broker's counters from zero
+        idle_s = window_at = 0.0
+        if callgrind:
+            # an idle stretch first: the broker's background work per second (timers, services),
+            # which the window's count is net of (at valgrind's pace it would otherwise weigh
+            # more per operation the fewer operations a window holds)
             await _callgrind_control("-z", str(pid))
+            idle_at = time.monotonic()
+            await asyncio.sleep(min(secs, 5.0))
+            await _callgrind_control("-d", "idle", str(pid))
+            idle_s = time.monotonic() - idle_at
+            await _callgrind_control("-z", str(pid))  # the window starts here
+            window_at = time.monotonic()
         stop_at = time.monotonic() + secs
 
         async def worker() -> None:
@@ -125,7 +136,9 @@ async def _run(
         if callgrind:
             await asyncio.sleep(1.0)  # the window's dispatch (reput) and flush
             await _callgrind_control("-d", "window", str(pid))
+            window_at = time.monotonic() - window_at
     return {
+        **({"idle_s": idle_s, "window_s": window_at} if callgrind else {}),
         "run": "transactions" if tx else "plain_sends",
         "ops": done,
         "ops_per_s": round(done / elapsed),
@@ -164,20 +177,21 @@ async def _callgrind_control(*args: str) -> None:
     await proc.wait()
 
 
-def _window_instructions(out: str) -> int:
-    """The instruction count of the ``window`` dump callgrind wrote next to ``out``."""
+def _window_instructions(out: str, name: str = "window") -> int:
+    """The instruction count of the dump ``name`` callgrind wrote next to ``out``."""
     for path in glob.glob(out + ".*"):
         with open(path, errors="replace") as f:
             text = f.read()
-        if "Trigger: dump window" in text:
+        if f"Trigger: dump {name}" in text:
             for line in text.splitlines():
                 if line.startswith(("summary:", "totals:")):
                     return int(line.split()[1])
     raise RuntimeError(f"no callgrind window dump next to {out}")
 
 
-def broker_instructions(secs: float, inflight: int) -> None:
-    """``throughput``'s runs with the broker under callgrind (module docstring, 4.)."""
+def broker_instructions(secs: float, inflight: int, keep: str | None = None) -> None:
+    """``throughput``'s runs with the broker under callgrind (module docstring, 4.); ``keep``: a
+    directory the callgrind files are copied to (for ``callgrind_annotate``)."""
     tmp = tempfile.mkdtemp(prefix="pocketmq-txbench-cg-")
     real_bin, real_wait = client_common.BIN, client_common._wait_port
     try:
@@ -200,7 +214,13 @@ def broker_instructions(secs: float, inflight: int) -> None:
                 run = asyncio.run(
                     _run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], secs, inflight, tx, callgrind=True)
                 )
-            per_op[tx] = _window_instructions(out) / run["ops"]
+            idle_per_s = _window_instructions(out, "idle") / run["idle_s"]
+            window = _window_instructions(out)
+            per_op[tx] = (window - idle_per_s * run["window_s"]) / run["ops"]
+            if keep:
+                os.makedirs(keep, exist_ok=True)
+                for path in glob.glob(out + ".*"):
+                    shutil.copy(path, keep)
             print(
                 json.dumps(
                     {
@@ -208,6 +228,8 @@ def broker_instructions(secs: float, inflight: int) -> None:
                         "run": run["run"],
                         "ops": run["ops"],
                         "broker_instructions_per_op": round(per_op[tx]),
+                        "gross_per_op": round(window / run["ops"]),
+                        "idle_per_s": round(idle_per_s),
                     }
                 ),
                 flush=True,
@@ -427,9 +449,10 @@ def main() -> None:
     parser.add_argument("--turn", type=int, default=16, help="END_TRANSACTIONs per loop turn (micro)")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
+    parser.add_argument("--callgrind-keep", metavar="DIR", help="copy --callgrind's output files to DIR")
     args = parser.parse_args()
     if args.callgrind:
-        broker_instructions(args.callgrind, args.inflight)
+        broker_instructions(args.callgrind, args.inflight, args.callgrind_keep)
         return
     check_scan(args.halves)
     end_transaction_cpu(turn=max(1, args.turn))

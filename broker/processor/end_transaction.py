@@ -65,12 +65,8 @@ class EndTransactionProcessor(HandlerTable):
             # without building the header (that parse was a sixth of this handler's work);
             # anything else, or a field the header parser would refuse, takes the general path
             fields = _oneway_end(ext)
-            if fields is not None:
-                kind, offset, group, table_offset = fields
-                recent = self.transactions.recent_half_of(offset, group, table_offset)
-                if recent is not None:
-                    self.transactions.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
-                    return None
+            if fields is not None and self.transactions.end_oneway(*fields):
+                return None
         header = EndTransactionRequestHeader.from_ext_fields(ext)
         kind = header.commit_or_rollback
         if kind == TRANSACTION_NOT_TYPE:
@@ -106,15 +102,12 @@ class EndTransactionProcessor(HandlerTable):
         return RemotingCommand.response_to(request, code, remark)
 
 
-#: ``commitOrRollback`` of a commit and of a rollback, as producers write them
-_KINDS = {
-    str(TRANSACTION_COMMIT_TYPE): TRANSACTION_COMMIT_TYPE,
-    str(TRANSACTION_ROLLBACK_TYPE): TRANSACTION_ROLLBACK_TYPE,
-}
+#: ``commitOrRollback`` of a commit and of a rollback, as producers write them: whether it commits
+_KINDS = {str(TRANSACTION_COMMIT_TYPE): True, str(TRANSACTION_ROLLBACK_TYPE): False}
 
 
-def _oneway_end(ext: dict[str, str]) -> tuple[int, int, str, int] | None:
-    """``(commitOrRollback, commitLogOffset, producerGroup, tranStateTableOffset)`` of a commit
+def _oneway_end(ext: dict[str, str]) -> tuple[bool, int, str, int] | None:
+    """``(commit, commitLogOffset, producerGroup, tranStateTableOffset)`` of a commit
     or rollback whose header ``EndTransactionRequestHeader.from_ext_fields`` reads without
     complaint (every required field there, the offsets plain ASCII digits that fit an int64);
     None for any other (the header parser then decides, with its error where there is one)."""

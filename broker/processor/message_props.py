@@ -36,6 +36,7 @@ __all__ = [
     "apply_delay_level",
     "delay_level_of",
     "has_delay",
+    "java_order",
     "java_properties_string",
     "java_reput_properties",
     "join_batch_properties",
@@ -248,7 +249,7 @@ def _order_of(names: tuple[str, ...]) -> Callable[[list[str]], Any] | None:
     """Cache the getter putting entries named ``names`` in Java's order (None if not usable)."""
     getter: Callable[[list[str]], Any] | None = None
     if len(names) >= 2 and "" not in names and len(set(names)) == len(names):
-        order = [names.index(name) for name in _java_order(names)]
+        order = [names.index(name) for name in java_order(names)]
         getter = itemgetter(*order)
     if len(_ORDER) > 1024:  # shapes repeat; keep hostile input bounded
         _ORDER.clear()
@@ -272,7 +273,7 @@ def _java_map(props: str) -> dict[str, str]:
     return entries
 
 
-def _java_order(names: Collection[str]) -> list[str]:
+def java_order(names: Collection[str]) -> list[str]:
     """Distinct ``names`` put in this order into a ``new HashMap()``, in its iteration order.
 
     Java's table starts at 16 buckets and doubles once the size passes 0.75 of it (13 names: 32);
@@ -302,5 +303,5 @@ def java_properties_string(entries: dict[str, str]) -> str:
     """Java ``messageProperties2String`` over a ``HashMap`` holding ``entries`` (no trailing
     separator: 4.9.7 deletes the last one)."""
     return PROPERTY_SEPARATOR.join(
-        f"{name}{NAME_VALUE_SEPARATOR}{entries[name]}" for name in _java_order(entries)
+        f"{name}{NAME_VALUE_SEPARATOR}{entries[name]}" for name in java_order(entries)
     )

@@ -71,6 +71,7 @@ from pocketmq.broker.processor.send_checks import (
     stored_size,
 )
 from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
+from pocketmq.broker.transaction.half_props import sent_half_properties
 from pocketmq.remoting.protocol.codes import (
     CURRENT_VERSION,
     RPC_TYPE_RESPONSE,
@@ -143,7 +144,8 @@ class SendMessageProcessor:
     stats: BrokerStatsManager
     #: the delay service (``max_delay_level``); None ignores ``DELAY``
     schedule: ScheduleMessageService | None
-    #: None, or ``prepare_message(inner) -> PutResult | Awaitable[PutResult]``
+    #: None, or the half-message service (``prepare_message`` / ``put_half(inner, ...) -> PutResult
+    #: | Awaitable[PutResult]``)
     transactions: Any = None
 
     def __post_init__(self) -> None:
@@ -271,8 +273,12 @@ class SendMessageProcessor:
                 and tran.lower() == "true"
                 and not (inner.reconsume_times > 0 and has_delay(props))
             ):
-                sent_wait = get_property(header.properties or "", MessageConst.WAIT)
-                return self._prepare_transaction(request, inner, queue_id, wait, sent_wait)
+                # (the half's properties are built from the request's unless the delay or DLQ
+                # rewrite above changed the stored ones)
+                cluster = s.cluster if inner.properties is props else None
+                return self._prepare_transaction(
+                    request, inner, queue_id, wait, header.properties or "", cluster
+                )
         store = self.store
         if wait and s.policy_waits:
             if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
@@ -288,13 +294,30 @@ class SendMessageProcessor:
         return self._reply(request, result, queue_id, inner.topic)
 
     def _prepare_transaction(
-        self, request: RemotingCommand, inner: MessageInner, queue_id: int, wait: bool, sent_wait: str | None
+        self,
+        request: RemotingCommand,
+        inner: MessageInner,
+        queue_id: int,
+        wait: bool,
+        sent: str,
+        cluster: str | None,
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """Store ``inner`` as a half message (``sent``: the request's properties; ``cluster``: the
+        one ``inner``'s stored properties name, None when they are not the request's rewritten
+        by ``stored_properties`` alone)."""
         cfg = self.state.config
         service = self.transactions
         if cfg.reject_transaction_message or service is None:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
-        result = service.prepare_message(inner, wait, sent_wait)
+        # the half's properties in one pass from the request's (transaction.half_props), or the
+        # general way (from the stored ones)
+        planned = (
+            None if cluster is None else sent_half_properties(sent, cluster, inner.topic, inner.queue_id)
+        )
+        if planned is None:
+            result = service.prepare_message(inner, wait, get_property(sent, MessageConst.WAIT))
+        else:
+            result = service.put_half(inner, planned, wait)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, inner.topic)
         return self._reply_after(request, result, queue_id, inner.topic)

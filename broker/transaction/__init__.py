@@ -6,9 +6,12 @@
   resolved set and the progress kept as ``CID_RMQ_SYS_TRANS`` consumer offsets);
 * :mod:`.check`: ``TransactionalMessageCheckService`` (check-back of unresolved halves);
 * :mod:`.recent`: the halves this process stored lately, which END_TRANSACTION commits or rolls
-  back without reading them back from the CommitLog.
+  back without reading them back from the CommitLog;
+* :mod:`.half_props`: a half's properties built in one pass from the sender's (the prepare's
+  hot path).
 
 END_TRANSACTION is served by :mod:`pocketmq.broker.processor.end_transaction`; the prepare hook
-is in the send processor (``transactions.prepare_message``). User documentation:
+is in the send processor (``sent_half_properties``, then ``transactions.put_half``; or
+``transactions.prepare_message`` for what that path declines). User documentation:
 ``docs/transactions.md``.
 """

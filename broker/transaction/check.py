@@ -72,7 +72,7 @@ from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
     MessageConst,
     encode_tail,
-    string_to_properties,
+    get_property,
 )
 from pocketmq.remoting.protocol.route import (
     CID_SYS_RMQ_TRANS,
@@ -99,7 +99,9 @@ _TIMES = MessageConst.TRANSACTION_CHECK_TIMES
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 _IMMUNITY = MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS
 _COPY_DROPS = (_TIMES, _PREPARED)
-_COPY_NEEDLES = (_TIMES + NAME_VALUE_SEPARATOR, _PREPARED + NAME_VALUE_SEPARATOR)
+_TIMES_KEY, _PREPARED_KEY = _TIMES + NAME_VALUE_SEPARATOR, _PREPARED + NAME_VALUE_SEPARATOR
+_IMMUNITY_KEY = _IMMUNITY + NAME_VALUE_SEPARATOR
+_COPY_NEEDLES = (_TIMES_KEY, _PREPARED_KEY)
 #: (where the copy landed, its properties, its body)
 _Copy = tuple[AppendResult, str, bytes]
 
@@ -207,17 +209,21 @@ class TransactionalMessageCheckService(Service):
                     offset = q + 1
                     pos = pos + total if total > 0 else end
                     continue
-                props = string_to_properties(props_str)  # once: decision, copy and check read it
-                times = check_times(props.get(_TIMES))
-                tx = transaction_offset(q, props.get(_PREPARED))
+                # the three properties the decision reads, each looked up only when its name is
+                # in the string (a first half has none of them): no dict of every property
+                times = check_times(get_property(props_str, _TIMES)) if _TIMES_KEY in props_str else 0
+                tx = q
+                if _PREPARED_KEY in props_str:
+                    tx = transaction_offset(q, get_property(props_str, _PREPARED))
                 action = half_action(
                     resolved=tx in done, times=times, check_max=check_max, now_ms=now,
                     born_ms=fields[F_BORN_TS], store_ms=fields[F_STORE_TS], run_start_ms=run_start,
-                    timeout_ms=timeout_ms, immunity_raw=props.get(_IMMUNITY),
+                    timeout_ms=timeout_ms,
+                    immunity_raw=get_property(props_str, _IMMUNITY) if _IMMUNITY_KEY in props_str else None,
                     file_reserved_ms=reserved_ms,
                 )  # fmt: skip
                 if action in _STOPS or not self._act(
-                    action, HalfMessage(buf, body_at, fields, props_str, tx), props, times
+                    action, HalfMessage(buf, body_at, fields, props_str, tx), times
                 ):
                     stop = True
                     break
@@ -234,14 +240,14 @@ class TransactionalMessageCheckService(Service):
         svc.prune()
         return not stop and offset < high
 
-    def _act(self, action: HalfAction, half: HalfMessage, props: dict[str, str], times: int) -> bool:
+    def _act(self, action: HalfAction, half: HalfMessage, times: int) -> bool:
         """Carry out ``action``; False when the store refused a put (the run stops there)."""
         counters = self.service.counters
         if action is HalfAction.CHECK:
             copy = self._copy(half, RMQ_SYS_TRANS_HALF_TOPIC, times + 1)
             if copy is None:
                 return False
-            self._send(half, props, copy)
+            self._send(half, copy)
         elif action is HalfAction.DEFER:
             return self._copy(half, RMQ_SYS_TRANS_HALF_TOPIC, times) is not None
         elif action is HalfAction.DISCARD:
@@ -252,7 +258,7 @@ class TransactionalMessageCheckService(Service):
             q = half.fields[F_QUEUE_OFFSET]
             logger.info(
                 "half message %d (%s) checked %d times: moved to %s",
-                q, props.get(MessageConst.UNIQ_KEY), times, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+                q, get_property(half.props_str, MessageConst.UNIQ_KEY), times, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
             )  # fmt: skip
             self.service.write_op(q, half.tx_offset)
         elif action is HalfAction.EXPIRED:
@@ -276,18 +282,19 @@ class TransactionalMessageCheckService(Service):
             return None
         return result.append, props_str, body
 
-    def _send(self, half: HalfMessage, props: dict[str, str], copy: _Copy) -> None:
+    def _send(self, half: HalfMessage, copy: _Copy) -> None:
         append, props_str, body = copy
-        f = half.fields  # the half's (and ``props``): the copy differs in its check count and offset
-        real_qid = props.get(MessageConst.REAL_QID, "")
-        uniq = props.get(MessageConst.UNIQ_KEY)
+        # the half's fields and properties: the copy differs in its check count and offset
+        f, props = half.fields, half.props_str
+        real_qid = get_property(props, MessageConst.REAL_QID) or ""
+        uniq = get_property(props, MessageConst.UNIQ_KEY)
         header = CheckTransactionStateRequestHeader(
             tran_state_table_offset=append.logics_offset, commit_log_offset=append.wrote_offset,
             msg_id=uniq, transaction_id=uniq, offset_msg_id=append.msg_id,
         )  # fmt: skip
         # the copy as a record with its real topic and queue (inline of encode_message: the body
         # and its CRC are the half's, the prefix fields the half's or the copy's)
-        real_topic = props.get(MessageConst.REAL_TOPIC) or RMQ_SYS_TRANS_HALF_TOPIC
+        real_topic = get_property(props, MessageConst.REAL_TOPIC) or RMQ_SYS_TRANS_HALF_TOPIC
         tail = encode_tail(real_topic.encode(), props_str.encode())
         prefix = RECORD_PREFIX_STRUCTS[f[F_SYS_FLAG] & HOST_FLAGS_MASK]
         blen = f[F_BODY_LEN]
@@ -299,7 +306,7 @@ class TransactionalMessageCheckService(Service):
         )  # fmt: skip
         record = b"".join((head, body, tail))
         counters = self.service.counters
-        if self.send_check(props.get(MessageConst.PGROUP, ""), header, record):
+        if self.send_check(get_property(props, MessageConst.PGROUP) or "", header, record):
             counters.checks += 1
         else:
             counters.checks_no_producer += 1

@@ -33,42 +33,46 @@ MAX_BYTES = 8 << 20
 
 #: a half as prepare stored it: (the message as put -- topic RMQ_SYS_TRANS_HALF_TOPIC, the
 #: half's sysFlag --, its properties as stored, its queue offset, the transaction it belongs to
-#: (``bookkeeping.transaction_offset``), the real topic, the real queue id). A plain tuple: one
+#: (``bookkeeping.transaction_offset``), the real topic, the real queue id, its PGROUP). A plain tuple: one
 #: is made per prepare and unpacked once per END_TRANSACTION (a NamedTuple's constructor and
 #: attribute reads cost about 0.3 us more per transaction)
-Recent = tuple[MessageInner, str, int, int, str, int]
+Recent = tuple[MessageInner, str, int, int, str, int, str | None]
 
 
 class RecentHalves:
     """CommitLog offset -> :data:`Recent`, oldest first, bounded (module docstring)."""
 
-    __slots__ = ("_entries", "bytes")
+    __slots__ = ("bytes", "entries", "max_bytes", "max_entries")
 
     def __init__(self) -> None:
-        self._entries: dict[int, Recent] = {}
+        #: (read directly by ``TransactionalMessageService.end_oneway``: one call less each)
+        self.entries: dict[int, Recent] = {}
         #: the bodies held, in bytes
         self.bytes = 0
+        #: the bounds (the module's, when made)
+        self.max_entries = MAX_ENTRIES
+        self.max_bytes = MAX_BYTES
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
     def add(self, commit_log_offset: int, recent: Recent) -> None:
-        entries = self._entries
+        entries = self.entries
         size = len(recent[0].body)
         held = self.bytes + size
-        while entries and (len(entries) >= MAX_ENTRIES or held > MAX_BYTES):
+        while entries and (len(entries) >= self.max_entries or held > self.max_bytes):
             held -= len(entries.pop(next(iter(entries)))[0].body)
         entries[commit_log_offset] = recent
         self.bytes = held
 
     def get(self, commit_log_offset: int) -> Recent | None:
-        return self._entries.get(commit_log_offset)
+        return self.entries.get(commit_log_offset)
 
     def discard(self, commit_log_offset: int) -> None:
-        gone = self._entries.pop(commit_log_offset, None)
+        gone = self.entries.pop(commit_log_offset, None)
         if gone is not None:
             self.bytes -= len(gone[0].body)
 
     def clear(self) -> None:
-        self._entries.clear()
+        self.entries.clear()
         self.bytes = 0

@@ -182,7 +182,7 @@ def record_properties(buf: bytes, pos: int, body_at: int, fields: tuple[Any, ...
 def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
     """The committed copy of a half from :mod:`.recent` (its properties as stored: the output
     of ``java_reput_properties`` without an empty value, which re-encoding leaves unchanged)."""
-    half, props, _, _, real_topic, real_queue_id = recent
+    half, props, _, _, real_topic, real_queue_id, _ = recent
     return MessageInner(
         real_topic,
         half.body,
@@ -406,10 +406,22 @@ class TransactionalMessageService:
 
         ``sent_wait``: the sender's raw ``WAIT`` value, which the half keeps (as Apache's does).
         """
+        props = half_properties(inner.properties_string(), sent_wait, inner.topic, inner.queue_id)
+        prepared = get_property(props, _PREPARED) if _PREPARED_KEY in props else None
+        # an empty WAIT is the one half whose properties Java's commit re-encodes differently
+        # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
+        return self.put_half(inner, (props, get_property(props, _PGROUP), prepared), wait, sent_wait != "")
+
+    def put_half(
+        self, inner: MessageInner, planned: tuple[str, str | None, str | None], wait: bool, keep: bool = True
+    ) -> PutResult | Awaitable[PutResult]:
+        """Store ``inner`` as a half message with ``planned``: its half properties and their
+        ``PGROUP`` and ``TRAN_PREPARED_QUEUE_OFFSET`` (``half_props.sent_half_properties``, from
+        the send processor, which builds them from the request's in one pass); ``keep``:
+        remember it (:mod:`.recent`)."""
+        props, pgroup, prepared = planned
         real_topic, real_queue_id = inner.topic, inner.queue_id
-        inner.properties = props = half_properties(
-            inner.properties_string(), sent_wait, real_topic, real_queue_id
-        )
+        inner.properties = props
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
@@ -422,16 +434,18 @@ class TransactionalMessageService:
                 return self.store.put_message_async(inner)
         result = self.store.put_message(inner)
         append = result.append
-        # an empty WAIT is the one half whose properties Java's commit re-encodes differently
-        # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
-        if append is not None and len(inner.body) <= MAX_BODY and sent_wait != "":
+        size = len(inner.body)
+        if append is not None and keep and size <= MAX_BODY:
             qoff = append.logics_offset
-            tx = (
-                qoff
-                if _PREPARED_KEY not in props
-                else transaction_offset(qoff, get_property(props, _PREPARED))
-            )
-            self.recent.add(append.wrote_offset, (inner, props, qoff, tx, real_topic, real_queue_id))
+            tx = qoff if prepared is None else transaction_offset(qoff, prepared)
+            recent = (inner, props, qoff, tx, real_topic, real_queue_id, pgroup)
+            table = self.recent
+            entries = table.entries
+            if len(entries) < table.max_entries and table.bytes + size <= table.max_bytes:  # inline of .add
+                entries[append.wrote_offset] = recent
+                table.bytes += size
+            else:
+                table.add(append.wrote_offset, recent)
         return result
 
     # ---------------------------------------------------------------------- end (37)
@@ -493,8 +507,8 @@ class TransactionalMessageService:
         recent = self.recent.get(offset)
         if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
             return None
-        _, props, queue_offset, tx_offset, _, _ = recent
-        if get_property(props, _PGROUP) != producer_group:
+        _, _, queue_offset, tx_offset, _, _, pgroup = recent
+        if pgroup != producer_group:
             raise RemoteSystemError("The producer group wrong")
         if queue_offset != table_offset:
             raise RemoteSystemError("The transaction state table offset wrong")
@@ -518,6 +532,35 @@ class TransactionalMessageService:
             self.recent.discard(commit_log_offset)
         return result
 
+    def end_oneway(self, commit: bool, offset: int, producer_group: str, table_offset: int) -> bool:
+        """:meth:`end_later` of a oneway END_TRANSACTION (``commit``: else a rollback) naming a
+        recent half (``commitLogOffset``, ``producerGroup``, ``tranStateTableOffset``), checked
+        as :meth:`recent_half_of` checks it (the CommitLog's first offset once per loop turn, by
+        :meth:`flush_ends`); False, nothing done: not a recent half or a check failed -- the
+        general path then decides, with its error where there is one."""
+        recent = self.recent.entries.get(offset)
+        if recent is None:
+            return False
+        _, _, queue_offset, tx_offset, _, _, pgroup = recent
+        done, ending = self.done, self.ending
+        if (
+            pgroup != producer_group
+            or queue_offset != table_offset
+            or queue_offset in done
+            or tx_offset in done
+            or queue_offset in ending
+            or tx_offset in ending
+        ):
+            return False
+        # inline of end_later
+        ending.add(queue_offset)
+        ending.add(tx_offset)
+        queued = self._ending
+        queued.append((offset, recent, commit))
+        if len(queued) == 1:
+            self._schedule_flush()
+        return True
+
     def end_later(self, commit_log_offset: int, recent: Recent, commit: bool) -> None:
         """:meth:`commit_recent` / :meth:`rollback_recent` of a oneway END_TRANSACTION, done
         with the others read in the same loop turn: their committed copies and op records go
@@ -533,35 +576,59 @@ class TransactionalMessageService:
         queued = self._ending
         queued.append((commit_log_offset, recent, commit))
         if len(queued) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.flush_ends)
-            except RuntimeError:  # no loop (offline tools): at once
-                self.flush_ends()
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        try:
+            asyncio.get_running_loop().call_soon(self.flush_ends)
+        except RuntimeError:  # no loop (offline tools): at once
+            self.flush_ends()
 
     def flush_ends(self) -> None:
         """Store what :meth:`end_later` queued: the committed copies, then the op records, each
         in request order, in one append; when the store will not take them so (a segment roll,
         a refusal), one transaction at a time as the synchronous path does. Should the append
-        raise, nothing of the turn is resolved: the check service asks the producers later."""
+        raise, nothing of the turn is resolved: the check service asks the producers later.
+        A half whose CommitLog segment retention deleted meanwhile is not ended (as
+        ``find_half`` finds no record there)."""
         queued, self._ending = self._ending, []
         self.ending.clear()
         if not queued:
             return
+        low = self.store.get_min_phy_offset()
+        if min([offset for offset, _, _ in queued]) < low:
+            for offset, _, _ in queued:
+                if offset < low:
+                    logger.error(
+                        "END_TRANSACTION of half at %d: Find prepared transaction message failed", offset
+                    )
+            queued = [end for end in queued if end[0] >= low]
+            if not queued:
+                return
         if _OP_TOPIC not in self._ready_topics:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
         now = self.now_ms()
         # the copies, then the op records: each op still follows its copy, and the ops, all in
-        # the one op queue, go as a batch put's items (one template, one reput entry)
-        records = [_recent_copy(offset, recent) for offset, recent, commit in queued if commit]
-        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
+        # the one op queue, go as a batch put's items (one template, one reput entry). A copy is
+        # its half's MessageInner turned into the committed message (_recent_copy's fields): the
+        # recent entry is its only holder and is dropped once the copy is stored (should the run
+        # not be taken, _recent_copy of the changed half is still the same copy)
+        records: list[MessageInner] = []
         ops: list[tuple[int, bytes, str]] = []
-        add = ops.append
-        for _, recent, _ in queued:
-            queue_offset, tx_offset = recent[2], recent[3]
+        add, copy = ops.append, records.append
+        for offset, recent, commit in queued:
+            half, _, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
+            if commit:
+                half.topic = real_topic
+                half.queue_id = real_queue_id
+                half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
+                half.prepared_transaction_offset = offset
+                copy(half)
             add((0, str(queue_offset).encode(), _OP_PROPERTIES))
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
                 add((0, str(tx_offset).encode(), _OP_PROPERTIES))
+        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
         if not self.store.put_run(records, op_template, ops):
             for offset, recent, commit in queued:
                 if commit:
@@ -569,20 +636,23 @@ class TransactionalMessageService:
                 else:
                     self.rollback_recent(offset, recent)
             return
-        done, discard, counters = self.done, self.recent.discard, self.counters
+        done, counters, table = self.done, self.counters, self.recent
+        entries, held = table.entries, table.bytes
         for offset, recent, commit in queued:
-            discard(offset)
+            if entries.pop(offset, None) is not None:  # inline of RecentHalves.discard
+                held -= len(recent[0].body)
             done.add(recent[2])
             done.add(recent[3])
             if commit:
                 counters.committed += 1
             else:
                 counters.rolled_back += 1
+        table.bytes = held
 
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)
         self.counters.rolled_back += 1
-        _, _, queue_offset, tx_offset, _, _ = recent
+        queue_offset, tx_offset = recent[2], recent[3]
         self.write_op(queue_offset, tx_offset)
 
     def commit(self, half: HalfMessage) -> PutResult:

@@ -1,0 +1,75 @@
+"""``sent_half_properties`` (the prepare's one-pass path from the sender's properties) gives
+the bytes of the general path -- the send path's stored string (``stored_properties``) through
+``java_half_properties`` (the map path, checked against Apache 4.9.7) -- and the ``PGROUP`` and
+``TRAN_PREPARED_QUEUE_OFFSET`` values read from them, or declines (None)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pocketmq.broker.processor.message_props import java_half_properties, stored_properties
+from pocketmq.broker.transaction.half_props import sent_half_properties
+from pocketmq.remoting.protocol.message import MessageConst, get_property
+from tests.broker.transaction.test_half_properties import random_props
+
+#: values of a send's own names (one ending in the name/value separator: Java keeps it in the value)
+SENT_VALUES = ["v", "true", "7", "x\x01", "\x01y"]
+
+
+def general_path(sent: str, cluster: str, topic: str, queue_id: int) -> tuple[str, str | None, str | None]:
+    stored, _ = stored_properties(sent, cluster)
+    half = java_half_properties(stored, get_property(sent, MessageConst.WAIT), topic, queue_id)
+    return (
+        half,
+        get_property(half, MessageConst.PGROUP),
+        get_property(half, MessageConst.TRAN_PREPARED_QUEUE_OFFSET),
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_bytes_as_the_general_path_or_declined(seed: int) -> None:
+    rnd = random.Random(seed)
+    taken = 0
+    for _ in range(5000):
+        sent = random_props(rnd)
+        if rnd.random() < 0.3:  # a send's own names more often (the shapes the fast path takes)
+            sent = "\x02".join(n + "\x01" + rnd.choice(SENT_VALUES) for n in rnd.sample(
+                ["TAGS", "KEYS", "UNIQ_KEY", "TRAN_MSG", "PGROUP", "WAIT", "TRAN_PREPARED_QUEUE_OFFSET", "k"],
+                rnd.randrange(1, 8)))  # fmt: skip
+        topic, qid = rnd.choice(["T", "BenchTx"]), rnd.randrange(0, 20)
+        got = sent_half_properties(sent, "C", topic, qid)
+        if got is not None:
+            taken += 1
+            assert got == general_path(sent, "C", topic, qid), sent
+    assert taken > 1000
+
+
+def test_a_producer_shape_repeated() -> None:
+    for i in range(4):
+        for sent in (
+            f"TRAN_MSG\x01true\x02PGROUP\x01PG\x02UNIQ_KEY\x01U{i}\x02WAIT\x01true",
+            f"TAGS\x01TagA\x02KEYS\x01order-{i}\x02UNIQ_KEY\x01U{i}\x02TRAN_MSG\x01true\x02PGROUP\x01PG",
+        ):
+            assert sent_half_properties(sent, "DefaultCluster", "BenchTx", i) == general_path(
+                sent, "DefaultCluster", "BenchTx", i
+            )
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        "",
+        "TRAN_MSG\x01true\x02",  # trailing separator
+        "TRAN_MSG\x01true\x02WAIT\x01",  # empty WAIT (Java's commit re-encodes it differently)
+        "TRAN_MSG\x01\x02PGROUP\x01PG",  # empty value
+        "TRAN_MSG\x01true\x02odd",  # no name/value separator
+        "TRAN_MSG\x01true\x02TRAN_MSG\x01false",  # a repeated name
+        "TRAN_MSG\x01true\x02CLUSTER\x01X",
+        "TRAN_MSG\x01true\x02REAL_TOPIC\x01X",
+        "TRAN_MSG\x01true\x02REAL_QID\x011",
+    ],
+)
+def test_declined(sent: str) -> None:
+    assert sent_half_properties(sent, "C", "T", 0) is None
