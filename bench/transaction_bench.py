@@ -398,6 +398,10 @@ def end_transaction_cpu(n: int = 4000, rounds: int = 8, turn: int = 16) -> None:
             t0 = time.process_time()
             loop.run_until_complete(_end_in_turns(processor, requests, turn))
             timed("end_read_back" if round_no % 2 else "end", t0)
+            # the config writes the turns scheduled (a topic created by the first put) finish
+            # before the loop closes: a closed loop left them pending ("Task was destroyed")
+            if pending := asyncio.all_tasks(loop):
+                loop.run_until_complete(asyncio.gather(*pending))
             loop.close()
             # the dispatch of a transaction's three records (half, committed copy, op record)
             t0 = time.process_time()
