@@ -50,8 +50,13 @@ _SCAN_CHUNK = 512
 #: ``connection_lost`` costs ~40 µs (~55 µs with a log line each), so 500 closes in one sweep
 #: held the loop ~10 ms (T16: 10,000 idle connections timing out within 1.5 s, healthy sends
 #: up to 15 ms); 32 a turn still made 2-3 ms turns (the kernel's part of a close, ~20-35 µs, runs
-#: in the loop's C code, unseen by a Python profiler)
-_CLOSES_PER_TURN = 16
+#: in the loop's C code, unseen by a Python profiler). A request arriving meanwhile waits for the
+#: rest of the turn it lands in: with 16 a turn (~300 µs of CPU each, median) 0.56-0.71 % of
+#: arrivals waited over 250 µs of the loop's CPU, with 4 a turn 0.18-0.24 %, for 8-25 % more loop
+#: CPU over the 10,000 closes (~2-6 µs a close: a loop turn each 4; two runs each of the running
+#: broker under T16). Turns of 1-5 ms are the loop thread preempted (ksoftirqd, other processes),
+#: not work: no closes-per-turn count shortens those
+_CLOSES_PER_TURN = 4
 #: addresses named in the one log line of a sweep's idle closes
 _NAMED = 3
 

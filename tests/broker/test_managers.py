@@ -8,7 +8,12 @@ import threading
 
 import pytest
 
-from pocketmq.broker.client_manager import ClientChannelInfo, ConsumerManager, ProducerManager
+from pocketmq.broker.client_manager import (
+    CHANNEL_EXPIRED_TIMEOUT_MS,
+    ClientChannelInfo,
+    ConsumerManager,
+    ProducerManager,
+)
 from pocketmq.broker.offset_manager import ConsumerOffsetManager
 from pocketmq.broker.rebalance_lock import RebalanceLockManager
 from pocketmq.broker.subscription import SubscriptionGroupManager
@@ -188,6 +193,26 @@ def test_consumer_membership_changes():
     assert reg(m, "G", a, [s2, SubscriptionData.build("U", "*")], cid="ca")  # topic set changed
     assert m.do_channel_close_event(b) == ["G"]
     assert m.unregister_consumer("G", a) and m.get_consumer_group_info("G") is None
+
+
+def test_close_event_forgets_the_connection_in_each_of_its_groups():
+    m, p = ConsumerManager(), ProducerManager()
+    a, b, idle = object(), object(), object()
+    for group in ("G1", "G2", "G3"):
+        reg(m, group, a, [])
+    reg(m, "G2", b, [], cid="cb")
+    p.register_producer("PG", info(a))
+    p.register_producer("PG", info(b, "cb"))
+    assert m.do_channel_close_event(idle) == [] and p.do_channel_close_event(idle) == []
+    assert m.unregister_consumer("G3", a)  # left before its close: no change to report
+    assert m.do_channel_close_event(a) == ["G1", "G2"]
+    assert m.do_channel_close_event(a) == []  # (closed once)
+    assert sorted(m.table) == ["G2"] and m.get_consumer_group_info("G2").client_ids() == ["cb"]
+    assert p.do_channel_close_event(a) == ["PG"] and [i.conn for i in p.get_channels("PG")] == [b]
+    # evicted for silence, then back on the same connection before it closed
+    assert [g for g, _ in m.scan_not_active_channel(CHANNEL_EXPIRED_TIMEOUT_MS + 1)] == ["G2"]
+    reg(m, "G1", b, [], cid="cb")
+    assert m.do_channel_close_event(b) == ["G1"] and m.table == {}
 
 
 def test_channel_expiry_uses_last_heartbeat():
