@@ -79,6 +79,10 @@ class PullRequestTable:
         #: they are most of the heap (see ``_removed``)
         self._stale = 0
         self._seq = itertools.count()
+        #: held requests per connection: a close of one holding none (every idle or producer
+        #: connection) looks nothing up but this; it scanned every held pull (10,000 idle
+        #: closes x thousands of held pulls was seconds of loop)
+        self._per_conn: dict[RemotingConnection, int] = {}
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_queue.values())
@@ -102,6 +106,8 @@ class PullRequestTable:
             return False
         lst.append(req)
         heapq.heappush(self._deadlines, (req.deadline_ms, next(self._seq), req))
+        per_conn = self._per_conn
+        per_conn[req.conn] = per_conn.get(req.conn, 0) + 1
         return True
 
     def _removed(self) -> None:
@@ -121,6 +127,12 @@ class PullRequestTable:
         req.done = True
         if in_heap:
             self._removed()
+        per_conn = self._per_conn
+        left = per_conn.get(req.conn, 1) - 1
+        if left > 0:
+            per_conn[req.conn] = left
+        else:
+            per_conn.pop(req.conn, None)
         key = (req.topic, req.queue_id)
         lst = self._by_queue.get(key)
         if lst is not None:
@@ -181,6 +193,8 @@ class PullRequestTable:
 
     def drop_connection(self, conn: RemotingConnection) -> int:
         """Forget every request of ``conn`` (closed); returns how many."""
+        if conn not in self._per_conn:
+            return 0
         dropped = [r for lst in self._by_queue.values() for r in lst if r.conn is conn]
         for req in dropped:
             self._remove(req)

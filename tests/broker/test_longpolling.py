@@ -105,6 +105,23 @@ def test_bound_per_queue_and_connection_drop():
     assert len(t) == 1
 
 
+def test_connection_counts_follow_every_way_out():
+    # a close looks only at its own count (no scan of every held pull): the count must follow
+    # arrivals, deadlines, drops and take_all, or a close would miss a held request
+    t = PullRequestTable()
+    a, b = FakeConn(), FakeConn()
+    assert t.hold(held(conn=a, offset=5)) and t.hold(held(conn=a, qid=1)) and t.hold(held(conn=b))
+    assert t.drop_connection(FakeConn()) == 0  # never held anything
+    t.take_arrived("T", 1, 10)  # a's request on queue 1 answered
+    assert t.drop_connection(a) == 1 and t.drop_connection(a) == 0
+    assert t.hold(held(conn=a, qid=2))
+    assert t.take_expired(10**15) != [] and len(t) == 0
+    assert t.drop_connection(a) == 0 and t.drop_connection(b) == 0
+    assert t.hold(held(conn=b)) and len(t.take_all()) == 1
+    assert t.drop_connection(b) == 0
+    assert t.hold(held(conn=b)) and t.drop_connection(b) == 1 and len(t) == 0
+
+
 async def test_service_wakes_on_arrival_and_on_deadline():
     answered: list[tuple[str, HeldPull]] = []
     max_offsets = {("T", 0): 5}
