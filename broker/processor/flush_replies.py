@@ -89,6 +89,12 @@ class FlushReplies:
             return
         try:
             fut = store.flush_waiter(last, self._on_round_done)
+            if fut is not None and not fut.done() and len(waiters) > 1:
+                first = store.flush_waiter(waiters[0][2], self._on_round_done)
+                if first is not None and first is not fut:
+                    for part_fut, part in self._split(store, waiters, first, fut):
+                        self._pend(part_fut, part)
+                    return
         except Exception as exc:  # a store bug must still answer the senders
             logger.exception("group commit registration failed")
             fut = asyncio.get_running_loop().create_future()
@@ -96,6 +102,9 @@ class FlushReplies:
         if fut is None:  # no wait applies (the store stopped its services meanwhile)
             fut = asyncio.get_running_loop().create_future()
             fut.set_result(True)
+        self._pend(fut, waiters)
+
+    def _pend(self, fut: asyncio.Future[bool], waiters: list[Waiter]) -> None:
         if fut.done():
             self._answer(fut, waiters)
             return
@@ -104,6 +113,30 @@ class FlushReplies:
             self._rounds[fut] = waiters
         else:
             pending += waiters
+
+    def _split(
+        self, store: FlushWaiter, waiters: list[Waiter], first: asyncio.Future[bool], last: asyncio.Future[bool]
+    ) -> list[tuple[asyncio.Future[bool], list[Waiter]]]:
+        """The turn's first and last puts are in different rounds: an fsync started mid-turn
+        covers a prefix, which rides it instead of waiting for the next one. Each run of
+        waiters sharing a round (ends ascend, so rounds are contiguous) is found by bisection,
+        one registration per probe."""
+        parts = []
+        i, n = 0, len(waiters)
+        cur = first
+        while cur is not last:
+            lo, hi, nxt = i, n - 1, last  # waiters[lo] is in ``cur``, waiters[hi] in ``nxt``
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                f = store.flush_waiter(waiters[mid][2], self._on_round_done)
+                if f is None or f is cur:
+                    lo = mid
+                else:
+                    hi, nxt = mid, f
+            parts.append((cur, waiters[i:hi]))
+            i, cur = hi, nxt
+        parts.append((last, waiters[i:]))
+        return parts
 
     def _on_round_done(self, fut: asyncio.Future[bool]) -> None:
         self._answer(fut, self._rounds.pop(fut, []))

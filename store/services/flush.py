@@ -228,6 +228,10 @@ class GroupCommitService(CommitLogSyncService):
         super().__init__(None, commitlog, checkpoint, executor)
         self.timeout_s = config.sync_flush_timeout / 1000
         self._open: _Round | None = None
+        #: the round the fsync in flight resolves (``wait_flushed``: ends it covers join it)
+        self._riding: _Round | None = None
+        #: the CommitLog end offset the last fsync started covers (its plan's)
+        self._target = 0
         self._rounds: deque[_Round] = deque()
         #: the fsync in flight: (the flush plan, last store timestamp it covers)
         self._inflight: tuple[list[tuple[MappedFile, int]], int] | None = None
@@ -254,18 +258,31 @@ class GroupCommitService(CommitLogSyncService):
         is called with the future in the call that resolves it, e.g. the fsync helper's
         reader callback, rather than a loop turn later as a done-callback is; not called if
         the returned future is done already.
+
+        An end the fsync in flight covers (written before it started) joins the round that
+        fsync resolves, not the open one: a turn's puts registered after an fsync started
+        mid-turn ride it (``FlushReplies`` registers such a turn in two parts).
         """
-        rnd = self._open
+        if self.mfq.flushed_where >= end_offset:
+            done = self._flushed
+            if done is None:
+                done = self._flushed = asyncio.get_running_loop().create_future()
+                done.set_result(True)
+            return done  # awaiting a done future returns at once; safe to share
+        riding = end_offset <= self._target
+        rnd = self._riding if riding else self._open
         if rnd is None:
-            if self.mfq.flushed_where >= end_offset:
-                done = self._flushed
-                if done is None:
-                    done = self._flushed = asyncio.get_running_loop().create_future()
-                    done.set_result(True)
-                return done  # awaiting a done future returns at once; safe to share
             loop = asyncio.get_running_loop()
-            rnd = self._open = _Round(loop.create_future(), end_offset, loop.time() + self.timeout_s)
-            self._rounds.append(rnd)
+            rnd = _Round(loop.create_future(), end_offset, loop.time() + self.timeout_s)
+            rounds = self._rounds
+            if riding:
+                # rounds stay in end order: the open round, if any, is the last one and ends
+                # past the target
+                self._riding = rnd
+                rounds.insert(len(rounds) - (self._open is not None), rnd)
+            else:
+                self._open = rnd
+                rounds.append(rnd)
         elif end_offset > rnd.end:
             rnd.end = end_offset
         if direct is not None:
@@ -274,7 +291,7 @@ class GroupCommitService(CommitLogSyncService):
             elif direct not in rnd.direct:
                 rnd.direct.append(direct)
         rnd.count += 1
-        if self._inflight is None and not self._stopping:
+        if self._inflight is None and not riding and not self._stopping:
             if rnd.count >= self._eager:
                 self._start_flush()
             elif not self._kick_pending and self._loop is not None:
@@ -296,10 +313,11 @@ class GroupCommitService(CommitLogSyncService):
 
     def _start_flush(self) -> None:
         """Close the open round and fsync everything written so far (helper, else executor)."""
-        self._open = None
+        self._riding, self._open = self._open, None
         self._lone = self._puts <= 1
         self._puts = 0
         plan, ts = self.flush_plan()
+        self._target = self.mfq.max_offset()
         self._inflight = (plan, ts)
         proc = self._proc
         if proc is not None and plan:
@@ -382,9 +400,9 @@ class GroupCommitService(CommitLogSyncService):
         covered = 0
         while rounds and rounds[0].end <= flushed:
             rnd = rounds.popleft()
-            if rnd is self._open:
-                # puts registered after the fsync started but written before it: closed and
-                # answered now, not left for another fsync of nothing
+            if rnd is self._riding:
+                self._riding = None
+            elif rnd is self._open:  # (a flush outside this service covered it)
                 self._open = None
             covered += rnd.count
             done.append(rnd)
@@ -392,8 +410,11 @@ class GroupCommitService(CommitLogSyncService):
         if rounds and rounds[0] is not self._open and rounds[0].end > self.commitlog.max_offset:
             # cannot happen unless the log was truncated under the waiter; do not spin
             self._fail_all()
-        if rounds and not self._stopping and self._retry is None:
-            # the next fsync first: it runs while this one's replies are built and written
+        if (rounds or self._puts) and not self._stopping and self._retry is None:
+            # the next fsync first: it runs while this one's replies are built and written;
+            # also for puts since this one started that no round holds yet (a turn's puts
+            # register at its end): they ride it (``wait_flushed``), the disk is not left idle
+            # until the turn ends
             self._start_flush()
         for rnd in done:
             rnd.resolve(True)
@@ -432,7 +453,7 @@ class GroupCommitService(CommitLogSyncService):
         self._kick()
 
     def _fail_all(self) -> None:
-        self._open = None
+        self._open = self._riding = None
         while self._rounds:
             self._rounds.popleft().resolve(False)
 
@@ -446,6 +467,8 @@ class GroupCommitService(CommitLogSyncService):
                 rnd = rounds.popleft()
                 if rnd is self._open:
                     self._open = None
+                elif rnd is self._riding:
+                    self._riding = None
                 rnd.resolve(False)
 
     async def on_stop(self) -> None:
@@ -460,7 +483,7 @@ class GroupCommitService(CommitLogSyncService):
             # resolved by _flush_done (a failure is logged there; the final flush retries it)
             idle = self._idle = asyncio.get_running_loop().create_future()
             await idle
-        self._open = None
+        self._open = self._riding = None
         try:
             flushed = await self.flush_commitlog()
         except OSError as exc:

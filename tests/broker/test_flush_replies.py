@@ -77,7 +77,7 @@ async def test_one_registration_per_turn_at_its_highest_end_then_answers_in_orde
         fr.add(rounds, conn, req, put(off), i, "T")
     assert rounds.registered == [] and fr.waiting == 3  # nothing registered inside the turn
     await turn()
-    assert rounds.registered == [400]
+    assert rounds.registered == [400, 100]  # the highest end, then the first put's
     assert conn.sent == []
     rounds.resolve(lambda: rounds.future.set_result(True))
     # answered in the call that resolved the round, not a loop turn later
