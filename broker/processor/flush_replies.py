@@ -115,7 +115,11 @@ class FlushReplies:
             pending += waiters
 
     def _split(
-        self, store: FlushWaiter, waiters: list[Waiter], first: asyncio.Future[bool], last: asyncio.Future[bool]
+        self,
+        store: FlushWaiter,
+        waiters: list[Waiter],
+        first: asyncio.Future[bool],
+        last: asyncio.Future[bool],
     ) -> list[tuple[asyncio.Future[bool], list[Waiter]]]:
         """The turn's first and last puts are in different rounds: an fsync started mid-turn
         covers a prefix, which rides it instead of waiting for the next one. Each run of

@@ -183,6 +183,20 @@ class MappedFile:
         self.flushed_position = pos
 
     # -- io
+    def write(self, pos: int, data: bytes, through_fd: bool) -> None:
+        """Copy ``data`` in at ``pos``: through the mapping, or with ``pwrite`` (``through_fd``,
+        see ``CommitLog.write_through``).
+
+        Raises:
+            OSError: the ``pwrite`` failed or stopped short (EIO, ENOSPC).
+        """
+        if through_fd:
+            wrote = os.pwrite(self.fd, data, pos)
+            if wrote != len(data):
+                raise syscalls.short_write(self.fd, wrote, len(data))
+        else:
+            self.mm[pos : pos + len(data)] = data
+
     def read(self, pos: int, size: int) -> bytes:
         return self.mm[pos : pos + size]
 

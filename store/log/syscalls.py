@@ -164,3 +164,9 @@ def physical_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):  # pragma: no cover
         return 8 << 30
+
+
+def short_write(fd: int, wrote: int, size: int) -> OSError:
+    """The error for a ``pwrite`` to a CommitLog segment that wrote ``wrote`` of ``size`` bytes
+    (regular files write all or fail: only a full disk or an I/O error stops one part way)."""
+    return OSError(errno.EIO, f"short write to fd {fd}: {wrote} of {size} bytes")
