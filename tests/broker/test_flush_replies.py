@@ -140,3 +140,67 @@ async def test_cancelled_round_answers_nobody():
     rounds.resolve(rounds.future.cancel)
     await turn()
     assert conn.sent == [] and fr.waiting == 0
+
+
+class Staged:
+    """A group commit as ``GroupCommitService.wait_flushed`` places ends: at or below
+    ``flushed`` a done future, at or below ``target`` (the fsync in flight) the riding round,
+    past it the open round."""
+
+    def __init__(self, flushed: int, target: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.flushed, self.target = flushed, target
+        self.done: asyncio.Future[bool] = loop.create_future()
+        self.done.set_result(True)
+        self.riding: asyncio.Future[bool] = loop.create_future()
+        self.open: asyncio.Future[bool] = loop.create_future()
+        self.direct: list[Callable[[asyncio.Future[bool]], None]] = []
+        self.registered: list[int] = []
+
+    def flush_waiter(
+        self, result: PutResult, direct: Callable[[asyncio.Future[bool]], None] | None = None
+    ) -> asyncio.Future[bool] | None:
+        append = result.append
+        assert append is not None
+        end = append.wrote_offset + append.wrote_bytes
+        self.registered.append(end)
+        if direct is not None and direct not in self.direct:
+            self.direct.append(direct)
+        if end <= self.flushed:
+            return self.done
+        return self.riding if end <= self.target else self.open
+
+    def resolve(self, fut: asyncio.Future[bool]) -> None:
+        fut.set_result(True)
+        for cb in self.direct:
+            cb(fut)
+
+
+async def test_a_turn_an_fsync_started_in_is_registered_in_parts_and_its_prefix_rides_it():
+    # puts 0..9 of 100 bytes; the first two are flushed already, the fsync in flight covers
+    # up to 650 (puts 2..5), the rest waits for the next fsync
+    staged, conn = Staged(flushed=200, target=650), Conn()
+    fr = FlushReplies(reply)
+    reqs = [request() for _ in range(10)]
+    for i, req in enumerate(reqs):
+        fr.add(staged, conn, req, put(i * 100), i, "T")
+    await turn()
+    assert staged.registered[:2] == [1000, 100]  # the highest end, then the first put's
+    assert len(staged.registered) <= 2 + 2 * 4  # then a bisection per boundary
+    assert [r.remark for r in conn.sent] == ["T:0", "T:1"]  # the flushed prefix: at once
+    staged.resolve(staged.riding)
+    assert [r.remark for r in conn.sent] == [f"T:{i}" for i in range(6)]
+    assert fr.waiting == 4
+    staged.resolve(staged.open)
+    assert [r.opaque for r in conn.sent] == [q.opaque for q in reqs] and fr.waiting == 0
+
+
+async def test_a_turn_in_one_round_is_registered_twice_only():
+    staged, conn = Staged(flushed=0, target=0), Conn()
+    fr = FlushReplies(reply)
+    for i in range(5):
+        fr.add(staged, conn, request(), put(i * 100), i, "T")
+    await turn()
+    assert staged.registered == [500, 100] and conn.sent == []
+    staged.resolve(staged.open)
+    assert [r.remark for r in conn.sent] == [f"T:{i}" for i in range(5)]

@@ -377,3 +377,53 @@ async def test_async_flush_goes_through_the_helper_and_survives_its_death(tmp_pa
     assert not pipe.alive and threaded  # synced by the thread from then on
     assert not pid_alive(pid)
     await store.shutdown()
+
+
+async def test_an_end_the_fsync_in_flight_covers_rides_it_not_the_next_one(tmp_path):
+    # A put written before the fsync started but registered after a later put (a turn's
+    # puts register at its end) is answered by that fsync, not left for the next one; and
+    # when it ends, the next fsync starts at once for the later put
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    os.kill(gc._proc.pid, signal.SIGSTOP)  # the fsync asked for below waits for SIGCONT
+    try:
+        first = store.put_message(make_msg(0))  # a lone put: its fsync is asked for at once
+        assert gc._inflight is not None
+        second = store.put_message(make_msg(1))
+        later = store.flush_waiter(second)
+        riding = store.flush_waiter(first)
+        assert later is not None and riding is not None and riding is not later
+        assert not riding.done() and not later.done() and gc.pending == 2
+    finally:
+        os.kill(gc._proc.pid, signal.SIGCONT)
+    assert await asyncio.wait_for(riding, 10) is True
+    assert first.append is not None and second.append is not None
+    flushed = store.commitlog.mfq.flushed_where
+    assert first.append.wrote_offset + first.append.wrote_bytes <= flushed
+    assert await asyncio.wait_for(later, 10) is True
+    assert store.commitlog.mfq.flushed_where >= second.append.wrote_offset + second.append.wrote_bytes
+    assert gc.pending == 0
+    await store.shutdown()
+
+
+async def test_puts_since_an_fsync_started_get_the_next_one_as_it_ends(tmp_path):
+    # puts that no round holds yet (their turn has not ended) are synced by an fsync started
+    # as the one in flight ends: the disk is not left idle until they register
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    os.kill(gc._proc.pid, signal.SIGSTOP)
+    try:
+        first = store.put_message(make_msg(0))  # lone: its fsync is asked for at once
+        unregistered = store.put_message(make_msg(1))
+    finally:
+        os.kill(gc._proc.pid, signal.SIGCONT)
+    assert first.append is not None and unregistered.append is not None
+    end = unregistered.append.wrote_offset + unregistered.append.wrote_bytes
+    async with asyncio.timeout(10):
+        while store.commitlog.mfq.flushed_where < end:  # noqa: ASYNC110 - no event to wait on
+            await asyncio.sleep(0.005)
+    waiter = store.flush_waiter(unregistered)
+    assert waiter is not None and waiter.done() and waiter.result() is True
+    await store.shutdown()
