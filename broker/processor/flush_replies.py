@@ -5,10 +5,13 @@ How a SYNC_FLUSH send (``WAIT`` true, no SYNC_MASTER replication) is answered:
 1. the send processor puts the message synchronously and hands the put here (:meth:`add`);
    the handler returns no reply, as a held pull does;
 2. the puts of one loop turn (every request decoded from the reads of that turn) are
-   registered with the store's group commit together (``MessageStore.flush_waiter``), once,
-   for the turn's highest end offset, by a callback run right after the turn. Registering
-   each put as it happened would let the first one start an fsync that covers only itself,
-   splitting the turn's sends over two fsyncs;
+   registered with the store's group commit together (``MessageStore.flush_waiter``), for
+   the turn's highest end offset and its first put's, by a callback run right after the turn.
+   Registering each put as it happened would let the first one start an fsync that covers
+   only itself, splitting the turn's sends over two fsyncs. When an fsync started during the
+   turn (the last one ended mid-turn, and the next started at once for the puts so far), the
+   two land in different rounds: the puts it covers ride it, the rest wait for the next;
+   the boundary is found by bisection (``_split``, a registration per probe);
 3. one callback per round, run by the group commit in the call that resolves the round (no
    loop turn between the fsync's end and the replies), answers every send the round covers,
    in arrival order:

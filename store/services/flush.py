@@ -195,10 +195,15 @@ class GroupCommitService(CommitLogSyncService):
     Waiters join the *open round* and all await its one future (no future, queue entry or
     wake-up per message). One fsync runs at a time, in a helper process (``fsync_process``:
     no wait for the GIL before it starts or after it ends) or, if that cannot run, in the
-    executor; it covers everything written when it started and closes the open round. Its
-    completion resolves every round it covered with one ``set_result`` each, and the next fsync starts at once if waiters
-    arrived meanwhile: the waiters split into two groups, one putting while the other's data
-    is being synced.
+    executor; it covers everything written when it started (``_target``) and closes the open
+    round, which becomes its *riding round*: a waiter registered later for an end it covers
+    (written before it started) joins that round, not the next. Its completion resolves every
+    round it covered with one ``set_result`` each, and the next fsync starts at once if
+    waiters arrived meanwhile or anything was put since it started (puts of a turn register
+    at its end, ``FlushReplies``): the waiters split into groups, some putting while the
+    others' data is being synced. Measured at 128 sends in flight (fsync helper trace, loaded
+    box): the disk's idle time between fsyncs went from a median 1.1-1.6 ms (the rest of a
+    turn's puts, then their registration) to 0.14 ms; time in fdatasync 45-57 -> 78 %.
 
     An idle service starts an fsync as soon as the open round holds half as many waiters as
     the last fsync covered (at once for a lone waiter), else in the next loop turn (one
@@ -341,8 +346,9 @@ class GroupCommitService(CommitLogSyncService):
 
     def poll(self) -> None:
         """After each put (``StoreServices.after_put``): handle the helper's answer now if it
-        has come (``FsyncProcess.answered``: no syscall); with no fsync in flight, start one
-        at once if the last one covered a single put.
+        has come (``FsyncProcess.answered``: no syscall; the next fsync then starts at once,
+        for this put too); with no fsync in flight, start one at once if the last one covered
+        a single put.
 
         The answer: a loop turn that reads and puts a burst of sends holds the reader
         callback back for up to the turn's length (measured at 128 sends in flight: a median
