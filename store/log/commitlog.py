@@ -634,7 +634,7 @@ class CommitLog:
             pos = off - mf.file_from_offset
             n = min(len(view), mf.file_size - pos)
             mf.ensure(pos + n)  # blocks first: a full disk is an OSError, not a SIGBUS
-            mf.mm[pos : pos + n] = view[:n]
+            mf.write(pos, view[:n], self.write_through)
             mf.wrote_position = pos + n
             view = view[n:]
             off += n

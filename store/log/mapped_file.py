@@ -183,7 +183,7 @@ class MappedFile:
         self.flushed_position = pos
 
     # -- io
-    def write(self, pos: int, data: bytes, through_fd: bool) -> None:
+    def write(self, pos: int, data: bytes | memoryview, through_fd: bool) -> None:
         """Copy ``data`` in at ``pos``: through the mapping, or with ``pwrite`` (``through_fd``,
         see ``CommitLog.write_through``).
 

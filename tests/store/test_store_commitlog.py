@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import struct
 
+import pytest
+
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MessageConst,
@@ -158,12 +160,14 @@ def test_ipv6_hosts_set_the_flags(open_store):
     assert ext is not None and ext.born_host == ("::1", 5) and ext.sys_flag & 0x10
 
 
-def test_ha_append_seam_replicates_byte_for_byte(open_store, tmp_path):
+@pytest.mark.parametrize("slave_flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])  # (mapped / pwrite writes)
+def test_ha_append_seam_replicates_byte_for_byte(open_store, tmp_path, slave_flush):
     master = open_store()
     for i in range(300):
         master.put_message(make_msg(i, queue_id=i % 3, body_size=300))
     master.do_reput()
-    slave = open_store(str(tmp_path / "slave"), broker_role="SLAVE")
+    slave = open_store(str(tmp_path / "slave"), broker_role="SLAVE", flush_disk_type=slave_flush)
+    assert slave.commitlog.write_through is (slave_flush == "SYNC_FLUSH")
     off = 0
     while off < master.get_max_phy_offset():
         chunk = master.get_commit_log_data(off, 777)  # odd chunks cut records anywhere
