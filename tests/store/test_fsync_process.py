@@ -408,8 +408,9 @@ async def test_an_end_the_fsync_in_flight_covers_rides_it_not_the_next_one(tmp_p
 
 
 async def test_puts_since_an_fsync_started_get_the_next_one_as_it_ends(tmp_path):
-    # puts that no round holds yet (their turn has not ended) are synced by an fsync started
-    # as the one in flight ends: the disk is not left idle until they register
+    # puts that no round holds yet (their turn has not ended), more than half as many as the
+    # fsync in flight covers, are synced by an fsync started as it ends: the disk is not left
+    # idle until they register
     store = await _started(str(tmp_path / "s"))
     gc = store._services.group_commit  # type: ignore[union-attr]
     assert gc._proc is not None
