@@ -15,9 +15,9 @@ millisecond per producer; business keys are typically a prefix plus a sequence n
 characters, not four: the tails a broker touches (hex and digit pairs) are a few hundred
 entries that stay in the CPU cache, where a 4-character tail table (65,536 hex groups alone)
 missed it on most lookups (measured 300-390 vs 260 ns per key with a scan polluting the
-cache). A head miss is computed from the head's own head (one level), so a UNIQ_KEY whose
-counter byte or millisecond changed costs two lookups more, and a random key costs one full
-hash. Tables are bounded (cleared when full) so hostile keys cannot grow memory.
+cache). A head miss is computed from the head's own head (one level; three for a UNIQ_KEY), so a
+UNIQ_KEY whose counter byte or millisecond changed costs a few lookups more, and a random key
+costs one full hash. Tables are bounded (cleared when full) so hostile keys cannot grow memory.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ _P2 = 961  # 31**2
 _MAX_HEADS = 16_384  # per topic
 _MAX_TOPICS = 1024
 _MAX_TAILS = 1 << 15  # the 16,384 ASCII pairs, and as many others
+#: levels a UNIQ_KEY's head miss is composed from before a full hash: its millisecond changes its
+#: 30- and 28-character heads together, and the 26-character one only every 256 ms, so with one
+#: level every new millisecond cost a full hash (~40k instructions; ~12.8k a key amortized at 30
+#: keys a millisecond); one send in flight, or a broker under valgrind, sees a new millisecond at
+#: every message. Business keys keep one level: a random key would only fill the table faster
+_UNIQ_DEPTH = 3
 
 #: topic -> {head: h(topic + "#" + head) * 31**2 mod 2**32} (pre-multiplied: one op less per key)
 _HEADS: dict[str, dict[str, int]] = {}
@@ -79,17 +85,24 @@ def _tail_hash(tail: str) -> int | None:
     return t
 
 
-def _head_p2(heads: dict[str, int], topic: str, head: str) -> int:
-    """``h(topic + "#" + head) * 31**2`` (mod 2**32), cached in ``heads``."""
+def _head_p2(heads: dict[str, int], topic: str, head: str, depth: int = 1) -> int:
+    """``h(topic + "#" + head) * 31**2`` (mod 2**32), cached in ``heads``; a miss is composed
+    from the head's own head, recursively down to ``depth`` levels, then one full hash."""
     hp = heads.get(head)
     if hp is None:
         t = _tail_hash(head[-2:]) if len(head) >= 2 else None
         if t is not None:
-            # one level down: the head of the head is usually cached (UNIQ_KEY: a new counter byte)
             inner = head[:-2]
             ip = heads.get(inner)
             if ip is None:
-                ip = heads[inner] = (java_string_hash(f"{topic}#{inner}") * _P2) & _M
+                ip = (
+                    _head_p2(heads, topic, inner, depth - 1)
+                    if depth > 1
+                    else (java_string_hash(f"{topic}#{inner}") * _P2) & _M
+                )
+                if len(heads) >= _MAX_HEADS:
+                    heads.clear()
+                heads[inner] = ip
             hp = ((ip + t) * _P2) & _M
         else:
             hp = (java_string_hash(f"{topic}#{head}") * _P2) & _M
@@ -125,11 +138,11 @@ def fold_hash(u: int) -> int:
     return _fold(u & _M)
 
 
-def _slow(heads: dict[str, int], topic: str, key: str) -> int:
+def _slow(heads: dict[str, int], topic: str, key: str, depth: int = 1) -> int:
     if len(key) >= 2:
         t = _tail_hash(key[-2:])
         if t is not None:
-            return _fold((_head_p2(heads, topic, key[:-2]) + t) & _M)
+            return _fold((_head_p2(heads, topic, key[:-2], depth) + t) & _M)
     return _fold(java_string_hash(f"{topic}#{key}") & _M)
 
 
@@ -164,7 +177,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
             u = (heads[uniq_key[:-2]] + tails[uniq_key[-2:]]) & 0xFFFFFFFF
             out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
         except KeyError:
-            out.append(_slow(heads, topic, uniq_key))
+            out.append(_slow(heads, topic, uniq_key, _UNIQ_DEPTH))
     if keys:
         for k in keys.split(" ") if " " in keys else (keys,):
             if k:

@@ -239,6 +239,30 @@ def test_tail_table_holds_every_ascii_pair_and_uniq_keys_hash_without_a_miss():
     assert len(slow_calls) <= len({k[:-2] for k in keys})
 
 
+def test_a_uniq_key_of_a_new_millisecond_is_composed_not_hashed_whole(monkeypatch):
+    """One send in flight (or a broker under valgrind) sees a new millisecond at every message:
+    its UNIQ_KEY's 30- and 28-character heads are both new, and the 26-character one is not."""
+    from pocketmq.store.index import hash as index_hash
+
+    prefix = "C0A8010A1234ABCD0001"  # IP, pid, class-loader hash
+    keys = [f"{prefix}{(5_000_000 + i * 3) & 0xFFFFFFFF:08X}{i & 0xFFFF:04X}" for i in range(3000)]
+    full = []
+    real = index_hash.java_string_hash
+    monkeypatch.setattr(index_hash, "java_string_hash", lambda s: full.append(s) or real(s))
+    for key in keys:
+        assert topic_key_hashes("TopicNewMs", key, None) == [_ref_hash("TopicNewMs", key)]
+    # a full hash when the 26-character head is new (every 256 ms: 3000 keys 3 ms apart span
+    # ~35 of them), not one per key
+    assert len(full) <= 40, len(full)
+    # business keys keep one level: a random key is hashed once, never composed level by level
+    full.clear()
+    rnd = random.Random(5)
+    for _ in range(200):
+        key = "%032x" % rnd.getrandbits(128)
+        assert topic_key_hashes("TopicNewMs", None, key) == [_ref_hash("TopicNewMs", key)]
+    assert len(full) == 200
+
+
 def test_hash_of_integer_min_value_folds_to_zero():
     # find a key whose topic#key hash is Integer.MIN_VALUE through the composition rule
     target = 0x80000000
