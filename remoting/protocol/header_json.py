@@ -75,6 +75,8 @@ LANGUAGE_BYTES = _LANGUAGE_BYTES
 dumps = _dumps
 #: Credential keys the C++ client always sends, empty when no ACL is configured.
 _EMPTY_MEANS_ABSENT = frozenset(("Signature", "AccessKey", "OnsChannel"))
+#: the only value type of a well-formed extFields object (orjson makes exact ``str``s)
+_STR_ONLY = frozenset((str,))
 
 #: Defence against absurd headers: more ext fields than this is a protocol error.
 MAX_EXT_FIELDS = 4096
@@ -138,19 +140,21 @@ def decode_header(
     ):
         if raw_ext is None:
             return code, language, version, opaque, flag, remark, None
-        if type(raw_ext) is dict and len(raw_ext) <= MAX_EXT_FIELDS:
-            for value in raw_ext.values():
-                if type(value) is not str:
-                    break
-            else:
-                # only an *empty* credential key needs the checked path (it means "absent");
-                # signed requests (ACL) stay on this one
-                # (``in`` first: no method call when no credential key is sent, without ACL)
-                if not ("Signature" in raw_ext or "AccessKey" in raw_ext or "OnsChannel" in raw_ext):
-                    return code, language, version, opaque, flag, remark, raw_ext
-                get = raw_ext.get
-                if get("Signature") != "" and get("AccessKey") != "" and get("OnsChannel") != "":
-                    return code, language, version, opaque, flag, remark, raw_ext
+        # every value a str: one C-level pass (a Python loop over the values cost ~100 opcodes
+        # on a send's 13 fields)
+        if (
+            type(raw_ext) is dict
+            and len(raw_ext) <= MAX_EXT_FIELDS
+            and _STR_ONLY.issuperset(map(type, raw_ext.values()))
+        ):
+            # only an *empty* credential key needs the checked path (it means "absent");
+            # signed requests (ACL) stay on this one
+            # (``in`` first: no method call when no credential key is sent, without ACL)
+            if not ("Signature" in raw_ext or "AccessKey" in raw_ext or "OnsChannel" in raw_ext):
+                return code, language, version, opaque, flag, remark, raw_ext
+            get = raw_ext.get
+            if get("Signature") != "" and get("AccessKey") != "" and get("OnsChannel") != "":
+                return code, language, version, opaque, flag, remark, raw_ext
     return _decode_checked(obj)
 
 
