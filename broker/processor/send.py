@@ -79,7 +79,7 @@ from pocketmq.remoting.protocol.codes import (
     RequestCode,
     ResponseCode,
 )
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import PREFIX, EncodedReply, RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     MessageIllegalError,
     NoPermissionError,
@@ -119,6 +119,10 @@ _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SUCCESS = int(ResponseCode.SUCCESS)
 _JAVA = LanguageCode.JAVA
+_RESPONSE = int(RPC_TYPE_RESPONSE)
+_VERSION = int(CURRENT_VERSION)
+_new = object.__new__
+_pack_prefix = PREFIX.pack
 _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 
@@ -402,17 +406,38 @@ class SendMessageProcessor:
             self.stats.on_put(topic, append.msg_num, append.wrote_bytes)
         if status is _PUT_OK and append is not None:
             # The hot path: one dict literal, the reply built directly.
+            msg_id = self._msg_id(append)
+            qid = str(queue_id)
+            qoff = str(append.logics_offset)
             ext = {
                 "MSG_REGION": s.region,
                 "TRACE_ON": s.trace_on,
-                "msgId": self._msg_id(append),
-                "queueId": str(queue_id),
-                "queueOffset": str(append.logics_offset),
+                "msgId": msg_id,
+                "queueId": qid,
+                "queueOffset": qoff,
             }
-            return RemotingCommand(
-                _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
-                request.serialize_type,
-            )  # fmt: skip
+            parts = s.send_ok
+            if request.serialize_type or parts is None:
+                return RemotingCommand(
+                    _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
+                    request.serialize_type,
+                )  # fmt: skip
+            # the frame head rendered now from the template (EncodedReply): no extFields dump
+            opaque = request.opaque
+            p0, p1, p2, p3, p4 = parts
+            header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
+            reply = _new(EncodedReply)
+            reply.code, reply.opaque, reply.flag, reply.remark, reply.ext_fields = (
+                _SUCCESS,
+                opaque,
+                _RESPONSE,
+                None,
+                ext,
+            )
+            reply.body, reply.language, reply.version, reply.serialize_type = None, _JAVA, _VERSION, 0
+            reply.head = _pack_prefix(4 + len(header), len(header)) + header
+            reply.head_opaque = opaque
+            return reply
         code, remark = PUT_STATUS_REPLY.get(status, PUT_STATUS_DEFAULT)
         ext = {"MSG_REGION": s.region, "TRACE_ON": s.trace_on}
         if append is not None and status.is_ok:

@@ -16,7 +16,6 @@ parsed as decimal (``Integer`` fields must fit int32); booleans follow ``Boolean
 from __future__ import annotations
 
 import dataclasses
-import operator
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
@@ -134,43 +133,20 @@ def _kind_of(hint: Any) -> tuple[str, bool]:
 def _gen_parser(
     cls: type, table: tuple[tuple[str, str, str | None, str, bool, bool], ...], v2: bool
 ) -> Callable[..., Any]:
-    # The required fields are read with one ``itemgetter`` call (a C loop: ~35 opcodes fewer
-    # than a subscript and a None test each on a send's 8), the optional ones by ``ext.get``.
-    # A missing or None required field sends the whole parse to ``_generic_parse``, which
-    # raises the error of the first bad field in table order, as a field-by-field parse does.
-    keys = [(row[2] if v2 and row[2] else row[1]) for row in table]
-    required = [(row, key) for row, key in zip(table, keys, strict=True) if row[4]]
-    lines = ["def parse(cls, ext):", "    if ext is None: ext = {}"]
-    if required:
-        # (int and bool fields are unpacked as their text, ``v_<attr>``, and converted below)
-        names = "".join(f"{row[0] if row[3] == 'str' else 'v_' + row[0]}, " for row, _key in required)
-        lines += [
-            "    try:",
-            "        t = _req(ext)" if len(required) > 1 else f"        t = (ext[{required[0][1]!r}],)",
-            "    except KeyError:",
-            f"        return _generic_parse(cls, ext, v2={v2!r})",
-            f"    if None in t: return _generic_parse(cls, ext, v2={v2!r})",
-            f"    {names}= t",
-        ]
-    if len(required) < len(table):
-        lines.append("    g = ext.get")
-    for (attr, _name, _v2name, kind, req, int32), key in zip(table, keys, strict=True):
-        ind, v = "    ", "v"
-        if req:
-            if kind == "str":
-                continue
-            v = f"v_{attr}"
-        elif kind == "str":
-            lines.append(f"    {attr} = g({key!r})")
-            if table_default_is_none(cls, attr):
-                continue
-            lines.append(f"    if {attr} is None: {attr} = _default_{attr}")
-            continue
+    # Required fields are read by subscript inside one try (a dict subscript is a single
+    # specialised opcode; ``ext.get`` is a method call per field): the KeyError of the first
+    # missing one, in table order, becomes the same error the per-field check raised.
+    lines = ["def parse(cls, ext):", "    if ext is None: ext = {}", "    g = ext.get", "    try:"]
+    for attr, name, v2name, kind, required, int32 in table:
+        key = v2name if v2 and v2name else name
+        if required:
+            lines.append(f"        v = ext[{key!r}]")
+            lines.append(f"        if v is None: raise _missing(cls, {key!r})")
         else:
-            lines.append(f"    v = g({key!r})")
-            lines.append(f"    if v is None: {attr} = _default_{attr}")
-            lines.append("    else:")
-            ind = "        "
+            lines.append(f"        v = g({key!r})")
+            lines.append(f"        if v is None: {attr} = _default_{attr}")
+            lines.append("        else:")
+        ind = "        " if required else "            "
         if kind == "int":
             # int() first (the C parser, no extra checks on the happy path); what it accepts
             # beyond plain decimals (underscores) and out-of-range values go to the checked
@@ -179,20 +155,24 @@ def _gen_parser(
             # Small values (queue ids, flags, counts: most int fields of a send) come from a
             # table first: a dict lookup is a quarter of int()'s cost.
             lines += [
-                f"{ind}{attr} = _small({v})",
+                f"{ind}{attr} = _small(v)",
                 f"{ind}if {attr} is None:",
-                f"{ind}    try: {attr} = int({v})",
-                f"{ind}    except ValueError: {attr} = _parse_int(cls, {key!r}, {v}, {int32!r})",
+                f"{ind}    try: {attr} = int(v)",
+                f"{ind}    except ValueError: {attr} = _parse_int(cls, {key!r}, v, {int32!r})",
                 f"{ind}    else:",
-                f"{ind}        if not {lo} <= {attr} <= {hi} or '_' in {v}: _parse_int(cls, {key!r}, {v}, {int32!r})",
+                f"{ind}        if not {lo} <= {attr} <= {hi} or '_' in v: _parse_int(cls, {key!r}, v, {int32!r})",
             ]
         elif kind == "bool":
             # "true"/"false" (what every client sends) decided by one comparison each
             lines.append(
-                f"{ind}{attr} = True if {v} == 'true' else False if {v} == 'false' else {v} == '1' or {v}.lower() == 'true'"
+                f"{ind}{attr} = True if v == 'true' else False if v == 'false' else v == '1' or v.lower() == 'true'"
             )
-        elif not req:
+        else:
             lines.append(f"{ind}{attr} = v")
+    if not table:
+        lines.append("        pass")
+    lines.append("    except KeyError as exc:")
+    lines.append("        raise _missing(cls, exc.args[0]) from None")
     if hasattr(cls, "__post_init__"):
         lines.append(f"    return cls({', '.join(f'{row[0]}={row[0]}' for row in table)})")
     else:
@@ -202,22 +182,16 @@ def _gen_parser(
         lines += [f"    obj.{row[0]} = {row[0]}" for row in table]
         lines.append("    return obj")
     namespace: dict[str, Any] = {
-        "_generic_parse": _generic_parse,
+        "_missing": _missing,
         "_parse_int": _parse_int,
         "_new": object.__new__,
         "_small": _SMALL_INTS.get,
-        "_req": operator.itemgetter(*(key for _row, key in required)) if len(required) > 1 else None,
     }
     for f in dataclasses.fields(typing.cast(Any, cls)):
         if f.default is not dataclasses.MISSING:
             namespace[f"_default_{f.name}"] = f.default
     exec("\n".join(lines), namespace)
     return typing.cast(Callable[..., Any], namespace["parse"])
-
-
-def table_default_is_none(cls: type, attr: str) -> bool:
-    """Whether the optional field ``attr`` defaults to None (then ``ext.get`` alone reads it)."""
-    return next(f for f in dataclasses.fields(typing.cast(Any, cls)) if f.name == attr).default is None
 
 
 def _gen_render(

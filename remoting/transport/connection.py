@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode, code_name
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
@@ -714,7 +714,7 @@ class ProcessorDispatcher:
         except Exception as exc:  # the server boundary: every failure becomes a reply
             self._reply(conn, request, self._error_reply(conn, request, exc))
             return
-        if type(result) is RemotingCommand and not hooks:
+        if (type(result) is RemotingCommand or type(result) is EncodedReply) and not hooks:
             # The hot path (a synchronous reply, no hooks); test_transport compares the two.
             # inline of connection.ProcessorDispatcher._reply
             if request.flag & _RPC_ONEWAY:
