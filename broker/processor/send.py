@@ -125,6 +125,8 @@ _new = object.__new__
 _pack_prefix = PREFIX.pack
 _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
+#: bound once (a classmethod read builds a bound method per request)
+_parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
 
 
 @dataclass(eq=False, kw_only=True)
@@ -198,7 +200,7 @@ class SendMessageProcessor:
         if code == _SEND_MESSAGE:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
         else:
-            header = SendMessageRequestHeader.from_ext_fields_v2(request.ext_fields)
+            header = _parse_v2(request.ext_fields)
         if header.batch or code == _SEND_BATCH_MESSAGE:
             reply = self._send_batch(conn, request, header)
         else:
@@ -234,7 +236,9 @@ class SendMessageProcessor:
     def _send_single(
         self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
-        s = self._settings()
+        s = self._s
+        if s.cfg is not self.state.config:  # inline of _settings
+            s = self._settings()
         tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
         body = request.body or b""
         queue_id = header.queue_id
@@ -255,7 +259,7 @@ class SendMessageProcessor:
             props,
             header.sys_flag,
             header.born_timestamp,
-            born_host_of(conn),
+            conn.attrs.get("born_host") or born_host_of(conn),  # (cached on the connection)
             self.state.store_host,
             header.reconsume_times or 0,
         )

@@ -182,7 +182,7 @@ def check_send(
         if len(ok_topics) > _OK_TOPICS_MAX:  # bounded: topic names come from clients
             ok_topics.clear()
         ok_topics.add(topic)
-    tc = topics.select_topic_config(topic)
+    tc = topics.topic_config_table.get(topic)  # inline of TopicConfigManager.select_topic_config
     if tc is None:
         sys_flag = 0
         if header.unit_mode:
@@ -201,7 +201,8 @@ def check_send(
         # Java leaves this to the route (producers only pick writable queues); a client that
         # sends anyway gets the pull side's answer instead of a silently accepted message.
         raise NoPermissionError(f"the topic[{topic}] sending message is forbidden")
-    if header.queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+    queue_id = header.queue_id
+    if queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums:  # (no max() call)
         raise RemoteSystemError(
             f"request queueId[{header.queue_id}] is illegal, {tc} Producer: {peer.remote_addr}"
         )
