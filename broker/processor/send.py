@@ -407,10 +407,15 @@ class SendMessageProcessor:
         append = result.append
         s = self._s
         if append is not None:
-            self.stats.on_put(topic, append.msg_num, append.wrote_bytes)
+            # (the put's store time is the stats' clock read: same clock, read a moment earlier)
+            self.stats.on_put(topic, append.msg_num, append.wrote_bytes, append.store_timestamp)
         if status is _PUT_OK and append is not None:
             # The hot path: one dict literal, the reply built directly.
-            msg_id = self._msg_id(append)
+            cached = self._msgid_prefix
+            if cached is not None and cached[0] is append.store_host and append.batch_offsets is None:
+                msg_id = f"{cached[1]}{append.wrote_offset:016X}"  # inline of _msg_id (the same host)
+            else:
+                msg_id = self._msg_id(append)
             qid = str(queue_id)
             qoff = str(append.logics_offset)
             ext = {
