@@ -416,8 +416,8 @@ class SendMessageProcessor:
                 msg_id = f"{cached[1]}{append.wrote_offset:016X}"  # inline of _msg_id (the same host)
             else:
                 msg_id = self._msg_id(append)
-            qid = str(queue_id)
-            qoff = str(append.logics_offset)
+            qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
+            qoff = f"{append.logics_offset}"
             ext = {
                 "MSG_REGION": s.region,
                 "TRACE_ON": s.trace_on,
