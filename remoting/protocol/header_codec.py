@@ -32,7 +32,12 @@ _SMALL_INTS = {str(i): i for i in range(-1, 1024)}
 
 
 def wire(
-    name: str, *, default: Any = dataclasses.MISSING, v2: str | None = None, int32: bool = False, big: bool = False
+    name: str,
+    *,
+    default: Any = dataclasses.MISSING,
+    v2: str | None = None,
+    int32: bool = False,
+    big: bool = False,
 ) -> Any:
     """Declare a header field: Java name ``name``, optional V2 short name, int32 range check;
     ``big``: an int field whose values are never small (a timestamp): parsed by ``int()`` only."""

@@ -389,7 +389,11 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
     broker.state.config = broker.state.config.model_copy(update={"region_id": region})
     proc = broker.send_processor
     proc._settings()  # the new config's (a send reads it first)
-    for opaque, queue_id, offset, batch in ((7, 3, 0, None), (2**31 - 1, 0, 10**12, [5, 900]), (-5, 1, 1, None)):
+    for opaque, queue_id, offset, batch in (
+        (7, 3, 0, None),
+        (2**31 - 1, 0, 10**12, [5, 900]),
+        (-5, 1, 1, None),
+    ):
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
         request.opaque = opaque
         append = AppendResult(AppendMessageStatus.PUT_OK, 4096, 100, 1, offset, 1, broker.store_host, batch)
