@@ -43,6 +43,4 @@ def test_a_producer_shape_repeated() -> None:
     for i in range(3):
         props = f"TAGS\x01TagA\x02KEYS\x01order-{i}\x02UNIQ_KEY\x01U{i}\x02TRAN_MSG\x01true\x02PGROUP\x01PG\x02CLUSTER\x01C"
         for wait in (None, "true"):
-            assert half_properties(props, wait, "BenchTx", i) == java_half_properties(
-                props, wait, "BenchTx", i
-            )
+            assert half_properties(props, wait, "BenchTx", i) == java_half_properties(props, wait, "BenchTx", i)

@@ -162,6 +162,7 @@ def test_bounded_and_the_evicted_are_read_back(tmp_path, monkeypatch) -> None:
                 end(broker, h)
 
 
+
 def test_bounded_by_the_bytes_of_the_bodies_held(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(recent_module, "MAX_BYTES", 3000)
     with offline_broker(tmp_path) as broker:
@@ -178,7 +179,6 @@ def test_bounded_by_the_bytes_of_the_bodies_held(tmp_path, monkeypatch) -> None:
         assert svc.recent.bytes == 2000 and len(svc.recent) == 2
         svc.recent.clear()
         assert svc.recent.bytes == 0
-
 
 def test_large_bodies_are_read_back(tmp_path) -> None:
     with offline_broker(tmp_path) as broker:
