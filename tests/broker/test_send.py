@@ -405,3 +405,17 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
             assert type(reply) is EncodedReply
         reply.opaque += 1  # changed after it was built: encoded the general way
         assert reply.encode_header() == RemotingCommand.encode_header(reply) != general
+
+
+def test_send_single_sets_every_message_inner_field():
+    """_send_single builds its MessageInner slot by slot (no __init__): a field added to
+    MessageInner must be set there too."""
+    import dataclasses
+    import inspect
+    import re
+
+    from pocketmq.broker.processor.send import SendMessageProcessor
+
+    source = inspect.getsource(SendMessageProcessor._send_single)
+    assigned = set(re.findall(r"^\s+inner\.(\w+) = ", source, re.MULTILINE))
+    assert assigned >= {f.name for f in dataclasses.fields(MessageInner)}
