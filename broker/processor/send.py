@@ -52,8 +52,10 @@ from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.processor.batch_body import batch_items
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
+    CLUSTER_KEY,
     DELAY_KEY,
     TRAN_KEY,
+    WAIT_KEY,
     apply_delay_level,
     delay_level_of,
     has_delay,
@@ -244,7 +246,13 @@ class SendMessageProcessor:
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
-        props, wait = stored_properties(header.properties, s.cluster)
+        sent = header.properties
+        if sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
+            # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
+            # stored_properties returns for it, without the call
+            props, wait = f"{sent}\x02{CLUSTER_KEY}{s.cluster}", True
+        else:
+            props, wait = stored_properties(sent, s.cluster)
         if (
             len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
         ):  # inline of send_checks.properties_too_long

@@ -419,3 +419,18 @@ def test_send_single_sets_every_message_inner_field():
     source = inspect.getsource(SendMessageProcessor._send_single)
     assigned = set(re.findall(r"^\s+inner\.(\w+) = ", source, re.MULTILINE))
     assert assigned >= {f.name for f in dataclasses.fields(MessageInner)}
+
+
+@pytest.mark.parametrize(
+    "sent",
+    ["UNIQ_KEY\x01ABC", "TAGS\x01t\x02UNIQ_KEY\x01ABC", "A\x01b\x02", "XWAIT\x01a", "CLUSTER\x01old\x02A\x01b", ""],
+)
+async def test_sdk_form_properties_stored_as_stored_properties_makes_them(broker, wire, sent):
+    """Sends without WAIT (the SDK's form) take an inline path in _send_single: stored the same."""
+    ext = {"a": "PG", "b": "SdkForm", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000000",
+           "h": "0", "i": sent, "j": "0", "k": "false"}  # fmt: skip
+    r = await wire.call(RequestCode.SEND_MESSAGE_V2, ext, b"body")
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    msgs = await pull_all(wire, "SdkForm", 0, int(r.ext_fields["queueOffset"]))
+    expected, _ = stored_properties(sent, "DefaultCluster")
+    assert properties_to_string(msgs[0].properties) == expected
