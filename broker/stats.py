@@ -278,9 +278,11 @@ class BrokerStatsManager:
 
     # -- feeding -------------------------------------------------------------------------------
     # on_put/on_get run once per send/pull: one clock read for their two items (not one per _add)
-    def on_put(self, topic: str, nums: int, size: int) -> None:
-        """``incTopicPutNums`` + ``incTopicPutSize`` + ``incBrokerPutNums`` for one stored send."""
-        now = self.now_ms()
+    def on_put(self, topic: str, nums: int, size: int, now: int | None = None) -> None:
+        """``incTopicPutNums`` + ``incTopicPutSize`` + ``incBrokerPutNums`` for one stored send;
+        ``now``: a read of this clock the caller already has (the put's store time)."""
+        if now is None:
+            now = self.now_ms()
         if now >= self._next_roll:
             self._roll(now)
         item = self._topic_put_nums[topic]

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.remoting.protocol.codes import ResponseCode
+from pocketmq.remoting.protocol.command import reply_template
 from pocketmq.remoting.protocol.errors import (
     NoPermissionError,
     RemoteSystemError,
@@ -101,8 +102,8 @@ class SendSettings:
     """Per-config values of the send path, computed once per config object."""
 
     __slots__ = (
-        "cfg", "cluster", "is_slave", "max_body", "max_body_fast", "policy_waits", "region", "start_accept",
-        "sync_flush_only", "sync_master_only", "trace_on", "writable",
+        "cfg", "cluster", "is_slave", "max_body", "max_body_fast", "policy_waits", "region", "send_ok",
+        "start_accept", "sync_flush_only", "sync_master_only", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
@@ -110,6 +111,17 @@ class SendSettings:
         self.cluster = cfg.broker_cluster_name
         self.region = cfg.region_id
         self.trace_on = "true" if cfg.trace_on else "false"
+        #: the SEND_OK reply header cut where msgId, queueId, queueOffset and the opaque go
+        #: (``send._reply``; None: replies are encoded the general way)
+        self.send_ok = reply_template(
+            {
+                "MSG_REGION": self.region,
+                "TRACE_ON": self.trace_on,
+                "msgId": None,
+                "queueId": None,
+                "queueOffset": None,
+            }
+        )
         self.is_slave = cfg.is_slave
         #: ``maxMessageSize``: the largest stored record
         self.max_body = cfg.store.max_message_size
@@ -170,7 +182,7 @@ def check_send(
         if len(ok_topics) > _OK_TOPICS_MAX:  # bounded: topic names come from clients
             ok_topics.clear()
         ok_topics.add(topic)
-    tc = topics.select_topic_config(topic)
+    tc = topics.topic_config_table.get(topic)  # inline of TopicConfigManager.select_topic_config
     if tc is None:
         sys_flag = 0
         if header.unit_mode:
@@ -189,7 +201,8 @@ def check_send(
         # Java leaves this to the route (producers only pick writable queues); a client that
         # sends anyway gets the pull side's answer instead of a silently accepted message.
         raise NoPermissionError(f"the topic[{topic}] sending message is forbidden")
-    if header.queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+    queue_id = header.queue_id
+    if queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums:  # (no max() call)
         raise RemoteSystemError(
             f"request queueId[{header.queue_id}] is illegal, {tc} Producer: {peer.remote_addr}"
         )

@@ -41,6 +41,7 @@ _JAVA = int(LanguageCode.JAVA)
 _CURRENT_VERSION = int(CURRENT_VERSION)
 _RPC_ONEWAY = int(RPC_ONEWAY)
 _RPC_TYPE_RESPONSE = int(RPC_TYPE_RESPONSE)
+_SUCCESS = int(ResponseCode.SUCCESS)
 _new = object.__new__
 _pack_prefix = PREFIX.pack
 _FAST_JSON = header_json.HAVE_ORJSON
@@ -205,6 +206,48 @@ class RemotingCommand:
             f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
             f"remark={self.remark!r} ext={self.ext_fields!r} body={body}B)"
         )
+
+
+class EncodedReply(RemotingCommand):
+    """A JSON reply whose frame head (length words and header) was rendered when it was built,
+    from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:
+    no extFields dump, no header formatting in ``encode_header``). Its other fields are what
+    the head was rendered from and are not changed afterwards (the dispatcher only sets the
+    same opaque and the response flag it has); a changed opaque or flag is encoded the
+    general way."""
+
+    __slots__ = ("head", "head_opaque")
+    head: bytes
+    head_opaque: int
+
+    def encode_header(self) -> bytes:
+        if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:
+            return self.head
+        return RemotingCommand.encode_header(self)
+
+
+_SLOT = "@@pocketmq-slot-%d@@"
+
+
+def reply_template(ext: dict[str, str | None]) -> tuple[str, ...] | None:
+    """The header of a JSON SUCCESS reply (JAVA, the current version, the response flag) with
+    extFields ``ext`` in its order, cut where its changing values go: each None value of
+    ``ext`` (one that needs no JSON escaping: hex digits, decimals), then the opaque. Joined
+    with those values in between (an f-string), it is byte-identical to the reply's
+    ``encode_header``, which renders it here. None if a given value holds the cut marker."""
+    filled = {key: _SLOT % i if value is None else value for i, (key, value) in enumerate(ext.items())}
+    head = header_json.encode_header(
+        _SUCCESS, _JAVA, _CURRENT_VERSION, 0, _RPC_TYPE_RESPONSE, None, filled
+    ).decode()
+    slots = [_SLOT % i for i, value in enumerate(ext.values()) if value is None]
+    if head.count("@@pocketmq-slot-") != len(slots) or head.count('"opaque":0,') != 1:
+        return None
+    parts = []
+    for slot in slots:
+        part, head = head.split(slot, 1)
+        parts.append(part)
+    part, head = head.split('"opaque":0,', 1)
+    return (*parts, part + '"opaque":', "," + head)
 
 
 def decode_command(frame: bytes | memoryview, *, json_loads: Any = None) -> RemotingCommand:

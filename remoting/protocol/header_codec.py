@@ -31,9 +31,17 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _SMALL_INTS = {str(i): i for i in range(-1, 1024)}
 
 
-def wire(name: str, *, default: Any = dataclasses.MISSING, v2: str | None = None, int32: bool = False) -> Any:
-    """Declare a header field: Java name ``name``, optional V2 short name, int32 range check."""
-    meta = {"wire": name, "v2": v2, "int32": int32}
+def wire(
+    name: str,
+    *,
+    default: Any = dataclasses.MISSING,
+    v2: str | None = None,
+    int32: bool = False,
+    big: bool = False,
+) -> Any:
+    """Declare a header field: Java name ``name``, optional V2 short name, int32 range check;
+    ``big``: an int field whose values are never small (a timestamp): parsed by ``int()`` only."""
+    meta = {"wire": name, "v2": v2, "int32": int32, "big": big}
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -137,8 +145,10 @@ def _gen_parser(
     # specialised opcode; ``ext.get`` is a method call per field): the KeyError of the first
     # missing one, in table order, becomes the same error the per-field check raised.
     lines = ["def parse(cls, ext):", "    if ext is None: ext = {}", "    g = ext.get", "    try:"]
+    bigs = {f.name for f in dataclasses.fields(typing.cast(Any, cls)) if f.metadata.get("big")}
     for attr, name, v2name, kind, required, int32 in table:
         key = v2name if v2 and v2name else name
+        big = attr in bigs
         if required:
             lines.append(f"        v = ext[{key!r}]")
             lines.append(f"        if v is None: raise _missing(cls, {key!r})")
@@ -154,8 +164,9 @@ def _gen_parser(
             lo, hi = (_INT32_MIN, _INT32_MAX) if int32 else (_INT64_MIN, _INT64_MAX)
             # Small values (queue ids, flags, counts: most int fields of a send) come from a
             # table first: a dict lookup is a quarter of int()'s cost.
+            # A field declared ``big`` (timestamps, offsets) skips the table: it would miss.
             lines += [
-                f"{ind}{attr} = _small(v)",
+                f"{ind}{attr} = None" if big else f"{ind}{attr} = _small(v)",
                 f"{ind}if {attr} is None:",
                 f"{ind}    try: {attr} = int(v)",
                 f"{ind}    except ValueError: {attr} = _parse_int(cls, {key!r}, v, {int32!r})",

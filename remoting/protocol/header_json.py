@@ -43,6 +43,26 @@ except ImportError:  # pragma: no cover
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+try:  # pragma: no cover - exercised through the module-level switch in tests
+    import msgspec
+
+    class _Header(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """The header of every well-behaved peer, typed: decoded and checked in one C call."""
+
+        code: int
+        flag: int
+        language: str
+        opaque: int
+        version: int
+        extFields: dict[str, str] | None = None
+        remark: str | None = None
+        serializeTypeCurrentRPC: str | None = None
+
+    _typed_decode: Callable[[Any], _Header] | None = msgspec.json.Decoder(_Header).decode
+except ImportError:  # pragma: no cover
+    _typed_decode = None
+
+
 def _std_loads(data: bytes) -> Any:
     return json.loads(data)
 
@@ -107,6 +127,41 @@ def decode_header(
         HeaderDecodeError: invalid UTF-8/JSON, wrong types, too many fields. ``opaque`` is set
             on the error whenever it could be read, so the server can answer SYSTEM_ERROR.
     """
+    if loads is None and _typed_decode is not None:
+        # The common header, typed by msgspec in C (every extFields value a str, ints ints, no
+        # other key): ~1/3 of orjson.loads plus the checks below. Whatever it refuses (a
+        # number where a string goes, an unknown key, invalid JSON, or anything orjson would
+        # read differently: ints past int64, which orjson makes floats) takes the orjson path
+        # below, which decides and words the outcome as before.
+        try:
+            h = _typed_decode(data)
+        except Exception:
+            pass
+        else:
+            code, opaque, flag, version, ext = h.code, h.opaque, h.flag, h.version, h.extFields
+            if (
+                -0x80000000 <= opaque <= 0x7FFFFFFF
+                and -0x80000000 <= code <= 0x7FFFFFFF
+                and -0x8000000000000000 <= flag <= 0x7FFFFFFFFFFFFFFF
+                and -0x8000000000000000 <= version <= 0x7FFFFFFFFFFFFFFF
+                and h.language in _LANGUAGE_BY_NAME
+                and (
+                    ext is None
+                    or (
+                        len(ext) <= MAX_EXT_FIELDS
+                        and (
+                            # an *empty* credential key means "absent": the orjson path drops it
+                            not ("Signature" in ext or "AccessKey" in ext or "OnsChannel" in ext)
+                            or (
+                                ext.get("Signature") != ""
+                                and ext.get("AccessKey") != ""
+                                and ext.get("OnsChannel") != ""
+                            )
+                        )
+                    )
+                )
+            ):
+                return code, _LANGUAGE_BY_NAME[h.language], version, opaque, flag, h.remark, ext
     try:
         # orjson reads bytearrays and memoryviews directly; a given ``loads`` gets bytes.
         obj = _loads(data) if loads is None else loads(bytes(data))

@@ -130,7 +130,7 @@ class SendMessageRequestHeader(CommandHeader):
     default_topic_queue_nums: int = wire("defaultTopicQueueNums", v2="d", int32=True)
     queue_id: int = wire("queueId", v2="e", int32=True)
     sys_flag: int = wire("sysFlag", v2="f", int32=True)
-    born_timestamp: int = wire("bornTimestamp", v2="g")
+    born_timestamp: int = wire("bornTimestamp", v2="g", big=True)
     flag: int = wire("flag", v2="h", int32=True)
     properties: str | None = wire("properties", v2="i", default=None)
     reconsume_times: int | None = wire("reconsumeTimes", v2="j", default=None, int32=True)

@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode, code_name
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
@@ -691,15 +691,11 @@ class ProcessorDispatcher:
 
     def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         handler = self.handlers.get(request.code, self.default_handler)
-        if handler is None:
-            # As RocketMQ: answered before any RPC hook runs.
+        if handler is None:  # as RocketMQ: answered before any RPC hook runs
             if conn.is_active:
+                remark = f" request type {request.code} not supported"
                 conn.send(
-                    RemotingCommand.response_to(
-                        request,
-                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                        f" request type {request.code} not supported",
-                    )
+                    RemotingCommand.response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
                 )
             return
         hooks = self.hooks
@@ -714,7 +710,17 @@ class ProcessorDispatcher:
         except Exception as exc:  # the server boundary: every failure becomes a reply
             self._reply(conn, request, self._error_reply(conn, request, exc))
             return
-        if type(result) is RemotingCommand and not hooks:
+        out = conn._out
+        if type(result) is EncodedReply and result.head_opaque == request.opaque and out is not None:
+            # The hottest path: a pre-rendered reply (SEND_OK) with this opaque joins the read's
+            # open batch (inline of _reply and send: the same checks)
+            if not (hooks or request.flag & _RPC_ONEWAY or conn._closing):
+                out.append(result.head)
+                if len(out) >= MAX_BATCH_PARTS:
+                    conn._write_batch(out)
+            elif hooks:
+                self._reply(conn, request, result)
+        elif (type(result) is RemotingCommand or type(result) is EncodedReply) and not hooks:
             # The hot path (a synchronous reply, no hooks); test_transport compares the two.
             # inline of connection.ProcessorDispatcher._reply
             if request.flag & _RPC_ONEWAY:
@@ -725,7 +731,7 @@ class ProcessorDispatcher:
                 conn.send(result)
             except RemotingConnectError:
                 pass  # the peer is gone: nobody to answer
-            except Exception:
+            except Exception:  # (the frame is too large to encode)
                 logger.warning(
                     "could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True
                 )
@@ -762,12 +768,8 @@ class ProcessorDispatcher:
     ) -> RemotingCommand:
         if isinstance(exc, ResponseError):
             return RemotingCommand.response_to(request, exc.response_code, exc.remark)
-        logger.error(
-            "request code=%s from %s failed",
-            code_name(request.code, response=False),
-            conn.remote_addr,
-            exc_info=exc,
-        )
+        name = code_name(request.code, response=False)
+        logger.error("request code=%s from %s failed", name, conn.remote_addr, exc_info=exc)
         return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
     def _reply(

@@ -87,6 +87,9 @@ def reput_appended(d: ReputState, budget: int) -> int:
     indexed = d.index_enable
     listener = d.listener
     lazy = wants_properties(listener)
+    # a listener's optional live view of what it waits on (the hold service's held queues):
+    # while it is empty, ``arriving`` would do nothing, so it is not called per record
+    waiting = getattr(listener, "held_queues", None)
     tag_codes = TAG_CODES
     tails = TAIL_TABLE
     backlog = d.index_backlog
@@ -167,7 +170,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                     if cq is None:
                         cq = find_or_create(topic, qid)
                     cq.put(phy, size, tags_code, qoff, ts)
-                    if listener is not None:
+                    if listener is not None and (waiting is None or waiting):
                         d.reput_from_offset = phy + size
                         listener.arriving(
                             topic,

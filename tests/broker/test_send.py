@@ -377,3 +377,60 @@ async def test_delay_goes_to_schedule_topic_with_a_schedule_service(broker, wire
             break
         await asyncio.sleep(0.01)
     assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 1
+
+
+@pytest.mark.parametrize("region", ["DefaultRegion", 'a%b"\\é\x01\u2028', "@@pocketmq-slot-0@@", ""])
+async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(broker, region):
+    """SEND_OK replies carry a head rendered from a template (command.EncodedReply): the same
+    bytes as encoding the reply's fields the general way, whatever the region's characters."""
+    from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
+    from pocketmq.store import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
+
+    broker.state.config = broker.state.config.model_copy(update={"region_id": region})
+    proc = broker.send_processor
+    proc._settings()  # the new config's (a send reads it first)
+    for opaque, queue_id, offset, batch in (
+        (7, 3, 0, None),
+        (2**31 - 1, 0, 10**12, [5, 900]),
+        (-5, 1, 1, None),
+    ):
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
+        request.opaque = opaque
+        append = AppendResult(AppendMessageStatus.PUT_OK, 4096, 100, 1, offset, 1, broker.store_host, batch)
+        reply = proc._reply(request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
+        assert reply.ext_fields["MSG_REGION"] == region
+        general = RemotingCommand.encode_header(reply)
+        assert reply.encode_header() == general
+        if region != "@@pocketmq-slot-0@@":
+            assert type(reply) is EncodedReply
+        reply.opaque += 1  # changed after it was built: encoded the general way
+        assert reply.encode_header() == RemotingCommand.encode_header(reply) != general
+
+
+def test_send_single_sets_every_message_inner_field():
+    """_send_single builds its MessageInner slot by slot (no __init__): a field added to
+    MessageInner must be set there too."""
+    import dataclasses
+    import inspect
+    import re
+
+    from pocketmq.broker.processor.send import SendMessageProcessor
+
+    source = inspect.getsource(SendMessageProcessor._send_single)
+    assigned = set(re.findall(r"^\s+inner\.(\w+) = ", source, re.MULTILINE))
+    assert assigned >= {f.name for f in dataclasses.fields(MessageInner)}
+
+
+@pytest.mark.parametrize(
+    "sent",
+    ["UNIQ_KEY\x01ABC", "TAGS\x01t\x02UNIQ_KEY\x01ABC", "A\x01b\x02", "XWAIT\x01a", "CLUSTER\x01old\x02A\x01b", ""],
+)
+async def test_sdk_form_properties_stored_as_stored_properties_makes_them(broker, wire, sent):
+    """Sends without WAIT (the SDK's form) take an inline path in _send_single: stored the same."""
+    ext = {"a": "PG", "b": "SdkForm", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000000",
+           "h": "0", "i": sent, "j": "0", "k": "false"}  # fmt: skip
+    r = await wire.call(RequestCode.SEND_MESSAGE_V2, ext, b"body")
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    msgs = await pull_all(wire, "SdkForm", 0, int(r.ext_fields["queueOffset"]))
+    expected, _ = stored_properties(sent, "DefaultCluster")
+    assert properties_to_string(msgs[0].properties) == expected

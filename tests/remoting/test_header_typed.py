@@ -1,0 +1,113 @@
+"""The typed (msgspec) header decode agrees with the orjson path on every input.
+
+``header_json.decode_header`` first tries a typed decode of the common header and falls back to
+orjson plus field checks for anything else; the fallback alone is reached by passing ``loads``.
+Whatever the bytes (valid headers, odd types, extra keys, big ints, broken UTF-8 or JSON), both
+must give the same tuple or the same error (text and opaque).
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.errors import HeaderDecodeError
+
+pytestmark = pytest.mark.skipif(header_json._typed_decode is None, reason="msgspec not installed")
+
+_EXT_KEYS = ["a", "b", "i", "Signature", "AccessKey", "OnsChannel", "x"]
+_SCALARS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([0, 1, 310, -1, 2**31, 2**63, 2**64, -(2**63) - 1, 2**64 - 1]),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=8),
+    st.sampled_from(["JAVA", "CPP", "GO", "PYTHON", "", "OTHER", "java"]),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+_EXT = st.one_of(
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(_EXT_KEYS),
+        st.one_of(st.text(max_size=6), st.just(""), _SCALARS),
+        max_size=6,
+    ),
+    _VALUES,
+)
+_KEYS = ["code", "flag", "language", "opaque", "version", "remark", "extFields", "serializeTypeCurrentRPC"]
+
+
+def _outcome(data: bytes, typed: bool) -> object:
+    try:
+        return header_json.decode_header(data) if typed else header_json.decode_header(data, orjson.loads)
+    except HeaderDecodeError as exc:
+        return ("error", str(exc), exc.opaque)
+
+
+@st.composite
+def headers(draw: st.DrawFn) -> bytes:
+    obj: dict[str, object] = {}
+    for key in _KEYS:
+        odd = draw(st.integers(0, 7)) == 0  # most fields well-formed, a few odd ones
+        if (
+            key in ("remark", "serializeTypeCurrentRPC", "extFields")
+            and draw(st.booleans())
+            or (odd and draw(st.integers(0, 3)) == 0)
+        ):
+            continue  # missing
+        if key in ("code", "flag", "opaque", "version"):
+            obj[key] = draw(_SCALARS) if odd else draw(st.integers(-(2**31), 2**31 - 1))
+        elif key == "language":
+            obj[key] = (
+                draw(_SCALARS) if odd else draw(st.sampled_from(["JAVA", "CPP", "GO", "PYTHON", "NOPE"]))
+            )
+        elif key == "extFields":
+            obj[key] = (
+                draw(_EXT) if odd else draw(st.dictionaries(st.sampled_from(_EXT_KEYS), st.text(max_size=6)))
+            )
+        else:
+            obj[key] = draw(_VALUES) if odd else draw(st.text(max_size=6))
+    if draw(st.integers(0, 4)) == 0:
+        obj[draw(st.text(max_size=5))] = draw(_VALUES)
+    text = json.dumps(obj, ensure_ascii=draw(st.booleans())).encode()
+    if draw(st.integers(0, 5)) == 0 and text:  # break a byte: bad UTF-8, bad JSON, ...
+        pos = draw(st.integers(0, len(text) - 1))
+        text = text[:pos] + bytes([draw(st.integers(0, 255))]) + text[pos + 1 :]
+    if draw(st.integers(0, 5)) == 0:
+        text += draw(st.sampled_from([b"\n", b" ", b"x", b"\xff", b"{}"]))
+    return text
+
+
+@settings(max_examples=1500)
+@given(headers())
+def test_typed_decode_matches_the_orjson_path(data: bytes) -> None:
+    assert _outcome(data, True) == _outcome(data, False)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"code":1,"flag":99999999999999999999999,"language":"JAVA","opaque":1,"version":1}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":1,"version":18446744073709551615}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":1,"version":1,"x":"\xff"}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":1,"version":1,"extFields":{"a":1}}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":1,"version":1,"extFields":{"AccessKey":""}}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":1,"version":1,"extFields":{"AccessKey":"k","a":"b"}}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":1,"version":1,"code":2}',
+        b'{"code":310,"extFields":{"a":"x","a":"y"},"flag":0,"language":"CPP","opaque":7,"version":1}\n',
+        b'{"code":1,"flag":0,"language":4,"opaque":1,"version":1}',
+        b'{"code":1,"flag":0,"language":"JAVA","opaque":2147483648,"version":1}',
+    ],
+)
+def test_edge_headers_match(data: bytes) -> None:
+    assert _outcome(data, True) == _outcome(data, False)
