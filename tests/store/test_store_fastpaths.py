@@ -258,7 +258,7 @@ def test_a_uniq_key_of_a_new_millisecond_is_composed_not_hashed_whole(monkeypatc
     full.clear()
     rnd = random.Random(5)
     for _ in range(200):
-        key = "%032x" % rnd.getrandbits(128)
+        key = f"{rnd.getrandbits(128):032x}"
         assert topic_key_hashes("TopicNewMs", None, key) == [_ref_hash("TopicNewMs", key)]
     assert len(full) == 200
 
