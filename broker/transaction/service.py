@@ -49,6 +49,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     parse_op_body,
     transaction_offset,
 )
+from pocketmq.broker.transaction.half_props import Planned
 from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
@@ -410,16 +411,17 @@ class TransactionalMessageService:
         prepared = get_property(props, _PREPARED) if _PREPARED_KEY in props else None
         # an empty WAIT is the one half whose properties Java's commit re-encodes differently
         # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
-        return self.put_half(inner, (props, get_property(props, _PGROUP), prepared), wait, sent_wait != "")
+        planned = (props, get_property(props, _PGROUP), prepared, None, None)
+        return self.put_half(inner, planned, wait, sent_wait != "")
 
     def put_half(
-        self, inner: MessageInner, planned: tuple[str, str | None, str | None], wait: bool, keep: bool = True
+        self, inner: MessageInner, planned: Planned, wait: bool, keep: bool = True
     ) -> PutResult | Awaitable[PutResult]:
         """Store ``inner`` as a half message with ``planned``: its half properties and their
         ``PGROUP`` and ``TRAN_PREPARED_QUEUE_OFFSET`` (``half_props.sent_half_properties``, from
-        the send processor, which builds them from the request's in one pass); ``keep``:
-        remember it (:mod:`.recent`)."""
-        props, pgroup, prepared = planned
+        the send processor, which builds them from the request's in one pass; the sender's
+        ``TRAN_MSG`` and ``WAIT`` there are not read here); ``keep``: remember it (:mod:`.recent`)."""
+        props, pgroup, prepared, _, _ = planned
         real_topic, real_queue_id = inner.topic, inner.queue_id
         inner.properties = props
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
