@@ -337,14 +337,17 @@ class SendMessageProcessor:
         tran, wait = planned[3], planned[4]
         if tran != "true" and (tran is None or tran.lower() != "true"):
             return None  # (stored as a plain message by the general path)
-        cfg = self.state.config
+        cfg = s.cfg  # (the broker's config: _settings renews s when it is replaced)
         if cfg.reject_transaction_message:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
         inner = MessageInner(
             topic, body, queue_id, header.flag, planned[0], header.sys_flag, header.born_timestamp,
             born_host_of(conn), self.state.store_host, header.reconsume_times or 0,
         )  # fmt: skip
-        result = self.transactions.put_half(inner, planned, wait is None or wait.lower() == "true")
+        # (put_half waits when the sender does and the flush or replication policy does: the
+        # policy is s.policy_waits, so a send under ASYNC_FLUSH skips put_half's config reads)
+        waits = s.policy_waits and (wait is None or wait.lower() == "true")
+        result = self.transactions.put_half(inner, planned, waits)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, topic)
         return self._reply_after(request, result, queue_id, topic)

@@ -627,9 +627,9 @@ class TransactionalMessageService:
                 half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
                 half.prepared_transaction_offset = offset
                 copy(half)
-            add((0, str(queue_offset).encode(), _OP_PROPERTIES))
+            add((0, b"%d" % queue_offset, _OP_PROPERTIES))
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
-                add((0, str(tx_offset).encode(), _OP_PROPERTIES))
+                add((0, b"%d" % tx_offset, _OP_PROPERTIES))
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
         if not self.store.put_run(records, op_template, ops):
             for offset, recent, commit in queued:
@@ -638,18 +638,18 @@ class TransactionalMessageService:
                 else:
                     self.rollback_recent(offset, recent)
             return
-        done, counters, table = self.done, self.counters, self.recent
+        done, table = self.done, self.recent
         entries, held = table.entries, table.bytes
-        for offset, recent, commit in queued:
-            if entries.pop(offset, None) is not None:  # inline of RecentHalves.discard
+        pop, resolve = entries.pop, done.add
+        for offset, recent, _ in queued:
+            if pop(offset, None) is not None:  # inline of RecentHalves.discard
                 held -= len(recent[0].body)
-            done.add(recent[2])
-            done.add(recent[3])
-            if commit:
-                counters.committed += 1
-            else:
-                counters.rolled_back += 1
+            resolve(recent[2])
+            resolve(recent[3])
         table.bytes = held
+        counters = self.counters
+        counters.committed += len(records)  # (one copy per commit)
+        counters.rolled_back += len(queued) - len(records)
 
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)
