@@ -67,7 +67,11 @@ def sent_half_properties(sent: str, cluster: str, topic: str, queue_id: int) -> 
             return None
         plan = planned
     _, getter, pgroup_at, prepared_at, tran_at, wait_at = plan
-    items = (*match.groups(), _CLUSTER_KEY + cluster, _REAL_TOPIC_KEY + topic, f"{_REAL_QID_KEY}{queue_id}")
+    key = (cluster, topic, queue_id)
+    added = _ADDED_ENTRIES.get(key)
+    if added is None:
+        added = _added_entries(key)
+    items = match.groups() + added
     return (
         PROPERTY_SEPARATOR.join(getter(items)),
         None if pgroup_at < 0 else items[pgroup_at][_PGROUP_CUT:],
@@ -75,6 +79,22 @@ def sent_half_properties(sent: str, cluster: str, topic: str, queue_id: int) -> 
         None if tran_at < 0 else items[tran_at][_TRAN_CUT:],
         None if wait_at < 0 else items[wait_at][_WAIT_CUT:],
     )
+
+
+#: (cluster, topic, queue id) -> the entries the half adds (CLUSTER, REAL_TOPIC, REAL_QID)
+_ADDED_ENTRIES: dict[tuple[str, str, int], tuple[str, str, str]] = {}
+
+
+def _added_entries(key: tuple[str, str, int]) -> tuple[str, str, str]:
+    cluster, topic, queue_id = key
+    if len(_ADDED_ENTRIES) > 4096:  # topics x queues of one broker; keep hostile input bounded
+        _ADDED_ENTRIES.clear()
+    added = _ADDED_ENTRIES[key] = (
+        _CLUSTER_KEY + cluster,
+        _REAL_TOPIC_KEY + topic,
+        f"{_REAL_QID_KEY}{queue_id}",
+    )
+    return added
 
 
 def _plan_of(items: list[str]) -> Plan | None:
