@@ -32,8 +32,18 @@
    slower there, so more frames arrive per read than at full speed; ``brokerFastFailureEnable``
    is off, or requests would be refused for waiting).
 
+5. ``--callgrind-offline N`` (instead of the above): the broker's work per plain send and per
+   transaction in one process without sockets, counted by callgrind: ``N`` requests decoded from
+   their frames (the bytes a producer sends, 1 KB bodies, 16 a loop turn, each transaction's
+   END_TRANSACTION in the next turn's frames), the send processor, each reply's header encoded,
+   the END_TRANSACTION processor and its end-of-turn store, and reput after each turn. The
+   same instructions every run (UNIQ_KEYs built from a counter, no clock in the workload), so
+   it shows changes of a few thousand instructions that ``--callgrind``'s spread (several
+   percent between runs of the same code: the pace under valgrind moves the work per read and
+   the UNIQ_KEY hash-cache misses) hides; no socket or event-loop work is in it.
+
 Usage: ``python bench/transaction_bench.py [--secs 10] [--halves 100000] [--turn 16] [--skip-throughput]``
-or ``python bench/transaction_bench.py --callgrind 10``.
+or ``python bench/transaction_bench.py --callgrind 10`` or ``... --callgrind-offline 2000``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
 """
 
@@ -45,6 +55,7 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,7 +71,8 @@ from pocketmq.broker.controller import BrokerController
 from pocketmq.client import Message, Producer, TransactionState
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.remoting.protocol.message import UniqIdGenerator, properties_to_string
+from pocketmq.remoting.protocol.frame import FrameDecoder
+from pocketmq.remoting.protocol.message import UniqIdGenerator, decode_offset_msg_id, properties_to_string
 from pocketmq.remoting.protocol.registration import KVTable
 from pocketmq.store import MessageInner
 from pocketmq.testing.wire import Wire
@@ -445,6 +457,138 @@ def end_transaction_cpu(n: int = 4000, rounds: int = 8, turn: int = 16) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _self_callgrind(*args: str) -> None:
+    """``callgrind_control`` on this process (under valgrind), waited for while this process
+    keeps running (valgrind serves the request between its instructions, not in a wait)."""
+    proc = subprocess.Popen(
+        ["callgrind_control", *args, str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    while proc.poll() is None:
+        time.sleep(0.02)
+
+
+def _frames(n: int, tx: bool) -> list[bytes]:
+    """SEND_MESSAGE_V2 frames as the SDK's producer sends them (a half: TRAN_MSG, PGROUP)."""
+    body = bytes(range(256)) * 4
+    out = []
+    for i in range(1, n + 1):
+        uniq = f"7F0000010A6B18B4AAC2{0x2794EB2C + i // 8:08X}{i & 0xFFFF:04X}"  # a "millisecond" per 8
+        props = f"UNIQ_KEY\x01{uniq}" + ("\x02TRAN_MSG\x01true\x02PGROUP\x01BenchTxPG" if tx else "")
+        ext = {"a": "BenchTxPG" if tx else "BenchPG", "b": "BenchTx" if tx else "BenchPlain", "c": "TBW102",
+               "d": "4", "e": str(i % 4), "f": "4" if tx else "0", "g": "1764100000000", "h": "0", "i": props,
+               "j": "0", "k": "false", "m": "false"}  # fmt: skip
+        out.append(
+            RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext, body=body, opaque=i).encode()
+        )
+    return out
+
+
+def _end_frames(replies: list[RemotingCommand]) -> bytes:
+    """The oneway END_TRANSACTION (commit) frames of the halves ``replies`` answered."""
+    frames = []
+    for r in replies:
+        ext = r.ext_fields or {}
+        _, _, phy = decode_offset_msg_id(ext["msgId"])
+        uniq = f"U{r.opaque:031d}"
+        fields = {"producerGroup": "BenchTxPG", "tranStateTableOffset": ext["queueOffset"],
+                  "commitLogOffset": str(phy), "commitOrRollback": "8", "fromTransactionCheck": "false",
+                  "msgId": uniq, "transactionId": uniq}  # fmt: skip
+        frames.append(RemotingCommand(code=RequestCode.END_TRANSACTION, ext_fields=fields, flag=2).encode())
+    return b"".join(frames)
+
+
+def offline_ops(n: int, tx: bool, turn: int = 16) -> None:
+    """``--callgrind-offline``'s workload (module docstring, 5.), run under callgrind: dumps
+    ``window`` (the workload) and ``client`` (the END_TRANSACTION frames built again: producer
+    work inside the window, subtracted)."""
+    root = tempfile.mkdtemp(prefix="pocketmq-txbench-")
+    try:
+        broker = offline_broker(root)
+        send, end = broker.send_processor.process, broker.end_transaction_processor.end_transaction
+        conn: Any = argparse.Namespace(attrs={}, remote_addr="127.0.0.1:5555")
+        loop = asyncio.new_event_loop()
+        frames = _frames(n + 1, tx)
+
+        async def warm_up() -> None:  # the topics created, their config written
+            for cmd in FrameDecoder().feed(frames.pop(0)):
+                r = send(conn, cmd)
+                r = r if isinstance(r, RemotingCommand) else await r  # type: ignore[misc]
+                for c in FrameDecoder().feed(_end_frames([r]) if tx else b""):
+                    end(conn, c)
+            await asyncio.sleep(0)  # the END_TRANSACTION stored (its op topic created)
+            # the topics' config writes (replies wait for them while they run)
+            await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))
+            assert broker.send_processor.topics.durable is None
+            broker.store.do_reput()
+
+        answered: list[RemotingCommand] = []
+
+        async def window() -> None:
+            decoder, ends = FrameDecoder(), b""
+            _self_callgrind("-z")
+            for k in range(0, n, turn):
+                replies = []
+                for cmd in decoder.feed(b"".join(frames[k : k + turn]) + ends):
+                    if cmd.code == RequestCode.END_TRANSACTION:
+                        end(conn, cmd)
+                    else:
+                        r = send(conn, cmd)
+                        assert isinstance(r, RemotingCommand), r
+                        r.encode_header()  # the reply's header, as the connection writes it
+                        replies.append(r)
+                await asyncio.sleep(0)  # the turn ends: END_TRANSACTIONs stored
+                broker.store.do_reput()
+                ends = _end_frames(replies) if tx else b""
+                answered.extend(replies)
+            for cmd in decoder.feed(ends):
+                end(conn, cmd)
+            await asyncio.sleep(0)
+            broker.store.do_reput()
+            _self_callgrind("-d", "window")
+
+        loop.run_until_complete(warm_up())
+        loop.run_until_complete(window())
+        _self_callgrind("-z")
+        for k in range(0, n, turn):
+            if tx:
+                _end_frames(answered[k : k + turn])
+        _self_callgrind("-d", "client")
+        loop.close()
+        assert broker.transactional_message_service.counters.committed == (n + 1 if tx else 0)
+        broker.store.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def offline_instructions(n: int) -> None:
+    """``--callgrind-offline`` (module docstring, 5.): ``offline_ops`` under valgrind, per kind."""
+    tmp = tempfile.mkdtemp(prefix="pocketmq-txbench-cg-")
+    try:
+        per_op = {}
+        for tx in (False, True):
+            out = os.path.join(tmp, f"callgrind.{'tx' if tx else 'plain'}")
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                 os.path.abspath(__file__), "--offline-ops", "tx" if tx else "plain", str(n)],
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            per_op[tx] = (_window_instructions(out) - _window_instructions(out, "client")) / n
+            run = "transactions" if tx else "plain_sends"
+            print(json.dumps({"bench": "offline_instructions", "run": run, "ops": n,
+                              "broker_instructions_per_op": round(per_op[tx])}), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "bench": "offline_instructions",
+                    "plain_vs_transactions": round(per_op[False] / per_op[True], 3),
+                }
+            ),
+            flush=True,
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--secs", type=float, default=10.0)
@@ -454,7 +598,17 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
     parser.add_argument("--callgrind-keep", metavar="DIR", help="copy --callgrind's output files to DIR")
+    parser.add_argument(
+        "--callgrind-offline", type=int, metavar="N", help="in-process instructions per op only"
+    )
+    parser.add_argument("--offline-ops", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.offline_ops:
+        offline_ops(int(args.offline_ops[1]), args.offline_ops[0] == "tx")
+        return
+    if args.callgrind_offline:
+        offline_instructions(args.callgrind_offline)
+        return
     if args.callgrind:
         broker_instructions(args.callgrind, args.inflight, args.callgrind_keep)
         return

@@ -129,6 +129,10 @@ _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
+#: _send_half's bound on len(request properties) + len(cluster name): the stored string (minus
+#: WAIT, plus the separator and ``CLUSTER\x01`` and the name) then has at most
+#: MAX_PROPERTIES_LENGTH characters, so the general path's length check cannot refuse it
+_HALF_FAST_MAX_PROPS = MAX_PROPERTIES_LENGTH - len(CLUSTER_KEY) - 1
 
 
 @dataclass(eq=False, kw_only=True)
@@ -246,7 +250,11 @@ class SendMessageProcessor:
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
-        sent = header.properties
+        sent = header.properties or ""
+        if TRAN_KEY in sent and self.transactions is not None:  # a half: its fast path (_send_half)
+            half = self._send_half(conn, request, header, s, tc, body, queue_id, sent)
+            if half is not None:
+                return half
         if sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
             # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
             # stored_properties returns for it, without the call
@@ -311,6 +319,55 @@ class SendMessageProcessor:
         ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         return self._reply(request, result, queue_id, inner.topic)
+
+    def _send_half(
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        s: SendSettings,
+        tc: TopicConfig,
+        body: bytes,
+        queue_id: int,
+        sent: str,
+    ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
+        """A half message stored without the stored-properties step (the half's properties come
+        from the request's: ``half_props.sent_half_properties``, whose split also gives the
+        sender's ``TRAN_MSG`` and ``WAIT``); None: the general path decides (the same checks and
+        outcome). Taken only where that path's checks cannot fail and change nothing: no
+        ``DELAY`` (no schedule rewrite, no delayed retry), not a ``%RETRY%`` or MULTI_TAG topic
+        (no DLQ rewrite or sysFlag change), a body under ``max_body_fast`` and properties whose
+        stored string (the request's minus ``WAIT``, plus ``CLUSTER``) cannot pass
+        ``MAX_PROPERTIES_LENGTH`` characters, which is what the general path checks first."""
+        if (
+            DELAY_KEY in sent
+            or len(body) > s.max_body_fast
+            or len(sent) + len(s.cluster) > _HALF_FAST_MAX_PROPS
+            or header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            or tc.topic_filter_type is _MULTI_TAG
+        ):
+            return None
+        topic = header.topic
+        planned = sent_half_properties(sent, s.cluster, topic, queue_id)
+        if planned is None:
+            return None
+        tran, wait = planned[3], planned[4]
+        if tran != "true" and (tran is None or tran.lower() != "true"):
+            return None  # (stored as a plain message by the general path)
+        cfg = s.cfg  # (the broker's config: _settings renews s when it is replaced)
+        if cfg.reject_transaction_message:
+            raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
+        inner = MessageInner(
+            topic, body, queue_id, header.flag, planned[0], header.sys_flag, header.born_timestamp,
+            born_host_of(conn), self.state.store_host, header.reconsume_times or 0,
+        )  # fmt: skip
+        # (put_half waits when the sender does and the flush or replication policy does: the
+        # policy is s.policy_waits, so a send under ASYNC_FLUSH skips put_half's config reads)
+        waits = s.policy_waits and (wait is None or wait.lower() == "true")
+        result = self.transactions.put_half(inner, planned, waits)
+        if isinstance(result, PutResult):
+            return self._reply(request, result, queue_id, topic)
+        return self._reply_after(request, result, queue_id, topic)
 
     def _prepare_transaction(
         self,

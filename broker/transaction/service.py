@@ -49,6 +49,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     parse_op_body,
     transaction_offset,
 )
+from pocketmq.broker.transaction.half_props import Planned
 from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
@@ -410,16 +411,17 @@ class TransactionalMessageService:
         prepared = get_property(props, _PREPARED) if _PREPARED_KEY in props else None
         # an empty WAIT is the one half whose properties Java's commit re-encodes differently
         # (it drops the entry): those are read back (``commit``); see :mod:`.recent`
-        return self.put_half(inner, (props, get_property(props, _PGROUP), prepared), wait, sent_wait != "")
+        planned = (props, get_property(props, _PGROUP), prepared, None, None)
+        return self.put_half(inner, planned, wait, sent_wait != "")
 
     def put_half(
-        self, inner: MessageInner, planned: tuple[str, str | None, str | None], wait: bool, keep: bool = True
+        self, inner: MessageInner, planned: Planned, wait: bool, keep: bool = True
     ) -> PutResult | Awaitable[PutResult]:
         """Store ``inner`` as a half message with ``planned``: its half properties and their
         ``PGROUP`` and ``TRAN_PREPARED_QUEUE_OFFSET`` (``half_props.sent_half_properties``, from
-        the send processor, which builds them from the request's in one pass); ``keep``:
-        remember it (:mod:`.recent`)."""
-        props, pgroup, prepared = planned
+        the send processor, which builds them from the request's in one pass; the sender's
+        ``TRAN_MSG`` and ``WAIT`` there are not read here); ``keep``: remember it (:mod:`.recent`)."""
+        props, pgroup, prepared, _, _ = planned
         real_topic, real_queue_id = inner.topic, inner.queue_id
         inner.properties = props
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
@@ -625,9 +627,9 @@ class TransactionalMessageService:
                 half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
                 half.prepared_transaction_offset = offset
                 copy(half)
-            add((0, str(queue_offset).encode(), _OP_PROPERTIES))
+            add((0, b"%d" % queue_offset, _OP_PROPERTIES))
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
-                add((0, str(tx_offset).encode(), _OP_PROPERTIES))
+                add((0, b"%d" % tx_offset, _OP_PROPERTIES))
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
         if not self.store.put_run(records, op_template, ops):
             for offset, recent, commit in queued:
@@ -636,18 +638,18 @@ class TransactionalMessageService:
                 else:
                     self.rollback_recent(offset, recent)
             return
-        done, counters, table = self.done, self.counters, self.recent
+        done, table = self.done, self.recent
         entries, held = table.entries, table.bytes
-        for offset, recent, commit in queued:
-            if entries.pop(offset, None) is not None:  # inline of RecentHalves.discard
+        pop, resolve = entries.pop, done.add
+        for offset, recent, _ in queued:
+            if pop(offset, None) is not None:  # inline of RecentHalves.discard
                 held -= len(recent[0].body)
-            done.add(recent[2])
-            done.add(recent[3])
-            if commit:
-                counters.committed += 1
-            else:
-                counters.rolled_back += 1
+            resolve(recent[2])
+            resolve(recent[3])
         table.bytes = held
+        counters = self.counters
+        counters.committed += len(records)  # (one copy per commit)
+        counters.rolled_back += len(queued) - len(records)
 
     def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
         self.recent.discard(commit_log_offset)

@@ -1,7 +1,8 @@
 """``sent_half_properties`` (the prepare's one-pass path from the sender's properties) gives
 the bytes of the general path -- the send path's stored string (``stored_properties``) through
 ``java_half_properties`` (the map path, checked against Apache 4.9.7) -- and the ``PGROUP`` and
-``TRAN_PREPARED_QUEUE_OFFSET`` values read from them, or declines (None)."""
+``TRAN_PREPARED_QUEUE_OFFSET`` values read from them, the ``TRAN_MSG`` value the general path
+reads and the sender's ``WAIT``, or declines (None)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,18 @@ from tests.broker.transaction.test_half_properties import random_props
 SENT_VALUES = ["v", "true", "7", "x\x01", "\x01y"]
 
 
-def general_path(sent: str, cluster: str, topic: str, queue_id: int) -> tuple[str, str | None, str | None]:
+def general_path(
+    sent: str, cluster: str, topic: str, queue_id: int
+) -> tuple[str, str | None, str | None, str | None, str | None]:
     stored, _ = stored_properties(sent, cluster)
     half = java_half_properties(stored, get_property(sent, MessageConst.WAIT), topic, queue_id)
     return (
         half,
         get_property(half, MessageConst.PGROUP),
         get_property(half, MessageConst.TRAN_PREPARED_QUEUE_OFFSET),
+        # the values the send processor's half branch checks: what it reads from the stored string
+        get_property(stored, MessageConst.TRAN_MSG),
+        get_property(sent, MessageConst.WAIT),
     )
 
 
