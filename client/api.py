@@ -243,17 +243,11 @@ class MQClientAPI(AdminCalls):
         code = _SEND_BATCH_MESSAGE if batch else _SEND_MESSAGE_V2
         return self.remoting.invoke(addr, RemotingCommand(code, 0, 0, None, ext, body, LANGUAGE), timeout)
 
-    @property
-    def plain_sends(self) -> bool:
-        """Whether :meth:`send_plain` may be used: no RPC hook would see the request's fields."""
-        remoting = self.remoting
-        return not (remoting.hooks or remoting.before_hooks)
-
     def send_plain(
         self, addr: str, tpl: str, born: int, uniq: str, body: bytes, timeout: float
     ) -> Awaitable[RemotingCommand]:
         """:meth:`send_message_request` of a plain message from its queue's :func:`send_template`
-        (only while :attr:`plain_sends`)."""
+        (only while the transport has no RPC hooks: they would see no ``ext_fields``)."""
         # slots filled directly: no dataclass __init__ call per send
         cmd = _new(SendRequest)
         cmd.code = _SEND_MESSAGE_V2

@@ -98,7 +98,7 @@ class MessagePreparer:
         self._compress_over = config.compress_msg_body_over_howmuch
         self._compress_level = config.compress_level
         #: (topic, queue id, broker, tags) -> header template ("": none possible)
-        self._heads: dict[tuple[str, int, str, str], str] = {}
+        self.heads: dict[tuple[str, int, str, str], str] = {}
 
     def validate(self, msg: Message) -> None:
         """Raises MessageValidationError for a bad topic, body, delay level or property."""
@@ -245,15 +245,15 @@ class MessagePreparer:
         if tags is None:
             return None
         key = (p.topic, mq.queue_id, mq.broker_name, tags)
-        tpl = self._heads.get(key)
+        tpl = self.heads.get(key)
         if tpl is None:
             props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{UNIQ_MARK}" if tags else f"UNIQ_KEY\x01{UNIQ_MARK}"
             ext = self.ext(Prepared(p.topic, b"", 0, 0, props, "", False), mq)
             ext["g"] = BORN_MARK
             tpl = send_template(ext) or ""  # "": no template possible, cached as such
-            if len(self._heads) >= _MAX_HEADS:
-                self._heads.clear()
-            self._heads[key] = tpl
+            if len(self.heads) >= _MAX_HEADS:
+                self.heads.clear()
+            self.heads[key] = tpl
         return tpl or None
 
     def ext(self, p: Prepared, mq: MessageQueue) -> dict[str, str]:

@@ -174,10 +174,15 @@ class Sender:
     ) -> Awaitable[RemotingCommand]:
         """Write one attempt's request; returns the reply's awaitable. A plain message's header
         comes from its queue's template (no extFields dict, no JSON dump) unless RPC hooks run."""
-        if p.plain_tags is not None and api.plain_sends:
-            tpl = self.prep.head(p, mq)
-            if tpl is not None:
-                return api.send_plain(addr, tpl, time.time_ns() // 1_000_000, p.msg_id, p.body, timeout)
+        tags = p.plain_tags
+        if tags is not None:
+            remoting = api.remoting
+            if not (remoting.hooks or remoting.before_hooks):  # hooks would see no ext_fields
+                prep = self.prep
+                # the cached template first (inline of MessagePreparer.head)
+                tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
+                if tpl is not None:
+                    return api.send_plain(addr, tpl, time.time_ns() // 1_000_000, p.msg_id, p.body, timeout)
         return api.send_message_request(addr, self.prep.ext(p, mq), p.body, timeout, batch=p.batch)
 
     async def send_to(self, p: Prepared, mq: MessageQueue, timeout: float) -> SendResult:

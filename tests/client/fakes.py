@@ -16,11 +16,14 @@ class FakeRemoting:
         self.hooks: list[Any] = []
         self.before_hooks: list[Any] = []
         self.requests: list[tuple[str, RemotingCommand]] = []
+        #: the type of every request given (api.SendRequest: a pre-rendered header)
+        self.request_types: list[type] = []
         self.oneway: list[tuple[str, RemotingCommand]] = []
 
     async def invoke(
         self, addr: str, request: RemotingCommand, timeout: float | None = None
     ) -> RemotingCommand:
+        self.request_types.append(type(request))
         request = as_decoded(request)
         self.requests.append((addr, request))
         reply = self.handler(addr, request)

@@ -12,7 +12,7 @@ from pocketmq.client.producer.prepare import MessagePreparer
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 
-from .fakes import FakeRemoting, as_any, reply
+from .fakes import as_any
 
 
 class _Capture:
@@ -76,9 +76,13 @@ def test_not_plain_messages_take_the_general_header() -> None:
 
 
 async def test_rpc_hooks_turn_templates_off() -> None:
-    seen: list[RemotingCommand] = []
-    remoting = FakeRemoting(lambda addr, req: seen.append(req) or reply())
-    api = MQClientAPI(as_any(remoting), ["ns:1"])
-    assert api.plain_sends
-    remoting.before_hooks.append(lambda addr, req: None)
-    assert not api.plain_sends
+    from .test_producer_unit import make_producer, ok
+
+    producer, inst = make_producer(ok)
+    await producer.send(Message("T", b"x", tags="A"))
+    inst.remoting.before_hooks.append(lambda addr, req: None)
+    await producer.send(Message("T", b"x", tags="A"))
+    assert inst.remoting.request_types == [SendRequest, RemotingCommand]
+    plain, general = (req for _addr, req in inst.remoting.requests)
+    assert plain.ext_fields is not None and general.ext_fields is not None
+    assert plain.ext_fields.keys() == general.ext_fields.keys()
