@@ -248,17 +248,12 @@ class MQClientAPI(AdminCalls):
     ) -> Awaitable[RemotingCommand]:
         """:meth:`send_message_request` of a plain message from its queue's :func:`send_template`
         (only while the transport has no RPC hooks: they would see no ``ext_fields``)."""
-        # slots filled directly: no dataclass __init__ call per send
+        # slots filled directly: no dataclass __init__ call per send (RemotingCommand.request
+        # with its keyword argument and a cast measured 1.5k instructions more per send)
         cmd = _new(SendRequest)
-        cmd.code = _SEND_MESSAGE_V2
-        cmd.opaque = cmd.flag = cmd.serialize_type = 0
-        cmd.remark = cmd.ext_fields = None
-        cmd.body = body
-        cmd.language = LANGUAGE
-        cmd.version = _CURRENT_VERSION
-        cmd.tpl = tpl
-        cmd.born = born
-        cmd.uniq = uniq
+        cmd.code, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields = _SEND_MESSAGE_V2, 0, 0, None, None
+        cmd.body, cmd.language, cmd.version, cmd.serialize_type = body, LANGUAGE, _CURRENT_VERSION, 0
+        cmd.tpl, cmd.born, cmd.uniq = tpl, born, uniq
         return self.remoting.invoke(addr, cmd, timeout)
 
     async def send_message_oneway(
