@@ -86,3 +86,29 @@ async def test_rpc_hooks_turn_templates_off() -> None:
     plain, general = (req for _addr, req in inst.remoting.requests)
     assert plain.ext_fields is not None and general.ext_fields is not None
     assert plain.ext_fields.keys() == general.ext_fields.keys()
+
+
+def test_uniq_ids_are_the_packed_layout() -> None:
+    """UniqIdGenerator.create (head cached per millisecond, counter from a table) renders what
+    packing ``>iH`` (signed ms since the month's start, counter) and ``hex().upper()`` does."""
+    import itertools
+    import struct
+
+    from pocketmq.remoting.protocol.message import UniqIdGenerator
+
+    gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
+    for start in (0, 0xFF, 0x100, 0xFFFF, 0x10000, 0x1FFFE, 0xABCD):
+        gen._counter = itertools.count(start)
+        for _ in range(3):
+            uid = gen.create()
+            count = int(uid[-4:], 16)
+            assert count == (start + _) & 0xFFFF
+            diff = (gen._last_ms - gen._start_ms) & 0xFFFFFFFF
+            tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, count)
+            assert uid == gen._prefix + tail.hex().upper()
+    gen._last_ms, gen._start_ms, gen._next_start_ms = -1, 1 << 62, 1 << 62  # diff's bit 31 set
+    gen._roll_month = lambda now: None  # type: ignore[method-assign]
+    uid = gen.create()
+    diff = (gen._last_ms - gen._start_ms) & 0xFFFFFFFF
+    tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, int(uid[-4:], 16))
+    assert uid == gen._prefix + tail.hex().upper()
