@@ -13,6 +13,7 @@ import time
 import zlib
 from collections.abc import Sequence
 
+from pocketmq.client.api import BORN_MARK, UNIQ_MARK, send_template
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.message import Message, MessageQueue
@@ -29,6 +30,9 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.remoting.protocol.topics import is_retry_topic
 
+#: Header templates kept per producer (a bound: topics and tags come from the application).
+_MAX_HEADS = 4096
+
 
 class Prepared:
     """A message encoded once for every attempt: body, sysFlag, properties, ids."""
@@ -39,6 +43,7 @@ class Prepared:
         "flag",
         "max_reconsume",
         "msg_id",
+        "plain_tags",
         "props",
         "reconsume",
         "sys_flag",
@@ -57,6 +62,26 @@ class Prepared:
         self.batch = batch
         self.reconsume: str | None = None
         self.max_reconsume: str | None = None
+        #: a plain message (flag and sysFlag 0, properties TAGS and UNIQ_KEY only): its tags
+        #: ("" without), whose header comes from a per-queue template (:meth:`MessagePreparer.head`)
+        self.plain_tags: str | None = None
+
+
+_new = object.__new__
+
+
+def _plain(topic: str, body: bytes, tags: str, props: str, uniq: str) -> Prepared:
+    """A plain message's :class:`Prepared`, slots filled directly (no ``__init__`` call)."""
+    p = _new(Prepared)
+    p.topic = topic
+    p.body = body
+    p.sys_flag = p.flag = 0
+    p.props = props
+    p.msg_id = uniq
+    p.batch = False
+    p.reconsume = p.max_reconsume = None
+    p.plain_tags = tags
+    return p
 
 
 class MessagePreparer:
@@ -72,6 +97,8 @@ class MessagePreparer:
         self._max_size = config.max_message_size
         self._compress_over = config.compress_msg_body_over_howmuch
         self._compress_level = config.compress_level
+        #: (topic, queue id, broker, tags) -> header template ("": none possible)
+        self.heads: dict[tuple[str, int, str, str], str] = {}
 
     def validate(self, msg: Message) -> None:
         """Raises MessageValidationError for a bad topic, body, delay level or property."""
@@ -118,12 +145,15 @@ class MessagePreparer:
             tags = msg.tags
             if not tags:
                 uniq = self._uniq.create()
+                if not msg.flag:
+                    return _plain(msg.topic, body, "", f"UNIQ_KEY\x01{uniq}", uniq)
                 return Prepared(msg.topic, body, 0, msg.flag, f"UNIQ_KEY\x01{uniq}", uniq, False)
             if "\x01" not in tags and "\x02" not in tags:
                 uniq = self._uniq.create()
-                return Prepared(
-                    msg.topic, body, 0, msg.flag, f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}", uniq, False
-                )
+                props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}"
+                if not msg.flag:
+                    return _plain(msg.topic, body, tags, props_str, uniq)
+                return Prepared(msg.topic, body, 0, msg.flag, props_str, uniq, False)
         self.validate(msg)
         body = msg.body
         if type(body) is not bytes:
@@ -140,7 +170,10 @@ class MessagePreparer:
             props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
             if tags and ("\x01" in tags or "\x02" in tags):
                 raise MessageValidationError("tags contain a reserved separator character")
-            return Prepared(msg.topic, body, sys_flag, msg.flag, props_str, uniq, False)
+            prepared = Prepared(msg.topic, body, sys_flag, msg.flag, props_str, uniq, False)
+            if not sys_flag and not msg.flag:
+                prepared.plain_tags = tags or ""
+            return prepared
         props = msg.wire_properties()
         uniq = props.get(MessageConst.UNIQ_KEY) or self._uniq.create()
         props[MessageConst.UNIQ_KEY] = uniq
@@ -204,6 +237,24 @@ class MessagePreparer:
             raise MessageValidationError(f"the batch size {len(body)} is over the max value {self._max_size}")
         wait = "true" if all(m.wait_store_msg_ok for m in msgs) else "false"
         return Prepared(topic, body, 0, 0, f"WAIT\x01{wait}", ",".join(ids), True)
+
+    def head(self, p: Prepared, mq: MessageQueue) -> str | None:
+        """The :func:`~pocketmq.client.api.send_template` of a plain ``p`` on ``mq`` (None: not
+        plain, or no template), cached per (topic, queue, tags)."""
+        tags = p.plain_tags
+        if tags is None:
+            return None
+        key = (p.topic, mq.queue_id, mq.broker_name, tags)
+        tpl = self.heads.get(key)
+        if tpl is None:
+            props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{UNIQ_MARK}" if tags else f"UNIQ_KEY\x01{UNIQ_MARK}"
+            ext = self.ext(Prepared(p.topic, b"", 0, 0, props, "", False), mq)
+            ext["g"] = BORN_MARK
+            tpl = send_template(ext) or ""  # "": no template possible, cached as such
+            if len(self.heads) >= _MAX_HEADS:
+                self.heads.clear()
+            self.heads[key] = tpl
+        return tpl or None
 
     def ext(self, p: Prepared, mq: MessageQueue) -> dict[str, str]:
         """The SEND_MESSAGE_V2 header (short names) of one attempt on ``mq``."""

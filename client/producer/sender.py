@@ -32,7 +32,7 @@ import concurrent.futures
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -53,6 +53,7 @@ from pocketmq.client.producer.fault import MQFaultStrategy
 from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.common.clock import Clock
+from pocketmq.remoting.protocol.command import RemotingCommand
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +169,22 @@ class Sender:
         return self.publish.get(topic) or info
 
     # ---------------------------------------------------------------------------- attempts
+    def request(
+        self, api: MQClientAPI, addr: str, p: Prepared, mq: MessageQueue, timeout: float
+    ) -> Awaitable[RemotingCommand]:
+        """Write one attempt's request; returns the reply's awaitable. A plain message's header
+        comes from its queue's template (no extFields dict, no JSON dump) unless RPC hooks run."""
+        tags = p.plain_tags
+        if tags is not None:
+            remoting = api.remoting
+            if not (remoting.hooks or remoting.before_hooks):  # hooks would see no ext_fields
+                prep = self.prep
+                # the cached template first (inline of MessagePreparer.head)
+                tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
+                if tpl is not None:
+                    return api.send_plain(addr, tpl, time.time_ns() // 1_000_000, p.msg_id, p.body, timeout)
+        return api.send_message_request(addr, self.prep.ext(p, mq), p.body, timeout, batch=p.batch)
+
     async def send_to(self, p: Prepared, mq: MessageQueue, timeout: float) -> SendResult:
         """One attempt on ``mq``, no retry (explicit queues and selectors keep their order)."""
         inst = self.running_instance()
@@ -175,7 +192,7 @@ class Sender:
         if addr is None or self._vip:
             addr = await self.broker_addr(mq)
         api = inst.api
-        response = await api.send_message_request(addr, self.prep.ext(p, mq), p.body, timeout, batch=p.batch)
+        response = await self.request(api, addr, p, mq, timeout)
         return api.process_send_response(mq, response, p.msg_id, addr)
 
     async def send(
@@ -210,9 +227,7 @@ class Sender:
                     begin = time.monotonic()
                     api = inst.api
                     try:
-                        response = await api.send_message_request(
-                            addr, self.prep.ext(p, mq), p.body, budget, batch=p.batch
-                        )
+                        response = await self.request(api, addr, p, mq, budget)
                         result = api.process_send_response(mq, response, p.msg_id, addr)
                     except RETRY_ON as exc:
                         logger.info("send to %s failed (attempt 1): %s", mq, exc)
@@ -271,9 +286,7 @@ class Sender:
                 addr = inst.find_broker_addr_in_publish(last_broker)
                 if addr is None or self._vip:
                     addr = await self.broker_addr(mq)
-                response = await api.send_message_request(
-                    addr, self.prep.ext(p, mq), p.body, remaining, batch=p.batch
-                )
+                response = await self.request(api, addr, p, mq, remaining)
                 result = api.process_send_response(mq, response, p.msg_id, addr)
             except RETRY_ON as exc:
                 self.record_latency(mq, t0, failed=True)
@@ -315,7 +328,7 @@ class Sender:
         if addr is None:
             return None
         try:
-            reply = inst.api.send_message_request(addr, self.prep.ext(p, mq), p.body, budget, batch=p.batch)
+            reply = self.request(inst.api, addr, p, mq, budget)
         except Exception:
             return None  # e.g. too many requests pending: the general path reports it in the future
         if not isinstance(reply, asyncio.Future):

