@@ -33,6 +33,7 @@ __all__ = [
     "index_key_hash",
     "topic_key_hash",
     "topic_key_hashes",
+    "uniq_key_hash",
 ]
 
 _M = 0xFFFFFFFF
@@ -158,6 +159,12 @@ def topic_key_hash(topic: str, key: str) -> int:
     u = (hp + t) & 0xFFFFFFFF
     # inline of index.hash.fold_hash
     return u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF
+
+
+def uniq_key_hash(topic: str, key: str) -> int:
+    """``topic_key_hash`` of a UNIQ_KEY that missed the tables: its head is composed down to
+    ``_UNIQ_DEPTH`` levels (a new millisecond changes its two longest heads), not hashed whole."""
+    return _slow(heads_of(topic), topic, key, _UNIQ_DEPTH)
 
 
 def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list[int]:
