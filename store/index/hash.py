@@ -27,6 +27,7 @@ from pocketmq.remoting.protocol.message import java_string_hash
 __all__ = [
     "HEAD_TABLES",
     "TAIL_TABLE",
+    "UNIQ_DEPTH",
     "fold_hash",
     "heads_of",
     "key_parts",
@@ -46,7 +47,7 @@ _MAX_TAILS = 1 << 15  # the 16,384 ASCII pairs, and as many others
 #: level every new millisecond cost a full hash (~40k instructions; ~12.8k a key amortized at 30
 #: keys a millisecond); one send in flight, or a broker under valgrind, sees a new millisecond at
 #: every message. Business keys keep one level: a random key would only fill the table faster
-_UNIQ_DEPTH = 3
+UNIQ_DEPTH = 3
 
 #: topic -> {head: h(topic + "#" + head) * 31**2 mod 2**32} (pre-multiplied: one op less per key)
 _HEADS: dict[str, dict[str, int]] = {}
@@ -122,15 +123,15 @@ def heads_of(topic: str) -> dict[str, int]:
     return heads
 
 
-def key_parts(topic: str, key: str) -> tuple[int, int] | None:
+def key_parts(topic: str, key: str, depth: int = 1) -> tuple[int, int] | None:
     """``(h(topic#head) * 31**2, h(tail))`` of a key split as the module doc says (cached in
     the tables), so that its hash is ``fold_hash(sum)``; None for a key that does not split
     (shorter than 2, or an astral character in the tail). ``index.scan`` mirrors these parts in
-    tables keyed by bytes."""
+    tables keyed by bytes. ``depth``: head levels composed on a miss (``UNIQ_DEPTH`` for a UNIQ_KEY)."""
     if len(key) >= 2:
         t = _tail_hash(key[-2:])
         if t is not None:
-            return _head_p2(heads_of(topic), topic, key[:-2]), t
+            return _head_p2(heads_of(topic), topic, key[:-2], depth), t
     return None
 
 
@@ -163,8 +164,8 @@ def topic_key_hash(topic: str, key: str) -> int:
 
 def uniq_key_hash(topic: str, key: str) -> int:
     """``topic_key_hash`` of a UNIQ_KEY that missed the tables: its head is composed down to
-    ``_UNIQ_DEPTH`` levels (a new millisecond changes its two longest heads), not hashed whole."""
-    return _slow(heads_of(topic), topic, key, _UNIQ_DEPTH)
+    ``UNIQ_DEPTH`` levels (a new millisecond changes its two longest heads), not hashed whole."""
+    return _slow(heads_of(topic), topic, key, UNIQ_DEPTH)
 
 
 def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list[int]:
@@ -184,7 +185,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
             u = (heads[uniq_key[:-2]] + tails[uniq_key[-2:]]) & 0xFFFFFFFF
             out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
         except KeyError:
-            out.append(_slow(heads, topic, uniq_key, _UNIQ_DEPTH))
+            out.append(_slow(heads, topic, uniq_key, UNIQ_DEPTH))
     if keys:
         for k in keys.split(" ") if " " in keys else (keys,):
             if k:

@@ -38,7 +38,7 @@ from pocketmq.remoting.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
 )
 from pocketmq.store.index.file import IndexFile, IndexService
-from pocketmq.store.index.hash import fold_hash, key_parts, topic_key_hash
+from pocketmq.store.index.hash import UNIQ_DEPTH, fold_hash, key_parts, topic_key_hash
 from pocketmq.store.log.layout import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
@@ -102,16 +102,17 @@ class KeyHashCache:
             t = self.topics[raw] = (raw.decode(), {})
         return t
 
-    def miss(self, topic: str, heads: dict[bytes, int], kb: bytes) -> int:
+    def miss(self, topic: str, heads: dict[bytes, int], kb: bytes, depth: int = 1) -> int:
         """The hash of key ``kb`` computed from its text (cached for the next); -1 if it is
-        not UTF-8 (reput would have stopped at such a record: it is never dispatched)."""
+        not UTF-8 (reput would have stopped at such a record: it is never dispatched).
+        ``depth``: ``UNIQ_DEPTH`` for a UNIQ_KEY (``index.hash.key_parts``)."""
         try:
             key = kb.decode()
         except UnicodeDecodeError:
             return -1
         tail = kb[-2:]
         if len(kb) >= 2 and tail.isascii() and 1 not in tail and 2 not in tail:
-            parts = key_parts(topic, key)
+            parts = key_parts(topic, key, depth)
             if parts is not None:
                 if len(heads) >= _MAX_HEADS:
                     heads.clear()
@@ -200,7 +201,7 @@ def scan_keys(
                         add_p(phy)
                         add_t(ts)
                     except KeyError:
-                        h = miss(topic, heads, mm[a:j])
+                        h = miss(topic, heads, mm[a:j], UNIQ_DEPTH)
                         if h >= 0:
                             add_h(h)
                             add_p(phy)

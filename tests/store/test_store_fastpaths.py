@@ -263,6 +263,42 @@ def test_a_uniq_key_of_a_new_millisecond_is_composed_not_hashed_whole(monkeypatc
     assert len(full) == 200
 
 
+@pytest.mark.parametrize("path", ["reput", "scan"])
+def test_every_uniq_key_hash_path_composes_a_new_millisecond(path, tmp_path, monkeypatch):
+    """Reput's fast path (``dispatch.appended``) and the index process's scan (``index.scan``)
+    compose a UNIQ_KEY of a new millisecond from its heads as ``topic_key_hashes`` does, with
+    the same hashes: a full Java hash only when its 26-character head is new."""
+    from pocketmq.store.index import hash as index_hash
+    from pocketmq.store.index.scan import KeyHashCache
+
+    prefix = "C0A8010A1234ABCD0002"
+    keys = [f"{prefix}{(7_000_000 + i * 3) & 0xFFFFFFFF:08X}{i & 0xFFFF:04X}" for i in range(600)]
+    full: list[str] = []
+    real = index_hash.java_string_hash
+    monkeypatch.setattr(index_hash, "java_string_hash", lambda s: full.append(s) or real(s))
+    topic = f"TopicNewMs{path}"
+    if path == "scan":
+        cache = KeyHashCache()
+        cache.prefill()
+        _name, heads = cache.topic(topic.encode())
+        got = [cache.miss(topic, heads, k.encode(), index_hash.UNIQ_DEPTH) for k in keys]
+        assert got == [_ref_hash(topic, k) for k in keys]
+    else:
+        s = MessageStore(tiny_config(str(tmp_path), max_hash_slot_num=64, max_index_num=1000))
+        s.load()
+        try:
+            for i, k in enumerate(keys):
+                assert s.put_message(make_msg(i, topic=topic, extra={"UNIQ_KEY": k})).append is not None
+            s.do_reput()
+            uniq_full = [h for h in full if h.startswith(f"{topic}#{prefix}")]
+            full.clear()  # (a query hashes its key whole)
+            assert all(s.index.query(topic, k, 4, 0, 1 << 62) for k in keys)
+            full[:] = uniq_full
+        finally:
+            s.close()
+    assert len(full) <= 12, len(full)  # ~7 new 26-char heads (3 ms apart, every 256 ms)
+
+
 def test_hash_of_integer_min_value_folds_to_zero():
     # find a key whose topic#key hash is Integer.MIN_VALUE through the composition rule
     target = 0x80000000
