@@ -164,8 +164,31 @@ def topic_key_hash(topic: str, key: str) -> int:
 
 def uniq_key_hash(topic: str, key: str) -> int:
     """``topic_key_hash`` of a UNIQ_KEY that missed the tables: its head is composed down to
-    ``UNIQ_DEPTH`` levels (a new millisecond changes its two longest heads), not hashed whole."""
-    return _slow(heads_of(topic), topic, key, UNIQ_DEPTH)
+    ``UNIQ_DEPTH`` levels (a new millisecond changes its two longest heads), not hashed whole.
+
+    The common miss (a new millisecond: the 26-character head cached, the three tails ASCII) is
+    composed inline, ~3x fewer instructions than ``_head_p2``'s recursion (measured under
+    callgrind: at one send in flight every message is such a miss)."""
+    heads = _HEADS.get(topic)
+    if heads is None:
+        heads = heads_of(topic)
+    if len(key) >= 6:
+        tails = _TAILS
+        hp = heads.get(key[:-6])
+        t1 = tails.get(key[-6:-4])
+        t2 = tails.get(key[-4:-2])
+        t3 = tails.get(key[-2:])
+        if hp is not None and t1 is not None and t2 is not None and t3 is not None:
+            # as _head_p2 caches them: h(topic#head) * 31**2 of the 28- and 30-char heads
+            h28 = ((hp + t1) * _P2) & _M
+            h30 = ((h28 + t2) * _P2) & _M
+            if len(heads) >= _MAX_HEADS - 1:
+                heads.clear()
+                heads[key[:-6]] = hp
+            heads[key[:-4]] = h28
+            heads[key[:-2]] = h30
+            return _fold((h30 + t3) & _M)
+    return _slow(heads, topic, key, UNIQ_DEPTH)
 
 
 def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list[int]:
@@ -185,7 +208,7 @@ def topic_key_hashes(topic: str, uniq_key: str | None, keys: str | None) -> list
             u = (heads[uniq_key[:-2]] + tails[uniq_key[-2:]]) & 0xFFFFFFFF
             out.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
         except KeyError:
-            out.append(_slow(heads, topic, uniq_key, UNIQ_DEPTH))
+            out.append(uniq_key_hash(topic, uniq_key))
     if keys:
         for k in keys.split(" ") if " " in keys else (keys,):
             if k:

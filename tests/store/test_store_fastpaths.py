@@ -299,6 +299,20 @@ def test_every_uniq_key_hash_path_composes_a_new_millisecond(path, tmp_path, mon
     assert len(full) <= 12, len(full)  # ~7 new 26-char heads (3 ms apart, every 256 ms)
 
 
+def test_uniq_key_hash_of_any_key_is_the_java_hash():
+    """``uniq_key_hash``'s inline compose and its fallbacks (short keys, non-ASCII and astral
+    characters in the tails or the head), cold and with the heads cached."""
+    from pocketmq.store.index.hash import uniq_key_hash
+
+    base = ["", "a", "ab", "abcdef", "abcdefg", "键-é-abcdef", "\U0001f600abcdef", "abc\U0001f600ef"]
+    keys = (
+        base + [k + "\U0001f600" for k in base] + [f"C0A8010A1234ABCD0003{i:08X}{i:04X}" for i in range(50)]
+    )
+    for _ in range(2):
+        for k in keys:
+            assert uniq_key_hash("TopicAnyUniq", k) == _ref_hash("TopicAnyUniq", k), k
+
+
 def test_hash_of_integer_min_value_folds_to_zero():
     # find a key whose topic#key hash is Integer.MIN_VALUE through the composition rule
     target = 0x80000000
