@@ -57,7 +57,7 @@ except ImportError:  # pragma: no cover
 
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.remoting.protocol.message import decode_messages, encode_batch
+from pocketmq.remoting.protocol.message import UniqIdGenerator, decode_messages, encode_batch
 from pocketmq.remoting.transport.client import RemotingClient
 
 BODY_SIZE = 1024
@@ -349,21 +349,20 @@ async def throughput(
     deadline = time.perf_counter() + seconds
     count = 0
     errors = 0
-    # --uniq-key: every message carries its own UNIQ_KEY, as the SDK's do (the store indexes it)
-    uniq_prefix = f"7F000001{os.getpid():08X}"
-    seq = 0
+    # --uniq-key: every message carries its own UNIQ_KEY, made as the SDK makes them (producer
+    # prefix, milliseconds, counter: a new millisecond changes the key's head, which the index
+    # hash cache sees; a prefix plus a plain counter never did)
+    uniq_ids = UniqIdGenerator(bytes((127, 0, 0, 1)))
 
     def request(ext: dict[str, str]) -> RemotingCommand:
-        nonlocal seq
         ext = dict(ext)
         body = payload
         if uniq_key:
             if batch > 1:
-                keys = [f"TAGS\x01bench\x02UNIQ_KEY\x01{uniq_prefix}{seq + i:016X}" for i in range(batch)]
+                keys = [f"TAGS\x01bench\x02UNIQ_KEY\x01{uniq_ids.create()}" for _ in range(batch)]
                 body = encode_batch([(0, body_1k, k) for k in keys])
             else:
-                ext["i"] += f"\x02UNIQ_KEY\x01{uniq_prefix}{seq:016X}"
-            seq += per_request
+                ext["i"] += f"\x02UNIQ_KEY\x01{uniq_ids.create()}"
         return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
     async def worker(qid: int) -> None:
