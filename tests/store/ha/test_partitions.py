@@ -133,7 +133,10 @@ async def test_sync_master_under_partitions(open_store, tmp_path):
             elif status is PutMessageStatus.SLAVE_NOT_AVAILABLE:
                 assert waited < 0.1  # at once
             else:
-                assert SLAVE_TIMEOUT_MS / 1000 * 0.99 <= waited <= SLAVE_TIMEOUT_MS / 1000 * 1.1
+                # answered at the timeout, not a timeout later: a loop stall adds to the wait
+                # (a full garbage collection held this loop 238 ms once in a fresh-clone run,
+                # and 2.247 s failed a 10 % bound), so the upper bound is half a timeout
+                assert SLAVE_TIMEOUT_MS / 1000 * 0.99 <= waited <= SLAVE_TIMEOUT_MS / 1000 * 1.5
         # healed: the slave catches up and holds every PUT_OK message, byte for byte
         await _until(lambda: slave.get_max_phy_offset() == master.get_max_phy_offset(), timeout=20)
         end = master.get_max_phy_offset()
