@@ -249,10 +249,17 @@ def run_slow_clients(
     baseline_s: float = 2.5,
     hostile_idle: bool = True,
     open_rate: float = 0,
+    twin: bool = False,
 ) -> Row:
     """``open_rate``: connections opened per second (0: as fast as this process can, the burst
     form); each connection's close is checked against its own open (idle) or first byte
-    (trickling) plus its timeout, within ``_CLOSE_SLACK``."""
+    (trickling) plus its timeout, within ``_CLOSE_SLACK``.
+
+    ``twin``: a second name server and broker, with the same keys and a healthy client of its
+    own and no hostile one, measured in the same windows: the healthy p99 over the twin's is
+    the hostile clients' share with the machine's load in both (other processes' load moved the
+    baseline's p99 0.9-5.5 ms between runs minutes apart, and before-only and after-only
+    baselines of one run gave x0.74 and x0.25)."""
     paced = f" opened at {open_rate:.0f}/s" if open_rate else ""
     row = Row(
         "T16 slow and idle clients",
@@ -265,7 +272,12 @@ def run_slow_clients(
         **(broker_keys or {}),
     }
     hostile = contextlib.ExitStack()  # (closed in main(), or on the way out of a failure)
-    with servers(root, keys, topics={"Slow": 4}) as s, hostile:
+    twin_servers = servers(root.with_name(root.name + "-twin"), keys, {"Slow": 4}) if twin else None
+    with (
+        servers(root, keys, topics={"Slow": 4}) as s,
+        twin_servers or contextlib.nullcontext() as s2,
+        hostile,
+    ):
         assert s.broker.proc is not None
         pid = s.broker.proc.pid
 
@@ -282,10 +294,12 @@ def run_slow_clients(
             # the control: the same client against an echo server, both in processes of their
             # own: what the machine (other processes, the kernel) does to any two processes
             control = HealthyClient("echo", "", healthy_rate, "e0")
+            twin_client = HealthyClient(s2.broker.addr, "Slow", healthy_rate, "t0") if s2 else None
+            clients = [healthy, control] + ([twin_client] if twin_client else [])
             await asyncio.sleep(baseline_s)
             rss0 = rss_mib(pid)
-            healthy.mark()
-            control.mark()
+            for client in clients:
+                client.mark()
             # the hostile clients (this process) at SCHED_IDLE until the measurement ends
             # (``hostile_at_idle_priority``: the machine's share, not the broker's)
             if hostile_idle:
@@ -335,23 +349,33 @@ def run_slow_clients(
                 [(at, t[3]) for at, t in zip(first_byte, trickles, strict=True)], frame_timeout
             )
             closed_idle, closed_trickle = idle - len(idle_late[0]), trickle - len(trickle_late[0])
-            (base_lat, during), acked = await asyncio.to_thread(healthy.finish)
-            (control_base, control_during), _none = await asyncio.to_thread(control.finish)
-            baseline = p99(base_lat)
             for t in trickling:
                 t.cancel()
             for _r, wr, _at, watch in idles + trickles + readers:
                 if watch is not None:
                     watch.cancel()
                 wr.close()
+            # a baseline after the hostile clients too, pooled with the one before: the other
+            # processes' load drifts over a run (the before-only p99 moved 0.9-5.5 ms between
+            # runs minutes apart), and a window on each side of the measurement brackets it
+            for client in clients:
+                client.mark()
+            await asyncio.sleep(baseline_s / 2)
+            (before, during, after), acked = await asyncio.to_thread(healthy.finish)
+            (control_before, control_during, control_after), _none = await asyncio.to_thread(control.finish)
+            twin_windows = (await asyncio.to_thread(twin_client.finish))[0] if twin_client else []
+            base_lat, control_base = before + after, control_before + control_after
+            baseline = p99(base_lat)
             consumed = await consume_all(s.broker.addr, "Slow", 4)
             check_delivery(row, acked, [b for b in consumed if not b.startswith(b"p")])
-            ratio = p99(during) / baseline if baseline else 0.0
+            ratio, control_ratio = _ratio(during, base_lat), _ratio(control_during, control_base)
             row.notes.append(
                 f"idle closed {closed_idle}/{idle}, trickling closed {closed_trickle}/{trickle}; broker RSS "
-                f"{rss0:.0f} -> peak {peak:.0f} MiB; healthy p99 {baseline * 1000:.1f} -> "
-                f"{p99(during) * 1000:.1f} ms (x{ratio:.2f}, {len(base_lat)} / {len(during)} sends); "
-                f"worst: {_worst(during, healthy.starts[-1], t0)}"
+                f"{rss0:.0f} -> peak {peak:.0f} MiB; healthy p99 {baseline * 1000:.2f} -> "
+                f"{p99(during) * 1000:.2f} ms (x{ratio:.2f}; against the baseline before only "
+                f"x{_ratio(during, before):.2f}, after only x{_ratio(during, after):.2f}; "
+                f"{len(before)} + {len(after)} / {len(during)} sends); the echo control x{control_ratio:.2f}; "
+                f"worst: {_worst(during, healthy.starts[1], t0)}"
             )
             phases = [
                 ("connections opening", t0, opened + 0.5),
@@ -360,12 +384,18 @@ def run_slow_clients(
                 ("idle connections closing", t0 + idle_timeout, opened + idle_timeout + 3),
             ]
             row.notes.append(
-                "by phase: " + _by_phase(phases, during, healthy.starts[-1], cpu, t0, baseline * 1.2)
+                "by phase: " + _by_phase(phases, during, healthy.starts[1], cpu, t0, baseline * 1.2)
             )
             control_p99 = [
-                p99([d for d, at in zip(control_during, control.starts[-1], strict=True) if b <= at < e])
+                p99([d for d, at in zip(control_during, control.starts[1], strict=True) if b <= at < e])
                 for _name, b, e in phases
             ]
+            if twin_client:
+                row.notes.append(
+                    _twin_note(
+                        twin_windows, twin_client.starts[1], before + after, during, phases, healthy.starts[1]
+                    )
+                )
             row.notes.append(
                 f"control (an echo client and server in processes of their own, no broker): p99 "
                 f"{p99(control_base) * 1000:.1f} -> {p99(control_during) * 1000:.1f} ms; by phase "
@@ -390,6 +420,37 @@ def run_slow_clients(
         asyncio.run(main())
         broker_log_clean(row, s)
     return row
+
+
+def _twin_note(
+    twin: list[list[float]],
+    twin_starts: list[float],
+    base: list[float],
+    during: list[float],
+    phases: list[tuple[str, float, float]],
+    starts: list[float],
+) -> str:
+    """The healthy p99 over the twin broker's (no hostile clients) in the same windows, in all
+    and by phase; and that ratio in the baselines (the hostile clients not there yet or gone):
+    what two identical brokers differ by on this machine."""
+    twin_base = twin[0] + twin[2]
+
+    def in_phase(lat: list[float], at: list[float], b: float, e: float) -> list[float]:
+        return [d for d, t in zip(lat, at, strict=True) if b <= t < e]
+
+    by_phase = " / ".join(
+        f"x{_ratio(in_phase(during, starts, b, e), in_phase(twin[1], twin_starts, b, e)):.2f}"
+        for _name, b, e in phases
+    )
+    return (
+        f"against the twin broker (no hostile clients, same windows): p99 {p99(twin_base) * 1000:.2f} -> "
+        f"{p99(twin[1]) * 1000:.2f} ms; healthy over twin x{_ratio(during, twin[1]):.2f} (baselines: "
+        f"x{_ratio(base, twin_base):.2f}); by phase {by_phase}"
+    )
+
+
+def _ratio(lat: list[float], base: list[float]) -> float:
+    return p99(lat) / p99(base) if base else 0.0
 
 
 def _worst(lat: list[float], starts: list[float], t0: float, n: int = 8) -> str:
