@@ -6,7 +6,11 @@
    END_TRANSACTION oneway), 1 KB bodies, in ``--rounds`` (4) alternating runs of a share each
    (the VM's speed drifts within minutes; the ratio of each round is printed too). Reported per run: operations per second (a transaction
    counts once it is committed on the broker: the run waits for the broker's
-   ``transactionCommitCount``), and the broker's CPU per operation (``/proc/<pid>/stat``). The
+   ``transactionCommitCount``), and the broker's CPU per operation (``/proc/<pid>/stat``): user
+   and system time of the whole process and of its loop (main) thread alone -- the rest is the
+   store's threads, chiefly the CommitLog prefault's page zeroing, which grows with the bytes
+   stored (a transaction stores ~2.4 times a plain send's) -- and its minor page faults. Each
+   round's throughput ratio and broker CPU ratio (plain / transaction) are printed too. The
    issue's target: transactions at >= 50 % of plain sends.
 2. ``check_scan``: the check service over a backlog of ``--halves`` (100k) half messages, in this
    process without sockets (a store in a temp dir, the broker's services as the broker builds
@@ -43,7 +47,7 @@
    percent between runs of the same code: the pace under valgrind moves the work per read and
    the UNIQ_KEY hash-cache misses) hides; no socket or event-loop work is in it.
 
-Usage: ``python bench/transaction_bench.py [--secs 10] [--rounds 4] [--halves 100000] [--turn 16] [--skip-throughput]``
+Usage: ``python bench/transaction_bench.py [--secs 10] [--rounds 4] [--halves 100000] [--turn 16] [--skip-throughput | --throughput-only]``
 or ``python bench/transaction_bench.py --callgrind 10`` or ``... --callgrind-offline 2000``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
 """
@@ -81,11 +85,22 @@ from pocketmq.testing.wire import Wire
 HOST = (b"\x7f\x00\x00\x01", 10911)
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` (Linux)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+#: what ``broker_counters`` reads: CPU seconds of the whole broker, of its loop (main) thread
+#: alone (the rest is the store's threads: prefault, reservations, flush), and minor faults
+COUNTERS = ("user", "sys", "loop_user", "loop_sys", "faults")
+
+
+def broker_counters(pid: int) -> dict[str, float]:
+    """``COUNTERS`` of ``pid`` (Linux ``/proc``): where a broker's CPU per operation goes."""
+
+    def fields(path: str) -> list[str]:
+        with open(path) as f:
+            return f.read().rsplit(")", 1)[1].split()
+
+    tck = os.sysconf("SC_CLK_TCK")
+    whole, loop = fields(f"/proc/{pid}/stat"), fields(f"/proc/{pid}/task/{pid}/stat")
+    return {"user": int(whole[11]) / tck, "sys": int(whole[12]) / tck, "loop_user": int(loop[11]) / tck,
+            "loop_sys": int(loop[12]) / tck, "faults": int(whole[7])}  # fmt: skip
 
 
 def load_avg() -> str:
@@ -137,14 +152,15 @@ async def _run(
                     await producer.send(Message(topic, body))
                 done += 1
 
-        cpu0, client0, t0 = cpu_seconds(pid), time.process_time(), time.monotonic()
+        stat0, client0, t0 = broker_counters(pid), time.process_time(), time.monotonic()
         await asyncio.gather(*(worker() for _ in range(inflight)))
         if tx:  # the last END_TRANSACTIONs are oneway: count them once the broker has committed
             while True:
                 if await commit_count(addr) - before_commits >= done:
                     break
                 await asyncio.sleep(0.01)
-        elapsed, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+        elapsed, stat1 = time.monotonic() - t0, broker_counters(pid)
+        used = {k: stat1[k] - stat0[k] for k in COUNTERS}
         client_cpu = time.process_time() - client0
         if callgrind:
             await asyncio.sleep(1.0)  # the window's dispatch (reput) and flush
@@ -155,10 +171,21 @@ async def _run(
         "run": "transactions" if tx else "plain_sends",
         "ops": done,
         "ops_per_s": round(done / elapsed),
-        "broker_cpu_us_per_op": round(cpu / done * 1e6, 1),
+        "broker_cpu_us_per_op": round((used["user"] + used["sys"]) / done * 1e6, 1),
+        **{f"broker_{k}_us_per_op": round(used[k] / done * 1e6, 1) for k in COUNTERS if k != "faults"},
+        "broker_faults_per_op": round(used["faults"] / done, 2),
         "client_cpu_us_per_op": round(client_cpu / done * 1e6, 1),
         "load": load_avg(),
     }
+
+
+#: ``_run``'s figures per operation that ``throughput`` averages over its rounds
+PER_OP = (
+    "broker_cpu_us_per_op",
+    *(f"broker_{k}_us_per_op" for k in COUNTERS if k != "faults"),
+    "broker_faults_per_op",
+    "client_cpu_us_per_op",
+)
 
 
 def throughput(secs: float, inflight: int, rounds: int) -> None:
@@ -168,29 +195,31 @@ def throughput(secs: float, inflight: int, rounds: int) -> None:
     drift as much as the ratio (0.45-0.53 for the same code)."""
     slice_s = secs / rounds
     total: dict[bool, dict[str, float]] = {
-        kind: {"ops": 0, "s": 0, "broker": 0, "client": 0} for kind in (False, True)
+        kind: dict.fromkeys(("ops", "s", *PER_OP), 0.0) for kind in (False, True)
     }
-    ratios = []
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []  # broker CPU per plain send / per transaction, each round
     with cluster() as c:
         for r in range(rounds):
             per: dict[bool, float] = {}
+            cpu: dict[bool, float] = {}
             for tx in (False, True) if r % 2 == 0 else (True, False):
                 res = asyncio.run(_run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], slice_s, inflight, tx))
                 t = total[tx]
                 t["ops"] += res["ops"]
                 t["s"] += res["ops"] / res["ops_per_s"]
-                t["broker"] += res["broker_cpu_us_per_op"] * res["ops"]
-                t["client"] += res["client_cpu_us_per_op"] * res["ops"]
-                per[tx] = res["ops_per_s"]
+                for key in PER_OP:
+                    t[key] += res[key] * res["ops"]
+                per[tx], cpu[tx] = res["ops_per_s"], res["broker_cpu_us_per_op"]
             ratios.append(round(per[True] / per[False], 3))
+            cpu_ratios.append(round(cpu[False] / cpu[True], 3))
     for tx in (False, True):
         t = total[tx]
         row = {
             "run": "transactions" if tx else "plain_sends",
             "ops": int(t["ops"]),
             "ops_per_s": round(t["ops"] / t["s"]),
-            "broker_cpu_us_per_op": round(t["broker"] / t["ops"], 1),
-            "client_cpu_us_per_op": round(t["client"] / t["ops"], 1),
+            **{key: round(t[key] / t["ops"], 2 if key == "broker_faults_per_op" else 1) for key in PER_OP},
             "load": load_avg(),
         }
         print(json.dumps({"bench": "throughput", "inflight": inflight, "rounds": rounds, **row}), flush=True)
@@ -203,6 +232,7 @@ def throughput(secs: float, inflight: int, rounds: int) -> None:
                     (tx_run["ops"] / tx_run["s"]) / (plain["ops"] / plain["s"]), 3
                 ),
                 "per_round": ratios,
+                "broker_cpu_plain_vs_tx_per_round": cpu_ratios,
                 "target": ">= 0.5",
             }
         ),
@@ -628,6 +658,7 @@ def main() -> None:
     parser.add_argument("--halves", type=int, default=100_000)
     parser.add_argument("--turn", type=int, default=16, help="END_TRANSACTIONs per loop turn (micro)")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--throughput-only", action="store_true", help="no check_scan, no end_transaction")
     parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
     parser.add_argument("--callgrind-keep", metavar="DIR", help="copy --callgrind's output files to DIR")
     parser.add_argument(
@@ -644,8 +675,9 @@ def main() -> None:
     if args.callgrind:
         broker_instructions(args.callgrind, args.inflight, args.callgrind_keep)
         return
-    check_scan(args.halves)
-    end_transaction_cpu(turn=max(1, args.turn))
+    if not args.throughput_only:
+        check_scan(args.halves)
+        end_transaction_cpu(turn=max(1, args.turn))
     if not args.skip_throughput:
         throughput(args.secs, args.inflight, max(1, args.rounds))
 
