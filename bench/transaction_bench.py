@@ -39,8 +39,9 @@
 
 5. ``--callgrind-offline N`` (instead of the above): the broker's work per plain send and per
    transaction in one process without sockets, counted by callgrind: ``N`` requests decoded from
-   their frames (the bytes a producer sends, 1 KB bodies, 16 a loop turn, each transaction's
-   END_TRANSACTION in the next turn's frames), the send processor, each reply's header encoded,
+   their frames (the bytes a producer sends, 1 KB bodies, ``--turn`` (16) a loop turn, each
+   transaction's END_TRANSACTION in the next turn's frames; the real broker at 64 in flight reads
+   ~25 requests a turn and dispatches ~40 records a reput batch), the send processor, each reply's header encoded,
    the END_TRANSACTION processor and its end-of-turn store, and reput after each turn. The
    same instructions every run (UNIQ_KEYs built from a counter, no clock in the workload), so
    it shows changes of a few thousand instructions that ``--callgrind``'s spread (several
@@ -619,7 +620,7 @@ def offline_ops(n: int, tx: bool, turn: int = 16) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def offline_instructions(n: int) -> None:
+def offline_instructions(n: int, turn: int = 16) -> None:
     """``--callgrind-offline`` (module docstring, 5.): ``offline_ops`` under valgrind, per kind."""
     tmp = tempfile.mkdtemp(prefix="pocketmq-txbench-cg-")
     try:
@@ -628,12 +629,12 @@ def offline_instructions(n: int) -> None:
             out = os.path.join(tmp, f"callgrind.{'tx' if tx else 'plain'}")
             subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                 os.path.abspath(__file__), "--offline-ops", "tx" if tx else "plain", str(n)],
+                 os.path.abspath(__file__), "--offline-ops", "tx" if tx else "plain", str(n), "--turn", str(turn)],
                 check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             per_op[tx] = (_window_instructions(out) - _window_instructions(out, "client")) / n
             run = "transactions" if tx else "plain_sends"
-            print(json.dumps({"bench": "offline_instructions", "run": run, "ops": n,
+            print(json.dumps({"bench": "offline_instructions", "run": run, "ops": n, "turn": turn,
                               "broker_instructions_per_op": round(per_op[tx])}), flush=True)  # fmt: skip
         print(
             json.dumps(
@@ -656,7 +657,9 @@ def main() -> None:
         "--rounds", type=int, default=4, help="alternating plain/transaction runs of --secs / rounds each"
     )
     parser.add_argument("--halves", type=int, default=100_000)
-    parser.add_argument("--turn", type=int, default=16, help="END_TRANSACTIONs per loop turn (micro)")
+    parser.add_argument(
+        "--turn", type=int, default=16, help="requests per loop turn (end_transaction, --callgrind-offline)"
+    )
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--throughput-only", action="store_true", help="no check_scan, no end_transaction")
     parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
@@ -667,10 +670,10 @@ def main() -> None:
     parser.add_argument("--offline-ops", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.offline_ops:
-        offline_ops(int(args.offline_ops[1]), args.offline_ops[0] == "tx")
+        offline_ops(int(args.offline_ops[1]), args.offline_ops[0] == "tx", max(1, args.turn))
         return
     if args.callgrind_offline:
-        offline_instructions(args.callgrind_offline)
+        offline_instructions(args.callgrind_offline, max(1, args.turn))
         return
     if args.callgrind:
         broker_instructions(args.callgrind, args.inflight, args.callgrind_keep)
