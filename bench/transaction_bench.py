@@ -6,7 +6,11 @@
    END_TRANSACTION oneway), 1 KB bodies, in ``--rounds`` (4) alternating runs of a share each
    (the VM's speed drifts within minutes; the ratio of each round is printed too). Reported per run: operations per second (a transaction
    counts once it is committed on the broker: the run waits for the broker's
-   ``transactionCommitCount``), and the broker's CPU per operation (``/proc/<pid>/stat``). The
+   ``transactionCommitCount``), and the broker's CPU per operation (``/proc/<pid>/stat``): user
+   and system time of the whole process and of its loop (main) thread alone -- the rest is the
+   store's threads, chiefly the CommitLog prefault's page zeroing, which grows with the bytes
+   stored (a transaction stores ~2.4 times a plain send's) -- and its minor page faults. Each
+   round's throughput ratio and broker CPU ratio (plain / transaction) are printed too. The
    issue's target: transactions at >= 50 % of plain sends.
 2. ``check_scan``: the check service over a backlog of ``--halves`` (100k) half messages, in this
    process without sockets (a store in a temp dir, the broker's services as the broker builds
@@ -35,15 +39,16 @@
 
 5. ``--callgrind-offline N`` (instead of the above): the broker's work per plain send and per
    transaction in one process without sockets, counted by callgrind: ``N`` requests decoded from
-   their frames (the bytes a producer sends, 1 KB bodies, 16 a loop turn, each transaction's
-   END_TRANSACTION in the next turn's frames), the send processor, each reply's header encoded,
+   their frames (the bytes a producer sends, 1 KB bodies, ``--turn`` (16) a loop turn, each
+   transaction's END_TRANSACTION in the next turn's frames; the real broker at 64 in flight reads
+   ~25 requests a turn and dispatches ~40 records a reput batch), the send processor, each reply's header encoded,
    the END_TRANSACTION processor and its end-of-turn store, and reput after each turn. The
    same instructions every run (UNIQ_KEYs built from a counter, no clock in the workload), so
    it shows changes of a few thousand instructions that ``--callgrind``'s spread (several
    percent between runs of the same code: the pace under valgrind moves the work per read and
    the UNIQ_KEY hash-cache misses) hides; no socket or event-loop work is in it.
 
-Usage: ``python bench/transaction_bench.py [--secs 10] [--rounds 4] [--halves 100000] [--turn 16] [--skip-throughput]``
+Usage: ``python bench/transaction_bench.py [--secs 10] [--rounds 4] [--halves 100000] [--turn 16] [--skip-throughput | --throughput-only]``
 or ``python bench/transaction_bench.py --callgrind 10`` or ``... --callgrind-offline 2000``.
 Numbers on a shared 2-core VM are noisy: the load average is printed with each result.
 """
@@ -81,11 +86,22 @@ from pocketmq.testing.wire import Wire
 HOST = (b"\x7f\x00\x00\x01", 10911)
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` (Linux)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+#: what ``broker_counters`` reads: CPU seconds of the whole broker, of its loop (main) thread
+#: alone (the rest is the store's threads: prefault, reservations, flush), and minor faults
+COUNTERS = ("user", "sys", "loop_user", "loop_sys", "faults")
+
+
+def broker_counters(pid: int) -> dict[str, float]:
+    """``COUNTERS`` of ``pid`` (Linux ``/proc``): where a broker's CPU per operation goes."""
+
+    def fields(path: str) -> list[str]:
+        with open(path) as f:
+            return f.read().rsplit(")", 1)[1].split()
+
+    tck = os.sysconf("SC_CLK_TCK")
+    whole, loop = fields(f"/proc/{pid}/stat"), fields(f"/proc/{pid}/task/{pid}/stat")
+    return {"user": int(whole[11]) / tck, "sys": int(whole[12]) / tck, "loop_user": int(loop[11]) / tck,
+            "loop_sys": int(loop[12]) / tck, "faults": int(whole[7])}  # fmt: skip
 
 
 def load_avg() -> str:
@@ -137,14 +153,15 @@ async def _run(
                     await producer.send(Message(topic, body))
                 done += 1
 
-        cpu0, client0, t0 = cpu_seconds(pid), time.process_time(), time.monotonic()
+        stat0, client0, t0 = broker_counters(pid), time.process_time(), time.monotonic()
         await asyncio.gather(*(worker() for _ in range(inflight)))
         if tx:  # the last END_TRANSACTIONs are oneway: count them once the broker has committed
             while True:
                 if await commit_count(addr) - before_commits >= done:
                     break
                 await asyncio.sleep(0.01)
-        elapsed, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+        elapsed, stat1 = time.monotonic() - t0, broker_counters(pid)
+        used = {k: stat1[k] - stat0[k] for k in COUNTERS}
         client_cpu = time.process_time() - client0
         if callgrind:
             await asyncio.sleep(1.0)  # the window's dispatch (reput) and flush
@@ -155,10 +172,21 @@ async def _run(
         "run": "transactions" if tx else "plain_sends",
         "ops": done,
         "ops_per_s": round(done / elapsed),
-        "broker_cpu_us_per_op": round(cpu / done * 1e6, 1),
+        "broker_cpu_us_per_op": round((used["user"] + used["sys"]) / done * 1e6, 1),
+        **{f"broker_{k}_us_per_op": round(used[k] / done * 1e6, 1) for k in COUNTERS if k != "faults"},
+        "broker_faults_per_op": round(used["faults"] / done, 2),
         "client_cpu_us_per_op": round(client_cpu / done * 1e6, 1),
         "load": load_avg(),
     }
+
+
+#: ``_run``'s figures per operation that ``throughput`` averages over its rounds
+PER_OP = (
+    "broker_cpu_us_per_op",
+    *(f"broker_{k}_us_per_op" for k in COUNTERS if k != "faults"),
+    "broker_faults_per_op",
+    "client_cpu_us_per_op",
+)
 
 
 def throughput(secs: float, inflight: int, rounds: int) -> None:
@@ -168,29 +196,31 @@ def throughput(secs: float, inflight: int, rounds: int) -> None:
     drift as much as the ratio (0.45-0.53 for the same code)."""
     slice_s = secs / rounds
     total: dict[bool, dict[str, float]] = {
-        kind: {"ops": 0, "s": 0, "broker": 0, "client": 0} for kind in (False, True)
+        kind: dict.fromkeys(("ops", "s", *PER_OP), 0.0) for kind in (False, True)
     }
-    ratios = []
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []  # broker CPU per plain send / per transaction, each round
     with cluster() as c:
         for r in range(rounds):
             per: dict[bool, float] = {}
+            cpu: dict[bool, float] = {}
             for tx in (False, True) if r % 2 == 0 else (True, False):
                 res = asyncio.run(_run(c.namesrv, c.broker_addrs[0], c.broker_pids[0], slice_s, inflight, tx))
                 t = total[tx]
                 t["ops"] += res["ops"]
                 t["s"] += res["ops"] / res["ops_per_s"]
-                t["broker"] += res["broker_cpu_us_per_op"] * res["ops"]
-                t["client"] += res["client_cpu_us_per_op"] * res["ops"]
-                per[tx] = res["ops_per_s"]
+                for key in PER_OP:
+                    t[key] += res[key] * res["ops"]
+                per[tx], cpu[tx] = res["ops_per_s"], res["broker_cpu_us_per_op"]
             ratios.append(round(per[True] / per[False], 3))
+            cpu_ratios.append(round(cpu[False] / cpu[True], 3))
     for tx in (False, True):
         t = total[tx]
         row = {
             "run": "transactions" if tx else "plain_sends",
             "ops": int(t["ops"]),
             "ops_per_s": round(t["ops"] / t["s"]),
-            "broker_cpu_us_per_op": round(t["broker"] / t["ops"], 1),
-            "client_cpu_us_per_op": round(t["client"] / t["ops"], 1),
+            **{key: round(t[key] / t["ops"], 2 if key == "broker_faults_per_op" else 1) for key in PER_OP},
             "load": load_avg(),
         }
         print(json.dumps({"bench": "throughput", "inflight": inflight, "rounds": rounds, **row}), flush=True)
@@ -203,6 +233,7 @@ def throughput(secs: float, inflight: int, rounds: int) -> None:
                     (tx_run["ops"] / tx_run["s"]) / (plain["ops"] / plain["s"]), 3
                 ),
                 "per_round": ratios,
+                "broker_cpu_plain_vs_tx_per_round": cpu_ratios,
                 "target": ">= 0.5",
             }
         ),
@@ -589,7 +620,7 @@ def offline_ops(n: int, tx: bool, turn: int = 16) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def offline_instructions(n: int) -> None:
+def offline_instructions(n: int, turn: int = 16) -> None:
     """``--callgrind-offline`` (module docstring, 5.): ``offline_ops`` under valgrind, per kind."""
     tmp = tempfile.mkdtemp(prefix="pocketmq-txbench-cg-")
     try:
@@ -598,12 +629,12 @@ def offline_instructions(n: int) -> None:
             out = os.path.join(tmp, f"callgrind.{'tx' if tx else 'plain'}")
             subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                 os.path.abspath(__file__), "--offline-ops", "tx" if tx else "plain", str(n)],
+                 os.path.abspath(__file__), "--offline-ops", "tx" if tx else "plain", str(n), "--turn", str(turn)],
                 check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             per_op[tx] = (_window_instructions(out) - _window_instructions(out, "client")) / n
             run = "transactions" if tx else "plain_sends"
-            print(json.dumps({"bench": "offline_instructions", "run": run, "ops": n,
+            print(json.dumps({"bench": "offline_instructions", "run": run, "ops": n, "turn": turn,
                               "broker_instructions_per_op": round(per_op[tx])}), flush=True)  # fmt: skip
         print(
             json.dumps(
@@ -626,8 +657,11 @@ def main() -> None:
         "--rounds", type=int, default=4, help="alternating plain/transaction runs of --secs / rounds each"
     )
     parser.add_argument("--halves", type=int, default=100_000)
-    parser.add_argument("--turn", type=int, default=16, help="END_TRANSACTIONs per loop turn (micro)")
+    parser.add_argument(
+        "--turn", type=int, default=16, help="requests per loop turn (end_transaction, --callgrind-offline)"
+    )
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--throughput-only", action="store_true", help="no check_scan, no end_transaction")
     parser.add_argument("--callgrind", type=float, metavar="SECS", help="broker instructions per op only")
     parser.add_argument("--callgrind-keep", metavar="DIR", help="copy --callgrind's output files to DIR")
     parser.add_argument(
@@ -636,16 +670,17 @@ def main() -> None:
     parser.add_argument("--offline-ops", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.offline_ops:
-        offline_ops(int(args.offline_ops[1]), args.offline_ops[0] == "tx")
+        offline_ops(int(args.offline_ops[1]), args.offline_ops[0] == "tx", max(1, args.turn))
         return
     if args.callgrind_offline:
-        offline_instructions(args.callgrind_offline)
+        offline_instructions(args.callgrind_offline, max(1, args.turn))
         return
     if args.callgrind:
         broker_instructions(args.callgrind, args.inflight, args.callgrind_keep)
         return
-    check_scan(args.halves)
-    end_transaction_cpu(turn=max(1, args.turn))
+    if not args.throughput_only:
+        check_scan(args.halves)
+        end_transaction_cpu(turn=max(1, args.turn))
     if not args.skip_throughput:
         throughput(args.secs, args.inflight, max(1, args.rounds))
 
