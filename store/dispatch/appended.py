@@ -144,14 +144,16 @@ def reput_appended(d: ReputState, budget: int) -> int:
                         if a >= 10:
                             j = s.find("\x02", a)
                             if j > a:
-                                try:
-                                    # inline of index.hash.topic_key_hash (the head and tail sliced
-                                    # from ``s``: no slice of the key itself; a 1-char key misses)
-                                    if j - a < 2:
-                                        raise KeyError
-                                    u = (heads[s[a : j - 2]] + tails[s[j - 2 : j]]) & 0xFFFFFFFF
+                                # inline of index.hash.topic_key_hash (the head and tail sliced from
+                                # ``s``: no slice of the key itself; a 1-char key misses). A miss (a
+                                # new millisecond: at one send in flight, every record) is found by
+                                # ``in``, not a raised KeyError (~1k instructions more per miss)
+                                head = s[a : j - 2]
+                                tail = s[j - 2 : j]
+                                if j - a >= 2 and head in heads and tail in tails:
+                                    u = (heads[head] + tails[tail]) & 0xFFFFFFFF
                                     add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
-                                except KeyError:
+                                else:
                                     add_hash(uniq_key_hash(topic, s[a:j]))
                                 add_phy(phy)
                                 add_ts(ts)

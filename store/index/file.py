@@ -235,32 +235,35 @@ class IndexFile:
         if idx <= 1 or idx + n > self.index_num:
             return False
         begin = self.begin_timestamp
+        lo = min(tss)
+        # timeDiff grows with the store time: equal at both ends, one for all (a run crosses
+        # a second at most once per second)
+        if begin <= 0 or (lo - begin) // 1000 == (max(tss) - begin) // 1000:
+            diffs = [time_diff(lo, begin)] * n
+        else:
+            diffs = [time_diff(ts, begin) for ts in tss]
         slot_num = self.slot_num
         mf = self.mf
         slots = mf.aux
-        args: list[int] = []
-        add = args.extend
+        prevs: list[int] = []
+        add_prev = prevs.append
         new_slots = 0
         i = idx
-        last_ts = -1
-        diff = 0
-        for h, phy, ts in zip(hashes, phys, tss, strict=True):
-            if ts != last_ts:
-                last_ts = ts
-                # inline of index.file.time_diff
-                diff = (ts - begin) // 1000 if begin > 0 else 0
-                if diff < 0:
-                    diff = 0
-                elif diff > _MAX_INT:
-                    diff = _MAX_INT
+        for h in hashes:
             s = h % slot_num
             v = slots[s]
             if v <= 0 or v > i:
                 v = 0
                 new_slots += 1
-            add((h, phy, diff, v))
+            add_prev(v)
             slots[s] = i
             i += 1
+        # the entries' fields interleaved by four C-level slice assignments (not a tuple each)
+        args = [0] * (4 * n)
+        args[0::4] = hashes
+        args[1::4] = phys
+        args[2::4] = diffs
+        args[3::4] = prevs
         mm = mf.mm
         pos = self.entries_base + idx * INDEX_ENTRY_SIZE
         if n <= _RUN:
