@@ -235,13 +235,24 @@ class IndexFile:
         if idx <= 1 or idx + n > self.index_num:
             return False
         begin = self.begin_timestamp
-        lo = min(tss)
-        # timeDiff grows with the store time: equal at both ends, one for all (a run crosses
-        # a second at most once per second)
-        if begin <= 0 or (lo - begin) // 1000 == (max(tss) - begin) // 1000:
-            diffs = [time_diff(lo, begin)] * n
+        ts = tss[0]
+        if tss.count(ts) == n:  # one store time (C-level compares; min()/max() cost ~70 a value)
+            diffs = [time_diff(ts, begin)] * n
         else:
-            diffs = [time_diff(ts, begin) for ts in tss]
+            diffs = []
+            add_diff = diffs.append
+            last_ts = -1
+            diff = 0
+            for ts in tss:
+                if ts != last_ts:
+                    last_ts = ts
+                    # inline of index.file.time_diff
+                    diff = (ts - begin) // 1000 if begin > 0 else 0
+                    if diff < 0:
+                        diff = 0
+                    elif diff > _MAX_INT:
+                        diff = _MAX_INT
+                add_diff(diff)
         slot_num = self.slot_num
         mf = self.mf
         slots = mf.aux
