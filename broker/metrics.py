@@ -44,6 +44,7 @@ transactions could be next) without touching :meth:`BrokerMetrics.collect`.
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -83,6 +84,19 @@ _BUCKETS = 25
 _DLQ_PREFIX = "%DLQ%"
 
 
+def _one_argument(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes exactly one positional argument and nothing else."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return (
+        len(params) == 1
+        and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD)
+        and params[0].default is params[0].empty
+    )
+
+
 class PutLatency:
     """CommitLog append time of every put, in power-of-two buckets (one shift and one add each).
 
@@ -101,6 +115,20 @@ class PutLatency:
         counts = self.counts
         clock = time.perf_counter_ns
         this = self
+
+        if _one_argument(fn):  # put_message, put_messages: no argument tuple per put (~0.1 µs)
+
+            def timed_one(arg: Any) -> Any:
+                t0 = clock()
+                result = fn(arg)
+                dt = clock() - t0
+                counts[(dt >> 10).bit_length()] += 1
+                this.sum_ns += dt
+                if dt > this.max_ns:  # noqa: PLR1730 - a compare, not a max() call: runs on every put
+                    this.max_ns = dt
+                return result
+
+            return timed_one  # type: ignore[return-value]
 
         def timed(*args: Any) -> Any:
             t0 = clock()

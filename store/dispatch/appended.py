@@ -32,6 +32,7 @@ from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash, uniq
 from pocketmq.store.listener import MessageArrivingListener
 from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
 from pocketmq.store.log.layout import SCHEDULE_TOPIC
+from pocketmq.store.queue.consume_queue import ConsumeQueue
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
 __all__ = ["INDEX_RUN", "ReputState", "reput_appended"]
@@ -82,7 +83,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
         popleft()
     if not pending or pending[0][0] != off:
         return 0
-    queues = d.cq_table.flat
+    by_topic = d.cq_table.queues
     find_or_create = d.cq_table.find_or_create
     indexed = d.index_enable
     listener = d.listener
@@ -99,6 +100,9 @@ def reput_appended(d: ReputState, budget: int) -> int:
     add_ts = htss.append
     last_topic: str | None = None
     heads: dict[str, int] = {}
+    # the topic's queues by queue id: one int subscript per record, not a (topic, qid) tuple
+    # built and hashed for ``flat`` (~0.6k instructions)
+    topic_queues: dict[int, ConsumeQueue] = {}
     n = 0
     last_ts = 0
     try:
@@ -111,6 +115,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
             if topic != last_topic:  # (equal, not identical: a broker decodes each topic anew)
                 heads = heads_of(topic)
                 last_topic = topic
+                topic_queues = by_topic.get(topic) or {}
             if batch is not None:
                 try:
                     done = _dispatch_batch(d, rec, batch, heads, hashes, hphys, htss)
@@ -129,10 +134,12 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 tx = sys_flag & _TX_MASK
                 if props:
                     s = f"\x02{props}\x02"
-                    # inline of dispatch.props_fields.dispatch_fields (tagsCode)
-                    i = s.find(TAGS_NEEDLE)
-                    if i >= 0:
-                        tags = s[i + 6 : s.find("\x02", i + 6)]
+                    # inline of dispatch.props_fields.dispatch_fields (tagsCode); ``partition``
+                    # takes one argument, ``find`` parses its tuple: ~1.1k instructions fewer
+                    # per record with TAGS, ~0.3k without (callgrind)
+                    _, found, rest = s.partition(TAGS_NEEDLE)
+                    if found:
+                        tags = rest.partition("\x02")[0]  # (``s`` ends with \x02)
                         if tags:
                             code = tag_codes.get(tags)
                             tags_code = tag_code(tags) if code is None else code
@@ -140,26 +147,27 @@ def reput_appended(d: ReputState, budget: int) -> int:
                         tags_code = deliver_time(props, ts, d.delay_levels, tags_code)
                     if indexed and tx != _ROLLBACK:
                         # the index hashes of UNIQ_KEY and each KEYS token, as topic_key_hashes
-                        a = s.find(UNIQ_NEEDLE) + 10
-                        if a >= 10:
-                            j = s.find("\x02", a)
-                            if j > a:
-                                try:
-                                    # inline of index.hash.topic_key_hash (the head and tail sliced
-                                    # from ``s``: no slice of the key itself; a 1-char key misses)
-                                    if j - a < 2:
-                                        raise KeyError
-                                    u = (heads[s[a : j - 2]] + tails[s[j - 2 : j]]) & 0xFFFFFFFF
+                        # (``partition``, not ``find``: ~0.6k instructions fewer, as for TAGS)
+                        _, found, rest = s.partition(UNIQ_NEEDLE)
+                        if found:
+                            key = rest.partition("\x02")[0]
+                            if key:
+                                # inline of index.hash.topic_key_hash (a 1-char key misses). A miss
+                                # (a new millisecond: at one send in flight, every record) is found
+                                # by ``in``, not a raised KeyError (~1k instructions more per miss)
+                                head = key[:-2]
+                                tail = key[-2:]
+                                if len(key) >= 2 and head in heads and tail in tails:
+                                    u = (heads[head] + tails[tail]) & 0xFFFFFFFF
                                     add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
-                                except KeyError:
-                                    add_hash(uniq_key_hash(topic, s[a:j]))
+                                else:
+                                    add_hash(uniq_key_hash(topic, key))
                                 add_phy(phy)
                                 add_ts(ts)
                         # (``in`` first: a find parses its arguments, ~3x the cost, and most
                         # records have no KEYS)
                         if KEYS_NEEDLE in s:
-                            i = s.find(KEYS_NEEDLE)
-                            keys = s[i + 6 : s.find("\x02", i + 6)]
+                            keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
                             for k in keys.split(" ") if " " in keys else (keys,):
                                 if k:
                                     try:
@@ -171,9 +179,11 @@ def reput_appended(d: ReputState, budget: int) -> int:
                                     add_phy(phy)
                                     add_ts(ts)
                 if tx not in _UNQUEUED:
-                    cq = queues.get((topic, qid))
-                    if cq is None:
+                    try:
+                        cq = topic_queues[qid]
+                    except KeyError:  # (once per queue: its first record)
                         cq = find_or_create(topic, qid)
+                        topic_queues = by_topic[topic]
                     cq.put(phy, size, tags_code, qoff, ts)
                     if listener is not None and (waiting is None or waiting):
                         d.reput_from_offset = phy + size
@@ -253,30 +263,30 @@ def _dispatch_batch(
         code = 0
         if props:
             s = f"\x02{props}\x02"
-            # inline of dispatch.props_fields.dispatch_fields (tagsCode)
-            i = s.find(TAGS_NEEDLE)
-            if i >= 0:
-                tags = s[i + 6 : s.find("\x02", i + 6)]
+            # inline of dispatch.props_fields.dispatch_fields (tagsCode; ``partition`` as in
+            # reput_appended)
+            _, found, rest = s.partition(TAGS_NEEDLE)
+            if found:
+                tags = rest.partition("\x02")[0]
                 if tags:
                     c = tag_codes.get(tags)
                     code = tag_code(tags) if c is None else c
             if indexed:
-                a = s.find(UNIQ_NEEDLE) + 10
-                if a >= 10:
-                    j = s.find("\x02", a)
-                    if j > a:
-                        try:
-                            # inline of index.hash.topic_key_hash (as in reput_appended)
-                            if j - a < 2:
-                                raise KeyError
-                            u = (heads[s[a : j - 2]] + tails[s[j - 2 : j]]) & 0xFFFFFFFF
+                _, found, rest = s.partition(UNIQ_NEEDLE)
+                if found:
+                    key = rest.partition("\x02")[0]
+                    if key:
+                        # inline of index.hash.topic_key_hash (as in reput_appended)
+                        head = key[:-2]
+                        tail = key[-2:]
+                        if len(key) >= 2 and head in heads and tail in tails:
+                            u = (heads[head] + tails[tail]) & 0xFFFFFFFF
                             add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
-                        except KeyError:
-                            add_hash(uniq_key_hash(topic, s[a:j]))
+                        else:
+                            add_hash(uniq_key_hash(topic, key))
                         add_phy(p)
                 if KEYS_NEEDLE in s:
-                    i = s.find(KEYS_NEEDLE)
-                    keys = s[i + 6 : s.find("\x02", i + 6)]
+                    keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
                     for k in keys.split(" ") if " " in keys else (keys,):
                         if k:
                             try:

@@ -173,21 +173,25 @@ def uniq_key_hash(topic: str, key: str) -> int:
     if heads is None:
         heads = heads_of(topic)
     if len(key) >= 6:
-        tails = _TAILS
-        hp = heads.get(key[:-6])
-        t1 = tails.get(key[-6:-4])
-        t2 = tails.get(key[-4:-2])
-        t3 = tails.get(key[-2:])
-        if hp is not None and t1 is not None and t2 is not None and t3 is not None:
-            # as _head_p2 caches them: h(topic#head) * 31**2 of the 28- and 30-char heads
-            h28 = ((hp + t1) * _P2) & _M
-            h30 = ((h28 + t2) * _P2) & _M
-            if len(heads) >= _MAX_HEADS - 1:
-                heads.clear()
-                heads[key[:-6]] = hp
-            heads[key[:-4]] = h28
-            heads[key[:-2]] = h30
-            return _fold((h30 + t3) & _M)
+        head = key[:-6]
+        if head in heads:  # (``in``, subscripts: no method call, no raise on the common path)
+            hp = heads[head]
+            tails = _TAILS
+            t1 = key[-6:-4]
+            t2 = key[-4:-2]
+            t3 = key[-2:]
+            if t1 in tails and t2 in tails and t3 in tails:
+                # h(topic#head) * 31**2 of the 30-char head, as _head_p2 caches it (the 28-char
+                # one is not stored: only a counter byte changing within a millisecond would
+                # find it, and each store hashes a new string)
+                h30 = ((((hp + tails[t1]) * _P2) & _M) + tails[t2]) * _P2 & _M
+                if len(heads) >= _MAX_HEADS:
+                    heads.clear()
+                    heads[head] = hp
+                heads[key[:-2]] = h30
+                u = (h30 + tails[t3]) & _M
+                # inline of index.hash.fold_hash
+                return u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF
     return _slow(heads, topic, key, UNIQ_DEPTH)
 
 

@@ -47,7 +47,7 @@ from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
+from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult, put_ok
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +267,7 @@ class CommitLog:
         self.appended.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
         self.put_times_total += 1
         self.put_size_total += size
-        return PutResult(_PUT_OK, AppendResult(_APPEND_OK, phy, size, now, qoff, 1, msg.store_host))
+        return put_ok(phy, size, now, qoff, msg.store_host)
 
     def put_run(
         self,

@@ -33,6 +33,8 @@ def test_put_latency_wrap_times_calls_and_returns_their_result() -> None:
     timed = lat.wrap(lambda a, b: a + b)
     assert timed(2, 3) == 5 and timed(1, 1) == 2
     assert lat.count == 2 and lat.max_ns >= 0
+    one = lat.wrap(lambda a: a * 2)  # (the one-argument wrapper: no argument tuple)
+    assert one(4) == 8 and lat.count == 3 and lat.sum_ns >= lat.max_ns
 
 
 def test_metrics_label_pairs() -> None:

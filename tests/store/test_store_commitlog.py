@@ -16,6 +16,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus
 from pocketmq.store.log.layout import file_name_of
+from pocketmq.store.results import AppendMessageStatus, AppendResult, PutResult
 
 from .conftest import BORN_HOST, STORE_HOST, make_msg, pull_all
 
@@ -39,6 +40,11 @@ def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
     assert a.msg_id == "0A00000100002A9F0000000000000000"
     ext = store.look_message_by_offset(0)
     assert ext is not None and ext.msg_id == a.msg_id and ext.properties["X"] == "y"
+    # put_ok fills the slots itself: every field set, equal to what the dataclass __init__ builds
+    assert r == PutResult(
+        PutMessageStatus.PUT_OK,
+        AppendResult(AppendMessageStatus.PUT_OK, 0, len(expected), clock.now, 0, 1, STORE_HOST),
+    )
 
 
 def test_queue_offsets_are_per_topic_and_queue(open_store):

@@ -309,3 +309,31 @@ def test_index_time_diff_inlines_equal_time_diff(how, tmp_path):
     assert files["ref"] == files[how]
     assert [time_diff(ts, begin) for ts in stamps] == [0, 0, 1, 0x7FFFFFFF, 61]
     assert time_diff(begin, 0) == 0
+
+
+def test_index_put_hashes_of_mixed_times_equals_put_hashed(tmp_path):
+    """One ``put_hashes`` run whose store times cross seconds, go back and clamp writes what
+    ``put_hashed`` per entry writes (its timeDiffs are computed once per run when they agree)."""
+    from pocketmq.store.index.file import IndexFile
+
+    begin = 1_700_000_000_000
+    runs = [
+        [begin + 10, begin + 20, begin + 999],  # one second: one timeDiff for all
+        [begin + 1500, begin + 900, begin + 2100, begin - 5000, begin + (0x7FFFFFFF + 10) * 1000],
+    ]
+    files = {}
+    for name in ("ref", "run"):
+        f = IndexFile(str(tmp_path / name), 8, 64, create=True)
+        f.put_hashed(7, 100, begin)  # the first entry sets beginTimestamp
+        for r, stamps in enumerate(runs):
+            hashes = [r * 100 + k * 7 + 1 for k in range(len(stamps))]
+            phys = [1000 * (r + 1) + k for k in range(len(stamps))]
+            if name == "ref":
+                for h, phy, ts in zip(hashes, phys, stamps, strict=True):
+                    assert f.put_hashed(h, phy, ts)
+            else:
+                assert f.put_hashes(hashes, phys, stamps)
+        f.write_header()
+        files[name] = bytes(f.mf.mm)
+        f.mf.close()
+    assert files["ref"] == files["run"]
