@@ -12,10 +12,14 @@ RocketMQ 4.x's half-topic design (``TransactionalMessageServiceImpl`` + ``...Bri
 * **rollback** (:meth:`rollback`): only the op record;
 * op records and the transaction identity of check copies: :mod:`.bookkeeping`.
 
-Every resolved half offset is kept in memory (``done``), rebuilt at :meth:`load` from the whole
-op queue, so a second commit or rollback of a transaction (a late END_TRANSACTION racing a
-check-back, a retried one) is refused and never stores a second copy; entries below the half
-queue's first offset (deleted by retention) are dropped.
+The resolved half offsets the check scan and END_TRANSACTION still need are kept in memory
+(``done``), so a second commit or rollback of a transaction (a late END_TRANSACTION racing a
+check-back, a retried one) is refused and never stores a second copy; a transaction the half
+progress has passed and that is not open is over and answered so without an entry
+(:mod:`.bookkeeping`, "Open transactions"). Memory: the offsets resolved at or past the half
+progress plus the open transactions, whatever the history's length; :meth:`load` reads the op
+queue from the op progress and the half queue from the half progress (to rebuild the open
+transactions) only.
 
 Checks: :mod:`.check`. Progress: the offsets of group ``CID_RMQ_SYS_TRANS`` on the half and op
 queues in ``consumerOffset.json`` (as RocketMQ), persisted with the other consumer offsets every
@@ -44,7 +48,10 @@ from pocketmq.broker.processor.message_props import (
 )
 from pocketmq.broker.transaction.bookkeeping import (
     OP_TAG,
+    OpenTransactions,
+    is_over,
     is_resolved,
+    keeps_resolved,
     op_bodies,
     parse_op_body,
     transaction_offset,
@@ -289,17 +296,21 @@ class TransactionalMessageService:
     offsets: ConsumerOffsetManager
     state: BrokerState
     now_ms: Callable[[], int]
-    #: half offsets named by op records (and by discards): resolved transactions
+    #: half offsets named by op records (and by discards): resolved transactions, those still
+    #: needed (:meth:`prune`)
     done: set[int] = field(default_factory=set)
-    #: op-queue offset (from ``op_progress`` on) → highest half offset it names
-    op_max_half: dict[int, int] = field(default_factory=dict)
+    #: op-queue offset (from ``op_progress`` on) → the half offsets it names
+    op_named: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: the transactions of the copies at or past the half progress (:mod:`.bookkeeping`)
+    open_txs: OpenTransactions = field(default_factory=OpenTransactions)
     counters: TransactionCounters = field(default_factory=TransactionCounters)
 
     def __post_init__(self) -> None:
         #: next op-queue offset to read into ``done``
         self.op_read = 0
         self._ready_topics: set[str] = set()
-        self._pruned_below = 0
+        #: op records :meth:`load` read (from the op progress on)
+        self.loaded_ops = 0
         #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
         self.recent = RecentHalves()
         #: oneway END_TRANSACTIONs of recent halves, stored together at the end of the loop
@@ -326,7 +337,8 @@ class TransactionalMessageService:
         self.offsets.commit_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset)
 
     def load(self) -> None:
-        """After store recovery: fit the progress to the queues and read every op record.
+        """After store recovery: fit the progress to the queues, find the open transactions
+        (:meth:`read_open`) and read the op records from the op progress on.
 
         A progress beyond its queue's end (the store was truncated by recovery or replaced) is
         moved back to the end; one below the first offset (deleted by retention) to the start.
@@ -342,10 +354,44 @@ class TransactionalMessageService:
             if stored >= 0 or fitted > 0:
                 self.offsets.commit_offset(CID_SYS_RMQ_TRANS, topic, 0, fitted)
         self.done.clear()
-        self.op_max_half.clear()
+        self.op_named.clear()
         self.recent.clear()
-        self.op_read = store.get_min_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
-        self.read_ops()
+        self.open_txs.clear()
+        self.read_open()
+        self.op_read = self.op_progress
+        self.loaded_ops = self.read_ops()
+        self.prune()
+
+    def read_open(self) -> int:
+        """Add the copies from the half progress to the half queue's end to ``open_txs``; how
+        many records were read. Bounded as the scan's backlog: the halves and copies stored
+        since the progress, which stops only at a half younger than ``transactionTimeOut``
+        (or at a put the store refused), so about ``transactionTimeOut`` plus one
+        ``transactionCheckInterval`` of them in steady state."""
+        store = self.store
+        offset = self.half_progress
+        high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+        add = self.open_txs.add
+        count = 0
+        while offset < high:
+            result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0, offset, READ_BATCH)
+            if result.status is _S.FOUND:
+                buf, pos = result.body, 0
+                while pos < len(buf):
+                    try:
+                        half = read_half(buf, pos)
+                    except MessageDecodeError:
+                        logger.error("half queue: unreadable record after offset %d", offset)
+                        break
+                    add(half.queue_offset, half.tx_offset)
+                    pos += half.fields[F_TOTAL]
+                    count += 1
+                offset = max(offset + 1, result.next_begin_offset)
+            elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
+                offset = result.next_begin_offset
+            else:
+                break
+        return count
 
     def read_ops(self) -> int:
         """Read op records from ``op_read`` to the op queue's end into ``done``; how many."""
@@ -353,7 +399,7 @@ class TransactionalMessageService:
         offset = self.op_read
         high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
         keep_from = self.op_progress
-        done, op_max_half = self.done, self.op_max_half
+        done, op_named = self.done, self.op_named
         count = 0
         while offset < high:
             result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset, READ_BATCH)
@@ -367,7 +413,7 @@ class TransactionalMessageService:
                     named = parse_op_body(op.body) if op.tags == OP_TAG else []
                     done.update(named)
                     if op.queue_offset >= keep_from:
-                        op_max_half[op.queue_offset] = max(named, default=-1)
+                        op_named[op.queue_offset] = tuple(named)
                     count += 1
                 offset = max(offset + 1, result.next_begin_offset)
             elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
@@ -377,12 +423,27 @@ class TransactionalMessageService:
         self.op_read = offset
         return count
 
+    def passed(self, half_progress: int) -> None:
+        """The check scan moved the half progress to ``half_progress``: forget the copies it
+        passed (``open_txs``) and the recent halves below it, whose END_TRANSACTION then reads
+        the half back (:meth:`find_half`, which knows a transaction that is over without
+        ``done``; the recent table is in prepare order, so only its oldest entries go)."""
+        self.open_txs.pass_below(half_progress)
+        table = self.recent
+        entries = table.entries
+        while entries:
+            offset = next(iter(entries))
+            recent = entries[offset]
+            if recent[2] >= half_progress:
+                break
+            del entries[offset]
+            table.bytes -= len(recent[0].body)
+
     def prune(self) -> None:
-        """Forget resolved offsets below the half queue's first offset (deleted by retention)."""
-        low = self.store.get_min_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
-        if low > self._pruned_below:
-            self._pruned_below = low
-            self.done = {x for x in self.done if x >= low}
+        """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`):
+        once per check run (and at load), never per transaction."""
+        half_progress, open_txs = self.half_progress, self.open_txs
+        self.done = {x for x in self.done if keeps_resolved(x, half_progress, open_txs)}
 
     # --------------------------------------------------------------------------- topics
     def ensure_topic(self, topic: str) -> None:
@@ -482,8 +543,10 @@ class TransactionalMessageService:
             raise RemoteSystemError("The transaction state table offset wrong")
         if f[F_PHYSICAL_OFFSET] != offset:
             raise RemoteSystemError("The commit log offset wrong")
-        if is_resolved(queue_offset, half.tx_offset, self.done) or is_resolved(
-            queue_offset, half.tx_offset, self.ending
+        if (
+            is_resolved(queue_offset, half.tx_offset, self.done)
+            or is_resolved(queue_offset, half.tx_offset, self.ending)
+            or is_over(queue_offset, half.tx_offset, self.half_progress, self.open_txs)
         ):
             self.counters.already_resolved += 1
             raise RemoteSystemError(
