@@ -44,7 +44,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     half_action,
     transaction_offset,
 )
-from pocketmq.broker.transaction.service import (
+from pocketmq.broker.transaction.records import (
     F_BODY_LEN,
     F_BORN_IP,
     F_BORN_PORT,
@@ -58,12 +58,10 @@ from pocketmq.broker.transaction.service import (
     F_STORE_PORT,
     F_STORE_TS,
     F_SYS_FLAG,
-    READ_BATCH,
-    SKIP_STATUSES,
     HalfMessage,
-    edit_properties,
     record_properties,
 )
+from pocketmq.broker.transaction.service import READ_BATCH, SKIP_STATUSES, edit_properties
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (
