@@ -197,6 +197,8 @@ class TransactionCounters:
     discarded: int = 0
     #: halves older than the CommitLog retention, passed unchecked
     expired: int = 0
+    #: op records read at start (from the op progress on: ``TransactionalMessageService.load``)
+    loaded_ops: int = 0
 
 
 @dataclass(eq=False, kw_only=True)
@@ -221,8 +223,6 @@ class TransactionalMessageService:
         #: next op-queue offset to read into ``done``
         self.op_read = 0
         self._ready_topics: set[str] = set()
-        #: op records :meth:`load` read (from the op progress on)
-        self.loaded_ops = 0
         #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
         self.recent = RecentHalves()
         #: oneway END_TRANSACTIONs of recent halves, stored together at the end of the loop
@@ -271,7 +271,7 @@ class TransactionalMessageService:
         self.open_txs.clear()
         self.read_open()
         self.op_read = self.op_progress
-        self.loaded_ops = self.read_ops()
+        self.counters.loaded_ops = self.read_ops()
         self.prune()
 
     def read_open(self) -> int:

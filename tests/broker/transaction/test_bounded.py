@@ -93,7 +93,7 @@ def test_resolved_set_and_startup_read_stay_bounded(tmp_path: Any, read_back: bo
     with services(tmp_path) as (broker, sent):
         svc = broker.transactional_message_service
         # the restart read the op records from the op progress on, not the whole op queue
-        assert svc.loaded_ops < PER, svc.loaded_ops
+        assert svc.counters.loaded_ops < PER, svc.counters.loaded_ops
         for fields in (resolved[0], resolved[-1]):
             assert end(broker, fields) == ResponseCode.SYSTEM_ERROR
         # the unresolved transaction older than all of them is still checked
