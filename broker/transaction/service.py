@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -280,58 +280,56 @@ class TransactionalMessageService:
         since the progress, which stops only at a half younger than ``transactionTimeOut``
         (or at a put the store refused), so about ``transactionTimeOut`` plus one
         ``transactionCheckInterval`` of them in steady state."""
-        store = self.store
-        offset = self.half_progress
-        high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
         add = self.open_txs.add
         count = 0
+        for buf, offset in self._batches(RMQ_SYS_TRANS_HALF_TOPIC, self.half_progress):
+            pos = 0
+            while pos < len(buf):
+                try:
+                    half = read_half(buf, pos)
+                except MessageDecodeError:
+                    logger.error("half queue: unreadable record before offset %d", offset)
+                    break
+                add(half.queue_offset, half.tx_offset)
+                pos += half.fields[F_TOTAL]
+                count += 1
+        return count
+
+    def _batches(self, topic: str, offset: int) -> Iterator[tuple[bytes, int]]:
+        """Queue 0 of ``topic`` from ``offset`` to its end: (records, the offset after them), in
+        reads of ``READ_BATCH`` (empty records for a range retention removed); stops at a read
+        the store cannot answer."""
+        store = self.store
+        high = store.get_max_offset_in_queue(topic, 0)
         while offset < high:
-            result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0, offset, READ_BATCH)
+            result = store.get_message(CID_SYS_RMQ_TRANS, topic, 0, offset, READ_BATCH)
             if result.status is _S.FOUND:
-                buf, pos = result.body, 0
-                while pos < len(buf):
-                    try:
-                        half = read_half(buf, pos)
-                    except MessageDecodeError:
-                        logger.error("half queue: unreadable record after offset %d", offset)
-                        break
-                    add(half.queue_offset, half.tx_offset)
-                    pos += half.fields[F_TOTAL]
-                    count += 1
                 offset = max(offset + 1, result.next_begin_offset)
+                yield result.body, offset
             elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
                 offset = result.next_begin_offset
+                yield b"", offset
             else:
-                break
-        return count
+                return
 
     def read_ops(self) -> int:
         """Read op records from ``op_read`` to the op queue's end into ``done``; how many."""
-        store = self.store
         offset = self.op_read
-        high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
         keep_from = self.op_progress
         done, op_named = self.done, self.op_named
         count = 0
-        while offset < high:
-            result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset, READ_BATCH)
-            if result.status is _S.FOUND:
-                try:
-                    records = decode_messages(result.body)
-                except MessageDecodeError:
-                    logger.exception("op queue: unreadable records at offset %d", offset)
-                    records = []
-                for op in records:
-                    named = parse_op_body(op.body) if op.tags == OP_TAG else []
-                    done.update(named)
-                    if op.queue_offset >= keep_from:
-                        op_named[op.queue_offset] = tuple(named)
-                    count += 1
-                offset = max(offset + 1, result.next_begin_offset)
-            elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
-                offset = result.next_begin_offset
-            else:
-                break
+        for body, offset in self._batches(RMQ_SYS_TRANS_OP_HALF_TOPIC, self.op_read):
+            try:
+                records = decode_messages(body)
+            except MessageDecodeError:
+                logger.exception("op queue: unreadable records before offset %d", offset)
+                records = []
+            for op in records:
+                named = parse_op_body(op.body) if op.tags == OP_TAG else []
+                done.update(named)
+                if op.queue_offset >= keep_from:
+                    op_named[op.queue_offset] = tuple(named)
+                count += 1
         self.op_read = offset
         return count
 
