@@ -25,10 +25,10 @@ COMMIT, ROLLBACK = "8", "12"
 CONN: Any = argparse.Namespace(attrs={}, remote_addr="127.0.0.1:5555")
 
 
-def half(broker: BrokerController, i: int) -> dict[str, str]:
-    """Prepare one half; the END_TRANSACTION fields naming it."""
+def half(broker: BrokerController, i: int, age_ms: int = 60_000) -> dict[str, str]:
+    """Prepare one half born ``age_ms`` ago; the END_TRANSACTION fields naming it."""
     props = properties_to_string({"UNIQ_KEY": f"U{i}", "TRAN_MSG": "true", "PGROUP": "PG"})
-    born_ms = int(time.time() * 1000) - 60_000
+    born_ms = int(time.time() * 1000) - age_ms
     inner = MessageInner("TxT", f"body-{i}".encode(), 0, 0, props, 4, born_ms, HOST, HOST, 0, 0)
     result: Any = broker.transactional_message_service.prepare_message(inner)
     broker.store.do_reput()
@@ -160,4 +160,26 @@ def test_an_unresolved_checked_transaction_stays_committable_by_any_of_its_offse
         run(broker)
         run(broker)
         assert sent == []
+        assert committed(broker) == 1
+
+
+def test_an_op_record_of_an_open_transaction_holds_the_op_progress(tmp_path: Any) -> None:
+    """A transaction resolved by its first half's offset while a copy of it waits past the
+    progress (the run stops at a younger half before it): its op record names only an offset
+    below the progress, yet a restart must read it, or the copy would be committed again."""
+    with services(tmp_path, transactionTimeOut=30_000) as (broker, sent):
+        svc = broker.transactional_message_service
+        original = half(broker, 0)  # due
+        half(broker, 1, age_ms=0)  # not due for 30 s: every run stops there
+        run(broker)  # the original copied past the young half
+        assert len(sent) == 1 and svc.half_progress == 1
+        copy = fields_of(0, sent[0][1].tran_state_table_offset, sent[0][1].commit_log_offset)
+        svc.recent.clear()
+        assert end(broker, original) == ResponseCode.SUCCESS  # a late answer to the first half
+        run(broker)
+        assert svc.op_progress == 0  # its op record names 0, below the progress, but 0 is open
+        broker.consumer_offset_manager.persist()
+    with services(tmp_path, transactionTimeOut=30_000) as (broker, sent):
+        assert end(broker, copy) == ResponseCode.SYSTEM_ERROR
+        assert end(broker, original) == ResponseCode.SYSTEM_ERROR
         assert committed(broker) == 1
