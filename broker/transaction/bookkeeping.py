@@ -200,25 +200,25 @@ class OpenTransactions:
     check copy goes to the half queue's tail; a restart adds what it finds from the progress on,
     in order) and forgotten, from the oldest, once the progress passes them."""
 
-    __slots__ = ("_copies", "_count")
+    __slots__ = ("_copies", "counts")
 
     def __init__(self) -> None:
         #: (queue offset, transaction offset) of each copy, oldest first
         self._copies: deque[tuple[int, int]] = deque()
-        #: transaction offset -> its copies at or past the progress
-        self._count: dict[int, int] = {}
+        #: transaction offset -> its copies at or past the progress (``in`` it: open)
+        self.counts: dict[int, int] = {}
 
     def add(self, queue_offset: int, tx_offset: int) -> None:
         """A copy of transaction ``tx_offset`` stored at ``queue_offset`` (a first half, whose
         transaction is itself, is not a copy: nothing to remember)."""
         if tx_offset != queue_offset:
             self._copies.append((queue_offset, tx_offset))
-            count = self._count
+            count = self.counts
             count[tx_offset] = count.get(tx_offset, 0) + 1
 
     def pass_below(self, half_progress: int) -> None:
         """Forget the copies the half progress has passed."""
-        copies, count = self._copies, self._count
+        copies, count = self._copies, self.counts
         while copies and copies[0][0] < half_progress:
             _, tx = copies.popleft()
             left = count[tx] - 1
@@ -228,11 +228,11 @@ class OpenTransactions:
                 del count[tx]
 
     def __contains__(self, tx_offset: object) -> bool:
-        return tx_offset in self._count
+        return tx_offset in self.counts
 
     def __len__(self) -> int:
         """How many transactions are open."""
-        return len(self._count)
+        return len(self.counts)
 
     def copies(self) -> int:
         """How many copies are remembered."""
@@ -240,4 +240,4 @@ class OpenTransactions:
 
     def clear(self) -> None:
         self._copies.clear()
-        self._count.clear()
+        self.counts.clear()

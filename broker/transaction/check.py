@@ -233,7 +233,7 @@ class TransactionalMessageCheckService(Service):
                 offset = max(offset, result.next_begin_offset)
         svc.half_progress = offset
         svc.passed(offset)
-        op_progress = advance_op_progress(svc.op_progress, svc.op_named, offset, svc.open_txs)
+        op_progress = advance_op_progress(svc.op_progress, svc.op_named, offset, svc.open_txs.counts)
         if op_progress != svc.op_progress:
             for k in range(svc.op_progress, op_progress):
                 svc.op_named.pop(k, None)

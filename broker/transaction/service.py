@@ -50,7 +50,6 @@ from pocketmq.broker.transaction.bookkeeping import (
     OpenTransactions,
     is_over,
     is_resolved,
-    keeps_resolved,
     op_bodies,
     parse_op_body,
     transaction_offset,
@@ -352,8 +351,10 @@ class TransactionalMessageService:
     def prune(self) -> None:
         """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`):
         once per check run (and at load), never per transaction."""
-        half_progress, open_txs = self.half_progress, self.open_txs
-        self.done = {x for x in self.done if keeps_resolved(x, half_progress, open_txs)}
+        # (keeps_resolved inline, the open set's dict tested directly: one pass over ``done``
+        # per run, at C speed)
+        half_progress, open_txs = self.half_progress, self.open_txs.counts
+        self.done = {x for x in self.done if x >= half_progress or x in open_txs}
 
     # --------------------------------------------------------------------------- topics
     def ensure_topic(self, topic: str) -> None:
