@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -68,7 +69,6 @@ from pocketmq.broker.transaction.records import (
     F_STORE_IP,
     F_STORE_PORT,
     F_SYS_FLAG,
-    F_TOTAL,
     HalfMessage,
     read_half,
 )
@@ -158,6 +158,9 @@ _HALF_TOPIC_BYTES = RMQ_SYS_TRANS_HALF_TOPIC.encode()
 _OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
+_PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
+#: a record's first field, its total size
+_TOTAL = struct.Struct(">i")
 
 
 def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
@@ -282,15 +285,22 @@ class TransactionalMessageService:
         add = self.open_txs.add
         count = 0
         for buf, offset in self._batches(RMQ_SYS_TRANS_HALF_TOPIC, self.half_progress):
-            pos = 0
-            while pos < len(buf):
-                try:
-                    half = read_half(buf, pos)
-                except MessageDecodeError:
+            pos, end = 0, len(buf)
+            while pos < end:
+                total = _TOTAL.unpack_from(buf, pos)[0]
+                if total <= 0:
                     logger.error("half queue: unreadable record before offset %d", offset)
                     break
-                add(half.queue_offset, half.tx_offset)
-                pos += half.fields[F_TOTAL]
+                # only a record with the name in its bytes can be a copy (a first half, the
+                # most, is passed without reading its properties)
+                if buf.find(_PREPARED_KEY_BYTES, pos, pos + total) >= 0:
+                    try:
+                        half = read_half(buf, pos)
+                    except MessageDecodeError:
+                        logger.error("half queue: unreadable record before offset %d", offset)
+                        break
+                    add(half.queue_offset, half.tx_offset)
+                pos += total
                 count += 1
         return count
 
