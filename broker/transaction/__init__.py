@@ -1,10 +1,12 @@
 """Transactional messages on the broker (RocketMQ 4.x half-topic design).
 
 * :mod:`.bookkeeping`: pure decisions (op bodies, transaction identity, resolved and due halves,
-  op progress), tested with tables;
+  op progress, open transactions and what is forgotten), tested with tables;
 * :mod:`.service`: ``TransactionalMessageService`` (prepare, commit, rollback, op records, the
-  resolved set and the progress kept as ``CID_RMQ_SYS_TRANS`` consumer offsets);
+  resolved set and the open transactions, both bounded, and the progress kept as
+  ``CID_RMQ_SYS_TRANS`` consumer offsets);
 * :mod:`.check`: ``TransactionalMessageCheckService`` (check-back of unresolved halves);
+* :mod:`.records`: half-queue records read in place (fields, properties, transaction);
 * :mod:`.recent`: the halves this process stored lately, which END_TRANSACTION commits or rolls
   back without reading them back from the CommitLog;
 * :mod:`.half_props`: a half's properties built in one pass from the sender's (the prepare's

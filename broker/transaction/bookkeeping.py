@@ -19,14 +19,31 @@ Op record (``RMQ_SYS_TRANS_OP_HALF_TOPIC`` queue 0, tag ``d``)
 Progress (consumer offsets of ``CID_RMQ_SYS_TRANS``)
     The half progress passes a half only once it is resolved, copied for a check, discarded or
     expired (:func:`half_action`), so every unresolved transaction keeps a copy at or beyond the
-    persisted progress: a restart re-reads from there and never skips one. The op progress
-    passes an op record once all the offsets it names are below the half progress
-    (:func:`advance_op_progress`).
+    persisted progress: a restart re-reads from there and never skips one.
+
+Open transactions and what is forgotten (issue 17: memory and startup bounded)
+    The *open* transactions are those of the copies stored at or past the half progress
+    (:class:`OpenTransactions`: each copy's ``TRAN_PREPARED_QUEUE_OFFSET`` ``Y``, counted until
+    the progress passes the copy). A transaction whose first half ``Y`` is below the half
+    progress and which is not open is over: the progress passed each of its halves, the last one
+    because it was resolved, discarded or expired (a copied one left a copy, which keeps it
+    open). So
+
+    * the resolved set keeps only offsets at or past the half progress and open transactions
+      (:func:`keeps_resolved`), whatever the history's length;
+    * END_TRANSACTION naming a half below the half progress of a transaction that is not open
+      is answered as for a resolved one (:func:`is_over`): never a second copy;
+    * the op progress passes an op record once all the offsets it names are below the half
+      progress and none is an open transaction (:func:`advance_op_progress`), and a restart
+      reads the op queue from there only: what it skips names only transactions that are over.
+      A transaction resolved while open keeps its records (its ``Y`` is named) until the
+      progress passes its last copy, one check run later.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Container, Mapping
 
 #: RocketMQ ``TransactionalMessageUtil.REMOVETAG``: the tag of op records
@@ -144,15 +161,83 @@ def half_action(
     return HalfAction.CHECK
 
 
-def advance_op_progress(op_progress: int, op_max_half: Mapping[int, int], half_progress: int) -> int:
-    """The op progress after passing every op record whose offsets are all below ``half_progress``.
+def advance_op_progress(
+    op_progress: int, op_named: Mapping[int, tuple[int, ...]], half_progress: int, open_txs: Container[int]
+) -> int:
+    """The op progress after passing every op record that names only transactions that are over:
+    offsets below ``half_progress`` that are not in ``open_txs`` (module docstring).
 
-    ``op_max_half`` maps the op-queue offsets read so far (from ``op_progress`` on) to the highest
-    half offset each names (-1 for a record naming none); the walk stops at the first op still
-    needed or at the first offset not read yet.
+    ``op_named`` maps the op-queue offsets read so far (from ``op_progress`` on) to the half
+    offsets each names; the walk stops at the first op still needed or at the first offset not
+    read yet.
     """
     while True:
-        highest = op_max_half.get(op_progress)
-        if highest is None or highest >= half_progress:
+        named = op_named.get(op_progress)
+        if named is None:
             return op_progress
+        for offset in named:
+            if offset >= half_progress or offset in open_txs:
+                return op_progress
         op_progress += 1
+
+
+def keeps_resolved(offset: int, half_progress: int, open_txs: Container[int]) -> bool:
+    """Whether the resolved set must remember ``offset``: the scan will still meet it (at or past
+    the progress) or it is an open transaction (its copies past the progress name it)."""
+    return offset >= half_progress or offset in open_txs
+
+
+def is_over(queue_offset: int, tx_offset: int, half_progress: int, open_txs: Container[int]) -> bool:
+    """Whether the half at ``queue_offset`` of transaction ``tx_offset`` belongs to a transaction
+    that is over (resolved, discarded or expired) though the resolved set may have forgotten it:
+    the progress passed the half and the transaction is not open (module docstring)."""
+    return queue_offset < half_progress and tx_offset not in open_txs
+
+
+class OpenTransactions:
+    """The transactions of the copies stored at or past the half progress (module docstring):
+    ``Y in open`` while a copy of ``Y`` is there. Copies are added in queue-offset order (each
+    check copy goes to the half queue's tail; a restart adds what it finds from the progress on,
+    in order) and forgotten, from the oldest, once the progress passes them."""
+
+    __slots__ = ("_copies", "counts")
+
+    def __init__(self) -> None:
+        #: (queue offset, transaction offset) of each copy, oldest first
+        self._copies: deque[tuple[int, int]] = deque()
+        #: transaction offset -> its copies at or past the progress (``in`` it: open)
+        self.counts: dict[int, int] = {}
+
+    def add(self, queue_offset: int, tx_offset: int) -> None:
+        """A copy of transaction ``tx_offset`` stored at ``queue_offset`` (a first half, whose
+        transaction is itself, is not a copy: nothing to remember)."""
+        if tx_offset != queue_offset:
+            self._copies.append((queue_offset, tx_offset))
+            count = self.counts
+            count[tx_offset] = count.get(tx_offset, 0) + 1
+
+    def pass_below(self, half_progress: int) -> None:
+        """Forget the copies the half progress has passed."""
+        copies, count = self._copies, self.counts
+        while copies and copies[0][0] < half_progress:
+            _, tx = copies.popleft()
+            left = count[tx] - 1
+            if left:
+                count[tx] = left
+            else:
+                del count[tx]
+
+    def __contains__(self, tx_offset: object) -> bool:
+        return tx_offset in self.counts
+
+    def __len__(self) -> int:
+        """How many transactions are open."""
+        return len(self.counts)
+
+    def copies(self) -> int:
+        """How many copies are remembered."""
+        return len(self._copies)
+
+    def clear(self) -> None:
+        self._copies.clear()
+        self.counts.clear()

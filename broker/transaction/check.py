@@ -20,7 +20,9 @@ Every ``transactionCheckInterval`` (60 s) one run (RocketMQ 4.9 ``TransactionalM
      copied to the tail unchanged, so it does not hold back the others.
 
 3. the progress moves past every half it passed (each unresolved transaction keeps a copy at or
-   beyond it), and the op progress past every op naming only offsets below the half progress.
+   beyond it), and the op progress past every op naming only transactions that are over; at the
+   end of the run the resolved set forgets what it no longer needs (issue 17: bounded memory and
+   startup; :mod:`~pocketmq.broker.transaction.bookkeeping`, "Open transactions").
 
 A run works in slices of ``budget`` records and yields to the event loop between slices, so a large
 backlog never stalls requests. A put the store refuses (disk full, ...) stops the run at that half;
@@ -42,7 +44,7 @@ from pocketmq.broker.transaction.bookkeeping import (
     half_action,
     transaction_offset,
 )
-from pocketmq.broker.transaction.service import (
+from pocketmq.broker.transaction.records import (
     F_BODY_LEN,
     F_BORN_IP,
     F_BORN_PORT,
@@ -56,12 +58,10 @@ from pocketmq.broker.transaction.service import (
     F_STORE_PORT,
     F_STORE_TS,
     F_SYS_FLAG,
-    READ_BATCH,
-    SKIP_STATUSES,
     HalfMessage,
-    edit_properties,
     record_properties,
 )
+from pocketmq.broker.transaction.service import READ_BATCH, SKIP_STATUSES, edit_properties
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.headers import CheckTransactionStateRequestHeader
 from pocketmq.remoting.protocol.message import (
@@ -232,13 +232,16 @@ class TransactionalMessageCheckService(Service):
             if not stop and pos >= end:
                 offset = max(offset, result.next_begin_offset)
         svc.half_progress = offset
-        op_progress = advance_op_progress(svc.op_progress, svc.op_max_half, offset)
+        svc.passed(offset)
+        op_progress = advance_op_progress(svc.op_progress, svc.op_named, offset, svc.open_txs.counts)
         if op_progress != svc.op_progress:
             for k in range(svc.op_progress, op_progress):
-                svc.op_max_half.pop(k, None)
+                svc.op_named.pop(k, None)
             svc.op_progress = op_progress
-        svc.prune()
-        return not stop and offset < high
+        more = not stop and offset < high
+        if not more:  # the run ends: once per run, whatever the backlog
+            svc.prune()
+        return more
 
     def _act(self, action: HalfAction, half: HalfMessage, times: int) -> bool:
         """Carry out ``action``; False when the store refused a put (the run stops there)."""
@@ -275,6 +278,10 @@ class TransactionalMessageCheckService(Service):
             (f[F_STORE_IP], f[F_STORE_PORT]), f[F_RECONSUME], f[F_PREPARED_TX],
         )  # fmt: skip
         result = self.service.store.put_message(inner)
+        if result.append is not None and topic == RMQ_SYS_TRANS_HALF_TOPIC:
+            # (stored, even when refused after the append): the transaction stays open while
+            # the copy is at or past the progress
+            self.service.open_txs.add(result.append.logics_offset, half.tx_offset)
         if result.append is None or not result.status.is_ok:
             logger.warning(
                 "copy of half message %d to %s refused (%s)", f[F_QUEUE_OFFSET], topic, result.status.name

@@ -12,10 +12,14 @@ RocketMQ 4.x's half-topic design (``TransactionalMessageServiceImpl`` + ``...Bri
 * **rollback** (:meth:`rollback`): only the op record;
 * op records and the transaction identity of check copies: :mod:`.bookkeeping`.
 
-Every resolved half offset is kept in memory (``done``), rebuilt at :meth:`load` from the whole
-op queue, so a second commit or rollback of a transaction (a late END_TRANSACTION racing a
-check-back, a retried one) is refused and never stores a second copy; entries below the half
-queue's first offset (deleted by retention) are dropped.
+The resolved half offsets the check scan and END_TRANSACTION still need are kept in memory
+(``done``), so a second commit or rollback of a transaction (a late END_TRANSACTION racing a
+check-back, a retried one) is refused and never stores a second copy; a transaction the half
+progress has passed and that is not open is over and answered so without an entry
+(:mod:`.bookkeeping`, "Open transactions"). Memory: the offsets resolved at or past the half
+progress plus the open transactions, whatever the history's length; :meth:`load` reads the op
+queue from the op progress and the half queue from the half progress (to rebuild the open
+transactions) only.
 
 Checks: :mod:`.check`. Progress: the offsets of group ``CID_RMQ_SYS_TRANS`` on the half and op
 queues in ``consumerOffset.json`` (as RocketMQ), persisted with the other consumer offsets every
@@ -31,9 +35,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.message_props import (
     java_half_properties,
@@ -44,6 +48,8 @@ from pocketmq.broker.processor.message_props import (
 )
 from pocketmq.broker.transaction.bookkeeping import (
     OP_TAG,
+    OpenTransactions,
+    is_over,
     is_resolved,
     op_bodies,
     parse_op_body,
@@ -51,18 +57,28 @@ from pocketmq.broker.transaction.bookkeeping import (
 )
 from pocketmq.broker.transaction.half_props import Planned
 from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
+from pocketmq.broker.transaction.records import (
+    F_BODY_LEN,
+    F_BORN_IP,
+    F_BORN_PORT,
+    F_BORN_TS,
+    F_FLAG,
+    F_PHYSICAL_OFFSET,
+    F_QUEUE_OFFSET,
+    F_RECONSUME,
+    F_STORE_IP,
+    F_STORE_PORT,
+    F_SYS_FLAG,
+    HalfMessage,
+    read_half,
+)
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
-    HOST_FLAGS_MASK,
-    MESSAGE_MAGIC_CODE,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
-    PROPS_LEN,
-    RECORD_PREFIX_STRUCTS,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    HostAddress,
     MessageConst,
     MessageDecodeError,
     decode_messages,
@@ -86,14 +102,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "HalfMessage",
-    "TransactionCounters",
-    "TransactionalMessageService",
-    "edit_properties",
-    "read_half",
-    "record_properties",
-]
+__all__ = ["TransactionCounters", "TransactionalMessageService", "edit_properties"]
 
 #: records per store read of the op and half queues (the store's in-memory transfer limit)
 READ_BATCH = 32
@@ -149,35 +158,9 @@ _HALF_TOPIC_BYTES = RMQ_SYS_TRANS_HALF_TOPIC.encode()
 _OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
-
-
-# indexes of a record prefix's fields (RECORD_PREFIX_STRUCTS: the CommitLog layout in order)
-(F_TOTAL, F_MAGIC, F_CRC, F_QUEUE_ID, F_FLAG, F_QUEUE_OFFSET, F_PHYSICAL_OFFSET, F_SYS_FLAG, F_BORN_TS, F_BORN_IP,
- F_BORN_PORT, F_STORE_TS, F_STORE_IP, F_STORE_PORT, F_RECONSUME, F_PREPARED_TX, F_BODY_LEN) = range(17)  # fmt: skip
-_V4 = RECORD_PREFIX_STRUCTS[0]
-
-
-def record_properties(buf: bytes, pos: int, body_at: int, fields: tuple[Any, ...]) -> str | None:
-    """The properties string of the record at ``pos`` whose prefix unpacked to ``fields`` (the
-    body starts at ``body_at``); None when the record is not a well-formed message record (bad
-    magic, sizes that do not fit, properties that are not UTF-8), checked as ``decode_message``."""
-    total, end = fields[F_TOTAL], pos + fields[F_TOTAL]
-    body_len = fields[F_BODY_LEN]
-    if (
-        fields[F_MAGIC] != MESSAGE_MAGIC_CODE
-        or end > len(buf)
-        or body_len < 0
-        or body_at + body_len + 3 > end
-    ):
-        return None
-    p = body_at + body_len
-    p += 1 + buf[p]  # TOPICLENGTH + TOPIC
-    if total <= 0 or p + 2 > end or PROPS_LEN.unpack_from(buf, p)[0] != end - p - 2:
-        return None
-    try:
-        return buf[p + 2 : end].decode()
-    except UnicodeDecodeError:
-        return None
+_PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
+#: a record's first field, its total size
+_TOTAL = struct.Struct(">i")
 
 
 def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
@@ -199,68 +182,6 @@ def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
     )
 
 
-class HalfMessage(NamedTuple):
-    """A stored half message read in place (no decoded message: END_TRANSACTION and the check
-    scan read a few fields of it, then copy its body and properties into a new record)."""
-
-    buf: bytes
-    #: where its body starts in ``buf``
-    body_at: int
-    #: its record prefix's fields (``RECORD_PREFIX_STRUCTS`` order)
-    fields: tuple[Any, ...]
-    props_str: str
-    #: the transaction it belongs to (:func:`~.bookkeeping.transaction_offset`)
-    tx_offset: int
-
-    @property
-    def queue_offset(self) -> int:
-        return int(self.fields[F_QUEUE_OFFSET])
-
-    @property
-    def commit_log_offset(self) -> int:
-        return int(self.fields[F_PHYSICAL_OFFSET])
-
-    @property
-    def body(self) -> bytes:
-        return self.buf[self.body_at : self.body_at + self.fields[F_BODY_LEN]]
-
-    @property
-    def topic(self) -> str:
-        p = self.body_at + self.fields[F_BODY_LEN]
-        return self.buf[p + 1 : p + 1 + self.buf[p]].decode("utf-8", "replace")
-
-    @property
-    def born_host(self) -> HostAddress:
-        return self.fields[F_BORN_IP], self.fields[F_BORN_PORT]
-
-    @property
-    def store_host(self) -> HostAddress:
-        return self.fields[F_STORE_IP], self.fields[F_STORE_PORT]
-
-
-def read_half(raw: bytes, pos: int = 0) -> HalfMessage:
-    """Read the record at ``pos`` in place; raises :class:`MessageDecodeError` on garbage."""
-    try:
-        prefix = _V4
-        fields = _V4.unpack_from(raw, pos)
-        if fields[F_SYS_FLAG] & HOST_FLAGS_MASK:
-            prefix = RECORD_PREFIX_STRUCTS[fields[F_SYS_FLAG] & HOST_FLAGS_MASK]
-            fields = prefix.unpack_from(raw, pos)
-    except struct.error:
-        raise MessageDecodeError(f"bad message record at {pos}: truncated") from None
-    body_at = pos + prefix.size
-    props = record_properties(raw, pos, body_at, fields)
-    if props is None:
-        raise MessageDecodeError(f"bad message record at {pos}")
-    return HalfMessage(
-        raw,
-        body_at,
-        fields,
-        props,
-        transaction_offset(fields[F_QUEUE_OFFSET], get_property(props, _PREPARED)),
-    )
-
-
 @dataclass(slots=True)
 class TransactionCounters:
     """Counts since start (GET_BROKER_RUNTIME_INFO ``transaction*`` keys)."""
@@ -278,6 +199,8 @@ class TransactionCounters:
     discarded: int = 0
     #: halves older than the CommitLog retention, passed unchecked
     expired: int = 0
+    #: op records read at start (from the op progress on: ``TransactionalMessageService.load``)
+    loaded_ops: int = 0
 
 
 @dataclass(eq=False, kw_only=True)
@@ -289,17 +212,19 @@ class TransactionalMessageService:
     offsets: ConsumerOffsetManager
     state: BrokerState
     now_ms: Callable[[], int]
-    #: half offsets named by op records (and by discards): resolved transactions
+    #: half offsets named by op records (and by discards): resolved transactions, those still
+    #: needed (:meth:`prune`)
     done: set[int] = field(default_factory=set)
-    #: op-queue offset (from ``op_progress`` on) → highest half offset it names
-    op_max_half: dict[int, int] = field(default_factory=dict)
+    #: op-queue offset (from ``op_progress`` on) → the half offsets it names
+    op_named: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: the transactions of the copies at or past the half progress (:mod:`.bookkeeping`)
+    open_txs: OpenTransactions = field(default_factory=OpenTransactions)
     counters: TransactionCounters = field(default_factory=TransactionCounters)
 
     def __post_init__(self) -> None:
         #: next op-queue offset to read into ``done``
         self.op_read = 0
         self._ready_topics: set[str] = set()
-        self._pruned_below = 0
         #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
         self.recent = RecentHalves()
         #: oneway END_TRANSACTIONs of recent halves, stored together at the end of the loop
@@ -326,7 +251,8 @@ class TransactionalMessageService:
         self.offsets.commit_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset)
 
     def load(self) -> None:
-        """After store recovery: fit the progress to the queues and read every op record.
+        """After store recovery: fit the progress to the queues, find the open transactions
+        (:meth:`read_open`) and read the op records from the op progress on.
 
         A progress beyond its queue's end (the store was truncated by recovery or replaced) is
         moved back to the end; one below the first offset (deleted by retention) to the start.
@@ -342,47 +268,103 @@ class TransactionalMessageService:
             if stored >= 0 or fitted > 0:
                 self.offsets.commit_offset(CID_SYS_RMQ_TRANS, topic, 0, fitted)
         self.done.clear()
-        self.op_max_half.clear()
+        self.op_named.clear()
         self.recent.clear()
-        self.op_read = store.get_min_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
-        self.read_ops()
+        self.open_txs.clear()
+        self.read_open()
+        self.op_read = self.op_progress
+        self.counters.loaded_ops = self.read_ops()
+        self.prune()
+
+    def read_open(self) -> int:
+        """Add the copies from the half progress to the half queue's end to ``open_txs``; how
+        many records were read. Bounded as the scan's backlog: the halves and copies stored
+        since the progress, which stops only at a half younger than ``transactionTimeOut``
+        (or at a put the store refused), so about ``transactionTimeOut`` plus one
+        ``transactionCheckInterval`` of them in steady state."""
+        add = self.open_txs.add
+        count = 0
+        for buf, offset in self._batches(RMQ_SYS_TRANS_HALF_TOPIC, self.half_progress):
+            pos, end = 0, len(buf)
+            while pos < end:
+                total = _TOTAL.unpack_from(buf, pos)[0]
+                if total <= 0:
+                    logger.error("half queue: unreadable record before offset %d", offset)
+                    break
+                # only a record with the name in its bytes can be a copy (a first half, the
+                # most, is passed without reading its properties)
+                if buf.find(_PREPARED_KEY_BYTES, pos, pos + total) >= 0:
+                    try:
+                        half = read_half(buf, pos)
+                    except MessageDecodeError:
+                        logger.error("half queue: unreadable record before offset %d", offset)
+                        break
+                    add(half.queue_offset, half.tx_offset)
+                pos += total
+                count += 1
+        return count
+
+    def _batches(self, topic: str, offset: int) -> Iterator[tuple[bytes, int]]:
+        """Queue 0 of ``topic`` from ``offset`` to its end: (records, the offset after them), in
+        reads of ``READ_BATCH`` (empty records for a range retention removed); stops at a read
+        the store cannot answer."""
+        store = self.store
+        high = store.get_max_offset_in_queue(topic, 0)
+        while offset < high:
+            result = store.get_message(CID_SYS_RMQ_TRANS, topic, 0, offset, READ_BATCH)
+            if result.status is _S.FOUND:
+                offset = max(offset + 1, result.next_begin_offset)
+                yield result.body, offset
+            elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
+                offset = result.next_begin_offset
+                yield b"", offset
+            else:
+                return
 
     def read_ops(self) -> int:
         """Read op records from ``op_read`` to the op queue's end into ``done``; how many."""
-        store = self.store
         offset = self.op_read
-        high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
         keep_from = self.op_progress
-        done, op_max_half = self.done, self.op_max_half
+        done, op_named = self.done, self.op_named
         count = 0
-        while offset < high:
-            result = store.get_message(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, offset, READ_BATCH)
-            if result.status is _S.FOUND:
-                try:
-                    records = decode_messages(result.body)
-                except MessageDecodeError:
-                    logger.exception("op queue: unreadable records at offset %d", offset)
-                    records = []
-                for op in records:
-                    named = parse_op_body(op.body) if op.tags == OP_TAG else []
-                    done.update(named)
-                    if op.queue_offset >= keep_from:
-                        op_max_half[op.queue_offset] = max(named, default=-1)
-                    count += 1
-                offset = max(offset + 1, result.next_begin_offset)
-            elif result.status in SKIP_STATUSES and result.next_begin_offset > offset:
-                offset = result.next_begin_offset
-            else:
-                break
+        for body, offset in self._batches(RMQ_SYS_TRANS_OP_HALF_TOPIC, self.op_read):
+            try:
+                records = decode_messages(body)
+            except MessageDecodeError:
+                logger.exception("op queue: unreadable records before offset %d", offset)
+                records = []
+            for op in records:
+                named = parse_op_body(op.body) if op.tags == OP_TAG else []
+                done.update(named)
+                if op.queue_offset >= keep_from:
+                    op_named[op.queue_offset] = tuple(named)
+                count += 1
         self.op_read = offset
         return count
 
+    def passed(self, half_progress: int) -> None:
+        """The check scan moved the half progress to ``half_progress``: forget the copies it
+        passed (``open_txs``) and the recent halves below it, whose END_TRANSACTION then reads
+        the half back (:meth:`find_half`, which knows a transaction that is over without
+        ``done``; the recent table is in prepare order, so only its oldest entries go)."""
+        self.open_txs.pass_below(half_progress)
+        table = self.recent
+        entries = table.entries
+        while entries:
+            offset = next(iter(entries))
+            recent = entries[offset]
+            if recent[2] >= half_progress:
+                break
+            del entries[offset]
+            table.bytes -= len(recent[0].body)
+
     def prune(self) -> None:
-        """Forget resolved offsets below the half queue's first offset (deleted by retention)."""
-        low = self.store.get_min_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
-        if low > self._pruned_below:
-            self._pruned_below = low
-            self.done = {x for x in self.done if x >= low}
+        """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`):
+        once per check run (and at load), never per transaction."""
+        # (keeps_resolved inline, the open set's dict tested directly: one pass over ``done``
+        # per run, at C speed)
+        half_progress, open_txs = self.half_progress, self.open_txs.counts
+        self.done = {x for x in self.done if x >= half_progress or x in open_txs}
 
     # --------------------------------------------------------------------------- topics
     def ensure_topic(self, topic: str) -> None:
@@ -482,8 +464,10 @@ class TransactionalMessageService:
             raise RemoteSystemError("The transaction state table offset wrong")
         if f[F_PHYSICAL_OFFSET] != offset:
             raise RemoteSystemError("The commit log offset wrong")
-        if is_resolved(queue_offset, half.tx_offset, self.done) or is_resolved(
-            queue_offset, half.tx_offset, self.ending
+        if (
+            is_resolved(queue_offset, half.tx_offset, self.done)
+            or is_resolved(queue_offset, half.tx_offset, self.ending)
+            or is_over(queue_offset, half.tx_offset, self.half_progress, self.open_txs)
         ):
             self.counters.already_resolved += 1
             raise RemoteSystemError(

@@ -60,7 +60,8 @@ async def run_mix(
                 expected.add(str(i))
         # every transaction resolved: the committed ones are all stored in the real topic
         await wait_until(lambda: real_total(c, topic) >= len(expected), timeout=30)
-        await wait_until(lambda: len(c.brokers[0].transactional_message_service.done) >= n, timeout=30)
+        counters = c.brokers[0].transactional_message_service.counters
+        await wait_until(lambda: counters.committed + counters.rolled_back >= n, timeout=30)
     return expected, outcomes
 
 

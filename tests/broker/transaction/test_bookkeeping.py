@@ -6,11 +6,14 @@ import pytest
 
 from pocketmq.broker.transaction.bookkeeping import (
     HalfAction,
+    OpenTransactions,
     advance_op_progress,
     check_times,
     half_action,
     immunity_ms,
+    is_over,
     is_resolved,
+    keeps_resolved,
     op_bodies,
     parse_op_body,
     transaction_offset,
@@ -116,14 +119,57 @@ def test_half_action(change: dict[str, object], action: HalfAction) -> None:
 
 
 @pytest.mark.parametrize(
-    ("progress", "ops", "half_progress", "new"),
+    ("progress", "ops", "half_progress", "open_txs", "new"),
     [
-        (0, {}, 10, 0),  # nothing read
-        (0, {0: 3, 1: 4}, 10, 2),  # both name halves already passed
-        (0, {0: 3, 1: 12, 2: 4}, 10, 1),  # op 1 names a half not passed yet: wait there
-        (5, {5: -1, 6: 2}, 3, 7),  # a record naming nothing is passed
-        (5, {5: 3}, 3, 5),  # names the half at the progress itself: still needed
+        (0, {}, 10, set(), 0),  # nothing read
+        (0, {0: (3,), 1: (4,)}, 10, set(), 2),  # both name halves already passed
+        (0, {0: (3,), 1: (12,), 2: (4,)}, 10, set(), 1),  # op 1 names a half not passed yet: wait there
+        (5, {5: (), 6: (2,)}, 3, set(), 7),  # a record naming nothing is passed
+        (5, {5: (3,)}, 3, set(), 5),  # names the half at the progress itself: still needed
+        # a transaction resolved while open (a copy of 2 past the progress): its records stay
+        (0, {0: (1,), 1: (12,), 2: (2,)}, 20, {2}, 2),
+        (0, {0: (1,), 1: (2,), 2: (3,)}, 20, {2}, 1),
+        (0, {0: (1, 2), 1: (3,)}, 20, {2}, 0),  # a batched record naming it (5.x)
+        (0, {0: (1, 2), 1: (3,)}, 20, {7}, 2),  # open, but not named
     ],
 )
-def test_advance_op_progress(progress: int, ops: dict[int, int], half_progress: int, new: int) -> None:
-    assert advance_op_progress(progress, ops, half_progress) == new
+def test_advance_op_progress(
+    progress: int, ops: dict[int, tuple[int, ...]], half_progress: int, open_txs: set[int], new: int
+) -> None:
+    assert advance_op_progress(progress, ops, half_progress, open_txs) == new
+
+
+@pytest.mark.parametrize(
+    ("queue_offset", "tx_offset", "half_progress", "open_txs", "over", "keep"),
+    [
+        (3, 3, 10, set(), True, False),  # a first half passed, no copy ahead: over
+        (3, 3, 10, {3}, False, True),  # ... with a copy ahead: open (kept when resolved)
+        (7, 3, 10, {3}, False, False),  # an older copy of an open transaction: open
+        (7, 3, 10, set(), True, False),  # ... of one that is not: over
+        (10, 10, 10, set(), False, True),  # at the progress: the scan still meets it
+        (12, 3, 10, {3}, False, True),  # a copy past the progress
+        (0, 0, 0, set(), False, True),  # nothing passed yet
+    ],
+)
+def test_is_over_and_keeps_resolved(
+    queue_offset: int, tx_offset: int, half_progress: int, open_txs: set[int], over: bool, keep: bool
+) -> None:
+    assert is_over(queue_offset, tx_offset, half_progress, open_txs) is over
+    assert keeps_resolved(queue_offset, half_progress, open_txs) is keep
+
+
+def test_open_transactions_count_copies_until_passed() -> None:
+    txs = OpenTransactions()
+    txs.add(5, 5)  # a first half: not a copy
+    for copy, tx in ((8, 2), (9, 5), (11, 2), (12, 8)):
+        txs.add(copy, tx)
+    assert (len(txs), txs.copies()) == (3, 4) and 5 in txs and 5 in txs and 9 not in txs
+    txs.pass_below(9)  # copy 8 of 2 passed; 11 still names 2
+    assert 2 in txs and 5 in txs and (len(txs), txs.copies()) == (3, 3)
+    txs.pass_below(12)
+    assert 2 not in txs and 5 not in txs and 8 in txs and (len(txs), txs.copies()) == (1, 1)
+    txs.pass_below(100)
+    assert (len(txs), txs.copies()) == (0, 0)
+    txs.add(101, 8)
+    txs.clear()
+    assert 8 not in txs and txs.copies() == 0

@@ -15,7 +15,7 @@ import pytest
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
 from pocketmq.broker.transaction.check import copy_properties
-from pocketmq.broker.transaction.service import record_properties
+from pocketmq.broker.transaction.records import record_properties
 from pocketmq.remoting.protocol.message import (
     RECORD_PREFIX_STRUCTS,
     MessageDecodeError,
