@@ -111,11 +111,12 @@ def commit_log_offset(offset_msg_id: str) -> int:
     return decode_offset_msg_id(offset_msg_id)[2]
 
 
-async def end_transaction(
+def end_transaction(
     producer: TransactionalProducer, result: SendResult, state: TransactionState, addr: str | None = None
-) -> None:
+) -> Awaitable[None]:
     """END_TRANSACTION (oneway) of the half ``result``, to ``addr`` (None: its broker's address
-    looked up now)."""
+    looked up now). Not a coroutine itself (one frame less per transaction): a bad msgId or an
+    unknown broker raises on the call."""
     offset = commit_log_offset(result.offset_msg_id)
     instance = producer.instance
     if addr is None:
@@ -123,7 +124,7 @@ async def end_transaction(
         if addr is None:
             raise BrokerNotFoundError(result.message_queue.broker_name)
     msg_id = result.msg_id
-    await instance.api.end_transaction(
+    return instance.api.end_transaction(
         addr,
         producer.group,
         result.queue_offset,
