@@ -156,22 +156,28 @@ _END_MARKS = {
 }
 
 
+def _end_header(
+    group: str, queue_offset: int, commit_log_offset: int, state: int, msg_id: str, transaction_id: str
+) -> EndTransactionRequestHeader:
+    """A producer's own END_TRANSACTION header (not from a check)."""
+    return EndTransactionRequestHeader(
+        producer_group=group,
+        tran_state_table_offset=queue_offset,
+        commit_log_offset=commit_log_offset,
+        commit_or_rollback=state,
+        from_transaction_check=False,
+        msg_id=msg_id,
+        transaction_id=transaction_id,
+    )
+
+
 def end_template(group: str) -> str | None:
     """The JSON header of a producer's own END_TRANSACTION oneway (not from a check) for
     ``group`` as a ``%`` template of (tranStateTableOffset ``%d``, commitLogOffset ``%d``,
     commitOrRollback ``%d``, msgId ``%s``, transactionId ``%s``, opaque ``%d``): the fields of
     :class:`EndTransactionRequestHeader` in its order. Filled with values that need no JSON
     escaping, it is byte-identical to the general path's header. None: no template possible."""
-    header = EndTransactionRequestHeader(
-        producer_group=group,
-        tran_state_table_offset=0,
-        commit_log_offset=0,
-        commit_or_rollback=0,
-        from_transaction_check=False,
-        msg_id="m",
-        transaction_id="t",
-    )
-    ext = header.to_ext_fields()
+    ext = _end_header(group, 0, 0, 0, "m", "t").to_ext_fields()
     fmts: dict[str, str] = {}
     for name, mark in _END_MARKS.items():
         ext[name] = mark  # an existing key: its place in the order stays
@@ -518,15 +524,7 @@ class MQClientAPI(AdminCalls):
                 cmd.body, cmd.language, cmd.version, cmd.serialize_type = None, LANGUAGE, _CURRENT_VERSION, 0
                 cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, state, msg_id, transaction_id)
                 return remoting.invoke_oneway(addr, cmd)
-        header = EndTransactionRequestHeader(
-            producer_group=group,
-            tran_state_table_offset=queue_offset,
-            commit_log_offset=commit_log_offset,
-            commit_or_rollback=state,
-            from_transaction_check=False,
-            msg_id=msg_id,
-            transaction_id=transaction_id,
-        )
+        header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
         return self.end_transaction_oneway(addr, header)
 
     async def view_message(self, addr: str, commit_log_offset: int) -> MessageExt:

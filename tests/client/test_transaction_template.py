@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pocketmq.client import Message, MessageQueue
-from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, SendRequest, end_template
+from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, end_template
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.producer.prepare import MessagePreparer
@@ -23,21 +23,9 @@ from pocketmq.remoting.protocol.message import (
 )
 
 from .fakes import as_any
+from .test_send_template import Capture, assert_template_is_general
 
 GROUPS = ["PG", "组-ü", 'we"ird\\group', "%d%s%%"]
-
-
-class _Capture:
-    """A remoting stand-in that keeps the command it is given (not awaited)."""
-
-    hooks: list[object] = []
-    before_hooks: list[object] = []
-
-    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> None:
-        self.cmd = cmd
-
-    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        self.cmd = cmd
 
 
 def _half(topic: str, group: str, tags: str | None, flag: int = 0) -> Message:
@@ -53,25 +41,13 @@ def _half(topic: str, group: str, tags: str | None, flag: int = 0) -> Message:
 @pytest.mark.parametrize(("queue_id", "opaque"), [(0, 1), (1023, 0x7FFFFFFF)])
 def test_half_is_the_general_paths(group: str, tags: str | None, queue_id: int, opaque: int) -> None:
     prep = MessagePreparer(ProducerConfig(producer_group=group))
-    cap = _Capture()
-    api = MQClientAPI(as_any(cap), ["ns:1"])
     mq = MessageQueue("Topic_%d-x", "broker-%s", queue_id)
     prep._valid_topics.add(mq.topic)
     msg = _half(mq.topic, group, tags)
     p = prep.prepare(msg)
     assert p.plain_tags is not None and p.sys_flag == TRANSACTION_PREPARED_TYPE and p.flag == 0
     assert p.props == properties_to_string({**msg.wire_properties(), MessageConst.UNIQ_KEY: p.msg_id})
-    tpl = prep.head(p, mq)
-    assert tpl is not None
-    born = 1_764_000_000_123
-    api.send_plain("a:1", tpl, born, p.msg_id, p.body, 3.0)
-    cmd = cap.cmd
-    assert type(cmd) is SendRequest
-    cmd.opaque = opaque
-    ext = prep.ext(p, mq)
-    ext["g"] = str(born)
-    general = RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque, 0, None, ext, p.body, LANGUAGE)
-    assert cmd.encode() == general.encode()
+    tpl = assert_template_is_general(prep, p, mq, opaque)
     # a plain message of the same queue and tags keeps its own template
     plain = prep.prepare(Message(mq.topic, b"body", tags=tags))
     assert plain.sys_flag == 0 and prep.head(plain, mq) != tpl
@@ -111,7 +87,7 @@ def test_other_shapes_take_the_general_path() -> None:
 async def test_end_transaction_is_the_general_header(
     group: str, msg_id: str, tx_id: str | None, queue_offset: int, offset: int, state: int
 ) -> None:
-    cap = _Capture()
+    cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
     await api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
     cmd = cap.cmd
@@ -136,7 +112,7 @@ async def test_end_transaction_is_the_general_header(
 
 
 async def test_rpc_hooks_turn_the_end_template_off() -> None:
-    cap = _Capture()
+    cap = Capture()
     cap.before_hooks = [lambda addr, req: None]
     api = MQClientAPI(as_any(cap), ["ns:1"])
     await api.end_transaction("a:1", "PG", 1, 2, 8, "AB", "AB")
