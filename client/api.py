@@ -24,7 +24,13 @@ from pocketmq.client.consumer.subscription import SubscriptionData, filter_by_ta
 from pocketmq.client.errors import RemotingConnectError, RemotingTimeoutError, TopicRouteNotFoundError
 from pocketmq.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
 from pocketmq.remoting.protocol import fastjson
-from pocketmq.remoting.protocol.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode
+from pocketmq.remoting.protocol.codes import (
+    CURRENT_VERSION,
+    RPC_ONEWAY,
+    LanguageCode,
+    RequestCode,
+    ResponseCode,
+)
 from pocketmq.remoting.protocol.command import PREFIX, RemotingCommand
 from pocketmq.remoting.protocol.errors import QueryNotFoundError, error_from_response
 from pocketmq.remoting.protocol.headers import (
@@ -52,6 +58,8 @@ _CURRENT_VERSION = int(CURRENT_VERSION)
 _SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _PULL_MESSAGE = int(RequestCode.PULL_MESSAGE)
+_END_TRANSACTION = int(RequestCode.END_TRANSACTION)
+_RPC_ONEWAY = int(RPC_ONEWAY)
 _SEND_OK = SendStatus.SEND_OK
 
 _SEND_STATUS = {
@@ -104,13 +112,77 @@ def send_template(ext: dict[str, str]) -> str | None:
     :data:`BORN_MARK` and :data:`UNIQ_MARK` where those go. Filled, it is byte-identical to
     the ``encode_header`` of the same request (which renders it here). None when a marker is
     not found exactly once or the three are not in that order."""
-    cmd = RemotingCommand(_SEND_MESSAGE_V2, 0, 0, None, ext, None, LANGUAGE)
+    return _template(_SEND_MESSAGE_V2, 0, ext, {BORN_MARK: "%d", UNIQ_MARK: "%s"})
+
+
+def _template(code: int, flag: int, ext: dict[str, str], marks: dict[str, str]) -> str | None:
+    """The JSON header of a request with extFields ``ext`` as a ``%`` template: each marker of
+    ``marks`` (found once in ``ext``'s values, in ``marks``' order) becomes its format, then the
+    opaque ``%d``. None when a marker is not found exactly once or they are out of order."""
+    cmd = RemotingCommand(code, 0, flag, None, ext, None, LANGUAGE)
     head = cmd.encode_header()[PREFIX.size :].decode()
-    marks = (BORN_MARK, UNIQ_MARK, '"opaque":0,')
-    if any(head.count(m) != 1 for m in marks) or sorted(marks, key=head.index) != list(marks):
+    cuts = (*marks, '"opaque":0,')
+    if any(head.count(m) != 1 for m in cuts) or sorted(cuts, key=head.index) != list(cuts):
         return None
-    head = head.replace("%", "%%").replace(BORN_MARK, "%d").replace(UNIQ_MARK, "%s")
+    head = head.replace("%", "%%")
+    for mark, fmt in marks.items():
+        head = head.replace(mark, fmt)
     return head.replace('"opaque":0,', '"opaque":%d,')
+
+
+class EndTransactionRequest(RemotingCommand):
+    """An END_TRANSACTION oneway whose header is its group's :func:`end_template` filled with
+    ``args`` (the offsets, the state and the ids) and the opaque: no header dataclass, no
+    extFields dict, no JSON dump per transaction. Only for a transport without RPC hooks
+    (``ext_fields`` is None)."""
+
+    __slots__ = ("args", "tpl")
+    tpl: str
+    args: tuple[int, int, int, str, str]
+
+    def encode_header(self) -> bytes:
+        header = (self.tpl % (*self.args, self.opaque)).encode()
+        hlen = len(header)
+        return _pack_prefix(4 + hlen, hlen) + header
+
+
+#: Markers of :func:`end_template`, one per changing field, in the header's field order.
+_END_MARKS = {
+    "tranStateTableOffset": "@@pocketmq-end-queue-offset@@",
+    "commitLogOffset": "@@pocketmq-end-commit-log-offset@@",
+    "commitOrRollback": "@@pocketmq-end-state@@",
+    "msgId": "@@pocketmq-end-msg-id@@",
+    "transactionId": "@@pocketmq-end-transaction-id@@",
+}
+
+
+def _end_header(
+    group: str, queue_offset: int, commit_log_offset: int, state: int, msg_id: str, transaction_id: str
+) -> EndTransactionRequestHeader:
+    """A producer's own END_TRANSACTION header (not from a check)."""
+    return EndTransactionRequestHeader(
+        producer_group=group,
+        tran_state_table_offset=queue_offset,
+        commit_log_offset=commit_log_offset,
+        commit_or_rollback=state,
+        from_transaction_check=False,
+        msg_id=msg_id,
+        transaction_id=transaction_id,
+    )
+
+
+def end_template(group: str) -> str | None:
+    """The JSON header of a producer's own END_TRANSACTION oneway (not from a check) for
+    ``group`` as a ``%`` template of (tranStateTableOffset ``%d``, commitLogOffset ``%d``,
+    commitOrRollback ``%d``, msgId ``%s``, transactionId ``%s``, opaque ``%d``): the fields of
+    :class:`EndTransactionRequestHeader` in its order. Filled with values that need no JSON
+    escaping, it is byte-identical to the general path's header. None: no template possible."""
+    ext = _end_header(group, 0, 0, 0, "m", "t").to_ext_fields()
+    fmts: dict[str, str] = {}
+    for name, mark in _END_MARKS.items():
+        ext[name] = mark  # an existing key: its place in the order stays
+        fmts[mark] = "%s" if name in ("msgId", "transactionId") else "%d"
+    return _template(_END_TRANSACTION, _RPC_ONEWAY, ext, fmts)
 
 
 def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list[MessageExt]:
@@ -148,6 +220,8 @@ class MQClientAPI(AdminCalls):
         self.namesrv_addrs = list(namesrv_addrs)
         self.timeout = timeout_ms / 1000
         self._ns_index = 0
+        #: producer group -> its end_template ("": none possible)
+        self._end_templates: dict[str, str] = {}
 
     # ------------------------------------------------------------------------ request layer
     @staticmethod
@@ -430,6 +504,28 @@ class MQClientAPI(AdminCalls):
         request = self.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True)
         request.remark = remark
         await self.remoting.invoke_oneway(addr, request)
+
+    def end_transaction(
+        self, addr: str, group: str, queue_offset: int, commit_log_offset: int, state: int,
+        msg_id: str, transaction_id: str,
+    ) -> Awaitable[None]:  # fmt: skip
+        """A producer's own END_TRANSACTION oneway (not from a check): the header from the
+        group's :func:`end_template` when the ids need no JSON escaping and no RPC hooks run
+        (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes."""
+        remoting = self.remoting
+        if msg_id.isalnum() and transaction_id.isalnum() and not (remoting.hooks or remoting.before_hooks):
+            tpl = self._end_templates.get(group)
+            if tpl is None:
+                tpl = self._end_templates[group] = end_template(group) or ""
+            if tpl:
+                cmd = _new(EndTransactionRequest)
+                cmd.code, cmd.opaque, cmd.flag, cmd.remark = _END_TRANSACTION, 0, _RPC_ONEWAY, None
+                cmd.ext_fields = None
+                cmd.body, cmd.language, cmd.version, cmd.serialize_type = None, LANGUAGE, _CURRENT_VERSION, 0
+                cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, state, msg_id, transaction_id)
+                return remoting.invoke_oneway(addr, cmd)
+        header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
+        return self.end_transaction_oneway(addr, header)
 
     async def view_message(self, addr: str, commit_log_offset: int) -> MessageExt:
         reply = await self.invoke_checked(

@@ -4,7 +4,9 @@ batch bodies, and the SEND_MESSAGE_V2 header fields of each attempt.
 
 Plain messages (tags at most, no keys or user properties, WAIT true) take a fast path that
 builds the properties string directly instead of a properties dict: the same string
-``properties_to_string`` makes of ``{"TAGS": t, "UNIQ_KEY": u}``.
+``properties_to_string`` makes of ``{"TAGS": t, "UNIQ_KEY": u}``. So do transactional halves
+of such messages (``TRAN_MSG`` and ``PGROUP`` set by :mod:`.transaction`, nothing else): the
+string of ``{"TRAN_MSG": "true", "PGROUP": g, "TAGS": t, "UNIQ_KEY": u}``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from pocketmq.remoting.protocol.topics import is_retry_topic
 
 #: Header templates kept per producer (a bound: topics and tags come from the application).
 _MAX_HEADS = 4096
+#: Prefix of :attr:`Prepared.plain_tags` for a transactional half (tags never hold it).
+TX_MARK = "\x01"
+_TRAN_MSG = MessageConst.TRAN_MSG
+_PGROUP = MessageConst.PGROUP
 
 
 class Prepared:
@@ -63,7 +69,8 @@ class Prepared:
         self.reconsume: str | None = None
         self.max_reconsume: str | None = None
         #: a plain message (flag and sysFlag 0, properties TAGS and UNIQ_KEY only): its tags
-        #: ("" without), whose header comes from a per-queue template (:meth:`MessagePreparer.head`)
+        #: ("" without), whose header comes from a per-queue template (:meth:`MessagePreparer.head`);
+        #: a transactional half of one (sysFlag prepared, TRAN_MSG and PGROUP first): TX_MARK + tags
         self.plain_tags: str | None = None
 
 
@@ -99,6 +106,12 @@ class MessagePreparer:
         self._compress_level = config.compress_level
         #: (topic, queue id, broker, tags) -> header template ("": none possible)
         self.heads: dict[tuple[str, int, str, str], str] = {}
+        #: a transactional half's properties before TAGS (None: the group holds a separator,
+        #: which validate() refuses, so such halves take the general path)
+        group = self.group
+        self._tx_props = (
+            None if "\x01" in group or "\x02" in group else f"{_TRAN_MSG}\x01true\x02{_PGROUP}\x01{group}\x02"
+        )
 
     def validate(self, msg: Message) -> None:
         """Raises MessageValidationError for a bad topic, body, delay level or property."""
@@ -134,7 +147,6 @@ class MessagePreparer:
             and 0 < len(body) < self._compress_over
             and len(body) <= self._max_size
             and msg.topic in self._valid_topics
-            and not msg.properties
             and not msg.keys
             and not msg.delay_level
             and msg.wait_store_msg_ok
@@ -143,12 +155,17 @@ class MessagePreparer:
             # such a message): a known topic, an uncompressed body, TAGS and UNIQ_KEY only.
             # inline of pocketmq.remoting.protocol.message.properties_to_string
             tags = msg.tags
-            if not tags:
+            if msg.properties:
+                # a transactional half of such a message, else the general path below
+                half = self._half(msg, body, tags)
+                if half is not None:
+                    return half
+            elif not tags:
                 uniq = self._uniq.create()
                 if not msg.flag:
                     return _plain(msg.topic, body, "", f"UNIQ_KEY\x01{uniq}", uniq)
                 return Prepared(msg.topic, body, 0, msg.flag, f"UNIQ_KEY\x01{uniq}", uniq, False)
-            if "\x01" not in tags and "\x02" not in tags:
+            elif "\x01" not in tags and "\x02" not in tags:
                 uniq = self._uniq.create()
                 props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}"
                 if not msg.flag:
@@ -189,6 +206,30 @@ class MessagePreparer:
         prepared.reconsume = reconsume
         prepared.max_reconsume = max_reconsume
         return prepared
+
+    def _half(self, msg: Message, body: bytes, tags: str | None) -> Prepared | None:
+        """A transactional half of a plain message (what :meth:`prepare`'s general path makes of
+        it, without a properties dict), or None: not that shape, left to the general path."""
+        props = msg.properties
+        head = self._tx_props
+        if (
+            head is None
+            or len(props) != 2
+            or next(iter(props)) != _TRAN_MSG  # the general path keeps the dict's order
+            or props[_TRAN_MSG] != "true"
+            or props.get(_PGROUP) != self.group
+            or (tags and ("\x01" in tags or "\x02" in tags))
+        ):
+            return None
+        uniq = self._uniq.create()
+        # inline of pocketmq.remoting.protocol.message.properties_to_string
+        props_str = f"{head}TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"{head}UNIQ_KEY\x01{uniq}"
+        if len(props_str) > MAX_PROPERTIES_LENGTH // 3 and len(props_str.encode()) > MAX_PROPERTIES_LENGTH:
+            return None  # the general path raises its error
+        p = Prepared(msg.topic, body, TRANSACTION_PREPARED_TYPE, msg.flag, props_str, uniq, False)
+        if not msg.flag:
+            p.plain_tags = TX_MARK + (tags or "")
+        return p
 
     def prepare_batch(self, msgs: Sequence[Message]) -> Prepared:
         """One SEND_BATCH_MESSAGE body for ``msgs`` (one topic, no delay, no retry topic).
@@ -240,15 +281,23 @@ class MessagePreparer:
 
     def head(self, p: Prepared, mq: MessageQueue) -> str | None:
         """The :func:`~pocketmq.client.api.send_template` of a plain ``p`` on ``mq`` (None: not
-        plain, or no template), cached per (topic, queue, tags)."""
+        plain, or no template), cached per (topic, queue, tags); a transactional half's per
+        (topic, queue, TX_MARK + tags)."""
         tags = p.plain_tags
         if tags is None:
             return None
         key = (p.topic, mq.queue_id, mq.broker_name, tags)
         tpl = self.heads.get(key)
         if tpl is None:
-            props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{UNIQ_MARK}" if tags else f"UNIQ_KEY\x01{UNIQ_MARK}"
-            ext = self.ext(Prepared(p.topic, b"", 0, 0, props, "", False), mq)
+            sys_flag, head = 0, ""
+            if tags[:1] == TX_MARK:  # a transactional half: its properties and sysFlag
+                sys_flag, head, tags = TRANSACTION_PREPARED_TYPE, self._tx_props or "", tags[1:]
+            props = (
+                f"{head}TAGS\x01{tags}\x02UNIQ_KEY\x01{UNIQ_MARK}"
+                if tags
+                else f"{head}UNIQ_KEY\x01{UNIQ_MARK}"
+            )
+            ext = self.ext(Prepared(p.topic, b"", sys_flag, 0, props, "", False), mq)
             ext["g"] = BORN_MARK
             tpl = send_template(ext) or ""  # "": no template possible, cached as such
             if len(self.heads) >= _MAX_HEADS:

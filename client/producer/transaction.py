@@ -60,26 +60,29 @@ async def send_in_transaction(
     finally:
         del msg.properties[MessageConst.TRAN_MSG]
         del msg.properties[MessageConst.PGROUP]
-    _announce(producer, result)
+    instance = producer.instance
+    # the broker of the half, looked up once for the heartbeat and END_TRANSACTION
+    addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
+    if addr is not None and addr not in instance.broker_versions:
+        _announce(instance, addr)
     try:
         state = await execute_local(msg, result)
     except Exception:
         logger.exception("local transaction of %s raised; state UNKNOW", result.msg_id)
         state = TransactionState.UNKNOW
-    await end_transaction(producer, result, state)
+    await end_transaction(producer, result, state, addr)
     return result, state
 
 
-def _announce(producer: TransactionalProducer, result: SendResult) -> None:
-    """Heartbeat now to a broker holding our half message that has not had one from us yet.
+def _announce(instance: MQClientInstance, addr: str) -> None:
+    """Heartbeat now to the broker at ``addr``, which holds our half message and has not had a
+    heartbeat from us yet.
 
     The broker checks back only over a connection of a producer of the group it knows from a
     heartbeat; the periodic heartbeat (30 s) would leave a first half unreachable until then.
     """
-    instance = producer.instance
-    addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
-    key = (instance.client_id, addr or "")
-    if addr is not None and addr not in instance.broker_versions and key not in _announcing:
+    key = (instance.client_id, addr)
+    if key not in _announcing:
         _announcing.add(key)
 
         async def announce() -> None:
@@ -95,23 +98,41 @@ def _announce(producer: TransactionalProducer, result: SendResult) -> None:
 _announcing: set[tuple[str, str]] = set()
 
 
-async def end_transaction(
-    producer: TransactionalProducer, result: SendResult, state: TransactionState
-) -> None:
-    _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
-    addr = producer.instance.find_broker_addr_in_publish(result.message_queue.broker_name)
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def commit_log_offset(offset_msg_id: str) -> int:
+    """The commit-log offset of an offset msgId: its last 16 hex digits, read directly when the
+    id is well-formed (no IP formatting), else through ``decode_offset_msg_id``, which raises
+    its error for the bad id."""
+    if len(offset_msg_id) in (32, 56) and _HEX.issuperset(offset_msg_id):
+        offset = int(offset_msg_id[-16:], 16)
+        return offset if offset < 1 << 63 else offset - (1 << 64)  # a signed long, as decoded
+    return decode_offset_msg_id(offset_msg_id)[2]
+
+
+def end_transaction(
+    producer: TransactionalProducer, result: SendResult, state: TransactionState, addr: str | None = None
+) -> Awaitable[None]:
+    """END_TRANSACTION (oneway) of the half ``result``, to ``addr`` (None: its broker's address
+    looked up now). Not a coroutine itself (one frame less per transaction): a bad msgId or an
+    unknown broker raises on the call."""
+    offset = commit_log_offset(result.offset_msg_id)
+    instance = producer.instance
     if addr is None:
-        raise BrokerNotFoundError(result.message_queue.broker_name)
-    header = EndTransactionRequestHeader(
-        producer_group=producer.group,
-        tran_state_table_offset=result.queue_offset,
-        commit_log_offset=commit_log_offset,
-        commit_or_rollback=state.value,
-        from_transaction_check=False,
-        msg_id=result.msg_id,
-        transaction_id=result.transaction_id or result.msg_id,
+        addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
+        if addr is None:
+            raise BrokerNotFoundError(result.message_queue.broker_name)
+    msg_id = result.msg_id
+    return instance.api.end_transaction(
+        addr,
+        producer.group,
+        result.queue_offset,
+        offset,
+        state.value,
+        msg_id,
+        result.transaction_id or msg_id,
     )
-    await producer.instance.api.end_transaction_oneway(addr, header)
 
 
 async def answer_check(

@@ -8,14 +8,14 @@ import pytest
 from pocketmq.client import Message, MessageQueue
 from pocketmq.client.api import BORN_MARK, LANGUAGE, UNIQ_MARK, MQClientAPI, SendRequest, send_template
 from pocketmq.client.config import ProducerConfig
-from pocketmq.client.producer.prepare import MessagePreparer
+from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 
 from .fakes import as_any
 
 
-class _Capture:
+class Capture:
     """A remoting stand-in that keeps the command it is given (not awaited)."""
 
     hooks: list[object] = []
@@ -24,31 +24,41 @@ class _Capture:
     def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> None:
         self.cmd = cmd
 
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        self.cmd = cmd
+
+
+def assert_template_is_general(prep: MessagePreparer, p: Prepared, mq: MessageQueue, opaque: int) -> str:
+    """``p``'s request from its queue's template is byte-identical to the general path's;
+    returns the template."""
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    tpl = prep.head(p, mq)
+    assert tpl is not None
+    born = 1_764_000_000_123
+    api.send_plain("a:1", tpl, born, p.msg_id, p.body, 3.0)
+    cmd = cap.cmd
+    assert type(cmd) is SendRequest
+    cmd.opaque = opaque
+    ext = prep.ext(p, mq)
+    ext["g"] = str(born)
+    general = RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque, 0, None, ext, p.body, LANGUAGE)
+    assert cmd.encode_header() == general.encode_header()
+    assert cmd.encode() == general.encode()
+    return tpl
+
 
 @pytest.mark.parametrize("group", ["PG", "组-ü", 'we"ird\\group'])
 @pytest.mark.parametrize("tags", [None, "TagA", 'q"u\\o\tte', "ünï", "%d%s%%"])
 @pytest.mark.parametrize(("queue_id", "opaque"), [(0, 1), (7, 12345), (1023, 0x7FFFFFFF)])
 def test_template_header_is_byte_identical(group: str, tags: str | None, queue_id: int, opaque: int) -> None:
     prep = MessagePreparer(ProducerConfig(producer_group=group))
-    cap = _Capture()
-    api = MQClientAPI(as_any(cap), ["ns:1"])
     mq = MessageQueue("Topic_%d-x", "broker-%s", queue_id)
     prep._valid_topics.add(mq.topic)
     for body in (b"x", b"y" * 3000):
         p = prep.prepare(Message(mq.topic, body, tags=tags))
         assert p.plain_tags == (tags or "")
-        tpl = prep.head(p, mq)
-        assert tpl is not None
-        born = 1_764_000_000_123
-        api.send_plain("a:1", tpl, born, p.msg_id, p.body, 3.0)
-        cmd = cap.cmd
-        assert type(cmd) is SendRequest
-        cmd.opaque = opaque
-        ext = prep.ext(p, mq)
-        ext["g"] = str(born)
-        plain = RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque, 0, None, ext, p.body, LANGUAGE)
-        assert cmd.encode_header() == plain.encode_header()
-        assert cmd.encode() == plain.encode()
+        assert_template_is_general(prep, p, mq, opaque)
 
 
 def test_no_template_when_a_marker_repeats_or_is_missing() -> None:

@@ -1,0 +1,136 @@
+"""A transactional half's properties and SEND_MESSAGE_V2 header, and an END_TRANSACTION
+header, from the fast paths (prepare's half shape, the group's END_TRANSACTION template, the
+commit-log offset read from the msgId's tail) are byte-identical to the general paths'."""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketmq.client import Message, MessageQueue
+from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, end_template
+from pocketmq.client.config import ProducerConfig
+from pocketmq.client.errors import MessageValidationError
+from pocketmq.client.producer.prepare import MessagePreparer
+from pocketmq.client.producer.transaction import commit_log_offset
+from pocketmq.remoting.protocol.codes import RequestCode
+from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
+from pocketmq.remoting.protocol.message import (
+    TRANSACTION_PREPARED_TYPE,
+    MessageConst,
+    decode_offset_msg_id,
+    properties_to_string,
+)
+
+from .fakes import as_any
+from .test_send_template import Capture, assert_template_is_general
+
+GROUPS = ["PG", "组-ü", 'we"ird\\group', "%d%s%%"]
+
+
+def _half(topic: str, group: str, tags: str | None, flag: int = 0) -> Message:
+    """A message as send_in_transaction hands it to send."""
+    msg = Message(topic, b"body", tags=tags, flag=flag)
+    msg.properties[MessageConst.TRAN_MSG] = "true"
+    msg.properties[MessageConst.PGROUP] = group
+    return msg
+
+
+@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize("tags", [None, "TagA", 'q"u\\o\tte', "ünï", "%d%s%%"])
+@pytest.mark.parametrize(("queue_id", "opaque"), [(0, 1), (1023, 0x7FFFFFFF)])
+def test_half_is_the_general_paths(group: str, tags: str | None, queue_id: int, opaque: int) -> None:
+    prep = MessagePreparer(ProducerConfig(producer_group=group))
+    mq = MessageQueue("Topic_%d-x", "broker-%s", queue_id)
+    prep._valid_topics.add(mq.topic)
+    msg = _half(mq.topic, group, tags)
+    p = prep.prepare(msg)
+    assert p.plain_tags is not None and p.sys_flag == TRANSACTION_PREPARED_TYPE and p.flag == 0
+    assert p.props == properties_to_string({**msg.wire_properties(), MessageConst.UNIQ_KEY: p.msg_id})
+    tpl = assert_template_is_general(prep, p, mq, opaque)
+    # a plain message of the same queue and tags keeps its own template
+    plain = prep.prepare(Message(mq.topic, b"body", tags=tags))
+    assert plain.sys_flag == 0 and prep.head(plain, mq) != tpl
+
+
+def test_other_shapes_take_the_general_path() -> None:
+    prep = MessagePreparer(ProducerConfig(producer_group="PG"))
+    prep._valid_topics.add("T")
+    reordered = Message("T", b"x", properties={MessageConst.PGROUP: "PG", MessageConst.TRAN_MSG: "true"})
+    other_group = _half("T", "PG2", "A")
+    extra = _half("T", "PG", "A")
+    extra.properties["k"] = "v"
+    flagged = _half("T", "PG", "A", flag=3)
+    for msg in (reordered, other_group, extra):
+        p = prep.prepare(msg)
+        assert p.plain_tags is None and p.sys_flag == TRANSACTION_PREPARED_TYPE
+        assert p.props == properties_to_string({**msg.wire_properties(), MessageConst.UNIQ_KEY: p.msg_id})
+    p = prep.prepare(flagged)
+    assert p.plain_tags is None and p.flag == 3 and p.sys_flag == TRANSACTION_PREPARED_TYPE
+    # validation errors stay the general path's
+    bad = MessagePreparer(ProducerConfig(producer_group="P\x01G"))
+    bad._valid_topics.add("T")
+    with pytest.raises(MessageValidationError, match="reserved separator"):
+        bad.prepare(_half("T", "P\x01G", "A"))
+    odd_tags = _half("T", "PG", "A\x02B")  # not refused by the general path either
+    p = prep.prepare(odd_tags)
+    assert p.plain_tags is None
+    assert p.props == properties_to_string({**odd_tags.wire_properties(), MessageConst.UNIQ_KEY: p.msg_id})
+
+
+@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize(
+    ("msg_id", "tx_id"),
+    [("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None)],
+)
+@pytest.mark.parametrize(("queue_offset", "offset", "state"), [(0, 0, 8), (2**40, 2**62, 12), (-1, 7, 0)])
+async def test_end_transaction_is_the_general_header(
+    group: str, msg_id: str, tx_id: str | None, queue_offset: int, offset: int, state: int
+) -> None:
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    await api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
+    cmd = cap.cmd
+    templated = msg_id.isalnum() and (tx_id or msg_id).isalnum()
+    assert (type(cmd) is EndTransactionRequest) is templated
+    cmd.opaque = 4711
+    header = EndTransactionRequestHeader(
+        producer_group=group,
+        tran_state_table_offset=queue_offset,
+        commit_log_offset=offset,
+        commit_or_rollback=state,
+        from_transaction_check=False,
+        msg_id=msg_id,
+        transaction_id=tx_id or msg_id,
+    )
+    general = RemotingCommand.request(
+        RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+    )
+    general.opaque = 4711
+    assert cmd.encode() == general.encode()
+    assert end_template(group) is not None
+
+
+async def test_rpc_hooks_turn_the_end_template_off() -> None:
+    cap = Capture()
+    cap.before_hooks = [lambda addr, req: None]
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    await api.end_transaction("a:1", "PG", 1, 2, 8, "AB", "AB")
+    assert type(cap.cmd) is RemotingCommand
+    assert cap.cmd.ext_fields is not None and cap.cmd.ext_fields["commitLogOffset"] == "2"
+
+
+@pytest.mark.parametrize(
+    "msg_id",
+    ["7F00000100002A9F0000000000000F2C", "7f00000100002a9fFFFFFFFFFFFFFFFF", "0" * 32, "AB" * 28],
+)
+def test_commit_log_offset_of_an_offset_msg_id(msg_id: str) -> None:
+    assert commit_log_offset(msg_id) == decode_offset_msg_id(msg_id)[2]
+
+
+@pytest.mark.parametrize("msg_id", ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32])
+def test_bad_offset_msg_ids_raise_as_before(msg_id: str) -> None:
+    with pytest.raises(Exception) as expected:
+        decode_offset_msg_id(msg_id)
+    with pytest.raises(expected.type):
+        commit_log_offset(msg_id)
