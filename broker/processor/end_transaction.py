@@ -60,13 +60,11 @@ class EndTransactionProcessor(HandlerTable):
         if self.state.config.store.broker_role is BrokerRole.SLAVE:
             return RemotingCommand.response_to(request, ResponseCode.SLAVE_NOT_AVAILABLE, SLAVE_REMARK)
         ext = request.ext_fields
-        if request.flag & RPC_ONEWAY and ext is not None:
-            # what producers send: a oneway commit or rollback of a half stored lately, here
-            # without building the header (that parse was a sixth of this handler's work);
-            # anything else, or a field the header parser would refuse, takes the general path
-            fields = _oneway_end(ext)
-            if fields is not None and self.transactions.end_oneway(*fields):
-                return None
+        if request.flag & RPC_ONEWAY and ext is not None and self.transactions.end_oneway(ext):
+            # what producers send: a oneway commit or rollback of a half stored lately, read
+            # without building the header; anything else, or a field the header parser would
+            # refuse, takes the general path
+            return None
         header = EndTransactionRequestHeader.from_ext_fields(ext)
         kind = header.commit_or_rollback
         if kind == TRANSACTION_NOT_TYPE:
@@ -100,31 +98,6 @@ class EndTransactionProcessor(HandlerTable):
             return _success(request)
         code, remark = PUT_STATUS_REPLY.get(result.status, PUT_STATUS_DEFAULT)
         return RemotingCommand.response_to(request, code, remark)
-
-
-#: ``commitOrRollback`` of a commit and of a rollback, as producers write them: whether it commits
-_KINDS = {str(TRANSACTION_COMMIT_TYPE): True, str(TRANSACTION_ROLLBACK_TYPE): False}
-
-
-def _oneway_end(ext: dict[str, str]) -> tuple[bool, int, str, int] | None:
-    """``(commit, commitLogOffset, producerGroup, tranStateTableOffset)`` of a commit
-    or rollback whose header ``EndTransactionRequestHeader.from_ext_fields`` reads without
-    complaint (every required field there, the offsets plain ASCII digits that fit an int64);
-    None for any other (the header parser then decides, with its error where there is one)."""
-    kind = _KINDS.get(ext.get("commitOrRollback") or "")
-    offset = ext.get("commitLogOffset") or ""
-    table_offset = ext.get("tranStateTableOffset") or ""
-    group = ext.get("producerGroup")
-    if (
-        kind is None
-        or group is None
-        or ext.get("msgId") is None
-        or not (offset.isdigit() and table_offset.isdigit() and offset.isascii() and table_offset.isascii())
-        or len(offset) > 18
-        or len(table_offset) > 18
-    ):
-        return None
-    return kind, int(offset), group, int(table_offset)
 
 
 def _success(request: RemotingCommand) -> RemotingCommand | None:

@@ -161,6 +161,8 @@ _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
 _PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
 #: a record's first field, its total size
 _TOTAL = struct.Struct(">i")
+#: ``commitOrRollback`` of a commit and of a rollback, as producers write them: whether it commits
+_KINDS = {str(TRANSACTION_COMMIT_TYPE): True, str(TRANSACTION_ROLLBACK_TYPE): False}
 
 
 def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
@@ -518,20 +520,36 @@ class TransactionalMessageService:
             self.recent.discard(commit_log_offset)
         return result
 
-    def end_oneway(self, commit: bool, offset: int, producer_group: str, table_offset: int) -> bool:
-        """:meth:`end_later` of a oneway END_TRANSACTION (``commit``: else a rollback) naming a
-        recent half (``commitLogOffset``, ``producerGroup``, ``tranStateTableOffset``), checked
-        as :meth:`recent_half_of` checks it (the CommitLog's first offset once per loop turn, by
-        :meth:`flush_ends`); False, nothing done: not a recent half or a check failed -- the
-        general path then decides, with its error where there is one."""
-        recent = self.recent.entries.get(offset)
-        if recent is None:
+    def end_oneway(self, ext: dict[str, str]) -> bool:
+        """:meth:`end_later` of a oneway END_TRANSACTION whose fields ``ext`` name a recent half
+        (``commitLogOffset``, ``producerGroup``, ``tranStateTableOffset``) and whose header
+        ``EndTransactionRequestHeader.from_ext_fields`` reads to the same values (a commit or a
+        rollback, ``msgId`` there), checked as :meth:`recent_half_of` checks it (the CommitLog's
+        first offset once per loop turn, by :meth:`flush_ends`); False, nothing done: not a
+        recent half, a check failed or a field reads otherwise -- the general path then
+        decides, with its error where there is one. Read without building the header (a
+        sixth of the handler's work) and without checking the offsets' text first: ``int()``
+        is what the header parser runs, which takes no ``_`` and no value out of int64's range
+        (an offset naming a recent half or equal to one's queue offset is in range)."""
+        try:
+            raw = ext["commitLogOffset"]
+            offset = int(raw)
+            recent = self.recent.entries.get(offset)
+            if recent is None:
+                return False
+            raw_table = ext["tranStateTableOffset"]
+            table_offset = int(raw_table)
+            commit = _KINDS[ext["commitOrRollback"]]
+        except (KeyError, ValueError, TypeError):  # (a missing or null field, not a number)
             return False
         _, _, queue_offset, tx_offset, _, _, pgroup = recent
         done, ending = self.done, self.ending
         if (
-            pgroup != producer_group
-            or queue_offset != table_offset
+            queue_offset != table_offset
+            or pgroup != ext.get("producerGroup")
+            or ext.get("msgId") is None
+            or "_" in raw
+            or "_" in raw_table
             or queue_offset in done
             or tx_offset in done
             or queue_offset in ending

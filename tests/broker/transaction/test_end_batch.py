@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from pocketmq.broker.controller import BrokerController
-from pocketmq.broker.processor.end_transaction import _oneway_end
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
@@ -188,8 +187,10 @@ def test_oneway_end_transactions_of_one_turn(tmp_path, born: Any) -> None:
         asyncio.run(_one_turn(broker, born))
 
 
-def test_the_oneway_fast_read_agrees_with_the_header_parser() -> None:
-    """``_oneway_end`` reads a header only when ``from_ext_fields`` reads it too, to the same values."""
+def test_the_oneway_fast_read_agrees_with_the_header_parser(tmp_path) -> None:
+    """``end_oneway`` takes a request only when ``from_ext_fields`` reads its header too, to the
+    values of the recent half it queues (a commit or rollback of that half, its group and queue
+    offset); what it refuses goes to the general path."""
     rnd = random.Random(7)
     values = [
         "8",
@@ -207,21 +208,44 @@ def test_the_oneway_fast_read_agrees_with_the_header_parser() -> None:
         "x",
         "9" * 18,
         "9" * 19,
+        " 1024",
+        "01024",
+        "1_024",
+        "١٠٢٤",
+        "3",
+        "+3",
+        "3 ",
+        "PG",
         None,
     ]
     base = {"producerGroup": "PG", "tranStateTableOffset": "3", "commitLogOffset": "1024", "commitOrRollback": "8", "msgId": "U"}  # fmt: skip
-    read = 0
-    for _ in range(20000):
-        ext: dict[str, Any] = dict(base)
-        for key in rnd.sample(sorted(base), rnd.randrange(0, 3)):
-            if rnd.random() < 0.2:
-                del ext[key]
-            else:
-                ext[key] = rnd.choice(values)
-        fast = _oneway_end(ext)
-        if fast is None:
-            continue
-        read += 1
-        header = EndTransactionRequestHeader.from_ext_fields(ext)
-        assert fast == (header.commit_or_rollback == 8, header.commit_log_offset, header.producer_group, header.tran_state_table_offset), ext  # fmt: skip
-    assert read > 1000
+
+    async def check(broker: BrokerController) -> int:
+        svc = broker.transactional_message_service
+        half = MessageInner("T", b"x", 0, 0, "", 0, 0, HOST, HOST)
+        recent = (half, "", 3, 3, "T", 0, "PG")
+        svc.recent.entries[1024] = recent
+        read = 0
+        for _ in range(20000):
+            ext: dict[str, Any] = dict(base)
+            for key in rnd.sample(sorted(base), rnd.randrange(0, 3)):
+                if rnd.random() < 0.2:
+                    del ext[key]
+                else:
+                    ext[key] = rnd.choice(values)
+            if not svc.end_oneway(ext):
+                assert not svc.ending
+                continue
+            read += 1
+            assert svc._ending == [(1024, recent, ext["commitOrRollback"] == "8")]
+            svc._ending.clear()  # (not stored: the loop's flush finds nothing queued)
+            svc.ending.clear()
+            header = EndTransactionRequestHeader.from_ext_fields(ext)
+            assert header.commit_or_rollback in (8, 12), ext
+            assert (header.commit_or_rollback == 8) == (ext["commitOrRollback"] == "8"), ext
+            assert (header.commit_log_offset, header.producer_group, header.tran_state_table_offset) == (1024, "PG", 3), ext  # fmt: skip
+        del svc.recent.entries[1024]
+        return read
+
+    with offline_broker(tmp_path) as broker:
+        assert asyncio.run(check(broker)) > 1000
