@@ -99,6 +99,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.remoting.protocol.route import (
     RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_TRANS_HALF_TOPIC,
     TopicConfig,
     TopicFilterType,
 )
@@ -156,8 +157,8 @@ class SendMessageProcessor:
     stats: BrokerStatsManager
     #: the delay service (``max_delay_level``); None ignores ``DELAY``
     schedule: ScheduleMessageService | None
-    #: None, or the half-message service (``prepare_message`` / ``put_half(inner, ...) -> PutResult
-    #: | Awaitable[PutResult]``)
+    #: None, or the half-message service (``prepare_message`` / ``put_half(inner, ...)`` /
+    #: ``store_half(inner, ...) -> PutResult | Awaitable[PutResult]``)
     transactions: Any = None
 
     def __post_init__(self) -> None:
@@ -357,14 +358,25 @@ class SendMessageProcessor:
         cfg = s.cfg  # (the broker's config: _settings renews s when it is replaced)
         if cfg.reject_transaction_message:
             raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
-        inner = MessageInner(
-            topic, body, queue_id, header.flag, planned[0], header.sys_flag, header.born_timestamp,
-            born_host_of(conn), self.state.store_host, header.reconsume_times or 0,
-        )  # fmt: skip
-        # (put_half waits when the sender does and the flush or replication policy does: the
-        # policy is s.policy_waits, so a send under ASYNC_FLUSH skips put_half's config reads)
+        # the half itself (what put_half makes of the sent message), every slot filled directly
+        # as _send_single does: its topic and queue, sysFlag without the transaction bits
+        inner = _new(MessageInner)
+        inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
+        inner.body = body
+        inner.queue_id = 0
+        inner.flag = header.flag
+        inner.properties = planned[0]
+        inner.sys_flag = header.sys_flag & ~TRANSACTION_ROLLBACK_TYPE  # (| TRANSACTION_NOT_TYPE: 0)
+        inner.born_timestamp = header.born_timestamp
+        inner.born_host = conn.attrs.get("born_host") or born_host_of(conn)  # (cached on the connection)
+        inner.store_host = self.state.store_host
+        inner.reconsume_times = header.reconsume_times or 0
+        inner.prepared_transaction_offset = 0
+        inner.tags_code = 0
+        # (store_half waits when the sender does and the flush or replication policy does: the
+        # policy is s.policy_waits, so a send under ASYNC_FLUSH skips the config reads)
         waits = s.policy_waits and (wait is None or wait.lower() == "true")
-        result = self.transactions.put_half(inner, planned, waits)
+        result = self.transactions.store_half(inner, planned, waits, topic, queue_id)
         if isinstance(result, PutResult):
             return self._reply(request, result, queue_id, topic)
         return self._reply_after(request, result, queue_id, topic)

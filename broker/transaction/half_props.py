@@ -38,10 +38,11 @@ _TRAN_CUT = len(MessageConst.TRAN_MSG) + 1
 _WAIT_CUT = len(MessageConst.WAIT) + 1
 
 #: a shape's plan: the pattern its properties fully match (each entry a group: the names in order,
-#: each value non-empty), the getter of the half's entries in Java's order (the sender's
-#: entries, then CLUSTER, REAL_TOPIC, REAL_QID), the index of PGROUP, of
-#: TRAN_PREPARED_QUEUE_OFFSET, of TRAN_MSG and of WAIT among the sender's entries (-1: absent)
-Plan = tuple[re.Pattern[str], Callable[[tuple[str, ...]], Any], int, int, int, int]
+#: each value non-empty; the values of PGROUP, TRAN_PREPARED_QUEUE_OFFSET, TRAN_MSG and WAIT a
+#: group of their own too, right after their entry's), the getter of the half's entries in
+#: Java's order (the sender's entries, then CLUSTER, REAL_TOPIC, REAL_QID) and the getter of
+#: those four values (a name the sender did not send: the None after the added entries)
+Plan = tuple[re.Pattern[str], Callable[[tuple[str, ...]], Any], Callable[[tuple[str | None, ...]], Any]]
 #: what a send's half is stored with: (half properties, PGROUP, TRAN_PREPARED_QUEUE_OFFSET) and
 #: the sender's TRAN_MSG and WAIT values (None: absent)
 Planned = tuple[str, str | None, str | None, str | None, str | None]
@@ -50,7 +51,7 @@ _PLANS: dict[tuple[str, ...], Plan | None] = {}
 #: the last shape's plan (one match checks a send has that shape and splits it: a third of the
 #: time of a split and a prefix check per entry)
 #: (at first: a pattern matching nothing)
-_LAST: list[Plan] = [(re.compile("(?!)"), itemgetter(0), -1, -1, -1, -1)]
+_LAST: list[Plan] = [(re.compile("(?!)"), itemgetter(0), itemgetter(0))]
 
 
 def sent_half_properties(sent: str, cluster: str, topic: str, queue_id: int) -> Planned | None:
@@ -66,26 +67,23 @@ def sent_half_properties(sent: str, cluster: str, topic: str, queue_id: int) -> 
         if planned is None or match is None:
             return None
         plan = planned
-    _, getter, pgroup_at, prepared_at, tran_at, wait_at = plan
+    _, getter, values = plan
     key = (cluster, topic, queue_id)
     added = _ADDED_ENTRIES.get(key)
     if added is None:
         added = _added_entries(key)
     items = match.groups() + added
-    return (
-        PROPERTY_SEPARATOR.join(getter(items)),
-        None if pgroup_at < 0 else items[pgroup_at][_PGROUP_CUT:],
-        None if prepared_at < 0 else items[prepared_at].partition(NAME_VALUE_SEPARATOR)[2],
-        None if tran_at < 0 else items[tran_at][_TRAN_CUT:],
-        None if wait_at < 0 else items[wait_at][_WAIT_CUT:],
-    )
+    # (the four values by one getter, unpacked: no test and slice per name)
+    pgroup, prepared, tran, wait = values(items)
+    return PROPERTY_SEPARATOR.join(getter(items)), pgroup, prepared, tran, wait
 
 
-#: (cluster, topic, queue id) -> the entries the half adds (CLUSTER, REAL_TOPIC, REAL_QID)
-_ADDED_ENTRIES: dict[tuple[str, str, int], tuple[str, str, str]] = {}
+#: (cluster, topic, queue id) -> the entries the half adds (CLUSTER, REAL_TOPIC, REAL_QID), then
+#: None (the value of a name a plan's values getter finds absent)
+_ADDED_ENTRIES: dict[tuple[str, str, int], tuple[str, str, str, None]] = {}
 
 
-def _added_entries(key: tuple[str, str, int]) -> tuple[str, str, str]:
+def _added_entries(key: tuple[str, str, int]) -> tuple[str, str, str, None]:
     cluster, topic, queue_id = key
     if len(_ADDED_ENTRIES) > 4096:  # topics x queues of one broker; keep hostile input bounded
         _ADDED_ENTRIES.clear()
@@ -93,6 +91,7 @@ def _added_entries(key: tuple[str, str, int]) -> tuple[str, str, str]:
         _CLUSTER_KEY + cluster,
         _REAL_TOPIC_KEY + topic,
         f"{_REAL_QID_KEY}{queue_id}",
+        None,
     )
     return added
 
@@ -116,18 +115,33 @@ def _plan_of(items: list[str]) -> Plan | None:
             inserted += [names.index(wait)] if wait in names else []
             inserted += [n + 1, n + 2]
             every = (*names, MessageConst.CLUSTER, MessageConst.REAL_TOPIC, MessageConst.REAL_QID)
-            where = {every[i]: i for i in inserted}
+            # group numbers: each entry's, and right after it its value's for the four names
+            special = (
+                MessageConst.PGROUP,
+                MessageConst.TRAN_PREPARED_QUEUE_OFFSET,
+                MessageConst.TRAN_MSG,
+                wait,
+            )
+            entry_at: list[int] = []
+            value_at: dict[str, int] = {}
+            for name in names:
+                entry_at.append(len(entry_at) + len(value_at))
+                if name in special:
+                    value_at[name] = entry_at[-1] + 1
+            groups = len(entry_at) + len(value_at)
+            # the half's entries: the sender's groups, then the added ones (after the groups)
+            where = {every[i]: (entry_at[i] if i < n else groups + i - n) for i in inserted}
             getter = itemgetter(*[where[name] for name in java_order([every[i] for i in inserted])])
-            pgroup = MessageConst.PGROUP
-            prepared = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
-            tran = MessageConst.TRAN_MSG
+            values = itemgetter(*[value_at.get(name, groups + 3) for name in special])
             pattern = re.compile(
                 PROPERTY_SEPARATOR.join(
-                    f"({re.escape(name + NAME_VALUE_SEPARATOR)}[^{PROPERTY_SEPARATOR}]+)" for name in names
+                    f"({re.escape(name + NAME_VALUE_SEPARATOR)}([^{PROPERTY_SEPARATOR}]+))"
+                    if name in special
+                    else f"({re.escape(name + NAME_VALUE_SEPARATOR)}[^{PROPERTY_SEPARATOR}]+)"
+                    for name in names
                 )
             )
-            at = [names.index(name) if name in names else -1 for name in (pgroup, prepared, tran, wait)]
-            plan = (pattern, getter, at[0], at[1], at[2], at[3])
+            plan = (pattern, getter, values)
         if len(_PLANS) > 1024:  # shapes repeat; keep hostile input bounded
             _PLANS.clear()
         _PLANS[names] = plan

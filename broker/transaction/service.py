@@ -405,12 +405,26 @@ class TransactionalMessageService:
         ``PGROUP`` and ``TRAN_PREPARED_QUEUE_OFFSET`` (``half_props.sent_half_properties``, from
         the send processor, which builds them from the request's in one pass; the sender's
         ``TRAN_MSG`` and ``WAIT`` there are not read here); ``keep``: remember it (:mod:`.recent`)."""
-        props, pgroup, prepared, _, _ = planned
         real_topic, real_queue_id = inner.topic, inner.queue_id
-        inner.properties = props
+        inner.properties = planned[0]
         inner.sys_flag = (inner.sys_flag & ~_TX_BITS) | TRANSACTION_NOT_TYPE
         inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
         inner.queue_id = 0
+        return self.store_half(inner, planned, wait, real_topic, real_queue_id, keep)
+
+    def store_half(
+        self,
+        inner: MessageInner,
+        planned: Planned,
+        wait: bool,
+        real_topic: str,
+        real_queue_id: int,
+        keep: bool = True,
+    ) -> PutResult | Awaitable[PutResult]:
+        """:meth:`put_half` of ``inner`` already made the half (its topic, queue, sysFlag and
+        properties those :meth:`put_half` sets; ``real_topic`` / ``real_queue_id``: the sent
+        ones), as the send processor's half branch builds it (no fields rewritten)."""
+        _, pgroup, prepared, _, _ = planned
         if RMQ_SYS_TRANS_HALF_TOPIC not in self._ready_topics:
             self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
         self.counters.prepared += 1
@@ -424,7 +438,7 @@ class TransactionalMessageService:
         if append is not None and keep and size <= MAX_BODY:
             qoff = append.logics_offset
             tx = qoff if prepared is None else transaction_offset(qoff, prepared)
-            recent = (inner, props, qoff, tx, real_topic, real_queue_id, pgroup)
+            recent = (inner, planned[0], qoff, tx, real_topic, real_queue_id, pgroup)
             table = self.recent
             entries = table.entries
             if len(entries) < table.max_entries and table.bytes + size <= table.max_bytes:  # inline of .add
