@@ -570,9 +570,10 @@ class TransactionalMessageService:
             or tx_offset in ending
         ):
             return False
-        # inline of end_later
+        # inline of end_later (the transaction offset is the half's own but for a check copy)
         ending.add(queue_offset)
-        ending.add(tx_offset)
+        if tx_offset != queue_offset:
+            ending.add(tx_offset)
         queued = self._ending
         queued.append((offset, recent, commit))
         if len(queued) == 1:
@@ -660,8 +661,10 @@ class TransactionalMessageService:
         for offset, recent, _ in queued:
             if pop(offset, None) is not None:  # inline of RecentHalves.discard
                 held -= len(recent[0].body)
-            resolve(recent[2])
-            resolve(recent[3])
+            _, _, queue_offset, tx_offset, _, _, _ = recent
+            resolve(queue_offset)
+            if tx_offset != queue_offset:  # (a check copy's: its transaction's first half)
+                resolve(tx_offset)
         table.bytes = held
         counters = self.counters
         counters.committed += len(records)  # (one copy per commit)
