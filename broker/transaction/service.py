@@ -551,24 +551,23 @@ class TransactionalMessageService:
             recent = self.recent.entries.get(offset)
             if recent is None:
                 return False
+            _, _, queue_offset, tx_offset, _, _, pgroup = recent
             raw_table = ext["tranStateTableOffset"]
-            table_offset = int(raw_table)
+            # (subscripts, not get calls: a missing field raises, a null one compares unequal)
+            if (
+                int(raw_table) != queue_offset
+                or ext["producerGroup"] != pgroup
+                or pgroup is None  # (a half without PGROUP: the header parser refuses a null group)
+                or ext["msgId"] is None
+                or "_" in raw
+                or "_" in raw_table
+            ):
+                return False
             commit = _KINDS[ext["commitOrRollback"]]
         except (KeyError, ValueError, TypeError):  # (a missing or null field, not a number)
             return False
-        _, _, queue_offset, tx_offset, _, _, pgroup = recent
         done, ending = self.done, self.ending
-        if (
-            queue_offset != table_offset
-            or pgroup != ext.get("producerGroup")
-            or ext.get("msgId") is None
-            or "_" in raw
-            or "_" in raw_table
-            or queue_offset in done
-            or tx_offset in done
-            or queue_offset in ending
-            or tx_offset in ending
-        ):
+        if queue_offset in done or tx_offset in done or queue_offset in ending or tx_offset in ending:
             return False
         # inline of end_later (the transaction offset is the half's own but for a check copy)
         ending.add(queue_offset)

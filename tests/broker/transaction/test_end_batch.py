@@ -244,6 +244,9 @@ def test_the_oneway_fast_read_agrees_with_the_header_parser(tmp_path) -> None:
             assert header.commit_or_rollback in (8, 12), ext
             assert (header.commit_or_rollback == 8) == (ext["commitOrRollback"] == "8"), ext
             assert (header.commit_log_offset, header.producer_group, header.tran_state_table_offset) == (1024, "PG", 3), ext  # fmt: skip
+        # a half stored without PGROUP and a null producerGroup: the header parser refuses it
+        svc.recent.entries[1024] = (half, "", 3, 3, "T", 0, None)
+        assert not svc.end_oneway({**base, "producerGroup": None})
         del svc.recent.entries[1024]
         return read
 
