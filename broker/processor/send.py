@@ -73,7 +73,7 @@ from pocketmq.broker.processor.send_checks import (
     stored_size,
 )
 from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
-from pocketmq.broker.transaction.half_props import sent_half_properties
+from pocketmq.broker.transaction.half_props import LAST_PLAN, sent_half_properties
 from pocketmq.remoting.protocol.codes import (
     CURRENT_VERSION,
     RPC_TYPE_RESPONSE,
@@ -349,7 +349,10 @@ class SendMessageProcessor:
         ):
             return None
         topic = header.topic
-        planned = sent_half_properties(sent, s.cluster, topic, queue_id)
+        # (the last shape's plan first: one call less than sent_half_properties, which tries it)
+        planned = LAST_PLAN[0](sent, s.cluster, topic, queue_id) or sent_half_properties(
+            sent, s.cluster, topic, queue_id
+        )
         if planned is None:
             return None
         tran, wait = planned[3], planned[4]
