@@ -38,6 +38,8 @@ Plan = Callable[[str, str, str, int], "Planned | None"]
 Planned = tuple[str, str | None, str | None, str | None, str | None]
 #: sender's names -> plan (None: not a shape the plan describes)
 _PLANS: dict[tuple[str, ...], Plan | None] = {}
+#: sender's names seen once, not compiled yet (:func:`_plan_of`)
+_SEEN: set[tuple[str, ...]] = set()
 
 
 def _no_shape(sent: str, cluster: str, topic: str, queue_id: int) -> Planned | None:
@@ -82,6 +84,13 @@ def _plan_of(items: list[str]) -> Plan | None:
     try:
         plan = _PLANS[names]
     except KeyError:
+        # a shape is compiled on its second send: a sender inventing a shape per message (each
+        # compile is an exec and a regex, ~100x a send's properties work) takes the general path
+        if names not in _SEEN:
+            if len(_SEEN) > 1024:
+                _SEEN.clear()
+            _SEEN.add(names)
+            return None
         plan = None
         if "" not in names and len(set(names)) == len(names) and not _ADDED.intersection(names):
             plan = _compile(names)
