@@ -208,17 +208,35 @@ class RemotingCommand:
         )
 
 
+#: ``RemotingCommand``'s own ext_fields slot (``EncodedReply`` reads and writes it behind a property)
+_EXT_SLOT: Any = RemotingCommand.ext_fields  # type: ignore[misc]  # (the descriptor itself)
+
+
 class EncodedReply(RemotingCommand):
     """A JSON reply whose frame head (length words and header) was rendered when it was built,
     from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:
     no extFields dump, no header formatting in ``encode_header``). Its other fields are what
     the head was rendered from and are not changed afterwards (the dispatcher only sets the
     same opaque and the response flag it has); a changed opaque or flag is encoded the
-    general way."""
+    general way. Its ``ext_fields`` may be left unset: they are then read back from the head
+    when first asked for (only hooks and tests ask; the hot path writes the head alone)."""
 
     __slots__ = ("head", "head_opaque")
     head: bytes
     head_opaque: int
+
+    @property
+    def ext_fields(self) -> dict[str, str] | None:
+        try:
+            return _EXT_SLOT.__get__(self, EncodedReply)  # type: ignore[no-any-return]
+        except AttributeError:
+            ext = header_json.decode_header(self.head[8:])[6]
+            _EXT_SLOT.__set__(self, ext)
+            return ext
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str] | None) -> None:
+        _EXT_SLOT.__set__(self, value)
 
     def encode_header(self) -> bytes:
         if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:
