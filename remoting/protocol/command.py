@@ -208,35 +208,62 @@ class RemotingCommand:
         )
 
 
-#: ``RemotingCommand``'s own ext_fields slot (``EncodedReply`` reads and writes it behind a property)
+#: ``RemotingCommand``'s own ext_fields slot (``_ExtFromHeader`` reads and writes it behind a property)
 _EXT_SLOT: Any = RemotingCommand.ext_fields  # type: ignore[misc]  # (the descriptor itself)
 
 
-class EncodedReply(RemotingCommand):
-    """A JSON reply whose frame head (length words and header) was rendered when it was built,
-    from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:
-    no extFields dump, no header formatting in ``encode_header``). Its other fields are what
-    the head was rendered from and are not changed afterwards (the dispatcher only sets the
-    same opaque and the response flag it has); a changed opaque or flag is encoded the
-    general way. Its ``ext_fields`` may be left unset: they are then read back from the head
-    when first asked for (only hooks and tests ask; the hot path writes the head alone)."""
+class _ExtFromHeader(RemotingCommand):
+    """A command whose ``ext_fields`` may be left unset by its builder: they are then decoded
+    from its JSON header (``_json_header``) when first asked for, the same dict the decoder
+    would have built."""
 
-    __slots__ = ("head", "head_opaque")
-    head: bytes
-    head_opaque: int
+    __slots__ = ()
+
+    def _json_header(self) -> bytes | bytearray:
+        raise NotImplementedError
 
     @property
     def ext_fields(self) -> dict[str, str] | None:
         try:
-            return _EXT_SLOT.__get__(self, EncodedReply)  # type: ignore[no-any-return]
+            return _EXT_SLOT.__get__(self, type(self))  # type: ignore[no-any-return]
         except AttributeError:
-            ext = header_json.decode_header(self.head[8:])[6]
+            ext = header_json.decode_header(self._json_header())[6]
             _EXT_SLOT.__set__(self, ext)
             return ext
 
     @ext_fields.setter
     def ext_fields(self, value: dict[str, str] | None) -> None:
         _EXT_SLOT.__set__(self, value)
+
+
+class SendV2Request(_ExtFromHeader):
+    """A SEND_MESSAGE_V2 request as the frame decoder builds it from a header
+    ``header_json.send_v2_decode`` accepts: ``v2_fields`` (``header_json.SendV2Fields``) for the
+    send processor, the extFields dict only when something else asks (hooks, ACL, tests)."""
+
+    __slots__ = ("raw_header", "v2_fields")
+    raw_header: bytes | bytearray
+    v2_fields: Any
+
+    def _json_header(self) -> bytes | bytearray:
+        return self.raw_header
+
+
+class EncodedReply(_ExtFromHeader):
+    """A JSON reply whose frame head (length words and header) was rendered when it was built,
+    from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:
+    no extFields dump, no header formatting in ``encode_header``). Its other fields are what
+    the head was rendered from and are not changed afterwards (the dispatcher only sets the
+    same opaque and the response flag it has); a changed opaque or flag is encoded the
+    general way. Its ``ext_fields`` may be left unset (read back from the head when asked:
+    only hooks and tests ask; the hot path writes the head alone)."""
+
+    __slots__ = ("head", "head_opaque")
+    head: bytes
+    head_opaque: int
+
+    def _json_header(self) -> bytes:
+        return self.head[8:]
 
     def encode_header(self) -> bytes:
         if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:

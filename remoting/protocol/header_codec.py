@@ -66,6 +66,13 @@ class CommandHeader:
         """Parse from the short-name (SEND_MESSAGE_V2) form."""
         return _generic_parse(cls, ext or {}, v2=True)
 
+    @classmethod
+    def from_v2_attrs(cls: type[T], fields: Any) -> T:
+        """Parse from an object whose attributes are the V2 short names (None: absent), as
+        ``from_ext_fields_v2`` parses the same values from a dict."""
+        values = {row[2]: getattr(fields, row[2], None) for row in cls.FIELD_TABLE if row[2]}
+        return _generic_parse(cls, {k: v for k, v in values.items() if v is not None}, v2=True)
+
     def to_ext_fields(self) -> dict[str, str]:
         """Render as ``extFields`` (strings only, ``None`` fields omitted)."""
         return _generic_render(self, v2=False)
@@ -139,12 +146,21 @@ def _kind_of(hint: Any) -> tuple[str, bool]:
 
 
 def _gen_parser(
-    cls: type, table: tuple[tuple[str, str, str | None, str, bool, bool], ...], v2: bool
+    cls: type,
+    table: tuple[tuple[str, str, str | None, str, bool, bool], ...],
+    v2: bool,
+    attrs: bool = False,
 ) -> Callable[..., Any]:
     # Required fields are read by subscript inside one try (a dict subscript is a single
     # specialised opcode; ``ext.get`` is a method call per field): the KeyError of the first
     # missing one, in table order, becomes the same error the per-field check raised.
-    lines = ["def parse(cls, ext):", "    if ext is None: ext = {}", "    g = ext.get"]
+    # ``attrs``: the V2 values are attributes of an object (a decoded SendV2Fields, None for
+    # an absent one) instead of dict items
+    lines = (
+        ["def parse(cls, ext):"]
+        if attrs
+        else ["def parse(cls, ext):", "    if ext is None: ext = {}", "    g = ext.get"]
+    )
     post_init = hasattr(cls, "__post_init__")
     # Without a __post_init__, each value goes straight into its slot of the new object (no
     # local and no keyword call: the generated __init__ only assigns them); an error drops it.
@@ -155,10 +171,10 @@ def _gen_parser(
         big = attr in bigs
         dest = attr if post_init else f"obj.{attr}"
         if required:
-            lines.append(f"        v = ext[{key!r}]")
+            lines.append(f"        v = ext.{key}" if attrs else f"        v = ext[{key!r}]")
             lines.append(f"        if v is None: raise _missing(cls, {key!r})")
         else:
-            lines.append(f"        v = g({key!r})")
+            lines.append(f"        v = ext.{key}" if attrs else f"        v = g({key!r})")
             lines.append(f"        if v is None: {dest} = _default_{attr}")
             lines.append("        else:")
         ind = "        " if required else "            "
@@ -251,4 +267,5 @@ def header(cls: type[T]) -> type[T]:
     if any(row[2] for row in table):
         dc.from_ext_fields_v2 = classmethod(_gen_parser(dc, table, v2=True))  # type: ignore[assignment]
         dc.to_ext_fields_v2 = _gen_render(table, v2=True)  # type: ignore[method-assign]
+        dc.from_v2_attrs = classmethod(_gen_parser(dc, table, v2=True, attrs=True))  # type: ignore[assignment]
     return dc

@@ -69,9 +69,49 @@ try:  # pragma: no cover - exercised through the module-level switch in tests
         remark: str | None = None
         serializeTypeCurrentRPC: str | None = None
 
+    class SendV2Fields(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """SEND_MESSAGE_V2's extFields as our SDK and the Java client send them (short names,
+        string values; ``SendMessageRequestHeader``'s V2 table): the send processor parses its
+        header from these attributes (``from_v2_attrs``) instead of from a dict."""
+
+        a: str
+        b: str
+        c: str
+        d: str
+        e: str
+        f: str
+        g: str
+        h: str
+        i: str | None = None
+        j: str | None = None
+        k: str | None = None
+        l: str | None = None  # noqa: E741  (the wire's name)
+        m: str | None = None
+        n: str | None = None
+
+    class _SendV2Header(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """``_Header`` with SEND_MESSAGE_V2's extFields typed (no dict, no key strings built)."""
+
+        code: _Int32
+        flag: _Int64
+        language: str
+        opaque: _Int32
+        version: _Int64
+        extFields: SendV2Fields
+        remark: str | None = None
+        serializeTypeCurrentRPC: str | None = None
+
     _typed_decode: Callable[[Any], _Header] | None = msgspec.json.Decoder(_Header).decode
+    #: None without msgspec; raises on whatever it refuses (an unknown or credential key, a
+    #: number or null value, a missing a..h): such a header takes ``typed_decode``'s path
+    send_v2_decode: Callable[[Any], _SendV2Header] | None = msgspec.json.Decoder(_SendV2Header).decode
 except ImportError:  # pragma: no cover
     _typed_decode = None
+    send_v2_decode = None
+
+#: How fastjson (sorted keys) and our encoder start a SEND_MESSAGE_V2 request's header with
+#: extFields: only such a header is tried with ``send_v2_decode``.
+SEND_V2_START = b'{"code":310,"extFields":{'
 
 #: The typed decode for :mod:`~pocketmq.remoting.protocol.frame`'s per-frame loop (None without
 #: msgspec): raises on whatever it refuses; a result is the header when its ``language`` is in
