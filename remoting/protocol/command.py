@@ -208,26 +208,27 @@ class RemotingCommand:
         )
 
 
-#: ``RemotingCommand``'s own ext_fields slot (``_ExtFromHeader`` reads and writes it behind a property)
+#: ``RemotingCommand``'s own ext_fields slot (``SendV2Request`` reads and writes it behind a property)
 _EXT_SLOT: Any = RemotingCommand.ext_fields  # type: ignore[misc]  # (the descriptor itself)
 
 
-class _ExtFromHeader(RemotingCommand):
-    """A command whose ``ext_fields`` may be left unset by its builder: they are then decoded
-    from its JSON header (``_json_header``) when first asked for, the same dict the decoder
-    would have built."""
+class SendV2Request(RemotingCommand):
+    """A SEND_MESSAGE_V2 request as the frame decoder builds it from a header
+    ``header_json.send_v2_decode`` accepts: ``v2_fields`` (``header_json.SendV2Fields``) for the
+    send processor. Its ``ext_fields`` are left unset: decoded from ``raw_header`` when first
+    asked for (hooks, ACL, tests), the same dict the decoder builds for other frames. (Costly
+    then: worth it only where, as here, the hot path never asks.)"""
 
-    __slots__ = ()
-
-    def _json_header(self) -> bytes | bytearray:
-        raise NotImplementedError
+    __slots__ = ("raw_header", "v2_fields")
+    raw_header: bytes | bytearray
+    v2_fields: Any
 
     @property
     def ext_fields(self) -> dict[str, str] | None:
         try:
-            return _EXT_SLOT.__get__(self, type(self))  # type: ignore[no-any-return]
+            return _EXT_SLOT.__get__(self, SendV2Request)  # type: ignore[no-any-return]
         except AttributeError:
-            ext = header_json.decode_header(self._json_header())[6]
+            ext = header_json.decode_header(self.raw_header)[6]
             _EXT_SLOT.__set__(self, ext)
             return ext
 
@@ -236,34 +237,17 @@ class _ExtFromHeader(RemotingCommand):
         _EXT_SLOT.__set__(self, value)
 
 
-class SendV2Request(_ExtFromHeader):
-    """A SEND_MESSAGE_V2 request as the frame decoder builds it from a header
-    ``header_json.send_v2_decode`` accepts: ``v2_fields`` (``header_json.SendV2Fields``) for the
-    send processor, the extFields dict only when something else asks (hooks, ACL, tests)."""
-
-    __slots__ = ("raw_header", "v2_fields")
-    raw_header: bytes | bytearray
-    v2_fields: Any
-
-    def _json_header(self) -> bytes | bytearray:
-        return self.raw_header
-
-
-class EncodedReply(_ExtFromHeader):
+class EncodedReply(RemotingCommand):
     """A JSON reply whose frame head (length words and header) was rendered when it was built,
     from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:
     no extFields dump, no header formatting in ``encode_header``). Its other fields are what
     the head was rendered from and are not changed afterwards (the dispatcher only sets the
     same opaque and the response flag it has); a changed opaque or flag is encoded the
-    general way. Its ``ext_fields`` may be left unset (read back from the head when asked:
-    only hooks and tests ask; the hot path writes the head alone)."""
+    general way."""
 
     __slots__ = ("head", "head_opaque")
     head: bytes
     head_opaque: int
-
-    def _json_header(self) -> bytes:
-        return self.head[8:]
 
     def encode_header(self) -> bytes:
         if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:
