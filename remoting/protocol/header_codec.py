@@ -170,8 +170,10 @@ def _gen_parser(
         key = v2name if v2 and v2name else name
         big = attr in bigs
         dest = attr if post_init else f"obj.{attr}"
-        if required:
-            lines.append(f"        v = ext.{key}" if attrs else f"        v = ext[{key!r}]")
+        if required and attrs:  # (the decoded struct has a str there: no None to refuse)
+            lines.append(f"        v = ext.{key}")
+        elif required:
+            lines.append(f"        v = ext[{key!r}]")
             lines.append(f"        if v is None: raise _missing(cls, {key!r})")
         else:
             lines.append(f"        v = ext.{key}" if attrs else f"        v = g({key!r})")
