@@ -89,17 +89,10 @@ try:  # pragma: no cover - exercised through the module-level switch in tests
         m: str | None = None
         n: str | None = None
 
-    class _SendV2Header(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    class _SendV2Header(_Header, gc=False, forbid_unknown_fields=True):
         """``_Header`` with SEND_MESSAGE_V2's extFields typed (no dict, no key strings built)."""
 
-        code: _Int32
-        flag: _Int64
-        language: str
-        opaque: _Int32
-        version: _Int64
-        extFields: SendV2Fields
-        remark: str | None = None
-        serializeTypeCurrentRPC: str | None = None
+        extFields: SendV2Fields  # type: ignore[assignment]
 
     _typed_decode: Callable[[Any], _Header] | None = msgspec.json.Decoder(_Header).decode
     #: None without msgspec; raises on whatever it refuses (an unknown or credential key, a
