@@ -24,7 +24,6 @@ receive point and empties the list):
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
@@ -203,24 +202,30 @@ class FrameDecoder:
 
 
 def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingCommand:
-    """The command of a JSON frame (``HeaderDecodeError``: a bad header). A typed decode's
-    result is taken as ``header_json.decode_header`` takes it, the slots filled directly."""
-    h: Any = None
-    cmd: RemotingCommand
+    """The command of a JSON frame (``HeaderDecodeError``: a bad header). The typed decode's
+    result is taken as ``header_json.decode_header`` takes it, its slots filled directly."""
     if _send_v2 is not None and header.startswith(_SEND_V2_START):
         # a producer's send (the hottest frame): its extFields typed, no dict built (SendV2Request)
         try:
-            h = _send_v2(header)
+            v2 = _send_v2(header)
         except Exception:  # (a credential or unknown key, a number value...): the general path
             pass
         else:
-            if h.language in _LANGUAGES:
-                cmd = send = _new(SendV2Request)
-                send.v2_fields = h.extFields
+            if v2.language in _LANGUAGES:
+                send = _new(SendV2Request)
+                send.code = v2.code
+                send.language = _LANGUAGES[v2.language]
+                send.version = v2.version
+                send.opaque = v2.opaque
+                send.flag = v2.flag
+                send.remark = v2.remark
+                send.v2_fields = v2.extFields
                 send.raw_header = header
-            else:
-                h = None
-    if h is None and _typed is not None:
+                send.body = body
+                send.serialize_type = 0
+                return send
+    cmd = _new(RemotingCommand)
+    if _typed is not None:
         try:
             h = _typed(header)
         except Exception:  # not the common shape: the untyped path decides (and words errors)
@@ -232,28 +237,25 @@ def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingComm
                 or not ("Signature" in ext or "AccessKey" in ext or "OnsChannel" in ext)
                 or header_json.credentials_kept(ext)
             ):
-                cmd = _new(RemotingCommand)
+                cmd.code = h.code
+                cmd.language = _LANGUAGES[h.language]
+                cmd.version = h.version
+                cmd.opaque = h.opaque
+                cmd.flag = h.flag
+                cmd.remark = h.remark
                 cmd.ext_fields = ext
-            else:
-                h = None
-    if h is None:
-        cmd = _new(RemotingCommand)
-        (
-            cmd.code,
-            cmd.language,
-            cmd.version,
-            cmd.opaque,
-            cmd.flag,
-            cmd.remark,
-            cmd.ext_fields,
-        ) = header_json.decode_untyped(header)
-    else:
-        cmd.code = h.code
-        cmd.language = _LANGUAGES[h.language]
-        cmd.version = h.version
-        cmd.opaque = h.opaque
-        cmd.flag = h.flag
-        cmd.remark = h.remark
+                cmd.body = body
+                cmd.serialize_type = 0
+                return cmd
+    (
+        cmd.code,
+        cmd.language,
+        cmd.version,
+        cmd.opaque,
+        cmd.flag,
+        cmd.remark,
+        cmd.ext_fields,
+    ) = header_json.decode_untyped(header)
     cmd.body = body
     cmd.serialize_type = 0
     return cmd
