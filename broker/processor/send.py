@@ -81,7 +81,7 @@ from pocketmq.remoting.protocol.codes import (
     RequestCode,
     ResponseCode,
 )
-from pocketmq.remoting.protocol.command import PREFIX, EncodedReply, RemotingCommand
+from pocketmq.remoting.protocol.command import PREFIX, EncodedReply, RemotingCommand, SendV2Request
 from pocketmq.remoting.protocol.errors import (
     MessageIllegalError,
     NoPermissionError,
@@ -130,6 +130,7 @@ _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
+_parse_v2_attrs = SendMessageRequestHeader.from_v2_attrs
 #: _send_half's bound on len(request properties) + len(cluster name): the stored string (minus
 #: WAIT, plus the separator and ``CLUSTER\x01`` and the name) then has at most
 #: MAX_PROPERTIES_LENGTH characters, so the general path's length check cannot refuse it
@@ -206,6 +207,8 @@ class SendMessageProcessor:
         code = request.code
         if code == _SEND_MESSAGE:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        elif type(request) is SendV2Request:  # decoded typed (frame): no extFields dict
+            header = _parse_v2_attrs(request.v2_fields)
         else:
             header = _parse_v2(request.ext_fields)
         if header.batch or code == _SEND_BATCH_MESSAGE:

@@ -208,6 +208,35 @@ class RemotingCommand:
         )
 
 
+#: ``RemotingCommand``'s own ext_fields slot (``SendV2Request`` reads and writes it behind a property)
+_EXT_SLOT: Any = RemotingCommand.ext_fields  # type: ignore[misc]  # (the descriptor itself)
+
+
+class SendV2Request(RemotingCommand):
+    """A SEND_MESSAGE_V2 request as the frame decoder builds it from a header
+    ``header_json.send_v2_decode`` accepts: ``v2_fields`` (``header_json.SendV2Fields``) for the
+    send processor. Its ``ext_fields`` are left unset: decoded from ``raw_header`` when first
+    asked for (hooks, ACL, tests), the same dict the decoder builds for other frames. (Costly
+    then: worth it only where, as here, the hot path never asks.)"""
+
+    __slots__ = ("raw_header", "v2_fields")
+    raw_header: bytes | bytearray
+    v2_fields: Any
+
+    @property
+    def ext_fields(self) -> dict[str, str] | None:
+        try:
+            return _EXT_SLOT.__get__(self, SendV2Request)  # type: ignore[no-any-return]
+        except AttributeError:
+            ext = header_json.decode_header(self.raw_header)[6]
+            _EXT_SLOT.__set__(self, ext)
+            return ext
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str] | None) -> None:
+        _EXT_SLOT.__set__(self, value)
+
+
 class EncodedReply(RemotingCommand):
     """A JSON reply whose frame head (length words and header) was rendered when it was built,
     from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 
 from pocketmq.remoting.protocol import header_json
-from pocketmq.remoting.protocol.command import RemotingCommand, command_from_header
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
 from pocketmq.remoting.protocol.errors import (
     FrameError,
     FrameTooLargeError,
@@ -45,6 +45,10 @@ _LENGTH = struct.Struct(">i")
 _WORDS = struct.Struct(">ii")
 _unpack_words = _WORDS.unpack_from
 _new = object.__new__
+_typed = header_json.typed_decode
+_send_v2 = header_json.send_v2_decode
+_SEND_V2_START = header_json.SEND_V2_START
+_LANGUAGES = header_json.LANGUAGE_BY_NAME
 
 
 class FrameDecoder:
@@ -88,22 +92,10 @@ class FrameDecoder:
                 and 8 + word <= size
             ):
                 try:
-                    code, language, version, opaque, flag, remark, ext = header_json.decode_header(
-                        data[8 : 8 + word]
-                    )
+                    cmd = _json_command(data[8 : 8 + word], data[8 + word :] if size > 8 + word else None)
                 except HeaderDecodeError:
                     pass  # _split records it
                 else:
-                    cmd = _new(RemotingCommand)
-                    cmd.code = code
-                    cmd.opaque = opaque
-                    cmd.flag = flag
-                    cmd.remark = remark
-                    cmd.ext_fields = ext
-                    cmd.body = data[8 + word :] if size > 8 + word else None
-                    cmd.language = language
-                    cmd.version = version
-                    cmd.serialize_type = 0
                     return [cmd]
         out: list[RemotingCommand] = []
         if not buf:
@@ -138,9 +130,7 @@ class FrameDecoder:
         unpack = _WORDS.unpack_from
         limit = self.max_frame_size - 4
         max_header = self.max_header_size
-        json_decode = header_json.decode_header
-        new = _new
-        command = RemotingCommand
+        json_command = _json_command
         # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
@@ -175,20 +165,8 @@ class FrameDecoder:
                     body = view[bstart:stop].tobytes()
                 pos = stop
                 try:
-                    if word >> 24 == 0:  # JSON, the common case: no call layers, slots filled directly
-                        cmd = new(command)
-                        (
-                            cmd.code,
-                            cmd.language,
-                            cmd.version,
-                            cmd.opaque,
-                            cmd.flag,
-                            cmd.remark,
-                            cmd.ext_fields,
-                        ) = json_decode(header)
-                        cmd.body = body
-                        cmd.serialize_type = 0
-                        append(cmd)
+                    if word >> 24 == 0:  # JSON, the common case
+                        append(json_command(header, body))
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))
                 except HeaderDecodeError as exc:
@@ -221,6 +199,66 @@ class FrameDecoder:
         """The stream cannot go on: record ``err`` as the last error (the buffer is dropped)."""
         self.broken = err
         self.errors.append(err)
+
+
+def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingCommand:
+    """The command of a JSON frame (``HeaderDecodeError``: a bad header). The typed decode's
+    result is taken as ``header_json.decode_header`` takes it, its slots filled directly."""
+    if _send_v2 is not None and header.startswith(_SEND_V2_START):
+        # a producer's send (the hottest frame): its extFields typed, no dict built (SendV2Request)
+        try:
+            v2 = _send_v2(header)
+        except Exception:  # (a credential or unknown key, a number value...): the general path
+            pass
+        else:
+            if v2.language in _LANGUAGES:
+                send = _new(SendV2Request)
+                send.code = v2.code
+                send.language = _LANGUAGES[v2.language]
+                send.version = v2.version
+                send.opaque = v2.opaque
+                send.flag = v2.flag
+                send.remark = v2.remark
+                send.v2_fields = v2.extFields
+                send.raw_header = header
+                send.body = body
+                send.serialize_type = 0
+                return send
+    cmd = _new(RemotingCommand)
+    if _typed is not None:
+        try:
+            h = _typed(header)
+        except Exception:  # not the common shape: the untyped path decides (and words errors)
+            pass
+        else:
+            ext = h.extFields
+            if h.language in _LANGUAGES and (
+                ext is None
+                or not ("Signature" in ext or "AccessKey" in ext or "OnsChannel" in ext)
+                or header_json.credentials_kept(ext)
+            ):
+                cmd.code = h.code
+                cmd.language = _LANGUAGES[h.language]
+                cmd.version = h.version
+                cmd.opaque = h.opaque
+                cmd.flag = h.flag
+                cmd.remark = h.remark
+                cmd.ext_fields = ext
+                cmd.body = body
+                cmd.serialize_type = 0
+                return cmd
+    (
+        cmd.code,
+        cmd.language,
+        cmd.version,
+        cmd.opaque,
+        cmd.flag,
+        cmd.remark,
+        cmd.ext_fields,
+    ) = header_json.decode_untyped(header)
+    cmd.body = body
+    cmd.serialize_type = 0
+    return cmd
 
 
 def frames_end(data: bytes, pos: int, count: int) -> int:

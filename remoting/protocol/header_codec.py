@@ -66,6 +66,13 @@ class CommandHeader:
         """Parse from the short-name (SEND_MESSAGE_V2) form."""
         return _generic_parse(cls, ext or {}, v2=True)
 
+    @classmethod
+    def from_v2_attrs(cls: type[T], fields: Any) -> T:
+        """Parse from an object whose attributes are the V2 short names (None: absent), as
+        ``from_ext_fields_v2`` parses the same values from a dict."""
+        values = {row[2]: getattr(fields, row[2], None) for row in cls.FIELD_TABLE if row[2]}
+        return _generic_parse(cls, {k: v for k, v in values.items() if v is not None}, v2=True)
+
     def to_ext_fields(self) -> dict[str, str]:
         """Render as ``extFields`` (strings only, ``None`` fields omitted)."""
         return _generic_render(self, v2=False)
@@ -139,22 +146,38 @@ def _kind_of(hint: Any) -> tuple[str, bool]:
 
 
 def _gen_parser(
-    cls: type, table: tuple[tuple[str, str, str | None, str, bool, bool], ...], v2: bool
+    cls: type,
+    table: tuple[tuple[str, str, str | None, str, bool, bool], ...],
+    v2: bool,
+    attrs: bool = False,
 ) -> Callable[..., Any]:
     # Required fields are read by subscript inside one try (a dict subscript is a single
     # specialised opcode; ``ext.get`` is a method call per field): the KeyError of the first
     # missing one, in table order, becomes the same error the per-field check raised.
-    lines = ["def parse(cls, ext):", "    if ext is None: ext = {}", "    g = ext.get", "    try:"]
+    # ``attrs``: the V2 values are attributes of an object (a decoded SendV2Fields, None for
+    # an absent one) instead of dict items
+    lines = (
+        ["def parse(cls, ext):"]
+        if attrs
+        else ["def parse(cls, ext):", "    if ext is None: ext = {}", "    g = ext.get"]
+    )
+    post_init = hasattr(cls, "__post_init__")
+    # Without a __post_init__, each value goes straight into its slot of the new object (no
+    # local and no keyword call: the generated __init__ only assigns them); an error drops it.
+    lines.append("    try:" if post_init else "    obj = _new(cls)\n    try:")
     bigs = {f.name for f in dataclasses.fields(typing.cast(Any, cls)) if f.metadata.get("big")}
     for attr, name, v2name, kind, required, int32 in table:
         key = v2name if v2 and v2name else name
         big = attr in bigs
-        if required:
+        dest = attr if post_init else f"obj.{attr}"
+        if required and attrs:  # (the decoded struct has a str there: no None to refuse)
+            lines.append(f"        v = ext.{key}")
+        elif required:
             lines.append(f"        v = ext[{key!r}]")
             lines.append(f"        if v is None: raise _missing(cls, {key!r})")
         else:
-            lines.append(f"        v = g({key!r})")
-            lines.append(f"        if v is None: {attr} = _default_{attr}")
+            lines.append(f"        v = ext.{key}" if attrs else f"        v = g({key!r})")
+            lines.append(f"        if v is None: {dest} = _default_{attr}")
             lines.append("        else:")
         ind = "        " if required else "            "
         if kind == "int":
@@ -162,35 +185,33 @@ def _gen_parser(
             # beyond plain decimals (underscores) and out-of-range values go to the checked
             # parser, which raises. Same outcome as always calling _parse_int, at half the cost.
             lo, hi = (_INT32_MIN, _INT32_MAX) if int32 else (_INT64_MIN, _INT64_MAX)
-            # Small values (queue ids, flags, counts: most int fields of a send) come from a
-            # table first: a dict lookup is a quarter of int()'s cost.
-            # A field declared ``big`` (timestamps, offsets) skips the table: it would miss.
-            lines += [
-                f"{ind}{attr} = None" if big else f"{ind}{attr} = _small(v)",
-                f"{ind}if {attr} is None:",
-                f"{ind}    try: {attr} = int(v)",
-                f"{ind}    except ValueError: {attr} = _parse_int(cls, {key!r}, v, {int32!r})",
+            checked = [
+                f"{ind}    try: x = int(v)",
+                f"{ind}    except ValueError: x = _parse_int(cls, {key!r}, v, {int32!r})",
                 f"{ind}    else:",
-                f"{ind}        if not {lo} <= {attr} <= {hi} or '_' in v: _parse_int(cls, {key!r}, v, {int32!r})",
+                f"{ind}        if not {lo} <= x <= {hi} or '_' in v: _parse_int(cls, {key!r}, v, {int32!r})",
             ]
+            if big:  # (timestamps, offsets: the small-int table below would miss)
+                lines += [f"{ind}if True:", *checked]
+            else:
+                # Small values (queue ids, flags, counts: most int fields of a send) come from
+                # a table first: a dict lookup is a quarter of int()'s cost.
+                lines += [f"{ind}x = _small(v)", f"{ind}if x is None:", *checked]
+            lines.append(f"{ind}{dest} = x")
         elif kind == "bool":
             # "true"/"false" (what every client sends) decided by one comparison each
             lines.append(
-                f"{ind}{attr} = True if v == 'true' else False if v == 'false' else v == '1' or v.lower() == 'true'"
+                f"{ind}{dest} = True if v == 'true' else False if v == 'false' else v == '1' or v.lower() == 'true'"
             )
         else:
-            lines.append(f"{ind}{attr} = v")
+            lines.append(f"{ind}{dest} = v")
     if not table:
         lines.append("        pass")
     lines.append("    except KeyError as exc:")
     lines.append("        raise _missing(cls, exc.args[0]) from None")
-    if hasattr(cls, "__post_init__"):
+    if post_init:
         lines.append(f"    return cls({', '.join(f'{row[0]}={row[0]}' for row in table)})")
     else:
-        # Slots filled directly: a keyword call with a dozen arguments costs more than the
-        # stores (the generated __init__ only assigns them).
-        lines.append("    obj = _new(cls)")
-        lines += [f"    obj.{row[0]} = {row[0]}" for row in table]
         lines.append("    return obj")
     namespace: dict[str, Any] = {
         "_missing": _missing,
@@ -248,4 +269,5 @@ def header(cls: type[T]) -> type[T]:
     if any(row[2] for row in table):
         dc.from_ext_fields_v2 = classmethod(_gen_parser(dc, table, v2=True))  # type: ignore[assignment]
         dc.to_ext_fields_v2 = _gen_render(table, v2=True)  # type: ignore[method-assign]
+        dc.from_v2_attrs = classmethod(_gen_parser(dc, table, v2=True, attrs=True))  # type: ignore[assignment]
     return dc

@@ -43,24 +43,73 @@ except ImportError:  # pragma: no cover
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+#: Defence against absurd headers: more ext fields than this is a protocol error.
+MAX_EXT_FIELDS = 4096
+
 try:  # pragma: no cover - exercised through the module-level switch in tests
+    from typing import Annotated
+
     import msgspec
+
+    # The range checks in the types: msgspec checks them in C, while it decodes (a value
+    # outside them is refused, and the orjson path then decides as it does for any refusal).
+    _Int32 = Annotated[int, msgspec.Meta(ge=-0x80000000, le=0x7FFFFFFF)]
+    _Int64 = Annotated[int, msgspec.Meta(ge=-0x8000000000000000, le=0x7FFFFFFFFFFFFFFF)]
+    _Ext = Annotated[dict[str, str], msgspec.Meta(max_length=MAX_EXT_FIELDS)]
 
     class _Header(msgspec.Struct, gc=False, forbid_unknown_fields=True):
         """The header of every well-behaved peer, typed: decoded and checked in one C call."""
 
-        code: int
-        flag: int
+        code: _Int32
+        flag: _Int64
         language: str
-        opaque: int
-        version: int
-        extFields: dict[str, str] | None = None
+        opaque: _Int32
+        version: _Int64
+        extFields: _Ext | None = None
         remark: str | None = None
         serializeTypeCurrentRPC: str | None = None
 
+    class SendV2Fields(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """SEND_MESSAGE_V2's extFields as our SDK and the Java client send them (short names,
+        string values; ``SendMessageRequestHeader``'s V2 table): the send processor parses its
+        header from these attributes (``from_v2_attrs``) instead of from a dict."""
+
+        a: str
+        b: str
+        c: str
+        d: str
+        e: str
+        f: str
+        g: str
+        h: str
+        i: str | None = None
+        j: str | None = None
+        k: str | None = None
+        l: str | None = None  # noqa: E741  (the wire's name)
+        m: str | None = None
+        n: str | None = None
+
+    class _SendV2Header(_Header, gc=False, forbid_unknown_fields=True):
+        """``_Header`` with SEND_MESSAGE_V2's extFields typed (no dict, no key strings built)."""
+
+        extFields: SendV2Fields  # type: ignore[assignment]
+
     _typed_decode: Callable[[Any], _Header] | None = msgspec.json.Decoder(_Header).decode
+    #: None without msgspec; raises on whatever it refuses (an unknown or credential key, a
+    #: number or null value, a missing a..h): such a header takes ``typed_decode``'s path
+    send_v2_decode: Callable[[Any], _SendV2Header] | None = msgspec.json.Decoder(_SendV2Header).decode
 except ImportError:  # pragma: no cover
     _typed_decode = None
+    send_v2_decode = None
+
+#: How fastjson (sorted keys) and our encoder start a SEND_MESSAGE_V2 request's header with
+#: extFields: only such a header is tried with ``send_v2_decode``.
+SEND_V2_START = b'{"code":310,"extFields":{'
+
+#: The typed decode for :mod:`~pocketmq.remoting.protocol.frame`'s per-frame loop (None without
+#: msgspec): raises on whatever it refuses; a result is the header when its ``language`` is in
+#: ``LANGUAGE_BY_NAME`` and its extFields pass ``credentials_kept`` (else ``decode_untyped``).
+typed_decode = _typed_decode
 
 
 def _std_loads(data: bytes) -> Any:
@@ -72,6 +121,7 @@ def _std_dumps(obj: Any) -> bytes:
 
 
 _LANGUAGE_BY_NAME = {lang.name: int(lang) for lang in LanguageCode}
+LANGUAGE_BY_NAME = _LANGUAGE_BY_NAME
 _LANGUAGE_NAMES = {int(lang): lang.name for lang in LanguageCode}
 _LANGUAGE_BYTES = {int(lang): lang.name.encode() for lang in LanguageCode}
 _OTHER = int(LanguageCode.OTHER)
@@ -95,9 +145,6 @@ LANGUAGE_BYTES = _LANGUAGE_BYTES
 dumps = _dumps
 #: Credential keys the C++ client always sends, empty when no ACL is configured.
 _EMPTY_MEANS_ABSENT = frozenset(("Signature", "AccessKey", "OnsChannel"))
-
-#: Defence against absurd headers: more ext fields than this is a protocol error.
-MAX_EXT_FIELDS = 4096
 
 
 def java_string(value: Any) -> str | None:
@@ -128,9 +175,9 @@ def decode_header(
             on the error whenever it could be read, so the server can answer SYSTEM_ERROR.
     """
     if loads is None and _typed_decode is not None:
-        # The common header, typed by msgspec in C (every extFields value a str, ints ints, no
-        # other key): ~1/3 of orjson.loads plus the checks below. Whatever it refuses (a
-        # number where a string goes, an unknown key, invalid JSON, or anything orjson would
+        # The common header, typed by msgspec in C (every extFields value a str, ints ints in
+        # range, no other key): ~1/3 of orjson.loads plus the checks below. Whatever it refuses
+        # (a number where a string goes, an unknown key, invalid JSON, or anything orjson would
         # read differently: ints past int64, which orjson makes floats) takes the orjson path
         # below, which decides and words the outcome as before.
         try:
@@ -138,30 +185,26 @@ def decode_header(
         except Exception:
             pass
         else:
-            code, opaque, flag, version, ext = h.code, h.opaque, h.flag, h.version, h.extFields
-            if (
-                -0x80000000 <= opaque <= 0x7FFFFFFF
-                and -0x80000000 <= code <= 0x7FFFFFFF
-                and -0x8000000000000000 <= flag <= 0x7FFFFFFFFFFFFFFF
-                and -0x8000000000000000 <= version <= 0x7FFFFFFFFFFFFFFF
-                and h.language in _LANGUAGE_BY_NAME
-                and (
-                    ext is None
-                    or (
-                        len(ext) <= MAX_EXT_FIELDS
-                        and (
-                            # an *empty* credential key means "absent": the orjson path drops it
-                            not ("Signature" in ext or "AccessKey" in ext or "OnsChannel" in ext)
-                            or (
-                                ext.get("Signature") != ""
-                                and ext.get("AccessKey") != ""
-                                and ext.get("OnsChannel") != ""
-                            )
-                        )
-                    )
-                )
-            ):
-                return code, _LANGUAGE_BY_NAME[h.language], version, opaque, flag, h.remark, ext
+            ext = h.extFields
+            if h.language in _LANGUAGE_BY_NAME and (ext is None or credentials_kept(ext)):
+                return h.code, _LANGUAGE_BY_NAME[h.language], h.version, h.opaque, h.flag, h.remark, ext
+    return decode_untyped(data, loads)
+
+
+def credentials_kept(ext: dict[str, str]) -> bool:
+    """False when ``ext`` holds an *empty* credential key (it means "absent": the orjson path
+    drops it); ``in`` first: no method call when none is sent (no ACL)."""
+    if not ("Signature" in ext or "AccessKey" in ext or "OnsChannel" in ext):
+        return True
+    get = ext.get
+    return get("Signature") != "" and get("AccessKey") != "" and get("OnsChannel") != ""
+
+
+def decode_untyped(
+    data: bytes | bytearray | memoryview,
+    loads: Callable[[Any], Any] | None = None,
+) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
+    """``decode_header`` without the typed decode (for a header it refused)."""
     try:
         # orjson reads bytearrays and memoryviews directly; a given ``loads`` gets bytes.
         obj = _loads(data) if loads is None else loads(bytes(data))

@@ -9,6 +9,9 @@ must give the same tuple or the same error (text and opaque).
 from __future__ import annotations
 
 import json
+import struct
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -16,7 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pocketmq.remoting.protocol import header_json
-from pocketmq.remoting.protocol.errors import HeaderDecodeError
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+from pocketmq.remoting.protocol.errors import HeaderDecodeError, HeaderFieldError
+from pocketmq.remoting.protocol.frame import FrameDecoder
+from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 
 pytestmark = pytest.mark.skipif(header_json._typed_decode is None, reason="msgspec not installed")
 
@@ -111,3 +117,71 @@ def test_typed_decode_matches_the_orjson_path(data: bytes) -> None:
 )
 def test_edge_headers_match(data: bytes) -> None:
     assert _outcome(data, True) == _outcome(data, False)
+
+
+# ------------------------------------------------------------------ SEND_MESSAGE_V2, typed
+_V2_KEYS = [*"abcdefghijklmn", "AccessKey", "Signature", "x"]
+_V2_VALUES = st.one_of(
+    st.sampled_from(
+        ["0", "4", "-1", "1023", "1024", "1e2", "4.0", " 4", "+4", "4_0", "\u0664", "2147483648"]
+    ),
+    st.sampled_from(["true", "false", "1", "0", "TRUE", "yes", "", "1764100000000", "9" * 20]),
+    st.text(max_size=6),
+    st.none(),
+    st.integers(-5, 5),
+    st.booleans(),
+)
+
+
+def _v2_frame(ext: dict[str, object]) -> tuple[bytes, bytes]:
+    header = (
+        b'{"code":310,"extFields":'
+        + json.dumps(ext).encode()
+        + b',"flag":0,"language":"JAVA","opaque":5,"serializeTypeCurrentRPC":"JSON","version":409}'
+    )
+    return header, struct.pack(">ii", 4 + len(header) + 3, len(header)) + header + b"abc"
+
+
+def _parsed(parse: Callable[[Any], object], arg: object) -> object:
+    try:
+        return parse(arg)
+    except HeaderFieldError as exc:
+        return ("error", str(exc))
+
+
+_SDK_V2 = {"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1764100000000", "h": "0",
+           "i": "UNIQ_KEY\x01AB\x02WAIT\x01true", "j": "0", "k": "false", "m": "false"}  # fmt: skip
+
+
+@settings(max_examples=1000)
+@given(st.dictionaries(st.sampled_from(_V2_KEYS), st.one_of(_V2_VALUES, st.just(KeyError)), max_size=4))
+def test_send_v2_typed_matches_the_dict_path(changes: dict[str, object]) -> None:
+    """A SEND_MESSAGE_V2 frame (the SDK's with a few fields changed, added or removed) decoded
+    typed (SendV2Request) gives the command and the send header the dict path gives (or the
+    same error), and its lazily built extFields."""
+    ext = {k: v for k, v in {**_SDK_V2, **changes}.items() if v is not KeyError}
+    header, frame = _v2_frame(ext)
+    (cmd,) = FrameDecoder().feed(frame)
+    want = header_json.decode_header(header)
+    assert (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark) == want[:6]
+    if type(cmd) is SendV2Request:
+        assert _parsed(SendMessageRequestHeader.from_v2_attrs, cmd.v2_fields) == _parsed(
+            SendMessageRequestHeader.from_ext_fields_v2, want[6]
+        )
+    assert cmd.ext_fields == want[6]
+    assert list((cmd.ext_fields or {}).items()) == list((want[6] or {}).items())
+
+
+def test_send_v2_frames_of_the_sdk_are_typed() -> None:
+    ext = dict(_SDK_V2)
+    header, frame = _v2_frame(ext)
+    (cmd,) = FrameDecoder().feed(frame)
+    assert type(cmd) is SendV2Request and cmd.body == b"abc"
+    assert SendMessageRequestHeader.from_v2_attrs(
+        cmd.v2_fields
+    ) == SendMessageRequestHeader.from_ext_fields_v2(ext)
+    assert cmd.ext_fields == ext
+    # an ACL client's (credential keys) and a C++ client's (number values) take the dict path
+    for odd in ({**ext, "AccessKey": "k"}, {**ext, "d": 4}):
+        (cmd,) = FrameDecoder().feed(_v2_frame(odd)[1])
+        assert type(cmd) is RemotingCommand
