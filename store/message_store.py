@@ -17,7 +17,7 @@ from pocketmq.store.ha import HA_REPUT_BATCH, HAMaster, HASlave
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.log.batch_encode import BatchItem
-from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.commitlog import AppendedRecord, CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.syscalls import disk_usage_ratio, physical_memory
@@ -353,13 +353,17 @@ class MessageStore:
         msgs: Sequence[MessageInner],
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
-    ) -> bool:
+    ) -> list[AppendedRecord] | None:
         """``CommitLog.put_run``: all of ``msgs`` (then ``items``) stored in one append (one reput
-        wake-up), or none (False: the caller puts them one by one, which counts any refusal)."""
-        if self._writable and self.commitlog.put_run(msgs, template, items):
-            self._wake_reput()
-            return True
-        return False
+        wake-up), their records returned: ``(physical offset, size, topic, queue id, queue offset,
+        store timestamp, ...)`` each, in order; or none (None: the caller puts them one by one,
+        which counts any refusal)."""
+        if self._writable:
+            appended = self.commitlog.put_run(msgs, template, items)
+            if appended is not None:
+                self._wake_reput()
+                return appended
+        return None
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""

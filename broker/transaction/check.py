@@ -71,6 +71,7 @@ from pocketmq.remoting.protocol.message import (
     PROPERTY_SEPARATOR,
     RECORD_PREFIX_STRUCTS,
     MessageConst,
+    create_offset_msg_id,
     encode_tail,
     get_property,
 )
@@ -95,6 +96,10 @@ SendCheck = Callable[[str, CheckTransactionStateRequestHeader, bytes], bool]
 _S = GetMessageStatus
 _V4 = RECORD_PREFIX_STRUCTS[0]
 _STOPS = (HalfAction.NEW, HalfAction.WAIT)
+_CHECK = HalfAction.CHECK
+#: due halves whose copies one append takes (~300 KiB of 1 KiB messages): bounds the run's joined
+#: bytes, and what one segment roll sends back to single puts
+_RUN_MAX = 256
 _TIMES = MessageConst.TRANSACTION_CHECK_TIMES
 _PREPARED = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
 _IMMUNITY = MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS
@@ -116,6 +121,17 @@ def copy_properties(props: str, times: int, tx_offset: int) -> str:
         props,
         f"{_TIMES}{NAME_VALUE_SEPARATOR}{times}{PROPERTY_SEPARATOR}{_PREPARED}{NAME_VALUE_SEPARATOR}{tx_offset}",
     )
+
+
+def _copy_of(half: HalfMessage, topic: str, times: int) -> MessageInner:
+    """A copy of ``half`` for ``topic`` queue 0: its fields and body bytes as stored, its
+    properties with ``times`` checks counted (:func:`copy_properties`)."""
+    f = half.fields
+    return MessageInner(
+        topic, half.body, 0, f[F_FLAG], copy_properties(half.props_str, times, half.tx_offset), f[F_SYS_FLAG],
+        f[F_BORN_TS], (f[F_BORN_IP], f[F_BORN_PORT]), (f[F_STORE_IP], f[F_STORE_PORT]), f[F_RECONSUME],
+        f[F_PREPARED_TX],
+    )  # fmt: skip
 
 
 class TransactionalMessageCheckService(Service):
@@ -177,6 +193,9 @@ class TransactionalMessageCheckService(Service):
         done = svc.done
         budget = self.budget
         stop = False
+        # due halves whose copies go to the store together (_check_run): one append, one reput
+        # wake-up and one store time for up to _RUN_MAX copies instead of a put each
+        run: list[tuple[HalfMessage, MessageInner]] = []
         while offset < high and budget > 0 and not stop:
             if offset in done:  # resolved by its own offset: passed without a read
                 offset += 1
@@ -222,15 +241,35 @@ class TransactionalMessageCheckService(Service):
                     immunity_raw=get_property(props_str, _IMMUNITY) if _IMMUNITY_KEY in props_str else None,
                     file_reserved_ms=reserved_ms,
                 )  # fmt: skip
-                if action in _STOPS or not self._act(
-                    action, HalfMessage(buf, body_at, fields, props_str, tx), times
-                ):
+                if action is _CHECK:
+                    half = HalfMessage(buf, body_at, fields, props_str, tx)
+                    run.append((half, _copy_of(half, RMQ_SYS_TRANS_HALF_TOPIC, times + 1)))
+                    if len(run) >= _RUN_MAX:
+                        failed = self._check_run(run)
+                        run = []
+                        if failed is not None:  # (the store refused it: the run stops there)
+                            offset, stop = failed, True
+                            break
+                elif action in _STOPS:
                     stop = True
                     break
+                elif action is not HalfAction.RESOLVED:
+                    # (copies in scan order: the due ones before this one's)
+                    failed = self._check_run(run) if run else None
+                    run = []
+                    if failed is not None or not self._act(
+                        action, HalfMessage(buf, body_at, fields, props_str, tx), times
+                    ):
+                        offset, stop = q if failed is None else failed, True
+                        break
                 offset = q + 1
                 pos += total
             if not stop and pos >= end:
                 offset = max(offset, result.next_begin_offset)
+        if run:
+            failed = self._check_run(run)
+            if failed is not None:
+                offset, stop = min(offset, failed), True
         svc.half_progress = offset
         svc.passed(offset)
         op_progress = advance_op_progress(svc.op_progress, svc.op_named, offset, svc.open_txs.counts)
@@ -244,18 +283,14 @@ class TransactionalMessageCheckService(Service):
         return more
 
     def _act(self, action: HalfAction, half: HalfMessage, times: int) -> bool:
-        """Carry out ``action``; False when the store refused a put (the run stops there)."""
+        """Carry out ``action`` (not CHECK: :meth:`_check_run`); False when the store refused a
+        put (the run stops there)."""
         counters = self.service.counters
-        if action is HalfAction.CHECK:
-            copy = self._copy(half, RMQ_SYS_TRANS_HALF_TOPIC, times + 1)
-            if copy is None:
-                return False
-            self._send(half, copy)
-        elif action is HalfAction.DEFER:
-            return self._copy(half, RMQ_SYS_TRANS_HALF_TOPIC, times) is not None
-        elif action is HalfAction.DISCARD:
+        if action is HalfAction.DEFER:
+            return self._put_copy(half, _copy_of(half, RMQ_SYS_TRANS_HALF_TOPIC, times)) is not None
+        if action is HalfAction.DISCARD:
             self.service.ensure_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)
-            if self._copy(half, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, times) is None:
+            if self._put_copy(half, _copy_of(half, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, times)) is None:
                 return False
             counters.discarded += 1
             q = half.fields[F_QUEUE_OFFSET]
@@ -268,15 +303,39 @@ class TransactionalMessageCheckService(Service):
             counters.expired += 1
         return True
 
-    def _copy(self, half: HalfMessage, topic: str, times: int) -> _Copy | None:
-        """Append a copy of ``half`` to ``topic`` queue 0 (fields as stored, body bytes as stored)."""
-        f = half.fields
-        props_str = copy_properties(half.props_str, times, half.tx_offset)
-        body = half.body
-        inner = MessageInner(
-            topic, body, 0, f[F_FLAG], props_str, f[F_SYS_FLAG], f[F_BORN_TS], (f[F_BORN_IP], f[F_BORN_PORT]),
-            (f[F_STORE_IP], f[F_STORE_PORT]), f[F_RECONSUME], f[F_PREPARED_TX],
-        )  # fmt: skip
+    def _check_run(self, run: list[tuple[HalfMessage, MessageInner]]) -> int | None:
+        """Store the check copies of ``run`` (due halves, in scan order) in one append, then ask
+        each one's producer group; when the store will not take them so (a segment roll, a
+        refusal), one at a time. The queue offset of the first half whose copy the store
+        refused (the run stops there; nothing after it was stored or asked), else None."""
+        svc = self.service
+        appended = svc.store.put_run([inner for _, inner in run])
+        if appended is None:
+            for half, inner in run:
+                copy = self._put_copy(half, inner)
+                if copy is None:
+                    return int(half.fields[F_QUEUE_OFFSET])
+                append, props_str, body = copy
+                self._send(
+                    half, props_str, body, append.wrote_offset, append.logics_offset, append.store_timestamp,
+                    append.msg_id,
+                )  # fmt: skip
+            return None
+        open_add = svc.open_txs.add
+        send = self._send
+        for (half, inner), record in zip(run, appended, strict=True):
+            # (physical offset, size, topic, queue id, queue offset, store time, ...)
+            phy, qoff = record[0], record[4]
+            # (stored): the transaction stays open while the copy is at or past the progress
+            open_add(qoff, half.tx_offset)
+            ip, port = inner.store_host
+            props: str = inner.properties  # type: ignore[assignment]  # (a string: _copy_of's)
+            send(half, props, inner.body, phy, qoff, record[5], create_offset_msg_id(ip, port, phy))
+        return None
+
+    def _put_copy(self, half: HalfMessage, inner: MessageInner) -> _Copy | None:
+        """Append ``inner``, a copy of ``half`` (:func:`_copy_of`), on its own."""
+        topic = inner.topic
         result = self.service.store.put_message(inner)
         if result.append is not None and topic == RMQ_SYS_TRANS_HALF_TOPIC:
             # (stored, even when refused after the append): the transaction stays open while
@@ -284,20 +343,33 @@ class TransactionalMessageCheckService(Service):
             self.service.open_txs.add(result.append.logics_offset, half.tx_offset)
         if result.append is None or not result.status.is_ok:
             logger.warning(
-                "copy of half message %d to %s refused (%s)", f[F_QUEUE_OFFSET], topic, result.status.name
+                "copy of half message %d to %s refused (%s)",
+                half.fields[F_QUEUE_OFFSET],
+                topic,
+                result.status.name,
             )
             return None
-        return result.append, props_str, body
+        return result.append, inner.properties, inner.body  # type: ignore[return-value]
 
-    def _send(self, half: HalfMessage, copy: _Copy) -> None:
-        append, props_str, body = copy
+    def _send(
+        self,
+        half: HalfMessage,
+        props_str: str,
+        body: bytes,
+        wrote_offset: int,
+        logics_offset: int,
+        store_timestamp: int,
+        msg_id: str,
+    ) -> None:
+        """CHECK_TRANSACTION_STATE for the check copy of ``half`` stored at ``wrote_offset``
+        (queue offset ``logics_offset``, with ``props_str`` and ``body``)."""
         # the half's fields and properties: the copy differs in its check count and offset
         f, props = half.fields, half.props_str
         real_qid = get_property(props, MessageConst.REAL_QID) or ""
         uniq = get_property(props, MessageConst.UNIQ_KEY)
         header = CheckTransactionStateRequestHeader(
-            tran_state_table_offset=append.logics_offset, commit_log_offset=append.wrote_offset,
-            msg_id=uniq, transaction_id=uniq, offset_msg_id=append.msg_id,
+            tran_state_table_offset=logics_offset, commit_log_offset=wrote_offset,
+            msg_id=uniq, transaction_id=uniq, offset_msg_id=msg_id,
         )  # fmt: skip
         # the copy as a record with its real topic and queue (inline of encode_message: the body
         # and its CRC are the half's, the prefix fields the half's or the copy's)
@@ -307,8 +379,8 @@ class TransactionalMessageCheckService(Service):
         blen = f[F_BODY_LEN]
         head = prefix.pack(
             prefix.size + blen + len(tail), MESSAGE_MAGIC_CODE, f[F_CRC], int(real_qid) if real_qid.isdigit() else 0,
-            f[F_FLAG], append.logics_offset, append.wrote_offset, f[F_SYS_FLAG], f[F_BORN_TS], f[F_BORN_IP],
-            f[F_BORN_PORT], append.store_timestamp, f[F_STORE_IP], f[F_STORE_PORT], f[F_RECONSUME],
+            f[F_FLAG], logics_offset, wrote_offset, f[F_SYS_FLAG], f[F_BORN_TS], f[F_BORN_IP],
+            f[F_BORN_PORT], store_timestamp, f[F_STORE_IP], f[F_STORE_PORT], f[F_RECONSUME],
             f[F_PREPARED_TX], blen,
         )  # fmt: skip
         record = b"".join((head, body, tail))

@@ -274,12 +274,14 @@ class CommitLog:
         msgs: Sequence[MessageInner],
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
-    ) -> bool:
+    ) -> list[AppendedRecord] | None:
         """Append single records of any topics and queues (END_TRANSACTION's committed copies
-        and op records of one loop turn) with one slice assignment: the bytes ``put_message``
-        of each in order would write (one store time), one clock read and one segment check
-        for all. False, nothing written, when one would be refused, has IPv6 hosts, or the run
-        does not fit in the current segment: the caller then puts them one by one.
+        and op records of one loop turn, the check service's half copies) with one slice
+        assignment: the bytes ``put_message`` of each in order would write (one store time),
+        one clock read and one segment check for all. The appended records, in order (one per
+        message, then one for all ``items``): where each landed. None, nothing written, when
+        one would be refused, has IPv6 hosts, or the run does not fit in the current segment:
+        the caller then puts them one by one.
 
         ``items`` (with their ``template``, as ``put_batch``): records after ``msgs`` that share
         a topic, queue and the other fields (op records), encoded as ``put_batch`` encodes
@@ -289,7 +291,7 @@ class CommitLog:
         files = self.mfq.files
         mf = files[-1] if files else None
         if mf is None or not (msgs or items):
-            return False
+            return None
         heads = self._topic_heads
         max_body = self.max_body
         pos = start = mf.wrote_position
@@ -321,7 +323,7 @@ class CommitLog:
                 or len(born_ip) != 4
                 or len(store_ip) != 4
             ):
-                return False  # (refused, or IPv6 hosts: put_message's general path)
+                return None  # (refused, or IPv6 hosts: put_message's general path)
             sys_flag = msg.sys_flag & ~HOST_FLAGS_MASK
             size = _PREFIX_SIZE + blen + len(head) + 2 + plen
             queue_id = msg.queue_id
@@ -358,9 +360,9 @@ class CommitLog:
                 qoff = table.get(key, 0)
             encoded = None if head is None else encode_items(template, items, head, phy, qoff, now, max_body)
             if not isinstance(encoded, _Encoded) or not isinstance(encoded.flags, int):
-                return False
+                return None
             if encoded.flags & _TX_MASK in _UNCOUNTED:
-                return False  # (queue offsets 0: not a batch entry)
+                return None  # (queue offsets 0: not a batch entry)
             parts += encoded.parts
             entries.append(
                 (
@@ -380,7 +382,7 @@ class CommitLog:
             pos += encoded.total
         end = pos + END_FILE_MIN_BLANK_LENGTH
         if end > mf.allocated and (end > mf.file_size or not self._reserve(mf, end)):
-            return False  # (a segment roll: put_message's path does those)
+            return None  # (a segment roll: put_message's path does those)
         mf.write(start, b"".join(parts), self.write_through)
         mf.wrote_position = pos
         mf.last_store_timestamp = now
@@ -388,7 +390,7 @@ class CommitLog:
         self.appended.extend(entries)
         self.put_times_total += len(msgs) + len(items)
         self.put_size_total += pos - start
-        return True
+        return entries
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch that shares topic and queue; all records land in one segment.

@@ -173,7 +173,10 @@ async def test_commitlog_blocks_are_reserved_off_the_loop_ahead_of_the_writer(tm
     assert store.get_max_phy_offset() > 4 * 64 * 1024  # several windows
     later = calls[len(first_round) :]
     assert loop_thread not in later, calls
-    assert len(later) >= 4 and all(t.startswith("store-prepare") for t in later)
+    # the windows are the prepare thread's; the I/O thread may meanwhile create the next segment
+    # with its first blocks (when, against the rounds, depends on the machine's load)
+    assert sum(t.startswith("store-prepare") for t in later) >= 4, calls
+    assert all(t.startswith(("store-prepare", "store-io")) for t in later), calls
     await store.shutdown()
 
 

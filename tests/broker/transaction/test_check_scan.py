@@ -26,7 +26,7 @@ from pocketmq.remoting.protocol.message import (
     string_to_properties,
 )
 from pocketmq.remoting.protocol.route import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
-from pocketmq.store import MessageInner
+from pocketmq.store import MessageInner, PutMessageStatus, PutResult
 
 HOST = (b"\x7f\x00\x00\x01", 10911)
 V6 = (bytes(range(16)), 4242)
@@ -125,6 +125,44 @@ def test_due_halves_are_copied_and_checked_resolved_ones_passed(tmp_path: Any) -
             half_at(broker, h.tran_state_table_offset).properties["TRANSACTION_CHECK_TIMES"]
             for _, h, _ in sent
         } == {"2"}
+
+
+def test_due_halves_go_in_runs_and_a_refused_copy_stops_the_run_at_its_half(tmp_path: Any) -> None:
+    """The copies of due halves go to the store a run at a time (``_check_run``: one append for
+    up to 256); each check still names its own copy. When the store takes no run and refuses a
+    single copy, the scan stops at that half: the next run starts there, nothing skipped."""
+    n = 600  # more than two runs' worth
+    with services(tmp_path) as (broker, sent):
+        checker, store = broker.transaction_check_service, broker.store
+        for i in range(n):
+            prepare(broker, i)
+        checker.check_once()
+        store.do_reput()
+        assert [h.msg_id for _, h, _ in sent] == [f"U{i}" for i in range(n)]
+        for _, header, body in sent:
+            copy = half_at(broker, header.tran_state_table_offset)
+            assert copy.properties["UNIQ_KEY"] == header.msg_id
+            assert copy.commit_log_offset == header.commit_log_offset and header.offset_msg_id == copy.msg_id
+            assert decode_message(body).store_timestamp == copy.store_timestamp
+        real_run, real_put = store.put_run, store.put_message
+        puts: list[MessageInner] = []
+
+        def refusing(msg: MessageInner) -> PutResult:
+            puts.append(msg)
+            return PutResult(PutMessageStatus.OS_PAGECACHE_BUSY) if len(puts) > 100 else real_put(msg)
+
+        store.put_run = lambda *args: None  # type: ignore[method-assign]
+        store.put_message = refusing  # type: ignore[method-assign]
+        sent.clear()
+        checker.check_once()
+        assert [h.msg_id for _, h, _ in sent] == [f"U{i}" for i in range(100)]
+        assert broker.transactional_message_service.half_progress == n + 100  # the refused copy's half
+        store.put_run, store.put_message = real_run, real_put  # type: ignore[method-assign]
+        store.do_reput()
+        sent.clear()
+        checker.check_once()
+        # the first run's copies from the refused one on, then the second run's
+        assert [h.msg_id for _, h, _ in sent] == [f"U{i}" for i in range(100, n)] + [f"U{i}" for i in range(100)]
 
 
 def test_immunity_defers_and_check_max_discards(tmp_path: Any) -> None:
