@@ -508,10 +508,11 @@ class MQClientAPI(AdminCalls):
     def end_transaction(
         self, addr: str, group: str, queue_offset: int, commit_log_offset: int, state: int,
         msg_id: str, transaction_id: str,
-    ) -> Awaitable[None]:  # fmt: skip
+    ) -> Awaitable[None] | None:  # fmt: skip
         """A producer's own END_TRANSACTION oneway (not from a check): the header from the
         group's :func:`end_template` when the ids need no JSON escaping and no RPC hooks run
-        (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes."""
+        (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes.
+        None: written already (the connection was open), nothing to await."""
         remoting = self.remoting
         if msg_id.isalnum() and transaction_id.isalnum() and not (remoting.hooks or remoting.before_hooks):
             tpl = self._end_templates.get(group)
@@ -523,7 +524,8 @@ class MQClientAPI(AdminCalls):
                 cmd.ext_fields = None
                 cmd.body, cmd.language, cmd.version, cmd.serialize_type = None, LANGUAGE, _CURRENT_VERSION, 0
                 cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, state, msg_id, transaction_id)
-                return remoting.invoke_oneway(addr, cmd)
+                # no coroutine (invoke_oneway's and its get_connection's) once connected
+                return None if remoting.oneway_now(addr, cmd) else remoting.invoke_oneway(addr, cmd)
         header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
         return self.end_transaction_oneway(addr, header)
 

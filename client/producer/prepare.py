@@ -221,6 +221,9 @@ class MessagePreparer:
             or (tags and ("\x01" in tags or "\x02" in tags))
         ):
             return None
+        return self._half_of(msg, body, head, tags)
+
+    def _half_of(self, msg: Message, body: bytes, head: str, tags: str | None) -> Prepared | None:
         uniq = self._uniq.create()
         # inline of pocketmq.remoting.protocol.message.properties_to_string
         props_str = f"{head}TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"{head}UNIQ_KEY\x01{uniq}"
@@ -230,6 +233,30 @@ class MessagePreparer:
         if not msg.flag:
             p.plain_tags = TX_MARK + (tags or "")
         return p
+
+    def prepare_half(self, msg: Message) -> Prepared | None:
+        """:meth:`prepare` of ``msg`` as a transactional half (``TRAN_MSG`` and ``PGROUP`` added
+        to its properties, as :mod:`.transaction` does) without touching ``msg``, for a message
+        of the common shape (as :meth:`prepare`'s fast path: tags at most, no properties); None:
+        another shape, to send with those properties set."""
+        body = msg.body
+        head = self._tx_props
+        tags = msg.tags
+        if (
+            head is not None
+            and type(msg) is Message
+            and type(body) is bytes
+            and 0 < len(body) < self._compress_over
+            and len(body) <= self._max_size
+            and msg.topic in self._valid_topics
+            and not msg.properties
+            and not msg.keys
+            and not msg.delay_level
+            and msg.wait_store_msg_ok
+            and not (tags and ("\x01" in tags or "\x02" in tags))
+        ):
+            return self._half_of(msg, body, head, tags)
+        return None
 
     def prepare_batch(self, msgs: Sequence[Message]) -> Prepared:
         """One SEND_BATCH_MESSAGE body for ``msgs`` (one topic, no delay, no retry topic).

@@ -27,6 +27,10 @@ class Capture:
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         self.cmd = cmd
 
+    def oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+        self.cmd = cmd
+        return True
+
 
 def assert_template_is_general(prep: MessagePreparer, p: Prepared, mq: MessageQueue, opaque: int) -> str:
     """``p``'s request from its queue's template is byte-identical to the general path's;
