@@ -229,9 +229,17 @@ class MessagePreparer:
         props_str = f"{head}TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"{head}UNIQ_KEY\x01{uniq}"
         if len(props_str) > MAX_PROPERTIES_LENGTH // 3 and len(props_str.encode()) > MAX_PROPERTIES_LENGTH:
             return None  # the general path raises its error
-        p = Prepared(msg.topic, body, TRANSACTION_PREPARED_TYPE, msg.flag, props_str, uniq, False)
-        if not msg.flag:
-            p.plain_tags = TX_MARK + (tags or "")
+        # slots filled directly: no __init__ call per transaction
+        p = _new(Prepared)
+        p.topic = msg.topic
+        p.body = body
+        p.sys_flag = TRANSACTION_PREPARED_TYPE
+        p.flag = flag = msg.flag
+        p.props = props_str
+        p.msg_id = uniq
+        p.batch = False
+        p.reconsume = p.max_reconsume = None
+        p.plain_tags = None if flag else TX_MARK + (tags or "")
         return p
 
     def prepare_half(self, msg: Message) -> Prepared | None:

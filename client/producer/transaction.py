@@ -71,7 +71,7 @@ async def send_in_transaction(
     except Exception:
         logger.exception("local transaction of %s raised; state UNKNOW", result.msg_id)
         state = TransactionState.UNKNOW
-    end = end_transaction(producer, result, state, addr)
+    end = end_transaction(producer, result, state, addr, instance)
     if end is not None:  # None: written already
         await end
     return result, state
@@ -127,13 +127,16 @@ def commit_log_offset(offset_msg_id: str) -> int:
 
 
 def end_transaction(
-    producer: TransactionalProducer, result: SendResult, state: TransactionState, addr: str | None = None
-) -> Awaitable[None] | None:
+    producer: TransactionalProducer, result: SendResult, state: TransactionState, addr: str | None = None,
+    instance: MQClientInstance | None = None,
+) -> Awaitable[None] | None:  # fmt: skip
     """END_TRANSACTION (oneway) of the half ``result``, to ``addr`` (None: its broker's address
-    looked up now). Not a coroutine itself (one frame less per transaction): a bad msgId or an
-    unknown broker raises on the call. None: written already, nothing to await."""
+    looked up now), through ``instance`` (None: the producer's). Not a coroutine itself (one
+    frame less per transaction): a bad msgId or an unknown broker raises on the call. None:
+    written already, nothing to await."""
     offset = commit_log_offset(result.offset_msg_id)
-    instance = producer.instance
+    if instance is None:
+        instance = producer.instance
     if addr is None:
         addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
         if addr is None:
