@@ -221,50 +221,40 @@ class MessagePreparer:
             or (tags and ("\x01" in tags or "\x02" in tags))
         ):
             return None
-        return self._half_of(msg, body, head, tags)
-
-    def _half_of(self, msg: Message, body: bytes, head: str, tags: str | None) -> Prepared | None:
         uniq = self._uniq.create()
         # inline of pocketmq.remoting.protocol.message.properties_to_string
         props_str = f"{head}TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"{head}UNIQ_KEY\x01{uniq}"
         if len(props_str) > MAX_PROPERTIES_LENGTH // 3 and len(props_str.encode()) > MAX_PROPERTIES_LENGTH:
             return None  # the general path raises its error
-        # slots filled directly: no __init__ call per transaction
-        p = _new(Prepared)
-        p.topic = msg.topic
-        p.body = body
-        p.sys_flag = TRANSACTION_PREPARED_TYPE
-        p.flag = flag = msg.flag
-        p.props = props_str
-        p.msg_id = uniq
-        p.batch = False
-        p.reconsume = p.max_reconsume = None
-        p.plain_tags = None if flag else TX_MARK + (tags or "")
+        p = Prepared(msg.topic, body, TRANSACTION_PREPARED_TYPE, msg.flag, props_str, uniq, False)
+        if not msg.flag:
+            p.plain_tags = TX_MARK + (tags or "")
         return p
 
     def prepare_half(self, msg: Message) -> Prepared | None:
         """:meth:`prepare` of ``msg`` as a transactional half (``TRAN_MSG`` and ``PGROUP`` added
-        to its properties, as :mod:`.transaction` does) without touching ``msg``, for a message
-        of the common shape (as :meth:`prepare`'s fast path: tags at most, no properties); None:
-        another shape, to send with those properties set."""
-        body = msg.body
+        to its properties, as :mod:`.transaction` does) without touching ``msg``: a plain
+        message's :class:`Prepared` with the transaction's properties in front. None: not a
+        plain message without properties, to send with those properties set.
+
+        Raises:
+            MessageValidationError: as :meth:`prepare`.
+        """
         head = self._tx_props
         tags = msg.tags
-        if (
-            head is not None
-            and type(msg) is Message
-            and type(body) is bytes
-            and 0 < len(body) < self._compress_over
-            and len(body) <= self._max_size
-            and msg.topic in self._valid_topics
-            and not msg.properties
-            and not msg.keys
-            and not msg.delay_level
-            and msg.wait_store_msg_ok
-            and not (tags and ("\x01" in tags or "\x02" in tags))
-        ):
-            return self._half_of(msg, body, head, tags)
-        return None
+        if head is None or msg.properties or (tags and ("\x01" in tags or "\x02" in tags)):
+            return None  # (such tags: prepare raises, the general path does not)
+        p = self.prepare(msg)
+        tags = p.plain_tags
+        if tags is None:
+            return None
+        props = head + p.props
+        if len(props) > MAX_PROPERTIES_LENGTH // 3 and len(props.encode()) > MAX_PROPERTIES_LENGTH:
+            return None  # the general path raises its error
+        p.props = props
+        p.sys_flag = TRANSACTION_PREPARED_TYPE
+        p.plain_tags = TX_MARK + tags
+        return p
 
     def prepare_batch(self, msgs: Sequence[Message]) -> Prepared:
         """One SEND_BATCH_MESSAGE body for ``msgs`` (one topic, no delay, no retry topic).
