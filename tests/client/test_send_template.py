@@ -71,6 +71,7 @@ def test_no_template_when_a_marker_repeats_or_is_missing() -> None:
     assert send_template({**ext, "b": BORN_MARK}) is None  # twice
     assert send_template({"a": "PG", "i": f"UNIQ_KEY\x01{UNIQ_MARK}"}) is None  # no born mark
     assert send_template({"i": f"UNIQ_KEY\x01{UNIQ_MARK}", "g": BORN_MARK}) is None  # out of order
+    assert send_template({**ext, "b": "@@pocketmq-opaque@@"}) is None  # the opaque's cut marker
 
 
 def test_not_plain_messages_take_the_general_header() -> None:
