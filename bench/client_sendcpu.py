@@ -120,6 +120,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", default="send64,win128,tx64")
     ap.add_argument("--profile", choices=("send64", "win128", "tx64"))
+    ap.add_argument("--profile-out", help="with --profile: also write the pstats file here")
     ap.add_argument(
         "--ops", type=int, default=1 << 62,
         help="stop each run after this many operations (for instruction counts under callgrind:"
@@ -130,6 +131,8 @@ def main() -> None:
         if args.profile:
             prof = cProfile.Profile()
             print(json.dumps(asyncio.run(_run(c.namesrv, args.profile, args.secs, prof))), flush=True)
+            if args.profile_out:
+                prof.dump_stats(args.profile_out)
             pstats.Stats(prof).sort_stats("tottime").print_stats(30)
             return
         modes = args.modes.split(",")
