@@ -184,7 +184,7 @@ class Producer(AsyncClient):
             # with no frame of this method in between (one coroutine less per send).
             try:
                 p = self._prep.prepare(msg)
-            except Exception:
+            except Exception:  # the general path raises it again, when awaited
                 pass
             else:
                 return sender.send(p, self._timeout if timeout is None else timeout, sender.attempts)

@@ -171,6 +171,9 @@ async def test_bad_input_is_rejected_before_sending() -> None:
     ]:
         with pytest.raises(MessageValidationError, match=match):
             await producer.send(bad)
+        sending = producer.send(bad)  # a coroutine still (send hands back the sender's): raises when awaited
+        with pytest.raises(MessageValidationError, match=match):
+            await sending
     assert inst.remoting.requests == []
 
 
