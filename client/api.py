@@ -527,7 +527,11 @@ class MQClientAPI(AdminCalls):
         (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes.
         None: written already (the connection was open), nothing to await."""
         remoting = self.remoting
-        if msg_id.isalnum() and transaction_id.isalnum() and not (remoting.hooks or remoting.before_hooks):
+        if (
+            msg_id.isalnum()
+            and (transaction_id is msg_id or transaction_id.isalnum())  # the same id, usually
+            and not (remoting.hooks or remoting.before_hooks)
+        ):
             tpl = self._end_templates.get(group)
             if tpl is None:
                 tpl = self._end_templates[group] = end_template(group) or ()
