@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -113,14 +114,16 @@ def _announce(instance: MQClientInstance, addr: str) -> None:
 _announcing: set[tuple[str, str]] = set()
 
 
-_HEX = frozenset("0123456789abcdefABCDEF")
+#: a well-formed offset msgId: 32 hex digits (IPv4 store host) or 56 (IPv6); a regex match
+#: costs about half of a set test over its characters
+_OFFSET_MSG_ID = re.compile("[0-9A-Fa-f]{32}(?:[0-9A-Fa-f]{24})?").fullmatch
 
 
 def commit_log_offset(offset_msg_id: str) -> int:
     """The commit-log offset of an offset msgId: its last 16 hex digits, read directly when the
     id is well-formed (no IP formatting), else through ``decode_offset_msg_id``, which raises
     its error for the bad id."""
-    if len(offset_msg_id) in (32, 56) and _HEX.issuperset(offset_msg_id):
+    if _OFFSET_MSG_ID(offset_msg_id) is not None:
         offset = int(offset_msg_id[-16:], 16)
         return offset if offset < 1 << 63 else offset - (1 << 64)  # a signed long, as decoded
     return decode_offset_msg_id(offset_msg_id)[2]
