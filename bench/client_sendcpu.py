@@ -14,7 +14,7 @@ Reported per run: operations, client user and system CPU per operation
 servers are other processes) and the load average. ``--profile MODE`` instead runs one MODE
 under cProfile and prints its top functions by own time.
 
-Usage: ``python bench/client_sendcpu.py [--secs 3] [--rounds 3] [--modes send64,win128,tx64]``.
+Usage: ``python bench/client_sendcpu.py [--secs 3] [--rounds 3] [--modes send64,win128,tx64] [--uvloop]``.
 Run it with another install's interpreter to measure that install's SDK (and servers).
 """
 
@@ -29,7 +29,7 @@ import pstats
 import resource
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -119,6 +119,9 @@ def main() -> None:
     ap.add_argument("--secs", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", default="send64,win128,tx64")
+    ap.add_argument(
+        "--uvloop", action="store_true", help="run the client on uvloop (the servers use it when installed)"
+    )
     ap.add_argument("--profile", choices=("send64", "win128", "tx64"))
     ap.add_argument("--profile-out", help="with --profile: also write the pstats file here")
     ap.add_argument(
@@ -127,10 +130,20 @@ def main() -> None:
         " the difference of two counts over the difference of their --ops)",
     )  # fmt: skip
     args = ap.parse_args()
+    factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
+    if args.uvloop:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+
+    def run(coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(coro)
+
     with cluster() as c:
         if args.profile:
             prof = cProfile.Profile()
-            print(json.dumps(asyncio.run(_run(c.namesrv, args.profile, args.secs, prof))), flush=True)
+            print(json.dumps(run(_run(c.namesrv, args.profile, args.secs, prof))), flush=True)
             if args.profile_out:
                 prof.dump_stats(args.profile_out)
             pstats.Stats(prof).sort_stats("tottime").print_stats(30)
@@ -138,7 +151,7 @@ def main() -> None:
         modes = args.modes.split(",")
         for r in range(args.rounds):
             for mode in modes if r % 2 == 0 else modes[::-1]:
-                print(json.dumps(asyncio.run(_run(c.namesrv, mode, args.secs, None, args.ops))), flush=True)
+                print(json.dumps(run(_run(c.namesrv, mode, args.secs, None, args.ops))), flush=True)
 
 
 if __name__ == "__main__":
