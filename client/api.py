@@ -95,53 +95,68 @@ class SendRequest(RemotingCommand):
     its other fields are what the template was rendered from."""
 
     __slots__ = ("born", "tpl", "uniq")
-    tpl: str
+    tpl: tuple[str, ...]
     born: int
     uniq: str
 
     def encode_header(self) -> bytes:
-        header = (self.tpl % (self.born, self.uniq, self.opaque)).encode()
+        # pieces joined by an f-string: half the cost of ``%`` over the whole template
+        a, b, c, d = self.tpl
+        header = f"{a}{self.born}{b}{self.uniq}{c}{self.opaque}{d}".encode()
         hlen = len(header)
         body = self.body
         return _pack_prefix(4 + hlen + (len(body) if body else 0), hlen) + header
 
 
-def send_template(ext: dict[str, str]) -> str | None:
-    """The JSON header of a SEND_MESSAGE_V2 request with extFields ``ext`` as a ``%`` template
-    (born timestamp ``%d``, UNIQ_KEY ``%s``, opaque ``%d``, in this order): ``ext`` holds
-    :data:`BORN_MARK` and :data:`UNIQ_MARK` where those go. Filled, it is byte-identical to
-    the ``encode_header`` of the same request (which renders it here). None when a marker is
-    not found exactly once or the three are not in that order."""
-    return _template(_SEND_MESSAGE_V2, 0, ext, {BORN_MARK: "%d", UNIQ_MARK: "%s"})
+def send_template(ext: dict[str, str]) -> tuple[str, ...] | None:
+    """The JSON header of a SEND_MESSAGE_V2 request with extFields ``ext`` cut where the born
+    timestamp, the UNIQ_KEY and the opaque go (in this order; 4 pieces): ``ext`` holds
+    :data:`BORN_MARK` and :data:`UNIQ_MARK` where those go. Joined with those values, it is
+    byte-identical to the ``encode_header`` of the same request (which renders it here). None
+    when a marker is not found exactly once or the three are not in that order."""
+    return _template(_SEND_MESSAGE_V2, 0, ext, (BORN_MARK, UNIQ_MARK))
 
 
-def _template(code: int, flag: int, ext: dict[str, str], marks: dict[str, str]) -> str | None:
-    """The JSON header of a request with extFields ``ext`` as a ``%`` template: each marker of
-    ``marks`` (found once in ``ext``'s values, in ``marks``' order) becomes its format, then the
-    opaque ``%d``. None when a marker is not found exactly once or they are out of order."""
+_OPAQUE = '"opaque":0,'
+_OPAQUE_MARK = "@@pocketmq-opaque@@"
+
+
+def _template(code: int, flag: int, ext: dict[str, str], marks: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The JSON header of a request with extFields ``ext`` cut at each marker of ``marks``
+    (found once in ``ext``'s values, in this order) and at the opaque's value: the pieces to
+    join with the values in between. None when a marker is not found exactly once or they are
+    out of order."""
     cmd = RemotingCommand(code, 0, flag, None, ext, None, LANGUAGE)
     head = cmd.encode_header()[PREFIX.size :].decode()
-    cuts = (*marks, '"opaque":0,')
-    if any(head.count(m) != 1 for m in cuts) or sorted(cuts, key=head.index) != list(cuts):
+    cuts = (*marks, _OPAQUE)
+    if (
+        any(head.count(m) != 1 for m in cuts)
+        or sorted(cuts, key=head.index) != list(cuts)
+        or _OPAQUE_MARK in head
+    ):
         return None
-    head = head.replace("%", "%%")
-    for mark, fmt in marks.items():
-        head = head.replace(mark, fmt)
-    return head.replace('"opaque":0,', '"opaque":%d,')
+    rest = head.replace(_OPAQUE, f'"opaque":{_OPAQUE_MARK},')
+    pieces = []
+    for mark in (*marks, _OPAQUE_MARK):
+        piece, rest = rest.split(mark, 1)
+        pieces.append(piece)
+    return (*pieces, rest)
 
 
 class EndTransactionRequest(RemotingCommand):
-    """An END_TRANSACTION oneway whose header is its group's :func:`end_template` filled with
+    """An END_TRANSACTION oneway whose header is its group's :func:`end_template` joined with
     ``args`` (the offsets, the state and the ids) and the opaque: no header dataclass, no
     extFields dict, no JSON dump per transaction. Only for a transport without RPC hooks
     (``ext_fields`` is None)."""
 
     __slots__ = ("args", "tpl")
-    tpl: str
+    tpl: tuple[str, ...]
     args: tuple[int, int, int, str, str]
 
     def encode_header(self) -> bytes:
-        header = (self.tpl % (*self.args, self.opaque)).encode()
+        t0, t1, t2, t3, t4, t5, t6 = self.tpl
+        a0, a1, a2, a3, a4 = self.args
+        header = f"{t0}{a0}{t1}{a1}{t2}{a2}{t3}{a3}{t4}{a4}{t5}{self.opaque}{t6}".encode()
         hlen = len(header)
         return _pack_prefix(4 + hlen, hlen) + header
 
@@ -171,18 +186,16 @@ def _end_header(
     )
 
 
-def end_template(group: str) -> str | None:
+def end_template(group: str) -> tuple[str, ...] | None:
     """The JSON header of a producer's own END_TRANSACTION oneway (not from a check) for
-    ``group`` as a ``%`` template of (tranStateTableOffset ``%d``, commitLogOffset ``%d``,
-    commitOrRollback ``%d``, msgId ``%s``, transactionId ``%s``, opaque ``%d``): the fields of
-    :class:`EndTransactionRequestHeader` in its order. Filled with values that need no JSON
-    escaping, it is byte-identical to the general path's header. None: no template possible."""
+    ``group``, cut where tranStateTableOffset, commitLogOffset, commitOrRollback, msgId,
+    transactionId and the opaque go (the fields of :class:`EndTransactionRequestHeader` in its
+    order; 7 pieces). Joined with values that need no JSON escaping, it is byte-identical to
+    the general path's header. None: no template possible."""
     ext = _end_header(group, 0, 0, 0, "m", "t").to_ext_fields()
-    fmts: dict[str, str] = {}
     for name, mark in _END_MARKS.items():
         ext[name] = mark  # an existing key: its place in the order stays
-        fmts[mark] = "%s" if name in ("msgId", "transactionId") else "%d"
-    return _template(_END_TRANSACTION, _RPC_ONEWAY, ext, fmts)
+    return _template(_END_TRANSACTION, _RPC_ONEWAY, ext, tuple(_END_MARKS.values()))
 
 
 def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list[MessageExt]:
@@ -220,8 +233,8 @@ class MQClientAPI(AdminCalls):
         self.namesrv_addrs = list(namesrv_addrs)
         self.timeout = timeout_ms / 1000
         self._ns_index = 0
-        #: producer group -> its end_template ("": none possible)
-        self._end_templates: dict[str, str] = {}
+        #: producer group -> its end_template (empty: none possible)
+        self._end_templates: dict[str, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------------ request layer
     @staticmethod
@@ -318,7 +331,7 @@ class MQClientAPI(AdminCalls):
         return self.remoting.invoke(addr, RemotingCommand(code, 0, 0, None, ext, body, LANGUAGE), timeout)
 
     def send_plain(
-        self, addr: str, tpl: str, born: int, uniq: str, body: bytes, timeout: float
+        self, addr: str, tpl: tuple[str, ...], born: int, uniq: str, body: bytes, timeout: float
     ) -> Awaitable[RemotingCommand]:
         """:meth:`send_message_request` of a plain message from its queue's :func:`send_template`
         (only while the transport has no RPC hooks: they would see no ``ext_fields``)."""
@@ -508,22 +521,28 @@ class MQClientAPI(AdminCalls):
     def end_transaction(
         self, addr: str, group: str, queue_offset: int, commit_log_offset: int, state: int,
         msg_id: str, transaction_id: str,
-    ) -> Awaitable[None]:  # fmt: skip
+    ) -> Awaitable[None] | None:  # fmt: skip
         """A producer's own END_TRANSACTION oneway (not from a check): the header from the
         group's :func:`end_template` when the ids need no JSON escaping and no RPC hooks run
-        (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes."""
+        (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes.
+        None: written already (the connection was open), nothing to await."""
         remoting = self.remoting
-        if msg_id.isalnum() and transaction_id.isalnum() and not (remoting.hooks or remoting.before_hooks):
+        if (
+            msg_id.isalnum()
+            and (transaction_id is msg_id or transaction_id.isalnum())  # the same id, usually
+            and not (remoting.hooks or remoting.before_hooks)
+        ):
             tpl = self._end_templates.get(group)
             if tpl is None:
-                tpl = self._end_templates[group] = end_template(group) or ""
+                tpl = self._end_templates[group] = end_template(group) or ()
             if tpl:
                 cmd = _new(EndTransactionRequest)
                 cmd.code, cmd.opaque, cmd.flag, cmd.remark = _END_TRANSACTION, 0, _RPC_ONEWAY, None
                 cmd.ext_fields = None
                 cmd.body, cmd.language, cmd.version, cmd.serialize_type = None, LANGUAGE, _CURRENT_VERSION, 0
                 cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, state, msg_id, transaction_id)
-                return remoting.invoke_oneway(addr, cmd)
+                # no coroutine (invoke_oneway's and its get_connection's) once connected
+                return None if remoting.oneway_now(addr, cmd) else remoting.invoke_oneway(addr, cmd)
         header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
         return self.end_transaction_oneway(addr, header)
 

@@ -104,8 +104,8 @@ class MessagePreparer:
         self._max_size = config.max_message_size
         self._compress_over = config.compress_msg_body_over_howmuch
         self._compress_level = config.compress_level
-        #: (topic, queue id, broker, tags) -> header template ("": none possible)
-        self.heads: dict[tuple[str, int, str, str], str] = {}
+        #: (topic, queue id, broker, tags) -> header template (empty: none possible)
+        self.heads: dict[tuple[str, int, str, str], tuple[str, ...]] = {}
         #: a transactional half's properties before TAGS (None: the group holds a separator,
         #: which validate() refuses, so such halves take the general path)
         group = self.group
@@ -231,6 +231,31 @@ class MessagePreparer:
             p.plain_tags = TX_MARK + (tags or "")
         return p
 
+    def prepare_half(self, msg: Message) -> Prepared | None:
+        """:meth:`prepare` of ``msg`` as a transactional half (``TRAN_MSG`` and ``PGROUP`` added
+        to its properties, as :mod:`.transaction` does) without touching ``msg``: a plain
+        message's :class:`Prepared` with the transaction's properties in front. None: not a
+        plain message without properties, to send with those properties set.
+
+        Raises:
+            MessageValidationError: as :meth:`prepare`.
+        """
+        head = self._tx_props
+        tags = msg.tags
+        if head is None or msg.properties or (tags and ("\x01" in tags or "\x02" in tags)):
+            return None  # (such tags: prepare raises, the general path does not)
+        p = self.prepare(msg)
+        tags = p.plain_tags
+        if tags is None:
+            return None
+        props = head + p.props
+        if len(props) > MAX_PROPERTIES_LENGTH // 3 and len(props.encode()) > MAX_PROPERTIES_LENGTH:
+            return None  # the general path raises its error
+        p.props = props
+        p.sys_flag = TRANSACTION_PREPARED_TYPE
+        p.plain_tags = TX_MARK + tags
+        return p
+
     def prepare_batch(self, msgs: Sequence[Message]) -> Prepared:
         """One SEND_BATCH_MESSAGE body for ``msgs`` (one topic, no delay, no retry topic).
 
@@ -279,7 +304,7 @@ class MessagePreparer:
         wait = "true" if all(m.wait_store_msg_ok for m in msgs) else "false"
         return Prepared(topic, body, 0, 0, f"WAIT\x01{wait}", ",".join(ids), True)
 
-    def head(self, p: Prepared, mq: MessageQueue) -> str | None:
+    def head(self, p: Prepared, mq: MessageQueue) -> tuple[str, ...] | None:
         """The :func:`~pocketmq.client.api.send_template` of a plain ``p`` on ``mq`` (None: not
         plain, or no template), cached per (topic, queue, tags); a transactional half's per
         (topic, queue, TX_MARK + tags)."""
@@ -299,7 +324,7 @@ class MessagePreparer:
             )
             ext = self.ext(Prepared(p.topic, b"", sys_flag, 0, props, "", False), mq)
             ext["g"] = BORN_MARK
-            tpl = send_template(ext) or ""  # "": no template possible, cached as such
+            tpl = send_template(ext) or ()  # (): no template possible, cached as such
             if len(self.heads) >= _MAX_HEADS:
                 self.heads.clear()
             self.heads[key] = tpl

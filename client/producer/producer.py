@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -150,7 +150,7 @@ class Producer(AsyncClient):
         await transaction.answer_check(self, broker_addr, msg, header)
 
     # -------------------------------------------------------------------------------- send
-    async def send(
+    def send(
         self,
         msg: Message,
         *,
@@ -159,28 +159,46 @@ class Producer(AsyncClient):
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
         sharding_key: str | None = None,
-    ) -> SendResult:
-        """Send and wait for the broker's reply.
+    ) -> Coroutine[Any, Any, SendResult]:
+        """Send and wait for the broker's reply (a coroutine, to await).
 
         ``queue`` sends to that queue; ``selector(queues, msg, arg)`` or ``sharding_key``
         (hash of the key) pick the queue for ordered messages. These forms are not retried on
         another queue, which would break the order.
 
-        Raises:
+        Raises (when awaited):
             MessageValidationError: bad topic, empty/oversize body, bad properties.
             ClientClosedError: the producer is not running.
             ResponseError: a non-retriable broker reply (code and remark included).
             SendFailedError: every attempt failed with retriable errors.
         """
         sender = self._sender
+        if (
+            sender.instance is not None
+            and self._ns is None
+            and queue is None
+            and selector is None
+            and sharding_key is None
+        ):
+            # The common send (no namespace, no queue choice): the sender's coroutine itself,
+            # with no frame of this method in between (one coroutine less per send).
+            try:
+                p = self._prep.prepare(msg)
+            except Exception:  # the general path raises it again, when awaited
+                pass
+            else:
+                return sender.send(p, self._timeout if timeout is None else timeout, sender.attempts)
+        return self._send(msg, timeout, queue, selector, arg, sharding_key)
+
+    async def _send(
+        self, msg: Message, timeout: float | None, queue: MessageQueue | None,
+        selector: MessageQueueSelector | None, arg: Any, sharding_key: str | None,
+    ) -> SendResult:  # fmt: skip
+        """:meth:`send`'s general path."""
+        sender = self._sender
         if sender.instance is None:
             raise self._life.closed_error()
         ns = self._ns
-        if ns is None and queue is None and selector is None and sharding_key is None:
-            # the common send: no namespace, no queue choice
-            return await sender.send(
-                self._prep.prepare(msg), self._timeout if timeout is None else timeout, sender.attempts
-            )
         if ns is not None:
             msg, queue = replace(msg, topic=wrap(ns, msg.topic)), queue and wrap_queue(ns, queue)
         p = self._prep.prepare(msg)
@@ -217,19 +235,22 @@ class Producer(AsyncClient):
         p = self._prep.prepare(msg)
         budget = self._timeout if timeout is None else timeout
         window = self._window
-        slot: SendWindow | None = window
+        inflight = self._inflight
         if window.busy < window.size:
             window.busy += 1
             sender = self._sender
-            fut = sender.send_first(p, budget)
+            # partial of a module function, not a closure per send (docs/development.md, hot paths)
+            done = partial(_sent, inflight, window, callback)
+            # the common case runs ``done`` from its reply callback, not as a done callback
+            fut = sender.send_first(p, budget, done)
             if fut is None:
                 fut = asyncio.ensure_future(sender.send(p, budget, sender.attempts_async))
+                fut.add_done_callback(done)
         else:
             fut = asyncio.ensure_future(self._send_when_free(p, budget))
-            slot = None  # the coroutine frees its own slot
-        self._inflight.add(fut)
-        # partial of a module function, not a closure per send (docs/development.md, hot paths)
-        fut.add_done_callback(partial(_sent, self._inflight, slot, callback))
+            # the coroutine frees its own slot
+            fut.add_done_callback(partial(_sent, inflight, None, callback))
+        inflight.add(fut)
         return fut
 
     async def _send_when_free(self, p: Prepared, budget: float) -> SendResult:
@@ -331,13 +352,28 @@ class Producer(AsyncClient):
         return list((await self._sender.publish_info(topic)).message_queues)
 
     # ------------------------------------------------------------------------ transactions
-    async def send_in_transaction(
+    def send_in_transaction(
         self,
         msg: Message,
         execute_local: Callable[[Message, SendResult], Awaitable[transaction.TransactionState]],
-    ) -> tuple[SendResult, transaction.TransactionState]:
-        """Send a half message, run ``execute_local``, then commit or roll back (END_TRANSACTION)."""
-        return await transaction.send_in_transaction(self, msg, execute_local)
+    ) -> Coroutine[Any, Any, tuple[SendResult, transaction.TransactionState]]:
+        """Send a half message, run ``execute_local``, then commit or roll back (END_TRANSACTION).
+
+        A coroutine (the transaction module's, with no frame of this method in between)."""
+        return transaction.send_in_transaction(self, msg, execute_local)
+
+    def send_half(self, msg: Message) -> Coroutine[Any, Any, SendResult]:
+        """:meth:`send` of ``msg`` as a transactional half (``TRAN_MSG``, ``PGROUP``).
+
+        A message of the common shape, with no namespace and ``send`` not shadowed (traces,
+        send hooks), goes straight to the sender (prepared without touching ``msg``); any other
+        through ``send`` with those properties set for the send."""
+        sender = self._sender
+        if self._ns is None and sender.instance is not None and "send" not in self.__dict__:
+            p = self._prep.prepare_half(msg)
+            if p is not None:
+                return sender.send(p, self._timeout, sender.attempts)
+        return transaction.send_half(self, msg)
 
 
 def _sent(

@@ -313,10 +313,16 @@ class Sender:
         if self.fault.enabled:
             self.fault.update_fault_item(mq.broker_name, int((time.monotonic() - t0) * 1000), failed)
 
-    def send_first(self, p: Prepared, budget: float) -> asyncio.Future[SendResult] | None:
+    def send_first(
+        self, p: Prepared, budget: float, done: Callable[[asyncio.Future[SendResult]], None] | None = None
+    ) -> asyncio.Future[SendResult] | None:
         """send_async's common case (route and connection ready, no fault strategy): write the
         first attempt now and finish it in a reply callback; a failed attempt continues in
-        :meth:`send`. ``None``: take the general path (:meth:`send` in a task)."""
+        :meth:`send`. ``None``: take the general path (:meth:`send` in a task).
+
+        ``done(future)`` runs once the future is done, as a done callback would, but called
+        directly by the reply callback that completes it (no loop turn, no handle); a future
+        cancelled by its owner or finished by a retry runs it as a done callback."""
         info = self.publish.get(p.topic)
         inst = self.instance
         if info is None or not info.message_queues or self.fault.enabled or self._vip or inst is None:
@@ -338,14 +344,15 @@ class Sender:
                 reply.close()
             return None
         info.index += 1
-        out: asyncio.Future[SendResult] = reply.get_loop().create_future()
+        out = SendFuture(loop=reply.get_loop())
+        out.on_done = done
         begin = time.monotonic()
         # partial, not a closure: a C call into the callback (docs/development.md, hot paths)
         reply.add_done_callback(partial(_first_reply, self, out, p, budget, begin, mq, addr))
         return out
 
     def retry_after_first(
-        self, out: asyncio.Future[SendResult], p: Prepared, budget: float, begin: float,
+        self, out: SendFuture, p: Prepared, budget: float, begin: float,
         mq: MessageQueue, exc: BaseException | None,
     ) -> None:  # fmt: skip
         """Continue a send_async whose first attempt on ``mq`` failed with ``exc`` (or was not
@@ -354,7 +361,11 @@ class Sender:
             failed = SendFailedError(p.topic, [exc] if exc else [])
             failed.__cause__ = exc
             out.set_exception(failed)
+            out.finished()
             return
+        done, out.on_done = out.on_done, None
+        if done is not None:
+            out.add_done_callback(done)
         if exc is not None and not isinstance(exc, ResponseError):
             logger.info("send to %s failed (attempt 1): %s", mq, exc)
         task = asyncio.ensure_future(
@@ -366,8 +377,31 @@ class Sender:
         task.add_done_callback(partial(copy_outcome, out=out))
 
 
+class SendFuture(asyncio.Future[SendResult]):
+    """send_first's future: ``on_done``, the owner's done callback, is called directly by the
+    reply callback that completes the future (one loop handle less per send); once the future
+    is cancelled, or handed to a retry, it becomes an ordinary done callback."""
+
+    __slots__ = ("on_done",)
+    on_done: Callable[[asyncio.Future[SendResult]], None] | None
+
+    def cancel(self, msg: Any = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        done, self.on_done = self.on_done, None
+        if done is not None:
+            self.add_done_callback(done)
+        return True
+
+    def finished(self) -> None:
+        """Completed by its reply callback: run ``on_done`` now."""
+        done, self.on_done = self.on_done, None
+        if done is not None:
+            done(self)
+
+
 def _first_reply(
-    sender: Sender, out: asyncio.Future[SendResult], p: Prepared, budget: float, begin: float,
+    sender: Sender, out: SendFuture, p: Prepared, budget: float, begin: float,
     mq: MessageQueue, addr: str, reply: asyncio.Future[Any],
 ) -> None:  # fmt: skip
     """Done callback of send_first's reply: deliver, raise, or retry by the send rules."""
@@ -385,9 +419,15 @@ def _first_reply(
         else:
             if result.send_status is _SEND_OK or not (sender.retry_not_stored and sender.attempts_async > 1):
                 out.set_result(result)
+                # inline of SendFuture.finished
+                done = out.on_done
+                if done is not None:
+                    out.on_done = None
+                    done(out)
                 return
     if exc is not None and not is_retriable(exc):
         out.set_exception(exc)
+        out.finished()
         return
     sender.retry_after_first(out, p, budget, begin, mq, exc)
 

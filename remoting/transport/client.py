@@ -164,6 +164,23 @@ class RemotingClient:
             hook.after_response(addr, request, response)
         return response
 
+    def oneway_now(self, addr: str, request: RemotingCommand) -> bool:
+        """:meth:`invoke_oneway` without a coroutine when the connection is open and no RPC
+        hooks run (a producer's END_TRANSACTION per transaction); False: nothing was written,
+        call :meth:`invoke_oneway`.
+
+        Raises:
+            RemotingConnectError: the connection is closed.
+        """
+        conn = self._conns.get(addr)
+        if conn is None or self.hooks or not conn.is_active:
+            return False
+        self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
+        for before in self.before_hooks:
+            before(addr, request)
+        conn.oneway(request)
+        return True
+
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Write ``request`` with the oneway bit and do not wait for anything but the connection."""
         conn = await self.get_connection(addr)

@@ -171,6 +171,9 @@ async def test_bad_input_is_rejected_before_sending() -> None:
     ]:
         with pytest.raises(MessageValidationError, match=match):
             await producer.send(bad)
+        sending = producer.send(bad)  # a coroutine still (send hands back the sender's): raises when awaited
+        with pytest.raises(MessageValidationError, match=match):
+            await sending
     assert inst.remoting.requests == []
 
 
@@ -339,6 +342,42 @@ async def test_send_async_cancelled_by_the_caller() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert fut.cancelled() and not producer._inflight
+
+
+async def test_send_async_callback_runs_once_on_every_outcome() -> None:
+    """The first attempt's reply callback runs the send's done work itself (SendFuture): once,
+    and on a cancel before the reply, a retry and a failure as well."""
+    outcomes: list[tuple[object, object]] = []
+    cb = lambda r, e: outcomes.append((r, e))  # noqa: E731
+    # success
+    producer, inst = make_future_producer(ok)
+    res = await producer.send_async(Message("T", b"x"), cb)
+    assert outcomes == [(res, None)] and producer._window.busy == 0 and not producer._inflight
+    # cancelled before the reply: the callback at once, not again when the reply comes
+    outcomes.clear()
+    fut = producer.send_async(Message("T", b"x"), cb)
+    fut.cancel()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert len(outcomes) == 1 and isinstance(outcomes[0][1], asyncio.CancelledError)
+    assert producer._window.busy == 0 and not producer._inflight
+    # a retry (broker-a refuses), then a failure without retries
+    outcomes.clear()
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
+    )
+    producer._sender.publish["T"].index = -1
+    res = await producer.send_async(Message("T", b"x"), cb)
+    await asyncio.sleep(0)
+    assert outcomes == [(res, None)] and producer._window.busy == 0 and not producer._inflight
+    outcomes.clear()
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused"), retry_times_when_send_async_failed=0
+    )
+    with pytest.raises(SendFailedError):
+        await producer.send_async(Message("T", b"x"), cb)
+    assert len(outcomes) == 1 and isinstance(outcomes[0][1], SendFailedError)
+    assert producer._window.busy == 0 and not producer._inflight
 
 
 def test_retry_classification_is_one_rule() -> None:

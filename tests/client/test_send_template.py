@@ -27,6 +27,10 @@ class Capture:
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         self.cmd = cmd
 
+    def oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+        self.cmd = cmd
+        return True
+
 
 def assert_template_is_general(prep: MessagePreparer, p: Prepared, mq: MessageQueue, opaque: int) -> str:
     """``p``'s request from its queue's template is byte-identical to the general path's;
@@ -67,6 +71,7 @@ def test_no_template_when_a_marker_repeats_or_is_missing() -> None:
     assert send_template({**ext, "b": BORN_MARK}) is None  # twice
     assert send_template({"a": "PG", "i": f"UNIQ_KEY\x01{UNIQ_MARK}"}) is None  # no born mark
     assert send_template({"i": f"UNIQ_KEY\x01{UNIQ_MARK}", "g": BORN_MARK}) is None  # out of order
+    assert send_template({**ext, "b": "@@pocketmq-opaque@@"}) is None  # the opaque's cut marker
 
 
 def test_not_plain_messages_take_the_general_header() -> None:

@@ -89,9 +89,12 @@ async def test_end_transaction_is_the_general_header(
 ) -> None:
     cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
-    await api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
-    cmd = cap.cmd
+    end = api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
     templated = msg_id.isalnum() and (tx_id or msg_id).isalnum()
+    assert (end is None) is templated  # the template's is written at once (oneway_now)
+    if end is not None:
+        await end
+    cmd = cap.cmd
     assert (type(cmd) is EndTransactionRequest) is templated
     cmd.opaque = 4711
     header = EndTransactionRequestHeader(
@@ -115,7 +118,9 @@ async def test_rpc_hooks_turn_the_end_template_off() -> None:
     cap = Capture()
     cap.before_hooks = [lambda addr, req: None]
     api = MQClientAPI(as_any(cap), ["ns:1"])
-    await api.end_transaction("a:1", "PG", 1, 2, 8, "AB", "AB")
+    end = api.end_transaction("a:1", "PG", 1, 2, 8, "AB", "AB")
+    assert end is not None
+    await end
     assert type(cap.cmd) is RemotingCommand
     assert cap.cmd.ext_fields is not None and cap.cmd.ext_fields["commitLogOffset"] == "2"
 
@@ -134,3 +139,38 @@ def test_bad_offset_msg_ids_raise_as_before(msg_id: str) -> None:
         decode_offset_msg_id(msg_id)
     with pytest.raises(expected.type):
         commit_log_offset(msg_id)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize("tags", [None, "TagA", 'q"u\\o\tte', "ünï", "%d%s%%"])
+@pytest.mark.parametrize("known_topic", [True, False])
+def test_prepare_half_is_prepare_with_the_properties(group: str, tags: str | None, known_topic: bool) -> None:
+    """``prepare_half`` (Producer.send_half's path: ``msg`` untouched) gives what ``prepare``
+    gives once send_half's general path has set TRAN_MSG and PGROUP; other shapes: None."""
+    prep = MessagePreparer(ProducerConfig(producer_group=group))
+    mq = MessageQueue("T", "broker-a", 3)
+    if known_topic:  # else prepare's general path (validate) first
+        prep._valid_topics.add(mq.topic)
+    msg = Message(mq.topic, b"body", tags=tags)
+    p = prep.prepare_half(msg)
+    assert p is not None and not msg.properties
+    general = prep.prepare(_half(mq.topic, group, tags))
+    general_props = general.props.replace(general.msg_id, p.msg_id)
+    assert (p.topic, p.body, p.sys_flag, p.flag, p.props, p.batch, p.plain_tags) == (
+        general.topic, general.body, general.sys_flag, general.flag, general_props, general.batch,
+        general.plain_tags,
+    )  # fmt: skip
+    if p.plain_tags is not None:
+        assert prep.head(p, mq) == prep.head(general, mq)
+    for other in (
+        Message(mq.topic, b"body", keys="k"),
+        Message(mq.topic, b"body", properties={"k": "v"}),
+        Message(mq.topic, b"body", tags="A\x02B"),  # prepare refuses it, the general path not
+        Message(mq.topic, b"body", flag=3),
+        Message(mq.topic, b"x" * 5000),  # compressed
+        Message(mq.topic, b"body", wait_store_msg_ok=False),
+    ):
+        assert prep.prepare_half(other) is None
+    bad = MessagePreparer(ProducerConfig(producer_group="P\x01G"))  # validate() refuses the group
+    bad._valid_topics.add(mq.topic)
+    assert bad.prepare_half(msg) is None
