@@ -251,6 +251,85 @@ def lag_delta(before: dict[str, float] | None, after: dict[str, float] | None) -
             "loop_lag_max_le_ms": worst}  # fmt: skip
 
 
+class Stages:
+    """Where the slow deliveries of one latency run spent their time.
+
+    Per message: send (this process), the broker's store timestamp (its wall clock, ms: read
+    with +-0.5 ms), the send's reply and the pull reply that delivered it. The samples over
+    the run's p99 (and over 1 ms) are split into ``to_store`` (send -> put: the client's write,
+    the broker's read and its loop before the put) and ``after_store`` (put -> received:
+    dispatch, the held pull's wake-up, its reply, this loop's read), and grouped into events
+    (slow sends less than 20 ms apart): a stall delays every message in flight, so the events,
+    not the samples, say how often something went wrong.
+    """
+
+    def __init__(self, queues: int) -> None:
+        self.queues = queues
+        self.t0 = 0
+        self.wall_minus_perf = 0
+        self.acked: dict[int, int] = {}
+        #: seq -> (sent, received, store timestamp ms)
+        self.rows: dict[int, tuple[int, int, int]] = {}
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter_ns()
+        self.wall_minus_perf = time.time_ns() - time.perf_counter_ns()
+
+    def acked_callback(self, seq: int) -> Any:
+        acked = self.acked
+
+        def done(_fut: Any) -> None:
+            acked[seq] = time.perf_counter_ns()
+
+        return done
+
+    def received(self, seq: int, sent: int, now: int, store_ms: int) -> None:
+        self.rows[seq] = (sent, now, store_ms)
+
+    def summary(self, p99_us: float) -> dict[str, Any]:
+        bound = max(p99_us, 1000.0) * 1000
+        slow = sorted(seq for seq, (sent, now, _) in self.rows.items() if now - sent > bound)
+        if not slow:
+            return {"over_p99": 0}
+        to_store: list[float] = []
+        after: list[float] = []
+        events: list[dict[str, Any]] = []
+        last_sent = -(10**18)
+        before = 0
+        for seq in slow:
+            sent, now, store_ms = self.rows[seq]
+            store = store_ms * 1_000_000 + 500_000 - self.wall_minus_perf
+            a, b = (store - sent) / 1e6, (now - store) / 1e6
+            to_store.append(a)
+            after.append(b)
+            before += a > b
+            if sent - last_sent > 20_000_000:
+                events.append({"at_s": round((sent - self.t0) / 1e9, 3), "n": 0, "worst_ms": 0.0,
+                               "to_store_ms": 0.0, "after_store_ms": 0.0, "first_of_queue": 0})  # fmt: skip
+            ev = events[-1]
+            ev["n"] += 1
+            if (now - sent) / 1e6 > ev["worst_ms"]:
+                ev["worst_ms"] = round((now - sent) / 1e6, 2)
+                ev["to_store_ms"], ev["after_store_ms"] = round(a, 1), round(b, 1)
+                ack = self.acked.get(seq)
+                ev["ack_ms"] = round((ack - sent) / 1e6, 2) if ack else None
+            if seq < self.queues:
+                ev["first_of_queue"] += 1
+            last_sent = sent
+        to_store.sort()
+        after.sort()
+        events.sort(key=lambda e: -e["worst_ms"])
+        return {
+            "over_p99": len(slow),
+            "to_store_ms_p50": round(percentile(to_store, 50), 2),
+            "after_store_ms_p50": round(percentile(after, 50), 2),
+            "mostly_before_store": before,
+            "in_first_second": sum(1 for seq in slow if self.rows[seq][0] - self.t0 < 1_000_000_000),
+            "events": len(events),
+            "worst_events": events[:6],
+        }
+
+
 async def latency(
     addr: str, rate: int, seconds: float, broker_pid: int | None, queues: int = 1, tag: str = ""
 ) -> dict[str, Any]:
@@ -260,6 +339,7 @@ async def latency(
     lat_ns: list[int] = []
     total = int(rate * seconds)
     done = asyncio.Event()
+    stages = Stages(queues)
 
     async def consume(queue_id: int, offset: int) -> None:
         while not done.is_set():
@@ -277,6 +357,7 @@ async def latency(
                     t0 = sent_at.pop(seq, None)
                     if t0 is not None:
                         lat_ns.append(now - t0)
+                        stages.received(seq, t0, now, m.store_timestamp)
                 if len(lat_ns) >= total:
                     done.set()
 
@@ -294,6 +375,7 @@ async def latency(
     pad = b"x" * (BODY_SIZE - SEQ.size)
     interval = 1 / rate
     t_start = time.perf_counter()
+    stages.start()
     inflight: set[asyncio.Future[Any]] = set()
     for seq in range(total):
         target = t_start + seq * interval
@@ -309,6 +391,7 @@ async def latency(
         )
         inflight.add(fut)
         fut.add_done_callback(inflight.discard)
+        fut.add_done_callback(stages.acked_callback(seq))
     if inflight:
         await asyncio.gather(*inflight)
     with contextlib.suppress(TimeoutError):
@@ -334,6 +417,7 @@ async def latency(
         "p99_us": round(percentile(us, 99), 1),
         "max_us": round(us[-1], 1) if us else None,
         **cpu,
+        "stages": stages.summary(percentile(us, 99)),
     }
 
 
