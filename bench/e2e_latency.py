@@ -288,9 +288,17 @@ class Stages:
 
     def summary(self, p99_us: float) -> dict[str, Any]:
         bound = max(p99_us, 1000.0) * 1000
+        acked = self.acked
+        ack_us = sorted((acked[seq] - sent) / 1e3 for seq, (sent, _, _) in self.rows.items() if seq in acked)
+        early = sum(1 for seq, (_, now, _) in self.rows.items() if now < acked.get(seq, 0))
+        overall = {
+            "ack_p50_us": round(percentile(ack_us, 50), 1),
+            "ack_p99_us": round(percentile(ack_us, 99), 1),
+            "received_before_ack_pct": round(100 * early / max(1, len(self.rows)), 1),
+        }
         slow = sorted(seq for seq, (sent, now, _) in self.rows.items() if now - sent > bound)
         if not slow:
-            return {"over_p99": 0}
+            return {**overall, "over_p99": 0}
         to_store: list[float] = []
         after: list[float] = []
         events: list[dict[str, Any]] = []
@@ -320,6 +328,7 @@ class Stages:
         after.sort()
         events.sort(key=lambda e: -e["worst_ms"])
         return {
+            **overall,
             "over_p99": len(slow),
             "to_store_ms_p50": round(percentile(to_store, 50), 2),
             "after_store_ms_p50": round(percentile(after, 50), 2),
