@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -263,17 +265,31 @@ class Stages:
     not the samples, say how often something went wrong.
     """
 
-    def __init__(self, queues: int) -> None:
+    def __init__(self, queues: int, total: int) -> None:
         self.queues = queues
         self.t0 = 0
         self.wall_minus_perf = 0
-        self.acked: dict[int, int] = {}
-        #: seq -> (sent, received, store timestamp ms)
-        self.rows: dict[int, tuple[int, int, int]] = {}
+        # per seq, in arrays: a tuple per message would be garbage-collected objects, and this
+        # process's collections would then add to the latencies measured
+        zeros = bytes(8 * total)
+        self.sent, self.recv, self.store_ms, self.acked = (array("q", zeros) for _ in range(4))
 
     def start(self) -> None:
         self.t0 = time.perf_counter_ns()
         self.wall_minus_perf = time.time_ns() - time.perf_counter_ns()
+        #: this process's garbage collections during the run: generation -> [count, max ms]
+        self.gc: dict[int, list[float]] = {}
+        self._gc_t0 = 0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter_ns()
+            return
+        ms = (time.perf_counter_ns() - self._gc_t0) / 1e6
+        entry = self.gc.setdefault(info["generation"], [0, 0.0])
+        entry[0] += 1
+        entry[1] = round(max(entry[1], ms), 2)
 
     def acked_callback(self, seq: int) -> Any:
         acked = self.acked
@@ -284,19 +300,23 @@ class Stages:
         return done
 
     def received(self, seq: int, sent: int, now: int, store_ms: int) -> None:
-        self.rows[seq] = (sent, now, store_ms)
+        self.sent[seq], self.recv[seq], self.store_ms[seq] = sent, now, store_ms
 
     def summary(self, p99_us: float) -> dict[str, Any]:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         bound = max(p99_us, 1000.0) * 1000
-        acked = self.acked
-        ack_us = sorted((acked[seq] - sent) / 1e3 for seq, (sent, _, _) in self.rows.items() if seq in acked)
-        early = sum(1 for seq, (_, now, _) in self.rows.items() if now < acked.get(seq, 0))
+        sent_at, recv, acked = self.sent, self.recv, self.acked
+        got = [seq for seq in range(len(recv)) if recv[seq]]
+        ack_us = sorted((acked[seq] - sent_at[seq]) / 1e3 for seq in got if acked[seq])
+        early = sum(1 for seq in got if recv[seq] < acked[seq])
         overall = {
             "ack_p50_us": round(percentile(ack_us, 50), 1),
             "ack_p99_us": round(percentile(ack_us, 99), 1),
-            "received_before_ack_pct": round(100 * early / max(1, len(self.rows)), 1),
+            "received_before_ack_pct": round(100 * early / max(1, len(got)), 1),
+            "client_gc": self.gc,
         }
-        slow = sorted(seq for seq, (sent, now, _) in self.rows.items() if now - sent > bound)
+        slow = [seq for seq in got if recv[seq] - sent_at[seq] > bound]
         if not slow:
             return {**overall, "over_p99": 0}
         to_store: list[float] = []
@@ -305,7 +325,7 @@ class Stages:
         last_sent = -(10**18)
         before = 0
         for seq in slow:
-            sent, now, store_ms = self.rows[seq]
+            sent, now, store_ms = sent_at[seq], recv[seq], self.store_ms[seq]
             store = store_ms * 1_000_000 + 500_000 - self.wall_minus_perf
             a, b = (store - sent) / 1e6, (now - store) / 1e6
             to_store.append(a)
@@ -319,7 +339,7 @@ class Stages:
             if (now - sent) / 1e6 > ev["worst_ms"]:
                 ev["worst_ms"] = round((now - sent) / 1e6, 2)
                 ev["to_store_ms"], ev["after_store_ms"] = round(a, 1), round(b, 1)
-                ack = self.acked.get(seq)
+                ack = acked[seq]
                 ev["ack_ms"] = round((ack - sent) / 1e6, 2) if ack else None
             if seq < self.queues:
                 ev["first_of_queue"] += 1
@@ -333,7 +353,7 @@ class Stages:
             "to_store_ms_p50": round(percentile(to_store, 50), 2),
             "after_store_ms_p50": round(percentile(after, 50), 2),
             "mostly_before_store": before,
-            "in_first_second": sum(1 for seq in slow if self.rows[seq][0] - self.t0 < 1_000_000_000),
+            "in_first_second": sum(1 for seq in slow if sent_at[seq] - self.t0 < 1_000_000_000),
             "events": len(events),
             "worst_events": events[:6],
         }
@@ -348,7 +368,7 @@ async def latency(
     lat_ns: list[int] = []
     total = int(rate * seconds)
     done = asyncio.Event()
-    stages = Stages(queues)
+    stages = Stages(queues, total)
 
     async def consume(queue_id: int, offset: int) -> None:
         while not done.is_set():
