@@ -302,6 +302,11 @@ class Stages:
     def received(self, seq: int, sent: int, now: int, store_ms: int) -> None:
         self.sent[seq], self.recv[seq], self.store_ms[seq] = sent, now, store_ms
 
+    def _split(self, seq: int) -> tuple[float, float, float]:
+        sent, now = self.sent[seq], self.recv[seq]
+        store = self.store_ms[seq] * 1_000_000 + 500_000 - self.wall_minus_perf
+        return round((now - sent) / 1e6, 2), round((store - sent) / 1e6, 1), round((now - store) / 1e6, 1)
+
     def summary(self, p99_us: float) -> dict[str, Any]:
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
@@ -315,6 +320,8 @@ class Stages:
             "ack_p99_us": round(percentile(ack_us, 99), 1),
             "received_before_ack_pct": round(100 * early / max(1, len(got)), 1),
             "client_gc": self.gc,
+            # the new topic's first message on each queue: (e2e, to_store, after_store) ms
+            "first_per_queue_ms": [self._split(seq) for seq in got[: self.queues]],
         }
         slow = [seq for seq in got if recv[seq] - sent_at[seq] > bound]
         if not slow:
