@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -251,6 +253,119 @@ def lag_delta(before: dict[str, float] | None, after: dict[str, float] | None) -
             "loop_lag_max_le_ms": worst}  # fmt: skip
 
 
+class Stages:
+    """Where the slow deliveries of one latency run spent their time.
+
+    Per message: send (this process), the broker's store timestamp (its wall clock, ms: read
+    with +-0.5 ms), the send's reply and the pull reply that delivered it. The samples over
+    the run's p99 (and over 1 ms) are split into ``to_store`` (send -> put: the client's write,
+    the broker's read and its loop before the put) and ``after_store`` (put -> received:
+    dispatch, the held pull's wake-up, its reply, this loop's read), and grouped into events
+    (slow sends less than 20 ms apart): a stall delays every message in flight, so the events,
+    not the samples, say how often something went wrong.
+    """
+
+    def __init__(self, queues: int, total: int) -> None:
+        self.queues = queues
+        self.t0 = 0
+        self.wall_minus_perf = 0
+        # per seq, in arrays: a tuple per message would be garbage-collected objects, and this
+        # process's collections would then add to the latencies measured
+        zeros = bytes(8 * total)
+        self.sent, self.recv, self.store_ms, self.acked = (array("q", zeros) for _ in range(4))
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter_ns()
+        self.wall_minus_perf = time.time_ns() - time.perf_counter_ns()
+        #: this process's garbage collections during the run: generation -> [count, max ms]
+        self.gc: dict[int, list[float]] = {}
+        self._gc_t0 = 0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter_ns()
+            return
+        ms = (time.perf_counter_ns() - self._gc_t0) / 1e6
+        entry = self.gc.setdefault(info["generation"], [0, 0.0])
+        entry[0] += 1
+        entry[1] = round(max(entry[1], ms), 2)
+
+    def acked_callback(self, seq: int) -> Any:
+        acked = self.acked
+
+        def done(_fut: Any) -> None:
+            acked[seq] = time.perf_counter_ns()
+
+        return done
+
+    def received(self, seq: int, sent: int, now: int, store_ms: int) -> None:
+        self.sent[seq], self.recv[seq], self.store_ms[seq] = sent, now, store_ms
+
+    def _split(self, seq: int) -> tuple[float, float, float]:
+        sent, now = self.sent[seq], self.recv[seq]
+        store = self.store_ms[seq] * 1_000_000 + 500_000 - self.wall_minus_perf
+        return round((now - sent) / 1e6, 2), round((store - sent) / 1e6, 1), round((now - store) / 1e6, 1)
+
+    def summary(self, p99_us: float) -> dict[str, Any]:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        bound = max(p99_us, 1000.0) * 1000
+        sent_at, recv, acked = self.sent, self.recv, self.acked
+        got = [seq for seq in range(len(recv)) if recv[seq]]
+        ack_us = sorted((acked[seq] - sent_at[seq]) / 1e3 for seq in got if acked[seq])
+        early = sum(1 for seq in got if recv[seq] < acked[seq])
+        overall = {
+            "ack_p50_us": round(percentile(ack_us, 50), 1),
+            "ack_p99_us": round(percentile(ack_us, 99), 1),
+            "received_before_ack_pct": round(100 * early / max(1, len(got)), 1),
+            "client_gc": self.gc,
+            # the new topic's first message on each queue: (e2e, to_store, after_store) ms
+            "first_per_queue_ms": [self._split(seq) for seq in got[: self.queues]],
+        }
+        slow = [seq for seq in got if recv[seq] - sent_at[seq] > bound]
+        if not slow:
+            return {**overall, "over_p99": 0}
+        to_store: list[float] = []
+        after: list[float] = []
+        events: list[dict[str, Any]] = []
+        last_sent = -(10**18)
+        before = 0
+        for seq in slow:
+            sent, now, store_ms = sent_at[seq], recv[seq], self.store_ms[seq]
+            store = store_ms * 1_000_000 + 500_000 - self.wall_minus_perf
+            a, b = (store - sent) / 1e6, (now - store) / 1e6
+            to_store.append(a)
+            after.append(b)
+            before += a > b
+            if sent - last_sent > 20_000_000:
+                events.append({"at_s": round((sent - self.t0) / 1e9, 3), "n": 0, "worst_ms": 0.0,
+                               "to_store_ms": 0.0, "after_store_ms": 0.0, "first_of_queue": 0})  # fmt: skip
+            ev = events[-1]
+            ev["n"] += 1
+            if (now - sent) / 1e6 > ev["worst_ms"]:
+                ev["worst_ms"] = round((now - sent) / 1e6, 2)
+                ev["to_store_ms"], ev["after_store_ms"] = round(a, 1), round(b, 1)
+                ack = acked[seq]
+                ev["ack_ms"] = round((ack - sent) / 1e6, 2) if ack else None
+            if seq < self.queues:
+                ev["first_of_queue"] += 1
+            last_sent = sent
+        to_store.sort()
+        after.sort()
+        events.sort(key=lambda e: -e["worst_ms"])
+        return {
+            **overall,
+            "over_p99": len(slow),
+            "to_store_ms_p50": round(percentile(to_store, 50), 2),
+            "after_store_ms_p50": round(percentile(after, 50), 2),
+            "mostly_before_store": before,
+            "in_first_second": sum(1 for seq in slow if sent_at[seq] - self.t0 < 1_000_000_000),
+            "events": len(events),
+            "worst_events": events[:6],
+        }
+
+
 async def latency(
     addr: str, rate: int, seconds: float, broker_pid: int | None, queues: int = 1, tag: str = ""
 ) -> dict[str, Any]:
@@ -260,6 +375,7 @@ async def latency(
     lat_ns: list[int] = []
     total = int(rate * seconds)
     done = asyncio.Event()
+    stages = Stages(queues, total)
 
     async def consume(queue_id: int, offset: int) -> None:
         while not done.is_set():
@@ -277,6 +393,7 @@ async def latency(
                     t0 = sent_at.pop(seq, None)
                     if t0 is not None:
                         lat_ns.append(now - t0)
+                        stages.received(seq, t0, now, m.store_timestamp)
                 if len(lat_ns) >= total:
                     done.set()
 
@@ -294,6 +411,7 @@ async def latency(
     pad = b"x" * (BODY_SIZE - SEQ.size)
     interval = 1 / rate
     t_start = time.perf_counter()
+    stages.start()
     inflight: set[asyncio.Future[Any]] = set()
     for seq in range(total):
         target = t_start + seq * interval
@@ -309,6 +427,7 @@ async def latency(
         )
         inflight.add(fut)
         fut.add_done_callback(inflight.discard)
+        fut.add_done_callback(stages.acked_callback(seq))
     if inflight:
         await asyncio.gather(*inflight)
     with contextlib.suppress(TimeoutError):
@@ -334,6 +453,7 @@ async def latency(
         "p99_us": round(percentile(us, 99), 1),
         "max_us": round(us[-1], 1) if us else None,
         **cpu,
+        "stages": stages.summary(percentile(us, 99)),
     }
 
 

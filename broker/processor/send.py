@@ -316,7 +316,10 @@ class SendMessageProcessor:
                 return self.replication_replies.add(store, conn, request, store.put_message(inner), queue_id, inner.topic)  # fmt: skip
             if not s.sync_flush_only:
                 return self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
-            return self._put_then_flush(conn, request, store.put_message(inner), queue_id, inner.topic)
+            result = store.put_message(inner)
+            if (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None:
+                self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
+            return self._put_then_flush(conn, request, result, queue_id, inner.topic)
         result = store.put_message(inner)
         if (
             (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None
@@ -449,7 +452,10 @@ class SendMessageProcessor:
                 return self.replication_replies.add(store, conn, request, store.put_batch(template, items), queue_id, topic)  # fmt: skip
             if not s.sync_flush_only:
                 return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
-            return self._put_then_flush(conn, request, store.put_batch(template, items), queue_id, topic)
+            result = store.put_batch(template, items)
+            if (topic, queue_id) in self._held_pulls and result.append is not None:
+                self._dispatch_now()
+            return self._put_then_flush(conn, request, result, queue_id, topic)
         result = store.put_batch(template, items)
         if (
             (topic, queue_id) in self._held_pulls and result.append is not None

@@ -51,8 +51,14 @@ logger = logging.getLogger(__name__)
 #: a writer still waiting for a file being prepared after this long logs a warning (and waits on)
 TAKE_TIMEOUT_S = 5.0
 #: how far ahead of the writer pages are prefaulted; the next window is requested when the
-#: writer is half way through the current one
-PREFAULT_WINDOW = 64 << 20
+#: writer is half way through the current one. 16 MiB, not 64: a window is a burst of kernel
+#: CPU and GIL hand-offs in the prefault thread, and at 2,000 msg/s (bench/e2e_latency.py) a
+#: fresh store's first put prefaulted two at once (the first segment's and the next one's),
+#: 128 MiB: 200-250 ms of CPU over ~1 s, during which a thread sleeping 0.5 ms at a time woke
+#: up to 66-92 ms late (8-27 ms without it; 16 MiB: 16-26 ms), and every run's deliveries
+#: over p99 were all in its first second; later windows fell into a round every ~14 s. Paced,
+#: 16 MiB still stays ahead of a writer at hundreds of MB/s (8 MiB of headroom when requested).
+PREFAULT_WINDOW = 16 << 20
 #: how far ahead of the writer disk blocks are reserved (the next window is requested when the
 #: writer is half way through the current one)
 RESERVE_WINDOW = 8 << 20
@@ -107,7 +113,7 @@ class AllocateService:
         reserve_executor: ThreadPoolExecutor | None = None,
     ) -> None:
         self.executor = executor
-        #: where block reservations run: not behind a 64 MiB prefault in ``executor``
+        #: where block reservations run: not behind a window prefault in ``executor``
         self.reserve_executor = reserve_executor or executor
         #: the CommitLog's ``diskSpaceWarningLevelRatio`` check, run on the loop after a window
         #: was reserved ahead (the writer's own reservation, which ran it, is then skipped)
@@ -204,7 +210,7 @@ async def destroy_unused(futures: Iterable[Future[MappedFile]]) -> None:
 def _prefault_range(mf: MappedFile, start: int, end: int, warm_write: bool) -> None:
     """Prefault ``[start, end)`` at most half the time (``PREFAULT_PAUSE``), a step at a time.
 
-    A 64 MiB window costs 6-170 ms of kernel CPU (measured under load), and an HA master and
+    A 64 MiB window cost 6-170 ms of kernel CPU (measured under load), and an HA master and
     its slave cross the same offsets at the same moment: in one call, both threads competed
     with both loops for the two cores at once (ha_bench lag, load 4-5: the replication-lag
     spikes of 40-250 ms fell on the windows, every ~3 s at 20k msg/s). The thread is not niced:

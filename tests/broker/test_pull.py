@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from pocketmq.remoting.protocol.codes import ResponseCode
-from pocketmq.remoting.protocol.message import decode_messages
+from pocketmq.remoting.protocol.message import decode_messages, encode_batch
 from pocketmq.remoting.protocol.route import TopicConfig
 from tests.broker.helpers import Wire, broker_and_wire, running_broker
 
@@ -139,6 +141,38 @@ async def test_held_pull_is_answered_by_the_next_send(broker, wire):
     assert r.code == ResponseCode.SUCCESS and [m.body for m in decode_messages(r.body)] == [b"wake"]
     assert events == ["send", "sent", "pulled"]
     assert not broker.pull_hold_service.table
+
+
+@pytest.mark.parametrize("batch", [False, True])
+async def test_sync_flush_send_answers_a_held_pull_before_waiting_for_its_fsync(tmp_path, batch):
+    """Under SYNC_FLUSH the send's own handler dispatches for a pull held on its queue, as under
+    ASYNC_FLUSH: the pull's reply is not left for the reput slice after the turn (behind the
+    group commit's registration and the fsync helper's wake-up)."""
+    async with broker_and_wire(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as (b, w):
+        await fill(b, w, "LPS", 1)
+        pull = asyncio.create_task(w.pull("LPS", 0, 1, sys_flag=SUSPEND, suspend_ms=15000))
+        await wait_held(b)
+        sp = b.send_processor
+        held_at_flush_wait: list[int] = []
+        put_then_flush = sp._put_then_flush
+
+        def spy(*args, **kwargs):
+            held_at_flush_wait.append(len(b.pull_hold_service.table))
+            return put_then_flush(*args, **kwargs)
+
+        sp._put_then_flush = spy
+        producer = Wire(b.broker_addr)
+        try:
+            if batch:  # SEND_MESSAGE_V2 with batch=true (the C++ client's form)
+                r = await producer.send("LPS", encode_batch([(0, b"wake", "")]), batch="true")
+            else:
+                r = await producer.send("LPS", b"wake")
+            assert r.code == ResponseCode.SUCCESS
+            r = await pull
+        finally:
+            await producer.close()
+        assert held_at_flush_wait == [0]
+        assert r.code == ResponseCode.SUCCESS and [m.body for m in decode_messages(r.body)] == [b"wake"]
 
 
 async def test_held_pull_times_out_with_no_new_msg(broker, wire):
