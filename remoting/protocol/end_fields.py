@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.remoting.protocol import header_json
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
 
 __all__ = ["END_START", "EndTxRequest", "end_command"]
 
@@ -52,8 +52,6 @@ except ImportError:  # pragma: no cover
 
 _new = object.__new__
 _LANGUAGES = header_json.LANGUAGE_BY_NAME
-#: ``RemotingCommand``'s own ext_fields slot (read and written behind ``EndTxRequest``'s property)
-_EXT_SLOT: Any = RemotingCommand.ext_fields  # type: ignore[misc]  # (the descriptor itself)
 
 
 class EndTxRequest(RemotingCommand):
@@ -65,18 +63,8 @@ class EndTxRequest(RemotingCommand):
     end_fields: Any
     raw_header: bytes | bytearray
 
-    @property
-    def ext_fields(self) -> dict[str, str] | None:
-        try:
-            return _EXT_SLOT.__get__(self, EndTxRequest)  # type: ignore[no-any-return]
-        except AttributeError:
-            ext = header_json.decode_header(self.raw_header)[6]
-            _EXT_SLOT.__set__(self, ext)
-            return ext
-
-    @ext_fields.setter
-    def ext_fields(self, value: dict[str, str] | None) -> None:
-        _EXT_SLOT.__set__(self, value)
+    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
+    ext_fields = SendV2Request.ext_fields  # type: ignore[assignment]
 
 
 def end_command(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | None:

@@ -79,45 +79,31 @@ def test_the_processor_reads_the_typed_fields(tmp_path) -> None:
     """Oneway commits and rollbacks decoded typed are stored as the dict path stores them; what
     the fast read refuses takes the general path (its error), the lazy extFields decoded."""
 
+    def oneway(fields: dict[str, str], kind: str) -> bytes:
+        ext = {**fields, "commitOrRollback": kind}
+        return RemotingCommand(code=RequestCode.END_TRANSACTION, ext_fields=ext, flag=RPC_ONEWAY).encode()
+
     async def run(broker: Any) -> None:
         svc = broker.transactional_message_service
         end = broker.end_transaction_processor.end_transaction
         commit = prepare(broker, TX_PROPS, None)
         rollback = prepare(broker, TX_PROPS, None)
         wrong = prepare(broker, TX_PROPS, None)
-        data = b"".join(
-            RemotingCommand(
-                code=RequestCode.END_TRANSACTION, ext_fields={**f, "commitOrRollback": k}, flag=RPC_ONEWAY
-            ).encode()
-            for f, k in ((commit, "8"), (rollback, "12"))
-        )
-        cmds = FrameDecoder().feed(data)
+        cmds = FrameDecoder().feed(oneway(commit, "8") + oneway(rollback, "12"))
         assert [type(c) for c in cmds] == [EndTxRequest, EndTxRequest]
         assert [end(None, c) for c in cmds] == [None, None]
         await asyncio.sleep(0)  # the turn's flush
         assert (svc.counters.committed, svc.counters.rolled_back) == (1, 1)
-        for fields, remark in (({**wrong, "producerGroup": "other"}, "The producer group wrong"),
-                               ({**wrong, "tranStateTableOffset": "99"}, "The transaction state table offset wrong")):  # fmt: skip
-            (cmd,) = FrameDecoder().feed(
-                RemotingCommand(
-                    code=RequestCode.END_TRANSACTION,
-                    ext_fields={**fields, "commitOrRollback": "8"},
-                    flag=RPC_ONEWAY,
-                ).encode()
-            )
+        refused = [
+            ({**wrong, "producerGroup": "other"}, "The producer group wrong"),
+            ({**wrong, "tranStateTableOffset": "99"}, "The transaction state table offset wrong"),
+            (commit, "already committed or rolled back"),  # a second END_TRANSACTION of one
+        ]
+        for fields, remark in refused:  # (the general path's errors)
+            (cmd,) = FrameDecoder().feed(oneway(fields, "8"))
             assert type(cmd) is EndTxRequest
             with pytest.raises(RemoteSystemError, match=remark):
                 end(None, cmd)
-        # a second END_TRANSACTION of a committed one: refused the general way
-        (cmd,) = FrameDecoder().feed(
-            RemotingCommand(
-                code=RequestCode.END_TRANSACTION,
-                ext_fields={**commit, "commitOrRollback": "8"},
-                flag=RPC_ONEWAY,
-            ).encode()
-        )
-        with pytest.raises(RemoteSystemError, match="already committed or rolled back"):
-            end(None, cmd)
         assert (svc.counters.committed, svc.counters.rolled_back) == (1, 1)
 
     with offline_broker(tmp_path) as broker:
