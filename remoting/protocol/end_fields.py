@@ -64,7 +64,7 @@ class EndTxRequest(RemotingCommand):
     raw_header: bytes | bytearray
 
     #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
-    ext_fields = SendV2Request.ext_fields  # type: ignore[assignment]
+    ext_fields = SendV2Request.ext_fields
 
 
 def end_command(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | None:
