@@ -535,44 +535,62 @@ class TransactionalMessageService:
         return result
 
     def end_oneway(self, ext: dict[str, str]) -> bool:
-        """:meth:`end_later` of a oneway END_TRANSACTION whose fields ``ext`` name a recent half
-        (``commitLogOffset``, ``producerGroup``, ``tranStateTableOffset``) and whose header
-        ``EndTransactionRequestHeader.from_ext_fields`` reads to the same values (a commit or a
-        rollback, ``msgId`` there), checked as :meth:`recent_half_of` checks it (the CommitLog's
-        first offset once per loop turn, by :meth:`flush_ends`); False, nothing done: not a
-        recent half, a check failed or a field reads otherwise -- the general path then
-        decides, with its error where there is one. Read without building the header (a
-        sixth of the handler's work) and without checking the offsets' text first: ``int()``
-        is what the header parser runs, which takes no ``_`` and no value out of int64's range
-        (an offset naming a recent half or equal to one's queue offset is in range)."""
+        """:meth:`end_oneway_of` the fields ``ext`` of a oneway END_TRANSACTION (the general
+        decode's dict; a missing field: False)."""
         try:
-            raw = ext["commitLogOffset"]
+            return self.end_oneway_of(
+                ext["commitLogOffset"],
+                ext["tranStateTableOffset"],
+                ext["producerGroup"],
+                ext["msgId"],
+                ext["commitOrRollback"],
+            )
+        except KeyError:
+            return False
+
+    def end_oneway_of(
+        self, raw: str, raw_table: str, group: str | None, msg_id: str | None, kind: str
+    ) -> bool:
+        """:meth:`end_later` of a oneway END_TRANSACTION whose fields (``commitLogOffset``,
+        ``tranStateTableOffset``, ``producerGroup``, ``msgId``, ``commitOrRollback``, as sent:
+        the typed decode's attributes, ``remoting.protocol.end_fields``, or :meth:`end_oneway`'s
+        dict values) name a recent half and read as ``EndTransactionRequestHeader.from_ext_fields``
+        would read them (a commit or a rollback, ``msgId`` there), checked as
+        :meth:`recent_half_of` checks it (the CommitLog's first offset once per loop turn, by
+        :meth:`flush_ends`); False, nothing done: not a recent half, a check failed or a field
+        reads otherwise -- the general path then decides, with its error where there is one.
+        Read without building the header (a sixth of the handler's work) and without checking
+        the offsets' text first: ``int()`` is what the header parser runs, which takes no ``_``
+        and no value out of int64's range (an offset naming a recent half or equal to one's
+        queue offset is in range)."""
+        try:
             offset = int(raw)
             recent = self.recent.entries.get(offset)
             if recent is None:
                 return False
             _, _, queue_offset, tx_offset, _, _, pgroup = recent
-            raw_table = ext["tranStateTableOffset"]
-            # (subscripts, not get calls: a missing field raises, a null one compares unequal)
+            # (a null group compares unequal)
             if (
                 int(raw_table) != queue_offset
-                or ext["producerGroup"] != pgroup
+                or group != pgroup
                 or pgroup is None  # (a half without PGROUP: the header parser refuses a null group)
-                or ext["msgId"] is None
+                or msg_id is None
                 or "_" in raw
                 or "_" in raw_table
             ):
                 return False
-            commit = _KINDS[ext["commitOrRollback"]]
-        except (KeyError, ValueError, TypeError):  # (a missing or null field, not a number)
+            commit = _KINDS[kind]
+        except (KeyError, ValueError, TypeError):  # (a null field, not a number, another kind)
             return False
         done, ending = self.done, self.ending
-        if queue_offset in done or tx_offset in done or queue_offset in ending or tx_offset in ending:
+        if queue_offset in done or queue_offset in ending:
             return False
         # inline of end_later (the transaction offset is the half's own but for a check copy)
-        ending.add(queue_offset)
         if tx_offset != queue_offset:
+            if tx_offset in done or tx_offset in ending:
+                return False
             ending.add(tx_offset)
+        ending.add(queue_offset)
         queued = self._ending
         queued.append((offset, recent, commit))
         if len(queued) == 1:
@@ -610,7 +628,8 @@ class TransactionalMessageService:
         A half whose CommitLog segment retention deleted meanwhile is not ended (as
         ``find_half`` finds no record there)."""
         queued, self._ending = self._ending, []
-        self.ending.clear()
+        # their half and transaction offsets (end_later), resolved at once should the run be stored
+        ending, self.ending = self.ending, set()
         if not queued:
             return
         low = self.store.get_min_phy_offset()
@@ -623,6 +642,7 @@ class TransactionalMessageService:
             queued = [end for end in queued if end[0] >= low]
             if not queued:
                 return
+            ending = {o for _, recent, _ in queued for o in (recent[2], recent[3])}
         if _OP_TOPIC not in self._ready_topics:
             self.ensure_topic(_OP_TOPIC)
         host = self.state.store_host
@@ -654,16 +674,12 @@ class TransactionalMessageService:
                 else:
                     self.rollback_recent(offset, recent)
             return
-        done, table = self.done, self.recent
-        entries, held = table.entries, table.bytes
-        pop, resolve = entries.pop, done.add
+        self.done |= ending  # (each half's queue offset and, for a check copy, its transaction's)
+        table = self.recent
+        held, pop = table.bytes, table.entries.pop
         for offset, recent, _ in queued:
             if pop(offset, None) is not None:  # inline of RecentHalves.discard
                 held -= len(recent[0].body)
-            _, _, queue_offset, tx_offset, _, _, _ = recent
-            resolve(queue_offset)
-            if tx_offset != queue_offset:  # (a check copy's: its transaction's first half)
-                resolve(tx_offset)
         table.bytes = held
         counters = self.counters
         counters.committed += len(records)  # (one copy per commit)

@@ -27,6 +27,7 @@ import struct
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
+from pocketmq.remoting.protocol.end_fields import END_START, end_command
 from pocketmq.remoting.protocol.errors import (
     FrameError,
     FrameTooLargeError,
@@ -224,6 +225,10 @@ def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingComm
                 send.body = body
                 send.serialize_type = 0
                 return send
+    elif header.startswith(END_START):  # END_TRANSACTION: its extFields typed too (end_fields)
+        end = end_command(header, body)
+        if end is not None:
+            return end
     cmd = _new(RemotingCommand)
     if _typed is not None:
         try:

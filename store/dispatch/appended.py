@@ -259,7 +259,17 @@ def _dispatch_batch(
     codes: list[int] = []
     n_hashes = len(hashes)
     p = phy
+    code = 0
+    #: the record before's properties when they gave no index entry: a record with the same
+    #: string object has the same tagsCode and no index entry either (op records of a
+    #: transaction run: all one string, TAGS only), so its parse is skipped
+    same: str | None = None
     for props, size in zip(props_list, sizes, strict=True):
+        if props is same:
+            codes.append(code)
+            p += size
+            continue
+        same = props
         code = 0
         if props:
             s = f"\x02{props}\x02"
@@ -285,7 +295,9 @@ def _dispatch_batch(
                         else:
                             add_hash(uniq_key_hash(topic, key))
                         add_phy(p)
+                        same = None
                 if KEYS_NEEDLE in s:
+                    same = None
                     keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
                     for k in keys.split(" ") if " " in keys else (keys,):
                         if k:

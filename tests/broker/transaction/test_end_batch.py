@@ -53,7 +53,7 @@ def records(rnd: random.Random) -> tuple[list[MessageInner], list[MessageInner]]
             str(rnd.randrange(10**6)).encode(),
             0,
             0,
-            "TAGS\x01d",
+            rnd.choice(OP_PROPS)(),
             0,
             5,
             HOST,
@@ -62,6 +62,13 @@ def records(rnd: random.Random) -> tuple[list[MessageInner], list[MessageInner]]
         for _ in range(rnd.randrange(1, 12))
     ]
     return copies, ops
+
+
+#: a properties string with index keys, one object shared by several records
+SHARED_KEYED = "TAGS\x01d\x02KEYS\x01k1 x3\x02UNIQ_KEY\x01U5"
+#: op records' properties: the one string of flush_ends (reput skips a repeat's parse when it
+#: gave no index entry), an equal one built anew, or one with index keys shared (not skipped)
+OP_PROPS = (lambda: "TAGS\x01d", lambda: "".join(["TAGS\x01", "d"]), lambda: SHARED_KEYED)
 
 
 def store_at(path: Any) -> MessageStore:

@@ -1,0 +1,93 @@
+"""END_TRANSACTION (37) frames decoded typed: the header's extFields into a struct, no dict.
+
+A producer sends one END_TRANSACTION per transaction; the generic typed decode
+(``header_json.typed_decode``) builds a dict of its seven fields, key strings included, and the
+broker then reads four of them by name. Here the header goes to :class:`EndFields` in one
+msgspec call (values only), and :func:`end_command` returns an :class:`EndTxRequest` the
+END_TRANSACTION processor reads the attributes of (``end_transaction``'s oneway path). As
+lat11's ``SendV2Request``: whatever the struct refuses -- an unknown or credential key (ACL),
+a missing required field, a null or number value, an unknown language -- returns None and the
+frame takes the general path, which decides (same codes and remarks); the request's
+``ext_fields`` is the dict that path builds, decoded from the raw header when first asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+
+__all__ = ["END_START", "EndTxRequest", "end_command"]
+
+#: How fastjson (sorted keys) and our encoder start an END_TRANSACTION request's header with
+#: extFields: only such a header is tried typed.
+END_START = b'{"code":37,"extFields":{'
+
+_decode: Callable[[Any], Any] | None
+try:  # pragma: no cover - without msgspec every frame takes the general path
+    import msgspec
+
+    class EndFields(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """``EndTransactionRequestHeader``'s wire fields as producers send them (string values;
+        the optional two may be absent)."""
+
+        producerGroup: str
+        tranStateTableOffset: str
+        commitLogOffset: str
+        commitOrRollback: str
+        msgId: str
+        fromTransactionCheck: str | None = None
+        transactionId: str | None = None
+
+    class _EndHeader(header_json._Header, gc=False, forbid_unknown_fields=True):
+        """``_Header`` with END_TRANSACTION's extFields typed (no dict, no key strings built)."""
+
+        extFields: EndFields  # type: ignore[assignment]
+
+    _decode = msgspec.json.Decoder(_EndHeader).decode
+except ImportError:  # pragma: no cover
+    _decode = None
+
+_new = object.__new__
+_LANGUAGES = header_json.LANGUAGE_BY_NAME
+
+
+class EndTxRequest(RemotingCommand):
+    """An END_TRANSACTION request decoded typed: ``end_fields`` (:class:`EndFields`). Its
+    ``ext_fields`` are decoded from ``raw_header`` when first asked for (the general path,
+    hooks, tests): the dict the decoder builds for other frames."""
+
+    __slots__ = ("end_fields", "raw_header")
+    end_fields: Any
+    raw_header: bytes | bytearray
+
+    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
+    ext_fields = SendV2Request.ext_fields
+
+
+def end_command(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | None:
+    """The typed command of a JSON header starting with :data:`END_START`; None: the general
+    path decodes it (module docstring)."""
+    if _decode is None:
+        return None
+    try:
+        h = _decode(header)
+    except Exception:  # (a credential or unknown key, a null value, bad JSON...): the general path
+        return None
+    language = _LANGUAGES.get(h.language)
+    if language is None:
+        return None
+    cmd = _new(EndTxRequest)
+    cmd.code = h.code
+    cmd.language = language
+    cmd.version = h.version
+    cmd.opaque = h.opaque
+    cmd.flag = h.flag
+    cmd.remark = h.remark
+    cmd.end_fields = h.extFields
+    cmd.raw_header = header
+    cmd.body = body
+    cmd.serialize_type = 0
+    return cmd
