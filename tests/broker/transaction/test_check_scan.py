@@ -129,7 +129,7 @@ def test_due_halves_are_copied_and_checked_resolved_ones_passed(tmp_path: Any) -
 
 def test_due_halves_go_in_runs_and_a_refused_copy_stops_the_run_at_its_half(tmp_path: Any) -> None:
     """The copies of due halves go to the store a run at a time (``_check_run``: one append for
-    up to 256); each check still names its own copy. When the store takes no run and refuses a
+    up to 64); each check still names its own copy. When the store takes no run and refuses a
     single copy, the scan stops at that half: the next run starts there, nothing skipped."""
     n = 600  # more than two runs' worth
     with services(tmp_path) as (broker, sent):
