@@ -504,32 +504,33 @@ class SendMessageProcessor:
                 msg_id = self._msg_id(append)
             qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
             qoff = f"{append.logics_offset}"
-            ext = {
-                "MSG_REGION": s.region,
-                "TRACE_ON": s.trace_on,
-                "msgId": msg_id,
-                "queueId": qid,
-                "queueOffset": qoff,
-            }
             parts = s.send_ok
             if request.serialize_type or parts is None:
+                ext = {
+                    "MSG_REGION": s.region,
+                    "TRACE_ON": s.trace_on,
+                    "msgId": msg_id,
+                    "queueId": qid,
+                    "queueOffset": qoff,
+                }
                 return RemotingCommand(
                     _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
                     request.serialize_type,
                 )  # fmt: skip
-            # the frame head rendered now from the template (EncodedReply): no extFields dump
+            # the frame head rendered now from the template (EncodedReply): no extFields dump,
+            # and no extFields dict (EncodedReply decodes it from the head if asked)
             opaque = request.opaque
             p0, p1, p2, p3, p4 = parts
             header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
             reply = _new(EncodedReply)
-            reply.code, reply.opaque, reply.flag, reply.remark, reply.ext_fields = (
-                _SUCCESS,
-                opaque,
-                _RESPONSE,
-                None,
-                ext,
-            )
-            reply.body, reply.language, reply.version, reply.serialize_type = None, _JAVA, _VERSION, 0
+            reply.code = _SUCCESS
+            reply.opaque = opaque
+            reply.flag = _RESPONSE
+            reply.remark = None
+            reply.body = None
+            reply.language = _JAVA
+            reply.version = _VERSION
+            reply.serialize_type = 0
             reply.head = _pack_prefix(4 + len(header), len(header)) + header
             reply.head_opaque = opaque
             return reply
