@@ -100,6 +100,7 @@ from pocketmq.remoting.protocol.message import (
 from pocketmq.remoting.protocol.route import (
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRANS_HALF_TOPIC,
+    PermName,
     TopicConfig,
     TopicFilterType,
 )
@@ -127,6 +128,7 @@ _VERSION = int(CURRENT_VERSION)
 _new = object.__new__
 _pack_prefix = PREFIX.pack
 _PUT_OK = PutMessageStatus.PUT_OK
+_PERM_WRITE = int(PermName.PERM_WRITE)
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
@@ -249,9 +251,13 @@ class SendMessageProcessor:
         s = self._s
         if s.cfg is not self.state.config:  # inline of _settings
             s = self._settings()
-        tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
-        body = request.body or b""
         queue_id = header.queue_id
+        # inline of check_send's outcome when its checks pass for a topic they passed before
+        # (SendSettings.quick_checks): the same topic config; anything else takes the call
+        tc = self.topics.topic_config_table.get(header.topic) if s.quick_checks and header.topic in self._ok_topics else None  # fmt: skip
+        if tc is None or not tc.perm & _PERM_WRITE or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums):  # fmt: skip
+            tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
+        body = request.body or b""
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
         sent = header.properties or ""
@@ -496,32 +502,40 @@ class SendMessageProcessor:
             # (the put's store time is the stats' clock read: same clock, read a moment earlier)
             self.stats.on_put(topic, append.msg_num, append.wrote_bytes, append.store_timestamp)
         if status is _PUT_OK and append is not None:
-            # The hot path: one dict literal, the reply built directly.
+            # The hot path: the reply built directly
+            parts = s.send_ok
+            opaque = request.opaque
             cached = self._msgid_prefix
-            if cached is not None and cached[0] is append.store_host and append.batch_offsets is None:
-                msg_id = f"{cached[1]}{append.wrote_offset:016X}"  # inline of _msg_id (the same host)
+            if (
+                parts is not None
+                and cached is not None
+                and cached[0] is append.store_host
+                and append.batch_offsets is None
+                and not request.serialize_type
+            ):
+                # the frame head rendered now from the template (EncodedReply): no extFields
+                # dump and no extFields dict (EncodedReply decodes it from the head if asked);
+                # the msgId inline of _msg_id (the same host; %-format: no format-spec parse)
+                p0, p1, p2, p3, p4 = parts
+                header = f"{p0}{cached[1]}{'%016X' % append.wrote_offset}{p1}{queue_id}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip
             else:
                 msg_id = self._msg_id(append)
-            qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
-            qoff = f"{append.logics_offset}"
-            parts = s.send_ok
-            if request.serialize_type or parts is None:
-                ext = {
-                    "MSG_REGION": s.region,
-                    "TRACE_ON": s.trace_on,
-                    "msgId": msg_id,
-                    "queueId": qid,
-                    "queueOffset": qoff,
-                }
-                return RemotingCommand(
-                    _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
-                    request.serialize_type,
-                )  # fmt: skip
-            # the frame head rendered now from the template (EncodedReply): no extFields dump,
-            # and no extFields dict (EncodedReply decodes it from the head if asked)
-            opaque = request.opaque
-            p0, p1, p2, p3, p4 = parts
-            header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
+                qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
+                qoff = f"{append.logics_offset}"
+                if request.serialize_type or parts is None:
+                    ext = {
+                        "MSG_REGION": s.region,
+                        "TRACE_ON": s.trace_on,
+                        "msgId": msg_id,
+                        "queueId": qid,
+                        "queueOffset": qoff,
+                    }
+                    return RemotingCommand(
+                        _SUCCESS, opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
+                        request.serialize_type,
+                    )  # fmt: skip
+                p0, p1, p2, p3, p4 = parts
+                header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
             reply = _new(EncodedReply)
             reply.code = _SUCCESS
             reply.opaque = opaque

@@ -102,8 +102,8 @@ class SendSettings:
     """Per-config values of the send path, computed once per config object."""
 
     __slots__ = (
-        "cfg", "cluster", "is_slave", "max_body", "max_body_fast", "policy_waits", "region", "send_ok",
-        "start_accept", "sync_flush_only", "sync_master_only", "trace_on", "writable",
+        "cfg", "cluster", "is_slave", "max_body", "max_body_fast", "policy_waits", "quick_checks", "region",
+        "send_ok", "start_accept", "sync_flush_only", "sync_master_only", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
@@ -129,6 +129,9 @@ class SendSettings:
         self.max_body_fast = self.max_body - STORED_FIXED - _MAX_TOPIC_AND_PROPS
         self.start_accept = cfg.start_accept_send_request_time_stamp
         self.writable = PermName.is_writeable(cfg.broker_permission)
+        #: check_send's broker-wide checks all pass (a master, accepting, writable): a send to a
+        #: topic it already passed, writable, with a queue id in range, needs no call of it
+        self.quick_checks = not self.is_slave and not self.start_accept and self.writable
         # Whether a stored message waits for a flush (SYNC_FLUSH) or a slave (SYNC_MASTER).
         self.policy_waits = (
             cfg.store.flush_disk_type is FlushDiskType.SYNC_FLUSH

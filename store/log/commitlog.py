@@ -19,6 +19,7 @@ from itertools import accumulate
 from os import pwritev as _pwritev
 from time import time_ns as _time_ns
 
+from pocketmq.remoting.common.clock import SystemClock
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
@@ -90,8 +91,9 @@ class CommitLog:
     ) -> None:
         self.config = config
         self.clock = clock
-        #: the default clock is inlined on the put path (a Python call per message saved)
-        self._system_clock = clock is now_ms
+        #: the default clock is inlined on the put path (a Python call per message saved); the
+        #: broker's (its SystemClock's now_ms, the same reading) is recognised too
+        self._system_clock = clock is now_ms or getattr(clock, "__func__", None) is SystemClock.now_ms
         self.file_size = config.mapped_file_size_commit_log
         self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size, allocator=allocator)
         # warmMapedFileEnable: whole segments get their blocks at creation; else sparse
