@@ -517,7 +517,7 @@ class SendMessageProcessor:
                 # dump and no extFields dict (EncodedReply decodes it from the head if asked);
                 # the msgId inline of _msg_id (the same host; %-format: no format-spec parse)
                 p0, p1, p2, p3, p4 = parts
-                header = f"{p0}{cached[1]}{'%016X' % append.wrote_offset}{p1}{queue_id}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip
+                header = f"{p0}{cached[1]}{'%016X' % append.wrote_offset}{p1}{queue_id}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip  # noqa: UP031 (a %-format: ~40% under the format spec's)
             else:
                 msg_id = self._msg_id(append)
                 qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
