@@ -261,16 +261,23 @@ class SendMessageProcessor:
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
         sent = header.properties or ""
-        if TRAN_KEY in sent and self.transactions is not None:  # a half: its fast path (_send_half)
+        tran = TRAN_KEY in sent
+        if tran and self.transactions is not None:  # a half: its fast path (_send_half)
             half = self._send_half(conn, request, header, s, tc, body, queue_id, sent)
             if half is not None:
                 return half
         if sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
             # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
             # stored_properties returns for it, without the call
-            props, wait = f"{sent}\x02{CLUSTER_KEY}{s.cluster}", True
+            props, wait = f"{sent}{s.cluster_tail}", True
+            # whether props holds DELAY / TRAN_MSG: sent or the tail does (a key holds no
+            # \x02, the tail's first character, so none spans the two)
+            delayed = s.tail_delay or DELAY_KEY in sent
+            tran = tran or s.tail_tran
         else:
             props, wait = stored_properties(sent, s.cluster)
+            delayed = DELAY_KEY in props
+            tran = TRAN_KEY in props
         if (
             len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
         ):  # inline of send_checks.properties_too_long
@@ -294,7 +301,7 @@ class SendMessageProcessor:
         inner.tags_code = 0
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or tc.topic_filter_type is _MULTI_TAG:
             self._retry_and_dlq(request, header, inner, tc)
-        if DELAY_KEY in props and self.schedule is not None:
+        if delayed and self.schedule is not None:
             try:
                 apply_delay_level(
                     inner,
@@ -303,11 +310,11 @@ class SendMessageProcessor:
                 )
             except ValueError as exc:
                 raise RemoteSystemError(str(exc)) from None
-        if TRAN_KEY in props:
-            tran = get_property(props, MessageConst.TRAN_MSG)
+        if tran:
+            tran_value = get_property(props, MessageConst.TRAN_MSG)
             if (
-                tran is not None
-                and tran.lower() == "true"
+                tran_value is not None
+                and tran_value.lower() == "true"
                 and not (inner.reconsume_times > 0 and has_delay(props))
             ):
                 # (the half's properties are built from the request's unless the delay or DLQ
