@@ -48,7 +48,7 @@ from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult, put_ok
+from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
 _FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPEND_OK = AppendMessageStatus.PUT_OK
+_new = object.__new__
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
 _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
@@ -269,7 +270,22 @@ class CommitLog:
         self.appended.append((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
         self.put_times_total += 1
         self.put_size_total += size
-        return put_ok(phy, size, now, qoff, msg.store_host)
+        # PutResult(PUT_OK, AppendResult(PUT_OK, ...)), every slot filled directly: no call and
+        # no dataclass __init__ (through type_call/slot_tp_init: ~0.6k instructions more, measured
+        # under callgrind); tests/store/test_store_commitlog.py checks that every field is set
+        append = _new(AppendResult)
+        append.status = _APPEND_OK
+        append.wrote_offset = phy
+        append.wrote_bytes = size
+        append.store_timestamp = now
+        append.logics_offset = qoff
+        append.msg_num = 1
+        append.store_host = msg.store_host
+        append.batch_offsets = None
+        result = _new(PutResult)
+        result.status = _PUT_OK
+        result.append = append
+        return result
 
     def put_run(
         self,
