@@ -299,7 +299,8 @@ class SendMessageProcessor:
         inner.reconsume_times = header.reconsume_times or 0
         inner.prepared_transaction_offset = 0
         inner.tags_code = 0
-        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or tc.topic_filter_type is _MULTI_TAG:
+        topic = header.topic  # (checked: not blank)
+        if (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) or tc.topic_filter_type is _MULTI_TAG:  # fmt: skip
             self._retry_and_dlq(request, header, inner, tc)
         if delayed and self.schedule is not None:
             try:

@@ -238,7 +238,7 @@ class CommitLog:
         queue_id = msg.queue_id
         key = (topic, queue_id)
         tx = sys_flag & _TX_MASK
-        counted = tx not in _UNCOUNTED
+        counted = not tx or tx not in _UNCOUNTED  # (a plain message: no tuple scan)
         qoff = self.topic_queue_table.get(key, 0) if counted else 0
         pos = mf.wrote_position
         phy = mf.file_from_offset + pos
