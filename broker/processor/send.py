@@ -294,7 +294,10 @@ class SendMessageProcessor:
         inner.properties = props
         inner.sys_flag = header.sys_flag
         inner.born_timestamp = header.born_timestamp
-        inner.born_host = conn.attrs.get("born_host") or born_host_of(conn)  # (cached on the connection)
+        try:  # (cached on the connection; a subscript, no method call)
+            inner.born_host = conn.attrs["born_host"]
+        except KeyError:
+            inner.born_host = born_host_of(conn)
         inner.store_host = self.state.store_host
         inner.reconsume_times = header.reconsume_times or 0
         inner.prepared_transaction_offset = 0

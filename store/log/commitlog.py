@@ -201,9 +201,12 @@ class CommitLog:
         fields queued for reput.
         """
         topic = msg.topic
-        head = self._topic_heads.get(topic) or self._topic_head(topic)
-        if head is None:
-            return _FAIL_ILLEGAL
+        try:  # (a subscript, no method call: a topic's head is cached after its first put)
+            head = self._topic_heads[topic]
+        except KeyError:
+            head = self._topic_head(topic)
+            if head is None:
+                return _FAIL_ILLEGAL
         # inline of message_inner.MessageInner.properties_string
         props = msg.properties
         if props.__class__ is not str:
@@ -239,7 +242,12 @@ class CommitLog:
         key = (topic, queue_id)
         tx = sys_flag & _TX_MASK
         counted = not tx or tx not in _UNCOUNTED  # (a plain message: no tuple scan)
-        qoff = self.topic_queue_table.get(key, 0) if counted else 0
+        qoff = 0
+        if counted:
+            try:  # (a subscript, no method call)
+                qoff = self.topic_queue_table[key]
+            except KeyError:
+                pass  # the queue's first message
         pos = mf.wrote_position
         phy = mf.file_from_offset + pos
         # inline of clock.now_ms
