@@ -204,9 +204,10 @@ class CommitLog:
         try:  # (a subscript, no method call: a topic's head is cached after its first put)
             head = self._topic_heads[topic]
         except KeyError:
-            head = self._topic_head(topic)
-            if head is None:
+            made = self._topic_head(topic)
+            if made is None:
                 return _FAIL_ILLEGAL
+            head = made
         # inline of message_inner.MessageInner.properties_string
         props = msg.properties
         if props.__class__ is not str:
