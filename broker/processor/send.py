@@ -254,7 +254,12 @@ class SendMessageProcessor:
         queue_id = header.queue_id
         # inline of check_send's outcome when its checks pass for a topic they passed before
         # (SendSettings.quick_checks): the same topic config; anything else takes the call
-        tc = self.topics.topic_config_table.get(header.topic) if s.quick_checks and header.topic in self._ok_topics else None  # fmt: skip
+        tc = None
+        if s.quick_checks and header.topic in self._ok_topics:
+            try:  # (a subscript, no method call)
+                tc = self.topics.topic_config_table[header.topic]
+            except KeyError:
+                pass
         if tc is None or not tc.perm & _PERM_WRITE or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums):  # fmt: skip
             tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
         body = request.body or b""
