@@ -81,7 +81,8 @@ class FrameDecoder:
         if not buf and len(data) >= 8:
             # One whole JSON frame per read: a request or reply when few are in flight. Decoded
             # here with the checks of ``_split`` (which this skips with its setup, ~0.3 us);
-            # anything else, or a header that does not decode, takes ``_split``.
+            # anything else, a producer's send (typed in ``_split``'s loop, the only place)
+            # or a header that does not decode, takes ``_split``.
             length, word = _unpack_words(data, 0)
             size = len(data)
             if (
@@ -90,6 +91,7 @@ class FrameDecoder:
                 and word >> 24 == 0  # JSON, header length in the low 24 bits
                 and word <= self.max_header_size
                 and 8 + word <= size
+                and not (_send_v2 is not None and data.startswith(_SEND_V2_START, 8))
             ):
                 try:
                     cmd = _json_command(data[8 : 8 + word], data[8 + word :] if size > 8 + word else None)
@@ -169,23 +171,18 @@ class FrameDecoder:
                 try:
                     if word >> 24 == 0:  # JSON, the common case
                         if v2_start is not None and header.startswith(v2_start):
-                            # a producer's send: _json_command's first branch, inline (no
-                            # Python call per frame); a header it refuses takes the call
+                            # a producer's send (the hottest frame): its extFields typed, no
+                            # dict built (SendV2Request), here in the loop (no Python call
+                            # per frame); a header the typed decode refuses: _json_command
                             try:
                                 v2 = send_v2(header)  # type: ignore[misc]
                             except Exception:
                                 v2 = None
                             if v2 is not None and v2.language in languages:
                                 send = _new(SendV2Request)
-                                send.code = v2.code
-                                send.language = languages[v2.language]
-                                send.version = v2.version
-                                send.opaque = v2.opaque
-                                send.flag = v2.flag
-                                send.remark = v2.remark
-                                send.v2_fields = v2.extFields
-                                send.raw_header = header
-                                send.body = body
+                                send.code, send.language, send.version = v2.code, languages[v2.language], v2.version  # fmt: skip
+                                send.opaque, send.flag, send.remark = v2.opaque, v2.flag, v2.remark
+                                send.v2_fields, send.raw_header, send.body = v2.extFields, header, body
                                 send.serialize_type = 0
                                 append(send)
                                 continue
@@ -227,26 +224,6 @@ class FrameDecoder:
 def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingCommand:
     """The command of a JSON frame (``HeaderDecodeError``: a bad header). The typed decode's
     result is taken as ``header_json.decode_header`` takes it, its slots filled directly."""
-    if _send_v2 is not None and header.startswith(_SEND_V2_START):
-        # a producer's send (the hottest frame): its extFields typed, no dict built (SendV2Request)
-        try:
-            v2 = _send_v2(header)
-        except Exception:  # (a credential or unknown key, a number value...): the general path
-            pass
-        else:
-            if v2.language in _LANGUAGES:
-                send = _new(SendV2Request)
-                send.code = v2.code
-                send.language = _LANGUAGES[v2.language]
-                send.version = v2.version
-                send.opaque = v2.opaque
-                send.flag = v2.flag
-                send.remark = v2.remark
-                send.v2_fields = v2.extFields
-                send.raw_header = header
-                send.body = body
-                send.serialize_type = 0
-                return send
     cmd = _new(RemotingCommand)
     if _typed is not None:
         try:
