@@ -553,10 +553,14 @@ class SendMessageProcessor:
                 p0, p1, p2, p3, p4 = parts
                 header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
             reply = _new(EncodedReply)
-            # (at most three slots a statement: the compiler swaps those, more build a tuple)
-            reply.code, reply.opaque, reply.flag = _SUCCESS, opaque, _RESPONSE
-            reply.remark, reply.body, reply.language = None, None, _JAVA
-            reply.version, reply.serialize_type = _VERSION, 0
+            reply.code = _SUCCESS
+            reply.opaque = opaque
+            reply.flag = _RESPONSE
+            reply.remark = None
+            reply.body = None
+            reply.language = _JAVA
+            reply.version = _VERSION
+            reply.serialize_type = 0
             n = len(header)
             reply.head = _pack_prefix(4 + n, n) + header
             reply.head_opaque = opaque

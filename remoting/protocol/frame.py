@@ -134,7 +134,8 @@ class FrameDecoder:
         max_header = self.max_header_size
         json_command = _json_command
         send_v2, languages = _send_v2, _LANGUAGES
-        v2_start = _SEND_V2_START if send_v2 is not None else None
+        # (without msgspec: a prefix no JSON header starts with)
+        v2_start = _SEND_V2_START if send_v2 is not None else b"\xff"
         # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
@@ -170,22 +171,29 @@ class FrameDecoder:
                 pos = stop
                 try:
                     if word >> 24 == 0:  # JSON, the common case
-                        if v2_start is not None and header.startswith(v2_start):
+                        if header.startswith(v2_start):
                             # a producer's send (the hottest frame): its extFields typed, no
                             # dict built (SendV2Request), here in the loop (no Python call
                             # per frame); a header the typed decode refuses: _json_command
                             try:
                                 v2 = send_v2(header)  # type: ignore[misc]
                             except Exception:
-                                v2 = None
-                            if v2 is not None and v2.language in languages:
-                                send = _new(SendV2Request)
-                                send.code, send.language, send.version = v2.code, languages[v2.language], v2.version  # fmt: skip
-                                send.opaque, send.flag, send.remark = v2.opaque, v2.flag, v2.remark
-                                send.v2_fields, send.raw_header, send.body = v2.extFields, header, body
-                                send.serialize_type = 0
-                                append(send)
-                                continue
+                                pass
+                            else:
+                                if v2.language in languages:
+                                    send = _new(SendV2Request)
+                                    send.code = v2.code
+                                    send.language = languages[v2.language]
+                                    send.version = v2.version
+                                    send.opaque = v2.opaque
+                                    send.flag = v2.flag
+                                    send.remark = v2.remark
+                                    send.v2_fields = v2.extFields
+                                    send.raw_header = header
+                                    send.body = body
+                                    send.serialize_type = 0
+                                    append(send)
+                                    continue
                         append(json_command(header, body))
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))

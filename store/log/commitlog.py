@@ -284,11 +284,17 @@ class CommitLog:
         # no dataclass __init__ (through type_call/slot_tp_init: ~0.6k instructions more, measured
         # under callgrind); tests/store/test_store_commitlog.py checks that every field is set
         append = _new(AppendResult)
-        append.status, append.wrote_offset, append.wrote_bytes = _APPEND_OK, phy, size
-        append.store_timestamp, append.logics_offset, append.msg_num = now, qoff, 1
-        append.store_host, append.batch_offsets = msg.store_host, None
+        append.status = _APPEND_OK
+        append.wrote_offset = phy
+        append.wrote_bytes = size
+        append.store_timestamp = now
+        append.logics_offset = qoff
+        append.msg_num = 1
+        append.store_host = msg.store_host
+        append.batch_offsets = None
         result = _new(PutResult)
-        result.status, result.append = _PUT_OK, append
+        result.status = _PUT_OK
+        result.append = append
         return result
 
     def put_run(
