@@ -238,17 +238,18 @@ def _gen_attrs_parser(
     str as is. Same values and errors as ``from_ext_fields_v2`` on the same fields, at about
     half the bytecodes of its per-field ``v = ...; x = _small(v)`` form (issue 21)."""
     bigs = {f.name for f in dataclasses.fields(typing.cast(Any, cls)) if f.metadata.get("big")}
+    defaults = {f.name: f.default for f in dataclasses.fields(typing.cast(Any, cls))}
     lines = ["def parse(cls, ext):", "    obj = _new(cls)"]
     for attr, _name, v2name, kind, required, int32 in table:
         key = v2name or _name
         dest = f"obj.{attr}"
         ind = "    "
+        if kind == "str" and (required or defaults[attr] is None):  # (None: absent, the default)
+            lines.append(f"    {dest} = ext.{key}")
+            continue
         if not required:
             lines += [f"    v = ext.{key}", f"    if v is None: {dest} = _default_{attr}", "    else:"]
             ind, src = "        ", "v"
-        elif kind == "str":
-            lines.append(f"    {dest} = ext.{key}")
-            continue
         else:
             src = f"ext.{key}"
         if kind == "int":
