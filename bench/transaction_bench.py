@@ -77,7 +77,7 @@ from pocketmq.broker.config import BrokerConfig
 from pocketmq.broker.controller import BrokerController
 from pocketmq.client import Message, Producer, TransactionState
 from pocketmq.remoting.protocol.codes import RequestCode
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import RemotingCommand, decode_command
 from pocketmq.remoting.protocol.frame import FrameDecoder
 from pocketmq.remoting.protocol.message import UniqIdGenerator, decode_offset_msg_id, properties_to_string
 from pocketmq.remoting.protocol.registration import KVTable
@@ -548,7 +548,9 @@ def _end_frames(replies: list[RemotingCommand]) -> bytes:
     """The oneway END_TRANSACTION (commit) frames of the halves ``replies`` answered."""
     frames = []
     for r in replies:
-        ext = r.ext_fields or {}
+        # (read from the reply's bytes, as the producer does: a SEND_OK reply object need not
+        # carry its extFields dict, command.EncodedReply)
+        ext = decode_command(r.encode()[4:]).ext_fields or {}
         _, _, phy = decode_offset_msg_id(ext["msgId"])
         uniq = f"U{r.opaque:031d}"
         fields = {"producerGroup": "BenchTxPG", "tranStateTableOffset": ext["queueOffset"],

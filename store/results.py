@@ -91,33 +91,6 @@ class PutResult:
         return self.status.is_ok
 
 
-_new = object.__new__
-_APPEND_OK = AppendMessageStatus.PUT_OK
-_PUT_OK = PutMessageStatus.PUT_OK
-
-
-def put_ok(
-    wrote_offset: int, wrote_bytes: int, store_timestamp: int, logics_offset: int, store_host: HostAddress
-) -> PutResult:
-    """``PutResult(PUT_OK, AppendResult(PUT_OK, ...))`` of one stored message, every slot filled
-    directly: the single put's hot path (the two dataclass ``__init__`` calls, through
-    ``type_call``/``slot_tp_init``, cost ~0.6k instructions more, measured under callgrind).
-    tests/store/test_store_commitlog.py checks that every field of both is set."""
-    append = _new(AppendResult)
-    append.status = _APPEND_OK
-    append.wrote_offset = wrote_offset
-    append.wrote_bytes = wrote_bytes
-    append.store_timestamp = store_timestamp
-    append.logics_offset = logics_offset
-    append.msg_num = 1
-    append.store_host = store_host
-    append.batch_offsets = None
-    result = _new(PutResult)
-    result.status = _PUT_OK
-    result.append = append
-    return result
-
-
 @dataclass(slots=True)
 class GetResult:
     """Answer to ``get_message``: ``body`` is the pull response body (complete records)."""

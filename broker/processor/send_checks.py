@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from pocketmq.broker.processor.message_props import CLUSTER_KEY, DELAY_KEY, TRAN_KEY
 from pocketmq.remoting.protocol.codes import ResponseCode
 from pocketmq.remoting.protocol.command import reply_template
 from pocketmq.remoting.protocol.errors import (
@@ -102,13 +103,19 @@ class SendSettings:
     """Per-config values of the send path, computed once per config object."""
 
     __slots__ = (
-        "cfg", "cluster", "is_slave", "max_body", "max_body_fast", "policy_waits", "region", "send_ok",
-        "start_accept", "sync_flush_only", "sync_master_only", "trace_on", "writable",
+        "cfg", "cluster", "cluster_tail", "is_slave", "max_body", "max_body_fast", "policy_waits",
+        "quick_checks", "region", "send_ok", "start_accept", "sync_flush_only", "sync_master_only",
+        "tail_delay", "tail_tran", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
         self.cfg = cfg
         self.cluster = cfg.broker_cluster_name
+        #: what the common send's stored properties add to the request's (send._send_single)
+        self.cluster_tail = f"\x02{CLUSTER_KEY}{self.cluster}"
+        #: whether that tail holds a DELAY / TRAN_MSG key (a cluster name may hold anything)
+        self.tail_delay = DELAY_KEY in self.cluster_tail
+        self.tail_tran = TRAN_KEY in self.cluster_tail
         self.region = cfg.region_id
         self.trace_on = "true" if cfg.trace_on else "false"
         #: the SEND_OK reply header cut where msgId, queueId, queueOffset and the opaque go
@@ -129,6 +136,9 @@ class SendSettings:
         self.max_body_fast = self.max_body - STORED_FIXED - _MAX_TOPIC_AND_PROPS
         self.start_accept = cfg.start_accept_send_request_time_stamp
         self.writable = PermName.is_writeable(cfg.broker_permission)
+        #: check_send's broker-wide checks all pass (a master, accepting, writable): a send to a
+        #: topic it already passed, writable, with a queue id in range, needs no call of it
+        self.quick_checks = not self.is_slave and not self.start_accept and self.writable
         # Whether a stored message waits for a flush (SYNC_FLUSH) or a slave (SYNC_MASTER).
         self.policy_waits = (
             cfg.store.flush_disk_type is FlushDiskType.SYNC_FLUSH

@@ -249,6 +249,21 @@ class EncodedReply(RemotingCommand):
     head: bytes
     head_opaque: int
 
+    @property
+    def ext_fields(self) -> dict[str, str] | None:
+        """As set; if never set, decoded from ``head`` when first asked for (hooks, tests): the
+        send path renders the head and leaves the dict unbuilt (most replies are only written)."""
+        try:
+            return _EXT_SLOT.__get__(self, EncodedReply)  # type: ignore[no-any-return]
+        except AttributeError:
+            ext = header_json.decode_header(self.head[PREFIX.size :])[6]
+            _EXT_SLOT.__set__(self, ext)
+            return ext
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str] | None) -> None:
+        _EXT_SLOT.__set__(self, value)
+
     def encode_header(self) -> bytes:
         if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:
             return self.head

@@ -82,7 +82,8 @@ class FrameDecoder:
         if not buf and len(data) >= 8:
             # One whole JSON frame per read: a request or reply when few are in flight. Decoded
             # here with the checks of ``_split`` (which this skips with its setup, ~0.3 us);
-            # anything else, or a header that does not decode, takes ``_split``.
+            # anything else, a producer's send (typed in ``_split``'s loop, the only place)
+            # or a header that does not decode, takes ``_split``.
             length, word = _unpack_words(data, 0)
             size = len(data)
             if (
@@ -91,6 +92,7 @@ class FrameDecoder:
                 and word >> 24 == 0  # JSON, header length in the low 24 bits
                 and word <= self.max_header_size
                 and 8 + word <= size
+                and not (_send_v2 is not None and data.startswith(_SEND_V2_START, 8))
             ):
                 try:
                     cmd = _json_command(data[8 : 8 + word], data[8 + word :] if size > 8 + word else None)
@@ -132,6 +134,9 @@ class FrameDecoder:
         limit = self.max_frame_size - 4
         max_header = self.max_header_size
         json_command = _json_command
+        send_v2, languages = _send_v2, _LANGUAGES
+        # (without msgspec: a prefix no JSON header starts with)
+        v2_start = _SEND_V2_START if send_v2 is not None else b"\xff"
         # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
@@ -167,6 +172,29 @@ class FrameDecoder:
                 pos = stop
                 try:
                     if word >> 24 == 0:  # JSON, the common case
+                        if header.startswith(v2_start):
+                            # a producer's send (the hottest frame): its extFields typed, no
+                            # dict built (SendV2Request), here in the loop (no Python call
+                            # per frame); a header the typed decode refuses: _json_command
+                            try:
+                                v2 = send_v2(header)  # type: ignore[misc]
+                            except Exception:
+                                pass
+                            else:
+                                if v2.language in languages:
+                                    send = _new(SendV2Request)
+                                    send.code = v2.code
+                                    send.language = languages[v2.language]
+                                    send.version = v2.version
+                                    send.opaque = v2.opaque
+                                    send.flag = v2.flag
+                                    send.remark = v2.remark
+                                    send.v2_fields = v2.extFields
+                                    send.raw_header = header
+                                    send.body = body
+                                    send.serialize_type = 0
+                                    append(send)
+                                    continue
                         append(json_command(header, body))
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))
@@ -205,27 +233,7 @@ class FrameDecoder:
 def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingCommand:
     """The command of a JSON frame (``HeaderDecodeError``: a bad header). The typed decode's
     result is taken as ``header_json.decode_header`` takes it, its slots filled directly."""
-    if _send_v2 is not None and header.startswith(_SEND_V2_START):
-        # a producer's send (the hottest frame): its extFields typed, no dict built (SendV2Request)
-        try:
-            v2 = _send_v2(header)
-        except Exception:  # (a credential or unknown key, a number value...): the general path
-            pass
-        else:
-            if v2.language in _LANGUAGES:
-                send = _new(SendV2Request)
-                send.code = v2.code
-                send.language = _LANGUAGES[v2.language]
-                send.version = v2.version
-                send.opaque = v2.opaque
-                send.flag = v2.flag
-                send.remark = v2.remark
-                send.v2_fields = v2.extFields
-                send.raw_header = header
-                send.body = body
-                send.serialize_type = 0
-                return send
-    elif header.startswith(END_START):  # END_TRANSACTION: its extFields typed too (end_fields)
+    if header.startswith(END_START):  # END_TRANSACTION: its extFields typed too (end_fields)
         end = end_command(header, body)
         if end is not None:
             return end

@@ -151,6 +151,8 @@ def _gen_parser(
     v2: bool,
     attrs: bool = False,
 ) -> Callable[..., Any]:
+    if attrs and not hasattr(cls, "__post_init__"):
+        return _gen_attrs_parser(cls, table)
     # Required fields are read by subscript inside one try (a dict subscript is a single
     # specialised opcode; ``ext.get`` is a method call per field): the KeyError of the first
     # missing one, in table order, becomes the same error the per-field check raised.
@@ -224,6 +226,73 @@ def _gen_parser(
             namespace[f"_default_{f.name}"] = f.default
     exec("\n".join(lines), namespace)
     return typing.cast(Callable[..., Any], namespace["parse"])
+
+
+def _gen_attrs_parser(
+    cls: type, table: tuple[tuple[str, str, str | None, str, bool, bool], ...]
+) -> Callable[..., Any]:
+    """``from_v2_attrs`` (the send processor's header of every SEND_MESSAGE_V2 the frame decoder
+    typed): the values are str attributes (None: absent) of a decoded struct, so no missing-key
+    path. Each value goes straight into its slot: a small int by one subscript of the table
+    (``_SMALL_INTS``; a KeyError, any other text, takes ``int()`` and the checked parser), a
+    str as is. Same values and errors as ``from_ext_fields_v2`` on the same fields, at about
+    half the bytecodes of its per-field ``v = ...; x = _small(v)`` form (issue 21)."""
+    bigs = {f.name for f in dataclasses.fields(typing.cast(Any, cls)) if f.metadata.get("big")}
+    defaults = {f.name: f.default for f in dataclasses.fields(typing.cast(Any, cls))}
+    lines = ["def parse(cls, ext):", "    obj = _new(cls)"]
+    for attr, _name, v2name, kind, required, int32 in table:
+        key = v2name or _name
+        dest = f"obj.{attr}"
+        ind = "    "
+        if kind == "str" and (required or defaults[attr] is None):  # (None: absent, the default)
+            lines.append(f"    {dest} = ext.{key}")
+            continue
+        if not required:
+            lines += [f"    v = ext.{key}", f"    if v is None: {dest} = _default_{attr}", "    else:"]
+            ind, src = "        ", "v"
+        else:
+            src = f"ext.{key}"
+        if kind == "int":
+            lo, hi = (_INT32_MIN, _INT32_MAX) if int32 else (_INT64_MIN, _INT64_MAX)
+            checked = f"_int(cls, {key!r}, {src}, {int32!r}, {lo}, {hi})"
+            if attr in bigs:  # (timestamps: the small-int table would miss; int() inline)
+                if src != "v":
+                    lines.append(f"{ind}v = {src}")
+                lines += [
+                    f"{ind}try: x = int(v)",
+                    f"{ind}except ValueError: x = _int(cls, {key!r}, v, {int32!r}, {lo}, {hi})",
+                    f"{ind}if not {lo} <= x <= {hi} or '_' in v: _int(cls, {key!r}, v, {int32!r}, {lo}, {hi})",
+                    f"{ind}{dest} = x",
+                ]
+            else:
+                lines += [f"{ind}try: {dest} = _SMALL[{src}]", f"{ind}except KeyError: {dest} = {checked}"]
+        elif kind == "bool":
+            if src != "v":
+                lines.append(f"{ind}v = {src}")
+            lines.append(
+                f"{ind}{dest} = True if v == 'true' else False if v == 'false' else v == '1' or v.lower() == 'true'"
+            )
+        else:
+            lines.append(f"{ind}{dest} = {src}")
+    lines.append("    return obj")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_SMALL": _SMALL_INTS, "_int": _checked_int}
+    for f in dataclasses.fields(typing.cast(Any, cls)):
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+    exec("\n".join(lines), namespace)
+    return typing.cast(Callable[..., Any], namespace["parse"])
+
+
+def _checked_int(cls: type, key: str, raw: str, int32: bool, lo: int, hi: int) -> int:
+    """``int(raw)`` when it is in range and has no underscore (what the generated parsers take
+    from ``int()``), else ``_parse_int``'s error."""
+    try:
+        x = int(raw)
+    except ValueError:
+        return _parse_int(cls, key, raw, int32)
+    if not lo <= x <= hi or "_" in raw:
+        return _parse_int(cls, key, raw, int32)
+    return x
 
 
 def _gen_render(

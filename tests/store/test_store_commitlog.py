@@ -40,7 +40,7 @@ def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
     assert a.msg_id == "0A00000100002A9F0000000000000000"
     ext = store.look_message_by_offset(0)
     assert ext is not None and ext.msg_id == a.msg_id and ext.properties["X"] == "y"
-    # put_ok fills the slots itself: every field set, equal to what the dataclass __init__ builds
+    # put_message fills the result's slots itself: every field set, equal to what the dataclass __init__ builds
     assert r == PutResult(
         PutMessageStatus.PUT_OK,
         AppendResult(AppendMessageStatus.PUT_OK, 0, len(expected), clock.now, 0, 1, STORE_HOST),
