@@ -110,12 +110,20 @@ def encode_items(
     props_list: list[str] = []
     add_props = props_list.append
     start = phy
+    # the item before's properties: the same string object is encoded and checked once (the
+    # op records of an END_TRANSACTION run share one)
+    last: str | None = None
+    props_b = plen_b = b""
+    plen = 0
     for flag, body, props in items:
-        props_b = props.encode()
-        plen = len(props_b)
+        if props is not last:
+            last = props
+            props_b = props.encode()
+            plen = len(props_b)
+            if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
+                return TOO_LONG_PROPS
+            plen_b = pack_len(plen)
         blen = len(body)
-        if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
-            return TOO_LONG_PROPS
         if blen > max_body:
             return ILLEGAL
         size = fixed + blen + plen
@@ -125,7 +133,7 @@ def encode_items(
                 pack(size, magic, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, mid, blen),
                 body,
                 head,
-                pack_len(plen),
+                plen_b,
                 props_b,
             )
         )  # fmt: skip
