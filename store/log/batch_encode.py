@@ -12,9 +12,10 @@ same messages:
 part    bytes                     from
 ======  ========================  =============================================
 prefix  ``RECORD_PREFIX_STRUCTS``  size, magic, body CRC, queue id, item flag, queue
-                                  offset, phy offset, sysFlag, template's born
+                                  offset, phy offset, then sysFlag, template's born
                                   time/host, store time/host, reconsume times,
-                                  prepared offset 0, body length
+                                  prepared offset 0 (bytes packed once a batch),
+                                  body length
 body    n                         item body
 topic   1 + t                     length byte + topic (UTF-8)
 props   2 + m                     length + item properties (UTF-8)
@@ -23,6 +24,7 @@ props   2 + m                     length + item properties (UTF-8)
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +37,7 @@ from pocketmq.remoting.protocol.message import (
     host_flags,
 )
 from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
+from pocketmq.store.log.layout import record_fields
 from pocketmq.store.message_inner import MessageInner
 
 __all__ = ["BatchItem", "Encoded", "encode_items"]
@@ -45,6 +48,20 @@ BatchItem = tuple[int, "bytes | memoryview", str]
 #: refusals (mapped to the CommitLog's shared PutResults by the caller)
 TOO_LONG_PROPS = 1
 ILLEGAL = 2
+
+
+def _split_prefix(flags: int) -> tuple[struct.Struct, struct.Struct]:
+    """The record prefix of host family ``flags`` as (item part, shared part): the shared
+    part, SYSFLAG to PREPARED_TRANSACTION_OFFSET (the same in every record of a batch), packed
+    once; the item part packs TOTALSIZE to PHYSICALOFFSET, those bytes (one ``s`` field) and
+    BODYLENGTH: 9 values a record instead of 17 (~40 % of the pack's time)."""
+    codes = [code for _, code in record_fields(flags)]
+    shared = struct.Struct(">" + "".join(codes[7:16]))
+    return struct.Struct(">" + "".join(codes[:7]) + f"{shared.size}s" + codes[16]), shared
+
+
+#: ``_split_prefix`` of each host family (the prefix's HOST_FLAGS_MASK bits)
+_SPLIT_PREFIXES = {flags: _split_prefix(flags) for flags in RECORD_PREFIX_STRUCTS}
 
 
 @dataclass(slots=True)
@@ -75,12 +92,14 @@ def encode_items(
     born_ip, born_port = template.born_host
     store_ip, store_port = template.store_host
     sys_flag = (template.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-    prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-    pack = prefix.pack
-    fixed = prefix.size + len(head) + 2
+    item_part, shared = _SPLIT_PREFIXES[sys_flag & HOST_FLAGS_MASK]
+    pack = item_part.pack
+    fixed = item_part.size + len(head) + 2
     queue_id = template.queue_id
-    born_ts = template.born_timestamp
-    reconsume = template.reconsume_times
+    mid = shared.pack(
+        sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
+        template.reconsume_times, prepared,
+    )  # fmt: skip
     crc32 = crc32_long if min(len(it[1]) for it in items) >= FAST_CRC_MIN else crc32_short
     pack_len = PROPS_LEN.pack
     magic = MESSAGE_MAGIC_CODE
@@ -91,25 +110,30 @@ def encode_items(
     props_list: list[str] = []
     add_props = props_list.append
     start = phy
+    # the item before's properties: the same string object is encoded and checked once (the
+    # op records of an END_TRANSACTION run share one)
+    last: str | None = None
+    props_b = plen_b = b""
+    plen = 0
     for flag, body, props in items:
-        props_b = props.encode()
-        plen = len(props_b)
+        if props is not last:
+            last = props
+            props_b = props.encode()
+            plen = len(props_b)
+            if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
+                return TOO_LONG_PROPS
+            plen_b = pack_len(plen)
         blen = len(body)
-        if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
-            return TOO_LONG_PROPS
         if blen > max_body:
             return ILLEGAL
         size = fixed + blen + plen
         add(
             (
                 # inline of remoting.protocol.message.encode_message
-                pack(
-                    size, magic, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, sys_flag,
-                    born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, prepared, blen,
-                ),
+                pack(size, magic, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, mid, blen),
                 body,
                 head,
-                pack_len(plen),
+                plen_b,
                 props_b,
             )
         )  # fmt: skip

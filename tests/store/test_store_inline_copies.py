@@ -337,3 +337,23 @@ def test_index_put_hashes_of_mixed_times_equals_put_hashed(tmp_path):
         files[name] = bytes(f.mf.mm)
         f.mf.close()
     assert files["ref"] == files["run"]
+
+
+def test_batch_items_sharing_one_properties_string_encode_as_encode_message(tmp_path):
+    """``encode_items`` encodes a properties string object once for the items that share it
+    (op records): every record still carries it whole, as ``encode_message`` encodes it."""
+    clock = FakeClock()
+    s = MessageStore(tiny_config(str(tmp_path), mapped_file_size_commit_log=1 << 20), clock=clock)
+    s.load()
+    try:
+        s.put_message(_msg(0, V4, V4))
+        shared = properties_to_string({"TAGS": "d", "n": "é"})
+        msgs = [_msg(i, V4, V4) for i in range(1, 6)]
+        for k, m in enumerate(msgs):
+            m.properties = shared if k != 2 else properties_to_string({"x": "y"})
+            m.born_timestamp, m.reconsume_times = msgs[0].born_timestamp, msgs[0].reconsume_times
+        result = s.put_batch(msgs[0], [(m.flag, m.body, m.properties) for m in msgs])
+        assert result.append is not None
+        _check_records(s, msgs, result.append.wrote_offset, result.append.logics_offset, clock.now)
+    finally:
+        s.close()
