@@ -354,16 +354,12 @@ class MessageStore:
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
     ) -> list[AppendedRecord] | None:
-        """``CommitLog.put_run``: all of ``msgs`` (then ``items``) stored in one append (one reput
-        wake-up), their records returned: ``(physical offset, size, topic, queue id, queue offset,
-        store timestamp, ...)`` each, in order; or none (None: the caller puts them one by one,
-        which counts any refusal)."""
-        if self._writable:
-            appended = self.commitlog.put_run(msgs, template, items)
-            if appended is not None:
-                self._wake_reput()
-                return appended
-        return None
+        """``CommitLog.put_run``: all of ``msgs`` (then ``items``) in one append (one reput wake-up),
+        their ``AppendedRecord`` each in order; None: none stored (the caller puts them singly)."""
+        appended = self.commitlog.put_run(msgs, template, items) if self._writable else None
+        if appended is not None:
+            self._wake_reput()
+        return appended
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
