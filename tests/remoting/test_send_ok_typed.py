@@ -4,7 +4,6 @@ the same either way."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, reply_template
 from pocketmq.remoting.protocol.frame import FrameDecoder
 from pocketmq.remoting.protocol.send_ok import SendOkReply
+from tests.broker.transaction.test_end_typed import frame as end_frame
 
 FIELDS = {
     "MSG_REGION": "DefaultRegion",
@@ -26,12 +26,8 @@ FIELDS = {
 
 
 def frame(ext: dict[str, Any] | None, sort: bool = False, language: str = "JAVA", **head: Any) -> bytes:
-    """A SUCCESS reply frame with the header ``ext`` (any JSON values), keys in our encoder's
-    order or sorted (fastjson)."""
-    header = {"code": 0, "extFields": ext, "flag": 1, "language": language, "opaque": 9,
-              "serializeTypeCurrentRPC": "JSON", "version": 409, **head}  # fmt: skip
-    data = json.dumps(header, sort_keys=sort, separators=(",", ":")).encode()
-    return (len(data) + 4).to_bytes(4, "big") + len(data).to_bytes(4, "big") + data
+    """A SUCCESS reply frame with the header ``ext`` (test_end_typed's frame, code and flag replaced)."""
+    return end_frame(ext, sort, language, **{"code": 0, "flag": 1, **head})
 
 
 CASES = [
