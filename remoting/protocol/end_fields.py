@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.remoting.protocol.typed_frames import TypedCommand, typed_command, typed_decoder
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
 
 __all__ = ["END_START", "EndTxRequest", "end_command"]
 
@@ -40,20 +41,30 @@ try:  # pragma: no cover - without msgspec every frame takes the general path
         fromTransactionCheck: str | None = None
         transactionId: str | None = None
 
-    _decode = typed_decoder(EndFields)
+    class _EndHeader(header_json._Header, gc=False, forbid_unknown_fields=True):
+        """``_Header`` with END_TRANSACTION's extFields typed (no dict, no key strings built)."""
+
+        extFields: EndFields  # type: ignore[assignment]
+
+    _decode = msgspec.json.Decoder(_EndHeader).decode
 except ImportError:  # pragma: no cover
     _decode = None
 
+_new = object.__new__
+_LANGUAGES = header_json.LANGUAGE_BY_NAME
 
-class EndTxRequest(TypedCommand):
-    """An END_TRANSACTION request decoded typed: ``end_fields`` (:class:`EndFields`); its
-    ``ext_fields`` are decoded when first asked for (``typed_frames.TypedCommand``)."""
 
-    __slots__ = ("end_fields",)
+class EndTxRequest(RemotingCommand):
+    """An END_TRANSACTION request decoded typed: ``end_fields`` (:class:`EndFields`). Its
+    ``ext_fields`` are decoded from ``raw_header`` when first asked for (the general path,
+    hooks, tests): the dict the decoder builds for other frames."""
+
+    __slots__ = ("end_fields", "raw_header")
     end_fields: Any
+    raw_header: bytes | bytearray
 
-
-_FIELDS = vars(EndTxRequest)["end_fields"]  # (the slot's descriptor)
+    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
+    ext_fields = SendV2Request.ext_fields
 
 
 def end_command(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | None:
@@ -61,4 +72,22 @@ def end_command(header: bytes | bytearray, body: bytes | None) -> EndTxRequest |
     path decodes it (module docstring)."""
     if _decode is None:
         return None
-    return typed_command(_decode, EndTxRequest, _FIELDS, header, body)
+    try:
+        h = _decode(header)
+    except Exception:  # (a credential or unknown key, a null value, bad JSON...): the general path
+        return None
+    language = _LANGUAGES.get(h.language)
+    if language is None:
+        return None
+    cmd = _new(EndTxRequest)
+    cmd.code = h.code
+    cmd.language = language
+    cmd.version = h.version
+    cmd.opaque = h.opaque
+    cmd.flag = h.flag
+    cmd.remark = h.remark
+    cmd.end_fields = h.extFields
+    cmd.raw_header = header
+    cmd.body = body
+    cmd.serialize_type = 0
+    return cmd

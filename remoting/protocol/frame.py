@@ -234,14 +234,14 @@ class FrameDecoder:
 def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingCommand:
     """The command of a JSON frame (``HeaderDecodeError``: a bad header). The typed decode's
     result is taken as ``header_json.decode_header`` takes it, its slots filled directly."""
-    if header.startswith(SEND_OK_START):  # a send's reply (the client's hottest): send_ok
-        ok = send_ok_command(header, body)
-        if ok is not None:
-            return ok
-    elif header.startswith(END_START):  # END_TRANSACTION: its extFields typed too (end_fields)
+    if header.startswith(END_START):  # END_TRANSACTION: its extFields typed too (end_fields)
         end = end_command(header, body)
         if end is not None:
             return end
+    elif header.startswith(SEND_OK_START):  # a send's reply (the client's hottest): send_ok
+        ok = send_ok_command(header, body)
+        if ok is not None:
+            return ok
     cmd = _new(RemotingCommand)
     if _typed is not None:
         try:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.remoting.protocol.typed_frames import TypedCommand, typed_command, typed_decoder
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
 
 __all__ = ["SEND_OK_START", "SendOkReply", "send_ok_command"]
 
@@ -40,20 +41,30 @@ try:  # pragma: no cover - without msgspec every frame takes the general path
         queueOffset: str
         transactionId: str | None = None
 
-    _decode = typed_decoder(SendOkFields)
+    class _SendOkHeader(header_json._Header, gc=False, forbid_unknown_fields=True):
+        """``_Header`` with SEND_OK's extFields typed (no dict, no key strings built)."""
+
+        extFields: SendOkFields  # type: ignore[assignment]
+
+    _decode = msgspec.json.Decoder(_SendOkHeader).decode
 except ImportError:  # pragma: no cover
     _decode = None
 
+_new = object.__new__
+_LANGUAGES = header_json.LANGUAGE_BY_NAME
 
-class SendOkReply(TypedCommand):
-    """A SEND_OK reply decoded typed: ``send_fields`` (:class:`SendOkFields`); its ``ext_fields``
-    are decoded when first asked for (``typed_frames.TypedCommand``)."""
 
-    __slots__ = ("send_fields",)
+class SendOkReply(RemotingCommand):
+    """A SEND_OK reply decoded typed: ``send_fields`` (:class:`SendOkFields`). Its ``ext_fields``
+    are decoded from ``raw_header`` when first asked for (the dict the decoder builds for other
+    frames)."""
+
+    __slots__ = ("raw_header", "send_fields")
     send_fields: Any
+    raw_header: bytes | bytearray
 
-
-_FIELDS = vars(SendOkReply)["send_fields"]  # (the slot's descriptor)
+    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
+    ext_fields = SendV2Request.ext_fields
 
 
 def send_ok_command(header: bytes | bytearray, body: bytes | None) -> SendOkReply | None:
@@ -61,4 +72,22 @@ def send_ok_command(header: bytes | bytearray, body: bytes | None) -> SendOkRepl
     general path decodes it (module docstring)."""
     if _decode is None:
         return None
-    return typed_command(_decode, SendOkReply, _FIELDS, header, body)
+    try:
+        h = _decode(header)
+    except Exception:  # (another key, a null value, bad JSON...): the general path
+        return None
+    language = _LANGUAGES.get(h.language)
+    if language is None:
+        return None
+    cmd = _new(SendOkReply)
+    cmd.code = h.code
+    cmd.language = language
+    cmd.version = h.version
+    cmd.opaque = h.opaque
+    cmd.flag = h.flag
+    cmd.remark = h.remark
+    cmd.send_fields = h.extFields
+    cmd.raw_header = header
+    cmd.body = body
+    cmd.serialize_type = 0
+    return cmd
