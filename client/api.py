@@ -49,6 +49,7 @@ from pocketmq.remoting.protocol.headers import (
 from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, decode_messages
 from pocketmq.remoting.protocol.route import TopicRouteData
+from pocketmq.remoting.protocol.send_ok import SendOkReply
 from pocketmq.remoting.transport.client import RemotingClient
 
 LANGUAGE = LanguageCode.PYTHON
@@ -359,6 +360,20 @@ class MQClientAPI(AdminCalls):
         status = _SEND_OK if code == 0 else _SEND_STATUS.get(code)  # type: ignore[call-overload]
         if status is None:
             raise error_from_response(code, response.remark, addr=addr, opaque=response.opaque)
+        if type(response) is SendOkReply:  # decoded typed (send_ok): the fields, no dict
+            f = response.send_fields
+            if f.queueId != _QUEUE_ID_STR.get(mq.queue_id):
+                mq = MessageQueue(mq.topic, mq.broker_name, int(f.queueId))
+            result = _new(SendResult)
+            result.send_status = status
+            result.msg_id = msg_id
+            result.offset_msg_id = f.msgId
+            result.message_queue = mq
+            result.queue_offset = int(f.queueOffset)
+            result.transaction_id = f.transactionId
+            result.region_id = f.MSG_REGION
+            result.trace_on = f.TRACE_ON != "false"
+            return result
         ext = response.ext_fields or _NO_EXT
         get = ext.get
         qid = get("queueId")

@@ -34,6 +34,7 @@ from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
 )
+from pocketmq.remoting.protocol.send_ok import SEND_OK_START, send_ok_command
 
 #: RocketMQ's default ``com.rocketmq.remoting.frameMaxLength`` (16 MiB, prefix included).
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
@@ -237,6 +238,10 @@ def _json_command(header: bytes | bytearray, body: bytes | None) -> RemotingComm
         end = end_command(header, body)
         if end is not None:
             return end
+    elif header.startswith(SEND_OK_START):  # a send's reply (the client's hottest): send_ok
+        ok = send_ok_command(header, body)
+        if ok is not None:
+            return ok
     cmd = _new(RemotingCommand)
     if _typed is not None:
         try:

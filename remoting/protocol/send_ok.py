@@ -1,0 +1,93 @@
+"""SEND_OK replies decoded typed: the header's extFields into a struct, no dict (the client side).
+
+Every plain send a producer makes is answered by the broker's SEND_OK (``send_checks``'s
+``reply_template``): code 0 and five extFields (``MSG_REGION``, ``TRACE_ON``, ``msgId``,
+``queueId``, ``queueOffset``). The generic typed decode (``header_json.typed_decode``) builds a
+dict of them, key strings included, and ``process_send_response`` then reads them by name. Here
+the header goes to :class:`SendOkFields` in one msgspec call (values only) and
+:func:`send_ok_command` returns a :class:`SendOkReply` whose ``send_fields`` the client reads.
+As ``end_fields``: whatever the struct refuses -- another key (a credential, a newer broker's
+field), a missing field, a null or number value, an unknown language -- returns None and the
+frame takes the general path; ``ext_fields`` is that path's dict, decoded from the raw header
+when first asked for (hooks, tests, other readers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+
+__all__ = ["SEND_OK_START", "SendOkReply", "send_ok_command"]
+
+#: How fastjson (sorted keys) and our encoder start a SUCCESS reply's header whose extFields
+#: begin with ``MSG_REGION`` (a send's): only such a header is tried typed.
+SEND_OK_START = b'{"code":0,"extFields":{"MSG_REGION":'
+
+_decode: Callable[[Any], Any] | None
+try:  # pragma: no cover - without msgspec every frame takes the general path
+    import msgspec
+
+    class SendOkFields(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """``SendMessageResponseHeader``'s wire fields plus the two the broker adds (string
+        values; ``transactionId`` may be absent)."""
+
+        MSG_REGION: str
+        TRACE_ON: str
+        msgId: str
+        queueId: str
+        queueOffset: str
+        transactionId: str | None = None
+
+    class _SendOkHeader(header_json._Header, gc=False, forbid_unknown_fields=True):
+        """``_Header`` with SEND_OK's extFields typed (no dict, no key strings built)."""
+
+        extFields: SendOkFields  # type: ignore[assignment]
+
+    _decode = msgspec.json.Decoder(_SendOkHeader).decode
+except ImportError:  # pragma: no cover
+    _decode = None
+
+_new = object.__new__
+_LANGUAGES = header_json.LANGUAGE_BY_NAME
+
+
+class SendOkReply(RemotingCommand):
+    """A SEND_OK reply decoded typed: ``send_fields`` (:class:`SendOkFields`). Its ``ext_fields``
+    are decoded from ``raw_header`` when first asked for (the dict the decoder builds for other
+    frames)."""
+
+    __slots__ = ("raw_header", "send_fields")
+    send_fields: Any
+    raw_header: bytes | bytearray
+
+    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
+    ext_fields = SendV2Request.ext_fields
+
+
+def send_ok_command(header: bytes | bytearray, body: bytes | None) -> SendOkReply | None:
+    """The typed command of a JSON header starting with :data:`SEND_OK_START`; None: the
+    general path decodes it (module docstring)."""
+    if _decode is None:
+        return None
+    try:
+        h = _decode(header)
+    except Exception:  # (another key, a null value, bad JSON...): the general path
+        return None
+    language = _LANGUAGES.get(h.language)
+    if language is None:
+        return None
+    cmd = _new(SendOkReply)
+    cmd.code = h.code
+    cmd.language = language
+    cmd.version = h.version
+    cmd.opaque = h.opaque
+    cmd.flag = h.flag
+    cmd.remark = h.remark
+    cmd.send_fields = h.extFields
+    cmd.raw_header = header
+    cmd.body = body
+    cmd.serialize_type = 0
+    return cmd

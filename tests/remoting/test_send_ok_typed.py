@@ -1,0 +1,92 @@
+"""SEND_OK replies decoded typed (``remoting.protocol.send_ok``): the same command as the general
+decode, or the general decode itself for what the struct refuses; the client's send result is
+the same either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pocketmq.client.api import MQClientAPI
+from pocketmq.client.message import MessageQueue
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.command import RemotingCommand, reply_template
+from pocketmq.remoting.protocol.frame import FrameDecoder
+from pocketmq.remoting.protocol.send_ok import SendOkReply
+from tests.broker.transaction.test_end_typed import frame as end_frame
+
+FIELDS = {
+    "MSG_REGION": "DefaultRegion",
+    "TRACE_ON": "true",
+    "msgId": "7F00000100002A9F0000000000001F40",
+    "queueId": "3",
+    "queueOffset": "1234",
+}
+
+
+def frame(ext: dict[str, Any] | None, sort: bool = False, language: str = "JAVA", **head: Any) -> bytes:
+    """A SUCCESS reply frame with the header ``ext`` (test_end_typed's frame, code and flag replaced)."""
+    return end_frame(ext, sort, language, **{"code": 0, "flag": 1, **head})
+
+
+CASES = [
+    (FIELDS, True),
+    ({**FIELDS, "transactionId": "T"}, True),
+    ({**FIELDS, "transactionId": None}, True),  # (null in the dict path: absent, read as None)
+    ({**FIELDS, "msgId": 'a"b\\u00e9\\n'}, True),
+    ({**FIELDS, "TRACE_ON": "false", "MSG_REGION": "r1"}, True),
+    ({**FIELDS, "AccessKey": "ak", "Signature": "s"}, False),
+    ({**FIELDS, "queueOffset": 1234}, False),
+    ({k: v for k, v in FIELDS.items() if k != "queueOffset"}, False),
+    ({**FIELDS, "other": "x"}, False),
+    ({"MSG_REGION": "DefaultRegion"}, False),
+]
+
+
+@pytest.mark.parametrize("sort", [False, True])
+@pytest.mark.parametrize(("ext", "typed"), CASES)
+def test_the_typed_decode_is_the_general_one(ext: Any, typed: bool, sort: bool) -> None:
+    data = frame(ext, sort)
+    for feed in (data, data + data):  # one frame per read, and the split loop
+        cmds = FrameDecoder().feed(feed)
+        for cmd in cmds:
+            assert (type(cmd) is SendOkReply) == typed
+            general = header_json.decode_header(data[8:])
+            got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+            assert got == general
+            assert cmd.body is None and cmd.serialize_type == 0
+
+
+def test_an_unknown_language_a_remark_and_another_code() -> None:
+    (cmd,) = FrameDecoder().feed(frame(FIELDS, language="KLINGON"))
+    assert type(cmd) is not SendOkReply
+    (cmd,) = FrameDecoder().feed(frame(FIELDS, remark="r"))
+    assert type(cmd) is SendOkReply and cmd.remark == "r"
+    (cmd,) = FrameDecoder().feed(frame(FIELDS, code=10))  # FLUSH_DISK_TIMEOUT: the general path
+    assert type(cmd) is not SendOkReply and cmd.code == 10
+
+
+def test_the_brokers_rendered_reply_is_decoded_typed() -> None:
+    """The broker's SEND_OK head (``reply_template``, as ``send._reply`` fills it)."""
+    p0, p1, p2, p3, p4 = reply_template({**FIELDS, "msgId": None, "queueId": None, "queueOffset": None})  # type: ignore[misc]
+    head = f"{p0}{FIELDS['msgId']}{p1}3{p2}1234{p3}77{p4}".encode()
+    data = (len(head) + 4).to_bytes(4, "big") + len(head).to_bytes(4, "big") + head
+    (cmd,) = FrameDecoder().feed(data)
+    assert type(cmd) is SendOkReply and cmd.opaque == 77 and cmd.ext_fields == FIELDS
+
+
+@pytest.mark.parametrize(
+    ("ext", "typed"), CASES[:5] + [({k: v for k, v in FIELDS.items() if k != "queueOffset"}, False)]
+)
+@pytest.mark.parametrize("queue_id", [3, 5])
+def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id: int) -> None:
+    (cmd,) = FrameDecoder().feed(frame(ext))
+    assert (type(cmd) is SendOkReply) == typed
+    general = RemotingCommand(0, 9, 1, None, header_json.decode_header(frame(ext)[8:])[6])
+    mq = MessageQueue("T", "b", queue_id)
+    got = MQClientAPI.process_send_response(mq, cmd, "U", "addr")
+    want = MQClientAPI.process_send_response(mq, general, "U", "addr")
+    for name in ("send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
+                 "transaction_id", "region_id", "trace_on"):  # fmt: skip
+        assert getattr(got, name) == getattr(want, name), name
