@@ -361,7 +361,7 @@ class MQClientAPI(AdminCalls):
         if status is None:
             raise error_from_response(code, response.remark, addr=addr, opaque=response.opaque)
         if type(response) is SendOkReply:  # decoded typed (send_ok): the fields, no dict
-            f = response.send_fields
+            f = response.fields
             if f.queueId != _QUEUE_ID_STR.get(mq.queue_id):
                 mq = MessageQueue(mq.topic, mq.broker_name, int(f.queueId))
             result = _new(SendResult)

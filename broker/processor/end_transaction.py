@@ -69,7 +69,7 @@ class EndTransactionProcessor(HandlerTable):
         # a field the header parser would refuse, takes the general path
         if request.flag & RPC_ONEWAY:
             if type(request) is EndTxRequest:
-                f = request.end_fields
+                f = request.fields
                 if self.transactions.end_oneway_of(
                     f.commitLogOffset, f.tranStateTableOffset, f.producerGroup, f.msgId, f.commitOrRollback
                 ):

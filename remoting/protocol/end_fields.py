@@ -3,8 +3,8 @@
 A producer sends one END_TRANSACTION per transaction; the generic typed decode
 (``header_json.typed_decode``) builds a dict of its seven fields, key strings included, and the
 broker then reads four of them by name. Here the header goes to :class:`EndFields` in one
-msgspec call (values only), and :func:`end_command` returns an :class:`EndTxRequest` the
-END_TRANSACTION processor reads the attributes of (``end_transaction``'s oneway path). As
+msgspec call (values only), and :func:`end_command` returns an :class:`EndTxRequest` whose ``fields`` the
+END_TRANSACTION processor reads (``end_transaction``'s oneway path). As
 lat11's ``SendV2Request``: whatever the struct refuses -- an unknown or credential key (ACL),
 a missing required field, a null or number value, an unknown language -- returns None and the
 frame takes the general path, which decides (same codes and remarks); the request's
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.remoting.protocol import header_json
-from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+from pocketmq.remoting.protocol.command import TypedCommand, typed_command
 
 __all__ = ["END_START", "EndTxRequest", "end_command"]
 
@@ -50,44 +50,13 @@ try:  # pragma: no cover - without msgspec every frame takes the general path
 except ImportError:  # pragma: no cover
     _decode = None
 
-_new = object.__new__
-_LANGUAGES = header_json.LANGUAGE_BY_NAME
+
+class EndTxRequest(TypedCommand):
+    """An END_TRANSACTION request decoded typed: ``fields`` is an :class:`EndFields`."""
+
+    __slots__ = ()
 
 
-class EndTxRequest(RemotingCommand):
-    """An END_TRANSACTION request decoded typed: ``end_fields`` (:class:`EndFields`). Its
-    ``ext_fields`` are decoded from ``raw_header`` when first asked for (the general path,
-    hooks, tests): the dict the decoder builds for other frames."""
-
-    __slots__ = ("end_fields", "raw_header")
-    end_fields: Any
-    raw_header: bytes | bytearray
-
-    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
-    ext_fields = SendV2Request.ext_fields
-
-
-def end_command(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | None:
-    """The typed command of a JSON header starting with :data:`END_START`; None: the general
-    path decodes it (module docstring)."""
-    if _decode is None:
-        return None
-    try:
-        h = _decode(header)
-    except Exception:  # (a credential or unknown key, a null value, bad JSON...): the general path
-        return None
-    language = _LANGUAGES.get(h.language)
-    if language is None:
-        return None
-    cmd = _new(EndTxRequest)
-    cmd.code = h.code
-    cmd.language = language
-    cmd.version = h.version
-    cmd.opaque = h.opaque
-    cmd.flag = h.flag
-    cmd.remark = h.remark
-    cmd.end_fields = h.extFields
-    cmd.raw_header = header
-    cmd.body = body
-    cmd.serialize_type = 0
-    return cmd
+#: :class:`EndTxRequest` of a JSON header starting with :data:`END_START`; None: the general
+#: path decodes it (module docstring)
+end_command = typed_command(_decode, EndTxRequest)

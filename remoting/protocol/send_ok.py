@@ -5,7 +5,7 @@ Every plain send a producer makes is answered by the broker's SEND_OK (``send_ch
 ``queueId``, ``queueOffset``). The generic typed decode (``header_json.typed_decode``) builds a
 dict of them, key strings included, and ``process_send_response`` then reads them by name. Here
 the header goes to :class:`SendOkFields` in one msgspec call (values only) and
-:func:`send_ok_command` returns a :class:`SendOkReply` whose ``send_fields`` the client reads.
+:func:`send_ok_command` returns a :class:`SendOkReply` whose ``fields`` the client reads.
 As ``end_fields``: whatever the struct refuses -- another key (a credential, a newer broker's
 field), a missing field, a null or number value, an unknown language -- returns None and the
 frame takes the general path; ``ext_fields`` is that path's dict, decoded from the raw header
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.remoting.protocol import header_json
-from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+from pocketmq.remoting.protocol.command import TypedCommand, typed_command
 
 __all__ = ["SEND_OK_START", "SendOkReply", "send_ok_command"]
 
@@ -50,44 +50,13 @@ try:  # pragma: no cover - without msgspec every frame takes the general path
 except ImportError:  # pragma: no cover
     _decode = None
 
-_new = object.__new__
-_LANGUAGES = header_json.LANGUAGE_BY_NAME
+
+class SendOkReply(TypedCommand):
+    """A SEND_OK reply decoded typed: ``fields`` is a :class:`SendOkFields`."""
+
+    __slots__ = ()
 
 
-class SendOkReply(RemotingCommand):
-    """A SEND_OK reply decoded typed: ``send_fields`` (:class:`SendOkFields`). Its ``ext_fields``
-    are decoded from ``raw_header`` when first asked for (the dict the decoder builds for other
-    frames)."""
-
-    __slots__ = ("raw_header", "send_fields")
-    send_fields: Any
-    raw_header: bytes | bytearray
-
-    #: ``SendV2Request``'s lazy property (it reads ``raw_header``), the same code
-    ext_fields = SendV2Request.ext_fields
-
-
-def send_ok_command(header: bytes | bytearray, body: bytes | None) -> SendOkReply | None:
-    """The typed command of a JSON header starting with :data:`SEND_OK_START`; None: the
-    general path decodes it (module docstring)."""
-    if _decode is None:
-        return None
-    try:
-        h = _decode(header)
-    except Exception:  # (another key, a null value, bad JSON...): the general path
-        return None
-    language = _LANGUAGES.get(h.language)
-    if language is None:
-        return None
-    cmd = _new(SendOkReply)
-    cmd.code = h.code
-    cmd.language = language
-    cmd.version = h.version
-    cmd.opaque = h.opaque
-    cmd.flag = h.flag
-    cmd.remark = h.remark
-    cmd.send_fields = h.extFields
-    cmd.raw_header = header
-    cmd.body = body
-    cmd.serialize_type = 0
-    return cmd
+#: :class:`SendOkReply` of a JSON header starting with :data:`SEND_OK_START`; None: the general
+#: path decodes it (module docstring)
+send_ok_command = typed_command(_decode, SendOkReply)

@@ -65,7 +65,7 @@ def test_the_typed_decode_is_the_general_one(ext: Any, typed: bool, sort: bool) 
     assert got == general
     assert cmd.body is None and cmd.serialize_type == 0
     if typed:
-        assert {k: getattr(cmd.end_fields, k) for k in ext} == ext
+        assert {k: getattr(cmd.fields, k) for k in ext} == ext
 
 
 def test_an_unknown_language_and_a_remark() -> None:
