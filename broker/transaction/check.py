@@ -110,8 +110,6 @@ _COPY_DROPS = (_TIMES, _PREPARED)
 _TIMES_KEY, _PREPARED_KEY = _TIMES + NAME_VALUE_SEPARATOR, _PREPARED + NAME_VALUE_SEPARATOR
 _IMMUNITY_KEY = _IMMUNITY + NAME_VALUE_SEPARATOR
 _COPY_NEEDLES = (_TIMES_KEY, _PREPARED_KEY)
-#: (where the copy landed, its properties, its body)
-_Copy = tuple[AppendResult, str, bytes]
 
 
 def copy_properties(props: str, times: int, tx_offset: int) -> str:
@@ -313,31 +311,32 @@ class TransactionalMessageCheckService(Service):
         refused (the run stops there; nothing after it was stored or asked), else None."""
         svc = self.service
         appended = svc.store.put_run([inner for _, inner in run])
+        send = self._send
         if appended is None:
             for half, inner in run:
-                copy = self._put_copy(half, inner)
-                if copy is None:
+                append = self._put_copy(half, inner)
+                if append is None:
                     return int(half.fields[F_QUEUE_OFFSET])
-                append, props_str, body = copy
-                self._send(
-                    half, props_str, body, append.wrote_offset, append.logics_offset, append.store_timestamp,
+                props: str = inner.properties  # type: ignore[assignment]  # (a string: _copy_of's)
+                send(
+                    half, props, inner.body, append.wrote_offset, append.logics_offset, append.store_timestamp,
                     append.msg_id,
                 )  # fmt: skip
             return None
         open_add = svc.open_txs.add
-        send = self._send
         for (half, inner), record in zip(run, appended, strict=True):
             # (physical offset, size, topic, queue id, queue offset, store time, ...)
             phy, qoff = record[0], record[4]
             # (stored): the transaction stays open while the copy is at or past the progress
             open_add(qoff, half.tx_offset)
             ip, port = inner.store_host
-            props: str = inner.properties  # type: ignore[assignment]  # (a string: _copy_of's)
+            props = inner.properties  # type: ignore[assignment]
             send(half, props, inner.body, phy, qoff, record[5], create_offset_msg_id(ip, port, phy))
         return None
 
-    def _put_copy(self, half: HalfMessage, inner: MessageInner) -> _Copy | None:
-        """Append ``inner``, a copy of ``half`` (:func:`_copy_of`), on its own."""
+    def _put_copy(self, half: HalfMessage, inner: MessageInner) -> AppendResult | None:
+        """Append ``inner``, a copy of ``half`` (:func:`_copy_of`), on its own: where it landed,
+        None when the store refused it."""
         topic = inner.topic
         result = self.service.store.put_message(inner)
         if result.append is not None and topic == RMQ_SYS_TRANS_HALF_TOPIC:
@@ -352,7 +351,7 @@ class TransactionalMessageCheckService(Service):
                 result.status.name,
             )
             return None
-        return result.append, inner.properties, inner.body  # type: ignore[return-value]
+        return result.append
 
     def _send(
         self,
