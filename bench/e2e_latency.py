@@ -307,6 +307,17 @@ class Stages:
         store = self.store_ms[seq] * 1_000_000 + 500_000 - self.wall_minus_perf
         return round((now - sent) / 1e6, 2), round((store - sent) / 1e6, 1), round((now - store) / 1e6, 1)
 
+    def _first(self, got: list[int], n: int) -> dict[str, float]:
+        """The run's first ``n`` messages (by send order): e2e median and max, and the worst's split."""
+        first = [seq for seq in got if seq < n]
+        if not first:
+            return {}
+        e2e = sorted((self.recv[seq] - self.sent[seq]) / 1e6 for seq in first)
+        worst = max(first, key=lambda seq: self.recv[seq] - self.sent[seq])
+        _, to_store, after = self._split(worst)
+        return {"p50": round(percentile(e2e, 50), 2), "max": round(e2e[-1], 2), "max_seq": worst,
+                "max_to_store": to_store, "max_after_store": after}  # fmt: skip
+
     def summary(self, p99_us: float) -> dict[str, Any]:
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
@@ -322,6 +333,7 @@ class Stages:
             "client_gc": self.gc,
             # the new topic's first message on each queue: (e2e, to_store, after_store) ms
             "first_per_queue_ms": [self._split(seq) for seq in got[: self.queues]],
+            **{f"first_{n}_ms": self._first(got, n) for n in (50, 200)},
         }
         slow = [seq for seq in got if recv[seq] - sent_at[seq] > bound]
         if not slow:
