@@ -117,6 +117,11 @@ class StoreServices:
             self.allocate.on_created(mfq.last)
         elif self.store.config.broker_role is not BrokerRole.SLAVE:
             self._first_segment()
+        if self.index_prepare is not None and not self.store.index.files:
+            # a fresh store's first IndexFile, made ahead as later ones are: made by the first
+            # write of index entries (256 keys, or the first flush pass), on the loop, its slot
+            # table's pages were then faulted in one by one by the keys of the first seconds
+            self.index_prepare.request()
         self.reput.after_batch = self._after_reput
         if self.use_fsync_process:
             try:

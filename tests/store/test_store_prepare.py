@@ -167,7 +167,7 @@ async def test_commitlog_blocks_are_reserved_off_the_loop_ahead_of_the_writer(tm
         await wait_until(lambda: store.dispatch_behind_bytes == 0)
         await asyncio.wrap_future(services.prepare_executor.submit(lambda: None))
         if i == 0:
-            # the first segment is created inline by the first put, which reserves its own
+            # the first segment is created inline when the store starts, and reserves its own
             # first steps before the I/O thread is asked for anything
             first_round = list(calls)
     assert store.get_max_phy_offset() > 4 * 64 * 1024  # several windows
@@ -197,12 +197,51 @@ async def test_an_index_roll_finds_its_next_file_ready(tmp_path, creations) -> N
     for i in range(20, 40):  # rolls to the second file
         store.put_message(make_msg(i))
     store.do_reput()
-    assert len(store.index.files) == 2 and services.index_prepare.taken == 1
+    assert len(store.index.files) == 2 and services.index_prepare.taken == 2
     names = sorted(os.listdir(store.config.index_dir))
     assert len(names) == 2 and all(len(n) == 17 and n.isdigit() for n in names)  # renamed
     threads = [name for name, size in creations if size == index_size]
-    assert threads == [loop_thread, "store-prepare_0"]  # the first file inline, the second ahead
+    # both ahead: the first when the fresh store started, the second half way through the first
+    assert threads == ["store-prepare_0", "store-prepare_0"] and loop_thread not in threads
     for i in (0, 39):
         found = store.query_message("TopicA", f"key-{i}", 10, 0, 1 << 62)
         assert len(found.messages) == 1
     await store.shutdown()
+
+
+@pytest.mark.parametrize("role", ["ASYNC_MASTER", "SLAVE"])
+async def test_a_fresh_store_starts_with_its_first_files_made(tmp_path, creations, role) -> None:
+    """A fresh master's first CommitLog segment (offset 0) and a fresh store's first IndexFile
+    exist once it has started, so its first put creates no file on the loop (issue 21). A
+    slave's first segment is where the master's transfer starts: it is not made ahead."""
+    store = MessageStore(tiny_config(str(tmp_path / "s"), broker_role=role))
+    store.load()
+    await store.start()
+    services = store._services
+    assert services is not None and services.index_prepare is not None
+    pending = services.index_prepare._pending
+    assert pending is not None  # the first IndexFile, made in the prepare thread
+    await asyncio.wrap_future(pending)
+    segments = [mf.file_from_offset for mf in store.commitlog.mfq.files]
+    assert segments == ([] if role == "SLAVE" else [0])
+    if role == "SLAVE":
+        await store.shutdown()
+        return
+    loop_thread = threading.current_thread().name
+    made = len(creations)
+    store.put_message(make_msg(0))
+    store.do_reput()
+    store.dispatcher.write_index_backlog()  # the first index entries: the file taken
+    assert services.index_prepare.taken == 1 and len(store.index.files) == 1
+    assert store.commitlog.mfq.files[0].file_from_offset == 0 and store.get_max_phy_offset() > 0
+    # (the queue's first ConsumeQueue file is made at the topic's creation, not tested here)
+    cq_size = store.config.mapped_file_size_consume_queue
+    assert loop_thread not in [name for name, size in creations[made:] if size != cq_size], creations
+    assert len(store.query_message("TopicA", "key-0", 10, 0, 1 << 62).messages) == 1
+    written = store.get_max_phy_offset()
+    await store.shutdown()
+    # a restart finds the segment with the message (and nothing to redo)
+    again = MessageStore(tiny_config(str(tmp_path / "s")))
+    again.load()
+    assert again.get_max_phy_offset() == written
+    again.close()
