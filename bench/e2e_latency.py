@@ -26,6 +26,9 @@ Each run reports p50/p99/max and, from the spawned broker's loop-lag monitor (sc
 Prometheus exporter before and after the run), how many 10 ms ticks ran more than 1 / 5 / 20 ms
 late and the upper bound of the worst bucket hit (``loop_lag_max_le_ms``); the summary adds the
 median and worst of the runs and the monitor's maximum since start (``loop_lag_max_ms``).
+Each run's ``stages`` also give its first 50 and 200 messages (``first_50_ms``, ``first_200_ms``:
+median and max, and the slowest's send -> store -> received split): the first run is also the
+spawned broker's first traffic (a fresh store), the later ones a new topic on a running broker.
 ``--lag-warn-ms`` sets the spawned broker's ``loopLagWarnMillis`` (its warnings name what ran).
 
 Targets (issue 5): p50 <= 500 µs, p99 <= 1.5 ms; >= 50k msg/s single; >= 150k msg/s batched.
