@@ -71,6 +71,7 @@ class MappedFile:
         "prefaulted",
         "ref_count",
         "reserving",
+        "sync_key",
         "wrote_position",
     )
 
@@ -105,7 +106,11 @@ class MappedFile:
         existed = os.path.exists(self.path)
         fd = os.open(self.path, flags, 0o644)
         try:
-            actual = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            actual = st.st_size
+            #: how the fsync helper names this file: path and inode (``fsync_process``: a
+            #: path made again after a delete is reopened without a stat per request)
+            self.sync_key = f"{path}\0{st.st_ino}"
             if actual > file_size:
                 raise StoreCorruptError(self.path, actual, f"file is larger than the configured {file_size}")
             if actual < file_size or not existed:

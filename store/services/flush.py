@@ -54,7 +54,7 @@ async def _sync_files(service: StoreService, pipe: FsyncPipe | None, files: list
         return
     if pipe is not None and pipe.alive:
         try:
-            await pipe.fsync([mf.path for mf in files])
+            await pipe.fsync([mf.sync_key for mf in files])
             return
         except FsyncHelperGone:
             pass  # logged by the pipe; nothing was acknowledged: the thread syncs them all
@@ -329,7 +329,7 @@ class GroupCommitService(CommitLogSyncService):
         proc = self._proc
         if proc is not None and plan:
             try:
-                proc.request([mf.path for mf, _ in plan])
+                proc.request([mf.sync_key for mf, _ in plan])
                 return  # answered in _on_proc
             except OSError as exc:
                 logger.error("fsync process unusable (%s): fsync in a thread from now on", exc)

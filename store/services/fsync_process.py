@@ -11,8 +11,9 @@ a ``send`` and a ``recv`` (~2 µs each).
 
 Protocol over a ``SOCK_SEQPACKET`` socket pair (message boundaries kept, one request at a time):
 
-    request  := path ("\\n" path)*          UTF-8 paths of the segments to fdatasync
-    response := result (" " result)*        one per path: "0", or the errno as decimal
+    request  := file ("\\n" file)*          the files to fdatasync
+    file     := path ["\\0" inode]           UTF-8 path (``MappedFile.sync_key``: with its inode)
+    response := result (" " result)*        one per file: "0", or the errno as decimal
 
 After each response the helper also bumps a one-byte answer count in a page shared with the
 parent (``memfd``): :meth:`FsyncProcess.answered` reads it without a syscall, so the loop can
@@ -20,7 +21,10 @@ collect an answer from its put path while a long turn holds it from the socket's
 
 The helper opens each path once and keeps the fd while the path is asked for (and names the
 same file: a path deleted and made again is opened again); an fd not asked for in a request is
-closed (a deleted segment's blocks are freed). A path that no longer exists
+closed (a deleted segment's blocks are freed). A file named with its inode is checked against
+the inode of the fd kept for it, with no syscall; one named by its path alone costs an
+``fstat`` and a ``stat`` per request (measured with ``perf trace`` on the group commit's helper
+under load: two ``newfstatat`` of 11-23 us per fsync). A path that no longer exists
 (deleted meanwhile) counts as synced, as ``EBADF`` does for the thread. The helper exits when
 the socket closes, which also happens when the broker is killed.
 """
@@ -55,19 +59,21 @@ while True:
         break
     if not req:
         break
-    paths = req.split(b"\n")
+    files = [f.partition(b"\0") for f in req.split(b"\n")]
+    paths = {p for p, _, _ in files}
     for p in [p for p in fds if p not in paths]:
-        os.close(fds.pop(p))
+        os.close(fds.pop(p)[0])
     out = []
-    for p in paths:
+    for p, _, ino in files:
         try:
-            fd = fds.get(p)
-            if fd is not None and os.fstat(fd).st_ino != os.stat(p).st_ino:
-                os.close(fds.pop(p))  # deleted and made again: sync the file there now
-                fd = None
-            if fd is None:
-                fd = fds[p] = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
-            os.fdatasync(fd)
+            kept = fds.get(p)
+            if kept is not None and (int(ino) if ino else os.stat(p).st_ino) != kept[1]:
+                os.close(fds.pop(p)[0])  # deleted and made again: sync the file there now
+                kept = None
+            if kept is None:
+                fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+                kept = fds[p] = (fd, os.fstat(fd).st_ino)
+            os.fdatasync(kept[0])
             out.append(b"0")
         except FileNotFoundError:
             out.append(b"0")
@@ -120,7 +126,8 @@ class FsyncProcess:
         return self._proc.pid
 
     def request(self, paths: list[str]) -> None:
-        """Ask for an fdatasync of each path. Raises OSError if the helper is gone."""
+        """Ask for an fdatasync of each file (a path, or a ``MappedFile.sync_key``). Raises
+        OSError if the helper is gone."""
         sock = self._sock
         if sock is None:
             raise OSError(errno.EPIPE, "fsync process closed")

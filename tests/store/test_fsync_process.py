@@ -106,7 +106,7 @@ async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, 
     await asyncio.gather(*(worker(k) for k in range(32)))
     assert gc.pending == 0
     assert 1 <= len(requests) < 640 // 4  # group commit: one fsync serves many waiters
-    segments = {mf.path for mf in store.commitlog.mfq.files}
+    segments = {mf.sync_key for mf in store.commitlog.mfq.files}  # (path and inode)
     assert {p for r in requests for p in r} <= segments and len(segments) > 1  # rolled meanwhile
     commitlog_fds = {mf.fd for mf in store.commitlog.mfq.files}
     # no CommitLog fsync went through the thread (ConsumeQueue/index flushes still do)
@@ -337,6 +337,32 @@ async def test_pipe_reopens_a_path_made_again(tmp_path):
         pipe.close()
 
 
+async def test_pipe_reopens_a_file_made_again_named_with_its_inode(tmp_path):
+    """``MappedFile.sync_key`` carries the inode: a new file at the same path is opened again
+    (and synced), the deleted one's fd closed, with no stat of the path per request."""
+    from pocketmq.store.log.mapped_file import MappedFile
+
+    pipe = FsyncPipe()
+    try:
+        assert pipe._proc is not None
+        path = str(tmp_path / "00000000000000000000")
+        old = MappedFile(path, 0, 4096, create=True)
+        old.mm[0:3] = b"old"
+        await pipe.fsync([old.sync_key])
+        await pipe.fsync([old.sync_key])  # kept: the inode matches
+        old.destroy()
+        new = MappedFile(path, 0, 4096, create=True)
+        assert new.sync_key != old.sync_key
+        new.mm[0:3] = b"new"
+        await pipe.fsync([new.sync_key])
+        fd_dir = f"/proc/{pipe._proc.pid}/fd"
+        targets = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        assert path in targets and f"{path} (deleted)" not in targets
+        new.close()
+    finally:
+        pipe.close()
+
+
 async def test_async_flush_goes_through_the_helper_and_survives_its_death(tmp_path, monkeypatch):
     threaded = _record_thread_fsyncs(monkeypatch)
     store = MessageStore(tiny_config(str(tmp_path / "s"), flush_disk_type="ASYNC_FLUSH"))
@@ -363,11 +389,11 @@ async def test_async_flush_goes_through_the_helper_and_survives_its_death(tmp_pa
             break
         await asyncio.sleep(0.01)
     await services.cq_flush.run_once()
-    segment = store.commitlog.mfq.files[0].path
+    segment = store.commitlog.mfq.files[0].sync_key  # (path and inode)
     cq = store.cq_table.find("TopicA", 0)
     assert cq is not None
-    queue_file = cq.mfq.files[0].path
-    assert {segment, queue_file, store.checkpoint.mf.path} <= set(asked)  # type: ignore[union-attr]
+    queue_file = cq.mfq.files[0].sync_key
+    assert {segment, queue_file, store.checkpoint.mf.sync_key} <= set(asked)  # type: ignore[union-attr]
     assert threaded == []  # nothing went through a thread
     pid = pipe._proc.pid
     os.kill(pid, signal.SIGKILL)
