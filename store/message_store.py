@@ -42,6 +42,8 @@ from pocketmq.store.results import (
 )
 from pocketmq.store.services import StoreServices
 from pocketmq.store.services.policy import PutPolicy
+from pocketmq.store.services.reput import EVERY_PUT, NO_SERVICES, WakeGate
+from pocketmq.store.services.reput import no_wakeup as _noop
 from pocketmq.store.stats import StoreStats
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ class MessageStore:
         self._state = "new"  # new -> loaded -> running -> closed
         self._memory_limit = physical_memory() * config.access_message_in_memory_max_ratio // 100
         self._wake_reput: Callable[[], None] = _noop
+        self._wake_gate: WakeGate = NO_SERVICES  # (tested by put_message before _wake_reput)
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._sync_master = config.broker_role is BrokerRole.SYNC_MASTER
         self._policy = PutPolicy(
@@ -182,6 +185,8 @@ class MessageStore:
         services = self._services = StoreServices(self)
         services.start()
         self._wake_reput = services.after_put
+        # ASYNC_FLUSH: the hook is reput's wakeup alone, called once per loop turn, not per put
+        self._wake_gate = services.reput if services.after_put == services.reput.wakeup else EVERY_PUT
         self._policy.group_commit = services.group_commit if self._sync_flush else None
         self._state = "running"
 
@@ -257,6 +262,7 @@ class MessageStore:
         self._state = "stopping"
         services, self._services = self._services, None
         self._wake_reput = _noop
+        self._wake_gate = NO_SERVICES
         self._policy.group_commit = None
         if services is not None:
             await services.stop()
@@ -301,11 +307,9 @@ class MessageStore:
 
     def do_reput(self, *, index: bool = True) -> int:
         """Dispatch everything appended so far (services do this on their own once started).
-
-        ``index=False`` leaves the index entries reput's fast path collects pending until a
-        run of them is written (``Dispatcher.write_index_backlog``): the send path's dispatch
-        for a waiting pull, per message.
-        """
+        ``index=False`` leaves the index entries reput's fast path collects pending until a run of
+        them is written (``Dispatcher.write_index_backlog``): the send path's dispatch for a
+        waiting pull, per message."""
         n = self.dispatcher.do_reput()
         if index:
             self.dispatcher.write_index_backlog()
@@ -317,14 +321,17 @@ class MessageStore:
         return self._state_value not in ("loaded", "running") or self._is_slave or self._disk_full
 
     def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message now; the flush/replication wait is ``put_message_async``'s job."""
+        """Append one message now; the flush/replication wait is ``put_message_async``'s job.
+        Timed (``commitlog.latency``) by the CommitLog, a refused put as taking no time."""
         if self._writable:
             result = self.commitlog.put_message(msg)
             if result.append is not None:
-                self._wake_reput()
+                if not self._wake_gate.scheduled:  # (reput.WakeGate: no call per put)
+                    self._wake_reput()
                 return result
         else:
             result = _REFUSED
+            self.commitlog.record_latency(0)
         self.stats.put_message_failed_times += 1
         return result
 
@@ -332,9 +339,10 @@ class MessageStore:
         self, first: MessageInner, second: MessageInner
     ) -> tuple[PutResult, PutResult | None]:
         """``put_message(first)``, then, if it was stored, ``put_message(second)``, in one call:
-        END_TRANSACTION's committed copy and op record (one call through the put wrappers, one
-        reput wake-up). ``second``'s result is None when ``first`` was not stored."""
+        END_TRANSACTION's committed copy and op record (one reput wake-up; each put timed as
+        ``put_message``'s). ``second``'s result is None when ``first`` was not stored."""
         if not self._writable:
+            self.commitlog.record_latency(0)
             self.stats.put_message_failed_times += 1
             return _REFUSED, None
         put = self.commitlog.put_message
@@ -365,8 +373,7 @@ class MessageStore:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
         return self._track(self.commitlog.put_messages(msgs) if self._writable else _REFUSED)
 
-    def _track(self, result: PutResult) -> PutResult:
-        """A batch put's result: wake reput, or count the failure."""
+    def _track(self, result: PutResult) -> PutResult:  # a batch put's: wake reput or count the failure
         if result.append is not None:
             self._wake_reput()
         else:
@@ -432,11 +439,8 @@ class MessageStore:
         return master.group_transfer.add(append.wrote_offset + append.wrote_bytes, resolve, arg)
 
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
-        """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset).
-
-        Returns False on an offset mismatch. Reput dispatches the new records.
-        Raises OSError if a segment cannot be created.
-        """
+        """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset); False on
+        an offset mismatch. Reput dispatches the new records. OSError: no segment could be made."""
         if self._state not in ("loaded", "running"):
             raise IllegalStateError("store is not open")
         ok = self.commitlog.append_data(start_offset, data)
@@ -793,7 +797,3 @@ class MessageStore:
     def _allocate_queue_file(self, directory: str, offset: int, size: int) -> MappedFile | None:
         services = self._services
         return services.prepare.take(directory, offset, size) if services is not None else None
-
-
-def _noop() -> None:
-    return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from pocketmq.store.dispatch.dispatcher import Dispatcher
 
@@ -45,8 +46,9 @@ class ReputService:
         #: records per slice (an HA store lowers it: a slice delays the replication on the loop)
         self.batch = BATCH
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: a slice is scheduled (``call_soon``) and has not run yet
-        self._scheduled = False
+        #: a slice is scheduled (``call_soon``) and has not run yet: a wake-up does nothing (the
+        #: store's put path tests it instead of calling ``wakeup`` per put)
+        self.scheduled = False
 
     def start(self) -> None:
         """Take wake-ups from now on (call on the loop)."""
@@ -55,12 +57,12 @@ class ReputService:
     def wakeup(self) -> None:
         """Schedule a slice for the next loop turn, unless one is already pending (loop thread
         only; a no-op before ``start`` and after ``stop``)."""
-        if not self._scheduled and self._loop is not None and not self._stopping:
-            self._scheduled = True
+        if not self.scheduled and self._loop is not None and not self._stopping:
+            self.scheduled = True
             self._loop.call_soon(self._slice)
 
     def _slice(self) -> None:
-        self._scheduled = False
+        self.scheduled = False
         if self._stopping:
             return
         try:
@@ -108,3 +110,31 @@ class ReputService:
             self.dispatcher.write_index_backlog()
         except OSError as exc:
             logger.error("final reput failed at %d: %s", self.dispatcher.reput_from_offset, exc)
+
+
+def no_wakeup() -> None:
+    """The store's after-put hook while no services run."""
+
+
+class WakeGate(Protocol):
+    """What ``MessageStore.put_message`` tests before its after-put hook (``ReputService`` or a
+    fixed ``Gate``): while ``scheduled`` is True a call would do nothing, so it is not made
+    (a Python call per put is ~0.6k instructions)."""
+
+    @property
+    def scheduled(self) -> bool: ...
+
+
+class Gate:
+    """A fixed ``WakeGate``."""
+
+    __slots__ = ("scheduled",)
+
+    def __init__(self, scheduled: bool) -> None:
+        self.scheduled = scheduled
+
+
+#: no services (before start, after shutdown): the hook is a no-op, never called
+NO_SERVICES = Gate(True)
+#: the hook does more than wake reput (SYNC_FLUSH's poll): called after every put
+EVERY_PUT = Gate(False)
