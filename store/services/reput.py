@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
 from pocketmq.store.dispatch.dispatcher import Dispatcher
 
@@ -47,7 +46,7 @@ class ReputService:
         self.batch = BATCH
         self._loop: asyncio.AbstractEventLoop | None = None
         #: a slice is scheduled (``call_soon``) and has not run yet: a wake-up does nothing (the
-        #: store's put path tests it instead of calling ``wakeup`` per put)
+        #: CommitLog's put tests it instead of calling ``wakeup`` per put: ``commitlog.WakeGate``)
         self.scheduled = False
 
     def start(self) -> None:
@@ -110,31 +109,3 @@ class ReputService:
             self.dispatcher.write_index_backlog()
         except OSError as exc:
             logger.error("final reput failed at %d: %s", self.dispatcher.reput_from_offset, exc)
-
-
-def no_wakeup() -> None:
-    """The store's after-put hook while no services run."""
-
-
-class WakeGate(Protocol):
-    """What ``MessageStore.put_message`` tests before its after-put hook (``ReputService`` or a
-    fixed ``Gate``): while ``scheduled`` is True a call would do nothing, so it is not made
-    (a Python call per put is ~0.6k instructions)."""
-
-    @property
-    def scheduled(self) -> bool: ...
-
-
-class Gate:
-    """A fixed ``WakeGate``."""
-
-    __slots__ = ("scheduled",)
-
-    def __init__(self, scheduled: bool) -> None:
-        self.scheduled = scheduled
-
-
-#: no services (before start, after shutdown): the hook is a no-op, never called
-NO_SERVICES = Gate(True)
-#: the hook does more than wake reput (SYNC_FLUSH's poll): called after every put
-EVERY_PUT = Gate(False)
