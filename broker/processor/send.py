@@ -312,12 +312,15 @@ class SendMessageProcessor:
                     self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
                 )
             result = store.put_message(inner)
-            if (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None:
+            held = self._held_pulls
+            if held and (inner.topic, inner.queue_id) in held and result.append is not None:
                 self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
             return self._durable(self._put_then_flush(conn, request, result, queue_id, inner.topic))
         result = store.put_message(inner)
+        held = self._held_pulls
+        # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k instructions)
         if (
-            (inner.topic, inner.queue_id) in self._held_pulls and result.append is not None
+            held and (inner.topic, inner.queue_id) in held and result.append is not None
         ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         reply = self._reply(request, result, queue_id, inner.topic)
