@@ -124,7 +124,6 @@ _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SUCCESS = int(ResponseCode.SUCCESS)
 _JAVA = LanguageCode.JAVA
 _RESPONSE = int(RPC_TYPE_RESPONSE)
-_VERSION = int(CURRENT_VERSION)
 _new = object.__new__
 _pack_prefix = PREFIX.pack
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -579,15 +578,9 @@ class SendMessageProcessor:
                     )  # fmt: skip
                 p0, p1, p2, p3, p4 = parts
                 header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
-            reply = _new(EncodedReply)
-            reply.code = _SUCCESS
-            reply.opaque = opaque
+            reply = _new(EncodedReply)  # (code, remark, body, language, version, serialize_type:
+            reply.opaque = opaque  # its class attributes, what a SEND_OK's template says)
             reply.flag = _RESPONSE
-            reply.remark = None
-            reply.body = None
-            reply.language = _JAVA
-            reply.version = _VERSION
-            reply.serialize_type = 0
             n = len(header)
             reply.head = _pack_prefix(4 + n, n) + header
             reply.head_opaque = opaque
