@@ -156,10 +156,12 @@ class BrokerController:
         self.rebalance_lock_manager = RebalanceLockManager()
         self.store = MessageStore(config.store, clock=clock.now_ms)
         #: CommitLog append time of every put, always (as RocketMQ's StoreStatsService): the runtime
-        #: info's putLatency99/999 and the metrics' histogram read it. An instance attribute shadows
-        #: each put method (measured: ~0.36 µs of CPU per put).
+        #: info's putLatency99/999 and the metrics' histogram read it. The CommitLog times
+        #: put_message (and put_message_pair's two puts) itself, from its store-time clock read;
+        #: an instance attribute shadows each other put method (measured: ~0.36 µs of CPU per put).
         self.put_latency = PutLatency()
-        for name in ("put_message", "put_messages", "put_batch", "put_message_pair", "put_run"):
+        self.store.commitlog.latency = self.put_latency
+        for name in ("put_messages", "put_batch", "put_run"):
             setattr(self.store, name, self.put_latency.wrap(getattr(self.store, name)))
         #: ``aclEnable``: the rules (None when off) and the server hook enforcing them
         self.acl_manager, hooks = build_acl(config, clock.now_ms, fsync=fsync)

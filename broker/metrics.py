@@ -100,8 +100,9 @@ def _one_argument(fn: Callable[..., Any]) -> bool:
 class PutLatency:
     """CommitLog append time of every put, in power-of-two buckets (one shift and one add each).
 
-    ``wrap(store.put_message)`` returns the timed method; the controller installs it on every
-    broker (RocketMQ times every put too: ``putLatency99`` / ``putLatency999`` of the runtime info).
+    The CommitLog times ``put_message`` into it itself (``CommitLog.latency``, set by the
+    controller); ``wrap(store.put_batch)`` (and the other batch puts) returns the timed method.
+    Every put is timed on every broker (as RocketMQ: ``putLatency99`` / ``putLatency999``).
     """
 
     __slots__ = ("counts", "max_ns", "sum_ns")

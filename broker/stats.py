@@ -249,29 +249,30 @@ class BrokerStatsManager:
         now = now_ms()
         self.stats_table: dict[str, StatsItemSet] = {name: StatsItemSet(name, now_ms) for name in STATS_NAMES}
         t = self.stats_table
-        self._topic_put_nums = t[TOPIC_PUT_NUMS].items
-        self._topic_put_size = t[TOPIC_PUT_SIZE].items
+        #: what ``on_put`` adds to (public: the send processor's reply inlines it)
+        self.topic_put_nums = t[TOPIC_PUT_NUMS].items
+        self.topic_put_size = t[TOPIC_PUT_SIZE].items
         self._group_get_nums = t[GROUP_GET_NUMS].items
         self._group_get_size = t[GROUP_GET_SIZE].items
-        self._broker_put = t[BROKER_PUT_NUMS].items[cluster_name] = StatsItem(now)
+        self.broker_put = t[BROKER_PUT_NUMS].items[cluster_name] = StatsItem(now)
         self._broker_get = t[BROKER_GET_NUMS].items[cluster_name] = StatsItem(now)
-        self._next_roll = now - now % _MINUTE_STEP + _MINUTE_STEP
+        self.next_roll = now - now % _MINUTE_STEP + _MINUTE_STEP
         self.broker_stats = BrokerStats(
-            put_total or (lambda: self._broker_put.value), get_total or (lambda: self._broker_get.value), now
+            put_total or (lambda: self.broker_put.value), get_total or (lambda: self._broker_get.value), now
         )
 
-    def _roll(self, now: int) -> None:
+    def roll(self, now: int) -> None:
         """Sample every item at the boundaries passed (values as they were before this update)."""
         self.broker_stats.maybe_record(now)
         for item_set in self.stats_table.values():
             for item in item_set.items.values():
                 item.catch_up(now)
-        self._next_roll = now - now % _MINUTE_STEP + _MINUTE_STEP
+        self.next_roll = now - now % _MINUTE_STEP + _MINUTE_STEP
 
     def _add(self, items: StatsItems, key: str, value: int, times: int = 1) -> None:
         now = self.now_ms()
-        if now >= self._next_roll:
-            self._roll(now)
+        if now >= self.next_roll:
+            self.roll(now)
         item = items[key]
         item.value += value
         item.times += times
@@ -283,22 +284,22 @@ class BrokerStatsManager:
         ``now``: a read of this clock the caller already has (the put's store time)."""
         if now is None:
             now = self.now_ms()
-        if now >= self._next_roll:
-            self._roll(now)
-        item = self._topic_put_nums[topic]
+        if now >= self.next_roll:
+            self.roll(now)
+        item = self.topic_put_nums[topic]
         item.value += nums
         item.times += 1
-        item = self._topic_put_size[topic]
+        item = self.topic_put_size[topic]
         item.value += size
         item.times += 1
         # Java adds to the broker-wide value only (times stay 0)
-        self._broker_put.value += nums
+        self.broker_put.value += nums
 
     def on_get(self, group: str, topic: str, nums: int, size: int) -> None:
         """``incGroupGetNums`` + ``incGroupGetSize`` + ``incBrokerGetNums`` for one found pull."""
         now = self.now_ms()
-        if now >= self._next_roll:
-            self._roll(now)
+        if now >= self.next_roll:
+            self.roll(now)
         key = f"{topic}@{group}"
         item = self._group_get_nums[key]
         item.value += nums
@@ -329,7 +330,7 @@ class BrokerStatsManager:
         return item.minute(self.now_ms()).tps if item is not None else 0.0
 
     def tps_topic_put_nums(self, topic: str) -> float:
-        item = self._topic_put_nums.get(topic)
+        item = self.topic_put_nums.get(topic)
         return item.minute(self.now_ms()).tps if item is not None else 0.0
 
     def record_day(self) -> BrokerStats:
@@ -339,8 +340,8 @@ class BrokerStatsManager:
 
     # -- cleanup (Java autoDeleteUnusedStats) ----------------------------------------------------
     def on_topic_deleted(self, topic: str) -> None:
-        self._topic_put_nums.pop(topic, None)
-        self._topic_put_size.pop(topic, None)
+        self.topic_put_nums.pop(topic, None)
+        self.topic_put_size.pop(topic, None)
         prefix = topic + "@"
         for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, SNDBCK2DLQ_TIMES):
             self.stats_table[name].remove_where(lambda k: k.startswith(prefix))

@@ -17,7 +17,7 @@ from pocketmq.store.ha import HA_REPUT_BATCH, HAMaster, HASlave
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
 from pocketmq.store.log.batch_encode import BatchItem
-from pocketmq.store.log.commitlog import AppendedRecord, CommitLog
+from pocketmq.store.log.commitlog import EVERY_PUT, NO_SERVICES, AppendedRecord, CommitLog, no_wakeup
 from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.syscalls import disk_usage_ratio, physical_memory
@@ -87,7 +87,7 @@ class MessageStore:
         self._services: StoreServices | None = None
         self._state = "new"  # new -> loaded -> running -> closed
         self._memory_limit = physical_memory() * config.access_message_in_memory_max_ratio // 100
-        self._wake_reput: Callable[[], None] = _noop
+        self.commitlog.on_failed = self._count_failed
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._sync_master = config.broker_role is BrokerRole.SYNC_MASTER
         self._policy = PutPolicy(
@@ -103,7 +103,7 @@ class MessageStore:
     @_state.setter
     def _state(self, value: str) -> None:
         self._state_value = value
-        self._writable = not self._refuse()
+        self._set_writable()
 
     @property
     def disk_full(self) -> bool:
@@ -113,7 +113,7 @@ class MessageStore:
     @disk_full.setter
     def disk_full(self, value: bool) -> None:
         self._disk_full = value
-        self._writable = not self._refuse()
+        self._set_writable()
 
     def _on_disk_full(self, reason: str) -> None:
         """The CommitLog could not (ENOSPC) or should not (past ``diskSpaceWarningLevelRatio``)
@@ -181,7 +181,10 @@ class MessageStore:
             raise IllegalStateError(f"start() in state {self._state}")
         services = self._services = StoreServices(self)
         services.start()
-        self._wake_reput = services.after_put
+        cl = self.commitlog
+        cl.after_put = services.after_put
+        # ASYNC_FLUSH: the hook is reput's wakeup alone, called once per loop turn, not per put
+        cl.wake_gate = services.reput if services.after_put == services.reput.wakeup else EVERY_PUT
         self._policy.group_commit = services.group_commit if self._sync_flush else None
         self._state = "running"
 
@@ -256,7 +259,7 @@ class MessageStore:
         await self._stop_ha()
         self._state = "stopping"
         services, self._services = self._services, None
-        self._wake_reput = _noop
+        self.commitlog.after_put, self.commitlog.wake_gate = no_wakeup, NO_SERVICES
         self._policy.group_commit = None
         if services is not None:
             await services.stop()
@@ -301,11 +304,9 @@ class MessageStore:
 
     def do_reput(self, *, index: bool = True) -> int:
         """Dispatch everything appended so far (services do this on their own once started).
-
-        ``index=False`` leaves the index entries reput's fast path collects pending until a
-        run of them is written (``Dispatcher.write_index_backlog``): the send path's dispatch
-        for a waiting pull, per message.
-        """
+        ``index=False`` leaves the index entries reput's fast path collects pending until a run of
+        them is written (``Dispatcher.write_index_backlog``): the send path's dispatch for a
+        waiting pull, per message."""
         n = self.dispatcher.do_reput()
         if index:
             self.dispatcher.write_index_backlog()
@@ -316,37 +317,38 @@ class MessageStore:
     def _refuse(self) -> bool:
         return self._state_value not in ("loaded", "running") or self._is_slave or self._disk_full
 
+    def _set_writable(self) -> None:
+        """``_writable`` from ``_refuse``; ``put_message`` is the CommitLog's own while writable
+        (an instance attribute: no call level per put, ~0.6k instructions), else ``_refused``."""
+        w = self._writable = not self._refuse()
+        self.put_message = self.commitlog.put_message if w else self._refused  # type: ignore[method-assign]
+
     def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message now; the flush/replication wait is ``put_message_async``'s job."""
-        if self._writable:
-            result = self.commitlog.put_message(msg)
-            if result.append is not None:
-                self._wake_reput()
-                return result
-        else:
-            result = _REFUSED
+        """Append one message now; the flush/replication wait is ``put_message_async``'s job. The
+        CommitLog wakes reput, times the put (``commitlog.latency``) and counts a failure."""
+        return self.commitlog.put_message(msg) if self._writable else self._refused(msg)
+
+    def _refused(self, msg: MessageInner) -> PutResult:
+        self.commitlog.record_latency(0)  # (timed as taking no time)
         self.stats.put_message_failed_times += 1
-        return result
+        return _REFUSED
+
+    def _count_failed(self) -> None:
+        self.stats.put_message_failed_times += 1
 
     def put_message_pair(
         self, first: MessageInner, second: MessageInner
     ) -> tuple[PutResult, PutResult | None]:
         """``put_message(first)``, then, if it was stored, ``put_message(second)``, in one call:
-        END_TRANSACTION's committed copy and op record (one call through the put wrappers, one
-        reput wake-up). ``second``'s result is None when ``first`` was not stored."""
+        END_TRANSACTION's committed copy and op record (one reput wake-up; each put timed as
+        ``put_message``'s). ``second``'s result is None when ``first`` was not stored."""
         if not self._writable:
+            self.commitlog.record_latency(0)
             self.stats.put_message_failed_times += 1
             return _REFUSED, None
-        put = self.commitlog.put_message
+        put = self.commitlog.put_message  # (it wakes reput and counts a failure)
         result = put(first)
-        if result.append is None:
-            self.stats.put_message_failed_times += 1
-            return result, None
-        then = put(second)
-        if then.append is None:
-            self.stats.put_message_failed_times += 1
-        self._wake_reput()
-        return result, then
+        return (result, None) if result.append is None else (result, put(second))
 
     def put_run(
         self,
@@ -358,17 +360,16 @@ class MessageStore:
         their ``AppendedRecord`` each in order; None: none stored (the caller puts them singly)."""
         appended = self.commitlog.put_run(msgs, template, items) if self._writable else None
         if appended is not None:
-            self._wake_reput()
+            self.commitlog.after_put()
         return appended
 
     def put_messages(self, msgs: Sequence[MessageInner]) -> PutResult:
         """Append a batch (same topic and queue, consecutive queue offsets, one segment)."""
         return self._track(self.commitlog.put_messages(msgs) if self._writable else _REFUSED)
 
-    def _track(self, result: PutResult) -> PutResult:
-        """A batch put's result: wake reput, or count the failure."""
+    def _track(self, result: PutResult) -> PutResult:  # a batch put's: wake reput or count the failure
         if result.append is not None:
-            self._wake_reput()
+            self.commitlog.after_put()
         else:
             self.stats.put_message_failed_times += 1
         return result
@@ -432,16 +433,13 @@ class MessageStore:
         return master.group_transfer.add(append.wrote_offset + append.wrote_bytes, resolve, arg)
 
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
-        """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset).
-
-        Returns False on an offset mismatch. Reput dispatches the new records.
-        Raises OSError if a segment cannot be created.
-        """
+        """HA slave seam: append replicated bytes at ``start_offset`` (== max phy offset); False on
+        an offset mismatch. Reput dispatches the new records. OSError: no segment could be made."""
         if self._state not in ("loaded", "running"):
             raise IllegalStateError("store is not open")
         ok = self.commitlog.append_data(start_offset, data)
         if ok:
-            self._wake_reput()
+            self.commitlog.after_put()
         return ok
 
     def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None:
@@ -793,7 +791,3 @@ class MessageStore:
     def _allocate_queue_file(self, directory: str, offset: int, size: int) -> MappedFile | None:
         services = self._services
         return services.prepare.take(directory, offset, size) if services is not None else None
-
-
-def _noop() -> None:
-    return None

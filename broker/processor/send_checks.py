@@ -111,7 +111,7 @@ class SendSettings:
     def __init__(self, cfg: BrokerConfig) -> None:
         self.cfg = cfg
         self.cluster = cfg.broker_cluster_name
-        #: what the common send's stored properties add to the request's (send._send_single)
+        #: what the common send's stored properties add to the request's (send.SendMessageProcessor.process)
         self.cluster_tail = f"\x02{CLUSTER_KEY}{self.cluster}"
         #: whether that tail holds a DELAY / TRAN_MSG key (a cluster name may hold anything)
         self.tail_delay = DELAY_KEY in self.cluster_tail

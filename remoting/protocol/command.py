@@ -299,6 +299,15 @@ class EncodedReply(RemotingCommand):
     __slots__ = ("head", "head_opaque")
     head: bytes
     head_opaque: int
+    # What every such reply is (``reply_template``'s header): class attributes, read-only on an
+    # instance, so a SEND_OK fills six slots fewer (~0.4k instructions); opaque and flag
+    # stay slots (the dispatcher may set them)
+    code = _SUCCESS
+    remark = None
+    body = None
+    language = LanguageCode.JAVA
+    version = _CURRENT_VERSION
+    serialize_type = 0
 
     @property
     def ext_fields(self) -> dict[str, str] | None:

@@ -45,8 +45,9 @@ class ReputService:
         #: records per slice (an HA store lowers it: a slice delays the replication on the loop)
         self.batch = BATCH
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: a slice is scheduled (``call_soon``) and has not run yet
-        self._scheduled = False
+        #: a slice is scheduled (``call_soon``) and has not run yet: a wake-up does nothing (the
+        #: CommitLog's put tests it instead of calling ``wakeup`` per put: ``commitlog.WakeGate``)
+        self.scheduled = False
 
     def start(self) -> None:
         """Take wake-ups from now on (call on the loop)."""
@@ -55,12 +56,12 @@ class ReputService:
     def wakeup(self) -> None:
         """Schedule a slice for the next loop turn, unless one is already pending (loop thread
         only; a no-op before ``start`` and after ``stop``)."""
-        if not self._scheduled and self._loop is not None and not self._stopping:
-            self._scheduled = True
+        if not self.scheduled and self._loop is not None and not self._stopping:
+            self.scheduled = True
             self._loop.call_soon(self._slice)
 
     def _slice(self) -> None:
-        self._scheduled = False
+        self.scheduled = False
         if self._stopping:
             return
         try:

@@ -197,10 +197,13 @@ async def test_held_queues_view_answers_as_is_held():
     try:
         keys = [("T", 0), ("T", 1), ("U", 0)]
         assert all((k in view) is svc.is_held(*k) is False for k in keys)
+        assert not view  # (the send processor tests it first: empty, no key built)
         svc.suspend(held("T", 1, deadline=svc.now_ms() + 60_000))
         assert [k in view for k in keys] == [svc.is_held(*k) for k in keys] == [False, True, False]
+        assert view
         svc.execute = lambda r: None
         svc.notify_message_arriving("T", 1, 100)
         assert [k in view for k in keys] == [svc.is_held(*k) for k in keys] == [False, False, False]
+        assert not view
     finally:
         await svc.stop()

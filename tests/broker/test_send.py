@@ -408,7 +408,7 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
 
 
 def test_send_single_sets_every_message_inner_field():
-    """_send_single builds its MessageInner slot by slot (no __init__): a field added to
+    """process builds its MessageInner slot by slot (no __init__): a field added to
     MessageInner must be set there too."""
     import dataclasses
     import inspect
@@ -416,7 +416,7 @@ def test_send_single_sets_every_message_inner_field():
 
     from pocketmq.broker.processor.send import SendMessageProcessor
 
-    source = inspect.getsource(SendMessageProcessor._send_single)
+    source = inspect.getsource(SendMessageProcessor.process)
     assigned = set(re.findall(r"^\s+inner\.(\w+) = ", source, re.MULTILINE))
     assert assigned >= {f.name for f in dataclasses.fields(MessageInner)}
 
@@ -426,7 +426,7 @@ def test_send_single_sets_every_message_inner_field():
     ["UNIQ_KEY\x01ABC", "TAGS\x01t\x02UNIQ_KEY\x01ABC", "A\x01b\x02", "XWAIT\x01a", "CLUSTER\x01old\x02A\x01b", ""],
 )
 async def test_sdk_form_properties_stored_as_stored_properties_makes_them(broker, wire, sent):
-    """Sends without WAIT (the SDK's form) take an inline path in _send_single: stored the same."""
+    """Sends without WAIT (the SDK's form) take an inline path in process: stored the same."""
     ext = {"a": "PG", "b": "SdkForm", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000000",
            "h": "0", "i": sent, "j": "0", "k": "false"}  # fmt: skip
     r = await wire.call(RequestCode.SEND_MESSAGE_V2, ext, b"body")
@@ -434,3 +434,26 @@ async def test_sdk_form_properties_stored_as_stored_properties_makes_them(broker
     msgs = await pull_all(wire, "SdkForm", 0, int(r.ext_fields["queueOffset"]))
     expected, _ = stored_properties(sent, "DefaultCluster")
     assert properties_to_string(msgs[0].properties) == expected
+
+
+async def test_send_reply_counts_the_put_as_on_put_does(broker, wire):
+    """The reply's inline copy of ``BrokerStatsManager.on_put``: the same items, values and times."""
+    from pocketmq.broker.stats import BROKER_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BrokerStatsManager
+
+    stats = broker.broker_stats_manager
+    reference = BrokerStatsManager(broker.config.broker_cluster_name, stats.now_ms)
+    before = broker.store.get_max_phy_offset()
+    for i in range(3):
+        ext = {"a": "PG", "b": "StatsT", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000000",
+               "h": "0", "i": f"UNIQ_KEY\x01U{i}", "j": "0", "k": "false"}  # fmt: skip
+        r = await wire.call(RequestCode.SEND_MESSAGE_V2, ext, b"x" * (10 + i))
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        size = broker.store.get_max_phy_offset() - before
+        before += size
+        reference.on_put("StatsT", 1, size)
+    for name, key in ((TOPIC_PUT_NUMS, "StatsT"), (TOPIC_PUT_SIZE, "StatsT")):
+        got, want = stats.get_stats_item(name, key), reference.get_stats_item(name, key)
+        assert got is not None and want is not None
+        assert (got.value, got.times) == (want.value, want.times) == (want.value, 3)
+    cluster = broker.config.broker_cluster_name
+    assert stats.get_stats_item(BROKER_PUT_NUMS, cluster).value == 3  # type: ignore[union-attr]

@@ -245,3 +245,31 @@ def test_sync_flush_writes_through_the_fd_the_same_bytes_as_the_mapping(open_sto
         with open(os.path.join(dirs[0], name), "rb") as a, open(os.path.join(dirs[1], name), "rb") as b:
             assert a.read() == b.read()
     assert read_back[0] == read_back[1] and None not in read_back[1]
+
+
+class _Latency:
+    """What ``CommitLog.latency`` is given (``broker.metrics.PutLatency``'s fields)."""
+
+    def __init__(self) -> None:
+        self.counts = [0] * 64
+        self.sum_ns = 0
+        self.max_ns = 0
+
+
+def test_every_put_message_is_timed_and_failures_counted_once(open_store):
+    """``put_message`` is the CommitLog's own method while the store is writable: it times each
+    put (stored, failed, or refused by the store) and counts each failure once."""
+    store = open_store(max_message_size=1000)
+    lat = store.commitlog.latency = _Latency()
+    failed = store.stats.put_message_failed_times
+    assert store.put_message(make_msg(0)).is_ok
+    assert store.put_message(make_msg(0, body_size=1001)).status is PutMessageStatus.MESSAGE_ILLEGAL
+    first, second = store.put_message_pair(make_msg(1), make_msg(2))
+    assert first.is_ok and second is not None and second.is_ok
+    assert (sum(lat.counts), store.stats.put_message_failed_times - failed) == (4, 1)
+    assert lat.max_ns <= lat.sum_ns and lat.sum_ns >= 0
+    store.disk_full = True  # refused by the store: timed as taking no time, counted failed
+    assert store.put_message(make_msg(3)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert (sum(lat.counts), lat.counts[0] >= 1, store.stats.put_message_failed_times - failed) == (5, True, 2)
+    store.disk_full = False
+    assert store.put_message(make_msg(3)).is_ok and sum(lat.counts) == 6
