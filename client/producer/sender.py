@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from pocketmq.client.api import MQClientAPI, plain_request, send_request
 from pocketmq.client.config import ProducerConfig
@@ -319,7 +319,7 @@ class Sender:
             self.fault.update_fault_item(mq.broker_name, int((time.monotonic() - t0) * 1000), failed)
 
     def send_first(
-        self, p: Prepared, budget: float, done: Callable[[asyncio.Future[SendResult]], None] | None = None
+        self, p: Prepared, budget: float, done: SendDone | None = None
     ) -> asyncio.Future[SendResult] | None:
         """send_async's common case (route and connection ready, no fault strategy): write the
         first attempt now; its reply goes straight to a :class:`_FirstAttempt` (no reply future,
@@ -380,13 +380,20 @@ class Sender:
         task.add_done_callback(partial(copy_outcome, out=out))
 
 
+class SendDone(Protocol):
+    """A send_async's done work: a done callback of its future that also takes the result
+    when the caller has it at hand (not read back from the future)."""
+
+    def __call__(self, f: asyncio.Future[SendResult], result: SendResult | None = None, /) -> None: ...
+
+
 class SendFuture(asyncio.Future[SendResult]):
     """send_first's future: ``on_done``, the owner's done callback, is called directly by the
     reply callback that completes the future (one loop handle less per send); once the future
     is cancelled, or handed to a retry, it becomes an ordinary done callback."""
 
     __slots__ = ("on_done",)
-    on_done: Callable[[asyncio.Future[SendResult]], None] | None
+    on_done: SendDone | None
 
     def cancel(self, msg: Any = None) -> bool:
         if not super().cancel(msg):
@@ -438,7 +445,7 @@ class _FirstAttempt:
             done = out.on_done
             if done is not None:
                 out.on_done = None
-                done(out)
+                done(out, result)
             return
         sender.retry_after_first(out, self.p, self.budget, self.begin, self.mq, None)
 
