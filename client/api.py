@@ -374,18 +374,14 @@ class MQClientAPI(AdminCalls):
 
     @staticmethod
     def process_send_response(
-        mq: MessageQueue, response: RemotingCommand, msg_id: str, addr: str
+        mq: MessageQueue, response: RemotingCommand | SendOkReply, msg_id: str, addr: str
     ) -> SendResult:
-        code = response.code
-        status = _SEND_OK if code == 0 else _SEND_STATUS.get(code)  # type: ignore[call-overload]
-        if status is None:
-            raise error_from_response(code, response.remark, addr=addr, opaque=response.opaque)
-        if type(response) is SendOkReply:  # decoded typed (send_ok): the fields, no dict
+        if type(response) is SendOkReply:  # decoded typed (send_ok: code 0): the fields, no dict
             f = response.fields
             if f.queueId != _QUEUE_ID_STR.get(mq.queue_id):
                 mq = MessageQueue(mq.topic, mq.broker_name, int(f.queueId))
             result = _new(SendResult)
-            result.send_status = status
+            result.send_status = _SEND_OK
             result.msg_id = msg_id
             result.offset_msg_id = f.msgId
             result.message_queue = mq
@@ -394,6 +390,10 @@ class MQClientAPI(AdminCalls):
             result.region_id = f.MSG_REGION
             result.trace_on = f.TRACE_ON != "false"
             return result
+        code = response.code
+        status = _SEND_OK if code == 0 else _SEND_STATUS.get(code)  # type: ignore[call-overload]
+        if status is None:
+            raise error_from_response(code, response.remark, addr=addr, opaque=response.opaque)
         ext = response.ext_fields or _NO_EXT
         get = ext.get
         qid = get("queueId")

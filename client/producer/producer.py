@@ -229,7 +229,8 @@ class Producer(AsyncClient):
 
         Validation errors and a closed producer raise here, synchronously.
         """
-        self._check_running()
+        if self._sender.instance is None:  # inline of _check_running
+            raise self._life.closed_error()
         if self._ns is not None:
             msg = replace(msg, topic=wrap(self._ns, msg.topic))
         p = self._prep.prepare(msg)

@@ -56,7 +56,6 @@ from pocketmq.remoting.common.clock import Clock
 from pocketmq.remoting.protocol.command import RemotingCommand
 
 logger = logging.getLogger(__name__)
-_new = object.__new__
 
 #: Failures of an attempt that are always retried on another queue (transport, unknown broker).
 RETRY_ON = (RemotingConnectError, RemotingTimeoutError, BrokerNotFoundError)
@@ -232,7 +231,7 @@ class Sender:
                     begin = time.monotonic()
                     api = inst.api
                     try:
-                        response = await self.request(api, addr, p, mq, budget)
+                        response = await api.remoting.invoke(addr, self.command(api, p, mq), budget)
                         result = api.process_send_response(mq, response, p.msg_id, addr)
                     except RETRY_ON as exc:
                         logger.info("send to %s failed (attempt 1): %s", mq, exc)
@@ -341,8 +340,8 @@ class Sender:
             return None
         api = inst.api
         out = SendFuture()
-        # slots filled directly: no __init__ call per send
-        attempt = _new(_FirstAttempt)
+        # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
+        attempt = _FirstAttempt()
         attempt.sender, attempt.out, attempt.p, attempt.budget, attempt.mq = self, out, p, budget, mq
         attempt.addr, attempt.begin = addr, time.monotonic()
         try:
