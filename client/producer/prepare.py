@@ -132,7 +132,8 @@ class MessagePreparer:
         if (
             type(msg) is Message
             and type(body) is bytes
-            and 0 < len(body) < self._plain_limit
+            and body  # (not empty)
+            and len(body) < self._plain_limit
             and msg.topic in self._valid_topics
             and not (msg.keys or msg.delay_level or msg.flag)
             and msg.wait_store_msg_ok
