@@ -374,7 +374,7 @@ class MQClientAPI(AdminCalls):
 
     @staticmethod
     def process_send_response(
-        mq: MessageQueue, response: RemotingCommand | SendOkReply, msg_id: str, addr: str
+        mq: MessageQueue, response: RemotingCommand, msg_id: str, addr: str
     ) -> SendResult:
         if type(response) is SendOkReply:  # decoded typed (send_ok: code 0): the fields, no dict
             f = response.fields
