@@ -3,6 +3,8 @@
 * ``invoke`` sends a request and awaits its reply (matched by opaque); the deadline lives on
   the pending entry and one sweeper task per client expires them all (RocketMQ
   ``scanResponseTable``; cheaper than ``wait_for`` per call, docs/development.md, hot paths).
+* ``invoke_into`` is ``invoke`` for a caller that takes the reply itself: the connection hands
+  it to the caller's waiter, with no future or callback in between (a producer's ``send_async``).
 * ``invoke_oneway`` writes and forgets.
 * Connections are opened on first use and re-opened after a loss (reconnect); concurrent
   callers share one connect attempt.
