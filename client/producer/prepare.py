@@ -77,20 +77,6 @@ class Prepared:
 _new = object.__new__
 
 
-def _plain(topic: str, body: bytes, tags: str, props: str, uniq: str) -> Prepared:
-    """A plain message's :class:`Prepared`, slots filled directly (no ``__init__`` call)."""
-    p = _new(Prepared)
-    p.topic = topic
-    p.body = body
-    p.sys_flag = p.flag = 0
-    p.props = props
-    p.msg_id = uniq
-    p.batch = False
-    p.reconsume = p.max_reconsume = None
-    p.plain_tags = tags
-    return p
-
-
 class MessagePreparer:
     """Turns :class:`Message` objects into :class:`Prepared` sends for one producer."""
 
@@ -104,6 +90,8 @@ class MessagePreparer:
         self._max_size = config.max_message_size
         self._compress_over = config.compress_msg_body_over_howmuch
         self._compress_level = config.compress_level
+        #: a body shorter than this is sent as it is (neither compressed nor too large)
+        self._plain_limit = min(self._compress_over, self._max_size + 1)
         #: (topic, queue id, broker, tags) -> header template (empty: none possible)
         self.heads: dict[tuple[str, int, str, str], tuple[str, ...]] = {}
         #: a transactional half's properties before TAGS (None: the group holds a separator,
@@ -144,11 +132,10 @@ class MessagePreparer:
         if (
             type(msg) is Message
             and type(body) is bytes
-            and 0 < len(body) < self._compress_over
-            and len(body) <= self._max_size
+            and body  # (not empty)
+            and len(body) < self._plain_limit
             and msg.topic in self._valid_topics
-            and not msg.keys
-            and not msg.delay_level
+            and not (msg.keys or msg.delay_level or msg.flag)
             and msg.wait_store_msg_ok
         ):
             # The common case, checked and encoded in one go (the checks are validate()'s for
@@ -160,17 +147,19 @@ class MessagePreparer:
                 half = self._half(msg, body, tags)
                 if half is not None:
                     return half
-            elif not tags:
+            elif not tags or ("\x01" not in tags and "\x02" not in tags):
                 uniq = self._uniq.create()
-                if not msg.flag:
-                    return _plain(msg.topic, body, "", f"UNIQ_KEY\x01{uniq}", uniq)
-                return Prepared(msg.topic, body, 0, msg.flag, f"UNIQ_KEY\x01{uniq}", uniq, False)
-            elif "\x01" not in tags and "\x02" not in tags:
-                uniq = self._uniq.create()
-                props_str = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}"
-                if not msg.flag:
-                    return _plain(msg.topic, body, tags, props_str, uniq)
-                return Prepared(msg.topic, body, 0, msg.flag, props_str, uniq, False)
+                # a plain message: slots filled directly (no __init__ call)
+                p = _new(Prepared)
+                p.topic = msg.topic
+                p.body = body
+                p.sys_flag = p.flag = 0
+                p.props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+                p.msg_id = uniq
+                p.batch = False
+                p.reconsume = p.max_reconsume = None
+                p.plain_tags = tags or ""
+                return p
         self.validate(msg)
         body = msg.body
         if type(body) is not bytes:

@@ -229,7 +229,8 @@ class Producer(AsyncClient):
 
         Validation errors and a closed producer raise here, synchronously.
         """
-        self._check_running()
+        if self._sender.instance is None:  # inline of _check_running
+            raise self._life.closed_error()
         if self._ns is not None:
             msg = replace(msg, topic=wrap(self._ns, msg.topic))
         p = self._prep.prepare(msg)
@@ -378,25 +379,31 @@ class Producer(AsyncClient):
 
 def _sent(
     inflight: set[asyncio.Future[Any]], window: SendWindow | None, callback: SendCallback | None,
-    f: asyncio.Future[SendResult],
+    f: asyncio.Future[SendResult], result: SendResult | None = None,
 ) -> None:  # fmt: skip
     """Done callback of a send_async future: forget it, free its slot (``window``: the send held
-    one), then run the user's callback."""
+    one), then run the user's callback (``result``: the future's, given by the first attempt's
+    reply, not read back from the future)."""
     inflight.discard(f)
     if window is not None:
         # inline of SendWindow.release (one call less per send)
         window.busy -= 1
         if window.waiters:
             window.wake()
-    if callback is None:
+    if result is not None:
+        exc = None
+    elif callback is None:
         if not f.cancelled():
             f.exception()  # retrieved: the caller owns the future
         return
-    if f.cancelled():
+    elif f.cancelled():
         callback(None, asyncio.CancelledError())
         return
-    exc = f.exception()
-    try:
-        callback(None if exc else f.result(), exc)
-    except Exception:
-        logger.exception("send callback raised")
+    else:
+        exc = f.exception()
+        result = None if exc else f.result()
+    if callback is not None:
+        try:
+            callback(result, exc)
+        except Exception:
+            logger.exception("send callback raised")

@@ -16,10 +16,11 @@ Rules (Java ``DefaultMQProducerImpl.sendDefaultImpl``):
   final :class:`SendFailedError`.
 
 ``send_async``'s common case (route and connection ready, no fault strategy, no VIP channel) is
-:meth:`Sender.send_first`: the first attempt is written before ``send_async`` returns and finished
-in a callback on the reply future, with no task and no loop turn between the call and the
-request leaving; a failed first attempt continues in :meth:`Sender.send` with what is known so
-far (start time, error, broker to avoid), so both paths follow the same rules.
+:meth:`Sender.send_first`: the first attempt is written before ``send_async`` returns and its
+reply is handed by the connection to the attempt itself (:class:`_FirstAttempt`, in the place of
+a reply future: no task, no callback, no loop turn between the request and the user's callback);
+a failed first attempt continues in :meth:`Sender.send` with what is known so far (start time,
+error, broker to avoid), so both paths follow the same rules.
 
 The common send (route cached, no hooks) is one coroutine from :meth:`Sender.send` to the reply
 future: no per-attempt coroutine layers, no enum-member lookups (slow on CPython 3.11).
@@ -29,14 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
-from pocketmq.client.api import MQClientAPI
+from pocketmq.client.api import MQClientAPI, plain_request, send_request
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import (
     BrokerNotFoundError,
@@ -65,6 +65,7 @@ _REFRESH_FAILURES = (TopicRouteNotFoundError, RemotingConnectError, RemotingTime
 # Enum member bound to a module name: on CPython 3.11 ``Enum.MEMBER`` costs ~80 ns (a metaclass
 # attribute lookup) against ~20 ns for a global, and the send path reads it every time.
 _SEND_OK = SendStatus.SEND_OK
+_process_send_response = MQClientAPI.process_send_response
 
 
 def is_retriable(exc: BaseException) -> bool:
@@ -169,11 +170,9 @@ class Sender:
         return self.publish.get(topic) or info
 
     # ---------------------------------------------------------------------------- attempts
-    def request(
-        self, api: MQClientAPI, addr: str, p: Prepared, mq: MessageQueue, timeout: float
-    ) -> Awaitable[RemotingCommand]:
-        """Write one attempt's request; returns the reply's awaitable. A plain message's header
-        comes from its queue's template (no extFields dict, no JSON dump) unless RPC hooks run."""
+    def command(self, api: MQClientAPI, p: Prepared, mq: MessageQueue) -> RemotingCommand:
+        """One attempt's request. A plain message's header comes from its queue's template (no
+        extFields dict, no JSON dump) unless RPC hooks run."""
         tags = p.plain_tags
         if tags is not None:
             remoting = api.remoting
@@ -182,8 +181,14 @@ class Sender:
                 # the cached template first (inline of MessagePreparer.head)
                 tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
                 if tpl is not None:
-                    return api.send_plain(addr, tpl, time.time_ns() // 1_000_000, p.msg_id, p.body, timeout)
-        return api.send_message_request(addr, self.prep.ext(p, mq), p.body, timeout, batch=p.batch)
+                    return plain_request(tpl, time.time_ns() // 1_000_000, p.msg_id, p.body)
+        return send_request(self.prep.ext(p, mq), p.body, p.batch)
+
+    def request(
+        self, api: MQClientAPI, addr: str, p: Prepared, mq: MessageQueue, timeout: float
+    ) -> Awaitable[RemotingCommand]:
+        """Write one attempt's request (:meth:`command`); returns the reply's awaitable."""
+        return api.remoting.invoke(addr, self.command(api, p, mq), timeout)
 
     async def send_to(self, p: Prepared, mq: MessageQueue, timeout: float) -> SendResult:
         """One attempt on ``mq``, no retry (explicit queues and selectors keep their order)."""
@@ -227,7 +232,7 @@ class Sender:
                     begin = time.monotonic()
                     api = inst.api
                     try:
-                        response = await self.request(api, addr, p, mq, budget)
+                        response = await api.remoting.invoke(addr, self.command(api, p, mq), budget)
                         result = api.process_send_response(mq, response, p.msg_id, addr)
                     except RETRY_ON as exc:
                         logger.info("send to %s failed (attempt 1): %s", mq, exc)
@@ -314,15 +319,16 @@ class Sender:
             self.fault.update_fault_item(mq.broker_name, int((time.monotonic() - t0) * 1000), failed)
 
     def send_first(
-        self, p: Prepared, budget: float, done: Callable[[asyncio.Future[SendResult]], None] | None = None
+        self, p: Prepared, budget: float, done: SendDone | None = None
     ) -> asyncio.Future[SendResult] | None:
         """send_async's common case (route and connection ready, no fault strategy): write the
-        first attempt now and finish it in a reply callback; a failed attempt continues in
-        :meth:`send`. ``None``: take the general path (:meth:`send` in a task).
+        first attempt now; its reply goes straight to a :class:`_FirstAttempt` (no reply future,
+        no callback through the loop); a failed attempt continues in :meth:`send`. ``None``:
+        take the general path (:meth:`send` in a task).
 
         ``done(future)`` runs once the future is done, as a done callback would, but called
-        directly by the reply callback that completes it (no loop turn, no handle); a future
-        cancelled by its owner or finished by a retry runs it as a done callback."""
+        directly when the reply completes it (no loop turn, no handle); a future cancelled by
+        its owner or finished by a retry runs it as a done callback."""
         info = self.publish.get(p.topic)
         inst = self.instance
         if info is None or not info.message_queues or self.fault.enabled or self._vip or inst is None:
@@ -333,22 +339,19 @@ class Sender:
         addr = inst.find_broker_addr_in_publish(mq.broker_name)
         if addr is None:
             return None
+        api = inst.api
+        out = SendFuture()
+        # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
+        attempt = _FirstAttempt()
+        attempt.sender, attempt.out, attempt.p, attempt.budget, attempt.mq = self, out, p, budget, mq
+        attempt.addr, attempt.begin = addr, time.monotonic()
         try:
-            reply = self.request(inst.api, addr, p, mq, budget)
+            if not api.remoting.invoke_into(addr, self.command(api, p, mq), budget, attempt):
+                return None  # no open connection (or RPC hooks): nothing was written
         except Exception:
             return None  # e.g. too many requests pending: the general path reports it in the future
-        if not isinstance(reply, asyncio.Future):
-            # The connection is not open (or RPC hooks run): remoting handed back its slow-path
-            # coroutine, which has not started, so nothing was written. Drop it unstarted.
-            if inspect.iscoroutine(reply):
-                reply.close()
-            return None
         info.index += 1
-        out = SendFuture(loop=reply.get_loop())
         out.on_done = done
-        begin = time.monotonic()
-        # partial, not a closure: a C call into the callback (docs/development.md, hot paths)
-        reply.add_done_callback(partial(_first_reply, self, out, p, budget, begin, mq, addr))
         return out
 
     def retry_after_first(
@@ -377,13 +380,20 @@ class Sender:
         task.add_done_callback(partial(copy_outcome, out=out))
 
 
+class SendDone(Protocol):
+    """A send_async's done work: a done callback of its future that also takes the result
+    when the caller has it at hand (not read back from the future)."""
+
+    def __call__(self, f: asyncio.Future[SendResult], result: SendResult | None = None, /) -> None: ...
+
+
 class SendFuture(asyncio.Future[SendResult]):
     """send_first's future: ``on_done``, the owner's done callback, is called directly by the
     reply callback that completes the future (one loop handle less per send); once the future
     is cancelled, or handed to a retry, it becomes an ordinary done callback."""
 
     __slots__ = ("on_done",)
-    on_done: Callable[[asyncio.Future[SendResult]], None] | None
+    on_done: SendDone | None
 
     def cancel(self, msg: Any = None) -> bool:
         if not super().cancel(msg):
@@ -400,36 +410,55 @@ class SendFuture(asyncio.Future[SendResult]):
             done(self)
 
 
-def _first_reply(
-    sender: Sender, out: SendFuture, p: Prepared, budget: float, begin: float,
-    mq: MessageQueue, addr: str, reply: asyncio.Future[Any],
-) -> None:  # fmt: skip
-    """Done callback of send_first's reply: deliver, raise, or retry by the send rules."""
-    if reply.cancelled():
-        out.cancel()
-        return
-    exc = reply.exception()
-    if out.done():  # cancelled by the caller: nothing to deliver (exception retrieved)
-        return
-    if exc is None:
+class _FirstAttempt:
+    """The first attempt of a send_async in the connection's pending table
+    (:meth:`RemotingClient.invoke_into`): the connection hands it the reply or the failure
+    (timeout, connection lost) directly, and it delivers, raises or retries by the send rules."""
+
+    __slots__ = ("addr", "begin", "budget", "mq", "out", "p", "sender")
+    sender: Sender
+    out: SendFuture
+    p: Prepared
+    budget: float
+    begin: float
+    mq: MessageQueue
+    addr: str
+
+    def done(self) -> bool:
+        """Nothing to deliver any more: the send's future was cancelled by its owner."""
+        return self.out.done()
+
+    def set_result(self, reply: RemotingCommand) -> None:
+        """The reply: the send's result, or a failure of this attempt."""
+        out = self.out
+        if out.done():  # cancelled by the caller: nothing to deliver
+            return
         try:
-            result = MQClientAPI.process_send_response(mq, reply.result(), p.msg_id, addr)
+            result = _process_send_response(self.mq, reply, self.p.msg_id, self.addr)
         except Exception as err:
-            exc = err
-        else:
-            if result.send_status is _SEND_OK or not (sender.retry_not_stored and sender.attempts_async > 1):
-                out.set_result(result)
-                # inline of SendFuture.finished
-                done = out.on_done
-                if done is not None:
-                    out.on_done = None
-                    done(out)
-                return
-    if exc is not None and not is_retriable(exc):
-        out.set_exception(exc)
-        out.finished()
-        return
-    sender.retry_after_first(out, p, budget, begin, mq, exc)
+            self.set_exception(err)
+            return
+        sender = self.sender
+        if result.send_status is _SEND_OK or not (sender.retry_not_stored and sender.attempts_async > 1):
+            out.set_result(result)
+            # inline of SendFuture.finished
+            done = out.on_done
+            if done is not None:
+                out.on_done = None
+                done(out, result)
+            return
+        sender.retry_after_first(out, self.p, self.budget, self.begin, self.mq, None)
+
+    def set_exception(self, exc: BaseException) -> None:
+        """This attempt failed (an error reply, a timeout, the connection lost)."""
+        out = self.out
+        if out.done():
+            return
+        if not is_retriable(exc):
+            out.set_exception(exc)
+            out.finished()
+            return
+        self.sender.retry_after_first(out, self.p, self.budget, self.begin, self.mq, exc)
 
 
 def copy_outcome(

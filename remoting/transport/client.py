@@ -3,6 +3,8 @@
 * ``invoke`` sends a request and awaits its reply (matched by opaque); the deadline lives on
   the pending entry and one sweeper task per client expires them all (RocketMQ
   ``scanResponseTable``; cheaper than ``wait_for`` per call, docs/development.md, hot paths).
+* ``invoke_into`` is ``invoke`` for a caller that takes the reply itself: the connection hands
+  it to the caller's waiter, with no future or callback in between (a producer's ``send_async``).
 * ``invoke_oneway`` writes and forgets.
 * Connections are opened on first use and re-opened after a loss (reconnect); concurrent
   callers share one connect attempt.
@@ -20,6 +22,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
@@ -29,6 +32,17 @@ from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher,
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 
 logger = logging.getLogger(__name__)
+
+
+class ReplyWaiter(Protocol):
+    """What :meth:`RemotingClient.invoke_into` hands the reply to: a future's three methods
+    the connection calls (the pending table holds it as it holds a future)."""
+
+    def set_result(self, reply: RemotingCommand, /) -> None: ...
+
+    def set_exception(self, exc: BaseException, /) -> None: ...
+
+    def done(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +159,30 @@ class RemotingClient:
         except RemotingConnectError:
             return self._invoke_slow(addr, request, timeout)
 
+    def invoke_into(self, addr: str, request: RemotingCommand, timeout: float, waiter: ReplyWaiter) -> bool:
+        """:meth:`invoke` whose reply goes to ``waiter`` instead of a future: the connection
+        calls ``waiter.set_result(reply)`` as it reads the reply, or ``set_exception`` (timeout,
+        connection lost), with no future, done callback or loop turn in between (a producer's
+        ``send_async``). Only on :meth:`invoke`'s fast path; False: nothing was written (no open
+        connection, RPC hooks, a full write buffer), use :meth:`invoke`.
+
+        Raises:
+            RemotingTooMuchRequestError: too many requests pending on the connection.
+            LocalProtocolError: the request is too large to encode.
+        """
+        conn = self._conns.get(addr)
+        if conn is None or conn.transport is None or self.hooks or not conn.can_write:
+            return False
+        self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
+        if self.before_hooks:
+            for before in self.before_hooks:
+                before(addr, request)
+        try:
+            conn.request(request, timeout, waiter)
+        except RemotingConnectError:
+            return False
+        return True
+
     async def _invoke_slow(
         self, addr: str, request: RemotingCommand, timeout: float | None
     ) -> RemotingCommand:
@@ -220,4 +258,10 @@ class RemotingClient:
         await self.dispatcher.close()
 
 
-__all__ = ["RemotingClient", "RemotingClientConfig", "RemotingConnectError", "RemotingTimeoutError"]
+__all__ = [
+    "RemotingClient",
+    "RemotingClientConfig",
+    "ReplyWaiter",
+    "RemotingConnectError",
+    "RemotingTimeoutError",
+]

@@ -90,6 +90,7 @@ HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 #: A request handler: returns the reply, ``None`` (no reply now: oneway, or a held pull that
 #: replies later through ``send_response``), or an awaitable of either.
 Handler = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
+_ReplyFuture = asyncio.Future[RemotingCommand]
 
 #: Too many requests awaiting replies on one connection.
 MAX_PENDING = 65536
@@ -580,10 +581,9 @@ class RemotingConnection(asyncio.Protocol):
         self._drain_waiters = [*(self._drain_waiters or ()), waiter]
         await waiter
 
-    def request(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
-        """Send a request and return the future of its reply (deadline swept by the owner).
-
-        ``cmd.opaque`` must already be set by the owner.
+    def request(self, cmd: RemotingCommand, timeout: float, waiter: Any = None) -> _ReplyFuture:
+        """Send a request and return the future of its reply, or ``waiter`` (anything with a future's
+        ``set_result``, ``set_exception``, ``done``) to take it instead; ``cmd.opaque`` set by the owner.
 
         Raises:
             RemotingTooMuchRequestError: ``MAX_PENDING`` requests already await replies.
@@ -596,7 +596,7 @@ class RemotingConnection(asyncio.Protocol):
                 f"{len(pending)} requests already pending on {self.remote_addr}"
             )
         head = cmd.encode_header()  # may raise: before the entry exists
-        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future() if waiter is None else waiter
         out = self._out
         if out is not None and not self._closing:
             # A batch is open (this loop turn already wrote or read): join it, and take the

@@ -236,23 +236,29 @@ async def test_send_oneway_writes_one_v2_request() -> None:
 
 class FutureRemoting(FakeRemoting):
     """The real client's fast path: the request is written at call time and the reply is a
-    future, resolved on a later loop turn."""
+    future (``invoke``) or handed to the waiter (``invoke_into``) on a later loop turn."""
 
     def invoke(self, addr, request, timeout=None):  # type: ignore[override]
+        fut = asyncio.get_running_loop().create_future()
+        self.invoke_into(addr, request, timeout, fut)
+        return fut
+
+    def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
         request = as_decoded(request)
         self.requests.append((addr, request))
-        fut = asyncio.get_running_loop().create_future()
         answer = self.handler(addr, request)
 
         def resolve() -> None:
+            if waiter.done():  # as the connection: a cancelled waiter gets nothing
+                return
             if isinstance(answer, Exception):
-                fut.set_exception(answer)
+                waiter.set_exception(answer)
             else:
                 answer.opaque = request.opaque
-                fut.set_result(answer)
+                waiter.set_result(answer)
 
         asyncio.get_running_loop().call_soon(resolve)
-        return fut
+        return True
 
 
 def make_future_producer(handler, **options) -> tuple[Producer, FakeInstance]:
