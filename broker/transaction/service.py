@@ -633,7 +633,7 @@ class TransactionalMessageService:
         if not queued:
             return
         low = self.store.get_min_phy_offset()
-        if min([offset for offset, _, _ in queued]) < low:
+        if min(queued)[0] < low:  # (by offset: no two queued ends share one)
             for offset, _, _ in queued:
                 if offset < low:
                     logger.error(

@@ -294,6 +294,9 @@ def _dispatch_batch(
     #: string object has the same tagsCode and no index entry either (op records of a
     #: transaction run: all one string, TAGS only), so its parse is skipped
     same: str | None = None
+    # every record with equal properties (an END_TRANSACTION run's op records): the first's
+    # parse is every record's when it gave no index entry (~0.5k instructions fewer a record)
+    uniform = props_list.count(props_list[0]) == len(props_list)
     for props, size in zip(props_list, sizes, strict=True):
         if props is same:
             codes.append(code)
@@ -339,6 +342,9 @@ def _dispatch_batch(
                                 add_hash(topic_key_hash(topic, k))
                             add_phy(p)
         codes.append(code)
+        if uniform and same is not None:
+            codes += [code] * (len(sizes) - 1)
+            break
         p += size
     cq = d.cq_table.flat.get((topic, qid))
     try:
