@@ -22,7 +22,7 @@ will ask the producer later. Nothing is stored for a refused request.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.processor.send_checks import PUT_STATUS_DEFAULT, PUT_STATUS_REPLY
@@ -40,6 +40,7 @@ from pocketmq.remoting.protocol.message import (
 from pocketmq.store import BrokerRole
 
 if TYPE_CHECKING:
+    from pocketmq.broker.config import BrokerConfig
     from pocketmq.broker.state import BrokerState
     from pocketmq.broker.transaction.service import TransactionalMessageService
     from pocketmq.remoting.transport.connection import RemotingConnection
@@ -58,10 +59,21 @@ class EndTransactionProcessor(HandlerTable):
     transactions: TransactionalMessageService
     state: BrokerState
 
+    #: the config ``slave`` was read from: configs are frozen and replaced whole
+    #: (UPDATE_BROKER_CONFIG), so the role is read again only when the object changes -- a
+    #: pydantic model's attribute read goes through its ``__getattr__`` hook, ~0.8k
+    #: instructions each, two per END_TRANSACTION otherwise (callgrind)
+    _cfg: BrokerConfig | None = field(default=None, init=False, repr=False)
+    _slave: bool = field(default=False, init=False, repr=False)
+
     HANDLERS = {RequestCode.END_TRANSACTION: "end_transaction"}
 
     def end_transaction(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
-        if self.state.config.store.broker_role is _SLAVE:
+        cfg = self.state.config
+        if cfg is not self._cfg:
+            self._cfg = cfg
+            self._slave = cfg.store.broker_role is _SLAVE
+        if self._slave:
             return RemotingCommand.response_to(request, ResponseCode.SLAVE_NOT_AVAILABLE, SLAVE_REMARK)
         # what producers send: a oneway commit or rollback of a half stored lately, read
         # without building the header (from the typed decode's attributes when the frame

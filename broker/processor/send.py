@@ -395,9 +395,10 @@ class SendMessageProcessor:
         tran, wait = planned[3], planned[4]
         if tran != "true" and (tran is None or tran.lower() != "true"):
             return None  # (stored as a plain message by the general path)
-        cfg = s.cfg  # (the broker's config: _settings renews s when it is replaced)
-        if cfg.reject_transaction_message:
-            raise NoPermissionError(f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden")
+        if s.reject_transaction:  # (s is renewed with the config: _settings)
+            raise NoPermissionError(
+                f"the broker[{s.cfg.broker_ip1}] sending transaction message is forbidden"
+            )
         # the half itself (what put_half makes of the sent message), every slot filled directly
         # as _send_single does: its topic and queue, sysFlag without the transaction bits
         inner = _new(MessageInner)

@@ -104,8 +104,8 @@ class SendSettings:
 
     __slots__ = (
         "cfg", "cluster", "cluster_tail", "is_slave", "max_body", "max_body_fast", "policy_waits",
-        "quick_checks", "region", "send_ok", "start_accept", "sync_flush_only", "sync_master_only",
-        "tail_delay", "tail_tran", "trace_on", "writable",
+        "quick_checks", "region", "reject_transaction", "send_ok", "start_accept", "sync_flush_only",
+        "sync_master_only", "tail_delay", "tail_tran", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
@@ -130,6 +130,8 @@ class SendSettings:
             }
         )
         self.is_slave = cfg.is_slave
+        #: ``rejectTransactionMessage`` (read per half otherwise: a pydantic attribute, ~0.8k instructions)
+        self.reject_transaction = cfg.reject_transaction_message
         #: ``maxMessageSize``: the largest stored record
         self.max_body = cfg.store.max_message_size
         #: bodies up to this are within ``max_body`` whatever the topic and properties

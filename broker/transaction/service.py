@@ -565,9 +565,8 @@ class TransactionalMessageService:
         queue offset is in range)."""
         try:
             offset = int(raw)
-            recent = self.recent.entries.get(offset)
-            if recent is None:
-                return False
+            # (a subscript, no method call: a miss, the rare case, is the KeyError below)
+            recent = self.recent.entries[offset]
             _, _, queue_offset, tx_offset, _, _, pgroup = recent
             # (a null group compares unequal)
             if (
@@ -580,7 +579,7 @@ class TransactionalMessageService:
             ):
                 return False
             commit = _KINDS[kind]
-        except (KeyError, ValueError, TypeError):  # (a null field, not a number, another kind)
+        except (KeyError, ValueError, TypeError):  # (not recent, a null field, not a number, another kind)
             return False
         done, ending = self.done, self.ending
         if queue_offset in done or queue_offset in ending:
@@ -633,7 +632,7 @@ class TransactionalMessageService:
         if not queued:
             return
         low = self.store.get_min_phy_offset()
-        if min([offset for offset, _, _ in queued]) < low:
+        if min(queued)[0] < low:  # (by offset: no two queued ends share one)
             for offset, _, _ in queued:
                 if offset < low:
                     logger.error(
