@@ -12,9 +12,9 @@ topic) is split back into per-record entries. This is the per-message cost of di
 
 Committed copies: END_TRANSACTION's copy of a half is stored with the half's properties string
 object itself and its ``preparedTransactionOffset`` is the half's CommitLog offset, so the
-half's tagsCode, UNIQ_KEY and KEYS, parsed when the half was dispatched (``CARRIED``, keyed by
-that offset), are the copy's: it is not parsed again (~2k instructions fewer per transaction;
-only the index hashes, of its own topic, are computed). The identity check keeps anything else
+half's tagsCode, UNIQ_KEY and KEYS, parsed when the half was dispatched (the dispatcher's
+``carried``, keyed by that offset), are the copy's: it is not parsed again (~2k instructions
+fewer per transaction; only the index hashes, of its own topic, are computed). The identity check keeps anything else
 -- a copy read back and re-encoded, an entry from an earlier store -- on the parse.
 """
 
@@ -55,12 +55,12 @@ _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
 _UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 _HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
 
-#: half message CommitLog offset -> (its properties string, tagsCode, UNIQ_KEY, KEYS) as its
-#: dispatch parsed them, until its committed copy is dispatched (module docstring)
-CARRIED: dict[int, tuple[str, int, str | None, str | None]] = {}
-#: entries at most: halves whose copy never comes here (rolled back, committed from a read
-#: back, never resolved) are dropped all at once past it (a copy follows its half by one
-#: END_TRANSACTION's round trip, a few thousand records at most)
+#: a half's dispatch parse as its committed copy takes it (module docstring): the half's
+#: properties string, tagsCode, UNIQ_KEY and KEYS
+Carried = tuple[str, int, str | None, str | None]
+#: ``ReputState.carried`` entries at most: halves whose copy never comes here (rolled back,
+#: committed from a read back, never resolved) are dropped all at once past it (a copy
+#: follows its half by one END_TRANSACTION's round trip, a few thousand records at most)
 CARRIED_MAX = 8192
 
 
@@ -78,6 +78,7 @@ class ReputState(Protocol):
     last_dispatched_timestamp: int
     index_backlog: tuple[list[int], list[int], list[int]] | None
     backlog_timestamp: int
+    carried: dict[int, Carried]
 
     def write_index_backlog(self) -> None: ...
 
@@ -121,7 +122,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
     # built and hashed for ``flat`` (~0.6k instructions)
     topic_queues: dict[int, ConsumeQueue] = {}
     halves = False  # (the topic is the half topic: its records' parse is kept in ``carried``)
-    carried = CARRIED
+    carried = d.carried
     n = 0
     last_ts = 0
     try:

@@ -29,7 +29,7 @@ from pocketmq.remoting.protocol.message import (
     tags_hash,
 )
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.dispatch.appended import reput_appended
+from pocketmq.store.dispatch.appended import Carried, reput_appended
 from pocketmq.store.dispatch.props_fields import (
     NO_PROPERTIES,
     LazyProperties,
@@ -170,6 +170,9 @@ class Dispatcher:
         #: store time of the last record dispatched while ``index_backlog`` waited: becomes
         #: ``last_dispatched_timestamp`` once the backlog is written
         self.backlog_timestamp = 0
+        #: half message CommitLog offset -> its dispatch parse, until its committed copy is
+        #: dispatched (``dispatch.appended``, "Committed copies"; at most ``CARRIED_MAX``)
+        self.carried: dict[int, Carried] = {}
         #: the index process while it builds the index (then ``index_enable`` is off)
         self.index_child: IndexChild | None = None
 

@@ -18,7 +18,6 @@ from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
 from pocketmq.remoting.protocol.message import decode_message
 from pocketmq.remoting.protocol.route import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from pocketmq.store import MessageInner, MessageStore, MessageStoreConfig
-from pocketmq.store.dispatch.appended import CARRIED
 from tests.broker.transaction.test_recent import HOST, V6, last_record, offline_broker, prepare
 
 TX_PROPS = "TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01AC1\x02TRAN_MSG\x01true\x02PGROUP\x01PG"
@@ -264,9 +263,10 @@ def test_the_oneway_fast_read_agrees_with_the_header_parser(tmp_path) -> None:
 
 @pytest.mark.parametrize("index_enable", [True, False])
 def test_a_copy_dispatched_with_its_halfs_parse_matches_a_parsed_one(tmp_path, index_enable: bool) -> None:
-    """A committed copy carrying its half's properties object takes the half's parse
-    (``dispatch.appended.CARRIED``): the same ConsumeQueue units and index answers as a copy
-    whose equal properties are parsed (the half's index keys under the copy's own topic)."""
+    """A committed copy carrying its half's properties object takes the half's parse (the
+    dispatcher's ``carried``, ``dispatch.appended``): the same ConsumeQueue units and index
+    answers as a copy whose equal properties are parsed (the half's index keys under the
+    copy's own topic)."""
     got = []
     for carried in (True, False):
         store = store_at(tmp_path / str(carried))
@@ -279,12 +279,12 @@ def test_a_copy_dispatched_with_its_halfs_parse_matches_a_parsed_one(tmp_path, i
             at = store.put_message(half).append
             assert at is not None
             store.do_reput()  # the half dispatched (parsed) first, as END_TRANSACTION comes later
-            assert (CARRIED.get(at.wrote_offset, ("",))[0] is props) == index_enable
+            assert (store.dispatcher.carried.get(at.wrote_offset, ("",))[0] is props) == index_enable
             copy_props = props if carried else "".join(["TAGS\x01t1\x02KEYS\x01k1 x3\x02", "UNIQ_KEY\x01U5"])
             copy = MessageInner("TxA", b"h", 1, 0, copy_props, 8, 5, HOST, HOST, 0, at.wrote_offset)
             assert store.put_run([copy])
             data, units, found = contents(store, ["TxA", RMQ_SYS_TRANS_HALF_TOPIC])
-            assert at.wrote_offset not in CARRIED
+            assert at.wrote_offset not in store.dispatcher.carried
             got.append((units, found))
         finally:
             store.close()
