@@ -30,8 +30,25 @@ SYNC_FLUSH fdatasync then wrote back whole large folios for a few KB of new mess
 bytes (1.27 GB for 69 MB of appends) and 1-1.5 ms per fsync instead of 0.25 ms. Random advice
 makes faults allocate single pages. Once the writer has moved on, the full segment gets
 ``MADV_NORMAL`` back, so consumers catching up from disk still get readahead. ASYNC_FLUSH keeps
-the default: its flushes are large and rare, and page-sized faults cost the prefault thread ~25%
-more CPU per message (measured), which a 2-core broker shares with its clients.
+the default: its flushes are large and rare, and with random advice the loop pays instead of the
+prefault thread (broker, 128 sends in flight, ~550 MB written: prefault thread 1.48 -> 0.69 s of
+sys, but the loop's minor faults 17.6k -> 147.6k, one per page, and its sys 0.75 -> 1.17 s).
+
+Most of the prefault thread's kernel CPU (~10 us per 4 KiB page, ~3 us per 1 KiB message at 128
+sends in flight on the 2-core test VM) is not the prefault's own work but the first touch of
+memory the guest had given back to its host: this VM runs free page reporting (virtio-balloon,
+``page_reporting.page_reporting_order=11`` on the kernel command line), which hands free 8 MiB
+blocks to the host; the first write to such a page afterwards faults on the host, which the
+guest sees as a slow ``memset``
+(ext4 readahead zeroing the new, unwritten-extent folios). Measured with a bare mapping:
+populating 256 MiB cost 9.3 us per page after 6 s idle, 0.5 us when rerun at once on the memory
+just freed; writes without any prefault paid the same 9-10 us per page (1.9 once reused); anon
+THP memory 10.6 us per 4 KiB, order-0 anon pages 1.6-1.8 (small free fragments, not reported).
+MADV_POPULATE_WRITE or READ, with a writer close behind, far away or absent, all cost the same
+~10 us per page after idle. Every page a new CommitLog segment caches is fresh memory while the
+box has free RAM to spare (19 of 24 GB here); once the page cache fills RAM, reclaimed pages
+should be reused, as in the 0.5 us rerun (not measured in a broker). Prefaulting keeps that
+cost off the loop, which would otherwise pay it in its write faults.
 
 With SYNC_FLUSH the prefault window is also written as zeros and synced (``_zero_step``), as
 Java's ``warmMappedFile`` does under SYNC_FLUSH (zeros through the mapping, forced every 16
