@@ -196,6 +196,13 @@ class FrameDecoder:
                                     send.serialize_type = 0
                                     append(send)
                                     continue
+                        elif header.startswith(END_START):
+                            # a producer's END_TRANSACTION (one per transaction): typed here,
+                            # not through _json_command (a call and a prefix test fewer)
+                            end_cmd = end_command(header, body)
+                            if end_cmd is not None:
+                                append(end_cmd)
+                                continue
                         append(json_command(header, body))
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))
