@@ -14,7 +14,7 @@ frame takes the general path, which decides (same codes and remarks); the reques
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import TypedCommand, typed_command
@@ -26,6 +26,11 @@ __all__ = ["END_DECODE", "END_START", "EndTxRequest", "end_command"]
 END_START = b'{"code":37,"extFields":{'
 
 _decode: Callable[[Any], Any] | None
+if TYPE_CHECKING:
+    _LanguageName = str
+else:  # the known language names (msgspec returns the Literal's own objects)
+    _LanguageName = Literal[tuple(header_json.LANGUAGE_BY_NAME)]
+
 try:  # pragma: no cover - without msgspec every frame takes the general path
     import msgspec
 
@@ -42,9 +47,13 @@ try:  # pragma: no cover - without msgspec every frame takes the general path
         transactionId: str | None = None
 
     class _EndHeader(header_json._Header, gc=False, forbid_unknown_fields=True):
-        """``_Header`` with END_TRANSACTION's extFields typed (no dict, no key strings built)."""
+        """``_Header`` with END_TRANSACTION's extFields typed (no dict, no key strings built)
+        and its language one of the known names, returned as the very key of
+        ``LANGUAGE_BY_NAME`` (no string built and hashed per frame; another name is refused,
+        as the frame decoder refuses it, and the general path decides)."""
 
         extFields: EndFields  # type: ignore[assignment]
+        language: _LanguageName
 
     _decode = msgspec.json.Decoder(_EndHeader).decode
 except ImportError:  # pragma: no cover
