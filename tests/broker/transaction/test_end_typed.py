@@ -58,19 +58,29 @@ CASES = [
 @pytest.mark.parametrize(("ext", "typed"), CASES)
 def test_the_typed_decode_is_the_general_one(ext: Any, typed: bool, sort: bool) -> None:
     data = frame(ext, sort)
-    (cmd,) = FrameDecoder().feed(data)
-    assert (type(cmd) is EndTxRequest) == typed
+    # one frame per read (feed's fast path, _json_command) and two (the frame loop's own branch)
+    (one,) = FrameDecoder().feed(data)
+    two = FrameDecoder().feed(data + data)
+    assert len(two) == 2
     general = header_json.decode_header(data[8:])
-    got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
-    assert got == general
-    assert cmd.body is None and cmd.serialize_type == 0
-    if typed:
-        assert {k: getattr(cmd.fields, k) for k in ext} == ext
+    for cmd in (one, *two):
+        assert (type(cmd) is EndTxRequest) == typed
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+        assert got == general
+        assert cmd.body is None and cmd.serialize_type == 0
+        if typed:
+            assert {k: getattr(cmd.fields, k) for k in ext} == ext
 
 
 def test_an_unknown_language_and_a_remark() -> None:
     (cmd,) = FrameDecoder().feed(frame(FIELDS, language="KLINGON"))
     assert type(cmd) is not EndTxRequest
+    for cmd in FrameDecoder().feed(frame(FIELDS, language="KLINGON") * 2):  # (the frame loop)
+        assert type(cmd) is not EndTxRequest and cmd.language == header_json.decode_header(
+            frame(FIELDS, language="KLINGON")[8:]
+        )[1]
+    (cmd,) = FrameDecoder().feed(frame(FIELDS, language="CPP"))
+    assert type(cmd) is EndTxRequest and cmd.language == header_json.LANGUAGE_BY_NAME["CPP"]
     (cmd,) = FrameDecoder().feed(frame(FIELDS, remark="r"))
     assert type(cmd) is EndTxRequest and cmd.remark == "r"
 
