@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import TypedCommand, typed_command
 
-__all__ = ["END_DECODE", "END_START", "EndTxRequest", "end_command"]
+__all__ = ["END_START", "EndTxRequest", "end_command"]
 
 #: How fastjson (sorted keys) and our encoder start an END_TRANSACTION request's header with
 #: extFields: only such a header is tried typed.
@@ -65,10 +65,6 @@ class EndTxRequest(TypedCommand):
 
     __slots__ = ()
 
-
-#: the header's typed decode (None without msgspec): the frame decoder's loop runs it and fills
-#: an :class:`EndTxRequest` itself, as :func:`end_command` does (a Python call fewer per frame)
-END_DECODE = _decode
 
 #: :class:`EndTxRequest` of a JSON header starting with :data:`END_START`; None: the general
 #: path decodes it (module docstring)

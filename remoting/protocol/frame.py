@@ -27,7 +27,7 @@ import struct
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
-from pocketmq.remoting.protocol.end_fields import END_DECODE, END_START, EndTxRequest, end_command
+from pocketmq.remoting.protocol.end_fields import END_START, end_command
 from pocketmq.remoting.protocol.errors import (
     FrameError,
     FrameTooLargeError,
@@ -50,7 +50,6 @@ _new = object.__new__
 _typed = header_json.typed_decode
 _send_v2 = header_json.send_v2_decode
 _SEND_V2_START = header_json.SEND_V2_START
-_end_decode = END_DECODE
 _LANGUAGES = header_json.LANGUAGE_BY_NAME
 
 
@@ -139,8 +138,6 @@ class FrameDecoder:
         send_v2, languages = _send_v2, _LANGUAGES
         # (without msgspec: a prefix no JSON header starts with)
         v2_start = _SEND_V2_START if send_v2 is not None else b"\xff"
-        end_decode = _end_decode
-        end_start = END_START if end_decode is not None else b"\xff"
         # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
@@ -199,29 +196,13 @@ class FrameDecoder:
                                     send.serialize_type = 0
                                     append(send)
                                     continue
-                        elif header.startswith(end_start):
-                            # a producer's END_TRANSACTION (one per transaction): typed here
-                            # as the send above (end_fields.end_command's work, no call); a
-                            # header the typed decode refuses: _json_command
-                            try:
-                                h = end_decode(header)  # type: ignore[misc]
-                            except Exception:
-                                pass
-                            else:
-                                if h.language in languages:
-                                    end_cmd = _new(EndTxRequest)
-                                    end_cmd.code = h.code
-                                    end_cmd.language = languages[h.language]
-                                    end_cmd.version = h.version
-                                    end_cmd.opaque = h.opaque
-                                    end_cmd.flag = h.flag
-                                    end_cmd.remark = h.remark
-                                    end_cmd.fields = h.extFields
-                                    end_cmd.raw_header = header
-                                    end_cmd.body = body
-                                    end_cmd.serialize_type = 0
-                                    append(end_cmd)
-                                    continue
+                        elif header.startswith(END_START):
+                            # a producer's END_TRANSACTION (one per transaction): typed here,
+                            # not through _json_command (a call and a prefix test fewer)
+                            end_cmd = end_command(header, body)
+                            if end_cmd is not None:
+                                append(end_cmd)
+                                continue
                         append(json_command(header, body))
                     else:
                         append(command_from_header(header, (word >> 24) & 0xFF, body))
