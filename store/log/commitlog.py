@@ -408,7 +408,7 @@ class CommitLog:
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
         table = self.topic_queue_table
         parts: list[bytes | memoryview] = []
-        add = parts.extend  # (one call a record, not one a part)
+        add = parts.append
         entries: list[AppendedRecord] = []
         entry = entries.append
         queued: dict[tuple[str, int], int] = {}  # queue offsets taken by this run
@@ -446,14 +446,17 @@ class CommitLog:
             else:
                 qoff = 0
             prepared = msg.prepared_transaction_offset
-            add((
+            add(
                 _PREFIX_V4.pack(
                     size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id,
                     msg.flag, qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip,
                     store_port, msg.reconsume_times, prepared, blen,
-                ),
-                body, head, _pack_props_len(plen), props_b,
-            ))  # fmt: skip
+                )
+            )  # fmt: skip
+            add(body)
+            add(head)
+            add(_pack_props_len(plen))
+            add(props_b)
             entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
             phy += size
             pos += size
