@@ -161,6 +161,8 @@ def _shared_parts(flags: int) -> tuple[struct.Struct, struct.Struct]:
 
 #: ``_shared_parts`` of each host family
 _SHARED_PARTS = {flags: _shared_parts(flags) for flags in RECORD_PREFIX_STRUCTS}
+_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
+_pack_queue_flag = struct.Struct(">ii").pack
 
 
 def encode_bodies(
@@ -195,8 +197,8 @@ def encode_bodies(
         sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
         template.reconsume_times, 0,
     )  # fmt: skip
-    magic = MESSAGE_MAGIC_CODE.to_bytes(4, "big", signed=True)
-    queue_flag = struct.pack(">ii", template.queue_id, template.flag)
+    magic = _MAGIC
+    queue_flag = _pack_queue_flag(template.queue_id, template.flag)
     crc32 = crc32_long if min(map(len, bodies)) >= FAST_CRC_MIN else crc32_short
     parts: list[bytes | memoryview] = []
     add = parts.extend
