@@ -81,6 +81,8 @@ _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
+#: the properties length field of the usual lengths, made once (an index, not a pack, a record)
+_PROPS_LENS = [_pack_props_len(n) for n in range(1024)]
 
 
 class LatencySink(Protocol):
@@ -455,7 +457,7 @@ class CommitLog:
             )  # fmt: skip
             add(body)
             add(head)
-            add(_pack_props_len(plen))
+            add(_PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen))
             add(props_b)
             entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
             phy += size
