@@ -355,10 +355,12 @@ class MessageStore:
         msgs: Sequence[MessageInner],
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
+        bodies: Sequence[bytes] = (),
     ) -> list[AppendedRecord] | None:
-        """``CommitLog.put_run``: all of ``msgs`` (then ``items``) in one append (one reput wake-up),
-        their ``AppendedRecord`` each in order; None: none stored (the caller puts them singly)."""
-        appended = self.commitlog.put_run(msgs, template, items) if self._writable else None
+        """``CommitLog.put_run``: all of ``msgs`` (then ``items`` or ``bodies``) in one append (one
+        reput wake-up), their ``AppendedRecord`` each in order; None: none stored (the caller puts
+        them singly)."""
+        appended = self.commitlog.put_run(msgs, template, items, bodies) if self._writable else None
         if appended is not None:
             self.commitlog.after_put()
         return appended

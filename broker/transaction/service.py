@@ -652,7 +652,7 @@ class TransactionalMessageService:
         # recent entry is its only holder and is dropped once the copy is stored (should the run
         # not be taken, _recent_copy of the changed half is still the same copy)
         records: list[MessageInner] = []
-        ops: list[tuple[int, bytes, str]] = []
+        ops: list[bytes] = []  # (op record bodies: the op template's flag and properties)
         add, copy = ops.append, records.append
         for offset, recent, commit in queued:
             half, _, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
@@ -662,11 +662,11 @@ class TransactionalMessageService:
                 half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
                 half.prepared_transaction_offset = offset
                 copy(half)
-            add((0, b"%d" % queue_offset, _OP_PROPERTIES))
+            add(b"%d" % queue_offset)
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
-                add((0, b"%d" % tx_offset, _OP_PROPERTIES))
+                add(b"%d" % tx_offset)
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
-        if not self.store.put_run(records, op_template, ops):
+        if not self.store.put_run(records, op_template, (), ops):  # (positional: PutLatency.wrap)
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)

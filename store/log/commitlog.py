@@ -40,7 +40,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store.clock import now_ms
 from pocketmq.store.config import FlushDiskType, MessageStoreConfig
-from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_items
+from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_bodies, encode_items
 from pocketmq.store.log.batch_encode import Encoded as _Encoded
 from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
 from pocketmq.store.log.crc import crc32_long, crc32_short
@@ -81,6 +81,8 @@ _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
+#: the properties length field of the usual lengths, made once (an index, not a pack, a record)
+_PROPS_LENS = [_pack_props_len(n) for n in range(1024)]
 
 
 class LatencySink(Protocol):
@@ -381,6 +383,7 @@ class CommitLog:
         msgs: Sequence[MessageInner],
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
+        bodies: Sequence[bytes] = (),
     ) -> list[AppendedRecord] | None:
         """Append single records of any topics and queues (END_TRANSACTION's committed copies
         and op records of one loop turn, the check service's half copies) with one slice
@@ -393,11 +396,12 @@ class CommitLog:
         ``items`` (with their ``template``, as ``put_batch``): records after ``msgs`` that share
         a topic, queue and the other fields (op records), encoded as ``put_batch`` encodes
         them, no ``MessageInner`` each; reput gets them as one batch entry (one ConsumeQueue
-        write for all).
+        write for all). ``bodies`` (instead of ``items``): items of the template's flag and
+        properties (``batch_encode.encode_bodies``).
         """
         files = self.mfq.files
         mf = files[-1] if files else None
-        if mf is None or not (msgs or items):
+        if mf is None or not (msgs or items or bodies):
             return None
         heads = self._topic_heads
         max_body = self.max_body
@@ -453,40 +457,33 @@ class CommitLog:
             )  # fmt: skip
             add(body)
             add(head)
-            add(_pack_props_len(plen))
+            add(_PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen))
             add(props_b)
             entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
             phy += size
             pos += size
-        if items and template is not None:
+        if (items or bodies) and template is not None:
             topic, queue_id = template.topic, template.queue_id
             head = heads.get(topic) or self._topic_head(topic)
             key = (topic, queue_id)
             qoff = queued.get(key)
             if qoff is None:
                 qoff = table.get(key, 0)
-            encoded = None if head is None else encode_items(template, items, head, phy, qoff, now, max_body)
+            if head is None:
+                return None
+            if items:
+                encoded = encode_items(template, items, head, phy, qoff, now, max_body)
+            else:
+                encoded = encode_bodies(template, bodies, head, phy, qoff, now, max_body)
             if not isinstance(encoded, _Encoded) or not isinstance(encoded.flags, int):
                 return None
             if encoded.flags & _TX_MASK in _UNCOUNTED:
                 return None  # (queue offsets 0: not a batch entry)
             parts += encoded.parts
-            entries.append(
-                (
-                    phy,
-                    encoded.total,
-                    topic,
-                    queue_id,
-                    qoff,
-                    now,
-                    encoded.flags,
-                    0,
-                    "",
-                    (encoded.sizes, encoded.props),
-                )
-            )
-            queued[key] = qoff + len(items)
-            pos += encoded.total
+            total, sizes = encoded.total, encoded.sizes
+            entry((phy, total, topic, queue_id, qoff, now, encoded.flags, 0, "", (sizes, encoded.props)))
+            queued[key] = qoff + len(sizes)
+            pos += total
         end = pos + END_FILE_MIN_BLANK_LENGTH
         if end > mf.allocated and (end > mf.file_size or not self._reserve(mf, end)):
             return None  # (a segment roll: put_message's path does those)
@@ -495,7 +492,7 @@ class CommitLog:
         mf.last_store_timestamp = now
         table.update(queued)
         self.appended.extend(entries)
-        self.put_times_total += len(msgs) + len(items)
+        self.put_times_total += len(msgs) + len(items) + len(bodies)
         self.put_size_total += pos - start
         return entries
 

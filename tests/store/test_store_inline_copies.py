@@ -30,6 +30,7 @@ from pocketmq.remoting.protocol.message import (
 from pocketmq.store import MessageInner, MessageStore
 from pocketmq.store.index.hash import topic_key_hash, topic_key_hashes
 from pocketmq.store.index.scan import KeyHashCache, scan_keys
+from pocketmq.store.log.batch_encode import ILLEGAL, TOO_LONG_PROPS, Encoded, encode_bodies, encode_items
 from pocketmq.store.log.layout import (
     RECORD_FIELD_INDEX,
     RECORD_INDEX_WALK_V4,
@@ -357,3 +358,23 @@ def test_batch_items_sharing_one_properties_string_encode_as_encode_message(tmp_
         _check_records(s, msgs, result.append.wrote_offset, result.append.logics_offset, clock.now)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize(("born", "store"), HOSTS)
+def test_encode_bodies_encodes_as_encode_items(born, store):
+    """``encode_bodies`` (END_TRANSACTION's op records: the template's flag and properties)
+    writes the bytes ``encode_items`` writes for the same ``(flag, body, properties)`` items."""
+    head = b"\x05TopXq"
+    props = properties_to_string({"TAGS": "d", "n": "é"})
+    template = MessageInner("TopXq", b"", 3, 7, props, 0, 1_700_000_000_123, born, store, 2)
+    for bodies in ([b"%d" % n for n in (0, 9, 10, 123456789012)], [b"x" * 600, b"y" * 512], [b""]):
+        got = encode_bodies(template, bodies, head, 1 << 33, 41, 1_700_000_000_456, 1 << 20)
+        want = encode_items(
+            template, [(7, b, props) for b in bodies], head, 1 << 33, 41, 1_700_000_000_456, 1 << 20
+        )
+        assert isinstance(got, Encoded) and isinstance(want, Encoded)
+        assert b"".join(got.parts) == b"".join(want.parts)
+        assert (got.sizes, got.props, got.total, got.flags) == (want.sizes, want.props, want.total, want.flags)
+    assert encode_bodies(template, [b"x" * 11], head, 0, 0, 1, 10) == ILLEGAL
+    template.properties = "a\x01" + "b" * 40000
+    assert encode_bodies(template, [b"1"], head, 0, 0, 1, 10) == TOO_LONG_PROPS
