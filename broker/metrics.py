@@ -131,9 +131,9 @@ class PutLatency:
 
             return timed_one  # type: ignore[return-value]
 
-        def timed(*args: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
             t0 = clock()
-            result = fn(*args)
+            result = fn(*args, **kwargs)
             dt = clock() - t0
             counts[(dt >> 10).bit_length()] += 1
             this.sum_ns += dt

@@ -666,7 +666,7 @@ class TransactionalMessageService:
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
                 add(b"%d" % tx_offset)
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
-        if not self.store.put_run(records, op_template, (), ops):  # (positional: PutLatency.wrap)
+        if not self.store.put_run(records, op_template, bodies=ops):
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)
