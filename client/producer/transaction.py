@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
-import re
+import struct
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -114,18 +114,25 @@ def _announce(instance: MQClientInstance, addr: str) -> None:
 _announcing: set[tuple[str, str]] = set()
 
 
-#: a well-formed offset msgId: 32 hex digits (IPv4 store host) or 56 (IPv6); a regex match
-#: costs about half of a set test over its characters
-_OFFSET_MSG_ID = re.compile("[0-9A-Fa-f]{32}(?:[0-9A-Fa-f]{24})?").fullmatch
+#: the commit-log offset at the end of an offset msgId's bytes (a signed long, as decoded)
+_OFFSET = struct.Struct(">q").unpack_from
+_fromhex = bytes.fromhex
 
 
 def commit_log_offset(offset_msg_id: str) -> int:
-    """The commit-log offset of an offset msgId: its last 16 hex digits, read directly when the
-    id is well-formed (no IP formatting), else through ``decode_offset_msg_id``, which raises
-    its error for the bad id."""
-    if _OFFSET_MSG_ID(offset_msg_id) is not None:
-        offset = int(offset_msg_id[-16:], 16)
-        return offset if offset < 1 << 63 else offset - (1 << 64)  # a signed long, as decoded
+    """The commit-log offset of an offset msgId: its last 8 bytes, read directly when the id
+    is well-formed (32 hex digits, an IPv4 store host, or 56, IPv6; no IP formatting), else
+    through ``decode_offset_msg_id``, which raises its error for the bad id."""
+    n = len(offset_msg_id)
+    if n in {32, 56}:
+        # bytes.fromhex, C-level: about half the cost of a regex match of the digits and an
+        # int() of the last 16; it skips whitespace between bytes, which the length test catches
+        try:
+            raw = _fromhex(offset_msg_id)
+        except ValueError:
+            raw = b""
+        if len(raw) << 1 == n:
+            return _OFFSET(raw, (n >> 1) - 8)[0]  # type: ignore[no-any-return]
     return decode_offset_msg_id(offset_msg_id)[2]
 
 

@@ -133,7 +133,11 @@ def test_commit_log_offset_of_an_offset_msg_id(msg_id: str) -> None:
     assert commit_log_offset(msg_id) == decode_offset_msg_id(msg_id)[2]
 
 
-@pytest.mark.parametrize("msg_id", ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32])
+@pytest.mark.parametrize(
+    "msg_id",
+    # "0A 0A ...": 32 characters that bytes.fromhex reads (it skips spaces between bytes)
+    ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32, "0A " * 10 + "0A", "AB" * 27 + "A "],
+)
 def test_bad_offset_msg_ids_raise_as_before(msg_id: str) -> None:
     with pytest.raises(Exception) as expected:
         decode_offset_msg_id(msg_id)
