@@ -44,6 +44,8 @@ class TransactionalProducer(Protocol):
     @property
     def instance(self) -> MQClientInstance: ...
 
+    def running_instance(self) -> MQClientInstance: ...
+
     async def send(self, msg: Message) -> SendResult: ...
 
     def send_half(self, msg: Message) -> Awaitable[SendResult]: ...
@@ -62,7 +64,7 @@ async def send_in_transaction(
     if msg.delay_level:
         raise MessageValidationError("transactional messages cannot be delayed")
     result = await producer.send_half(msg)
-    instance = producer.instance
+    instance = producer.running_instance()
     # the broker of the half, looked up once for the heartbeat and END_TRANSACTION
     addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
     if addr is not None and addr not in instance.broker_versions:
@@ -146,7 +148,7 @@ def end_transaction(
     written already, nothing to await."""
     offset = commit_log_offset(result.offset_msg_id)
     if instance is None:
-        instance = producer.instance
+        instance = producer.running_instance()
     if addr is None:
         addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
         if addr is None:
