@@ -65,8 +65,9 @@ async def send_in_transaction(
         raise MessageValidationError("transactional messages cannot be delayed")
     result = await producer.send_half(msg)
     instance = producer.running_instance()
+    broker = result.message_queue.broker_name
     # the broker of the half, looked up once for the heartbeat and END_TRANSACTION
-    addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
+    addr = instance.find_broker_addr_in_publish(broker)
     if addr is not None and addr not in instance.broker_versions:
         _announce(instance, addr)
     try:
@@ -74,7 +75,23 @@ async def send_in_transaction(
     except Exception:
         logger.exception("local transaction of %s raised; state UNKNOW", result.msg_id)
         state = TransactionState.UNKNOW
-    end = end_transaction(producer, result, state, addr, instance)
+    # END_TRANSACTION (oneway), written here (no function of its own: one frame less per
+    # transaction); a bad msgId or a broker still unknown raises
+    offset = commit_log_offset(result.offset_msg_id)
+    if addr is None:
+        addr = instance.find_broker_addr_in_publish(broker)
+        if addr is None:
+            raise BrokerNotFoundError(broker)
+    msg_id = result.msg_id
+    end = instance.api.end_transaction(
+        addr,
+        producer.group,
+        result.queue_offset,
+        offset,
+        _COMMIT_VALUE if state is _COMMIT else _ROLLBACK_VALUE if state is _ROLLBACK else state.value,
+        msg_id,
+        result.transaction_id or msg_id,
+    )
     if end is not None:  # None: written already
         await end
     return result, state
@@ -136,33 +153,6 @@ def commit_log_offset(offset_msg_id: str) -> int:
         if len(raw) << 1 == n:
             return _OFFSET(raw, (n >> 1) - 8)[0]  # type: ignore[no-any-return]
     return decode_offset_msg_id(offset_msg_id)[2]
-
-
-def end_transaction(
-    producer: TransactionalProducer, result: SendResult, state: TransactionState, addr: str | None = None,
-    instance: MQClientInstance | None = None,
-) -> Awaitable[None] | None:  # fmt: skip
-    """END_TRANSACTION (oneway) of the half ``result``, to ``addr`` (None: its broker's address
-    looked up now), through ``instance`` (None: the producer's). Not a coroutine itself (one
-    frame less per transaction): a bad msgId or an unknown broker raises on the call. None:
-    written already, nothing to await."""
-    offset = commit_log_offset(result.offset_msg_id)
-    if instance is None:
-        instance = producer.running_instance()
-    if addr is None:
-        addr = instance.find_broker_addr_in_publish(result.message_queue.broker_name)
-        if addr is None:
-            raise BrokerNotFoundError(result.message_queue.broker_name)
-    msg_id = result.msg_id
-    return instance.api.end_transaction(
-        addr,
-        producer.group,
-        result.queue_offset,
-        offset,
-        _COMMIT_VALUE if state is _COMMIT else _ROLLBACK_VALUE if state is _ROLLBACK else state.value,
-        msg_id,
-        result.transaction_id or msg_id,
-    )
 
 
 async def answer_check(
