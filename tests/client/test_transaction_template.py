@@ -97,6 +97,11 @@ async def test_end_transaction_is_the_general_header(
     cmd = cap.cmd
     assert (type(cmd) is EndTransactionRequest) is templated
     cmd.opaque = 4711
+    if templated:  # its shared fields are class attributes: what the general request holds
+        fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
+        assert [getattr(cmd, f) for f in fields] == [
+            RequestCode.END_TRANSACTION, 2, None, None, LANGUAGE, RemotingCommand(0).version, 0
+        ]
     header = EndTransactionRequestHeader(
         producer_group=group,
         tran_state_table_offset=queue_offset,
