@@ -179,7 +179,7 @@ class EndTransactionRequest(RemotingCommand):
 
     __slots__ = ("args", "tpl")
     tpl: tuple[str, ...]
-    args: tuple[int, int, int, str, str]
+    args: tuple[int, int, int | str, str, str]
     # The fields every such request shares, as class attributes (read only: they shadow the
     # base class's slots), as SendRequest's; ``flag`` and ``opaque`` stay slots (the transport
     # sets them).
@@ -207,6 +207,10 @@ _END_MARKS = {
     "msgId": "@@pocketmq-end-msg-id@@",
     "transactionId": "@@pocketmq-end-transaction-id@@",
 }
+
+
+#: END_TRANSACTION's states (commit, rollback, unknown) as the text of their header field
+_STATE_TEXT = {8: "8", 12: "12", 0: "0"}
 
 
 def _end_header(
@@ -583,7 +587,9 @@ class MQClientAPI(AdminCalls):
             if tpl:
                 cmd = _new(EndTransactionRequest)
                 cmd.opaque, cmd.flag = 0, _RPC_ONEWAY
-                cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, state, msg_id, transaction_id)
+                # the state as its text (the same in the header; an int is formatted per frame)
+                text = _STATE_TEXT.get(state, state)
+                cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, text, msg_id, transaction_id)
                 # no coroutine (invoke_oneway's and its get_connection's) once connected
                 return None if remoting.oneway_now(addr, cmd) else remoting.invoke_oneway(addr, cmd)
         header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)

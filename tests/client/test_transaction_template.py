@@ -83,7 +83,10 @@ def test_other_shapes_take_the_general_path() -> None:
     ("msg_id", "tx_id"),
     [("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None)],
 )
-@pytest.mark.parametrize(("queue_offset", "offset", "state"), [(0, 0, 8), (2**40, 2**62, 12), (-1, 7, 0)])
+@pytest.mark.parametrize(
+    ("queue_offset", "offset", "state"),
+    [(0, 0, 8), (2**40, 2**62, 12), (-1, 7, 0), (5, 6, 4)],  # 4: not a state of the text table
+)
 async def test_end_transaction_is_the_general_header(
     group: str, msg_id: str, tx_id: str | None, queue_offset: int, offset: int, state: int
 ) -> None:
