@@ -572,13 +572,18 @@ class MQClientAPI(AdminCalls):
         msg_id: str, transaction_id: str,
     ) -> Awaitable[None] | None:  # fmt: skip
         """A producer's own END_TRANSACTION oneway (not from a check): the header from the
-        group's :func:`end_template` when the ids need no JSON escaping and no RPC hooks run
-        (they would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes.
+        group's :func:`end_template` when the ids are ASCII letters and digits (no JSON escaping)
+        and no RPC hooks run (they would see no ``ext_fields``), else
+        :meth:`end_transaction_oneway`'s; the same bytes.
         None: written already (the connection was open), nothing to await."""
         remoting = self.remoting
         if (
-            msg_id.isalnum()
-            and (transaction_id is msg_id or transaction_id.isalnum())  # the same id, usually
+            # ASCII letters and digits: bytes.isalnum reads a table, str.isalnum the Unicode
+            # database per character (~1.7k instructions for a UNIQ_KEY against ~0.8k)
+            msg_id.isascii()
+            and msg_id.encode().isalnum()
+            # the same id, usually
+            and (transaction_id is msg_id or (transaction_id.isascii() and transaction_id.encode().isalnum()))
             and not (remoting.hooks or remoting.before_hooks)
         ):
             tpl = self._end_templates.get(group)
