@@ -142,16 +142,15 @@ def commit_log_offset(offset_msg_id: str) -> int:
     """The commit-log offset of an offset msgId: its last 8 bytes, read directly when the id
     is well-formed (32 hex digits, an IPv4 store host, or 56, IPv6; no IP formatting), else
     through ``decode_offset_msg_id``, which raises its error for the bad id."""
-    n = len(offset_msg_id)
-    if n in {32, 56}:
+    if len(offset_msg_id) == 32:  # (an IPv6 store host's, 56, as a bad one)
         # bytes.fromhex, C-level: about half the cost of a regex match of the digits and an
         # int() of the last 16; it skips whitespace between bytes, which the length test catches
         try:
             raw = _fromhex(offset_msg_id)
         except ValueError:
             raw = b""
-        if len(raw) << 1 == n:
-            return _OFFSET(raw, (n >> 1) - 8)[0]  # type: ignore[no-any-return]
+        if len(raw) == 16:
+            return _OFFSET(raw, 8)[0]  # type: ignore[no-any-return]
     return decode_offset_msg_id(offset_msg_id)[2]
 
 
