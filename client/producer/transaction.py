@@ -140,9 +140,9 @@ _fromhex = bytes.fromhex
 
 def commit_log_offset(offset_msg_id: str) -> int:
     """The commit-log offset of an offset msgId: its last 8 bytes, read directly when the id
-    is well-formed (32 hex digits, an IPv4 store host, or 56, IPv6; no IP formatting), else
-    through ``decode_offset_msg_id``, which raises its error for the bad id."""
-    if len(offset_msg_id) == 32:  # (an IPv6 store host's, 56, as a bad one)
+    is 32 hex digits (an IPv4 store host; no IP formatting), else through
+    ``decode_offset_msg_id`` (an IPv6 host's 56 digits; it raises its error for a bad id)."""
+    if len(offset_msg_id) == 32:
         # bytes.fromhex, C-level: about half the cost of a regex match of the digits and an
         # int() of the last 16; it skips whitespace between bytes, which the length test catches
         try:
