@@ -131,6 +131,14 @@ class Producer(AsyncClient):
         """The shared client instance. Raises ClientClosedError when not running."""
         return self._sender.running_instance()
 
+    def running_instance(self) -> MQClientInstance:
+        """:attr:`instance` as a method, for the transaction path: a property is called from C
+        (a new interpreter frame), a method inline, and this reads the sender's slot itself."""
+        inst = self._sender.instance
+        if inst is None:
+            raise self._life.closed_error()
+        return inst
+
     # -------------------------------------------------------------- ProducerInner protocol
     def publish_topics(self) -> set[str]:
         return set(self._sender.publish)

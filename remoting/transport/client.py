@@ -211,7 +211,8 @@ class RemotingClient:
             RemotingConnectError: the connection is closed.
         """
         conn = self._conns.get(addr)
-        if conn is None or self.hooks or not conn.is_active:
+        # (inline of RemotingConnection.is_active: a property is called from C, a frame of its own)
+        if conn is None or self.hooks or (transport := conn.transport) is None or transport.is_closing():
             return False
         self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
         for before in self.before_hooks:

@@ -83,20 +83,28 @@ def test_other_shapes_take_the_general_path() -> None:
     ("msg_id", "tx_id"),
     [("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None)],
 )
-@pytest.mark.parametrize(("queue_offset", "offset", "state"), [(0, 0, 8), (2**40, 2**62, 12), (-1, 7, 0)])
+@pytest.mark.parametrize(
+    ("queue_offset", "offset", "state"),
+    [(0, 0, 8), (2**40, 2**62, 12), (-1, 7, 0), (5, 6, 4)],  # 4: not a state of the text table
+)
 async def test_end_transaction_is_the_general_header(
     group: str, msg_id: str, tx_id: str | None, queue_offset: int, offset: int, state: int
 ) -> None:
     cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
     end = api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
-    templated = msg_id.isalnum() and (tx_id or msg_id).isalnum()
+    templated = all(i.isascii() and i.isalnum() for i in (msg_id, tx_id or msg_id))
     assert (end is None) is templated  # the template's is written at once (oneway_now)
     if end is not None:
         await end
     cmd = cap.cmd
     assert (type(cmd) is EndTransactionRequest) is templated
     cmd.opaque = 4711
+    if templated:  # its shared fields are class attributes: what the general request holds
+        fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
+        assert [getattr(cmd, f) for f in fields] == [
+            RequestCode.END_TRANSACTION, 2, None, None, LANGUAGE, RemotingCommand(0).version, 0
+        ]
     header = EndTransactionRequestHeader(
         producer_group=group,
         tran_state_table_offset=queue_offset,
@@ -133,7 +141,11 @@ def test_commit_log_offset_of_an_offset_msg_id(msg_id: str) -> None:
     assert commit_log_offset(msg_id) == decode_offset_msg_id(msg_id)[2]
 
 
-@pytest.mark.parametrize("msg_id", ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32])
+@pytest.mark.parametrize(
+    "msg_id",
+    # "0A 0A ...": 32 characters that bytes.fromhex reads (it skips spaces between bytes)
+    ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32, "0A " * 10 + "0A", "AB" * 27 + "A "],
+)
 def test_bad_offset_msg_ids_raise_as_before(msg_id: str) -> None:
     with pytest.raises(Exception) as expected:
         decode_offset_msg_id(msg_id)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from pocketmq.remoting.protocol.codes import ResponseCode
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     RemotingConnectError,
@@ -19,6 +19,7 @@ from pocketmq.remoting.protocol.errors import (
 from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.remoting.transport.connection import ProcessorDispatcher, RemotingConnection
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
+from tests.waiting import wait_until
 from tests.wire_calls import remoting_client
 
 ECHO = 9000
@@ -165,6 +166,22 @@ async def test_oneway_gets_no_reply(server: RemotingServer, client: RemotingClie
     await client.invoke_oneway(addr(server), RemotingCommand.request(ECHO))
     reply = await client.invoke(addr(server), RemotingCommand.request(ECHO, {"after": "1"}))
     assert reply.ext_fields == {"after": "1"}
+
+
+async def test_oneway_now_writes_on_an_open_connection_only(server: RemotingServer, client: RemotingClient) -> None:
+    """``oneway_now`` writes a oneway request at once on an open connection; with none yet, or
+    once its transport is closing, it writes nothing and returns False (the caller then takes
+    ``invoke_oneway``)."""
+    target = addr(server)
+    held = server.held  # type: ignore[attr-defined]
+    assert not client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "0"}))  # not connected
+    conn = await client.get_connection(target)
+    assert client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "1"}))
+    await wait_until(lambda: held)
+    assert [(req.ext("n"), req.flag & RPC_ONEWAY) for _, req in held] == [("1", RPC_ONEWAY)]
+    assert conn.transport is not None
+    conn.transport.close()
+    assert not client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "2"}))
 
 
 async def test_rpc_hooks_see_requests_and_replies() -> None:
