@@ -82,13 +82,13 @@ class EndTransactionProcessor(HandlerTable):
         if request.flag & RPC_ONEWAY:
             if type(request) is EndTxRequest:
                 f = request.fields
-                if self.transactions.end_oneway_of(
+                if self.transactions.ends.end_oneway_of(
                     f.commitLogOffset, f.tranStateTableOffset, f.producerGroup, f.msgId, f.commitOrRollback
                 ):
                     return None
             else:
                 ext = request.ext_fields
-                if ext is not None and self.transactions.end_oneway(ext):
+                if ext is not None and self.transactions.ends.end_oneway(ext):
                     return None
         header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
         kind = header.commit_or_rollback
@@ -103,16 +103,17 @@ class EndTransactionProcessor(HandlerTable):
                 f"commitOrRollback {kind} is not 0 (unknown), 8 (commit) or 12 (rollback)"
             )
         service = self.transactions
+        ends = service.ends
         offset = header.commit_log_offset
-        recent = service.recent_half(header)
+        recent = ends.recent_half(header)
         if recent is not None:  # stored lately by this process: no read back (transaction.recent)
             if request.flag & RPC_ONEWAY:  # no reply: stored with this loop turn's others
-                service.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
+                ends.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
                 return None
             if kind == TRANSACTION_ROLLBACK_TYPE:
-                service.rollback_recent(offset, recent)
+                ends.rollback_recent(offset, recent)
                 return _success(request)
-            result = service.commit_recent(offset, recent)
+            result = ends.commit_recent(offset, recent)
         else:
             half = service.find_half(header)
             if kind == TRANSACTION_ROLLBACK_TYPE:
