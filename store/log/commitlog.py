@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from os import pwritev as _pwritev
 from time import time_ns as _time_ns
-from typing import Protocol
 
 from pocketmq.remoting.common.clock import SystemClock
 from pocketmq.remoting.protocol.message import (
@@ -47,11 +46,25 @@ from pocketmq.store.log.crc import crc32_long, crc32_short
 from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySink, WakeGate, no_wakeup
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
+
+# (the put hooks re-exported: the store's facade imports them from here)
+__all__ = [
+    "EVERY_PUT",
+    "NO_SERVICES",
+    "AppendedRecord",
+    "BatchFields",
+    "CommitLog",
+    "Gate",
+    "LatencySink",
+    "WakeGate",
+    "no_wakeup",
+]
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE  # 0xC
 #: transaction types that get queue offset 0 and no ConsumeQueue unit
@@ -83,43 +96,6 @@ _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
 #: the properties length field of the usual lengths, made once (an index, not a pack, a record)
 _PROPS_LENS = [_pack_props_len(n) for n in range(1024)]
-
-
-class LatencySink(Protocol):
-    """Where put times go (``broker.metrics.PutLatency``): bucket ``(ns >> 10).bit_length()``
-    of ``counts`` counts one put, ``sum_ns`` and ``max_ns`` their total and maximum."""
-
-    counts: list[int]
-    sum_ns: int
-    max_ns: int
-
-
-class WakeGate(Protocol):
-    """What ``put_message`` tests before calling ``after_put`` (``services.reput.ReputService``,
-    or a fixed ``Gate``): while ``scheduled`` is True the call would do nothing, so it is not
-    made (a Python call per put is ~0.6k instructions)."""
-
-    @property
-    def scheduled(self) -> bool: ...
-
-
-class Gate:
-    """A fixed ``WakeGate``."""
-
-    __slots__ = ("scheduled",)
-
-    def __init__(self, scheduled: bool) -> None:
-        self.scheduled = scheduled
-
-
-#: no services (before start, after shutdown): ``after_put`` is ``no_wakeup``, never called
-NO_SERVICES = Gate(True)
-#: ``after_put`` does more than wake reput (SYNC_FLUSH's poll): called after every put
-EVERY_PUT = Gate(False)
-
-
-def no_wakeup() -> None:
-    """``after_put`` while no services run."""
 
 
 class CommitLog:
