@@ -249,25 +249,21 @@ class RecentEnds:
         now = svc.now_ms()
         # the copies, then the op records: each op still follows its copy, and the ops, all in
         # the one op queue, go as a batch put's items (one template, one reput entry). A copy is
-        # its half's MessageInner turned into the committed message (_recent_copy's fields): the
-        # recent entry is its only holder and is dropped once the copy is stored (should the run
-        # not be taken, _recent_copy of the changed half is still the same copy)
-        records: list[MessageInner] = []
+        # given as its half, as stored, and what differs (MessageStore.put_run's copies: the
+        # half's record gives its CRC); the half itself is left as it is, so should the run not
+        # be taken, _recent_copy makes the same copy
+        copies: list[tuple[MessageInner, str, str, int, int]] = []
         ops: list[bytes] = []  # (op record bodies: the op template's flag and properties)
-        add, copy = ops.append, records.append
+        add, copy = ops.append, copies.append
         for offset, recent, commit in queued:
-            half, _, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
+            half, props, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
             if commit:
-                half.topic = real_topic
-                half.queue_id = real_queue_id
-                half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
-                half.prepared_transaction_offset = offset
-                copy(half)
+                copy((half, props, real_topic, real_queue_id, offset))
             add(b"%d" % queue_offset)
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
                 add(b"%d" % tx_offset)
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
-        if not svc.store.put_run(records, op_template, bodies=ops):
+        if not svc.store.put_run((), op_template, bodies=ops, copies=copies):
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)
@@ -282,5 +278,5 @@ class RecentEnds:
                 held -= len(recent[0].body)
         table.bytes = held
         counters = svc.counters
-        counters.committed += len(records)  # (one copy per commit)
-        counters.rolled_back += len(queued) - len(records)
+        counters.committed += len(copies)  # (one copy per commit)
+        counters.rolled_back += len(queued) - len(copies)
