@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from pocketmq.broker.transaction.bookkeeping import OP_TAG
@@ -45,6 +46,8 @@ _OP_PROPERTIES = properties_to_string({MessageConst.TAGS: OP_TAG})
 _TX_BITS = TRANSACTION_ROLLBACK_TYPE  # the two transaction-type bits of sysFlag (0xC)
 #: ``commitOrRollback`` of a commit and of a rollback, as producers write them: whether it commits
 _KINDS = {str(TRANSACTION_COMMIT_TYPE): True, str(TRANSACTION_ROLLBACK_TYPE): False}
+#: a queued end's half offset (C-level: ``min`` compares ints, not the queued tuples)
+_offset_of = itemgetter(0)
 
 
 def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
@@ -234,7 +237,7 @@ class RecentEnds:
             return
         svc = self.svc
         low = svc.store.get_min_phy_offset()
-        if min(queued)[0] < low:  # (by offset: no two queued ends share one)
+        if min(map(_offset_of, queued)) < low:
             for offset, _, _ in queued:
                 if offset < low:
                     logger.error(
