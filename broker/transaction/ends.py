@@ -44,8 +44,8 @@ __all__ = ["RecentEnds"]
 _OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _OP_PROPERTIES = properties_to_string({MessageConst.TAGS: OP_TAG})
 _TX_BITS = TRANSACTION_ROLLBACK_TYPE  # the two transaction-type bits of sysFlag (0xC)
-#: ``commitOrRollback`` of a commit and of a rollback, as producers write them: whether it commits
-_KINDS = {str(TRANSACTION_COMMIT_TYPE): True, str(TRANSACTION_ROLLBACK_TYPE): False}
+#: ``commitOrRollback`` of a commit and of a rollback, as producers write them
+_COMMIT, _ROLLBACK = str(TRANSACTION_COMMIT_TYPE), str(TRANSACTION_ROLLBACK_TYPE)
 #: a queued end's half offset (C-level: ``min`` compares ints, not the queued tuples)
 _offset_of = itemgetter(0)
 
@@ -182,8 +182,15 @@ class RecentEnds:
                 or "_" in raw_table
             ):
                 return False
-            commit = _KINDS[kind]
-        except (KeyError, ValueError, TypeError):  # (not recent, a null field, not a number, another kind)
+        except (KeyError, ValueError, TypeError):  # (not recent, a null field, not a number)
+            return False
+        # the two kinds as producers write them (str(TRANSACTION_COMMIT_TYPE), ...: compared,
+        # not looked up -- the string decoded per request is not hashed)
+        if kind == _COMMIT:
+            commit = True
+        elif kind == _ROLLBACK:
+            commit = False
+        else:
             return False
         done, ending = self.svc.done, self.ending
         if queue_offset in done or queue_offset in ending:
@@ -195,8 +202,9 @@ class RecentEnds:
             ending.add(tx_offset)
         ending.add(queue_offset)
         queued = self._ending
+        first = not queued  # (no len() call: the turn's first schedules the store)
         queued.append((offset, recent, commit))
-        if len(queued) == 1:
+        if first:
             self._schedule_flush()
         return True
 
