@@ -16,7 +16,7 @@ from pocketmq.store.errors import IllegalStateError
 from pocketmq.store.ha import HA_REPUT_BATCH, HAMaster, HASlave
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
-from pocketmq.store.log.batch_encode import BatchItem
+from pocketmq.store.log.batch_encode import BatchItem, HalfCopy
 from pocketmq.store.log.commitlog import EVERY_PUT, NO_SERVICES, AppendedRecord, CommitLog, no_wakeup
 from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.log.mapped_file import MappedFile
@@ -356,11 +356,12 @@ class MessageStore:
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
         bodies: Sequence[bytes] = (),
+        copies: Sequence[HalfCopy] = (),
     ) -> list[AppendedRecord] | None:
-        """``CommitLog.put_run``: all of ``msgs`` (then ``items`` or ``bodies``) in one append (one
-        reput wake-up), their ``AppendedRecord`` each in order; None: none stored (the caller puts
-        them singly)."""
-        appended = self.commitlog.put_run(msgs, template, items, bodies) if self._writable else None
+        """``CommitLog.put_run``: all of ``msgs`` (then ``copies``, ``items`` or ``bodies``) in one
+        append (one reput wake-up), their ``AppendedRecord`` each in order; None: none stored (the
+        caller puts them singly)."""
+        appended = self.commitlog.put_run(msgs, template, items, bodies, copies) if self._writable else None
         if appended is not None:
             self.commitlog.after_put()
         return appended

@@ -42,6 +42,7 @@ from pocketmq.store import BrokerRole
 if TYPE_CHECKING:
     from pocketmq.broker.config import BrokerConfig
     from pocketmq.broker.state import BrokerState
+    from pocketmq.broker.transaction.ends import RecentEnds
     from pocketmq.broker.transaction.service import TransactionalMessageService
     from pocketmq.remoting.transport.connection import RemotingConnection
 
@@ -65,8 +66,14 @@ class EndTransactionProcessor(HandlerTable):
     #: instructions each, two per END_TRANSACTION otherwise (callgrind)
     _cfg: BrokerConfig | None = field(default=None, init=False, repr=False)
     _slave: bool = field(default=False, init=False, repr=False)
+    #: ``transactions.ends`` (made with the service, never replaced): one attribute read less
+    #: per END_TRANSACTION
+    _ends: RecentEnds = field(init=False, repr=False)
 
     HANDLERS = {RequestCode.END_TRANSACTION: "end_transaction"}
+
+    def __post_init__(self) -> None:
+        self._ends = self.transactions.ends
 
     def end_transaction(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         cfg = self.state.config
@@ -82,13 +89,13 @@ class EndTransactionProcessor(HandlerTable):
         if request.flag & RPC_ONEWAY:
             if type(request) is EndTxRequest:
                 f = request.fields
-                if self.transactions.end_oneway_of(
+                if self._ends.end_oneway_of(
                     f.commitLogOffset, f.tranStateTableOffset, f.producerGroup, f.msgId, f.commitOrRollback
                 ):
                     return None
             else:
                 ext = request.ext_fields
-                if ext is not None and self.transactions.end_oneway(ext):
+                if ext is not None and self._ends.end_oneway(ext):
                     return None
         header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
         kind = header.commit_or_rollback
@@ -102,17 +109,17 @@ class EndTransactionProcessor(HandlerTable):
             raise RemoteSystemError(
                 f"commitOrRollback {kind} is not 0 (unknown), 8 (commit) or 12 (rollback)"
             )
-        service = self.transactions
+        service, ends = self.transactions, self._ends
         offset = header.commit_log_offset
-        recent = service.recent_half(header)
+        recent = ends.recent_half(header)
         if recent is not None:  # stored lately by this process: no read back (transaction.recent)
             if request.flag & RPC_ONEWAY:  # no reply: stored with this loop turn's others
-                service.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
+                ends.end_later(offset, recent, kind == TRANSACTION_COMMIT_TYPE)
                 return None
             if kind == TRANSACTION_ROLLBACK_TYPE:
-                service.rollback_recent(offset, recent)
+                ends.rollback_recent(offset, recent)
                 return _success(request)
-            result = service.commit_recent(offset, recent)
+            result = ends.commit_recent(offset, recent)
         else:
             half = service.find_half(header)
             if kind == TRANSACTION_ROLLBACK_TYPE:

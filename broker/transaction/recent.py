@@ -45,7 +45,7 @@ class RecentHalves:
     __slots__ = ("bytes", "entries", "max_bytes", "max_entries")
 
     def __init__(self) -> None:
-        #: (read directly by ``TransactionalMessageService.end_oneway``: one call less each)
+        #: (read directly by ``ends.RecentEnds.end_oneway_of``: one call less each)
         self.entries: dict[int, Recent] = {}
         #: the bodies held, in bytes
         self.bytes = 0

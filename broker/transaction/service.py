@@ -10,6 +10,8 @@ RocketMQ 4.x's half-topic design (``TransactionalMessageServiceImpl`` + ``...Bri
   half's whole property map re-encoded as Apache's ``endMessageTransaction`` does), then an op
   record is written;
 * **rollback** (:meth:`rollback`): only the op record;
+* END_TRANSACTION of a half this process stored lately (no read back; oneway ones stored with
+  their loop turn's others): :mod:`.ends` (``ends``);
 * op records and the transaction identity of check copies: :mod:`.bookkeeping`.
 
 The resolved half offsets the check scan and END_TRANSACTION still need are kept in memory
@@ -32,7 +34,6 @@ committed again (at-least-once, as RocketMQ); nothing is ever lost.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 from collections.abc import Awaitable, Callable, Iterator
@@ -55,8 +56,9 @@ from pocketmq.broker.transaction.bookkeeping import (
     parse_op_body,
     transaction_offset,
 )
+from pocketmq.broker.transaction.ends import RecentEnds
 from pocketmq.broker.transaction.half_props import Planned
-from pocketmq.broker.transaction.recent import MAX_BODY, Recent, RecentHalves
+from pocketmq.broker.transaction.recent import MAX_BODY, RecentHalves
 from pocketmq.broker.transaction.records import (
     F_BODY_LEN,
     F_BORN_IP,
@@ -161,27 +163,6 @@ _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
 _PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
 #: a record's first field, its total size
 _TOTAL = struct.Struct(">i")
-#: ``commitOrRollback`` of a commit and of a rollback, as producers write them: whether it commits
-_KINDS = {str(TRANSACTION_COMMIT_TYPE): True, str(TRANSACTION_ROLLBACK_TYPE): False}
-
-
-def _recent_copy(commit_log_offset: int, recent: Recent) -> MessageInner:
-    """The committed copy of a half from :mod:`.recent` (its properties as stored: the output
-    of ``java_reput_properties`` without an empty value, which re-encoding leaves unchanged)."""
-    half, props, _, _, real_topic, real_queue_id, _ = recent
-    return MessageInner(
-        real_topic,
-        half.body,
-        real_queue_id,
-        half.flag,
-        props,
-        (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE,
-        half.born_timestamp,
-        half.born_host,
-        half.store_host,
-        half.reconsume_times,
-        commit_log_offset,
-    )
 
 
 @dataclass(slots=True)
@@ -229,11 +210,8 @@ class TransactionalMessageService:
         self._ready_topics: set[str] = set()
         #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
         self.recent = RecentHalves()
-        #: oneway END_TRANSACTIONs of recent halves, stored together at the end of the loop
-        #: turn that read them (:meth:`end_later`)
-        self._ending: list[tuple[int, Recent, bool]] = []
-        #: their half and transaction offsets: a second END_TRANSACTION naming one is refused
-        self.ending: set[int] = set()
+        #: END_TRANSACTION of those halves, oneway ones stored at the end of their loop turn
+        self.ends = RecentEnds(self)
 
     # ------------------------------------------------------------------------- progress
     @property
@@ -482,7 +460,7 @@ class TransactionalMessageService:
             raise RemoteSystemError("The commit log offset wrong")
         if (
             is_resolved(queue_offset, half.tx_offset, self.done)
-            or is_resolved(queue_offset, half.tx_offset, self.ending)
+            or is_resolved(queue_offset, half.tx_offset, self.ends.ending)
             or is_over(queue_offset, half.tx_offset, self.half_progress, self.open_txs)
         ):
             self.counters.already_resolved += 1
@@ -490,205 +468,6 @@ class TransactionalMessageService:
                 f"the transaction of half message {queue_offset} is already committed or rolled back"
             )
         return half
-
-    def recent_half(self, header: EndTransactionRequestHeader) -> Recent | None:
-        """The half END_TRANSACTION names when this process stored it lately (:mod:`.recent`),
-        checked as :meth:`find_half` checks a half read back; None: read it (:meth:`find_half`).
-
-        Raises:
-            RemoteSystemError: another producer group, another queue offset, or the transaction
-                is already resolved.
-        """
-        return self.recent_half_of(
-            header.commit_log_offset, header.producer_group, header.tran_state_table_offset
-        )
-
-    def recent_half_of(self, offset: int, producer_group: str, table_offset: int) -> Recent | None:
-        """:meth:`recent_half` of the header's ``commitLogOffset``, ``producerGroup`` and
-        ``tranStateTableOffset``."""
-        recent = self.recent.get(offset)
-        if recent is None or offset < self.store.get_min_phy_offset():  # (retention deleted it)
-            return None
-        _, _, queue_offset, tx_offset, _, _, pgroup = recent
-        if pgroup != producer_group:
-            raise RemoteSystemError("The producer group wrong")
-        if queue_offset != table_offset:
-            raise RemoteSystemError("The transaction state table offset wrong")
-        done, ending = self.done, self.ending
-        # (is_resolved of both sets, inline: this runs for every END_TRANSACTION)
-        if queue_offset in done or tx_offset in done or queue_offset in ending or tx_offset in ending:
-            self.counters.already_resolved += 1
-            raise RemoteSystemError(
-                f"the transaction of half message {queue_offset} is already committed or rolled back"
-            )
-        return recent
-
-    def commit_recent(self, commit_log_offset: int, recent: Recent) -> PutResult:
-        """:meth:`commit` of a half from :meth:`recent_half`: the same committed copy and op.
-
-        Its properties go as stored: they are the output of ``java_reput_properties`` (or of a
-        Java map), without an empty value, so re-encoding them (:meth:`commit`) changes nothing.
-        """
-        result = self.put_commit(_recent_copy(commit_log_offset, recent), recent[2], recent[3])
-        if result.append is not None:
-            self.recent.discard(commit_log_offset)
-        return result
-
-    def end_oneway(self, ext: dict[str, str]) -> bool:
-        """:meth:`end_oneway_of` the fields ``ext`` of a oneway END_TRANSACTION (the general
-        decode's dict; a missing field: False)."""
-        try:
-            return self.end_oneway_of(
-                ext["commitLogOffset"],
-                ext["tranStateTableOffset"],
-                ext["producerGroup"],
-                ext["msgId"],
-                ext["commitOrRollback"],
-            )
-        except KeyError:
-            return False
-
-    def end_oneway_of(
-        self, raw: str, raw_table: str, group: str | None, msg_id: str | None, kind: str
-    ) -> bool:
-        """:meth:`end_later` of a oneway END_TRANSACTION whose fields (``commitLogOffset``,
-        ``tranStateTableOffset``, ``producerGroup``, ``msgId``, ``commitOrRollback``, as sent:
-        the typed decode's attributes, ``remoting.protocol.end_fields``, or :meth:`end_oneway`'s
-        dict values) name a recent half and read as ``EndTransactionRequestHeader.from_ext_fields``
-        would read them (a commit or a rollback, ``msgId`` there), checked as
-        :meth:`recent_half_of` checks it (the CommitLog's first offset once per loop turn, by
-        :meth:`flush_ends`); False, nothing done: not a recent half, a check failed or a field
-        reads otherwise -- the general path then decides, with its error where there is one.
-        Read without building the header (a sixth of the handler's work) and without checking
-        the offsets' text first: ``int()`` is what the header parser runs, which takes no ``_``
-        and no value out of int64's range (an offset naming a recent half or equal to one's
-        queue offset is in range)."""
-        try:
-            offset = int(raw)
-            # (a subscript, no method call: a miss, the rare case, is the KeyError below)
-            recent = self.recent.entries[offset]
-            _, _, queue_offset, tx_offset, _, _, pgroup = recent
-            # (a null group compares unequal)
-            if (
-                int(raw_table) != queue_offset
-                or group != pgroup
-                or pgroup is None  # (a half without PGROUP: the header parser refuses a null group)
-                or msg_id is None
-                or "_" in raw
-                or "_" in raw_table
-            ):
-                return False
-            commit = _KINDS[kind]
-        except (KeyError, ValueError, TypeError):  # (not recent, a null field, not a number, another kind)
-            return False
-        done, ending = self.done, self.ending
-        if queue_offset in done or queue_offset in ending:
-            return False
-        # inline of end_later (the transaction offset is the half's own but for a check copy)
-        if tx_offset != queue_offset:
-            if tx_offset in done or tx_offset in ending:
-                return False
-            ending.add(tx_offset)
-        ending.add(queue_offset)
-        queued = self._ending
-        queued.append((offset, recent, commit))
-        if len(queued) == 1:
-            self._schedule_flush()
-        return True
-
-    def end_later(self, commit_log_offset: int, recent: Recent, commit: bool) -> None:
-        """:meth:`commit_recent` / :meth:`rollback_recent` of a oneway END_TRANSACTION, done
-        with the others read in the same loop turn: their committed copies and op records go
-        to the store in one append (``MessageStore.put_run``: one clock read, one slice
-        assignment, one reput wake-up) by a callback the first one schedules. A oneway request
-        is never answered, so nothing is acknowledged before the put; a crash in between
-        leaves the half unresolved, checked after the restart as today. Until then its
-        offsets are in ``ending``: a second END_TRANSACTION naming them is refused.
-        """
-        ending = self.ending
-        ending.add(recent[2])
-        ending.add(recent[3])
-        queued = self._ending
-        queued.append((commit_log_offset, recent, commit))
-        if len(queued) == 1:
-            self._schedule_flush()
-
-    def _schedule_flush(self) -> None:
-        try:
-            asyncio.get_running_loop().call_soon(self.flush_ends)
-        except RuntimeError:  # no loop (offline tools): at once
-            self.flush_ends()
-
-    def flush_ends(self) -> None:
-        """Store what :meth:`end_later` queued: the committed copies, then the op records, each
-        in request order, in one append; when the store will not take them so (a segment roll,
-        a refusal), one transaction at a time as the synchronous path does. Should the append
-        raise, nothing of the turn is resolved: the check service asks the producers later.
-        A half whose CommitLog segment retention deleted meanwhile is not ended (as
-        ``find_half`` finds no record there)."""
-        queued, self._ending = self._ending, []
-        # their half and transaction offsets (end_later), resolved at once should the run be stored
-        ending, self.ending = self.ending, set()
-        if not queued:
-            return
-        low = self.store.get_min_phy_offset()
-        if min(queued)[0] < low:  # (by offset: no two queued ends share one)
-            for offset, _, _ in queued:
-                if offset < low:
-                    logger.error(
-                        "END_TRANSACTION of half at %d: Find prepared transaction message failed", offset
-                    )
-            queued = [end for end in queued if end[0] >= low]
-            if not queued:
-                return
-            ending = {o for _, recent, _ in queued for o in (recent[2], recent[3])}
-        if _OP_TOPIC not in self._ready_topics:
-            self.ensure_topic(_OP_TOPIC)
-        host = self.state.store_host
-        now = self.now_ms()
-        # the copies, then the op records: each op still follows its copy, and the ops, all in
-        # the one op queue, go as a batch put's items (one template, one reput entry). A copy is
-        # its half's MessageInner turned into the committed message (_recent_copy's fields): the
-        # recent entry is its only holder and is dropped once the copy is stored (should the run
-        # not be taken, _recent_copy of the changed half is still the same copy)
-        records: list[MessageInner] = []
-        ops: list[bytes] = []  # (op record bodies: the op template's flag and properties)
-        add, copy = ops.append, records.append
-        for offset, recent, commit in queued:
-            half, _, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
-            if commit:
-                half.topic = real_topic
-                half.queue_id = real_queue_id
-                half.sys_flag = (half.sys_flag & ~_TX_BITS) | TRANSACTION_COMMIT_TYPE
-                half.prepared_transaction_offset = offset
-                copy(half)
-            add(b"%d" % queue_offset)
-            if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
-                add(b"%d" % tx_offset)
-        op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
-        if not self.store.put_run(records, op_template, bodies=ops):
-            for offset, recent, commit in queued:
-                if commit:
-                    self.commit_recent(offset, recent)
-                else:
-                    self.rollback_recent(offset, recent)
-            return
-        self.done |= ending  # (each half's queue offset and, for a check copy, its transaction's)
-        table = self.recent
-        held, pop = table.bytes, table.entries.pop
-        for offset, recent, _ in queued:
-            if pop(offset, None) is not None:  # inline of RecentHalves.discard
-                held -= len(recent[0].body)
-        table.bytes = held
-        counters = self.counters
-        counters.committed += len(records)  # (one copy per commit)
-        counters.rolled_back += len(queued) - len(records)
-
-    def rollback_recent(self, commit_log_offset: int, recent: Recent) -> None:
-        self.recent.discard(commit_log_offset)
-        self.counters.rolled_back += 1
-        queue_offset, tx_offset = recent[2], recent[3]
-        self.write_op(queue_offset, tx_offset)
 
     def commit(self, half: HalfMessage) -> PutResult:
         """Put the real message; on success write the op record. The real message's put result."""

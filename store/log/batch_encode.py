@@ -20,13 +20,18 @@ body    n                         item body
 topic   1 + t                     length byte + topic (UTF-8)
 props   2 + m                     length + item properties (UTF-8)
 ======  ========================  =============================================
+
+:func:`encode_copies` encodes END_TRANSACTION's committed copies (``CommitLog.put_run``'s
+``copies``) from the halves they copy: the same layout, the half's magic code and body CRC
+bytes taken from its record when it is in the current segment.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from mmap import mmap
 from operator import itemgetter
 
 from pocketmq.remoting.protocol.message import (
@@ -35,13 +40,15 @@ from pocketmq.remoting.protocol.message import (
     MESSAGE_MAGIC_CODE,
     PROPS_LEN,
     RECORD_PREFIX_STRUCTS,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
     host_flags,
 )
 from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 from pocketmq.store.log.layout import record_fields
 from pocketmq.store.message_inner import MessageInner
 
-__all__ = ["BatchItem", "Encoded", "encode_bodies", "encode_items"]
+__all__ = ["PROPS_LENS", "BatchItem", "Encoded", "HalfCopy", "encode_bodies", "encode_copies", "encode_items"]
 
 #: one message of a batch put: (flag, body, properties string ``k\x01v\x02...``)
 BatchItem = tuple[int, "bytes | memoryview", str]
@@ -215,3 +222,91 @@ def encode_bodies(
         phy += size
         qoff += 1
     return Encoded(parts, sizes, [props] * len(sizes), phy - start, sys_flag)
+
+
+#: the properties length field of the usual lengths, made once (an index, not a pack, a record)
+PROPS_LENS = [PROPS_LEN.pack(n) for n in range(1024)]
+
+#: the committed copy of a half this process stored with ``put_message`` (END_TRANSACTION's
+#: loop-turn run): (the half as stored, its properties string as stored, the real topic, the
+#: real queue id, the half's CommitLog offset). The copy is the half with that topic and queue,
+#: sysFlag transaction type COMMIT and PREPARED_TRANSACTION_OFFSET the half's offset; its body,
+#: body CRC, flag, properties, born and store hosts, born time and reconsume times are the half's
+HalfCopy = tuple[MessageInner, str, str, int, int]
+
+_V4_CODES = [code for _, code in record_fields(0)]
+#: the IPv4 record prefix with MAGICCODE and BODYCRC as one 8-byte field: a copy takes both from
+#: its half's record (the same body, so the same CRC) instead of computing the CRC again
+_COPY_PREFIX = struct.Struct(">" + _V4_CODES[0] + "8s" + "".join(_V4_CODES[3:]))
+_COPY_PREFIX_SIZE = _COPY_PREFIX.size
+#: a half's sysFlag bits a copy keeps (not the host bits, which ``host_flags`` sets, nor the
+#: transaction type, which becomes COMMIT)
+_COPY_KEEP = ~(HOST_FLAGS_MASK | TRANSACTION_ROLLBACK_TYPE)
+_pack_crc = struct.Struct(">i").pack
+
+
+def encode_copies(
+    copies: Sequence[HalfCopy],
+    heads: dict[str, bytes],
+    head_of: Callable[[str], bytes | None],
+    table: dict[tuple[str, int], int],
+    queued: dict[tuple[str, int], int],
+    mm: mmap,
+    mm_from: int,
+    phy: int,
+    now: int,
+    max_body: int,
+    parts: list[bytes | memoryview],
+    entries: list[tuple[int, int, str, int, int, int, int, int, str, tuple[list[int], list[str]] | None]],
+) -> int:
+    """Append the records of ``copies`` from CommitLog offset ``phy`` to ``parts`` (prefix,
+    body, topic, properties length, properties each) and their ``AppendedRecord`` to
+    ``entries``, the bytes ``CommitLog.put_message`` of each copy would write at store time
+    ``now``; their total size, or -1 when one cannot go so (IPv6 hosts, a topic refused
+    (``head_of`` None), a body over ``max_body``: the caller puts them one by one).
+
+    ``heads``: the topic heads known, ``head_of`` makes one; a (topic, queue id)'s next queue
+    offset is ``queued``'s (those the run took, updated here) or else ``table``'s.
+    ``mm`` / ``mm_from``: the current segment's mapping and first offset: a half in it gives
+    its copy its magic code and body CRC bytes (a slice, where the CRC is a pass over the
+    body); one in an older segment has them computed. The properties are not checked again:
+    ``put_message`` stored the half with the same string.
+    """
+    pack = _COPY_PREFIX.pack
+    add = parts.append
+    entry = entries.append
+    start = phy
+    for half, props, topic, queue_id, prepared in copies:
+        head = heads.get(topic) or head_of(topic)
+        body = half.body
+        blen = len(body)
+        born_ip, born_port = half.born_host
+        store_ip, store_port = half.store_host
+        if head is None or blen > max_body or len(born_ip) != 4 or len(store_ip) != 4:
+            return -1
+        props_b = props.encode()
+        plen = len(props_b)
+        size = _COPY_PREFIX_SIZE + blen + len(head) + 2 + plen
+        key = (topic, queue_id)
+        qoff = queued.get(key)
+        if qoff is None:
+            qoff = table.get(key, 0)
+        queued[key] = qoff + 1
+        sys_flag = (half.sys_flag & _COPY_KEEP) | TRANSACTION_COMMIT_TYPE
+        at = prepared - mm_from
+        add(
+            pack(
+                size, mm[at + 4 : at + 12] if at >= 0 else _MAGIC + _pack_crc(
+                    (crc32_long if blen >= FAST_CRC_MIN else crc32_short)(body) & 0x7FFFFFFF
+                ),
+                queue_id, half.flag, qoff, phy, sys_flag, half.born_timestamp, born_ip, born_port, now,
+                store_ip, store_port, half.reconsume_times, prepared, blen,
+            )
+        )  # fmt: skip
+        add(body)
+        add(head)
+        add(PROPS_LENS[plen] if plen < 1024 else PROPS_LEN.pack(plen))
+        add(props_b)
+        entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
+        phy += size
+    return phy - start

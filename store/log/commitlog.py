@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from os import pwritev as _pwritev
 from time import time_ns as _time_ns
-from typing import Protocol
 
 from pocketmq.remoting.common.clock import SystemClock
 from pocketmq.remoting.protocol.message import (
@@ -40,18 +39,40 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store.clock import now_ms
 from pocketmq.store.config import FlushDiskType, MessageStoreConfig
-from pocketmq.store.log.batch_encode import ILLEGAL, BatchItem, encode_bodies, encode_items
+from pocketmq.store.log.batch_encode import (
+    ILLEGAL,
+    PROPS_LENS,
+    BatchItem,
+    HalfCopy,
+    encode_bodies,
+    encode_copies,
+    encode_items,
+)
 from pocketmq.store.log.batch_encode import Encoded as _Encoded
 from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
 from pocketmq.store.log.crc import crc32_long, crc32_short
 from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySink, WakeGate, no_wakeup
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
+
+# (the put hooks re-exported: the store's facade imports them from here)
+__all__ = [
+    "EVERY_PUT",
+    "NO_SERVICES",
+    "AppendedRecord",
+    "BatchFields",
+    "CommitLog",
+    "Gate",
+    "LatencySink",
+    "WakeGate",
+    "no_wakeup",
+]
 
 _TX_MASK = TRANSACTION_ROLLBACK_TYPE  # 0xC
 #: transaction types that get queue offset 0 and no ConsumeQueue unit
@@ -81,45 +102,6 @@ _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
-#: the properties length field of the usual lengths, made once (an index, not a pack, a record)
-_PROPS_LENS = [_pack_props_len(n) for n in range(1024)]
-
-
-class LatencySink(Protocol):
-    """Where put times go (``broker.metrics.PutLatency``): bucket ``(ns >> 10).bit_length()``
-    of ``counts`` counts one put, ``sum_ns`` and ``max_ns`` their total and maximum."""
-
-    counts: list[int]
-    sum_ns: int
-    max_ns: int
-
-
-class WakeGate(Protocol):
-    """What ``put_message`` tests before calling ``after_put`` (``services.reput.ReputService``,
-    or a fixed ``Gate``): while ``scheduled`` is True the call would do nothing, so it is not
-    made (a Python call per put is ~0.6k instructions)."""
-
-    @property
-    def scheduled(self) -> bool: ...
-
-
-class Gate:
-    """A fixed ``WakeGate``."""
-
-    __slots__ = ("scheduled",)
-
-    def __init__(self, scheduled: bool) -> None:
-        self.scheduled = scheduled
-
-
-#: no services (before start, after shutdown): ``after_put`` is ``no_wakeup``, never called
-NO_SERVICES = Gate(True)
-#: ``after_put`` does more than wake reput (SYNC_FLUSH's poll): called after every put
-EVERY_PUT = Gate(False)
-
-
-def no_wakeup() -> None:
-    """``after_put`` while no services run."""
 
 
 class CommitLog:
@@ -384,6 +366,7 @@ class CommitLog:
         template: MessageInner | None = None,
         items: Sequence[BatchItem] = (),
         bodies: Sequence[bytes] = (),
+        copies: Sequence[HalfCopy] = (),
     ) -> list[AppendedRecord] | None:
         """Append single records of any topics and queues (END_TRANSACTION's committed copies
         and op records of one loop turn, the check service's half copies) with one slice
@@ -397,11 +380,12 @@ class CommitLog:
         a topic, queue and the other fields (op records), encoded as ``put_batch`` encodes
         them, no ``MessageInner`` each; reput gets them as one batch entry (one ConsumeQueue
         write for all). ``bodies`` (instead of ``items``): items of the template's flag and
-        properties (``batch_encode.encode_bodies``).
+        properties (``batch_encode.encode_bodies``). ``copies``: committed copies of halves
+        ``put_message`` stored, after ``msgs`` (``batch_encode.encode_copies``).
         """
         files = self.mfq.files
         mf = files[-1] if files else None
-        if mf is None or not (msgs or items or bodies):
+        if mf is None or not (msgs or items or bodies or copies):
             return None
         heads = self._topic_heads
         max_body = self.max_body
@@ -457,11 +441,20 @@ class CommitLog:
             )  # fmt: skip
             add(body)
             add(head)
-            add(_PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen))
+            add(PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen))
             add(props_b)
             entry((phy, size, topic, queue_id, qoff, now, sys_flag, prepared, props, None))
             phy += size
             pos += size
+        if copies:
+            added = encode_copies(
+                copies, heads, self._topic_head, table, queued, mf.mm, mf.file_from_offset, phy, now, max_body,
+                parts, entries,
+            )  # fmt: skip
+            if added < 0:
+                return None
+            phy += added
+            pos += added
         if (items or bodies) and template is not None:
             topic, queue_id = template.topic, template.queue_id
             head = heads.get(topic) or self._topic_head(topic)
@@ -492,7 +485,7 @@ class CommitLog:
         mf.last_store_timestamp = now
         table.update(queued)
         self.appended.extend(entries)
-        self.put_times_total += len(msgs) + len(items) + len(bodies)
+        self.put_times_total += len(msgs) + len(items) + len(bodies) + len(copies)
         self.put_size_total += pos - start
         return entries
 

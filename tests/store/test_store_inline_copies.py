@@ -378,3 +378,58 @@ def test_encode_bodies_encodes_as_encode_items(born, store):
     assert encode_bodies(template, [b"x" * 11], head, 0, 0, 1, 10) == ILLEGAL
     template.properties = "a\x01" + "b" * 40000
     assert encode_bodies(template, [b"1"], head, 0, 0, 1, 10) == TOO_LONG_PROPS
+
+
+@pytest.mark.parametrize("where", ["same segment", "older segment"])
+@pytest.mark.parametrize(("born", "store"), HOSTS)
+def test_put_run_copies_encode_as_encode_message(where, born, store, tmp_path):
+    """``put_run``'s ``copies`` (END_TRANSACTION's committed copies of halves ``put_message``
+    stored) are the records ``encode_message`` makes of the copy: the half's body, flag,
+    properties, hosts, born time and reconsume times, the real topic and queue, sysFlag's
+    transaction type COMMIT, PREPARED_TRANSACTION_OFFSET the half's offset. A half in the
+    current segment gives its magic code and body CRC bytes; one in an older segment has them
+    computed (short and long bodies: both CRC functions). IPv6 hosts: refused, nothing written."""
+    clock = FakeClock()
+    s = MessageStore(tiny_config(str(tmp_path)), clock=clock)
+    s.load()
+    try:
+        s.put_message(_msg(0, V4, V4))
+        halves, offsets = [], []
+        for i in (1, 2, 14, 15):  # bodies of 37, 74, 518 and 555 bytes
+            half = _msg(i, born, store, TRANSACTION_PREPARED_TYPE)
+            half.topic, half.queue_id = "RMQ_SYS_TRANS_HALF_TOPIC", 0
+            half.properties = half.properties_string() + "\x02REAL_TOPIC\x01TopicC\x02REAL_QID\x011"
+            result = s.put_message(half)
+            assert result.append is not None
+            halves.append(half)
+            offsets.append(result.append.wrote_offset)
+        first_segment = s.commitlog.mfq.files[-1]
+        if where == "older segment":
+            while s.commitlog.mfq.files[-1] is first_segment:
+                s.put_message(_msg(3, V4, V4))
+        copies = [
+            (h, h.properties, "TopicC", 1 + k % 2, o)
+            for k, (h, o) in enumerate(zip(halves, offsets, strict=True))
+        ]
+        start = s.get_max_phy_offset()
+        entries = s.put_run((), copies=copies)  # type: ignore[arg-type]
+        if (born, store) != (V4, V4):
+            assert entries is None and s.get_max_phy_offset() == start
+            return
+        assert entries is not None and len(entries) == len(copies)
+        phy, next_qoff = start, {1: 0, 2: 0}
+        for (half, props, topic, queue_id, offset), got in zip(copies, entries, strict=True):
+            expected = encode_message(
+                topic=topic, body=bytes(half.body), properties=props, queue_id=queue_id, flag=half.flag,
+                queue_offset=next_qoff[queue_id], commit_log_offset=phy,
+                sys_flag=(half.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | 8, born_timestamp=half.born_timestamp,
+                born_host=half.born_host, store_timestamp=clock.now, store_host=half.store_host,
+                reconsume_times=half.reconsume_times, prepared_transaction_offset=offset,
+            )  # fmt: skip
+            assert s.get_message_bytes_by_offset(phy) == expected
+            assert got[:5] == (phy, len(expected), topic, queue_id, next_qoff[queue_id])
+            next_qoff[queue_id] += 1
+            phy += len(expected)
+        assert phy == s.get_max_phy_offset()
+    finally:
+        s.close()

@@ -133,7 +133,7 @@ def test_a_recent_half_resolved_through_its_copy_is_refused_once_forgotten(tmp_p
         )
         with pytest.raises(RemoteSystemError, match="already committed"):
             broker.end_transaction_processor.end_transaction(CONN, oneway)
-        svc.flush_ends()
+        svc.ends.flush_ends()
         broker.store.do_reput()
         assert committed(broker) == 1
 

@@ -161,7 +161,7 @@ async def _one_turn(broker: BrokerController, born: Any) -> None:
     assert svc.counters.already_resolved == 2
     await asyncio.sleep(0)
     assert (svc.counters.committed, svc.counters.rolled_back) == (3, 1)
-    assert not svc.ending and len(svc.recent) == 0
+    assert not svc.ends.ending and len(svc.recent) == 0
     assert {int(h["tranStateTableOffset"]) for h in halves} <= svc.done
     store.do_reput()
     ops = [
@@ -240,20 +240,20 @@ def test_the_oneway_fast_read_agrees_with_the_header_parser(tmp_path) -> None:
                     del ext[key]
                 else:
                     ext[key] = rnd.choice(values)
-            if not svc.end_oneway(ext):
-                assert not svc.ending
+            if not svc.ends.end_oneway(ext):
+                assert not svc.ends.ending
                 continue
             read += 1
-            assert svc._ending == [(1024, recent, ext["commitOrRollback"] == "8")]
-            svc._ending.clear()  # (not stored: the loop's flush finds nothing queued)
-            svc.ending.clear()
+            assert svc.ends._ending == [(1024, recent, ext["commitOrRollback"] == "8")]
+            svc.ends._ending.clear()  # (not stored: the loop's flush finds nothing queued)
+            svc.ends.ending.clear()
             header = EndTransactionRequestHeader.from_ext_fields(ext)
             assert header.commit_or_rollback in (8, 12), ext
             assert (header.commit_or_rollback == 8) == (ext["commitOrRollback"] == "8"), ext
             assert (header.commit_log_offset, header.producer_group, header.tran_state_table_offset) == (1024, "PG", 3), ext  # fmt: skip
         # a half stored without PGROUP and a null producerGroup: the header parser refuses it
         svc.recent.entries[1024] = (half, "", 3, 3, "T", 0, None)
-        assert not svc.end_oneway({**base, "producerGroup": None})
+        assert not svc.ends.end_oneway({**base, "producerGroup": None})
         del svc.recent.entries[1024]
         return read
 

@@ -1,0 +1,50 @@
+"""What ``CommitLog``'s puts report to: the put-time sink and the reput wake-up gate.
+
+A put is timed into a :class:`LatencySink` (``broker.metrics.PutLatency``) and then wakes reput
+through ``after_put`` unless its :class:`WakeGate` says a wake-up is already scheduled. Before
+the store's services start and after they stop, ``after_put`` is :func:`no_wakeup` behind
+:data:`NO_SERVICES`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+__all__ = ["EVERY_PUT", "NO_SERVICES", "Gate", "LatencySink", "WakeGate", "no_wakeup"]
+
+
+class LatencySink(Protocol):
+    """Where put times go (``broker.metrics.PutLatency``): bucket ``(ns >> 10).bit_length()``
+    of ``counts`` counts one put, ``sum_ns`` and ``max_ns`` their total and maximum."""
+
+    counts: list[int]
+    sum_ns: int
+    max_ns: int
+
+
+class WakeGate(Protocol):
+    """What ``put_message`` tests before calling ``after_put`` (``services.reput.ReputService``,
+    or a fixed ``Gate``): while ``scheduled`` is True the call would do nothing, so it is not
+    made (a Python call per put is ~0.6k instructions)."""
+
+    @property
+    def scheduled(self) -> bool: ...
+
+
+class Gate:
+    """A fixed ``WakeGate``."""
+
+    __slots__ = ("scheduled",)
+
+    def __init__(self, scheduled: bool) -> None:
+        self.scheduled = scheduled
+
+
+#: no services (before start, after shutdown): ``after_put`` is ``no_wakeup``, never called
+NO_SERVICES = Gate(True)
+#: ``after_put`` does more than wake reput (SYNC_FLUSH's poll): called after every put
+EVERY_PUT = Gate(False)
+
+
+def no_wakeup() -> None:
+    """``after_put`` while no services run."""
