@@ -61,14 +61,17 @@ assert _SEND_V2_START[8] == END_START[8] == 51
 class FrameDecoder:
     """Split a byte stream into commands. One instance per connection."""
 
-    __slots__ = ("_buf", "broken", "errors", "max_frame_size", "max_header_size")
+    __slots__ = ("_buf", "broken", "errors", "held", "max_frame_size", "max_header_size")
 
     def __init__(
         self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_header_size: int = DEFAULT_MAX_HEADER_SIZE
     ) -> None:
         self.max_frame_size = max_frame_size
         self.max_header_size = max_header_size
-        self._buf = bytearray()
+        #: The bytes received but not yet part of a complete frame (read-only for callers; the
+        #: same object for the decoder's life): ``len(held)`` is :attr:`buffered` without a
+        #: property call (~0.6k instructions in CPython 3.11), for a per-read check.
+        self._buf = self.held = bytearray()
         #: Problems found since the caller last emptied this list, in stream order (see the
         #: module docstring); only the last one can be fatal (it is then ``broken`` too).
         self.errors: list[LocalProtocolError] = []

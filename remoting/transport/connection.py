@@ -220,7 +220,7 @@ class RemotingConnection(asyncio.Protocol):
                 self._backlog_paused = True
                 self.transport.pause_reading()
             return
-        if len(data) > RAW_SLICE_MIN and not self._decoder.buffered:
+        if len(data) > RAW_SLICE_MIN and not self._decoder.held:
             cut = frames_end(data, 0, PER_TURN)
             if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
                 self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
@@ -256,7 +256,7 @@ class RemotingConnection(asyncio.Protocol):
         commands = decoder.feed(data)
         if decoder.errors:
             self._remote_protocol_errors(decoder.errors)
-        held = decoder.buffered
+        held = len(decoder.held)
         if held or self._partial:  # an unfinished frame: checked per read, not per frame
             self._account_partial(held, bool(commands))
         return commands
