@@ -45,6 +45,16 @@ class ReplyWaiter(Protocol):
     def done(self) -> bool: ...
 
 
+class ReplyConnection(RemotingConnection):
+    """A client's connection. A large read of replies is decoded whole (their handling is still
+    sliced ``PER_TURN`` a turn): the raw slices guard a server's loop against its many peers (T16),
+    while a client's reads are the replies to its own requests, and cutting them cost it ~1.7k
+    instructions a reply at 128 sends in flight (the cuts' frame walks and copies; callgrind)."""
+
+    __slots__ = ()
+    raw_slice_min = 1 << 62
+
+
 @dataclass(frozen=True, slots=True)
 class RemotingClientConfig:
     connect_timeout: float = 3.0
@@ -107,7 +117,7 @@ class RemotingClient:
         try:
             async with asyncio.timeout(self.config.connect_timeout):
                 _, proto = await loop.create_connection(
-                    lambda: RemotingConnection(
+                    lambda: ReplyConnection(
                         self.dispatcher, max_frame_size=self.config.max_frame_size, loop=loop
                     ),
                     host.strip("[]"),
@@ -259,6 +269,7 @@ class RemotingClient:
 
 
 __all__ = [
+    "ReplyConnection",
     "RemotingClient",
     "RemotingClientConfig",
     "ReplyWaiter",
