@@ -130,7 +130,7 @@ class Dispatcher(Protocol):
 class RemotingConnection(asyncio.Protocol):
     """One TCP connection (either side)."""
 
-    raw_slice_min = RAW_SLICE_MIN  # a server's guard: a client's connection reads replies whole (client.py)
+    server = True  # False: a client's, reading replies: no raw slices, no V2 test per frame (client.py)
 
     # Slots, not a ``__dict__``: one object fewer per connection for every full collection to
     # walk (T16: 11,000 connections), and slot reads are the cheapest attribute reads.
@@ -163,7 +163,7 @@ class RemotingConnection(asyncio.Protocol):
         #: a large read not decoded yet: the bytes, where its undecoded part starts, its read time
         self._raw: bytes | None = None
         self._raw_pos, self._raw_read, self._bad_headers = 0, 0.0, 0
-        self._decoder = FrameDecoder(max_frame_size, max_header_size)
+        self._decoder = FrameDecoder(max_frame_size, max_header_size, server=self.server)
         self._budget = partial_budget
         #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
         self._partial = 0
@@ -222,7 +222,7 @@ class RemotingConnection(asyncio.Protocol):
                 self._backlog_paused = True
                 self.transport.pause_reading()
             return
-        if len(data) > self.raw_slice_min and not self._decoder.held:
+        if self.server and len(data) > RAW_SLICE_MIN and not self._decoder.held:
             cut = frames_end(data, 0, PER_TURN)
             if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
                 self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read

@@ -98,3 +98,22 @@ def test_a_send_ok_with_a_body_keeps_it() -> None:
     for data in (frame(head(0, OK), b"xyz"), frame(head(0, OK), b"xyz") * 2):
         for cmd in FrameDecoder().feed(data):
             assert cmd.body == b"xyz" and cmd.ext_fields == OK
+
+
+@pytest.mark.parametrize(("header", "typed"), [*CASES, (head(310, {"a": "G", "b": "T"}), None)])
+def test_a_clients_decoder_decodes_as_a_servers(header: bytes, typed: type | None) -> None:
+    """``server=False`` (a client's: no SEND_MESSAGE_V2 test per frame): the same commands; a
+    send's frame, which a client never receives, is decoded by the general path."""
+    data = frame(header) * 2
+    server, client = FrameDecoder().feed(data), FrameDecoder(server=False).feed(data)
+    assert len(server) == len(client)
+    for a, b in zip(server, client, strict=True):
+        fields = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body")
+        assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
+
+
+def test_a_send_is_typed_only_by_a_servers_decoder() -> None:
+    v2 = {"a": "G", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0"}
+    data = frame(head(310, v2, flag=0)) * 2
+    assert [type(c).__name__ for c in FrameDecoder().feed(data)] == ["SendV2Request"] * 2
+    assert [type(c).__name__ for c in FrameDecoder(server=False).feed(data)] == ["RemotingCommand"] * 2
