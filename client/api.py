@@ -180,6 +180,16 @@ class EndTransactionRequest(RemotingCommand):
     __slots__ = ("args", "tpl")
     tpl: tuple[str, ...]
     args: tuple[int, int, int, str, str]
+    # What every such request is, as class attributes (read only: they shadow the base class's
+    # slots), so :meth:`MQClientAPI.end_transaction` sets four slots, not eleven (as SendRequest);
+    # opaque and flag stay slots (the transport sets them)
+    code = _END_TRANSACTION
+    remark = None
+    ext_fields = None
+    body = None
+    language = LANGUAGE
+    version = _CURRENT_VERSION
+    serialize_type = 0
 
     def encode_header(self) -> bytes:
         t0, t1, t2, t3, t4, t5, t6 = self.tpl
@@ -572,10 +582,8 @@ class MQClientAPI(AdminCalls):
                 tpl = self._end_templates[group] = end_template(group) or ()
             if tpl:
                 cmd = _new(EndTransactionRequest)
-                cmd.code, cmd.opaque, cmd.flag, cmd.remark = _END_TRANSACTION, 0, _RPC_ONEWAY, None
-                cmd.ext_fields = None
-                cmd.body, cmd.language, cmd.version, cmd.serialize_type = None, LANGUAGE, _CURRENT_VERSION, 0
-                cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, state, msg_id, transaction_id)
+                cmd.opaque, cmd.flag, cmd.tpl = 0, _RPC_ONEWAY, tpl
+                cmd.args = (queue_offset, commit_log_offset, state, msg_id, transaction_id)
                 # no coroutine (invoke_oneway's and its get_connection's) once connected
                 return None if remoting.oneway_now(addr, cmd) else remoting.invoke_oneway(addr, cmd)
         header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
