@@ -45,6 +45,17 @@ class ReplyWaiter(Protocol):
     def done(self) -> bool: ...
 
 
+class ReplyConnection(RemotingConnection):
+    """A client's connection (``server`` False). A large read of replies is decoded whole (their
+    handling is still sliced ``PER_TURN`` a turn): the raw slices guard a server's loop against
+    its many peers (T16), while a client's reads are the replies to its own requests, and cutting
+    them cost it ~1.7k instructions a reply at 128 sends in flight (the cuts' frame walks and
+    copies; callgrind). Its decoder does not test each frame for a producer's send first."""
+
+    __slots__ = ()
+    server = False
+
+
 @dataclass(frozen=True, slots=True)
 class RemotingClientConfig:
     connect_timeout: float = 3.0
@@ -107,7 +118,7 @@ class RemotingClient:
         try:
             async with asyncio.timeout(self.config.connect_timeout):
                 _, proto = await loop.create_connection(
-                    lambda: RemotingConnection(
+                    lambda: ReplyConnection(
                         self.dispatcher, max_frame_size=self.config.max_frame_size, loop=loop
                     ),
                     host.strip("[]"),
@@ -260,6 +271,7 @@ class RemotingClient:
 
 
 __all__ = [
+    "ReplyConnection",
     "RemotingClient",
     "RemotingClientConfig",
     "ReplyWaiter",

@@ -130,6 +130,8 @@ class Dispatcher(Protocol):
 class RemotingConnection(asyncio.Protocol):
     """One TCP connection (either side)."""
 
+    server = True  # False: a client's, reading replies: no raw slices, no V2 test per frame (client.py)
+
     # Slots, not a ``__dict__``: one object fewer per connection for every full collection to
     # walk (T16: 11,000 connections), and slot reads are the cheapest attribute reads.
     __slots__ = (
@@ -161,7 +163,7 @@ class RemotingConnection(asyncio.Protocol):
         #: a large read not decoded yet: the bytes, where its undecoded part starts, its read time
         self._raw: bytes | None = None
         self._raw_pos, self._raw_read, self._bad_headers = 0, 0.0, 0
-        self._decoder = FrameDecoder(max_frame_size, max_header_size)
+        self._decoder = FrameDecoder(max_frame_size, max_header_size, server=self.server)
         self._budget = partial_budget
         #: bytes of an unfinished frame this connection holds (counted in ``_budget``)
         self._partial = 0
@@ -220,14 +222,13 @@ class RemotingConnection(asyncio.Protocol):
                 self._backlog_paused = True
                 self.transport.pause_reading()
             return
-        if len(data) > RAW_SLICE_MIN and not self._decoder.buffered:
+        if self.server and len(data) > RAW_SLICE_MIN and not self._decoder.held:
             cut = frames_end(data, 0, PER_TURN)
             if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
                 self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
                 data = data[:cut]
         commands = self._decode(data)
-        backlog = self._backlog
-        queue_wait = self._queue_wait
+        backlog, queue_wait = self._backlog, self._queue_wait
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
             if queue_wait is not None:
@@ -256,8 +257,7 @@ class RemotingConnection(asyncio.Protocol):
         commands = decoder.feed(data)
         if decoder.errors:
             self._remote_protocol_errors(decoder.errors)
-        held = decoder.buffered
-        if held or self._partial:  # an unfinished frame: checked per read, not per frame
+        if (held := len(decoder.held)) or self._partial:  # an unfinished frame: per read, not per frame
             self._account_partial(held, bool(commands))
         return commands
 

@@ -119,6 +119,8 @@ async def test_end_transaction_is_the_general_header(
     )
     general.opaque = 4711
     assert cmd.encode() == general.encode()
+    fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
+    assert [getattr(cmd, f) for f in fields] == [getattr(general, f) for f in fields]
     assert end_template(group) is not None
 
 

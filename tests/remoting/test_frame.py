@@ -96,8 +96,9 @@ def test_trailing_bytes_stay_unconsumed() -> None:
     out = dec.feed(data + data[:7])
     assert len(out) == 1
     same(out[0], cmd)
-    assert dec.buffered == 7
+    assert dec.buffered == 7 and dec.held == data[:7]  # (held: the buffer itself, for per-read checks)
     assert len(dec.feed(data[7:])) == 1
+    assert dec.buffered == 0 and not dec.held
 
 
 # ----------------------------------------------------------------------------- golden frames

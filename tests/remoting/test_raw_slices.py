@@ -13,7 +13,14 @@ import pytest
 
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.transport import connection
-from pocketmq.remoting.transport.connection import LOST_SLICE, PER_TURN, RAW_HOLD_MAX, RemotingConnection
+from pocketmq.remoting.transport.client import ReplyConnection
+from pocketmq.remoting.transport.connection import (
+    LOST_SLICE,
+    PER_TURN,
+    RAW_HOLD_MAX,
+    RAW_SLICE_MIN,
+    RemotingConnection,
+)
 from pocketmq.remoting.transport.limits import QueueWait
 
 CODE = 9301
@@ -220,3 +227,22 @@ async def test_turn_share_runs_each_work_once_a_turn_and_goes_on_after_a_failure
     assert ran == ["again", "boom"]  # what ``again`` added waits for the next turn
     await _turns(lambda: ran.count("again") == 3)
     assert ran == ["again", "boom", "again", "again"]
+
+
+async def test_a_clients_connection_decodes_a_large_read_of_replies_whole() -> None:
+    """``ReplyConnection`` (a RemotingClient's): the raw slices guard a server's loop; a client's
+    replies are decoded in their read (their handling is still ``PER_TURN`` a turn, in order)."""
+    conn = ReplyConnection(Dispatcher())
+    conn.connection_made(Transport())
+    got: list[int] = []
+    loop = asyncio.get_running_loop()
+    for k in range(1000):
+        future = loop.create_future()
+        future.add_done_callback(lambda f: got.append(f.result().opaque))
+        conn.pending[k] = (future, loop.time() + 60, RemotingCommand(CODE, k))
+    replies = b"".join(RemotingCommand(0, k, 1).encode() for k in range(1000))  # response flag
+    assert len(replies) > RAW_SLICE_MIN
+    conn.data_received(replies)
+    assert conn._raw is None and len(conn._backlog or ()) == 1000 - PER_TURN  # all decoded now
+    await _turns(lambda: len(got) == 1000)
+    assert got == list(range(1000)) and not conn.pending
