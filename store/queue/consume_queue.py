@@ -157,7 +157,8 @@ class ConsumeQueue:
         """
         files = self.mfq.files
         if files:
-            # the hot path: the next unit of the last file (one per dispatched message)
+            # the hot path: the next unit of the last file (one per dispatched message; reput's
+            # fast path, dispatch.appended, inlines this branch: change both)
             mf = files[-1]
             pos = cq_offset * CQ_UNIT_SIZE - mf.file_from_offset
             if pos == mf.wrote_position and pos < mf.file_size:
