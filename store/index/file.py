@@ -236,8 +236,19 @@ class IndexFile:
             return False
         begin = self.begin_timestamp
         ts = tss[0]
+        last_ts = tss[-1]
         if tss.count(ts) == n:  # one store time (C-level compares; min()/max() cost ~70 a value)
             diffs = [time_diff(ts, begin)] * n
+        elif (
+            begin > 0
+            and ts <= last_ts
+            and 0 <= (ts - begin) // 1000 == (last_ts - begin) // 1000 <= _MAX_INT
+            and sorted(tss) == tss
+        ):
+            # store times in order whose first and last have one timeDiff: all have it (it
+            # grows with the time); C-level checks instead of a compare per entry below (a
+            # reput run spans a few ms: ~0.35k instructions fewer an entry at 16 entries)
+            diffs = [(ts - begin) // 1000] * n
         else:
             diffs = []
             add_diff = diffs.append

@@ -14,7 +14,7 @@ import os
 import shutil
 import struct
 from collections.abc import Callable, Iterator
-from itertools import accumulate, chain
+from itertools import accumulate
 
 from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
@@ -157,7 +157,8 @@ class ConsumeQueue:
         """
         files = self.mfq.files
         if files:
-            # the hot path: the next unit of the last file (one per dispatched message)
+            # the hot path: the next unit of the last file (one per dispatched message; reput's
+            # fast path, dispatch.appended, inlines this branch: change both)
             mf = files[-1]
             pos = cq_offset * CQ_UNIT_SIZE - mf.file_from_offset
             if pos == mf.wrote_position and pos < mf.file_size:
@@ -187,9 +188,14 @@ class ConsumeQueue:
         if pos != mf.wrote_position or end_pos > mf.file_size:
             return False
         offsets = list(accumulate(sizes, initial=phy))
-        end = offsets[-1]
-        units = _units_struct(n)
-        units.pack_into(mf.mm, pos, *chain.from_iterable(zip(offsets, sizes, tags_codes, strict=False)))
+        end = offsets.pop()
+        # the units' fields interleaved by three C-level slice assignments (a tuple per unit
+        # from zip, flattened by chain, cost ~0.9k instructions a unit: as much as the packing)
+        fields = [0] * (3 * n)
+        fields[0::3] = offsets
+        fields[1::3] = sizes
+        fields[2::3] = tags_codes
+        _units_struct(n).pack_into(mf.mm, pos, *fields)
         mf.wrote_position = end_pos
         if end > self.max_physic_offset:  # noqa: PLR1730
             self.max_physic_offset = end

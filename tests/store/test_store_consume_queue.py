@@ -256,3 +256,32 @@ def test_recovery_truncates_a_full_last_file_behind_an_empty_prepared_one(tmp_pa
     again.truncate_dirty(1250)  # the CommitLog ends inside record 12
     assert [phy for _, phy, _, _ in again.iter_units()] == [100 * i for i in range(12)]
     assert again.max_offset == 12 and again.max_physic_offset == 1200
+
+
+def test_put_run_writes_what_put_writes_unit_by_unit(tmp_path):
+    """``ConsumeQueue.put_run`` (a batch put's units, one ``pack_into``) writes the bytes and
+    state of ``put`` per unit; it refuses, writing nothing, a run that is not the next units of
+    the last file or that would cross its end (the caller then puts them one by one)."""
+    from pocketmq.store.queue.consume_queue import ConsumeQueue
+
+    unit = CQ_UNIT.size
+    sizes = [100, 2000, 7, 65_536, 1]
+    codes = [0, -5, 0x7FFF_FFFF_FFFF_FFFF, -(2**63), 12345]
+    queues = {}
+    for name in ("put", "run"):
+        cq = ConsumeQueue("T", 0, str(tmp_path / name), unit * 8)
+        cq.put(10, 90, 3, 0, 7)  # the first unit creates the file
+        phy = 1 << 40
+        if name == "put":
+            for k, (size, code) in enumerate(zip(sizes, codes, strict=True)):
+                cq.put(phy, size, code, 1 + k, 99)
+                phy += size
+        else:
+            assert not cq.put_run(phy, sizes, codes, 2, 99)  # not the next unit
+            assert cq.put_run(phy, sizes, codes, 1, 99)
+            assert not cq.put_run(phy + sum(sizes), [5, 5, 5], [0, 0, 0], 6, 99)  # past the file end
+        mf = cq.mfq.files[-1]
+        queues[name] = (bytes(mf.mm), mf.wrote_position, cq.max_physic_offset, cq.last_store_timestamp)
+        cq.close()
+    assert queues["run"] == queues["put"]
+    assert queues["run"][1:] == (6 * unit, (1 << 40) + sum(sizes), 99)

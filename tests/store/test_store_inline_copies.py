@@ -321,6 +321,14 @@ def test_index_put_hashes_of_mixed_times_equals_put_hashed(tmp_path):
     runs = [
         [begin + 10, begin + 20, begin + 999],  # one second: one timeDiff for all
         [begin + 1500, begin + 900, begin + 2100, begin - 5000, begin + (0x7FFFFFFF + 10) * 1000],
+        # in order within one second (first and last agree: one timeDiff), out of order within
+        # one, in order across two, in order before the begin time (clamped), past the clamp
+        [begin + 3000, begin + 3001, begin + 3001, begin + 3500, begin + 3999],
+        [begin + 4100, begin + 4000, begin + 4999],
+        [begin + 5999, begin + 6000, begin + 6001],
+        [begin + 6500, begin + 6999, begin + 6999, begin + 6998, begin + 6999],
+        [begin - 3000, begin - 2500],
+        [begin + (0x7FFFFFFF + 10) * 1000, begin + (0x7FFFFFFF + 10) * 1000 + 1],
     ]
     files = {}
     for name in ("ref", "run"):
