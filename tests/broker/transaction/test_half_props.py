@@ -67,6 +67,16 @@ def test_a_producer_shape_repeated() -> None:
             assert got == general_path(sent, "DefaultCluster", "BenchTx", i)
 
 
+@pytest.mark.parametrize("queue_id", [0, 7, 1023, 1024, 65535, 2**31 - 1])
+def test_real_qid_of_any_queue_id(queue_id: int) -> None:
+    """``REAL_QID``'s text comes from ``message_props.QUEUE_ID_TEXT`` (0..1023), else formatted."""
+    sent = "TRAN_MSG\x01true\x02PGROUP\x01PG\x02UNIQ_KEY\x01U1"
+    sent_half_properties(sent, "C", "T", queue_id)  # a shape is compiled on its second send
+    got = sent_half_properties(sent, "C", "T", queue_id)
+    assert got == general_path(sent, "C", "T", queue_id)
+    assert got is not None and get_property(got[0], MessageConst.REAL_QID) == str(queue_id)
+
+
 def test_a_new_shape_per_send_is_never_compiled() -> None:
     # a sender inventing property names per message: each shape seen once, none compiled
     plans = len(half_props._PLANS)
