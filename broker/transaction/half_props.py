@@ -9,7 +9,9 @@ per prepare this is one call of the shape's plan, generated once: one match of i
 (which splits the values out) and one f-string of the half's entries; the ``PGROUP`` and
 ``TRAN_PREPARED_QUEUE_OFFSET`` values END_TRANSACTION and the recent table need come from the
 same match (their places are part of the shape), and so do the ``TRAN_MSG`` and ``WAIT`` values
-the send processor's half branch checks (``send.SendMessageProcessor._send_half``).
+the send processor's half branch checks (``send.SendMessageProcessor._send_half``). A send that
+differs from the shape's last matched one only in its ``UNIQ_KEY`` value (one producer's sends,
+mostly) skips the match: the plan's repeat (``_compile``).
 
 Anything the permutation does not describe -- an entry Java drops (empty name or value, no
 separator: the pattern does not match), a repeated name, a trailing separator, ``CLUSTER`` / ``REAL_TOPIC`` / ``REAL_QID``
