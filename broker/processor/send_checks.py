@@ -103,9 +103,9 @@ class SendSettings:
     """Per-config values of the send path, computed once per config object."""
 
     __slots__ = (
-        "cfg", "cluster", "cluster_tail", "is_slave", "max_body", "max_body_fast", "policy_waits",
-        "quick_checks", "region", "reject_transaction", "send_ok", "start_accept", "sync_flush_only",
-        "sync_master_only", "tail_delay", "tail_tran", "trace_on", "writable",
+        "cfg", "cluster", "cluster_tail", "half_fast_max_props", "is_slave", "max_body", "max_body_fast",
+        "policy_waits", "quick_checks", "region", "reject_transaction", "send_ok", "start_accept",
+        "sync_flush_only", "sync_master_only", "tail_delay", "tail_tran", "trace_on", "writable",
     )  # fmt: skip
 
     def __init__(self, cfg: BrokerConfig) -> None:
@@ -116,6 +116,10 @@ class SendSettings:
         #: whether that tail holds a DELAY / TRAN_MSG key (a cluster name may hold anything)
         self.tail_delay = DELAY_KEY in self.cluster_tail
         self.tail_tran = TRAN_KEY in self.cluster_tail
+        #: the send processor's half branch (``send._send_half``) takes request properties up to
+        #: this long: their stored string (minus WAIT, plus the tail) then has at most
+        #: MAX_PROPERTIES_LENGTH characters, so the general path's length check cannot refuse it
+        self.half_fast_max_props = MAX_PROPERTIES_LENGTH - len(self.cluster_tail)
         self.region = cfg.region_id
         self.trace_on = "true" if cfg.trace_on else "false"
         #: the SEND_OK reply header cut where msgId, queueId, queueOffset and the opaque go

@@ -9,7 +9,9 @@ per prepare this is one call of the shape's plan, generated once: one match of i
 (which splits the values out) and one f-string of the half's entries; the ``PGROUP`` and
 ``TRAN_PREPARED_QUEUE_OFFSET`` values END_TRANSACTION and the recent table need come from the
 same match (their places are part of the shape), and so do the ``TRAN_MSG`` and ``WAIT`` values
-the send processor's half branch checks (``send.SendMessageProcessor._send_half``).
+the send processor's half branch checks (``send.SendMessageProcessor._send_half``). A send that
+differs from the shape's last matched one only in its ``UNIQ_KEY`` value (one producer's sends,
+mostly) skips the match: the plan's repeat (``_compile``).
 
 Anything the permutation does not describe -- an entry Java drops (empty name or value, no
 separator: the pattern does not match), a repeated name, a trailing separator, ``CLUSTER`` / ``REAL_TOPIC`` / ``REAL_QID``
@@ -23,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.broker.processor.message_props import java_order
+from pocketmq.broker.processor.message_props import QUEUE_ID_TEXT, java_order
 from pocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageConst
 
 __all__ = ["LAST_PLAN", "Planned", "sent_half_properties"]
@@ -102,12 +104,27 @@ def _plan_of(items: list[str]) -> Plan | None:
     return plan
 
 
+#: a plan fills its repeat (``_compile``) once this many sends in a row took its pattern
+_REFILL_AFTER = 64
+
+
 def _compile(names: tuple[str, ...]) -> Plan:
     """The plan of sends whose entries have ``names`` (distinct, none an added one): one match
     of a pattern (the names in order, each value a group, non-empty) and one f-string of the
     half's entries in Java's order, generated for the shape (per prepare: no list of entries,
-    no getter, no join; ~3k instructions fewer). The generated source holds identifiers only:
-    the names and separators reach it as the arguments of its factory."""
+    no getter, no join; ~3k instructions fewer; ``REAL_QID``'s text from ``QUEUE_ID_TEXT``). The
+    generated source holds identifiers only: the names and separators reach it as the arguments
+    of its factory.
+
+    A shape with ``UNIQ_KEY`` also keeps a repeat: one producer's sends mostly differ in their
+    ``UNIQ_KEY`` value alone (the SDK's halves: ``TRAN_MSG``, ``PGROUP``, maybe ``TAGS``, then
+    ``UNIQ_KEY``), so the text around that value in a send the pattern matched (``head``,
+    ``tail``) and the half's text between its changing values (``c0``, ``c1``...) are kept. A
+    send that is ``head`` + a value (non-empty, no entry separator) + ``tail`` has the same
+    entries but that value: its half is one short f-string (~3.5k instructions under the
+    pattern's match, its groups and the long f-string). A send that is not clears the repeat
+    (one test per send while cleared); it is filled again after ``_REFILL_AFTER`` sends of the
+    pattern, so sends whose other values change too pay little for it."""
     # Java's insertion order: the stored string (the sender's without WAIT, then CLUSTER), then
     # WAIT put back, REAL_TOPIC, REAL_QID
     wait = MessageConst.WAIT
@@ -118,14 +135,25 @@ def _compile(names: tuple[str, ...]) -> Plan:
     variable |= {
         MessageConst.CLUSTER: "cluster",
         MessageConst.REAL_TOPIC: "topic",
-        MessageConst.REAL_QID: "queue_id",
+        MessageConst.REAL_QID: "qid",
     }
+    uniq = variable.get(MessageConst.UNIQ_KEY)
+    changing = {"topic", "qid", uniq}  # a repeat's values that change from send to send
     constants: list[str] = []  # the text between two values: k0, k1, ...
     fields: list[str] = []
+    segments: list[str] = [""]  # a repeat's half: segments[0] {changing value} segments[1] ...
+    changes: list[str] = []
     text = ""
     for i, name in enumerate(java_order(inserted)):
         text += (PROPERTY_SEPARATOR if i else "") + name + NAME_VALUE_SEPARATOR
-        fields.append(f"{{k{len(constants)}}}{{{variable[name]}}}")
+        k = f"{{k{len(constants)}}}"
+        fields.append(f"{k}{{{variable[name]}}}")
+        segments[-1] += k
+        if variable[name] in changing:
+            changes.append(f"{{{'u' if variable[name] == uniq else variable[name]}}}")
+            segments.append("")
+        else:
+            segments[-1] += f"{{{variable[name]}}}"
         constants.append(text)
         text = ""
     pattern = PROPERTY_SEPARATOR.join(
@@ -133,17 +161,65 @@ def _compile(names: tuple[str, ...]) -> Plan:
     )
     values = ", ".join(variable[name] if name in names else "None" for name in _VALUES)
     unpack = "".join(f"{variable[name]}, " for name in names)
-    source = (
-        f"def factory(fullmatch, {', '.join(f'k{i}' for i in range(len(constants)))}):\n"
-        "    def plan(sent, cluster, topic, queue_id):\n"
+    kept = [variable[name] for name in _VALUES if name in names]  # the repeat's returned values
+    repeat_values = ", ".join(f"w_{variable[name]}" if name in names else "None" for name in _VALUES)
+    cells = ["head", "tail", "lh", "lt", "fcluster", "misses"]
+    cells += [f"c{i}" for i in range(len(segments))] + [f"w_{v}" for v in kept]
+    source = f"def factory(fullmatch, qids, sep, {', '.join(f'k{i}' for i in range(len(constants)))}):\n"
+    if uniq is not None:
+        source += "".join(f"    {cell} = {0 if cell == 'misses' else None}\n" for cell in cells)
+    source += "    def plan(sent, cluster, topic, queue_id):\n"
+    if uniq is not None:
+        source += f"        nonlocal {', '.join(cells)}\n"
+    source += (
+        "        try:\n"
+        "            qid = qids[queue_id]\n"
+        "        except KeyError:\n"
+        '            qid = f"{queue_id}"\n'
+    )
+    if uniq is not None:
+        last = variable[names[-1]] == uniq  # (the tail is then always empty)
+        merged = "".join(f"{{c{i}}}{change}" for i, change in enumerate(changes))
+        merged += f"{{c{len(changes)}}}" if segments[-1] else ""  # (none after a changing value last)
+        # (slices compared: str.startswith / endswith parse their arguments, ~0.6k instructions)
+        if last:
+            tests = "u and sep not in u and sent[:lh] == head"
+            source += "        if head is not None and cluster is fcluster:\n            u = sent[lh:]\n"
+        else:
+            tests = "u and sep not in u and sent[:lh] == head and sent[end:] == tail"
+            source += (
+                "        if head is not None and cluster is fcluster:\n"
+                "            end = len(sent) - lt\n"
+                "            u = sent[lh:end]\n"
+            )
+        source += (
+            f"            if {tests}:\n"
+            f'                return f"{merged}", {repeat_values}\n'
+            "            head = None\n"
+        )
+    source += (
         "        match = fullmatch(sent)\n"
         "        if match is None:\n"
         "            return None\n"
         f"        {unpack}= match.groups()\n"
-        f'        return f"{"".join(fields)}", {values}\n'
-        "    return plan\n"
+        f'        half = f"{"".join(fields)}"\n'
     )
+    if uniq is not None:
+        group = names.index(MessageConst.UNIQ_KEY) + 1
+        source += (
+            "        misses += 1\n"
+            f"        if misses > {_REFILL_AFTER}:\n"
+            "            misses = 0\n"
+            f"            head, tail = sent[: match.start({group})], sent[match.end({group}) :]\n"
+            "            lh, lt = len(head), len(tail)\n"
+            "            fcluster = cluster\n"
+            + "".join(f'            c{i} = f"{segment}"\n' for i, segment in enumerate(segments))
+            + "".join(f"            w_{v} = {v}\n" for v in kept)
+        )
+    source += f"        return half, {values}\n    return plan\n"
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # (identifiers only: the docstring)
-    plan: Plan = namespace["factory"](re.compile(pattern).fullmatch, *constants)
+    plan: Plan = namespace["factory"](
+        re.compile(pattern).fullmatch, QUEUE_ID_TEXT, PROPERTY_SEPARATOR, *constants
+    )
     return plan

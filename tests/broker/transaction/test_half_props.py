@@ -67,6 +67,61 @@ def test_a_producer_shape_repeated() -> None:
             assert got == general_path(sent, "DefaultCluster", "BenchTx", i)
 
 
+@pytest.mark.parametrize("queue_id", [0, 7, 1023, 1024, 65535, 2**31 - 1])
+def test_real_qid_of_any_queue_id(queue_id: int) -> None:
+    """``REAL_QID``'s text comes from ``message_props.QUEUE_ID_TEXT`` (0..1023), else formatted."""
+    sent = "TRAN_MSG\x01true\x02PGROUP\x01PG\x02UNIQ_KEY\x01U1"
+    sent_half_properties(sent, "C", "T", queue_id)  # a shape is compiled on its second send
+    got = sent_half_properties(sent, "C", "T", queue_id)
+    assert got == general_path(sent, "C", "T", queue_id)
+    assert got is not None and get_property(got[0], MessageConst.REAL_QID) == str(queue_id)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "TRAN_MSG\x01true\x02PGROUP\x01PG\x02UNIQ_KEY\x01{u}",  # the SDK's half (UNIQ_KEY last)
+        "UNIQ_KEY\x01{u}\x02TRAN_MSG\x01true\x02PGROUP\x01BenchTxPG",  # transaction_bench's
+        "TRAN_MSG\x01true\x02UNIQ_KEY\x01{u}\x02PGROUP\x01PG\x02WAIT\x01false\x02TAGS\x01t",
+        "TRAN_MSG\x01true\x02UNIQ_KEY\x01{u}\x02TRAN_PREPARED_QUEUE_OFFSET\x017\x02PGROUP\x01PG",
+    ],
+)
+def test_the_repeat_of_sends_that_differ_in_uniq_key(shape: str) -> None:
+    """A shape's plan keeps the text around its UNIQ_KEY value (``_compile``'s repeat): sends
+    that differ only there, then sends whose other values, topic, queue, cluster or UNIQ_KEY
+    value (empty, with an entry separator) differ, each give the general path's result."""
+    rnd = random.Random(shape)
+    cluster = "DefaultCluster"
+    sends = [(shape.format(u=f"7F00000100{i:022X}"), cluster, "BenchTx", i % 4) for i in range(300)]
+    odd = [
+        (shape.format(u="x\x01y"), cluster, "T", 1),  # (a value may hold the name/value separator)
+        (shape.format(u=""), cluster, "BenchTx", 0),  # Java drops an empty value: declined
+        (shape.format(u="a\x02b\x01c"), cluster, "BenchTx", 0),  # another shape
+        (shape.format(u="a\x02"), cluster, "BenchTx", 0),
+        (
+            shape.format(u="U").replace("\x01PG", "\x01PG2").replace("\x01BenchTxPG", "\x01PG2"),
+            cluster,
+            "T",
+            2,
+        ),
+        (shape.format(u="U").replace("true", "TRUE"), cluster, "BenchTx", 2),
+        (shape.format(u="U"), "".join(["Default", "Cluster"]), "BenchTx", 3),  # an equal cluster
+        (shape.format(u="U"), "OtherCluster", "BenchTx", 3),
+        (shape.format(u="U"), cluster, "Other", 5000),
+    ]
+    mixed = [rnd.choice(odd if rnd.random() < 0.3 else sends) for _ in range(3000)]
+    for n, (sent, c, topic, qid) in enumerate(sends + mixed):
+        got = sent_half_properties(sent, c, topic, qid)
+        assert got is None or got == general_path(sent, c, topic, qid), repr(sent)
+        if (
+            n
+            and "\x01\x02" not in sent
+            and not sent.endswith("\x01")
+            and sent.count("\x02") == shape.count("\x02")
+        ):
+            assert got is not None, repr(sent)  # (the shape's first send: compiled on its second)
+
+
 def test_a_new_shape_per_send_is_never_compiled() -> None:
     # a sender inventing property names per message: each shape seen once, none compiled
     plans = len(half_props._PLANS)
