@@ -140,7 +140,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 halves = topic == _HALF_TOPIC
             if batch is not None:
                 try:
-                    done = _dispatch_batch(d, rec, batch, heads, hashes, hphys, htss)
+                    done = _dispatch_batch(d, rec, batch, heads, hashes, hphys, htss, waiting)
                 except BaseException:
                     pending.appendleft(rec)
                     raise
@@ -286,9 +286,12 @@ def _dispatch_batch(
     hashes: list[int],
     hphys: list[int],
     htss: list[int],
+    waiting: object,
 ) -> int:
     """One batch put: its records' ConsumeQueue units (one ``pack_into``), arrival notices,
     and index hashes added to ``hashes``/``hphys``/``htss`` (written by the caller).
+    ``waiting``: the listener's ``held_queues`` (``reput_appended``): while it is empty no
+    listener is called, as for a single record.
 
     Returns the number of records, or 0 (nothing done) for a batch of transaction records
     or on the schedule topic, which the caller splits into per-record entries.
@@ -377,7 +380,9 @@ def _dispatch_batch(
         raise
     htss.extend([ts] * (len(hashes) - n_hashes))
     listener = d.listener
-    if listener is not None:
+    # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
+    # records, which no consumer pulls, come here once a loop turn)
+    if listener is not None and (waiting is None or waiting):
         d.reput_from_offset = phy + total
         lazy = wants_properties(listener)
         per_batch = None if lazy else getattr(listener, "arriving_batch", None)

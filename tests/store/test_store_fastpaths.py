@@ -709,3 +709,42 @@ def test_put_message_pair_stores_what_two_puts_store(tmp_path, clock):
     finally:
         for s in stores:
             s.close()
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_listener_whose_held_queues_is_empty_is_not_called_for_a_batch_put(tmp_path, held):
+    """A listener's ``held_queues`` view empty: neither a batch put (``arriving_batch`` or
+    ``arriving``) nor a single put reaches it; once it holds something, both do."""
+    calls: list[tuple] = []
+
+    class L:
+        needs_properties = False
+
+        def __init__(self) -> None:
+            self.held: dict[tuple[str, int], int] = {("TopicA", 2): 1} if held else {}
+            self.held_queues = self.held.keys()
+
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_ts, bitmap, props):
+            calls.append(("one", topic, queue_id, logic_offset))
+
+        def arriving_batch(self, topic, queue_id, first, codes, store_ts):
+            calls.append(("batch", topic, queue_id, first, len(codes)))
+
+    class Lazy(L):
+        needs_properties = True  # (no arriving_batch call: arriving per record)
+
+    for name, cls in (("b", L), ("r", Lazy)):
+        calls.clear()
+        store = MessageStore(tiny_config(str(tmp_path / name)))
+        store.load()
+        store.arriving_listener = cls()
+        store.put_message(make_msg(0, queue_id=2))
+        store.put_messages([make_msg(i, queue_id=2) for i in range(1, 4)])
+        store.do_reput()
+        if not held:
+            assert calls == []
+        elif cls is L:
+            assert calls == [("one", "TopicA", 2, 1), ("batch", "TopicA", 2, 2, 3)]
+        else:
+            assert calls == [("one", "TopicA", 2, k) for k in range(1, 5)]
+        store.close()
