@@ -155,20 +155,31 @@ def encode_items(
     return Encoded(parts, sizes, props_list, phy - start, sys_flag)
 
 
-def _shared_parts(flags: int) -> tuple[struct.Struct, struct.Struct]:
+def _shared_parts(flags: int) -> tuple[struct.Struct, struct.Struct, struct.Struct]:
     """``_split_prefix`` of host family ``flags`` for records that also share their magic code,
     queue id and flag: those three (8 bytes, then 4 after the CRC) as ``s`` fields, packed once
-    a run (a bytes field costs ``pack`` a memcpy, an int field a conversion)."""
+    a run (a bytes field costs ``pack`` a memcpy, an int field a conversion). As (general,
+    low, shared): QUEUEOFFSET and PHYSICALOFFSET (``q``, then an empty ``0s`` and ``q``) in
+    the general one; in the low one, for a run whose queue offsets are below 2^32 and whose
+    CommitLog offsets share their high 4 bytes, their low 4 bytes as ``I`` after the high
+    bytes (zero pad, then the CommitLog offset's as a 4-byte ``s``): a big-endian ``q`` costs
+    ``pack`` a generic int conversion, ~100 instructions more than an ``I``. The same
+    arguments either way."""
     shared = _SPLIT_PREFIXES[flags][1]
     codes = [code for _, code in record_fields(flags)]
-    # (codes 1 to 4: magic, body CRC, queue id, flag, each 4 bytes)
-    fmt = ">" + codes[0] + "4s" + codes[2] + "8s" + codes[5] + codes[6] + f"{shared.size}s" + codes[16]
-    return struct.Struct(fmt), shared
+    # (codes 1 to 4: magic, body CRC, queue id, flag, each 4 bytes; 5 and 6: the two offsets)
+    fmt = ">" + codes[0] + "4s" + codes[2] + "8s{}" + f"{shared.size}s" + codes[16]
+    low = struct.Struct(fmt.format("4xI4sI"))
+    general = struct.Struct(fmt.format(codes[5] + "0s" + codes[6]))
+    assert low.size == general.size  # (the same layout, checked once at import)
+    return general, low, shared
 
 
 #: ``_shared_parts`` of each host family
 _SHARED_PARTS = {flags: _shared_parts(flags) for flags in RECORD_PREFIX_STRUCTS}
 _MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
+#: an 8-byte field packed once a run (a time, an offset's high bytes)
+_pack_time = struct.Struct(">q").pack
 _pack_queue_flag = struct.Struct(">ii").pack
 
 
@@ -196,10 +207,21 @@ def encode_bodies(
     born_ip, born_port = template.born_host
     store_ip, store_port = template.store_host
     sys_flag = (template.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-    item_part, shared = _SHARED_PARTS[sys_flag & HOST_FLAGS_MASK]
-    pack = item_part.pack
+    item_part, low, shared = _SHARED_PARTS[sys_flag & HOST_FLAGS_MASK]
     tail = head + PROPS_LEN.pack(plen) + props_b
     fixed = item_part.size + len(tail)
+    # the offsets as their low 4 bytes (_shared_parts) when the run's stay below the next
+    # multiple of 2^32 (a bound: every body at max_body); ``p`` / ``q`` are what is packed
+    p = phy & 0xFFFFFFFF
+    q = qoff
+    if qoff >= 0 and qoff + len(bodies) <= 0xFFFFFFFF and p + len(bodies) * (fixed + max_body) <= 0xFFFFFFFF:
+        pack = low.pack
+        high = _pack_time(phy)[:4]
+    else:
+        pack = item_part.pack
+        high = b""
+        p = phy
+    start = p
     mid = shared.pack(
         sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
         template.reconsume_times, 0,
@@ -211,17 +233,16 @@ def encode_bodies(
     add = parts.extend
     sizes: list[int] = []
     add_size = sizes.append
-    start = phy
     for body in bodies:
         blen = len(body)
         if blen > max_body:
             return ILLEGAL
         size = fixed + blen
-        add((pack(size, magic, crc32(body) & 0x7FFFFFFF, queue_flag, qoff, phy, mid, blen), body, tail))
+        add((pack(size, magic, crc32(body) & 0x7FFFFFFF, queue_flag, q, high, p, mid, blen), body, tail))
         add_size(size)
-        phy += size
-        qoff += 1
-    return Encoded(parts, sizes, [props] * len(sizes), phy - start, sys_flag)
+        p += size
+        q += 1
+    return Encoded(parts, sizes, [props] * len(sizes), p - start, sys_flag)
 
 
 #: the properties length field of the usual lengths, made once (an index, not a pack, a record)
@@ -236,8 +257,12 @@ HalfCopy = tuple[MessageInner, str, str, int, int]
 
 _V4_CODES = [code for _, code in record_fields(0)]
 #: the IPv4 record prefix with MAGICCODE and BODYCRC as one 8-byte field: a copy takes both from
-#: its half's record (the same body, so the same CRC) instead of computing the CRC again
-_COPY_PREFIX = struct.Struct(">" + _V4_CODES[0] + "8s" + "".join(_V4_CODES[3:]))
+#: its half's record (the same body, so the same CRC) instead of computing the CRC again; and
+#: STORETIMESTAMP, the run's one store time, as 8 bytes packed once a run (a big-endian ``q``
+#: costs ``pack`` a generic int conversion, ~200 instructions a field more than an ``8s``)
+_COPY_PREFIX = struct.Struct(
+    ">" + _V4_CODES[0] + "8s" + "".join(_V4_CODES[3:11]) + "8s" + "".join(_V4_CODES[12:])
+)
 _COPY_PREFIX_SIZE = _COPY_PREFIX.size
 #: a half's sysFlag bits a copy keeps (not the host bits, which ``host_flags`` sets, nor the
 #: transaction type, which becomes COMMIT)
@@ -276,6 +301,7 @@ def encode_copies(
     add = parts.append
     entry = entries.append
     start = phy
+    now_b = _pack_time(now)
     for half, props, topic, queue_id, prepared in copies:
         head = heads.get(topic) or head_of(topic)
         body = half.body
@@ -299,7 +325,7 @@ def encode_copies(
                 size, mm[at + 4 : at + 12] if at >= 0 else _MAGIC + _pack_crc(
                     (crc32_long if blen >= FAST_CRC_MIN else crc32_short)(body) & 0x7FFFFFFF
                 ),
-                queue_id, half.flag, qoff, phy, sys_flag, half.born_timestamp, born_ip, born_port, now,
+                queue_id, half.flag, qoff, phy, sys_flag, half.born_timestamp, born_ip, born_port, now_b,
                 store_ip, store_port, half.reconsume_times, prepared, blen,
             )
         )  # fmt: skip

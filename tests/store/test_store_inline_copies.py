@@ -388,6 +388,31 @@ def test_encode_bodies_encodes_as_encode_items(born, store):
     assert encode_bodies(template, [b"1"], head, 0, 0, 1, 10) == TOO_LONG_PROPS
 
 
+@pytest.mark.parametrize(
+    ("phy", "qoff"),
+    [
+        (0, 0),
+        ((1 << 32) - 300, 5),  # a run that may cross 2^32: the general struct
+        ((1 << 32) - (1 << 21), 5),  # below the bound: the low struct, high bytes 0
+        (1 << 32, (1 << 32) - 2),  # queue offsets past 2^32 - 1: the general struct
+        ((7 << 32) + 12345, (1 << 32) - 6),  # the low struct, high bytes 7
+        ((1 << 62) + 99, 1 << 40),
+    ],
+)
+def test_encode_bodies_offsets_near_2_to_the_32_encode_as_encode_items(phy, qoff):
+    """``encode_bodies`` packs the offsets' low 4 bytes as ``I`` when the run allows: the same
+    bytes as ``encode_items``' ``q`` fields at any offset, a run crossing 2^32 included."""
+    head = b"\x05TopXq"
+    props = properties_to_string({"TAGS": "d"})
+    template = MessageInner("TopXq", b"", 0, 0, props, 0, 1_700_000_000_123, V4, V4, 0)
+    bodies = [b"%d" % n for n in range(100, 105)]
+    got = encode_bodies(template, bodies, head, phy, qoff, 1_700_000_000_456, 1 << 10)
+    want = encode_items(template, [(0, b, props) for b in bodies], head, phy, qoff, 1_700_000_000_456, 1 << 10)
+    assert isinstance(got, Encoded) and isinstance(want, Encoded)
+    assert b"".join(got.parts) == b"".join(want.parts)
+    assert (got.sizes, got.total) == (want.sizes, want.total)
+
+
 @pytest.mark.parametrize("where", ["same segment", "older segment"])
 @pytest.mark.parametrize(("born", "store"), HOSTS)
 def test_put_run_copies_encode_as_encode_message(where, born, store, tmp_path):
