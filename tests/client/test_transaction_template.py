@@ -93,7 +93,8 @@ async def test_end_transaction_is_the_general_header(
     cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
     end = api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
-    templated = all(i.isascii() and i.isalnum() for i in (msg_id, tx_id or msg_id))
+    # a state of no template (4) takes the general path too
+    templated = all(i.isascii() and i.isalnum() for i in (msg_id, tx_id or msg_id)) and state != 4
     assert (end is None) is templated  # the template's is written at once (oneway_now)
     if end is not None:
         await end
@@ -121,7 +122,9 @@ async def test_end_transaction_is_the_general_header(
     assert cmd.encode() == general.encode()
     fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
     assert [getattr(cmd, f) for f in fields] == [getattr(general, f) for f in fields]
-    assert end_template(group) is not None
+    assert end_template(group, state) is not None
+    if templated:  # the group's cached templates: the three states'
+        assert sorted(api._end_templates[group]) == [0, 8, 12]
 
 
 async def test_rpc_hooks_turn_the_end_template_off() -> None:
