@@ -196,7 +196,21 @@ class EndTransactionRequest(RemotingCommand):
         a0, a1, a2, a3 = self.args
         header = f"{t0}{a0}{t1}{a1}{t2}{a2}{t3}{a3}{t4}{self.opaque}{t5}".encode()
         hlen = len(header)
-        return _pack_prefix(4 + hlen, hlen) + header
+        # the frame prefix by the header's length: a dict look-up, not a Struct.pack call
+        # (~0.45k instructions less per END_TRANSACTION)
+        prefix = _END_PREFIXES.get(hlen)
+        if prefix is None:
+            prefix = _pack_prefix(4 + hlen, hlen)
+            if len(_END_PREFIXES) < _END_PREFIXES_MAX:
+                _END_PREFIXES[hlen] = prefix
+        return prefix + header
+
+
+#: header length -> the frame prefix of an :class:`EndTransactionRequest` of that header length
+#: (a group's headers differ only by the digits of two offsets and the opaque: a few dozen
+#: lengths per group); bounded by :data:`_END_PREFIXES_MAX`, past which prefixes are packed
+_END_PREFIXES: dict[int, bytes] = {}
+_END_PREFIXES_MAX = 1024
 
 
 #: Markers of :func:`end_template`, one per changing field, in the header's field order.

@@ -191,3 +191,32 @@ def test_prepare_half_is_prepare_with_the_properties(group: str, tags: str | Non
     bad = MessagePreparer(ProducerConfig(producer_group="P\x01G"))  # validate() refuses the group
     bad._valid_topics.add(mq.topic)
     assert bad.prepare_half(msg) is None
+
+
+def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The END frame's prefix comes from a cache by header length, bounded: headers of many
+    lengths (offsets and opaques of 1..19 digits), before and past the bound, encode as the
+    general path's."""
+    import pocketmq.client.api as api_mod
+
+    monkeypatch.setattr(api_mod, "_END_PREFIXES", {})
+    monkeypatch.setattr(api_mod, "_END_PREFIXES_MAX", 5)
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    for rnd in range(2):  # the second round: lengths from the cache, or packed past its bound
+        for digits in range(1, 20):
+            value = int("9" * digits)
+            api.end_transaction("a:1", "PG", value, value, 8, "AB12", "AB12")
+            cmd = cap.cmd
+            assert type(cmd) is EndTransactionRequest
+            cmd.opaque = value & 0x7FFFFFFF
+            header = EndTransactionRequestHeader(
+                producer_group="PG", tran_state_table_offset=value, commit_log_offset=value,
+                commit_or_rollback=8, from_transaction_check=False, msg_id="AB12", transaction_id="AB12",
+            )  # fmt: skip
+            general = RemotingCommand.request(
+                RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+            )
+            general.opaque = cmd.opaque
+            assert cmd.encode() == general.encode(), (rnd, digits)
+    assert len(api_mod._END_PREFIXES) == 5
