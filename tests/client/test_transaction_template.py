@@ -4,14 +4,17 @@ commit-log offset read from the msgId's tail) are byte-identical to the general 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from pocketmq.client import Message, MessageQueue
 from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, end_template
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
+from pocketmq.client.message import SendResult, SendStatus
 from pocketmq.client.producer.prepare import MessagePreparer
-from pocketmq.client.producer.transaction import commit_log_offset
+from pocketmq.client.producer.transaction import TransactionState, commit_log_offset, send_in_transaction
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
@@ -104,7 +107,13 @@ async def test_end_transaction_is_the_general_header(
     if templated:  # its shared fields are class attributes: what the general request holds
         fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
         assert [getattr(cmd, f) for f in fields] == [
-            RequestCode.END_TRANSACTION, 2, None, None, LANGUAGE, RemotingCommand(0).version, 0
+            RequestCode.END_TRANSACTION,
+            2,
+            None,
+            None,
+            LANGUAGE,
+            RemotingCommand(0).version,
+            0,
         ]
     header = EndTransactionRequestHeader(
         producer_group=group,
@@ -149,7 +158,17 @@ def test_commit_log_offset_of_an_offset_msg_id(msg_id: str) -> None:
 @pytest.mark.parametrize(
     "msg_id",
     # "0A 0A ...": 32 characters that bytes.fromhex reads (it skips spaces between bytes)
-    ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32, "0A " * 10 + "0A", "AB" * 27 + "A "],
+    [
+        "",
+        "AB",
+        "G" * 32,
+        "0x" + "0" * 30,
+        " 1" * 16,
+        "1_" * 16,
+        "Ａ" * 32,
+        "0A " * 10 + "0A",
+        "AB" * 27 + "A ",
+    ],
 )
 def test_bad_offset_msg_ids_raise_as_before(msg_id: str) -> None:
     with pytest.raises(Exception) as expected:
@@ -220,3 +239,42 @@ def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> No
             general.opaque = cmd.opaque
             assert cmd.encode() == general.encode(), (rnd, digits)
     assert len(api_mod._END_PREFIXES) == 5
+
+
+@pytest.mark.parametrize(
+    "offset_msg_id",
+    [
+        "7F00000100002A9F0000000000000F2C",  # IPv4: read inline
+        "7f00000100002a9fFFFFFFFFFFFFFFFF",  # a negative long, as decoded
+        "AB" * 28,  # IPv6: through commit_log_offset
+        "G" * 32,  # bad: raises as decode_offset_msg_id
+        "0A " * 10 + "0A",  # 32 characters bytes.fromhex reads to 11 bytes: bad
+    ],
+)
+async def test_send_in_transaction_ends_at_the_decoded_offset(offset_msg_id: str) -> None:
+    """send_in_transaction's END_TRANSACTION carries decode_offset_msg_id's commit-log offset
+    (its IPv4 case read inline), and a bad offset msgId raises as that decoding does."""
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    instance = SimpleNamespace(
+        api=api, broker_versions={"a:1": 1}, find_broker_addr_in_publish=lambda b: "a:1"
+    )
+    mq = MessageQueue("T", "b", 0)
+    result = SendResult(SendStatus.SEND_OK, "AB12", offset_msg_id, mq, 5)
+
+    async def send_half(msg: Message) -> SendResult:
+        return result
+
+    async def commit(msg: Message, res: SendResult) -> TransactionState:
+        return TransactionState.COMMIT_MESSAGE
+
+    producer = SimpleNamespace(group="PG", running_instance=lambda: instance, send_half=send_half)
+    try:
+        expected = decode_offset_msg_id(offset_msg_id)[2]
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
+        return
+    await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
+    cmd = cap.cmd
+    assert type(cmd) is EndTransactionRequest and cmd.args[1] == expected
