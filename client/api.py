@@ -297,6 +297,9 @@ class MQClientAPI(AdminCalls):
         self._ns_index = 0
         #: producer group -> its end_templates per state (empty: none possible)
         self._end_templates: dict[str, dict[int, tuple[str, ...]]] = {}
+        #: the request end_transaction hands oneway_now (encoded at once: reused)
+        self._end_request = end_request = _new(EndTransactionRequest)
+        end_request.opaque, end_request.flag = 0, _RPC_ONEWAY
 
     # ------------------------------------------------------------------------ request layer
     @staticmethod
@@ -612,11 +615,18 @@ class MQClientAPI(AdminCalls):
             # the state's own template: its text is in the pieces (none: a state of no template)
             tpl = tpls.get(state)
             if tpl is not None:
-                cmd = _new(EndTransactionRequest)
-                cmd.opaque, cmd.flag = 0, _RPC_ONEWAY
-                cmd.tpl, cmd.args = tpl, (queue_offset, commit_log_offset, msg_id, transaction_id)
-                # no coroutine (invoke_oneway's and its get_connection's) once connected
-                return None if remoting.oneway_now(addr, cmd) else remoting.invoke_oneway(addr, cmd)
+                args = (queue_offset, commit_log_offset, msg_id, transaction_id)
+                # no coroutine (invoke_oneway's and its get_connection's) once connected; and
+                # no request made and freed per transaction: oneway_now encodes the frame before
+                # it returns and keeps nothing of the request (no hooks run here), so one
+                # request object serves every END written so
+                cmd = self._end_request
+                cmd.tpl, cmd.args = tpl, args
+                if remoting.oneway_now(addr, cmd):
+                    return None
+                cmd = _new(EndTransactionRequest)  # awaited later: a request of its own
+                cmd.opaque, cmd.flag, cmd.tpl, cmd.args = 0, _RPC_ONEWAY, tpl, args
+                return remoting.invoke_oneway(addr, cmd)
         header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
         return self.end_transaction_oneway(addr, header)
 

@@ -220,7 +220,8 @@ class RemotingClient:
     def oneway_now(self, addr: str, request: RemotingCommand) -> bool:
         """:meth:`invoke_oneway` without a coroutine when the connection is open and no RPC
         hooks run (a producer's END_TRANSACTION per transaction); False: nothing was written,
-        call :meth:`invoke_oneway`.
+        call :meth:`invoke_oneway`. True: the frame was encoded before the return and nothing
+        keeps ``request`` (the caller may reuse it).
 
         Raises:
             RemotingConnectError: the connection is closed.

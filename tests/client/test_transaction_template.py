@@ -278,3 +278,59 @@ async def test_send_in_transaction_ends_at_the_decoded_offset(offset_msg_id: str
     await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
     cmd = cap.cmd
     assert type(cmd) is EndTransactionRequest and cmd.args[1] == expected
+
+
+class _Wire(Capture):
+    """A remoting stand-in that encodes what oneway_now is given at once (as the transport's
+    does) while ``open``, else refuses it; invoke_oneway keeps the request, encoded later."""
+
+    def __init__(self) -> None:
+        self.open = True
+        self.frames: list[bytes] = []
+        self.later: list[RemotingCommand] = []
+
+    def oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+        if self.open:
+            cmd.opaque = len(self.frames)
+            self.frames.append(cmd.encode())
+        return self.open
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        self.later.append(cmd)
+
+
+def _general_end(queue_offset: int, offset: int, state: int, msg_id: str, opaque: int) -> bytes:
+    header = EndTransactionRequestHeader(
+        producer_group="PG", tran_state_table_offset=queue_offset, commit_log_offset=offset,
+        commit_or_rollback=state, from_transaction_check=False, msg_id=msg_id, transaction_id=msg_id,
+    )  # fmt: skip
+    general = RemotingCommand.request(
+        RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+    )
+    general.opaque = opaque
+    return general.encode()
+
+
+async def test_end_request_reused_only_when_written_at_once() -> None:
+    """END_TRANSACTION's request object is reused for what oneway_now writes at once (each frame
+    its own values); one handed to invoke_oneway (not connected yet) is a request of its own,
+    left as it was by the ENDs after it."""
+    wire = _Wire()
+    api = MQClientAPI(as_any(wire), ["ns:1"])
+    for i, state in enumerate((8, 12, 0, 8)):
+        assert api.end_transaction("a:1", "PG", i, 10 * i, state, f"ID{i}", f"ID{i}") is None
+    assert wire.frames == [_general_end(i, 10 * i, s, f"ID{i}", i) for i, s in enumerate((8, 12, 0, 8))]
+    wire.open = False
+    pending = [api.end_transaction("a:1", "PG", 7 + i, 70 + i, 12, f"L{i}", f"L{i}") for i in range(2)]
+    wire.open = True
+    assert api.end_transaction("a:1", "PG", 9, 90, 8, "ID9", "ID9") is None
+    for end in pending:
+        assert end is not None
+        await end
+    first, second = wire.later
+    assert first is not second and api._end_request not in (first, second)
+    first.opaque = second.opaque = 5
+    assert [first.encode(), second.encode()] == [
+        _general_end(7 + i, 70 + i, 12, f"L{i}", 5) for i in range(2)
+    ]
+    assert wire.frames[-1] == _general_end(9, 90, 8, "ID9", 4)
