@@ -77,7 +77,13 @@ async def send_in_transaction(
         state = TransactionState.UNKNOW
     # END_TRANSACTION (oneway), written here (no function of its own: one frame less per
     # transaction); a bad msgId or a broker still unknown raises
-    offset = commit_log_offset(result.offset_msg_id)
+    oid = result.offset_msg_id
+    # commit_log_offset's IPv4 case inlined (a frame less per transaction); else through it
+    try:
+        raw = _fromhex(oid) if len(oid) == 32 else b""
+    except ValueError:
+        raw = b""
+    offset = _OFFSET(raw)[0] if len(raw) == 16 else commit_log_offset(oid)
     if addr is None:
         addr = instance.find_broker_addr_in_publish(broker)
         if addr is None:
@@ -133,8 +139,9 @@ def _announce(instance: MQClientInstance, addr: str) -> None:
 _announcing: set[tuple[str, str]] = set()
 
 
-#: the commit-log offset at the end of an offset msgId's bytes (a signed long, as decoded)
-_OFFSET = struct.Struct(">q").unpack_from
+#: the commit-log offset at the end of an offset msgId's 16 bytes (a signed long, as decoded):
+#: unpack of the whole 16, not unpack_from at 8 (its argument parsing: ~0.1k instructions more)
+_OFFSET = struct.Struct(">8xq").unpack
 _fromhex = bytes.fromhex
 
 
@@ -150,7 +157,7 @@ def commit_log_offset(offset_msg_id: str) -> int:
         except ValueError:
             raw = b""
         if len(raw) == 16:
-            return _OFFSET(raw, 8)[0]  # type: ignore[no-any-return]
+            return _OFFSET(raw)[0]  # type: ignore[no-any-return]
     return decode_offset_msg_id(offset_msg_id)[2]
 
 

@@ -4,14 +4,17 @@ commit-log offset read from the msgId's tail) are byte-identical to the general 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from pocketmq.client import Message, MessageQueue
 from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, end_template
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
+from pocketmq.client.message import SendResult, SendStatus
 from pocketmq.client.producer.prepare import MessagePreparer
-from pocketmq.client.producer.transaction import commit_log_offset
+from pocketmq.client.producer.transaction import TransactionState, commit_log_offset, send_in_transaction
 from pocketmq.remoting.protocol.codes import RequestCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
@@ -93,7 +96,8 @@ async def test_end_transaction_is_the_general_header(
     cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
     end = api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
-    templated = all(i.isascii() and i.isalnum() for i in (msg_id, tx_id or msg_id))
+    # a state of no template (4) takes the general path too
+    templated = all(i.isascii() and i.isalnum() for i in (msg_id, tx_id or msg_id)) and state != 4
     assert (end is None) is templated  # the template's is written at once (oneway_now)
     if end is not None:
         await end
@@ -103,7 +107,13 @@ async def test_end_transaction_is_the_general_header(
     if templated:  # its shared fields are class attributes: what the general request holds
         fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
         assert [getattr(cmd, f) for f in fields] == [
-            RequestCode.END_TRANSACTION, 2, None, None, LANGUAGE, RemotingCommand(0).version, 0
+            RequestCode.END_TRANSACTION,
+            2,
+            None,
+            None,
+            LANGUAGE,
+            RemotingCommand(0).version,
+            0,
         ]
     header = EndTransactionRequestHeader(
         producer_group=group,
@@ -121,7 +131,9 @@ async def test_end_transaction_is_the_general_header(
     assert cmd.encode() == general.encode()
     fields = ("code", "flag", "remark", "body", "language", "version", "serialize_type")
     assert [getattr(cmd, f) for f in fields] == [getattr(general, f) for f in fields]
-    assert end_template(group) is not None
+    assert end_template(group, state) is not None
+    if templated:  # the group's cached templates: the three states'
+        assert sorted(api._end_templates[group]) == [0, 8, 12]
 
 
 async def test_rpc_hooks_turn_the_end_template_off() -> None:
@@ -146,7 +158,17 @@ def test_commit_log_offset_of_an_offset_msg_id(msg_id: str) -> None:
 @pytest.mark.parametrize(
     "msg_id",
     # "0A 0A ...": 32 characters that bytes.fromhex reads (it skips spaces between bytes)
-    ["", "AB", "G" * 32, "0x" + "0" * 30, " 1" * 16, "1_" * 16, "Ａ" * 32, "0A " * 10 + "0A", "AB" * 27 + "A "],
+    [
+        "",
+        "AB",
+        "G" * 32,
+        "0x" + "0" * 30,
+        " 1" * 16,
+        "1_" * 16,
+        "Ａ" * 32,
+        "0A " * 10 + "0A",
+        "AB" * 27 + "A ",
+    ],
 )
 def test_bad_offset_msg_ids_raise_as_before(msg_id: str) -> None:
     with pytest.raises(Exception) as expected:
@@ -188,3 +210,127 @@ def test_prepare_half_is_prepare_with_the_properties(group: str, tags: str | Non
     bad = MessagePreparer(ProducerConfig(producer_group="P\x01G"))  # validate() refuses the group
     bad._valid_topics.add(mq.topic)
     assert bad.prepare_half(msg) is None
+
+
+def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The END frame's prefix comes from a cache by header length, bounded: headers of many
+    lengths (offsets and opaques of 1..19 digits), before and past the bound, encode as the
+    general path's."""
+    import pocketmq.client.api as api_mod
+
+    monkeypatch.setattr(api_mod, "_END_PREFIXES", {})
+    monkeypatch.setattr(api_mod, "_END_PREFIXES_MAX", 5)
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    for rnd in range(2):  # the second round: lengths from the cache, or packed past its bound
+        for digits in range(1, 20):
+            value = int("9" * digits)
+            api.end_transaction("a:1", "PG", value, value, 8, "AB12", "AB12")
+            cmd = cap.cmd
+            assert type(cmd) is EndTransactionRequest
+            cmd.opaque = value & 0x7FFFFFFF
+            header = EndTransactionRequestHeader(
+                producer_group="PG", tran_state_table_offset=value, commit_log_offset=value,
+                commit_or_rollback=8, from_transaction_check=False, msg_id="AB12", transaction_id="AB12",
+            )  # fmt: skip
+            general = RemotingCommand.request(
+                RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+            )
+            general.opaque = cmd.opaque
+            assert cmd.encode() == general.encode(), (rnd, digits)
+    assert len(api_mod._END_PREFIXES) == 5
+
+
+@pytest.mark.parametrize(
+    "offset_msg_id",
+    [
+        "7F00000100002A9F0000000000000F2C",  # IPv4: read inline
+        "7f00000100002a9fFFFFFFFFFFFFFFFF",  # a negative long, as decoded
+        "AB" * 28,  # IPv6: through commit_log_offset
+        "G" * 32,  # bad: raises as decode_offset_msg_id
+        "0A " * 10 + "0A",  # 32 characters bytes.fromhex reads to 11 bytes: bad
+    ],
+)
+async def test_send_in_transaction_ends_at_the_decoded_offset(offset_msg_id: str) -> None:
+    """send_in_transaction's END_TRANSACTION carries decode_offset_msg_id's commit-log offset
+    (its IPv4 case read inline), and a bad offset msgId raises as that decoding does."""
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    instance = SimpleNamespace(
+        api=api, broker_versions={"a:1": 1}, find_broker_addr_in_publish=lambda b: "a:1"
+    )
+    mq = MessageQueue("T", "b", 0)
+    result = SendResult(SendStatus.SEND_OK, "AB12", offset_msg_id, mq, 5)
+
+    async def send_half(msg: Message) -> SendResult:
+        return result
+
+    async def commit(msg: Message, res: SendResult) -> TransactionState:
+        return TransactionState.COMMIT_MESSAGE
+
+    producer = SimpleNamespace(group="PG", running_instance=lambda: instance, send_half=send_half)
+    try:
+        expected = decode_offset_msg_id(offset_msg_id)[2]
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
+        return
+    await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
+    cmd = cap.cmd
+    assert type(cmd) is EndTransactionRequest and cmd.args[1] == expected
+
+
+class _Wire(Capture):
+    """A remoting stand-in that encodes what oneway_now is given at once (as the transport's
+    does) while ``open``, else refuses it; invoke_oneway keeps the request, encoded later."""
+
+    def __init__(self) -> None:
+        self.open = True
+        self.frames: list[bytes] = []
+        self.later: list[RemotingCommand] = []
+
+    def oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+        if self.open:
+            cmd.opaque = len(self.frames)
+            self.frames.append(cmd.encode())
+        return self.open
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        self.later.append(cmd)
+
+
+def _general_end(queue_offset: int, offset: int, state: int, msg_id: str, opaque: int) -> bytes:
+    header = EndTransactionRequestHeader(
+        producer_group="PG", tran_state_table_offset=queue_offset, commit_log_offset=offset,
+        commit_or_rollback=state, from_transaction_check=False, msg_id=msg_id, transaction_id=msg_id,
+    )  # fmt: skip
+    general = RemotingCommand.request(
+        RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+    )
+    general.opaque = opaque
+    return general.encode()
+
+
+async def test_end_request_reused_only_when_written_at_once() -> None:
+    """END_TRANSACTION's request object is reused for what oneway_now writes at once (each frame
+    its own values); one handed to invoke_oneway (not connected yet) is a request of its own,
+    left as it was by the ENDs after it."""
+    wire = _Wire()
+    api = MQClientAPI(as_any(wire), ["ns:1"])
+    for i, state in enumerate((8, 12, 0, 8)):
+        assert api.end_transaction("a:1", "PG", i, 10 * i, state, f"ID{i}", f"ID{i}") is None
+    assert wire.frames == [_general_end(i, 10 * i, s, f"ID{i}", i) for i, s in enumerate((8, 12, 0, 8))]
+    wire.open = False
+    pending = [api.end_transaction("a:1", "PG", 7 + i, 70 + i, 12, f"L{i}", f"L{i}") for i in range(2)]
+    wire.open = True
+    assert api.end_transaction("a:1", "PG", 9, 90, 8, "ID9", "ID9") is None
+    for end in pending:
+        assert end is not None
+        await end
+    first, second = wire.later
+    assert first is not second and api._end_request not in (first, second)
+    first.opaque = second.opaque = 5
+    assert [first.encode(), second.encode()] == [
+        _general_end(7 + i, 70 + i, 12, f"L{i}", 5) for i in range(2)
+    ]
+    assert wire.frames[-1] == _general_end(9, 90, 8, "ID9", 4)
