@@ -91,6 +91,7 @@ from pocketmq.broker.transaction.service import TransactionalMessageService
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.loop_lag import LoopLagMonitor
 from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
+from pocketmq.remoting.common.metrics_http import preload as preload_exporter
 from pocketmq.remoting.common.service import Service
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import HostAddress
@@ -409,6 +410,8 @@ class BrokerController:
         cfg = self.config
         try:
             self.load()
+            if cfg.metrics_exporter_type == "PROM":
+                preload_exporter()  # (its imports, not on the loop once clients can connect)
             await self.remoting_server.start()
         except BaseException:
             # Leave nothing half-open: a port clash must not leave the store locked with an

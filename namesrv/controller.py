@@ -42,6 +42,7 @@ from pocketmq.remoting.common import persist
 from pocketmq.remoting.common.clock import SYSTEM_CLOCK, Clock
 from pocketmq.remoting.common.config import render_config
 from pocketmq.remoting.common.metrics_http import PromExporter, start_exporter
+from pocketmq.remoting.common.metrics_http import preload as preload_exporter
 from pocketmq.remoting.transport.connection import RemotingConnection
 from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
@@ -206,10 +207,12 @@ class NamesrvController:
         loaded = await loop.run_in_executor(None, self.kv.load)
         if loaded:
             logger.info("kv config loaded path=%s namespaces=%d", self.kv.path, len(self.kv.namespaces()))
+        cfg = self._config
+        if cfg.metrics_exporter_type == "PROM":
+            preload_exporter()  # (its imports, not on the loop once clients can connect)
         await self.server.start()
         self.port = self.server.port
         self.liveness.start()
-        cfg = self._config
         if cfg.metrics_exporter_type == "PROM":
             try:
                 await self._start_metrics()

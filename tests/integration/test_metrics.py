@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import urllib.request
@@ -270,3 +271,44 @@ async def test_replication_figures_on_master_and_slave(tmp_path: Path) -> None:
         # the replication families are lint-clean too (when promtool is installed)
         for text in (await scrape(master.metrics_exporter.port), slave_text):
             assert await promtool_check(text, skip=False) == (0, [])
+
+
+#: run in a fresh interpreter (nothing imported yet): which exporter modules each server had
+#: imported when its remoting port opened
+_PRELOAD_PROBE = """
+import asyncio, json, sys
+from pocketmq.remoting.transport.server import RemotingServer
+from pocketmq.testing import cluster
+
+seen = []
+opened = RemotingServer.start
+
+async def start(self):
+    seen.append([m in sys.modules for m in ("aiohttp.web", "prometheus_client.exposition")])
+    await opened(self)
+
+RemotingServer.start = start
+PROM = {"metricsExporterType": "PROM", "metricsPromExporterPort": 0, "metricsPromExporterHost": "127.0.0.1"}
+
+async def main():
+    async with cluster(sys.argv[1], broker_config=PROM, namesrv_config=PROM) as c:
+        assert c.brokers[0].metrics_exporter is not None
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+
+
+def test_exporter_imports_come_before_the_remoting_port_opens(tmp_path: Path) -> None:
+    """With ``metricsExporterType=PROM`` the name server and the broker import the exporter's
+    modules (aiohttp, prometheus_client: ~130 ms) before their remoting ports open, not on the
+    loop while clients may already be connected (issue 21: no stall on the loop)."""
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_PROBE, str(tmp_path / "c")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(seen) >= 2  # the name server's port, the broker's (and its VIP port)
+    assert all(aio and prom for aio, prom in seen), seen
