@@ -47,7 +47,7 @@ from pocketmq.remoting.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from pocketmq.remoting.protocol.heartbeat import HeartbeatData
-from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, decode_messages
+from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, QUEUE_ID_TEXT, MessageExt, decode_messages
 from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.protocol.send_ok import SendOkReply
 from pocketmq.remoting.transport.client import RemotingClient
@@ -77,8 +77,6 @@ _PULL_STATUS = {
 }
 
 _NO_EXT: dict[str, str] = {}
-#: str(queue_id) of the usual queue ids, to compare the reply's queueId without int().
-_QUEUE_ID_STR = {i: str(i) for i in range(1024)}
 
 
 _new = object.__new__
@@ -415,7 +413,7 @@ class MQClientAPI(AdminCalls):
     ) -> SendResult:
         if type(response) is SendOkReply:  # decoded typed (send_ok: code 0): the fields, no dict
             f = response.fields
-            if f.queueId != _QUEUE_ID_STR.get(mq.queue_id):
+            if f.queueId != QUEUE_ID_TEXT.get(mq.queue_id):
                 mq = MessageQueue(mq.topic, mq.broker_name, int(f.queueId))
             result = _new(SendResult)
             result.send_status = _SEND_OK
@@ -434,7 +432,7 @@ class MQClientAPI(AdminCalls):
         ext = response.ext_fields or _NO_EXT
         get = ext.get
         qid = get("queueId")
-        if qid is not None and qid != _QUEUE_ID_STR.get(mq.queue_id):
+        if qid is not None and qid != QUEUE_ID_TEXT.get(mq.queue_id):
             mq = MessageQueue(mq.topic, mq.broker_name, int(qid))
         offset = get("queueOffset")
         region = get("MSG_REGION")

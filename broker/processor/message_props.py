@@ -31,7 +31,6 @@ from pocketmq.store import MessageInner
 __all__ = [
     "CLUSTER_KEY",
     "DELAY_KEY",
-    "QUEUE_ID_TEXT",
     "TRAN_KEY",
     "WAIT_KEY",
     "apply_delay_level",
@@ -52,10 +51,6 @@ CLUSTER_KEY = MessageConst.CLUSTER + NAME_VALUE_SEPARATOR
 REAL_TOPIC_KEY = MessageConst.REAL_TOPIC + NAME_VALUE_SEPARATOR
 REAL_QID_KEY = MessageConst.REAL_QID + NAME_VALUE_SEPARATOR
 _WAIT_KEY_LEN = len(WAIT_KEY)
-#: the decimal text of queue ids 0..1023 (a topic's queues are numbered from 0, 16 by default):
-#: a send writes its queue id into its reply and a half into ``REAL_QID``, and a subscript here
-#: costs ~0.45k instructions less than formatting the int (callgrind); other ids miss (KeyError)
-QUEUE_ID_TEXT: dict[int, str] = {i: str(i) for i in range(1024)}
 
 
 def strip_property(props: str, key: str) -> tuple[str, str | None]:

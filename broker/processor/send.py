@@ -54,7 +54,6 @@ from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
     CLUSTER_KEY,
     DELAY_KEY,
-    QUEUE_ID_TEXT,
     TRAN_KEY,
     WAIT_KEY,
     apply_delay_level,
@@ -93,6 +92,7 @@ from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MULTI_TAGS_FLAG,
+    QUEUE_ID_TEXT,
     TRANSACTION_ROLLBACK_TYPE,
     HostAddress,
     MessageConst,

@@ -25,8 +25,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.broker.processor.message_props import QUEUE_ID_TEXT, java_order
-from pocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageConst
+from pocketmq.broker.processor.message_props import java_order
+from pocketmq.remoting.protocol.message import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    QUEUE_ID_TEXT,
+    MessageConst,
+)
 
 __all__ = ["LAST_PLAN", "Planned", "sent_half_properties"]
 

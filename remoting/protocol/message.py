@@ -94,6 +94,11 @@ def transaction_value(sys_flag: int) -> int:
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
+#: the decimal text of queue ids 0..1023 (a topic's queues are numbered from 0, 16 by default):
+#: a subscript costs ~0.45k instructions less than formatting the int (callgrind). The broker
+#: writes a send's queue id into its reply and a half's ``REAL_QID``; the SDK compares a
+#: reply's ``queueId`` with it. Other ids miss (KeyError / None).
+QUEUE_ID_TEXT: dict[int, str] = {i: str(i) for i in range(1024)}
 KEY_SEPARATOR = " "
 MAX_TOPIC_LENGTH = 127
 MAX_PROPERTIES_LENGTH = 32767

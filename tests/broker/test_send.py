@@ -393,7 +393,7 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         (7, 3, 0, None),
         (2**31 - 1, 0, 10**12, [5, 900]),
         (-5, 1, 1, None),
-        (8, 1023, 2, None),  # the last queue id of message_props.QUEUE_ID_TEXT
+        (8, 1023, 2, None),  # the last queue id of remoting.protocol.message.QUEUE_ID_TEXT
         (9, 1024, 3, None),  # past it: formatted
         (10, 70000, 4, None),
     ):

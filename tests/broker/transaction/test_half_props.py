@@ -69,7 +69,7 @@ def test_a_producer_shape_repeated() -> None:
 
 @pytest.mark.parametrize("queue_id", [0, 7, 1023, 1024, 65535, 2**31 - 1])
 def test_real_qid_of_any_queue_id(queue_id: int) -> None:
-    """``REAL_QID``'s text comes from ``message_props.QUEUE_ID_TEXT`` (0..1023), else formatted."""
+    """``REAL_QID``'s text comes from ``remoting.protocol.message.QUEUE_ID_TEXT`` (0..1023), else formatted."""
     sent = "TRAN_MSG\x01true\x02PGROUP\x01PG\x02UNIQ_KEY\x01U1"
     sent_half_properties(sent, "C", "T", queue_id)  # a shape is compiled on its second send
     got = sent_half_properties(sent, "C", "T", queue_id)
