@@ -24,7 +24,7 @@ import click
 
 from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
 from pocketmq.remoting.common.logsetup import configure_logging
-from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_command
+from pocketmq.remoting.common.runtime import boot_done, freeze_heap, run_until_stopped, server_command
 
 logger = logging.getLogger("pocketmq.broker")
 
@@ -38,12 +38,14 @@ async def serve(config: BrokerConfig, stop: asyncio.Event | None = None, *, free
     """Run a broker until ``stop`` is set (or forever), then shut it down cleanly.
 
     ``freeze_gc`` (the ``mqbroker`` process, not in-process callers such as tests): see
-    :func:`~pocketmq.remoting.common.runtime.boot_done`.
+    :func:`~pocketmq.remoting.common.runtime.freeze_heap`.
     """
     from pocketmq.broker.controller import BrokerController
 
     controller = BrokerController(config)
     stop = stop or asyncio.Event()
+    if freeze_gc:
+        freeze_heap()  # (before the port opens: no client waits for it)
     await controller.start()
     # Java's mqbroker prints this line to stdout; scripts wait for it.
     ns = f" and name server is {config.namesrv_addr}" if config.namesrv_addr else ""

@@ -33,7 +33,7 @@ from pocketmq.namesrv.config import NamesrvConfig, load_namesrv_config
 from pocketmq.remoting.common.config import ConfigError, render_config
 from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.persist import PersistCorruptError
-from pocketmq.remoting.common.runtime import boot_done, run_until_stopped, server_command
+from pocketmq.remoting.common.runtime import boot_done, freeze_heap, run_until_stopped, server_command
 
 logger = logging.getLogger("pocketmq.namesrv")
 
@@ -44,12 +44,14 @@ async def serve(config: NamesrvConfig, stop: asyncio.Event | None = None, *, fre
     """Run a name server until ``stop`` is set (or forever), then shut it down cleanly.
 
     ``freeze_gc`` (the ``mqnamesrv`` process, not in-process callers): see
-    :func:`~pocketmq.remoting.common.runtime.boot_done`.
+    :func:`~pocketmq.remoting.common.runtime.freeze_heap`.
     """
     from pocketmq.namesrv.controller import NamesrvController
 
     controller = NamesrvController(config)
     stop = stop or asyncio.Event()
+    if freeze_gc:
+        freeze_heap()  # (before the port opens: no client waits for it)
     try:
         await controller.start()
         boot_done("The Name Server boot success. serializeType=JSON", freeze_gc=freeze_gc)

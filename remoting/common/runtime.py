@@ -34,12 +34,13 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: a server's third ``gc`` threshold (CPython's default: 10), see :func:`boot_done`
+#: a server's third ``gc`` threshold (CPython's default: 10), see :func:`freeze_heap`
 GEN2_THRESHOLD = 100
 
 __all__ = [
     "boot_done",
     "default_executor_workers",
+    "freeze_heap",
     "new_event_loop",
     "run",
     "run_until_stopped",
@@ -193,24 +194,37 @@ def run_until_stopped(main: Callable[[asyncio.Event], Coroutine[Any, Any, T]]) -
         sys.exit(130)
 
 
-def boot_done(line: str, *, freeze_gc: bool) -> None:
-    """A server process is up: optionally freeze the heap, then print the boot line on stdout.
+def freeze_heap() -> None:
+    """A server process, before its port opens: collect once, then freeze the heap.
 
-    ``freeze_gc`` (a server process, not in-process callers such as tests): everything built
-    so far (config, tables, imported modules) lives until shutdown, yet each full (gen2)
-    collection traverses it again (one took 15 ms in a broker during the latency bench, a p99
-    outlier). ``gc.freeze()`` moves these objects to the permanent generation, so collections
-    only walk what the traffic allocates. Full collections then also come ``GEN2_THRESHOLD``
-    young-generation (gen1) collections apart instead of 10: connections are long-lived objects
-    freed by reference counting, and opening 11,100 of them (T16, ~9 objects each) ran one or two
-    full collections of 30-90 ms each that found nothing to free. The line is the one Java's
-    servers print; scripts wait for it, so it is flushed at once.
+    Everything built so far (imported modules, config, tables) lives until shutdown, yet each
+    full (gen2) collection traverses it again (one took 15 ms in a broker during the latency
+    bench, a p99 outlier). ``gc.freeze()`` moves these objects to the permanent generation, so
+    collections only walk what the traffic allocates. Full collections then also come
+    ``GEN2_THRESHOLD`` young-generation (gen1) collections apart instead of 10: connections are
+    long-lived objects freed by reference counting, and opening 11,100 of them (T16, ~9 objects
+    each) ran one or two full collections of 30-90 ms each that found nothing to free.
+
+    This collection (40-90 ms on a 2-core VM) runs before ``start``, while no client can be
+    connected; :func:`boot_done` freezes what ``start`` built since without collecting again.
+    """
+    gc.collect()
+    gc.freeze()
+    gen0, gen1, _gen2 = gc.get_threshold()
+    gc.set_threshold(gen0, gen1, GEN2_THRESHOLD)
+
+
+def boot_done(line: str, *, freeze_gc: bool) -> None:
+    """A server process is up: optionally freeze what its start built, then print the boot line
+    on stdout (the one Java's servers print; scripts wait for it, so it is flushed at once).
+
+    ``freeze_gc`` (a server process that called :func:`freeze_heap` before its start, not
+    in-process callers such as tests): the objects ``start`` made are frozen too, as they are.
+    The port is open by now, so no collection runs here: a full one over them took 10-110 ms on
+    the loop (their few cyclic leftovers, ~40 objects in a broker's start, stay for good).
     """
     if freeze_gc:
-        gc.collect()
         gc.freeze()
-        gen0, gen1, _gen2 = gc.get_threshold()
-        gc.set_threshold(gen0, gen1, GEN2_THRESHOLD)
     print(line, flush=True)
 
 

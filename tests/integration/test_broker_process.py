@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -106,3 +107,66 @@ def test_mqbroker_port_in_use_exits_1(tmp_path: Path) -> None:
         )  # fmt: skip
     assert out.returncode == 1 and "address already in use" in out.stderr.lower()
     assert not (tmp_path / "abort").exists()  # the store was closed, not left "running"
+
+
+#: run in a fresh interpreter: the process-level ``serve`` of each server (as ``mqnamesrv`` and
+#: ``mqbroker`` run it, ``freeze_gc=True``), recording the heap's state when its remoting port
+#: opens and when its boot line is printed
+_GC_PROBE = """
+import asyncio, gc, json, sys
+from pocketmq.broker import __main__ as broker_main
+from pocketmq.broker.config import load_broker_config
+from pocketmq.namesrv import __main__ as namesrv_main
+from pocketmq.namesrv.config import load_namesrv_config
+from pocketmq.remoting.transport.server import RemotingServer
+
+seen = []
+opened = RemotingServer.start
+
+async def start(self):
+    seen.append(["listen", gc.get_freeze_count(), gc.get_stats()[2]["collections"]])
+    await opened(self)
+
+RemotingServer.start = start
+
+def booted(real):
+    def boot_done(line, *, freeze_gc):
+        seen.append(["boot", gc.get_freeze_count(), gc.get_stats()[2]["collections"]])
+        real(line, freeze_gc=freeze_gc)
+        seen.append(["booted", gc.get_freeze_count(), gc.get_stats()[2]["collections"]])
+        stop.set()
+    return boot_done
+
+broker_main.boot_done = booted(broker_main.boot_done)
+namesrv_main.boot_done = booted(namesrv_main.boot_done)
+root = sys.argv[1]
+
+async def main():
+    global stop
+    stop = asyncio.Event()
+    cfg = load_namesrv_config(None, ("listenPort=0", f"kvConfigPath={root}/kv.json"))
+    await namesrv_main.serve(cfg, stop, freeze_gc=True)
+    stop = asyncio.Event()
+    cfg = load_broker_config(None, (f"storePathRootDir={root}/store", f"rocketmqHome={root}", "listenPort=0",
+                                    "haListenPort=0", "fastListenEnable=false"))
+    await broker_main.serve(cfg, stop, freeze_gc=True)
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+
+
+def test_servers_collect_their_heap_before_their_ports_open(tmp_path: Path) -> None:
+    """``mqnamesrv`` and ``mqbroker`` run their one full collection and freeze the heap before
+    their remoting ports open; once a port is open (clients may be connected), no full
+    collection runs up to and with the boot line: one there took 10-110 ms on the broker's
+    loop (issue 21)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120, check=True
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    kinds = [kind for kind, _, _ in seen]
+    assert kinds == ["listen", "boot", "booted"] * 2, seen
+    for (_, frozen, full_at_listen), (_, _, full_at_boot), (_, _, full_after) in (seen[0:3], seen[3:6]):
+        assert frozen > 0  # the heap was frozen before the port opened
+        assert full_at_boot == full_at_listen == full_after  # none once the port is open

@@ -139,7 +139,9 @@ def test_run_until_stopped_exits_130_when_forced() -> None:
     assert info.value.code == 130
 
 
-def test_boot_done_prints_the_line_and_freezes_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+def test_freeze_heap_and_boot_done(capsys: pytest.CaptureFixture[str]) -> None:
+    """``freeze_heap`` (before the port opens) collects and freezes and sets the third
+    threshold; ``boot_done`` (the port is open) freezes what came since without a collection."""
     import gc
 
     before = gc.get_freeze_count()
@@ -147,9 +149,16 @@ def test_boot_done_prints_the_line_and_freezes_on_request(capsys: pytest.Capture
     try:
         runtime.boot_done("The Name Server boot success. serializeType=JSON", freeze_gc=False)
         assert gc.get_freeze_count() == before and gc.get_threshold() == thresholds
-        runtime.boot_done("up", freeze_gc=True)
-        assert gc.get_freeze_count() > before
+        full = gc.get_stats()[2]["collections"]
+        runtime.freeze_heap()
+        assert gc.get_stats()[2]["collections"] == full + 1
+        frozen = gc.get_freeze_count()
+        assert frozen > before
         assert gc.get_threshold() == (*thresholds[:2], runtime.GEN2_THRESHOLD)
+        made_since = [[i] for i in range(100)]  # tracked containers built after the freeze
+        runtime.boot_done("up", freeze_gc=True)
+        assert gc.get_stats()[2]["collections"] == full + 1  # no second collection
+        assert gc.get_freeze_count() >= frozen + len(made_since)
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
