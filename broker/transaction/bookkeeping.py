@@ -216,9 +216,10 @@ class OpenTransactions:
             count = self.counts
             count[tx_offset] = count.get(tx_offset, 0) + 1
 
-    def pass_below(self, half_progress: int) -> None:
-        """Forget the copies the half progress has passed."""
+    def pass_below(self, half_progress: int) -> list[int]:
+        """Forget the copies the half progress has passed; the transactions no longer open."""
         copies, count = self._copies, self.counts
+        closed: list[int] = []
         while copies and copies[0][0] < half_progress:
             _, tx = copies.popleft()
             left = count[tx] - 1
@@ -226,6 +227,8 @@ class OpenTransactions:
                 count[tx] = left
             else:
                 del count[tx]
+                closed.append(tx)
+        return closed
 
     def __contains__(self, tx_offset: object) -> bool:
         return tx_offset in self.counts

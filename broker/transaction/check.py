@@ -20,12 +20,13 @@ Every ``transactionCheckInterval`` (60 s) one run (RocketMQ 4.9 ``TransactionalM
      copied to the tail unchanged, so it does not hold back the others.
 
 3. the progress moves past every half it passed (each unresolved transaction keeps a copy at or
-   beyond it), and the op progress past every op naming only transactions that are over; at the
-   end of the run the resolved set forgets what it no longer needs (issue 17: bounded memory and
-   startup; :mod:`~pocketmq.broker.transaction.bookkeeping`, "Open transactions").
+   beyond it), and the op progress past every op naming only transactions that are over; the
+   resolved set forgets what it no longer needs as the progress passes it (issue 17: bounded
+   memory and startup; :mod:`~pocketmq.broker.transaction.bookkeeping`, "Open transactions").
 
-A run works in slices of ``budget`` records and yields to the event loop between slices, so a large
-backlog never stalls requests. A put the store refuses (disk full, ...) stops the run at that half;
+A run works in slices of ``budget`` records (op records read, halves decided, twice as many
+resolved offsets forgotten) and yields to the event loop between slices, so a large backlog (a
+minute of op records at tens of thousands of transactions a second) never stalls requests. A put the store refuses (disk full, ...) stops the run at that half;
 the next run retries it.
 """
 
@@ -175,7 +176,8 @@ class TransactionalMessageCheckService(Service):
 
     # ------------------------------------------------------------------------------ scan
     def check_slice(self, run_start: int) -> bool:
-        """Decide up to ``budget`` halves from the progress on; True when the run should go on.
+        """Read up to ``budget`` op records or, once none is left, decide up to ``budget``
+        halves from the progress on; True when the run should go on.
 
         Per-half cost is what bounds a large backlog (issue 17: >= 100k halves/s), so a half
         resolved by its own offset is passed without reading it, and the others are read from
@@ -183,7 +185,12 @@ class TransactionalMessageCheckService(Service):
         properties the decision needs (no decoded message, no property dict).
         """
         svc = self.service
-        svc.read_ops()
+        # the op records first (their own slices while a backlog lasts): a half is decided only
+        # once every op record stored before this slice was read, so none is taken for
+        # unresolved because its op was not read yet (those stored during the run are read by
+        # the slice after them, before it decides any half)
+        if svc.read_ops(self.budget) >= self.budget:
+            return True
         store = svc.store
         cfg = self.config()
         offset = max(svc.half_progress, store.get_min_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0))
@@ -278,10 +285,9 @@ class TransactionalMessageCheckService(Service):
             for k in range(svc.op_progress, op_progress):
                 svc.op_named.pop(k, None)
             svc.op_progress = op_progress
-        more = not stop and offset < high
-        if not more:  # the run ends: once per run, whatever the backlog
-            svc.prune()
-        return more
+        # the resolved offsets the progress passed, forgotten a bounded stretch per slice
+        pruning = svc.prune_step(self.budget * 2)
+        return (not stop and offset < high) or pruning
 
     def _act(self, action: HalfAction, half: HalfMessage, times: int) -> bool:
         """Carry out ``action`` (not CHECK: :meth:`_check_run`); False when the store refused a
