@@ -162,22 +162,29 @@ def half_action(
 
 
 def advance_op_progress(
-    op_progress: int, op_named: Mapping[int, tuple[int, ...]], half_progress: int, open_txs: Container[int]
+    op_progress: int,
+    op_named: Mapping[int, int | tuple[int, ...]],
+    half_progress: int,
+    open_txs: Container[int],
 ) -> int:
     """The op progress after passing every op record that names only transactions that are over:
     offsets below ``half_progress`` that are not in ``open_txs`` (module docstring).
 
     ``op_named`` maps the op-queue offsets read so far (from ``op_progress`` on) to the half
-    offsets each names; the walk stops at the first op still needed or at the first offset not
-    read yet.
+    offset each names (an int: one, what nearly every record names) or offsets (a tuple); the
+    walk stops at the first op still needed or at the first offset not read yet.
     """
     while True:
         named = op_named.get(op_progress)
         if named is None:
             return op_progress
-        for offset in named:
-            if offset >= half_progress or offset in open_txs:
+        if isinstance(named, int):
+            if named >= half_progress or named in open_txs:
                 return op_progress
+        else:
+            for offset in named:
+                if offset >= half_progress or offset in open_txs:
+                    return op_progress
         op_progress += 1
 
 

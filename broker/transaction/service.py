@@ -201,8 +201,10 @@ class TransactionalMessageService:
     #: half offsets named by op records (and by discards): resolved transactions, those still
     #: needed (:meth:`prune`)
     done: set[int] = field(default_factory=set)
-    #: op-queue offset (from ``op_progress`` on) → the half offsets it names
-    op_named: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: op-queue offset (from ``op_progress`` on) → the half offset it names, or the offsets
+    #: (a tuple) when not one: ints only, the common case, so the collector does not walk a
+    #: minute of op records (:func:`~.bookkeeping.advance_op_progress`)
+    op_named: dict[int, int | tuple[int, ...]] = field(default_factory=dict)
     #: the transactions of the copies at or past the half progress (:mod:`.bookkeeping`)
     open_txs: OpenTransactions = field(default_factory=OpenTransactions)
     counters: TransactionCounters = field(default_factory=TransactionCounters)
@@ -326,12 +328,12 @@ class TransactionalMessageService:
                 logger.exception("op queue: unreadable records before offset %d", offset)
                 records = []
             for queue_offset, op_body in records:
+                named: int | tuple[int, ...]
                 if op_body is None:
-                    named: tuple[int, ...] = ()
+                    named = ()
                 elif op_body.isdigit():  # (one offset, what RocketMQ 4.x writes: parse_op_body's)
-                    half = int(op_body)
-                    add(half)
-                    named = (half,)
+                    named = int(op_body)
+                    add(named)
                 else:
                     named = tuple(parse_op_body(op_body))
                     done.update(named)

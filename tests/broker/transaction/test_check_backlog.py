@@ -46,7 +46,9 @@ def records() -> bytes:
             encode_message(topic=OP, body=b"x", properties="KEYS\x01k\x02TAGS\x01d", queue_offset=7),
             encode_message(topic=OP, body=b"9", properties="TAGS\x01e\x02", queue_offset=8),
             encode_message(topic="Other", body=b"", properties="", queue_offset=1 << 40),
-            encode_message(topic=OP, body=b"77", properties=OP_PROPS, born_host=V6, store_host=V6, queue_offset=9),
+            encode_message(
+                topic=OP, body=b"77", properties=OP_PROPS, born_host=V6, store_host=V6, queue_offset=9
+            ),
             encode_message(topic=OP, body=b"78", properties=OP_PROPS, born_host=V6, queue_offset=10),
         )
     )
