@@ -284,10 +284,11 @@ class TransactionalMessageCheckService(Service):
                 offset, stop = min(offset, failed), True
         svc.half_progress = offset
         svc.passed(offset)
-        op_progress = advance_op_progress(svc.op_progress, svc.op_named, offset, svc.open_txs.counts)
+        op_progress = advance_op_progress(
+            svc.op_progress, svc.op_named, offset, svc.open_txs.counts, self.budget * 4
+        )
         if op_progress != svc.op_progress:
-            for k in range(svc.op_progress, op_progress):
-                svc.op_named.pop(k, None)
+            svc.op_named.drop_below(op_progress)
             svc.op_progress = op_progress
         # the resolved offsets the progress passed, forgotten a bounded stretch per slice
         pruning = svc.prune_step(self.budget * 2)
