@@ -80,6 +80,7 @@ from pocketmq.remoting.protocol.route import (
     CID_SYS_RMQ_TRANS,
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
 from pocketmq.store import AppendResult, GetMessageStatus, MessageInner
 
@@ -161,10 +162,13 @@ class TransactionalMessageCheckService(Service):
         self.budget = max(1, budget)
         #: completed runs (tests wait on it)
         self.runs = 0
+        #: the op queue's end at the previous slice (-1: none yet)
+        self._op_end = -1
 
     async def run_once(self) -> None:
         self.interval = max(0.001, self.config().transaction_check_interval / 1000)
         run_start = self.now_ms()
+        self._op_end = -1
         more = self.check_slice(run_start)
         while more and not self.is_stopping:
             await asyncio.sleep(0)  # let requests and the store's dispatch run between slices
@@ -174,14 +178,15 @@ class TransactionalMessageCheckService(Service):
     def check_once(self) -> None:
         """One whole run, synchronously (tests and the bench)."""
         run_start = self.now_ms()
+        self._op_end = -1
         while self.check_slice(run_start):
             pass
         self.runs += 1
 
     # ------------------------------------------------------------------------------ scan
     def check_slice(self, run_start: int) -> bool:
-        """Read up to ``budget`` op records or, once none is left, decide up to ``budget``
-        halves from the progress on; True when the run should go on.
+        """Read a slice of op records or, once none is left, decide up to ``budget`` halves
+        from the progress on; True when the run should go on.
 
         Per-half cost is what bounds a large backlog (issue 17: >= 100k halves/s), so a half
         resolved by its own offset is passed without reading it, and the others are read from
@@ -189,13 +194,17 @@ class TransactionalMessageCheckService(Service):
         properties the decision needs (no decoded message, no property dict).
         """
         svc = self.service
+        store = svc.store
         # the op records first (their own slices while a backlog lasts): a half is decided only
         # once every op record stored before this slice was read, so none is taken for
-        # unresolved because its op was not read yet (those stored during the run are read by
-        # the slice after them, before it decides any half)
-        if svc.read_ops(self.budget) >= self.budget:
+        # unresolved because its op was not read yet. A slice reads twice what arrived since the
+        # last one (at least budget): the backlog shrinks even when more than budget op records
+        # arrive between two slices, and a slice's reading stays in proportion to them
+        op_end = store.get_max_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
+        limit = max(self.budget, 2 * (op_end - self._op_end)) if self._op_end >= 0 else self.budget
+        self._op_end = op_end
+        if svc.read_ops(limit) >= limit:
             return True
-        store = svc.store
         cfg = self.config()
         offset = max(svc.half_progress, store.get_min_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0))
         high = store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)

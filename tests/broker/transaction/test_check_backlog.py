@@ -175,3 +175,39 @@ def test_load_reads_the_op_records_from_the_op_progress(tmp_path: Any, ops: int)
         svc = broker.transactional_message_service
         assert svc.counters.loaded_ops == ops
         assert svc.done == set(range(ops))  # (at or past the half progress, 0: kept)
+
+
+def test_a_run_ends_while_more_op_records_than_budget_arrive_between_slices(tmp_path: Any) -> None:
+    """600 op records stored between every two slices of 500: the run still catches up with the
+    op queue and decides the halves (a slice reads twice what arrived since the last one)."""
+    with services(tmp_path) as (broker, sent):
+        checker = broker.transaction_check_service
+        halves = [prepare(broker, i) for i in range(10)]
+        for q in halves[::2]:
+            store_op(broker, str(q).encode())
+        for i in range(5_000):
+            store_op(broker, b"%d" % (1_000_000 + i))
+        broker.store.do_reput()
+        checker.budget = 500
+        turns, cap, finished = 0, 200, False
+
+        async def other() -> None:
+            nonlocal turns
+            while not finished and turns < cap:
+                for i in range(600):
+                    store_op(broker, b"%d" % (2_000_000 + turns * 600 + i))
+                broker.store.do_reput()
+                turns += 1
+                await asyncio.sleep(0)
+
+        async def main() -> None:
+            nonlocal finished
+            task = asyncio.ensure_future(other())
+            await asyncio.sleep(0)
+            await checker.run_once()
+            finished = True
+            await task
+
+        asyncio.run(main())
+        assert turns < cap, "the run did not catch up while op records kept arriving"
+        assert sorted(h.msg_id for _, h, _ in sent) == sorted(f"U{i}" for i in range(1, 10, 2))
