@@ -393,7 +393,8 @@ class TransactionalMessageService:
         when ``done`` holds more than ``_LEFT_BEHIND`` such, one :meth:`prune` takes them.
         """
         half_progress = self.half_progress
-        start = self.pruned_to
+        # (a progress moved back, by an admin's offset reset: the range is pruned again from it)
+        start = min(self.pruned_to, half_progress)
         stop = min(half_progress, start + limit)
         done, open_txs = self.done, self.open_txs.counts
         if start < stop:
@@ -407,7 +408,7 @@ class TransactionalMessageService:
             else:
                 for x in range(start, stop):
                     discard(x)
-            self.pruned_to = stop
+        self.pruned_to = stop
         high = self.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
         if len(done) > max(0, high - stop) + len(open_txs) + _LEFT_BEHIND:
             self.prune()

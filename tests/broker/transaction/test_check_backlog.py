@@ -211,3 +211,18 @@ def test_a_run_ends_while_more_op_records_than_budget_arrive_between_slices(tmp_
         asyncio.run(main())
         assert turns < cap, "the run did not catch up while op records kept arriving"
         assert sorted(h.msg_id for _, h, _ in sent) == sorted(f"U{i}" for i in range(1, 10, 2))
+
+
+def test_prune_step_prunes_again_from_a_progress_moved_back(tmp_path: Any) -> None:
+    with services(tmp_path) as (broker, _):
+        svc = broker.transactional_message_service
+        for i in range(12):
+            prepare(broker, i)
+        svc.pruned_to = 100  # (pruned up to a progress since reset by an admin)
+        svc.half_progress = 10
+        svc.done |= {10, 11, 15}
+        assert not svc.prune_step(1000)
+        assert svc.done == {10, 11, 15} and svc.pruned_to == 10
+        svc.half_progress = 12  # (the next run passes 10 and 11)
+        assert not svc.prune_step(1000)
+        assert svc.done == {15} and svc.pruned_to == 12
