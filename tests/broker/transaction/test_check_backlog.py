@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -85,6 +86,42 @@ def test_op_records_refuse_what_decode_messages_refuses() -> None:
     assert refused > 100
 
 
+def backlog(broker: BrokerController, halves: int, filler: int) -> list[int]:
+    """``halves`` due halves, the even ones resolved by op records the run has to read, behind
+    ``filler`` op records naming halves long gone; the halves' offsets."""
+    offsets = [prepare(broker, i) for i in range(halves)]
+    for q in offsets[::2]:
+        store_op(broker, str(q).encode())
+    for i in range(filler):
+        store_op(broker, b"%d" % (1_000_000 + i))
+    broker.store.do_reput()
+    return offsets
+
+
+def run_beside(broker: BrokerController, turn: Callable[[int], None], cap: int = 1 << 30) -> int:
+    """One check run (``run_once``) on a loop where another task calls ``turn(n)`` at its n-th
+    turn (up to ``cap`` turns) until the run ends; how many turns it had."""
+    turns, finished = 0, False
+
+    async def other() -> None:
+        nonlocal turns
+        while not finished and turns < cap:
+            turn(turns)
+            turns += 1
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        nonlocal finished
+        task = asyncio.ensure_future(other())
+        await asyncio.sleep(0)  # (the other task's first turn before the run's first slice)
+        await broker.transaction_check_service.run_once()
+        finished = True
+        await task
+
+    asyncio.run(main())
+    return turns
+
+
 def test_a_check_run_reads_a_large_op_backlog_in_slices(tmp_path: Any) -> None:
     """20k op records not read yet (and one more stored during the run): the run reads them all
     before deciding a half, another task runs between its slices, and exactly the unresolved
@@ -92,34 +129,15 @@ def test_a_check_run_reads_a_large_op_backlog_in_slices(tmp_path: Any) -> None:
     with services(tmp_path) as (broker, sent):
         svc = broker.transactional_message_service
         checker = broker.transaction_check_service
-        halves = [prepare(broker, i) for i in range(40)]
-        for q in halves[::2]:  # the even ones resolved by records the run has to read
-            store_op(broker, str(q).encode())
-        for i in range(20_000):  # a backlog of records naming halves long gone
-            store_op(broker, b"%d" % (1_000_000 + i))
-        broker.store.do_reput()
+        halves = backlog(broker, 40, 20_000)
         checker.budget = 500
-        turns = 0
-        finished = False
 
-        async def other() -> None:
-            nonlocal turns
-            while not finished:
-                if turns == 3:  # an op record stored while the run reads the backlog
-                    store_op(broker, str(halves[1]).encode())
-                    broker.store.do_reput()
-                turns += 1
-                await asyncio.sleep(0)
+        def turn(n: int) -> None:
+            if n == 3:  # an op record stored while the run reads the backlog
+                store_op(broker, str(halves[1]).encode())
+                broker.store.do_reput()
 
-        async def main() -> None:
-            nonlocal finished
-            task = asyncio.ensure_future(other())
-            await asyncio.sleep(0)  # (the other task's first turn before the run's first slice)
-            await checker.run_once()
-            finished = True
-            await task
-
-        asyncio.run(main())
+        turns = run_beside(broker, turn)
         assert checker.runs == 1
         assert svc.op_read == broker.store.get_max_offset_in_queue(OP, 0)
         # (20k records at 500 a slice, 41 slices: the other task ran between every two)
@@ -181,35 +199,17 @@ def test_a_run_ends_while_more_op_records_than_budget_arrive_between_slices(tmp_
     """600 op records stored between every two slices of 500: the run still catches up with the
     op queue and decides the halves (a slice reads twice what arrived since the last one)."""
     with services(tmp_path) as (broker, sent):
-        checker = broker.transaction_check_service
-        halves = [prepare(broker, i) for i in range(10)]
-        for q in halves[::2]:
-            store_op(broker, str(q).encode())
-        for i in range(5_000):
-            store_op(broker, b"%d" % (1_000_000 + i))
-        broker.store.do_reput()
-        checker.budget = 500
-        turns, cap, finished = 0, 200, False
+        backlog(broker, 10, 5_000)
+        broker.transaction_check_service.budget = 500
 
-        async def other() -> None:
-            nonlocal turns
-            while not finished and turns < cap:
-                for i in range(600):
-                    store_op(broker, b"%d" % (2_000_000 + turns * 600 + i))
-                broker.store.do_reput()
-                turns += 1
-                await asyncio.sleep(0)
+        def turn(n: int) -> None:
+            for i in range(600):
+                store_op(broker, b"%d" % (2_000_000 + n * 600 + i))
+            broker.store.do_reput()
 
-        async def main() -> None:
-            nonlocal finished
-            task = asyncio.ensure_future(other())
-            await asyncio.sleep(0)
-            await checker.run_once()
-            finished = True
-            await task
-
-        asyncio.run(main())
-        assert turns < cap, "the run did not catch up while op records kept arriving"
+        assert run_beside(broker, turn, cap=200) < 200, (
+            "the run did not catch up while op records kept arriving"
+        )
         assert sorted(h.msg_id for _, h, _ in sent) == sorted(f"U{i}" for i in range(1, 10, 2))
 
 
