@@ -50,6 +50,7 @@ from pocketmq.broker.processor.message_props import (
 from pocketmq.broker.transaction.bookkeeping import (
     OP_TAG,
     OpenTransactions,
+    OpNames,
     is_over,
     is_resolved,
     op_bodies,
@@ -72,6 +73,7 @@ from pocketmq.broker.transaction.records import (
     F_STORE_PORT,
     F_SYS_FLAG,
     HalfMessage,
+    op_records,
     read_half,
 )
 from pocketmq.remoting.protocol.errors import RemoteSystemError
@@ -83,7 +85,6 @@ from pocketmq.remoting.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
     MessageDecodeError,
-    decode_messages,
     get_property,
     properties_to_string,
 )
@@ -163,6 +164,9 @@ _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
 _PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
 #: a record's first field, its total size
 _TOTAL = struct.Struct(">i")
+#: resolved offsets ``done`` may hold below ``pruned_to`` before a whole pass forgets them
+#: (:meth:`TransactionalMessageService.prune_step`)
+_LEFT_BEHIND = 65_536
 
 
 @dataclass(slots=True)
@@ -198,8 +202,9 @@ class TransactionalMessageService:
     #: half offsets named by op records (and by discards): resolved transactions, those still
     #: needed (:meth:`prune`)
     done: set[int] = field(default_factory=set)
-    #: op-queue offset (from ``op_progress`` on) → the half offsets it names
-    op_named: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: op-queue offset (from ``op_progress`` on) → the half offset it names, or the offsets
+    #: (a tuple) when not one: ints only in the common case, which the collector does not walk
+    op_named: OpNames = field(default_factory=OpNames)
     #: the transactions of the copies at or past the half progress (:mod:`.bookkeeping`)
     open_txs: OpenTransactions = field(default_factory=OpenTransactions)
     counters: TransactionCounters = field(default_factory=TransactionCounters)
@@ -207,6 +212,9 @@ class TransactionalMessageService:
     def __post_init__(self) -> None:
         #: next op-queue offset to read into ``done``
         self.op_read = 0
+        #: ``done`` holds no offset below this one that :func:`~.bookkeeping.keeps_resolved`
+        #: lets go (:meth:`prune_step`)
+        self.pruned_to = 0
         self._ready_topics: set[str] = set()
         #: halves stored since start, until END_TRANSACTION takes them (:mod:`.recent`)
         self.recent = RecentHalves()
@@ -301,24 +309,45 @@ class TransactionalMessageService:
             else:
                 return
 
-    def read_ops(self) -> int:
-        """Read op records from ``op_read`` to the op queue's end into ``done``; how many."""
+    def read_ops(self, limit: int | None = None) -> int:
+        """Read op records from ``op_read`` towards the op queue's end into ``done``; how many.
+        ``limit``: stop after the read that reaches it (the check run reads a minute of
+        END_TRANSACTIONs in slices between which the loop serves requests); None: to the end.
+
+        In place (:func:`~.records.op_records`): ~10 times cheaper than decoding each record,
+        which held the loop for seconds at a busy broker's first check run."""
         offset = self.op_read
         keep_from = self.op_progress
         done, op_named = self.done, self.op_named
+        add = done.add
+        # (op_named.put inline for the common case, the next offset of its list)
+        names = op_named.names
+        append = names.append
         count = 0
         for body, offset in self._batches(RMQ_SYS_TRANS_OP_HALF_TOPIC, self.op_read):
             try:
-                records = decode_messages(body)
+                records = op_records(body)
             except MessageDecodeError:
                 logger.exception("op queue: unreadable records before offset %d", offset)
                 records = []
-            for op in records:
-                named = parse_op_body(op.body) if op.tags == OP_TAG else []
-                done.update(named)
-                if op.queue_offset >= keep_from:
-                    op_named[op.queue_offset] = tuple(named)
-                count += 1
+            for queue_offset, op_body in records:
+                named: int | tuple[int, ...]
+                if op_body is None:
+                    named = ()
+                elif op_body.isdigit():  # (one offset, what RocketMQ 4.x writes: parse_op_body's)
+                    named = int(op_body)
+                    add(named)
+                else:
+                    named = tuple(parse_op_body(op_body))
+                    done.update(named)
+                if queue_offset >= keep_from:
+                    if queue_offset - op_named.base == len(names) and names:
+                        append(named)
+                    else:
+                        op_named.put(queue_offset, named)
+            count += len(records)
+            if limit is not None and count >= limit:
+                break
         self.op_read = offset
         return count
 
@@ -326,8 +355,14 @@ class TransactionalMessageService:
         """The check scan moved the half progress to ``half_progress``: forget the copies it
         passed (``open_txs``) and the recent halves below it, whose END_TRANSACTION then reads
         the half back (:meth:`find_half`, which knows a transaction that is over without
-        ``done``; the recent table is in prepare order, so only its oldest entries go)."""
-        self.open_txs.pass_below(half_progress)
+        ``done``; the recent table is in prepare order, so only its oldest entries go); a
+        transaction that is no longer open leaves ``done`` if :meth:`prune_step` passed it."""
+        closed = self.open_txs.pass_below(half_progress)
+        if closed:
+            pruned_to, discard = self.pruned_to, self.done.discard
+            for tx in closed:
+                if tx < pruned_to:
+                    discard(tx)
         table = self.recent
         entries = table.entries
         while entries:
@@ -339,12 +374,46 @@ class TransactionalMessageService:
             table.bytes -= len(recent[0].body)
 
     def prune(self) -> None:
-        """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`):
-        once per check run (and at load), never per transaction."""
-        # (keeps_resolved inline, the open set's dict tested directly: one pass over ``done``
-        # per run, at C speed)
+        """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`)
+        in one pass over ``done``: at load (before the port opens) and when :meth:`prune_step`
+        finds more left behind than it can reach."""
+        # (keeps_resolved inline, the open set's dict tested directly, at C speed)
         half_progress, open_txs = self.half_progress, self.open_txs.counts
         self.done = {x for x in self.done if x >= half_progress or x in open_txs}
+        self.pruned_to = half_progress
+
+    def prune_step(self, limit: int) -> bool:
+        """Forget the resolved offsets from ``pruned_to`` up to the half progress, at most
+        ``limit`` of them, but the open transactions (whose offsets :meth:`passed` forgets when
+        they close); True when some are left for the next call.
+
+        The check run's way: bounded work per slice (a whole pass over ``done``, which holds a
+        minute of transactions, took hundreds of ms at once). Offsets added below ``pruned_to``
+        afterwards (an END_TRANSACTION of an old copy of an open transaction) are not reached;
+        when ``done`` holds more than ``_LEFT_BEHIND`` such, one :meth:`prune` takes them.
+        """
+        half_progress = self.half_progress
+        # (a progress moved back, by an admin's offset reset: the range is pruned again from it)
+        start = min(self.pruned_to, half_progress)
+        stop = min(half_progress, start + limit)
+        done, open_txs = self.done, self.open_txs.counts
+        if start < stop:
+            # one discard each: set.difference_update rebuilds the table once a quarter of it is
+            # deleted entries (a rehash of every offset kept: 12 ms at 340k, more at millions)
+            discard = done.discard
+            if open_txs:
+                for x in range(start, stop):
+                    if x not in open_txs:
+                        discard(x)
+            else:
+                for x in range(start, stop):
+                    discard(x)
+        self.pruned_to = stop
+        high = self.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+        if len(done) > max(0, high - stop) + len(open_txs) + _LEFT_BEHIND:
+            self.prune()
+            return False
+        return stop < half_progress
 
     # --------------------------------------------------------------------------- topics
     def ensure_topic(self, topic: str) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from pocketmq.broker.transaction.bookkeeping import (
     HalfAction,
     OpenTransactions,
+    OpNames,
     advance_op_progress,
     check_times,
     half_action,
@@ -137,6 +140,9 @@ def test_advance_op_progress(
     progress: int, ops: dict[int, tuple[int, ...]], half_progress: int, open_txs: set[int], new: int
 ) -> None:
     assert advance_op_progress(progress, ops, half_progress, open_txs) == new
+    # (the service keeps a record naming one offset as the int itself)
+    ints: dict[int, int | tuple[int, ...]] = {k: v[0] if len(v) == 1 else v for k, v in ops.items()}
+    assert advance_op_progress(progress, ints, half_progress, open_txs) == new
 
 
 @pytest.mark.parametrize(
@@ -173,3 +179,35 @@ def test_open_transactions_count_copies_until_passed() -> None:
     txs.add(101, 8)
     txs.clear()
     assert 8 not in txs and txs.copies() == 0
+
+
+def test_op_names_answer_as_a_dict_of_the_records_read() -> None:
+    """OpNames (a list from the op progress) against the dict it replaced: records read in
+    order with gaps (removed by retention), the head forgotten in steps, a clear."""
+    rng = random.Random(21)
+    names, model = OpNames(), dict[int, int | tuple[int, int]]()
+    offset = progress = 0
+    for step in range(20_000):
+        roll = rng.random()
+        if roll < 0.7:
+            offset += 1 if rng.random() < 0.97 else rng.randrange(2, 50)  # (a gap)
+            named = offset % 97 if rng.random() < 0.9 else (offset, offset + 1)
+            names.put(offset, named)
+            model[offset] = named
+        elif roll < 0.98:
+            progress = min(offset + 1, progress + rng.randrange(0, 40))
+            names.drop_below(progress)
+            model = {k: v for k, v in model.items() if k >= progress}
+        elif step % 7 == 0:
+            names.clear()
+            model.clear()
+        for k in range(progress - 3, offset + 3):
+            assert names.get(k) == model.get(k), (step, k)
+
+
+def test_advance_op_progress_passes_at_most_limit_records() -> None:
+    ops = {k: k for k in range(100)}
+    assert advance_op_progress(0, ops, 1000, set(), 30) == 30
+    assert advance_op_progress(30, ops, 1000, set(), 30) == 60
+    assert advance_op_progress(90, ops, 1000, set(), 30) == 100  # (the first not read)
+    assert advance_op_progress(0, ops, 50, set(), 1000) == 50
