@@ -27,7 +27,8 @@ import struct
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
-from pocketmq.remoting.protocol.end_fields import END_START, end_command
+from pocketmq.remoting.protocol.end_fields import END_START
+from pocketmq.remoting.protocol.end_raw import end_any
 from pocketmq.remoting.protocol.errors import (
     FrameError,
     FrameTooLargeError,
@@ -230,10 +231,10 @@ class FrameDecoder:
                                     if ok is not None:
                                         append(ok)
                                         continue
-                            elif kind == 51 and header.startswith(END_START):
-                                # a producer's END_TRANSACTION (one per transaction): typed
-                                # here, not through _json_command (a call fewer)
-                                end_cmd = end_command(header, body)
+                            elif kind == 51:
+                                # a producer's END_TRANSACTION (one per transaction): read by
+                                # its shape or typed (end_raw), not through _json_command
+                                end_cmd = end_any(header, body)
                                 if end_cmd is not None:
                                     append(end_cmd)
                                     continue
@@ -281,15 +282,16 @@ def _json_command(header: bytes | bytearray, body: bytes | None, kind: int) -> R
     CPython 3.11 (its arguments are parsed into a tuple), an index ~0.1k. ``{"code":`` is 8
     bytes, so ``'0'`` (48) is a success reply, a send's when its first extFields key starts
     with ``M`` (``MSG_REGION``, the 25th byte: :data:`SEND_OK_START`), and ``'3'`` (51) may be
-    SEND_MESSAGE_V2 (310) or END_TRANSACTION (37), told apart by their prefixes. The typed
+    SEND_MESSAGE_V2 (310) or END_TRANSACTION (37), told apart by their prefixes (``end_any``
+    tests END_TRANSACTION's). The typed
     decode checks the rest (a header that only looks like one is refused and decoded here)."""
     if kind == 48:
         if header[24] == 77:  # a send's reply (the client's hottest): send_ok
             ok = send_ok_command(header, body)
             if ok is not None:
                 return ok
-    elif kind == 51 and header.startswith(END_START):  # END_TRANSACTION: typed too (end_fields)
-        end = end_command(header, body)
+    elif kind == 51:  # END_TRANSACTION: by its shape or typed (end_raw), else None
+        end = end_any(header, body)
         if end is not None:
             return end
     return _general_command(header, body)

@@ -1,0 +1,203 @@
+"""END_TRANSACTION (37) frames read by their shape: no JSON parse for what producers send.
+
+A producer sends one END_TRANSACTION per transaction, and its headers differ only in a few
+values: the two offsets, the msgId and transactionId, the opaque. The typed decode
+(:mod:`.end_fields`, one msgspec call) still scans every byte and builds nine strings and two
+structs (~8k instructions, ~11k with its command); here a header is cut by a
+:class:`struct.Struct` at the places a *shape* learnt from an earlier header gives (one C call),
+its constant pieces compared as one tuple, its changing ones checked as ASCII letters and
+digits: ~5k with its command.
+
+A shape is learnt from a header the typed decode accepted when that header is byte for byte
+what this module renders from the decoded values (our SDK's key order or fastjson's sorted one,
+no spaces, no escapes, no remark, oneway, a commit or a rollback, ``serializeTypeCurrentRPC``
+JSON): so a header a shape takes differs from that one only in the bytes of its changing values,
+each of which is then a valid JSON string or number with the value the general path reads (the
+offsets and the opaque by ``int()``, digits only, the opaque with no leading zero and below
+10**9). Anything else -- another length or layout, a value that needs escaping, a header the
+typed decode refuses -- takes the typed decode (:func:`end_fields.end_command`) or the general
+path, as before. One shape per header length (bounded): headers of one producer change length
+only when a value gains a digit.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY
+from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, TypedCommand
+from pocketmq.remoting.protocol.end_fields import END_START, EndTxRequest, end_command, end_decode
+
+__all__ = ["EndRawRequest", "end_any"]
+
+#: the extFields orders a shape is learnt in: our SDK's (``EndTransactionRequestHeader``'s
+#: fields) and fastjson's (sorted)
+_SDK_ORDER = (
+    "producerGroup",
+    "tranStateTableOffset",
+    "commitLogOffset",
+    "commitOrRollback",
+    "fromTransactionCheck",
+    "msgId",
+    "transactionId",
+)
+_ORDERS = (_SDK_ORDER, tuple(sorted(_SDK_ORDER)))
+#: the extFields whose value changes per transaction (the rest is part of the shape)
+_CHANGING = frozenset(("tranStateTableOffset", "commitLogOffset", "msgId", "transactionId"))
+_KINDS = {"8": True, "12": False}
+_ONEWAY = int(RPC_ONEWAY)
+_OPAQUE_MAX = 10**9  # (9 digits at most: any is an int32)
+_LANGUAGE_NAMES = {code: name for name, code in header_json.LANGUAGE_BY_NAME.items()}
+_MAX_SHAPES = 256
+_new = object.__new__
+
+#: A shape: (unpack: the changing values, the header as a %-format of them, index of
+#: commitLogOffset / tranStateTableOffset / opaque / msgId / transactionId (msgId's when absent)
+#: among them, whether the opaque has several digits, producerGroup, commit, language code,
+#: version)
+_Shape = tuple[Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, int, bool, str, bool, int, int]
+#: header length -> its shape
+_shapes: dict[int, _Shape] = {}
+#: ``RemotingCommand``'s own opaque slot (:class:`EndRawRequest` reads the header's when unset)
+_OPAQUE_SLOT: Any = RemotingCommand.opaque  # type: ignore[misc]  # (the descriptor itself)
+
+
+class EndRawRequest(TypedCommand):
+    """An END_TRANSACTION read by its shape (module docstring): ``end`` is (commitLogOffset,
+    tranStateTableOffset, producerGroup, commit) as ints, str and bool; always oneway, no
+    remark, no body. ``fields`` (the typed decode's struct), ``ext_fields`` and ``opaque``
+    (its digits checked, not converted: nothing reads it for a oneway request without hooks)
+    are read from ``raw_header`` when asked for."""
+
+    __slots__ = ("end",)
+    end: tuple[int, int, str, bool]
+    # what every such request has (class attributes: four slots fewer to fill per frame)
+    code = 37
+    flag = _ONEWAY
+    remark = None
+    body = None
+    serialize_type = 0
+
+    @property
+    def fields(self) -> Any:
+        return end_decode(self.raw_header).extFields  # type: ignore[misc]
+
+    @property
+    def opaque(self) -> int:
+        try:
+            return _OPAQUE_SLOT.__get__(self, EndRawRequest)  # type: ignore[no-any-return]
+        except AttributeError:
+            raw = self.raw_header
+            at = raw.rindex(b'"opaque":') + 9  # (no value holds a quote: the shape's check)
+            opaque = int(raw[at : raw.index(b",", at)])
+            _OPAQUE_SLOT.__set__(self, opaque)
+            return opaque
+
+    @opaque.setter
+    def opaque(self, value: int) -> None:
+        _OPAQUE_SLOT.__set__(self, value)
+
+    ext_fields = SendV2Request.ext_fields
+
+
+def end_any(header: bytes | bytearray, body: bytes | None) -> TypedCommand | None:
+    """The command of an END_TRANSACTION header: :class:`EndRawRequest` when a shape takes it,
+    else the typed decode's :class:`EndTxRequest` (whose header may teach a shape); None: the
+    general path decodes it (not END_TRANSACTION, or refused by the typed decode)."""
+    shape = _shapes.get(len(header))
+    if shape is not None and body is None:
+        unpack, render, i_offset, i_table, i_opaque, i_msg, i_tx, wide, group, commit, language, version = (
+            shape
+        )
+        values = unpack(header)  # (the changing values: the constant pieces are skipped)
+        raw_offset, raw_table, raw_opaque = values[i_offset], values[i_table], values[i_opaque]
+        # the constant pieces (the values put back into the shape's own give the header),
+        # then the values: the numbers ASCII digits (what int() reads as the header parser
+        # does; no sign, space or _), the opaque without a leading zero (JSON), the ids ASCII
+        # letters and digits (valid JSON string content)
+        if (
+            render % values == header
+            and raw_offset.isdigit()
+            and raw_table.isdigit()
+            and raw_opaque.isdigit()
+            and (raw_opaque[0] != 48 or not wide)
+            and (values[i_msg] + values[i_tx]).isalnum()
+        ):
+            cmd = _new(EndRawRequest)
+            cmd.language = language
+            cmd.version = version
+            cmd.raw_header = header
+            cmd.end = (int(raw_offset), int(raw_table), group, commit)
+            return cmd
+    if not header.startswith(END_START):
+        return None
+    cmd_typed = end_command(header, body)
+    if cmd_typed is not None and body is None:
+        _learn(header, cmd_typed)
+    return cmd_typed
+
+
+def _learn(header: bytes | bytearray, cmd: EndTxRequest) -> None:
+    """Keep the shape of ``header`` (decoded typed as ``cmd``) when it is one (module
+    docstring)."""
+    f = cmd.fields
+    commit = _KINDS.get(f.commitOrRollback)
+    opaque = cmd.opaque
+    if (
+        commit is None
+        or cmd.flag != _ONEWAY
+        or cmd.remark is not None
+        or not 0 <= opaque < _OPAQUE_MAX
+        or f.fromTransactionCheck not in (None, "false", "true")
+        # (the changing values as the fast path checks them: the same in every later header)
+        or not f.tranStateTableOffset.isdigit()
+        or not f.commitLogOffset.isdigit()
+        or not (f.msgId + (f.transactionId or "x")).isalnum()
+        or not (f.tranStateTableOffset + f.commitLogOffset + f.msgId + (f.transactionId or "")).isascii()
+    ):
+        return
+    tail = (
+        f'}},"flag":{cmd.flag},"language":"{_LANGUAGE_NAMES[cmd.language]}","opaque":',
+        f',"serializeTypeCurrentRPC":"JSON","version":{cmd.version}}}',
+    )
+    for order in _ORDERS:
+        # pieces alternate: constant, changing, constant, ..., constant
+        pieces: list[str] = ['{"code":37,"extFields":{']
+        names: list[str] = []  # (the changing ones, in order)
+        for name in order:
+            value = getattr(f, name)
+            if value is None:
+                continue
+            pieces[-1] += f'{"," if pieces[-1][-1] != "{" else ""}"{name}":"'
+            if name in _CHANGING:
+                pieces += (value, '"')
+                names.append(name)
+            else:
+                pieces[-1] += f'{value}"'
+        pieces[-1] += tail[0]
+        pieces += (str(opaque), tail[1])
+        names.append("opaque")
+        raw = [p.encode() for p in pieces]
+        if b"".join(raw) != header:
+            continue
+        if len(_shapes) >= _MAX_SHAPES:
+            _shapes.clear()
+        _shapes[len(header)] = (
+            # constant pieces as pad bytes, the changing values as bytes
+            struct.Struct("".join(f"{len(p)}{'s' if k % 2 else 'x'}" for k, p in enumerate(raw))).unpack,
+            b"%s".join(p.replace(b"%", b"%%") for p in raw[0::2]),
+            names.index("commitLogOffset"),
+            names.index("tranStateTableOffset"),
+            len(names) - 1,
+            names.index("msgId"),
+            names.index("transactionId" if "transactionId" in names else "msgId"),
+            len(raw[-2]) > 1,
+            f.producerGroup,
+            commit,
+            cmd.language,
+            cmd.version,
+        )
+        return
