@@ -31,7 +31,7 @@ from pocketmq.remoting.protocol.codes import RPC_ONEWAY
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, TypedCommand
 from pocketmq.remoting.protocol.end_fields import END_START, EndTxRequest, end_command, end_decode
 
-__all__ = ["EndRawRequest", "end_any"]
+__all__ = ["SHAPES", "EndRawRequest", "end_typed"]
 
 #: the extFields orders a shape is learnt in: our SDK's (``EndTransactionRequestHeader``'s
 #: fields) and fastjson's (sorted)
@@ -59,8 +59,9 @@ _new = object.__new__
 #: among them, whether the opaque has several digits, producerGroup, commit, language code,
 #: version)
 _Shape = tuple[Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, int, bool, str, bool, int, int]
-#: header length -> its shape
-_shapes: dict[int, _Shape] = {}
+#: header length -> its shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
+SHAPES: dict[int, _Shape] = {}
+_shapes = SHAPES
 #: ``RemotingCommand``'s own opaque slot (:class:`EndRawRequest` reads the header's when unset)
 _OPAQUE_SLOT: Any = RemotingCommand.opaque  # type: ignore[misc]  # (the descriptor itself)
 
@@ -103,41 +104,15 @@ class EndRawRequest(TypedCommand):
     ext_fields = SendV2Request.ext_fields
 
 
-def end_any(header: bytes | bytearray, body: bytes | None) -> TypedCommand | None:
-    """The command of an END_TRANSACTION header: :class:`EndRawRequest` when a shape takes it,
-    else the typed decode's :class:`EndTxRequest` (whose header may teach a shape); None: the
-    general path decodes it (not END_TRANSACTION, or refused by the typed decode)."""
-    shape = _shapes.get(len(header))
-    if shape is not None and body is None:
-        unpack, render, i_offset, i_table, i_opaque, i_msg, i_tx, wide, group, commit, language, version = (
-            shape
-        )
-        values = unpack(header)  # (the changing values: the constant pieces are skipped)
-        raw_offset, raw_table, raw_opaque = values[i_offset], values[i_table], values[i_opaque]
-        # the constant pieces (the values put back into the shape's own give the header),
-        # then the values: the numbers ASCII digits (what int() reads as the header parser
-        # does; no sign, space or _), the opaque without a leading zero (JSON), the ids ASCII
-        # letters and digits (valid JSON string content)
-        if (
-            render % values == header
-            and raw_offset.isdigit()
-            and raw_table.isdigit()
-            and raw_opaque.isdigit()
-            and (raw_opaque[0] != 48 or not wide)
-            and (values[i_msg] + values[i_tx]).isalnum()
-        ):
-            cmd = _new(EndRawRequest)
-            cmd.language = language
-            cmd.version = version
-            cmd.raw_header = header
-            cmd.end = (int(raw_offset), int(raw_table), group, commit)
-            return cmd
+def end_typed(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | None:
+    """The typed decode's command of an END_TRANSACTION header not read by a shape (its header
+    may teach one); None: the general path decodes it (not END_TRANSACTION, or refused)."""
     if not header.startswith(END_START):
         return None
-    cmd_typed = end_command(header, body)
-    if cmd_typed is not None and body is None:
-        _learn(header, cmd_typed)
-    return cmd_typed
+    cmd = end_command(header, body)
+    if cmd is not None and body is None:
+        _learn(header, cmd)
+    return cmd
 
 
 def _learn(header: bytes | bytearray, cmd: EndTxRequest) -> None:
