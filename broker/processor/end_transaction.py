@@ -30,6 +30,7 @@ from pocketmq.broker.state import HandlerTable
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.end_fields import EndTxRequest
+from pocketmq.remoting.protocol.end_raw import EndRawRequest
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.headers import EndTransactionRequestHeader
 from pocketmq.remoting.protocol.message import (
@@ -83,10 +84,14 @@ class EndTransactionProcessor(HandlerTable):
         if self._slave:
             return RemotingCommand.response_to(request, ResponseCode.SLAVE_NOT_AVAILABLE, SLAVE_REMARK)
         # what producers send: a oneway commit or rollback of a half stored lately, read
-        # without building the header (from the typed decode's attributes when the frame
-        # decoder made it: no extFields dict, remoting.protocol.end_fields); anything else, or
+        # without building the header (the fields the frame decoder read from the header's
+        # shape, remoting.protocol.end_raw, or the typed decode's attributes: no extFields
+        # dict, remoting.protocol.end_fields); anything else, or
         # a field the header parser would refuse, takes the general path
-        if request.flag & RPC_ONEWAY:
+        if type(request) is EndRawRequest:  # (always oneway, its fields read: end_raw)
+            if self._ends.end_oneway_read(*request.end):
+                return None
+        elif request.flag & RPC_ONEWAY:
             if type(request) is EndTxRequest:
                 f = request.fields
                 if self._ends.end_oneway_of(

@@ -169,20 +169,10 @@ class RecentEnds:
         queue offset is in range)."""
         try:
             offset = int(raw)
-            # (a subscript, no method call: a miss, the rare case, is the KeyError below)
-            recent = self.entries[offset]
-            _, _, queue_offset, tx_offset, _, _, pgroup = recent
-            # (a null group compares unequal)
-            if (
-                int(raw_table) != queue_offset
-                or group != pgroup
-                or pgroup is None  # (a half without PGROUP: the header parser refuses a null group)
-                or msg_id is None
-                or "_" in raw
-                or "_" in raw_table
-            ):
+            table_offset = int(raw_table)
+            if msg_id is None or "_" in raw or "_" in raw_table:
                 return False
-        except (KeyError, ValueError, TypeError):  # (not recent, a null field, not a number)
+        except (ValueError, TypeError):  # (a null field, not a number)
             return False
         # the two kinds as producers write them (str(TRANSACTION_COMMIT_TYPE), ...: compared,
         # not looked up -- the string decoded per request is not hashed)
@@ -191,6 +181,22 @@ class RecentEnds:
         elif kind == _ROLLBACK:
             commit = False
         else:
+            return False
+        return self.end_oneway_read(offset, table_offset, group, commit)
+
+    def end_oneway_read(self, offset: int, table_offset: int, group: str | None, commit: bool) -> bool:
+        """:meth:`end_oneway_of` of fields already read (``commitLogOffset``,
+        ``tranStateTableOffset``, ``producerGroup``, a commit or a rollback: the frame decoder's
+        ``end_raw.EndRawRequest``, whose header is what the header parser reads so)."""
+        # (a subscript, no method call: a miss, the rare case, is the KeyError)
+        try:
+            recent = self.entries[offset]
+        except KeyError:  # not recent
+            return False
+        _, _, queue_offset, tx_offset, _, _, pgroup = recent
+        # (a null group compares unequal; a half without PGROUP: the header parser refuses a
+        # null group)
+        if table_offset != queue_offset or group != pgroup or pgroup is None:
             return False
         done, ending = self.svc.done, self.ending
         if queue_offset in done or queue_offset in ending:

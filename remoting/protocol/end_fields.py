@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import TypedCommand, typed_command
 
-__all__ = ["END_START", "EndTxRequest", "end_command"]
+__all__ = ["END_START", "EndTxRequest", "end_command", "end_decode"]
 
 #: How fastjson (sorted keys) and our encoder start an END_TRANSACTION request's header with
 #: extFields: only such a header is tried typed.
@@ -65,6 +65,10 @@ class EndTxRequest(TypedCommand):
 
     __slots__ = ()
 
+
+#: the typed decode of a whole header (None without msgspec): ``end_raw``'s requests decode
+#: their ``fields`` with it when asked
+end_decode = _decode
 
 #: :class:`EndTxRequest` of a JSON header starting with :data:`END_START`; None: the general
 #: path decodes it (module docstring)

@@ -27,7 +27,8 @@ import struct
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
-from pocketmq.remoting.protocol.end_fields import END_START, end_command
+from pocketmq.remoting.protocol.end_fields import END_START
+from pocketmq.remoting.protocol.end_raw import SHAPES, EndRawRequest, end_typed
 from pocketmq.remoting.protocol.errors import (
     FrameError,
     FrameTooLargeError,
@@ -161,6 +162,7 @@ class FrameDecoder:
         max_header = self.max_header_size
         general, send_ok = _general_command, send_ok_command
         send_v2, languages = _send_v2, _LANGUAGES
+        end_shape = SHAPES.get
         # (None: no V2 test, without msgspec or in a client's decoder)
         v2_start = _SEND_V2_START if send_v2 is not None and self.server else None
         # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
@@ -230,10 +232,38 @@ class FrameDecoder:
                                     if ok is not None:
                                         append(ok)
                                         continue
-                            elif kind == 51 and header.startswith(END_START):
-                                # a producer's END_TRANSACTION (one per transaction): typed
-                                # here, not through _json_command (a call fewer)
-                                end_cmd = end_command(header, body)
+                            elif kind == 51:
+                                # a producer's END_TRANSACTION (one per transaction): read by
+                                # the shape an earlier one taught (end_raw, here: no call per
+                                # frame), else typed (end_typed), not through _json_command
+                                shape = end_shape(hlen) if body is None else None
+                                if shape is not None:
+                                    (unpack_values, render, i_offset, i_table, i_opaque, i_msg, i_tx,
+                                     wide, group, commit, language, version) = shape  # fmt: skip
+                                    values = unpack_values(header)  # (the changing ones)
+                                    raw_offset, raw_table = values[i_offset], values[i_table]
+                                    raw_opaque = values[i_opaque]
+                                    # its constant pieces (the values put back into the
+                                    # shape's give the header), the numbers ASCII digits
+                                    # (what int() reads as the header parser does: no sign,
+                                    # space or _), the opaque without a leading zero (JSON),
+                                    # the ids ASCII letters and digits (JSON string content)
+                                    if (
+                                        render % values == header
+                                        and raw_offset.isdigit()
+                                        and raw_table.isdigit()
+                                        and raw_opaque.isdigit()
+                                        and (raw_opaque[0] != 48 or not wide)
+                                        and (values[i_msg] + values[i_tx]).isalnum()
+                                    ):
+                                        shaped = _new(EndRawRequest)
+                                        shaped.language = language
+                                        shaped.version = version
+                                        shaped.raw_header = header
+                                        shaped.end = (int(raw_offset), int(raw_table), group, commit)
+                                        append(shaped)
+                                        continue
+                                end_cmd = end_typed(header, body)
                                 if end_cmd is not None:
                                     append(end_cmd)
                                     continue
@@ -281,15 +311,16 @@ def _json_command(header: bytes | bytearray, body: bytes | None, kind: int) -> R
     CPython 3.11 (its arguments are parsed into a tuple), an index ~0.1k. ``{"code":`` is 8
     bytes, so ``'0'`` (48) is a success reply, a send's when its first extFields key starts
     with ``M`` (``MSG_REGION``, the 25th byte: :data:`SEND_OK_START`), and ``'3'`` (51) may be
-    SEND_MESSAGE_V2 (310) or END_TRANSACTION (37), told apart by their prefixes. The typed
+    SEND_MESSAGE_V2 (310) or END_TRANSACTION (37), told apart by their prefixes (``end_typed``
+    tests END_TRANSACTION's). The typed
     decode checks the rest (a header that only looks like one is refused and decoded here)."""
     if kind == 48:
         if header[24] == 77:  # a send's reply (the client's hottest): send_ok
             ok = send_ok_command(header, body)
             if ok is not None:
                 return ok
-    elif kind == 51 and header.startswith(END_START):  # END_TRANSACTION: typed too (end_fields)
-        end = end_command(header, body)
+    elif kind == 51:  # END_TRANSACTION: typed (one frame a read: no shape tried, _split's loop)
+        end = end_typed(header, body)
         if end is not None:
             return end
     return _general_command(header, body)
