@@ -61,6 +61,13 @@ async def send_in_transaction(
     msg: Message,
     execute_local: Callable[[Message, SendResult], Awaitable[TransactionState]],
 ) -> tuple[SendResult, TransactionState]:
+    """Send ``msg`` as a half message, run ``execute_local``, then commit or roll back
+    (END_TRANSACTION); ``Producer.send_in_transaction`` is this function.
+
+    Raises:
+        MessageValidationError: a delayed message (and the send's own errors).
+        BrokerNotFoundError: the half's broker is no longer known for END_TRANSACTION.
+    """
     if msg.delay_level:
         raise MessageValidationError("transactional messages cannot be delayed")
     result = await producer.send_half(msg)
