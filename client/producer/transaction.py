@@ -85,12 +85,15 @@ async def send_in_transaction(
     # END_TRANSACTION (oneway), written here (no function of its own: one frame less per
     # transaction); a bad msgId or a broker still unknown raises
     oid = result.offset_msg_id
-    # commit_log_offset's IPv4 case inlined (a frame less per transaction); else through it
-    try:
-        raw = _fromhex(oid) if len(oid) == 32 else b""
-    except ValueError:
-        raw = b""
-    offset = _OFFSET(raw)[0] if len(raw) == 16 else commit_log_offset(oid)
+    # commit_log_offset's IPv4 case inlined (a frame less per transaction); else through it:
+    # 32 digits that are not 16 bytes of hex (whitespace fromhex skips) fail the unpack
+    if len(oid) == 32:
+        try:
+            offset = _OFFSET(_fromhex(oid))[0]
+        except (ValueError, struct.error):
+            offset = commit_log_offset(oid)
+    else:
+        offset = commit_log_offset(oid)
     if addr is None:
         addr = instance.find_broker_addr_in_publish(broker)
         if addr is None:

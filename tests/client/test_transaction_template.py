@@ -218,8 +218,21 @@ def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> No
     general path's."""
     import pocketmq.client.api as api_mod
 
-    monkeypatch.setattr(api_mod, "_END_PREFIXES", {})
-    monkeypatch.setattr(api_mod, "_END_PREFIXES_MAX", 5)
+    def general(value: int) -> RemotingCommand:
+        header = EndTransactionRequestHeader(
+            producer_group="PG", tran_state_table_offset=value, commit_log_offset=value,
+            commit_or_rollback=8, from_transaction_check=False, msg_id="AB12", transaction_id="AB12",
+        )  # fmt: skip
+        cmd = RemotingCommand.request(
+            RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+        )
+        cmd.opaque = value & 0x7FFFFFFF
+        return cmd
+
+    # bounded at the header of 10-digit values: the shorter ones cached, the longer packed
+    bound = len(general(int("9" * 10)).encode_header()) - 8
+    prefixes: list[bytes | None] = [None] * bound
+    monkeypatch.setattr(api_mod, "_END_PREFIXES", prefixes)
     cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
     for rnd in range(2):  # the second round: lengths from the cache, or packed past its bound
@@ -229,16 +242,11 @@ def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> No
             cmd = cap.cmd
             assert type(cmd) is EndTransactionRequest
             cmd.opaque = value & 0x7FFFFFFF
-            header = EndTransactionRequestHeader(
-                producer_group="PG", tran_state_table_offset=value, commit_log_offset=value,
-                commit_or_rollback=8, from_transaction_check=False, msg_id="AB12", transaction_id="AB12",
-            )  # fmt: skip
-            general = RemotingCommand.request(
-                RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
-            )
-            general.opaque = cmd.opaque
-            assert cmd.encode() == general.encode(), (rnd, digits)
-    assert len(api_mod._END_PREFIXES) == 5
+            expected = general(value)
+            assert cmd.encode() == expected.encode(), (rnd, digits)
+            hlen = len(expected.encode_header()) - 8
+            assert hlen >= bound or prefixes[hlen] == expected.encode_header()[:8], (rnd, digits)
+    assert 0 < sum(p is not None for p in prefixes) < 19  # both kinds were met
 
 
 @pytest.mark.parametrize(
