@@ -171,13 +171,16 @@ def _template(code: int, flag: int, ext: dict[str, str], marks: tuple[str, ...])
 
 class EndTransactionRequest(RemotingCommand):
     """An END_TRANSACTION oneway whose header is its group's and state's :func:`end_template`
-    joined with ``args`` (the offsets and the ids) and the opaque: no header dataclass, no
+    joined with the offsets, the ids and the opaque (slots of its own): no header dataclass, no
     extFields dict, no JSON dump per transaction. Only for a transport without RPC hooks
     (``ext_fields`` is None)."""
 
-    __slots__ = ("args", "tpl")
+    __slots__ = ("commit_log_offset", "msg_id", "queue_offset", "tpl", "transaction_id")
     tpl: tuple[str, ...]
-    args: tuple[int, int, str, str]
+    queue_offset: int
+    commit_log_offset: int
+    msg_id: str
+    transaction_id: str
     # The fields every such request shares, as class attributes (read only: they shadow the
     # base class's slots), as SendRequest's; ``flag`` and ``opaque`` stay slots (the transport
     # sets them).
@@ -191,8 +194,10 @@ class EndTransactionRequest(RemotingCommand):
 
     def encode_header(self) -> bytes:
         t0, t1, t2, t3, t4, t5 = self.tpl
-        a0, a1, a2, a3 = self.args
-        header = f"{t0}{a0}{t1}{a1}{t2}{a2}{t3}{a3}{t4}{self.opaque}{t5}".encode()
+        header = (
+            f"{t0}{self.queue_offset}{t1}{self.commit_log_offset}{t2}{self.msg_id}{t3}"
+            f"{self.transaction_id}{t4}{self.opaque}{t5}"
+        ).encode()
         hlen = len(header)
         # the frame prefix by the header's length: a list subscript, not a Struct.pack call
         # (~0.45k instructions less per END_TRANSACTION) nor a dict.get call
@@ -599,15 +604,17 @@ class MQClientAPI(AdminCalls):
         would see no ``ext_fields``), else :meth:`end_transaction_oneway`'s; the same bytes.
         None: written already (the connection was open), nothing to await."""
         remoting = self.remoting
-        if (
+        try:
             # ASCII letters and digits: bytes.isalnum reads a table, str.isalnum the Unicode
-            # database per character (~1.7k instructions for a UNIQ_KEY against ~0.8k)
-            msg_id.isascii()
-            and msg_id.encode().isalnum()
-            # the same id, usually
-            and (transaction_id is msg_id or (transaction_id.isascii() and transaction_id.encode().isalnum()))
-            and not (remoting.hooks or remoting.before_hooks)
-        ):
+            # database per character (~1.7k instructions for a UNIQ_KEY against ~0.8k); UTF-8's
+            # bytes of other characters are no ASCII letters (no str.isascii call first), a lone
+            # surrogate does not encode
+            plain_ids = msg_id.encode().isalnum() and (
+                transaction_id is msg_id or transaction_id.encode().isalnum()  # (the same id, usually)
+            )
+        except UnicodeEncodeError:
+            plain_ids = False
+        if plain_ids and not (remoting.hooks or remoting.before_hooks):
             # subscripts, not dict.get calls (a method call each); a miss raises, rarely
             try:
                 tpls = self._end_templates[group]
@@ -619,17 +626,19 @@ class MQClientAPI(AdminCalls):
             except KeyError:
                 tpl = None
             if tpl is not None:
-                args = (queue_offset, commit_log_offset, msg_id, transaction_id)
                 # no coroutine (invoke_oneway's and its get_connection's) once connected; and
                 # no request made and freed per transaction: oneway_now encodes the frame before
                 # it returns and keeps nothing of the request (no hooks run here), so one
                 # request object serves every END written so
                 cmd = self._end_request
-                cmd.tpl, cmd.args = tpl, args
+                cmd.tpl, cmd.queue_offset, cmd.commit_log_offset = tpl, queue_offset, commit_log_offset
+                cmd.msg_id, cmd.transaction_id = msg_id, transaction_id
                 if remoting.oneway_now(addr, cmd):
                     return None
                 cmd = _new(EndTransactionRequest)  # awaited later: a request of its own
-                cmd.opaque, cmd.flag, cmd.tpl, cmd.args = 0, _RPC_ONEWAY, tpl, args
+                cmd.opaque, cmd.flag, cmd.tpl = 0, _RPC_ONEWAY, tpl
+                cmd.queue_offset, cmd.commit_log_offset = queue_offset, commit_log_offset
+                cmd.msg_id, cmd.transaction_id = msg_id, transaction_id
                 return remoting.invoke_oneway(addr, cmd)
         header = _end_header(group, queue_offset, commit_log_offset, state, msg_id, transaction_id)
         return self.end_transaction_oneway(addr, header)

@@ -234,8 +234,11 @@ class RemotingClient:
         if self.before_hooks:  # (no iterator made for an empty list)
             for before in self.before_hooks:
                 before(addr, request)
-        # (inline of RemotingConnection.oneway: one Python frame less per END_TRANSACTION)
-        request.flag |= _RPC_ONEWAY
+        # (inline of RemotingConnection.oneway: one Python frame less per END_TRANSACTION); a
+        # request with the bit alone (a reused END_TRANSACTION's) is not or-ed again (an int
+        # compare, not a bitwise op of two ints in C)
+        if request.flag != _RPC_ONEWAY:
+            request.flag |= _RPC_ONEWAY
         conn.send(request)
         return True
 

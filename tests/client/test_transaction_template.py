@@ -84,7 +84,11 @@ def test_other_shapes_take_the_general_path() -> None:
 @pytest.mark.parametrize("group", GROUPS)
 @pytest.mark.parametrize(
     ("msg_id", "tx_id"),
-    [("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None)],
+    [
+        ("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None),
+        # letters outside ASCII (their UTF-8 bytes are no ASCII letters): the general path
+        ("ÄB", None), ("AB12", "tx\u00b2"), ("", None),
+    ],  # fmt: skip
 )
 @pytest.mark.parametrize(
     ("queue_offset", "offset", "state"),
@@ -285,7 +289,7 @@ async def test_send_in_transaction_ends_at_the_decoded_offset(offset_msg_id: str
         return
     await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
     cmd = cap.cmd
-    assert type(cmd) is EndTransactionRequest and cmd.args[1] == expected
+    assert type(cmd) is EndTransactionRequest and cmd.commit_log_offset == expected
 
 
 class _Wire(Capture):
@@ -342,3 +346,15 @@ async def test_end_request_reused_only_when_written_at_once() -> None:
         _general_end(7 + i, 70 + i, 12, f"L{i}", 5) for i in range(2)
     ]
     assert wire.frames[-1] == _general_end(9, 90, 8, "ID9", 4)
+
+
+async def test_end_transaction_of_a_lone_surrogate_takes_the_general_path() -> None:
+    """An id that does not encode (a lone surrogate) is no template's: the general path has it,
+    with what that path does of it."""
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    for ids in (("\ud800", "\ud800"), ("AB12", "\udfff")):
+        end = api.end_transaction("a:1", "PG", 1, 2, 8, *ids)
+        assert end is not None  # not written at once: the general path's coroutine
+        await end
+        assert type(cap.cmd) is not EndTransactionRequest
