@@ -82,8 +82,9 @@ async def send_in_transaction(
     except Exception:
         logger.exception("local transaction of %s raised; state UNKNOW", result.msg_id)
         state = TransactionState.UNKNOW
-    # END_TRANSACTION (oneway), written here (no function of its own: one frame less per
-    # transaction); a bad msgId or a broker still unknown raises
+    # END_TRANSACTION (oneway), sent from here (no function of its own: one frame less per
+    # transaction; with the connection open it joins the loop turn's END write to the broker);
+    # a bad msgId or a broker still unknown raises
     oid = result.offset_msg_id
     # commit_log_offset's IPv4 case inlined (a frame less per transaction); else through it:
     # 32 digits that are not 16 bytes of hex (whitespace fromhex skips) fail the unpack
@@ -108,7 +109,7 @@ async def send_in_transaction(
         msg_id,
         result.transaction_id or msg_id,
     )
-    if end is not None:  # None: written already
+    if end is not None:  # None: queued for the turn's END write
         await end
     return result, state
 
