@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -361,15 +361,10 @@ class Producer(AsyncClient):
         return list((await self._sender.publish_info(topic)).message_queues)
 
     # ------------------------------------------------------------------------ transactions
-    def send_in_transaction(
-        self,
-        msg: Message,
-        execute_local: Callable[[Message, SendResult], Awaitable[transaction.TransactionState]],
-    ) -> Coroutine[Any, Any, tuple[SendResult, transaction.TransactionState]]:
-        """Send a half message, run ``execute_local``, then commit or roll back (END_TRANSACTION).
-
-        A coroutine (the transaction module's, with no frame of this method in between)."""
-        return transaction.send_in_transaction(self, msg, execute_local)
+    #: ``send_in_transaction(msg, execute_local)``: send a half message, run ``execute_local``,
+    #: then commit or roll back (END_TRANSACTION). The transaction module's coroutine function
+    #: itself as the method (the producer its first argument): no frame of a method in between.
+    send_in_transaction = transaction.send_in_transaction
 
     def send_half(self, msg: Message) -> Coroutine[Any, Any, SendResult]:
         """:meth:`send` of ``msg`` as a transactional half (``TRAN_MSG``, ``PGROUP``).

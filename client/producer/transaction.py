@@ -61,6 +61,13 @@ async def send_in_transaction(
     msg: Message,
     execute_local: Callable[[Message, SendResult], Awaitable[TransactionState]],
 ) -> tuple[SendResult, TransactionState]:
+    """Send ``msg`` as a half message, run ``execute_local``, then commit or roll back
+    (END_TRANSACTION); ``Producer.send_in_transaction`` is this function.
+
+    Raises:
+        MessageValidationError: a delayed message (and the send's own errors).
+        BrokerNotFoundError: the half's broker is no longer known for END_TRANSACTION.
+    """
     if msg.delay_level:
         raise MessageValidationError("transactional messages cannot be delayed")
     result = await producer.send_half(msg)
@@ -75,15 +82,19 @@ async def send_in_transaction(
     except Exception:
         logger.exception("local transaction of %s raised; state UNKNOW", result.msg_id)
         state = TransactionState.UNKNOW
-    # END_TRANSACTION (oneway), written here (no function of its own: one frame less per
-    # transaction); a bad msgId or a broker still unknown raises
+    # END_TRANSACTION (oneway), sent from here (no function of its own: one frame less per
+    # transaction; with the connection open it joins the loop turn's END write to the broker);
+    # a bad msgId or a broker still unknown raises
     oid = result.offset_msg_id
-    # commit_log_offset's IPv4 case inlined (a frame less per transaction); else through it
-    try:
-        raw = _fromhex(oid) if len(oid) == 32 else b""
-    except ValueError:
-        raw = b""
-    offset = _OFFSET(raw)[0] if len(raw) == 16 else commit_log_offset(oid)
+    # commit_log_offset's IPv4 case inlined (a frame less per transaction); else through it:
+    # 32 digits that are not 16 bytes of hex (whitespace fromhex skips) fail the unpack
+    if len(oid) == 32:
+        try:
+            offset = _OFFSET(_fromhex(oid))[0]
+        except (ValueError, struct.error):
+            offset = commit_log_offset(oid)
+    else:
+        offset = commit_log_offset(oid)
     if addr is None:
         addr = instance.find_broker_addr_in_publish(broker)
         if addr is None:
@@ -98,7 +109,7 @@ async def send_in_transaction(
         msg_id,
         result.transaction_id or msg_id,
     )
-    if end is not None:  # None: written already
+    if end is not None:  # None: queued for the turn's END write
         await end
     return result, state
 

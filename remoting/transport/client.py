@@ -217,11 +217,21 @@ class RemotingClient:
             hook.after_response(addr, request, response)
         return response
 
-    def oneway_now(self, addr: str, request: RemotingCommand) -> bool:
+    def writable(self, addr: str) -> bool:
+        """Whether :meth:`oneway_now` would write to ``addr`` now: an open connection, no RPC
+        hooks."""
+        conn = self._conns.get(addr)
+        return not (
+            conn is None or self.hooks or (transport := conn.transport) is None or transport.is_closing()
+        )
+
+    def oneway_now(self, addr: str, request: RemotingCommand, frames: int = 1) -> bool:
         """:meth:`invoke_oneway` without a coroutine when the connection is open and no RPC
-        hooks run (a producer's END_TRANSACTION per transaction); False: nothing was written,
+        hooks run (a producer's END_TRANSACTIONs of a loop turn); False: nothing was written,
         call :meth:`invoke_oneway`. True: the frame was encoded before the return and nothing
-        keeps ``request`` (the caller may reuse it).
+        keeps ``request`` (the caller may reuse it). ``frames``: how many frames ``request``
+        encodes, the first with ``request.opaque``, each next one with the next opaque (they
+        are taken from the client's sequence).
 
         Raises:
             RemotingConnectError: the connection is closed.
@@ -230,11 +240,17 @@ class RemotingClient:
         # (inline of RemotingConnection.is_active: a property is called from C, a frame of its own)
         if conn is None or self.hooks or (transport := conn.transport) is None or transport.is_closing():
             return False
-        self._opaque = request.opaque = (self._opaque + 1) & 0x7FFFFFFF
-        for before in self.before_hooks:
-            before(addr, request)
-        # (inline of RemotingConnection.oneway: one Python frame less per END_TRANSACTION)
-        request.flag |= _RPC_ONEWAY
+        opaque = self._opaque
+        request.opaque = (opaque + 1) & 0x7FFFFFFF
+        self._opaque = (opaque + frames) & 0x7FFFFFFF
+        if self.before_hooks:  # (no iterator made for an empty list)
+            for before in self.before_hooks:
+                before(addr, request)
+        # (inline of RemotingConnection.oneway: one Python frame less per END_TRANSACTION); a
+        # request with the bit alone (a reused END_TRANSACTION's) is not or-ed again (an int
+        # compare, not a bitwise op of two ints in C)
+        if request.flag != _RPC_ONEWAY:
+            request.flag |= _RPC_ONEWAY
         conn.send(request)
         return True
 

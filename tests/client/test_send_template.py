@@ -27,7 +27,10 @@ class Capture:
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         self.cmd = cmd
 
-    def oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+    def writable(self, addr: str) -> bool:
+        return True
+
+    def oneway_now(self, addr: str, cmd: RemotingCommand, frames: int = 1) -> bool:
         self.cmd = cmd
         return True
 

@@ -4,12 +4,13 @@ commit-log offset read from the msgId's tail) are byte-identical to the general 
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
 
 from pocketmq.client import Message, MessageQueue
-from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, end_template
+from pocketmq.client.api import LANGUAGE, EndTransactionRequest, MQClientAPI, end_template, end_templates
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import MessageValidationError
 from pocketmq.client.message import SendResult, SendStatus
@@ -84,7 +85,11 @@ def test_other_shapes_take_the_general_path() -> None:
 @pytest.mark.parametrize("group", GROUPS)
 @pytest.mark.parametrize(
     ("msg_id", "tx_id"),
-    [("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None)],
+    [
+        ("7F000001ABCD00000000000000010002", None), ("AB12", "tx42"), ("ü1", 'q"uote'), ("a b", None),
+        # letters outside ASCII (their UTF-8 bytes are no ASCII letters): the general path
+        ("ÄB", None), ("AB12", "tx\u00b2"), ("", None),
+    ],  # fmt: skip
 )
 @pytest.mark.parametrize(
     ("queue_offset", "offset", "state"),
@@ -98,9 +103,11 @@ async def test_end_transaction_is_the_general_header(
     end = api.end_transaction("a:1", group, queue_offset, offset, state, msg_id, tx_id or msg_id)
     # a state of no template (4) takes the general path too
     templated = all(i.isascii() and i.isalnum() for i in (msg_id, tx_id or msg_id)) and state != 4
-    assert (end is None) is templated  # the template's is written at once (oneway_now)
+    assert (end is None) is templated  # the template's is queued for the turn's END write
     if end is not None:
         await end
+    else:
+        await asyncio.sleep(0)  # the turn's END write (oneway_now)
     cmd = cap.cmd
     assert (type(cmd) is EndTransactionRequest) is templated
     cmd.opaque = 4711
@@ -212,33 +219,42 @@ def test_prepare_half_is_prepare_with_the_properties(group: str, tags: str | Non
     assert bad.prepare_half(msg) is None
 
 
-def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_end_prefix_cache_keeps_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The END frame's prefix comes from a cache by header length, bounded: headers of many
     lengths (offsets and opaques of 1..19 digits), before and past the bound, encode as the
     general path's."""
     import pocketmq.client.api as api_mod
 
-    monkeypatch.setattr(api_mod, "_END_PREFIXES", {})
-    monkeypatch.setattr(api_mod, "_END_PREFIXES_MAX", 5)
+    def general(value: int) -> RemotingCommand:
+        header = EndTransactionRequestHeader(
+            producer_group="PG", tran_state_table_offset=value, commit_log_offset=value,
+            commit_or_rollback=8, from_transaction_check=False, msg_id="AB12", transaction_id="AB12",
+        )  # fmt: skip
+        cmd = RemotingCommand.request(
+            RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
+        )
+        cmd.opaque = value & 0x7FFFFFFF
+        return cmd
+
+    # bounded at the header of 10-digit values: the shorter ones cached, the longer packed
+    bound = len(general(int("9" * 10)).encode_header()) - 8
+    prefixes: list[bytes | None] = [None] * bound
+    monkeypatch.setattr(api_mod, "_END_PREFIXES", prefixes)
     cap = Capture()
     api = MQClientAPI(as_any(cap), ["ns:1"])
     for rnd in range(2):  # the second round: lengths from the cache, or packed past its bound
         for digits in range(1, 20):
             value = int("9" * digits)
-            api.end_transaction("a:1", "PG", value, value, 8, "AB12", "AB12")
+            assert api.end_transaction("a:1", "PG", value, value, 8, "AB12", "AB12") is None
+            await asyncio.sleep(0)  # the turn's END write
             cmd = cap.cmd
             assert type(cmd) is EndTransactionRequest
             cmd.opaque = value & 0x7FFFFFFF
-            header = EndTransactionRequestHeader(
-                producer_group="PG", tran_state_table_offset=value, commit_log_offset=value,
-                commit_or_rollback=8, from_transaction_check=False, msg_id="AB12", transaction_id="AB12",
-            )  # fmt: skip
-            general = RemotingCommand.request(
-                RequestCode.END_TRANSACTION, header.to_ext_fields(), language=LANGUAGE, oneway=True
-            )
-            general.opaque = cmd.opaque
-            assert cmd.encode() == general.encode(), (rnd, digits)
-    assert len(api_mod._END_PREFIXES) == 5
+            expected = general(value)
+            assert cmd.encode() == expected.encode(), (rnd, digits)
+            hlen = len(expected.encode_header()) - 8
+            assert hlen >= bound or prefixes[hlen] == expected.encode_header()[:8], (rnd, digits)
+    assert 0 < sum(p is not None for p in prefixes) < 19  # both kinds were met
 
 
 @pytest.mark.parametrize(
@@ -276,23 +292,30 @@ async def test_send_in_transaction_ends_at_the_decoded_offset(offset_msg_id: str
             await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
         return
     await send_in_transaction(as_any(producer), Message("T", b"x"), commit)
+    await asyncio.sleep(0)  # the turn's END write
     cmd = cap.cmd
-    assert type(cmd) is EndTransactionRequest and cmd.args[1] == expected
+    assert type(cmd) is EndTransactionRequest and [item[2] for item in cmd.items] == [expected]
 
 
 class _Wire(Capture):
-    """A remoting stand-in that encodes what oneway_now is given at once (as the transport's
-    does) while ``open``, else refuses it; invoke_oneway keeps the request, encoded later."""
+    """A remoting stand-in that encodes what oneway_now is given at once while ``open`` (taking
+    ``frames`` opaques from its sequence, as the transport's does), else refuses it;
+    invoke_oneway keeps the request, encoded later."""
 
     def __init__(self) -> None:
         self.open = True
-        self.frames: list[bytes] = []
+        self.opaque = 0
+        self.writes: list[bytes] = []
         self.later: list[RemotingCommand] = []
 
-    def oneway_now(self, addr: str, cmd: RemotingCommand) -> bool:
+    def writable(self, addr: str) -> bool:
+        return self.open
+
+    def oneway_now(self, addr: str, cmd: RemotingCommand, frames: int = 1) -> bool:
         if self.open:
-            cmd.opaque = len(self.frames)
-            self.frames.append(cmd.encode())
+            cmd.opaque = self.opaque + 1
+            self.opaque += frames
+            self.writes.append(cmd.encode())
         return self.open
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
@@ -311,26 +334,59 @@ def _general_end(queue_offset: int, offset: int, state: int, msg_id: str, opaque
     return general.encode()
 
 
-async def test_end_request_reused_only_when_written_at_once() -> None:
-    """END_TRANSACTION's request object is reused for what oneway_now writes at once (each frame
-    its own values); one handed to invoke_oneway (not connected yet) is a request of its own,
-    left as it was by the ENDs after it."""
+async def test_ends_of_a_loop_turn_go_in_one_write() -> None:
+    """A loop turn's ENDs to a broker are written together when the loop gets to the turn's
+    callbacks: one oneway_now of their frames, each the general path's with the next opaque;
+    with no open connection an END is a request of its own, awaited; ENDs whose connection
+    closed before the turn's write go each through invoke_oneway."""
     wire = _Wire()
     api = MQClientAPI(as_any(wire), ["ns:1"])
-    for i, state in enumerate((8, 12, 0, 8)):
+    states = (8, 12, 0, 8)
+    for i, state in enumerate(states):
         assert api.end_transaction("a:1", "PG", i, 10 * i, state, f"ID{i}", f"ID{i}") is None
-    assert wire.frames == [_general_end(i, 10 * i, s, f"ID{i}", i) for i, s in enumerate((8, 12, 0, 8))]
-    wire.open = False
-    pending = [api.end_transaction("a:1", "PG", 7 + i, 70 + i, 12, f"L{i}", f"L{i}") for i in range(2)]
+    assert wire.writes == []  # not before the turn's end
+    await asyncio.sleep(0)
+    assert wire.writes == [b"".join(_general_end(i, 10 * i, s, f"ID{i}", i + 1) for i, s in enumerate(states))]
+    assert api.end_transaction("a:1", "PG", 5, 50, 12, "ID5", "ID5") is None  # the next turn's
+    await asyncio.sleep(0)
+    assert wire.writes[1:] == [_general_end(5, 50, 12, "ID5", 5)]
+    wire.open = False  # not connected: awaited, a request of its own
+    end = api.end_transaction("a:1", "PG", 6, 60, 8, "L6", "L6")
+    assert end is not None
+    await end
+    # queued while open, closed before the turn's write: each through invoke_oneway
     wire.open = True
-    assert api.end_transaction("a:1", "PG", 9, 90, 8, "ID9", "ID9") is None
-    for end in pending:
-        assert end is not None
+    for i in (7, 8):
+        assert api.end_transaction("a:1", "PG", i, 10 * i, 12, f"L{i}", f"L{i}") is None
+    wire.open = False
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert len(wire.writes) == 2 and len(wire.later) == 3
+    for cmd in wire.later:
+        cmd.opaque = 9
+    assert [cmd.encode() for cmd in wire.later] == [
+        _general_end(6, 60, 8, "L6", 9), _general_end(7, 70, 12, "L7", 9), _general_end(8, 80, 12, "L8", 9)
+    ]  # fmt: skip
+
+
+def test_end_frames_opaques_wrap_as_the_sequence() -> None:
+    """The frames of one request take consecutive opaques, past 0x7FFFFFFF from 0, as the
+    client's sequence does."""
+    api = MQClientAPI(as_any(Capture()), ["ns:1"])
+    tpl = api._end_templates["PG"] = end_templates("PG")
+    cmd = EndTransactionRequest.__new__(EndTransactionRequest)
+    cmd.flag, cmd.opaque = 2, 0x7FFFFFFF
+    cmd.items = [(tpl[8], i, i, "ID", "ID") for i in range(2)]
+    assert cmd.encode() == _general_end(0, 0, 8, "ID", 0x7FFFFFFF) + _general_end(1, 1, 8, "ID", 0)
+
+
+async def test_end_transaction_of_a_lone_surrogate_takes_the_general_path() -> None:
+    """An id that does not encode (a lone surrogate) is no template's: the general path has it,
+    with what that path does of it."""
+    cap = Capture()
+    api = MQClientAPI(as_any(cap), ["ns:1"])
+    for ids in (("\ud800", "\ud800"), ("AB12", "\udfff")):
+        end = api.end_transaction("a:1", "PG", 1, 2, 8, *ids)
+        assert end is not None  # not written at once: the general path's coroutine
         await end
-    first, second = wire.later
-    assert first is not second and api._end_request not in (first, second)
-    first.opaque = second.opaque = 5
-    assert [first.encode(), second.encode()] == [
-        _general_end(7 + i, 70 + i, 12, f"L{i}", 5) for i in range(2)
-    ]
-    assert wire.frames[-1] == _general_end(9, 90, 8, "ID9", 4)
+        assert type(cap.cmd) is not EndTransactionRequest

@@ -179,9 +179,17 @@ async def test_oneway_now_writes_on_an_open_connection_only(server: RemotingServ
     assert client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "1"}))
     await wait_until(lambda: held)
     assert [(req.ext("n"), req.flag & RPC_ONEWAY) for _, req in held] == [("1", RPC_ONEWAY)]
+    # a request of three frames takes three opaques: the next request has the one after them
+    first = held[0][1].opaque
+    assert client.writable(target)
+    assert client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "2"}), frames=3)
+    assert client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "3"}))
+    await wait_until(lambda: len(held) == 3)
+    assert [(req.ext("n"), req.opaque) for _, req in held[1:]] == [("2", first + 1), ("3", first + 4)]
     assert conn.transport is not None
     conn.transport.close()
-    assert not client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "2"}))
+    assert not client.writable(target)
+    assert not client.oneway_now(target, RemotingCommand.request(HOLD, {"n": "4"}))
 
 
 async def test_rpc_hooks_see_requests_and_replies() -> None:
