@@ -14,7 +14,8 @@ Committed copies: END_TRANSACTION's copy of a half is stored with the half's pro
 object itself and its ``preparedTransactionOffset`` is the half's CommitLog offset, so the
 half's tagsCode, UNIQ_KEY and KEYS, parsed when the half was dispatched (the dispatcher's
 ``carried``, keyed by that offset), are the copy's: it is not parsed again (~2k instructions
-fewer per transaction; only the index hashes, of its own topic, are computed). The identity check keeps anything else
+fewer per transaction; only the index hashes, of its own topic, are computed, from the UNIQ_KEY
+head and tail the half's dispatch sliced). The identity check keeps anything else
 -- a copy read back and re-encoded, an entry from an earlier store -- on the parse.
 """
 
@@ -57,8 +58,10 @@ _HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
 _pack_unit = CQ_UNIT.pack_into
 
 #: a half's dispatch parse as its committed copy takes it (module docstring): the half's
-#: properties string, tagsCode, UNIQ_KEY and KEYS
-Carried = tuple[str, int, str | None, str | None]
+#: properties string, tagsCode, UNIQ_KEY, KEYS, and UNIQ_KEY's head and tail (the two parts of
+#: its index hash, ``index.hash``: the copy hashes them under its own topic, with no slice
+#: made and no string hashed again)
+Carried = tuple[str, int, str | None, str | None, str, str]
 #: ``ReputState.carried`` entries at most: halves whose copy never comes here (rolled back,
 #: committed from a read back, never resolved) are dropped all at once past it (a copy
 #: follows its half by one END_TRANSACTION's round trip, a few thousand records at most)
@@ -158,7 +161,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                     if _prepared and (got := carried.pop(_prepared, None)) is not None and got[0] is props:
                         # a committed copy: its half's properties object, parsed at the half's
                         # dispatch (module docstring, "Committed copies")
-                        _, tags_code, key, keys = got
+                        _, tags_code, key, keys, head, tail = got
                     else:
                         s = f"\x02{props}\x02"
                         # inline of dispatch.props_fields.dispatch_fields (tagsCode); ``partition``
@@ -178,10 +181,16 @@ def reput_appended(d: ReputState, budget: int) -> int:
                             keys = (
                                 s.partition(KEYS_NEEDLE)[2].partition("\x02")[0] if KEYS_NEEDLE in s else None
                             )
+                            # (its index hash's parts, made here so that a half's copy has them)
+                            if key:
+                                head = key[:-2]
+                                tail = key[-2:]
+                            else:
+                                head = tail = ""
                             if halves:
                                 if len(carried) >= CARRIED_MAX:
                                     carried.clear()
-                                carried[phy] = (props, tags_code, key, keys)
+                                carried[phy] = (props, tags_code, key, keys, head, tail)
                     if topic == SCHEDULE_TOPIC:
                         tags_code = deliver_time(props, ts, d.delay_levels, tags_code)
                     if indexed and tx != _ROLLBACK:
@@ -189,9 +198,8 @@ def reput_appended(d: ReputState, budget: int) -> int:
                         if key:
                             # inline of index.hash.topic_key_hash (a 1-char key misses). A miss
                             # (a new millisecond: at one send in flight, every record) is found
-                            # by ``in``, not a raised KeyError (~1k instructions more per miss)
-                            head = key[:-2]
-                            tail = key[-2:]
+                            # by ``in``, not a raised KeyError (~1k instructions more per miss);
+                            # ``head`` and ``tail``: key[:-2] and key[-2:], from the parse
                             if len(key) >= 2 and head in heads and tail in tails:
                                 u = (heads[head] + tails[tail]) & 0xFFFFFFFF
                                 add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)

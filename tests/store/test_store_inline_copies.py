@@ -414,14 +414,17 @@ def test_encode_bodies_offsets_near_2_to_the_32_encode_as_encode_items(phy, qoff
 
 
 @pytest.mark.parametrize("where", ["same segment", "older segment"])
-@pytest.mark.parametrize(("born", "store"), HOSTS)
+@pytest.mark.parametrize(("born", "store"), [*HOSTS, ((b"\x0b\x01\x02\x03", 4242), V4)])
 def test_put_run_copies_encode_as_encode_message(where, born, store, tmp_path):
     """``put_run``'s ``copies`` (END_TRANSACTION's committed copies of halves ``put_message``
     stored) are the records ``encode_message`` makes of the copy: the half's body, flag,
     properties, hosts, born time and reconsume times, the real topic and queue, sysFlag's
     transaction type COMMIT, PREPARED_TRANSACTION_OFFSET the half's offset. A half in the
     current segment gives its magic code and body CRC bytes; one in an older segment has them
-    computed (short and long bodies: both CRC functions). IPv6 hosts: refused, nothing written."""
+    computed (short and long bodies: both CRC functions); the born and store hosts of a half
+    in the current segment are its record's bytes (distinct hosts and ports, reconsume times
+    and born times: a field read from the wrong place differs). IPv6 hosts: refused, nothing
+    written."""
     clock = FakeClock()
     s = MessageStore(tiny_config(str(tmp_path)), clock=clock)
     s.load()
@@ -446,7 +449,7 @@ def test_put_run_copies_encode_as_encode_message(where, born, store, tmp_path):
         ]
         start = s.get_max_phy_offset()
         entries = s.put_run((), copies=copies)  # type: ignore[arg-type]
-        if (born, store) != (V4, V4):
+        if len(born[0]) != 4 or len(store[0]) != 4:
             assert entries is None and s.get_max_phy_offset() == start
             return
         assert entries is not None and len(entries) == len(copies)

@@ -90,7 +90,7 @@ def contents(store: MessageStore, topics: list[str]) -> tuple[Any, ...]:
     found = {
         (topic, key): sorted(store.query_message(topic, key, 64, 0, 2**62).messages)
         for topic in topics
-        for key in ("k1", "x3", "U0", "U5")
+        for key in ("k1", "x3", "U0", "U5", "7F0000010A6B18B4AAC2000000010001", "Z")
     }
     return store.get_commit_log_data(0, end), units, found
 
@@ -261,18 +261,19 @@ def test_the_oneway_fast_read_agrees_with_the_header_parser(tmp_path) -> None:
         assert asyncio.run(check(broker)) > 1000
 
 
+@pytest.mark.parametrize("uniq", ["U5", "7F0000010A6B18B4AAC2000000010001", "Z"])
 @pytest.mark.parametrize("index_enable", [True, False])
-def test_a_copy_dispatched_with_its_halfs_parse_matches_a_parsed_one(tmp_path, index_enable: bool) -> None:
+def test_a_copy_dispatched_with_its_halfs_parse_matches_a_parsed_one(tmp_path, index_enable: bool, uniq: str) -> None:
     """A committed copy carrying its half's properties object takes the half's parse (the
-    dispatcher's ``carried``, ``dispatch.appended``): the same ConsumeQueue units and index
-    answers as a copy whose equal properties are parsed (the half's index keys under the
-    copy's own topic)."""
+    dispatcher's ``carried``, ``dispatch.appended``, with its UNIQ_KEY's head and tail): the
+    same ConsumeQueue units and index answers as a copy whose equal properties are parsed (the
+    half's index keys under the copy's own topic; UNIQ_KEYs of 2, 32 and 1 characters)."""
     got = []
     for carried in (True, False):
         store = store_at(tmp_path / str(carried))
         store.dispatcher.index_enable = index_enable
         try:
-            props = "".join(["TAGS\x01t1\x02KEYS\x01k1 x3\x02UNIQ_KEY\x01U5"])
+            props = "".join(["TAGS\x01t1\x02KEYS\x01k1 x3\x02UNIQ_KEY\x01", uniq])
             half = MessageInner(RMQ_SYS_TRANS_HALF_TOPIC, b"h", 0, 0, props, 0, 5, HOST, HOST)
             # (not at offset 0: a preparedTransactionOffset of 0 names no half)
             assert store.put_message(MessageInner("TxA", b"f", 0, 0, "", 0, 5, HOST, HOST)).append
@@ -280,7 +281,7 @@ def test_a_copy_dispatched_with_its_halfs_parse_matches_a_parsed_one(tmp_path, i
             assert at is not None
             store.do_reput()  # the half dispatched (parsed) first, as END_TRANSACTION comes later
             assert (store.dispatcher.carried.get(at.wrote_offset, ("",))[0] is props) == index_enable
-            copy_props = props if carried else "".join(["TAGS\x01t1\x02KEYS\x01k1 x3\x02", "UNIQ_KEY\x01U5"])
+            copy_props = props if carried else "".join(["TAGS\x01t1\x02KEYS\x01k1 x3\x02", "UNIQ_KEY\x01", uniq])
             copy = MessageInner("TxA", b"h", 1, 0, copy_props, 8, 5, HOST, HOST, 0, at.wrote_offset)
             assert store.put_run([copy])
             data, units, found = contents(store, ["TxA", RMQ_SYS_TRANS_HALF_TOPIC])
@@ -291,4 +292,4 @@ def test_a_copy_dispatched_with_its_halfs_parse_matches_a_parsed_one(tmp_path, i
     assert got[0] == got[1]
     units, found = got[0]
     assert units["TxA", 1] is not None and len(units["TxA", 1]) == 1
-    assert bool(found["TxA", "U5"]) == index_enable and bool(found["TxA", "x3"]) == index_enable
+    assert bool(found["TxA", uniq]) == index_enable and bool(found["TxA", "x3"]) == index_enable
