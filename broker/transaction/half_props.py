@@ -9,7 +9,7 @@ per prepare this is one call of the shape's plan, generated once: one match of i
 (which splits the values out) and one f-string of the half's entries; the ``PGROUP`` and
 ``TRAN_PREPARED_QUEUE_OFFSET`` values END_TRANSACTION and the recent table need come from the
 same match (their places are part of the shape), and so do the ``TRAN_MSG`` and ``WAIT`` values
-the send processor's half branch checks (``send.SendMessageProcessor._send_half``). A send that
+the send processor's half branch checks (``send.SendMessageProcessor.process``). A send that
 differs from the shape's last matched one only in its ``UNIQ_KEY`` value (one producer's sends,
 mostly) skips the match: the plan's repeat (``_compile``).
 
