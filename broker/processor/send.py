@@ -232,10 +232,72 @@ class SendMessageProcessor:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
         sent = header.properties or ""
         tran = TRAN_KEY in sent
-        if tran and self.transactions is not None:  # a half: its fast path (_send_half)
-            half = self._send_half(conn, request, header, s, tc, body, queue_id, sent)
-            if half is not None:
-                return self._durable(half)
+        topic = header.topic  # (checked: not blank)
+        if (
+            tran
+            and self.transactions is not None
+            and DELAY_KEY not in sent
+            and len(body) <= s.max_body_fast
+            and len(sent) <= s.half_fast_max_props
+            and not (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX))
+            and tc.topic_filter_type is not _MULTI_TAG
+        ):
+            # A half's fast path (its own put, no stored-properties step): the half's
+            # properties come from the request's (half_props.sent_half_properties, whose split
+            # also gives the sender's TRAN_MSG and WAIT); None: the general path decides (the
+            # same checks and outcome). Taken only where that path's checks cannot fail and
+            # change nothing: no DELAY (no schedule rewrite, no delayed retry), not a %RETRY% or
+            # MULTI_TAG topic (no DLQ rewrite or sysFlag change), a body under max_body_fast
+            # and properties whose stored string (the request's minus WAIT, plus CLUSTER)
+            # cannot pass MAX_PROPERTIES_LENGTH characters, which is what the general path
+            # checks first. (The last shape's plan first: one call less than
+            # sent_half_properties, which tries it.)
+            planned = LAST_PLAN[0](sent, s.cluster, topic, queue_id) or sent_half_properties(
+                sent, s.cluster, topic, queue_id
+            )
+            tran_value = None if planned is None else planned[3]
+            if planned is not None and (
+                tran_value == "true" or (tran_value and tran_value.lower() == "true")
+            ):
+                if s.reject_transaction:  # (s is renewed with the config: _settings)
+                    raise NoPermissionError(
+                        f"the broker[{s.cfg.broker_ip1}] sending transaction message is forbidden"
+                    )
+                # the half itself (what put_half makes of the sent message), every slot filled
+                # directly as below: its topic and queue, sysFlag without the transaction bits
+                inner = _new(MessageInner)
+                inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
+                inner.body = body
+                inner.queue_id = 0
+                inner.flag = header.flag
+                inner.properties = planned[0]
+                inner.sys_flag = header.sys_flag & ~TRANSACTION_ROLLBACK_TYPE  # (| TRANSACTION_NOT_TYPE: 0)
+                inner.born_timestamp = header.born_timestamp
+                try:  # (cached on the connection; a subscript, no method call)
+                    inner.born_host = conn.attrs["born_host"]
+                except KeyError:
+                    inner.born_host = born_host_of(conn)
+                inner.store_host = self.state.store_host
+                inner.reconsume_times = header.reconsume_times or 0
+                inner.prepared_transaction_offset = 0
+                inner.tags_code = 0
+                # (store_half waits when the sender does and the flush or replication policy
+                # does: the policy is s.policy_waits, so a send under ASYNC_FLUSH skips the config
+                # reads)
+                sent_wait = planned[4]
+                waits = s.policy_waits and (sent_wait is None or sent_wait.lower() == "true")
+                result = self.transactions.store_half(inner, planned, waits, topic, queue_id)
+                half: RemotingCommand | Awaitable[RemotingCommand]
+                if result.__class__ is PutResult:  # (else an awaitable; no isinstance call)
+                    half = self._reply(request, result, queue_id, topic)
+                else:
+                    half = self._reply_after(request, result, queue_id, topic)
+                # (inline of _durable: steady state, no topic waits)
+                return (
+                    half
+                    if self.topics.durable is None
+                    else reply_when_durable(half, self.topics, self.groups)
+                )
         if sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
             # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
             # stored_properties returns for it, without the call
@@ -272,7 +334,6 @@ class SendMessageProcessor:
         inner.reconsume_times = header.reconsume_times or 0
         inner.prepared_transaction_offset = 0
         inner.tags_code = 0
-        topic = header.topic  # (checked: not blank)
         if (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) or tc.topic_filter_type is _MULTI_TAG:  # fmt: skip
             self._retry_and_dlq(request, header, inner, tc)
         if delayed and self.schedule is not None:
@@ -354,73 +415,6 @@ class SendMessageProcessor:
         if tc.topic_filter_type == _MULTI_TAG:
             inner.sys_flag |= MULTI_TAGS_FLAG
         return tc
-
-    def _send_half(
-        self,
-        conn: RemotingConnection,
-        request: RemotingCommand,
-        header: SendMessageRequestHeader,
-        s: SendSettings,
-        tc: TopicConfig,
-        body: bytes,
-        queue_id: int,
-        sent: str,
-    ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
-        """A half message stored without the stored-properties step (the half's properties come
-        from the request's: ``half_props.sent_half_properties``, whose split also gives the
-        sender's ``TRAN_MSG`` and ``WAIT``); None: the general path decides (the same checks and
-        outcome). Taken only where that path's checks cannot fail and change nothing: no
-        ``DELAY`` (no schedule rewrite, no delayed retry), not a ``%RETRY%`` or MULTI_TAG topic
-        (no DLQ rewrite or sysFlag change), a body under ``max_body_fast`` and properties whose
-        stored string (the request's minus ``WAIT``, plus ``CLUSTER``) cannot pass
-        ``MAX_PROPERTIES_LENGTH`` characters, which is what the general path checks first."""
-        topic = header.topic  # (checked: not blank)
-        if (
-            DELAY_KEY in sent
-            or len(body) > s.max_body_fast
-            or len(sent) > s.half_fast_max_props
-            or (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX))
-            or tc.topic_filter_type is _MULTI_TAG
-        ):
-            return None
-        # (the last shape's plan first: one call less than sent_half_properties, which tries it)
-        planned = LAST_PLAN[0](sent, s.cluster, topic, queue_id) or sent_half_properties(
-            sent, s.cluster, topic, queue_id
-        )
-        if planned is None:
-            return None
-        tran, wait = planned[3], planned[4]
-        if tran != "true" and (tran is None or tran.lower() != "true"):
-            return None  # (stored as a plain message by the general path)
-        if s.reject_transaction:  # (s is renewed with the config: _settings)
-            raise NoPermissionError(
-                f"the broker[{s.cfg.broker_ip1}] sending transaction message is forbidden"
-            )
-        # the half itself (what put_half makes of the sent message), every slot filled directly
-        # as _send_single does: its topic and queue, sysFlag without the transaction bits
-        inner = _new(MessageInner)
-        inner.topic = RMQ_SYS_TRANS_HALF_TOPIC
-        inner.body = body
-        inner.queue_id = 0
-        inner.flag = header.flag
-        inner.properties = planned[0]
-        inner.sys_flag = header.sys_flag & ~TRANSACTION_ROLLBACK_TYPE  # (| TRANSACTION_NOT_TYPE: 0)
-        inner.born_timestamp = header.born_timestamp
-        try:  # (cached on the connection; a subscript, no method call)
-            inner.born_host = conn.attrs["born_host"]
-        except KeyError:
-            inner.born_host = born_host_of(conn)
-        inner.store_host = self.state.store_host
-        inner.reconsume_times = header.reconsume_times or 0
-        inner.prepared_transaction_offset = 0
-        inner.tags_code = 0
-        # (store_half waits when the sender does and the flush or replication policy does: the
-        # policy is s.policy_waits, so a send under ASYNC_FLUSH skips the config reads)
-        waits = s.policy_waits and (wait is None or wait.lower() == "true")
-        result = self.transactions.store_half(inner, planned, waits, topic, queue_id)
-        if result.__class__ is PutResult:  # (else an awaitable; no isinstance call)
-            return self._reply(request, result, queue_id, topic)
-        return self._reply_after(request, result, queue_id, topic)
 
     def _prepare_transaction(
         self,

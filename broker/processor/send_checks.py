@@ -116,7 +116,7 @@ class SendSettings:
         #: whether that tail holds a DELAY / TRAN_MSG key (a cluster name may hold anything)
         self.tail_delay = DELAY_KEY in self.cluster_tail
         self.tail_tran = TRAN_KEY in self.cluster_tail
-        #: the send processor's half branch (``send._send_half``) takes request properties up to
+        #: the send processor's half branch (``send.SendMessageProcessor.process``) takes request properties up to
         #: this long: their stored string (minus WAIT, plus the tail) then has at most
         #: MAX_PROPERTIES_LENGTH characters, so the general path's length check cannot refuse it
         self.half_fast_max_props = MAX_PROPERTIES_LENGTH - len(self.cluster_tail)

@@ -13,7 +13,7 @@
   hot path).
 
 END_TRANSACTION is served by :mod:`pocketmq.broker.processor.end_transaction`; the prepare hook
-is in the send processor: its half branch (``_send_half``: ``sent_half_properties``, the half
+is in the send processor: its half branch (in ``process``: ``sent_half_properties``, the half
 built in place, then ``transactions.store_half``, without the send's stored-properties step) takes a producer's usual
 half; the general path (stored properties, then the same two calls, or
 ``transactions.prepare_message`` for what ``sent_half_properties`` declines) takes the rest. User documentation:

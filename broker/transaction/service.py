@@ -471,7 +471,6 @@ class TransactionalMessageService:
         """:meth:`put_half` of ``inner`` already made the half (its topic, queue, sysFlag and
         properties those :meth:`put_half` sets; ``real_topic`` / ``real_queue_id``: the sent
         ones), as the send processor's half branch builds it (no fields rewritten)."""
-        _, pgroup, prepared, _, _ = planned
         if RMQ_SYS_TRANS_HALF_TOPIC not in self._ready_topics:
             self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
         self.counters.prepared += 1
@@ -481,18 +480,23 @@ class TransactionalMessageService:
                 return self.store.put_message_async(inner)
         result = self.store.put_message(inner)
         append = result.append
-        size = len(inner.body)
-        if append is not None and keep and size <= MAX_BODY:
-            qoff = append.logics_offset
-            tx = qoff if prepared is None else transaction_offset(qoff, prepared)
-            recent = (inner, planned[0], qoff, tx, real_topic, real_queue_id, pgroup)
-            table = self.recent
-            entries = table.entries
-            if len(entries) < table.max_entries and table.bytes + size <= table.max_bytes:  # inline of .add
-                entries[append.wrote_offset] = recent
-                table.bytes += size
-            else:
-                table.add(append.wrote_offset, recent)
+        if append is not None and keep:
+            size = len(inner.body)
+            if size <= MAX_BODY:
+                qoff = append.logics_offset
+                prepared = planned[2]  # (subscripts: no unpacking of the five into locals)
+                recent = (
+                    inner, planned[0], qoff, qoff if prepared is None else transaction_offset(qoff, prepared),
+                    real_topic, real_queue_id, planned[1],
+                )  # fmt: skip
+                table = self.recent
+                entries = table.entries
+                held = table.bytes + size
+                if held <= table.max_bytes and len(entries) < table.max_entries:  # inline of .add
+                    entries[append.wrote_offset] = recent
+                    table.bytes = held
+                else:
+                    table.add(append.wrote_offset, recent)
         return result
 
     # ---------------------------------------------------------------------- end (37)

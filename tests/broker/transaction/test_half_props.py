@@ -108,6 +108,13 @@ def test_the_repeat_of_sends_that_differ_in_uniq_key(shape: str) -> None:
         (shape.format(u="U"), "".join(["Default", "Cluster"]), "BenchTx", 3),  # an equal cluster
         (shape.format(u="U"), "OtherCluster", "BenchTx", 3),
         (shape.format(u="U"), cluster, "Other", 5000),
+        # the repeat's check (the send equals head + value + tail rebuilt): sends of the same
+        # length as a repeated one that differ before or after the value, and cut ones
+        (shape.format(u="7F00000100" + "0" * 22).replace("PG", "PH"), cluster, "BenchTx", 1),
+        (shape.format(u="7F00000100" + "0" * 22).replace("true", "tRUE"), cluster, "BenchTx", 1),
+        (shape.format(u="7F00000100" + "0" * 22)[:-3], cluster, "BenchTx", 1),
+        (shape.format(u="7F00000100" + "0" * 22)[3:], cluster, "BenchTx", 1),
+        (shape.format(u="7F00000100" + "0" * 22)[:20], cluster, "BenchTx", 1),
     ]
     mixed = [rnd.choice(odd if rnd.random() < 0.3 else sends) for _ in range(3000)]
     for n, (sent, c, topic, qid) in enumerate(sends + mixed):
@@ -118,8 +125,14 @@ def test_the_repeat_of_sends_that_differ_in_uniq_key(shape: str) -> None:
             and "\x01\x02" not in sent
             and not sent.endswith("\x01")
             and sent.count("\x02") == shape.count("\x02")
+            and _names(sent) == _names(shape)
         ):
             assert got is not None, repr(sent)  # (the shape's first send: compiled on its second)
+
+
+def _names(sent: str) -> list[str | None]:
+    """The names of ``sent``'s entries (an entry without a separator: None, as no name)."""
+    return [entry.split("\x01")[0] if "\x01" in entry else None for entry in sent.split("\x02")]
 
 
 def test_a_new_shape_per_send_is_never_compiled() -> None:

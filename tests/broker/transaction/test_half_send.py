@@ -1,4 +1,4 @@
-"""The send processor's half branch (``SendMessageProcessor._send_half``, which skips the stored-
+"""The send processor's half branch (``SendMessageProcessor.process``'s fast path, which skips the stored-
 properties step) answers and stores exactly what the general path does, for sends it takes and
 for every send it leaves to the general path: both are run on the same requests, over the wire,
 and their replies and stored records compared field by field."""
@@ -41,7 +41,7 @@ CASES = [
 def general_only(broker: BrokerController) -> None:
     """The processor's half branch declines every send: the general path takes them all."""
     processor: Any = broker.send_processor
-    processor._send_half = lambda *args: None
+    processor._s.half_fast_max_props = -1  # (every request's properties are longer)
 
 
 async def outcome(broker: BrokerController, wire: Wire, topic: str, props: str, **header: str) -> tuple[Any, ...]:
