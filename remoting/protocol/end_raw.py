@@ -22,7 +22,11 @@ offsets by ``int()``, digits only; the opaque digits with no leading zero, fewer
 Anything else -- another length or layout, a value that needs escaping, a header the typed
 decode refuses, a frame alone in its read (``frame._json_command``) -- takes the typed decode
 (:func:`end_typed`) or the general path, as before. One shape per header length (bounded):
-headers of one producer change length only when a value gains a digit.
+headers of one producer change length only when a value gains a digit. Producers whose headers
+have the same length but not the same constant parts (two groups with names of one length) would
+otherwise take the length's shape from each other at every END (the loser's END a failed shape
+read, the typed decode and a new shape: more than the typed decode alone did); so a length's
+shape is replaced only after ``RELEARN_AFTER`` headers of that length were not read by it.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ _ONEWAY = int(RPC_ONEWAY)
 _OPAQUE_MAX = 10**9  # (9 digits at most: any is an int32)
 _LANGUAGE_NAMES = {code: name for name, code in header_json.LANGUAGE_BY_NAME.items()}
 _MAX_SHAPES = 256
+#: headers of a length not read by its shape before another of them may replace it
+RELEARN_AFTER = 64
 _new = object.__new__
 
 #: A shape: (unpack: the changing values, the header as a %-format of them, index of
@@ -67,6 +73,8 @@ _Shape = tuple[Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, in
 #: header length -> its shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
 SHAPES: dict[int, _Shape] = {}
 _shapes = SHAPES
+#: header length -> headers of that length the typed decode read since its shape was learnt
+_misses: dict[int, int] = {}
 #: ``RemotingCommand``'s own opaque slot (:class:`EndRawRequest` reads the header's when unset)
 _OPAQUE_SLOT: Any = RemotingCommand.opaque  # type: ignore[misc]  # (the descriptor itself)
 
@@ -121,8 +129,14 @@ def end_typed(header: bytes | bytearray, body: bytes | None) -> EndTxRequest | N
 
 
 def _learn(header: bytes | bytearray, cmd: EndTxRequest) -> None:
-    """Keep the shape of ``header`` (decoded typed as ``cmd``) when it is one (module
-    docstring)."""
+    """Keep the shape of ``header`` (decoded typed as ``cmd``) when it is one, unless its
+    length has a shape that fewer than ``RELEARN_AFTER`` headers missed (module docstring)."""
+    hlen = len(header)
+    if hlen in _shapes:
+        missed = _misses.get(hlen, 0) + 1
+        if missed < RELEARN_AFTER:
+            _misses[hlen] = missed
+            return
     f = cmd.fields
     commit = _KINDS.get(f.commitOrRollback)
     opaque = cmd.opaque
@@ -165,7 +179,9 @@ def _learn(header: bytes | bytearray, cmd: EndTxRequest) -> None:
             continue
         if len(_shapes) >= _MAX_SHAPES:
             _shapes.clear()
-        _shapes[len(header)] = (
+            _misses.clear()
+        _misses.pop(hlen, None)
+        _shapes[hlen] = (
             # constant pieces as pad bytes, the changing values as bytes
             struct.Struct("".join(f"{len(p)}{'s' if k % 2 else 'x'}" for k, p in enumerate(raw))).unpack,
             b"%s".join(p.replace(b"%", b"%%") for p in raw[0::2]),

@@ -153,6 +153,27 @@ def test_a_variant_of_the_shape_is_read_by_it() -> None:
     assert type(cmd) is EndTxRequest
 
 
+def test_two_groups_of_one_header_length_do_not_take_the_shape_from_each_other() -> None:
+    """Headers of one length from two groups (names of one length): the first keeps the
+    length's shape; the other's are decoded typed, and take the shape only after
+    ``RELEARN_AFTER`` of them (not at every END, which would relearn a shape per END)."""
+    end_raw._shapes.clear()
+    end_raw._misses.clear()
+    other = _sub(SDK, b'"PG1"', b'"PG2"')
+    first = FrameDecoder().feed(frame(SDK) * 2)
+    assert [type(c) for c in first] == [EndTxRequest, EndRawRequest]
+    (shape,) = end_raw._shapes.values()
+    for n in range(1, end_raw.RELEARN_AFTER):
+        cmds = FrameDecoder().feed(frame(other) + frame(SDK))
+        assert [type(c) for c in cmds] == [EndTxRequest, EndRawRequest], n
+        assert end_raw._shapes[len(SDK)] is shape
+    cmds = FrameDecoder().feed(frame(other) * 2)  # the 64th miss: PG2's shape now
+    assert [type(c) for c in cmds] == [EndTxRequest, EndRawRequest]
+    assert cmds[1].end[2] == "PG2"
+    for cmd in cmds:
+        _check(cmd, other)
+
+
 def test_headers_that_teach_no_shape() -> None:
     """A remark, a reply wanted (no oneway bit), spaces, an escape, an opaque of 10 digits, an
     UNKNOW: always the typed decode or the general path."""
@@ -209,11 +230,13 @@ def test_the_processor_ends_what_a_shape_read(tmp_path: Any) -> None:
             ({**wrong, "commitLogOffset": str(int(wrong["commitLogOffset"]) + 1)}, "Find prepared"),
         ]
         for fields, remark in refused:
+            end_raw._shapes.clear()  # (a length's shape is not replaced at once: RELEARN_AFTER)
             _, cmd = FrameDecoder().feed(oneway(fields, "8") * 2)  # (the first teaches its shape)
             assert type(cmd) is EndRawRequest
             with pytest.raises(RemoteSystemError, match=remark):
                 end(None, cmd)
         assert (svc.counters.committed, svc.counters.rolled_back) == (2, 2)
+        end_raw._shapes.clear()
         _, cmd = FrameDecoder().feed(oneway(wrong, "8") + oneway(halves[11], "8"))  # (one shape)
         assert type(cmd) is EndRawRequest and end(None, cmd) is None
         await asyncio.sleep(0)
