@@ -90,8 +90,11 @@ class MappedFileQueue:
 
     def max_offset(self) -> int:
         """End of written data (the next append position)."""
-        last = self.last
-        return last.file_from_offset + last.wrote_position if last else 0
+        files = self.files  # (not ``last``: a property call, per reput slice)
+        if files:
+            last = files[-1]
+            return last.file_from_offset + last.wrote_position
+        return 0
 
     def roll_next_file(self, offset: int) -> int:
         return offset - offset % self.file_size + self.file_size

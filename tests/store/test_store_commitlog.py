@@ -134,6 +134,20 @@ def test_record_larger_than_a_segment_is_illegal(open_store):
 def test_slave_role_refuses_puts(open_store):
     store = open_store(broker_role="SLAVE")
     assert store.put_message(make_msg(0)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert store.put_now(make_msg(0)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+def test_put_now_follows_put_message_when_writability_changes(open_store):
+    # put_now (the send processor's put) is put_message's twin: the CommitLog's put while
+    # writable, the refusal while disk-full, the put again once space is back
+    store = open_store()
+    assert store.put_now(make_msg(0)).is_ok
+    store.disk_full = True
+    assert store.put_now(make_msg(1)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert store.put_message(make_msg(1)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    store.disk_full = False
+    r = store.put_now(make_msg(2))
+    assert r.is_ok and r.append is not None and r.append.logics_offset == 1
 
 
 def test_properties_string_passes_through_verbatim(open_store):
