@@ -171,13 +171,16 @@ class StoreServices:
             self.index_prepare.ahead()
 
     def _after_reput(self) -> None:
-        last = self.store.commitlog.mfq.last
-        if last is not None:
-            self.allocate.advance(last)
+        # (per reput slice, a send's at one in flight: files[-1], not the ``last`` property, and
+        # the hook read before its call, which 3.11 does not specialize as ``self.hook()``)
+        files = self.store.commitlog.mfq.files
+        if files:
+            self.allocate.advance(files[-1])
         if self.index_proc is not None:
             self.index_proc.publish(self.store.dispatcher.reput_from_offset)
-        if self.after_dispatch is not None:
-            self.after_dispatch()
+        after = self.after_dispatch
+        if after is not None:
+            after()
 
     async def stop(self) -> None:
         """Reverse start order; reput drains, then the flushers run a last time."""
