@@ -59,6 +59,7 @@ class SelectedBuffer:
 
 class MappedFile:
     __slots__ = (
+        "advance_at",
         "allocated",
         "aux",
         "fd",
@@ -96,6 +97,10 @@ class MappedFile:
         self.prefaulted = 0
         #: end of the range the allocation service was asked to reserve blocks for
         self.reserving = 0
+        #: the write position before which the allocation service has nothing to request
+        #: (``AllocateService.advance``; 0: look now). Whoever moves ``prefaulted`` or
+        #: ``reserving`` other than ``advance`` sets it to 0
+        self.advance_at = 0
         #: bytes from the start known to have disk blocks (``ensure``); an existing file starts
         #: at 0 (its first ``ensure`` costs a fallocate over blocks it mostly has already)
         self.allocated = 0

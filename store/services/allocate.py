@@ -185,6 +185,7 @@ class AllocateService:
             self._prepared.add(mf.path)
             mf.reserving = RESERVE_WINDOW
             mf.prefaulted = min(PREFAULT_WINDOW, mf.file_size) if self.prefault else mf.file_size
+            mf.advance_at = 0
         return mf
 
     def on_created(self, mf: MappedFile) -> None:
@@ -193,7 +194,7 @@ class AllocateService:
         if mf.path not in self._prepared:
             if self.random_writer:
                 _advise(mf, MADV_RANDOM)
-            mf.prefaulted = mf.wrote_position
+            mf.prefaulted, mf.advance_at = mf.wrote_position, 0
             self.advance(mf)
         if self.random_writer:
             prev, self._writing = self._writing, mf
@@ -204,27 +205,33 @@ class AllocateService:
 
     def advance(self, mf: MappedFile) -> None:
         """Reserve blocks for / prefault the next window of ``mf`` once the writer is half way
-        through the current one."""
-        if self._stopped:
-            return
+        through the current one. Called after every reput slice (a send's, at one in flight):
+        until the writer reaches ``mf.advance_at``, where the next request is due, one compare."""
         wrote = mf.wrote_position
-        if mf.reserving < mf.file_size and wrote + RESERVE_WINDOW // 2 >= mf.reserving:
-            end = max(mf.reserving, wrote) + RESERVE_WINDOW
-            mf.reserving = end
-            fut = self.reserve_executor.submit(_reserve_range, mf, end)
+        if wrote < mf.advance_at or self._stopped:
+            return
+        size = mf.file_size
+        reserving = mf.reserving
+        if reserving < size and wrote + RESERVE_WINDOW // 2 >= reserving:
+            reserving = mf.reserving = max(reserving, wrote) + RESERVE_WINDOW
+            fut = self.reserve_executor.submit(_reserve_range, mf, reserving)
             if self.check_disk is not None:
                 loop = asyncio.get_running_loop()
                 check = self.check_disk
                 fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(check))
-        if not self.prefault:
-            return
-        mark = mf.prefaulted
-        if mark < mf.file_size and mf.wrote_position + PREFAULT_WINDOW // 2 >= mark:
-            start = max(mark, mf.wrote_position)
-            mf.prefaulted = start + PREFAULT_WINDOW
-            self.executor.submit(
-                _prefault_range, mf, start, start + PREFAULT_WINDOW, self.warm_write, self.random_writer
-            )
+        # (past the file's end: nothing is due again in this file)
+        due = reserving - RESERVE_WINDOW // 2 if reserving < size else size + 1
+        if self.prefault:
+            mark = mf.prefaulted
+            if mark < size and wrote + PREFAULT_WINDOW // 2 >= mark:
+                start = max(mark, wrote)
+                mark = mf.prefaulted = start + PREFAULT_WINDOW
+                self.executor.submit(
+                    _prefault_range, mf, start, start + PREFAULT_WINDOW, self.warm_write, self.random_writer
+                )
+            if mark < size:
+                due = min(due, mark - PREFAULT_WINDOW // 2)
+        mf.advance_at = due
 
     async def stop(self) -> None:
         """Wait for preparations in flight, then remove segments prepared but never used

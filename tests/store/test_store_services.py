@@ -510,6 +510,49 @@ def test_prefault_window_follows_the_writer(tmp_path, monkeypatch):
     mf.close()
 
 
+def test_advance_looks_again_only_where_the_next_window_is_due(tmp_path, monkeypatch):
+    # advance runs after every reput slice: between requests it is one compare against
+    # advance_at, the first position where a reservation or a prefault is due; a window moved
+    # by someone else (the segment taken into use) makes it look at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pocketmq.store.log.mapped_file import MappedFile
+    from pocketmq.store.services import allocate
+
+    monkeypatch.setattr(allocate, "PREFAULT_WINDOW", 16 * 4096)
+    monkeypatch.setattr(allocate, "RESERVE_WINDOW", 8 * 4096)
+    calls: list[tuple[str, int]] = []
+
+    class Recorder(ThreadPoolExecutor):
+        def submit(self, fn, *args):  # type: ignore[override]
+            if fn is allocate._prefault_range:
+                calls.append(("prefault", args[1]))
+            elif fn is allocate._reserve_range:
+                calls.append(("reserve", args[1]))
+            return super().submit(fn, *args)
+
+    ex = Recorder(max_workers=1)
+    service = allocate.AllocateService(ex, prefault=True, warm_write=False, reserve_executor=ex)
+    mf = MappedFile(str(tmp_path / f"{0:020d}"), 0, 64 * 4096, create=True)
+    mf.reserving, mf.prefaulted = 8 * 4096, 16 * 4096
+    service.advance(mf)
+    assert calls == [] and mf.advance_at == 4 * 4096  # the reservation's half-way mark first
+    for pos in range(0, 64 * 4096 + 1, 1024):  # the writer, a record of 1 KiB at a time
+        mf.wrote_position = pos
+        service.advance(mf)
+    # the windows of the check without the threshold: requested each when the writer passed
+    # half of the one before, none twice, none past the file
+    assert [c[1] // 4096 for c in calls if c[0] == "prefault"] == [16, 32, 48]
+    assert [c[1] // 4096 for c in calls if c[0] == "reserve"] == [16, 24, 32, 40, 48, 56, 64]
+    assert mf.advance_at == mf.file_size + 1  # both windows reach the file's end
+    mf.prefaulted, mf.advance_at = 0, 0  # (on_created's reset: the window moved back)
+    n = len(calls)
+    service.advance(mf)
+    assert len(calls) == n + 1 and calls[-1] == ("prefault", 64 * 4096)
+    ex.shutdown(wait=True)
+    mf.close()
+
+
 async def test_flush_waiter_is_the_shared_round_future_or_none(tmp_path):
     loaded = MessageStore(tiny_config(str(tmp_path / "l"), flush_disk_type="SYNC_FLUSH"))
     loaded.load()  # not started: no group commit, no wait applies
