@@ -34,6 +34,8 @@ def write_through(fd: int, bufs: Sequence[bytes | memoryview]) -> list[bytes | m
         sent = _writev(fd, bufs)
     except BlockingIOError:
         return list(bufs)
+    if len(bufs) == 1 and sent == len(bufs[0]):  # (a reply alone, all taken: no enumerate loop)
+        return []
     for i, buf in enumerate(bufs):
         size = len(buf)
         if sent < size:
