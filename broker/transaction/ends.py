@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.broker.transaction.bookkeeping import OP_TAG
 from pocketmq.broker.transaction.recent import Recent
+from pocketmq.broker.transaction.resolved import SEAL
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
@@ -199,7 +200,13 @@ class RecentEnds:
         if table_offset != queue_offset or group != pgroup or pgroup is None:
             return False
         done, ending = self.svc.done, self.ending
-        if queue_offset in done or queue_offset in ending:
+        # (ResolvedOffsets' test inline: a recent half is at or above ``cur_lo`` but for those
+        # in flight when ``cur`` was sealed, so ``cur`` alone tells)
+        if (
+            queue_offset in done.cur
+            or (queue_offset < done.cur_lo and queue_offset in done)
+            or queue_offset in ending
+        ):
             return False
         # inline of end_later (the transaction offset is the half's own but for a check copy)
         if tx_offset != queue_offset:
@@ -287,7 +294,12 @@ class RecentEnds:
                 else:
                     self.rollback_recent(offset, recent)
             return
-        svc.done |= ending  # (each half's queue offset and, for a check copy, its transaction's)
+        # each half's queue offset and, for a check copy, its transaction's (ResolvedOffsets'
+        # update inline: one C-speed union, then a seal when ``cur`` is full)
+        cur = svc.done.cur
+        cur |= ending
+        if len(cur) >= SEAL:
+            svc.done.seal()
         table = svc.recent
         held, pop = table.bytes, self.entries.pop
         for offset, recent, _ in queued:

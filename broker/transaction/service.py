@@ -76,6 +76,7 @@ from pocketmq.broker.transaction.records import (
     op_records,
     read_half,
 )
+from pocketmq.broker.transaction.resolved import SEAL, ResolvedOffsets
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     NAME_VALUE_SEPARATOR,
@@ -164,8 +165,8 @@ _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
 _PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
 #: a record's first field, its total size
 _TOTAL = struct.Struct(">i")
-#: resolved offsets ``done`` may hold below ``pruned_to`` before a whole pass forgets them
-#: (:meth:`TransactionalMessageService.prune_step`)
+#: resolved offsets ``done.far`` may hold beyond the open transactions before a pass over it
+#: forgets them (:meth:`TransactionalMessageService.prune_step`)
 _LEFT_BEHIND = 65_536
 
 
@@ -201,7 +202,7 @@ class TransactionalMessageService:
     now_ms: Callable[[], int]
     #: half offsets named by op records (and by discards): resolved transactions, those still
     #: needed (:meth:`prune`)
-    done: set[int] = field(default_factory=set)
+    done: ResolvedOffsets = field(default_factory=ResolvedOffsets)
     #: op-queue offset (from ``op_progress`` on) → the half offset it names, or the offsets
     #: (a tuple) when not one: ints only in the common case, which the collector does not walk
     op_named: OpNames = field(default_factory=OpNames)
@@ -319,7 +320,7 @@ class TransactionalMessageService:
         offset = self.op_read
         keep_from = self.op_progress
         done, op_named = self.done, self.op_named
-        add = done.add
+        cur, add = done.cur, done.cur.add
         # (op_named.put inline for the common case, the next offset of its list)
         names = op_named.names
         append = names.append
@@ -336,7 +337,9 @@ class TransactionalMessageService:
                     named = ()
                 elif op_body.isdigit():  # (one offset, what RocketMQ 4.x writes: parse_op_body's)
                     named = int(op_body)
-                    add(named)
+                    add(named)  # (ResolvedOffsets.add inline)
+                    if len(cur) >= SEAL:
+                        done.seal()
                 else:
                     named = tuple(parse_op_body(op_body))
                     done.update(named)
@@ -375,11 +378,9 @@ class TransactionalMessageService:
 
     def prune(self) -> None:
         """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`)
-        in one pass over ``done``: at load (before the port opens) and when :meth:`prune_step`
-        finds more left behind than it can reach."""
-        # (keeps_resolved inline, the open set's dict tested directly, at C speed)
+        all at once: at load (before the port opens)."""
         half_progress, open_txs = self.half_progress, self.open_txs.counts
-        self.done = {x for x in self.done if x >= half_progress or x in open_txs}
+        self.done.prune_all(half_progress, open_txs)
         self.pruned_to = half_progress
 
     def prune_step(self, limit: int) -> bool:
@@ -387,10 +388,13 @@ class TransactionalMessageService:
         ``limit`` of them, but the open transactions (whose offsets :meth:`passed` forgets when
         they close); True when some are left for the next call.
 
-        The check run's way: bounded work per slice (a whole pass over ``done``, which holds a
-        minute of transactions, took hundreds of ms at once). Offsets added below ``pruned_to``
-        afterwards (an END_TRANSACTION of an old copy of an open transaction) are not reached;
-        when ``done`` holds more than ``_LEFT_BEHIND`` such, one :meth:`prune` takes them.
+        The check run's way: bounded work per slice (a discard per offset: a set's
+        ``difference_update`` rebuilds its table once a quarter of it is deleted entries), and
+        each of :class:`~.resolved.ResolvedOffsets`' sealed sets the pruning passed dropped,
+        its open transactions moved to the small ``far`` set. Offsets added below ``pruned_to``
+        afterwards (an END_TRANSACTION of an old copy of an open transaction) go with their
+        sealed set, or, below them, stay in ``far`` until it holds ``_LEFT_BEHIND`` more than
+        the open transactions: then one pass over ``far``.
         """
         half_progress = self.half_progress
         # (a progress moved back, by an admin's offset reset: the range is pruned again from it)
@@ -398,21 +402,11 @@ class TransactionalMessageService:
         stop = min(half_progress, start + limit)
         done, open_txs = self.done, self.open_txs.counts
         if start < stop:
-            # one discard each: set.difference_update rebuilds the table once a quarter of it is
-            # deleted entries (a rehash of every offset kept: 12 ms at 340k, more at millions)
-            discard = done.discard
-            if open_txs:
-                for x in range(start, stop):
-                    if x not in open_txs:
-                        discard(x)
-            else:
-                for x in range(start, stop):
-                    discard(x)
+            done.forget(start, stop, open_txs)
+            done.drop_below(stop, open_txs)
         self.pruned_to = stop
-        high = self.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
-        if len(done) > max(0, high - stop) + len(open_txs) + _LEFT_BEHIND:
-            self.prune()
-            return False
+        if len(done.far) > len(open_txs) + _LEFT_BEHIND:
+            done.prune_far(stop, open_txs)
         return stop < half_progress
 
     # --------------------------------------------------------------------------- topics

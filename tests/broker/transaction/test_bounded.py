@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pocketmq.broker.controller import BrokerController
+from pocketmq.broker.transaction.resolved import SEAL
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
@@ -182,4 +183,44 @@ def test_an_op_record_of_an_open_transaction_holds_the_op_progress(tmp_path: Any
     with services(tmp_path, transactionTimeOut=30_000) as (broker, sent):
         assert end(broker, copy) == ResponseCode.SYSTEM_ERROR
         assert end(broker, original) == ResponseCode.SYSTEM_ERROR
+        assert committed(broker) == 1
+
+
+def test_an_open_transaction_outlives_the_sealed_sets_dropped(tmp_path: Any) -> None:
+    """The resolved set drops each sealed set of offsets once the progress passed its range; a
+    transaction resolved there while still open (a copy of it waits past the progress) moves to
+    ``far``: still refused by either offset, forgotten once the progress passes the copy."""
+    # (each slice reads the test's clock, a second later each time: an hour keeps the young half
+    # young through the runs' slices)
+    with services(tmp_path, transactionTimeOut=3_600_000) as (broker, sent):
+        svc = broker.transactional_message_service
+        checker = broker.transaction_check_service
+        original = half(broker, 0, age_ms=7_200_000)  # due
+        n = 2 * SEAL + 5
+        for i in range(1, n + 1):  # resolved, beyond the first chunk
+            q = int(half(broker, i)["tranStateTableOffset"])
+            svc.write_op(q, q)
+        young = half(broker, n + 1, age_ms=0)  # not due: the runs stop there
+        svc.recent.clear()
+        svc.read_ops()  # (the op records first: the slice below decides one half, the original)
+        checker.budget = 1
+        checker.check_slice(checker.now_ms())  # the original checked: a copy past the young half
+        assert len(sent) == 1 and svc.half_progress == 1 and 0 in svc.open_txs
+        copy = fields_of(0, sent[0][1].tran_state_table_offset, sent[0][1].commit_log_offset)
+        assert end(broker, original) == ResponseCode.SUCCESS  # resolved while open
+        for i in range(n + 3, n + 3 + SEAL):  # more resolved after the copy: 0 sealed in the first set
+            q = int(half(broker, i)["tranStateTableOffset"])
+            svc.write_op(q, q)
+        assert 0 in svc.done.sealed[0] and svc.done.bounds[0] == 0
+        checker.budget = 512
+        run(broker)
+        assert svc.half_progress == n + 1 and svc.done.bounds[0] > 0 and svc.done.far == {0}
+        assert set(svc.done) == {0} | set(range(n + 3, n + 3 + SEAL))
+        for fields in (original, copy):
+            assert end(broker, fields) == ResponseCode.SYSTEM_ERROR
+        assert end(broker, young, ROLLBACK) == ResponseCode.SUCCESS
+        run(broker)  # the progress passes the copy: the transaction is over, 0 forgotten
+        assert 0 not in svc.open_txs and len(svc.done) == 0
+        for fields in (original, copy):
+            assert end(broker, fields) == ResponseCode.SYSTEM_ERROR
         assert committed(broker) == 1
