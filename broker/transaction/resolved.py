@@ -9,10 +9,10 @@ same offsets in sets of at most about ``SEAL`` each, so no table it grows or reh
   below, added since the last seal). The hot paths test and fill it as they did the one set,
   at C speed (``q in cur``, ``cur |= ending``): a test of a half at or above ``cur_lo`` (a recent
   one, nearly always) reads nothing else;
-* when it holds ``SEAL`` (:meth:`ResolvedOffsets.seal`, run by whoever filled it): its offsets
-  move, as one set, to ``sealed`` (its range ``[cur_lo, max + 1)`` in ``bounds``; the few below
-  ``cur_lo`` to the set whose range holds them) and ``cur`` starts again from empty at
-  ``max + 1``: a copy of at most ``SEAL`` offsets at C speed, never more;
+* when it holds ``SEAL`` (:meth:`ResolvedOffsets.seal`, run by whoever filled it): the set
+  moves to ``sealed`` (its range ``[cur_lo, max + 1)`` in ``bounds``; the few offsets below
+  ``cur_lo`` to the set whose range holds them) and a new ``cur`` starts at ``max + 1``: a
+  ``min`` and a ``max`` of ``SEAL`` offsets, never more;
 * ``far``: the offsets below the first sealed range (open transactions the pruning passed).
 
 Forgetting (the service's ``prune_step``, rule :func:`~.bookkeeping.keeps_resolved`) discards a
@@ -29,9 +29,10 @@ from collections.abc import Collection, Iterable, Iterator
 
 __all__ = ["SEAL", "ResolvedOffsets"]
 
-#: ``cur`` is sealed when it holds this many: a copy of 8k ints and a table of 16k slots at most
-#: (a set's rehash costs ~35 ns an entry here: 0.3 ms at most, against 38 ms at 650k)
-SEAL = 8192
+#: ``cur`` is sealed when it holds this many: its ``min`` and ``max`` (~15 µs per 1k each) and a
+#: table of 8k slots at most (a set's rehash costs ~35 ns an entry: 0.15 ms at most, against
+#: 38 ms at 650k)
+SEAL = 4096
 
 
 class ResolvedOffsets:
@@ -42,8 +43,8 @@ class ResolvedOffsets:
     __slots__ = ("bounds", "cur", "cur_lo", "far", "sealed")
 
     def __init__(self, offsets: Iterable[int] = ()) -> None:
-        #: the newest offsets: every one at or above ``cur_lo`` (changed in place only: the hot
-        #: paths hold it)
+        #: the newest offsets: every one at or above ``cur_lo`` (a new set after each seal: the
+        #: hot paths read the attribute per use, not once)
         self.cur: set[int] = set()
         self.cur_lo = 0
         #: sealed sets, ``sealed[k]`` the offsets in ``[bounds[k], bounds[k + 1])`` (the last
@@ -73,11 +74,8 @@ class ResolvedOffsets:
             self.seal()
 
     def update(self, offsets: Iterable[int]) -> None:
-        cur = self.cur
         for offset in offsets:
-            cur.add(offset)
-            if len(cur) >= SEAL:
-                self.seal()
+            self.add(offset)
 
     def seal(self) -> None:
         """Move ``cur`` to the sealed sets (module docstring); bounded: at most ``SEAL`` or so
@@ -93,9 +91,10 @@ class ResolvedOffsets:
             if not cur:
                 return
         hi = max(cur) + 1
-        self.sealed.append(set(cur))
+        # (the set itself moves: no copy; holders of ``cur`` read it again after a seal)
+        self.sealed.append(cur)
         self.bounds.append(lo)
-        cur.clear()
+        self.cur = set()
         self.cur_lo = hi
 
     def discard(self, offset: int) -> None:

@@ -340,9 +340,11 @@ class TransactionalMessageService:
                     add(named)  # (ResolvedOffsets.add inline)
                     if len(cur) >= SEAL:
                         done.seal()
+                        cur, add = done.cur, done.cur.add
                 else:
                     named = tuple(parse_op_body(op_body))
                     done.update(named)
+                    cur, add = done.cur, done.cur.add  # (a seal may have replaced it)
                 if queue_offset >= keep_from:
                     if queue_offset - op_named.base == len(names) and names:
                         append(named)
