@@ -65,7 +65,8 @@ class ResolvedOffsets:
             return True
         if not isinstance(offset, int) or offset >= self.cur_lo:
             return False
-        return offset in self._home(offset)
+        k = bisect_right(self.bounds, offset) - 1  # (_home inline: the check scan's test per half)
+        return offset in (self.far if k < 0 else self.sealed[k])
 
     def add(self, offset: int) -> None:
         cur = self.cur
