@@ -224,3 +224,24 @@ def test_an_open_transaction_outlives_the_sealed_sets_dropped(tmp_path: Any) -> 
         for fields in (original, copy):
             assert end(broker, fields) == ResponseCode.SYSTEM_ERROR
         assert committed(broker) == 1
+
+
+def test_a_recent_half_resolved_before_a_seal_is_refused_below_cur_lo(tmp_path: Any) -> None:
+    """A recent half resolved another way (a check's discard writes its op) and then sealed out
+    of ``cur``: the oneway END path's test of ``cur`` misses it, the test below ``cur_lo`` finds
+    it, and the END is refused (never a second copy)."""
+    with services(tmp_path) as (broker, _):
+        svc = broker.transactional_message_service
+        fields = half(broker, 0)
+        q, offset = int(fields["tranStateTableOffset"]), int(fields["commitLogOffset"])
+        svc.write_op(q, q)  # (resolved; the recent table still holds it)
+        svc.done.update(range(q + 1, q + 1 + SEAL))  # (more resolved: cur sealed, q with it)
+        assert q < svc.done.cur_lo and q not in svc.done.cur and q in svc.done
+        assert offset in svc.recent.entries
+        assert not svc.ends.end_oneway_read(offset, q, "PG", True)
+        oneway = RemotingCommand.request(
+            RequestCode.END_TRANSACTION, {**fields, "commitOrRollback": COMMIT}, oneway=True
+        )
+        with pytest.raises(RemoteSystemError, match="already committed"):
+            broker.end_transaction_processor.end_transaction(CONN, oneway)
+        assert committed(broker) == 0
