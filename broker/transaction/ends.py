@@ -278,16 +278,20 @@ class RecentEnds:
         # be taken, _recent_copy makes the same copy
         copies: list[tuple[MessageInner, str, str, int, int]] = []
         ops: list[bytes] = []  # (op record bodies: the op template's flag and properties)
-        add, copy = ops.append, copies.append
+        named: list[int] = []  # (the offset each names: TransactionalMessageService.ops_stored)
+        add, copy, name = ops.append, copies.append, named.append
         for offset, recent, commit in queued:
             half, props, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
             if commit:
                 copy((half, props, real_topic, real_queue_id, offset))
             add(b"%d" % queue_offset)
+            name(queue_offset)
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
                 add(b"%d" % tx_offset)
+                name(tx_offset)
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
-        if not svc.store.put_run((), op_template, bodies=ops, copies=copies):
+        appended = svc.store.put_run((), op_template, bodies=ops, copies=copies)
+        if not appended:
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)
@@ -300,6 +304,9 @@ class RecentEnds:
         cur |= ending
         if len(cur) >= SEAL:
             svc.done.seal()
+        # the op records, the run's last entry (one batch: its first op-queue offset), known to
+        # the check run without a read back
+        svc.ops_stored(appended[-1][4], named)
         table = svc.recent
         held, pop = table.bytes, self.entries.pop
         for offset, recent, _ in queued:

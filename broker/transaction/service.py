@@ -356,6 +356,23 @@ class TransactionalMessageService:
         self.op_read = offset
         return count
 
+    def ops_stored(self, first: int, named: list[int]) -> None:
+        """Op records this process just stored at op-queue offsets ``first`` on, one naming each
+        of ``named`` (already in ``done``): recorded as :meth:`read_ops` would record them, and
+        passed by it when they follow what it read (``op_read``), so a check run does not read
+        back what this process wrote (~2.3 µs of the loop per transaction). A gap (a record
+        stored another way) leaves ``op_read`` there: the run reads from it, as before."""
+        if first != self.op_read:
+            return
+        op_named = self.op_named
+        names = op_named.names
+        if first - op_named.base == len(names) and names:
+            names.extend(named)
+        else:
+            for i, half in enumerate(named):
+                op_named.put(first + i, half)
+        self.op_read = first + len(named)
+
     def passed(self, half_progress: int) -> None:
         """The check scan moved the half progress to ``half_progress``: forget the copies it
         passed (``open_txs``) and the recent halves below it, whose END_TRANSACTION then reads
@@ -580,6 +597,8 @@ class TransactionalMessageService:
         if result.append is not None:
             self.counters.committed += 1
             self.resolved(half_offset, tx_offset)
+            if op_result is not None and op_result.append is not None:
+                self.ops_stored(op_result.append.logics_offset, [half_offset])
             # a later copy of the transaction: a second op names the first half (op_bodies)
             rest = self.op_records(half_offset, tx_offset)[1:] if tx_offset != half_offset else []
             self.put_ops(half_offset, rest, op_result)
@@ -616,7 +635,13 @@ class TransactionalMessageService:
             return True  # (a commit's one op record, stored: the common case)
         put = self.store.put_message
         stored = True
-        for result in ([first] if first is not None else []) + [put(op) for op in ops]:
+        results = [first] if first is not None else []
+        for op in ops:
+            result = put(op)
+            if result.append is not None:  # (an op body is one offset: op_bodies)
+                self.ops_stored(result.append.logics_offset, [int(op.body)])
+            results.append(result)
+        for result in results:
             if result.append is None:
                 # resolved for this run of the broker; after a restart the half is checked again
                 logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)

@@ -19,6 +19,7 @@ from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import properties_to_string
 from pocketmq.store import MessageInner
+from tests.broker.transaction.test_check_backlog import OP, OP_PROPS
 from tests.broker.transaction.test_check_scan import HOST, services
 
 ROUNDS, PER = 6, 40
@@ -245,3 +246,35 @@ def test_a_recent_half_resolved_before_a_seal_is_refused_below_cur_lo(tmp_path: 
         with pytest.raises(RemoteSystemError, match="already committed"):
             broker.end_transaction_processor.end_transaction(CONN, oneway)
         assert committed(broker) == 0
+
+
+def test_the_op_records_this_process_stores_are_not_read_back(tmp_path: Any) -> None:
+    """Op records stored by END_TRANSACTION (a oneway one's turn, an answered one read back)
+    are known to the check run as they are stored: ``op_read`` passes them, ``op_named`` holds
+    what each names, and the run reads none back; one stored another way is read as before."""
+    with services(tmp_path) as (broker, _):
+        svc = broker.transactional_message_service
+        halves = [half(broker, i) for i in range(6)]
+        start = svc.op_read
+        for i, fields in enumerate(halves[:3]):  # oneway: stored at the turn's end (flush_ends)
+            kind = COMMIT if i % 2 == 0 else ROLLBACK
+            oneway = RemotingCommand.request(
+                RequestCode.END_TRANSACTION, {**fields, "commitOrRollback": kind}, oneway=True
+            )
+            broker.end_transaction_processor.end_transaction(CONN, oneway)
+        svc.recent.clear()
+        for i, fields in enumerate(halves[3:]):  # answered, read back: put_commit / write_op
+            assert end(broker, fields, COMMIT if i % 2 == 0 else ROLLBACK) == ResponseCode.SUCCESS
+        broker.store.do_reput()
+        op_end = broker.store.get_max_offset_in_queue(OP, 0)
+        assert op_end == start + 6 and svc.op_read == op_end
+        assert [svc.op_named.get(o) for o in range(start, op_end)] == [
+            int(h["tranStateTableOffset"]) for h in halves
+        ]
+        assert svc.read_ops() == 0
+        # a record stored another way (not through the service): read, and the next ones with it
+        broker.store.put_message(MessageInner(OP, b"77", 0, 0, OP_PROPS, 0, 1, HOST, HOST))
+        assert end(broker, half(broker, 6), ROLLBACK) == ResponseCode.SUCCESS
+        broker.store.do_reput()
+        assert svc.op_read == op_end and svc.read_ops() == 2 and 77 in svc.done
+        assert svc.op_named.get(op_end) == 77 and svc.op_read == op_end + 2
