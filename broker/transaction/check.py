@@ -212,13 +212,21 @@ class TransactionalMessageCheckService(Service):
         reserved_ms = cfg.store.file_reserved_time * 3_600_000
         check_max, timeout_ms = cfg.transaction_check_max, cfg.transaction_time_out
         done = svc.done
+        # ResolvedOffsets' test per half, inline: the scan goes up the offsets, so the set of a
+        # sealed range is looked up once per range (span), then tested with ``cur``
+        lo, hi, sealed = done.span(offset)
         budget = self.budget
         stop = False
         # due halves whose copies go to the store together (_check_run): one append, one reput
         # wake-up and one store time for up to _RUN_MAX copies instead of a put each
         run: list[tuple[HalfMessage, MessageInner]] = []
         while offset < high and budget > 0 and not stop:
-            if offset in done:  # resolved by its own offset: passed without a read
+            if lo <= offset < hi:
+                resolved = offset in sealed or offset in done.cur
+            else:
+                resolved = offset in done
+                lo, hi, sealed = done.span(offset)
+            if resolved:  # resolved by its own offset: passed without a read
                 offset += 1
                 budget -= 1
                 continue
@@ -238,7 +246,15 @@ class TransactionalMessageCheckService(Service):
                     fields = prefix.unpack_from(buf, pos)
                 total, q = fields[0], fields[F_QUEUE_OFFSET]
                 budget -= 1
-                if q < offset or q in done:  # resolved by its own offset: no decoding
+                if q < offset:
+                    pos += total
+                    continue
+                if lo <= q < hi:
+                    resolved = q in sealed or q in done.cur
+                else:
+                    resolved = q in done
+                    lo, hi, sealed = done.span(q)
+                if resolved:  # resolved by its own offset: no decoding
                     offset = max(offset, q + 1)
                     pos += total
                     continue

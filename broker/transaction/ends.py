@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.broker.transaction.bookkeeping import OP_TAG
 from pocketmq.broker.transaction.recent import Recent
+from pocketmq.broker.transaction.resolved import SEAL
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
@@ -199,7 +200,13 @@ class RecentEnds:
         if table_offset != queue_offset or group != pgroup or pgroup is None:
             return False
         done, ending = self.svc.done, self.ending
-        if queue_offset in done or queue_offset in ending:
+        # (ResolvedOffsets' test inline: a recent half is at or above ``cur_lo`` but for those
+        # in flight when ``cur`` was sealed, so ``cur`` alone tells)
+        if (
+            queue_offset in done.cur
+            or (queue_offset < done.cur_lo and queue_offset in done)
+            or queue_offset in ending
+        ):
             return False
         # inline of end_later (the transaction offset is the half's own but for a check copy)
         if tx_offset != queue_offset:
@@ -271,23 +278,35 @@ class RecentEnds:
         # be taken, _recent_copy makes the same copy
         copies: list[tuple[MessageInner, str, str, int, int]] = []
         ops: list[bytes] = []  # (op record bodies: the op template's flag and properties)
-        add, copy = ops.append, copies.append
+        named: list[int] = []  # (the offset each names: TransactionalMessageService.ops_stored)
+        add, copy, name = ops.append, copies.append, named.append
         for offset, recent, commit in queued:
             half, props, queue_offset, tx_offset, real_topic, real_queue_id, _ = recent
             if commit:
                 copy((half, props, real_topic, real_queue_id, offset))
             add(b"%d" % queue_offset)
+            name(queue_offset)
             if tx_offset != queue_offset:  # (op_bodies: a later copy names its transaction too)
                 add(b"%d" % tx_offset)
+                name(tx_offset)
         op_template = MessageInner(_OP_TOPIC, b"", 0, 0, _OP_PROPERTIES, 0, now, host, host)
-        if not svc.store.put_run((), op_template, bodies=ops, copies=copies):
+        appended = svc.store.put_run((), op_template, bodies=ops, copies=copies)
+        if not appended:
             for offset, recent, commit in queued:
                 if commit:
                     self.commit_recent(offset, recent)
                 else:
                     self.rollback_recent(offset, recent)
             return
-        svc.done |= ending  # (each half's queue offset and, for a check copy, its transaction's)
+        # each half's queue offset and, for a check copy, its transaction's (ResolvedOffsets'
+        # update inline: one C-speed union, then a seal when ``cur`` is full)
+        cur = svc.done.cur
+        cur |= ending
+        if len(cur) >= SEAL:
+            svc.done.seal()
+        # the op records, the run's last entry (one batch: its first op-queue offset), known to
+        # the check run without a read back
+        svc.ops_stored(appended[-1][4], named)
         table = svc.recent
         held, pop = table.bytes, self.entries.pop
         for offset, recent, _ in queued:

@@ -76,6 +76,7 @@ from pocketmq.broker.transaction.records import (
     op_records,
     read_half,
 )
+from pocketmq.broker.transaction.resolved import SEAL, ResolvedOffsets
 from pocketmq.remoting.protocol.errors import RemoteSystemError
 from pocketmq.remoting.protocol.message import (
     NAME_VALUE_SEPARATOR,
@@ -164,8 +165,8 @@ _PREPARED_KEY = _PREPARED + NAME_VALUE_SEPARATOR
 _PREPARED_KEY_BYTES = _PREPARED_KEY.encode()
 #: a record's first field, its total size
 _TOTAL = struct.Struct(">i")
-#: resolved offsets ``done`` may hold below ``pruned_to`` before a whole pass forgets them
-#: (:meth:`TransactionalMessageService.prune_step`)
+#: resolved offsets ``done.far`` may hold beyond the open transactions before a pass over it
+#: forgets them (:meth:`TransactionalMessageService.prune_step`)
 _LEFT_BEHIND = 65_536
 
 
@@ -201,7 +202,7 @@ class TransactionalMessageService:
     now_ms: Callable[[], int]
     #: half offsets named by op records (and by discards): resolved transactions, those still
     #: needed (:meth:`prune`)
-    done: set[int] = field(default_factory=set)
+    done: ResolvedOffsets = field(default_factory=ResolvedOffsets)
     #: op-queue offset (from ``op_progress`` on) → the half offset it names, or the offsets
     #: (a tuple) when not one: ints only in the common case, which the collector does not walk
     op_named: OpNames = field(default_factory=OpNames)
@@ -319,7 +320,7 @@ class TransactionalMessageService:
         offset = self.op_read
         keep_from = self.op_progress
         done, op_named = self.done, self.op_named
-        add = done.add
+        cur, add = done.cur, done.cur.add
         # (op_named.put inline for the common case, the next offset of its list)
         names = op_named.names
         append = names.append
@@ -336,10 +337,14 @@ class TransactionalMessageService:
                     named = ()
                 elif op_body.isdigit():  # (one offset, what RocketMQ 4.x writes: parse_op_body's)
                     named = int(op_body)
-                    add(named)
+                    add(named)  # (ResolvedOffsets.add inline)
+                    if len(cur) >= SEAL:
+                        done.seal()
+                        cur, add = done.cur, done.cur.add
                 else:
                     named = tuple(parse_op_body(op_body))
                     done.update(named)
+                    cur, add = done.cur, done.cur.add  # (a seal may have replaced it)
                 if queue_offset >= keep_from:
                     if queue_offset - op_named.base == len(names) and names:
                         append(named)
@@ -350,6 +355,23 @@ class TransactionalMessageService:
                 break
         self.op_read = offset
         return count
+
+    def ops_stored(self, first: int, named: list[int]) -> None:
+        """Op records this process just stored at op-queue offsets ``first`` on, one naming each
+        of ``named`` (already in ``done``): recorded as :meth:`read_ops` would record them, and
+        passed by it when they follow what it read (``op_read``), so a check run does not read
+        back what this process wrote (~2.3 µs of the loop per transaction). A gap (a record
+        stored another way) leaves ``op_read`` there: the run reads from it, as before."""
+        if first != self.op_read:
+            return
+        op_named = self.op_named
+        names = op_named.names
+        if first - op_named.base == len(names) and names:
+            names.extend(named)
+        else:
+            for i, half in enumerate(named):
+                op_named.put(first + i, half)
+        self.op_read = first + len(named)
 
     def passed(self, half_progress: int) -> None:
         """The check scan moved the half progress to ``half_progress``: forget the copies it
@@ -375,11 +397,9 @@ class TransactionalMessageService:
 
     def prune(self) -> None:
         """Forget the resolved offsets no longer needed (:func:`~.bookkeeping.keeps_resolved`)
-        in one pass over ``done``: at load (before the port opens) and when :meth:`prune_step`
-        finds more left behind than it can reach."""
-        # (keeps_resolved inline, the open set's dict tested directly, at C speed)
+        all at once: at load (before the port opens)."""
         half_progress, open_txs = self.half_progress, self.open_txs.counts
-        self.done = {x for x in self.done if x >= half_progress or x in open_txs}
+        self.done.prune_all(half_progress, open_txs)
         self.pruned_to = half_progress
 
     def prune_step(self, limit: int) -> bool:
@@ -387,10 +407,13 @@ class TransactionalMessageService:
         ``limit`` of them, but the open transactions (whose offsets :meth:`passed` forgets when
         they close); True when some are left for the next call.
 
-        The check run's way: bounded work per slice (a whole pass over ``done``, which holds a
-        minute of transactions, took hundreds of ms at once). Offsets added below ``pruned_to``
-        afterwards (an END_TRANSACTION of an old copy of an open transaction) are not reached;
-        when ``done`` holds more than ``_LEFT_BEHIND`` such, one :meth:`prune` takes them.
+        The check run's way: bounded work per slice (a discard per offset: a set's
+        ``difference_update`` rebuilds its table once a quarter of it is deleted entries), and
+        each of :class:`~.resolved.ResolvedOffsets`' sealed sets the pruning passed dropped,
+        its open transactions moved to the small ``far`` set. Offsets added below ``pruned_to``
+        afterwards (an END_TRANSACTION of an old copy of an open transaction) go with their
+        sealed set, or, below them, stay in ``far`` until it holds ``_LEFT_BEHIND`` more than
+        the open transactions: then one pass over ``far``.
         """
         half_progress = self.half_progress
         # (a progress moved back, by an admin's offset reset: the range is pruned again from it)
@@ -398,21 +421,11 @@ class TransactionalMessageService:
         stop = min(half_progress, start + limit)
         done, open_txs = self.done, self.open_txs.counts
         if start < stop:
-            # one discard each: set.difference_update rebuilds the table once a quarter of it is
-            # deleted entries (a rehash of every offset kept: 12 ms at 340k, more at millions)
-            discard = done.discard
-            if open_txs:
-                for x in range(start, stop):
-                    if x not in open_txs:
-                        discard(x)
-            else:
-                for x in range(start, stop):
-                    discard(x)
+            done.forget(start, stop, open_txs)
+            done.drop_below(stop, open_txs)
         self.pruned_to = stop
-        high = self.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
-        if len(done) > max(0, high - stop) + len(open_txs) + _LEFT_BEHIND:
-            self.prune()
-            return False
+        if len(done.far) > len(open_txs) + _LEFT_BEHIND:
+            done.prune_far(stop, open_txs)
         return stop < half_progress
 
     # --------------------------------------------------------------------------- topics
@@ -584,6 +597,8 @@ class TransactionalMessageService:
         if result.append is not None:
             self.counters.committed += 1
             self.resolved(half_offset, tx_offset)
+            if op_result is not None and op_result.append is not None:
+                self.ops_stored(op_result.append.logics_offset, [half_offset])
             # a later copy of the transaction: a second op names the first half (op_bodies)
             rest = self.op_records(half_offset, tx_offset)[1:] if tx_offset != half_offset else []
             self.put_ops(half_offset, rest, op_result)
@@ -620,7 +635,13 @@ class TransactionalMessageService:
             return True  # (a commit's one op record, stored: the common case)
         put = self.store.put_message
         stored = True
-        for result in ([first] if first is not None else []) + [put(op) for op in ops]:
+        results = [first] if first is not None else []
+        for op in ops:
+            result = put(op)
+            if result.append is not None:  # (an op body is one offset: op_bodies)
+                self.ops_stored(result.append.logics_offset, [int(op.body)])
+            results.append(result)
+        for result in results:
             if result.append is None:
                 # resolved for this run of the broker; after a restart the half is checked again
                 logger.error("op record for half %d not stored (%s)", half_offset, result.status.name)

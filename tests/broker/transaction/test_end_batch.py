@@ -162,7 +162,7 @@ async def _one_turn(broker: BrokerController, born: Any) -> None:
     await asyncio.sleep(0)
     assert (svc.counters.committed, svc.counters.rolled_back) == (3, 1)
     assert not svc.ends.ending and len(svc.recent) == 0
-    assert {int(h["tranStateTableOffset"]) for h in halves} <= svc.done
+    assert {int(h["tranStateTableOffset"]) for h in halves} <= set(svc.done)
     store.do_reput()
     ops = [
         decode_message(
