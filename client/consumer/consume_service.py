@@ -21,6 +21,7 @@ import contextlib
 import inspect
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from pocketmq.client.config import MessageModel
@@ -76,6 +77,58 @@ class ConsumeHost(Protocol):
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool: ...
 
 
+Batch = tuple[list[MessageExt], ProcessQueue, MessageQueue]
+
+
+class Batches:
+    """The consume requests waiting for a worker: ``asyncio.Queue``'s ``put_nowait`` / ``get``
+    (unbounded, FIFO, a cancelled getter passes its wake-up on) without its loop check per
+    blocking ``get`` (``_get_loop``: a ``get_running_loop``, one ``getpid`` syscall on CPython
+    3.11, per consumed batch when workers wait) and its ``while``/``try`` layers."""
+
+    __slots__ = ("_getters", "_items", "_loop")
+
+    def __init__(self) -> None:
+        self._items: deque[Batch] = deque()
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def put_nowait(self, item: Batch) -> None:
+        self._items.append(item)
+        if self._getters:
+            self._wake_one()
+
+    async def get(self) -> Batch:
+        items = self._items
+        while not items:
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            getter = loop.create_future()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if items and not getter.cancelled():  # woken, then cancelled: wake another
+                    self._wake_one()
+                raise
+        return items.popleft()
+
+    def _wake_one(self) -> None:
+        getters = self._getters
+        while getters:
+            getter = getters.popleft()
+            if not getter.done():
+                getter.set_result(None)
+                return
+
+
 class _Slot:
     __slots__ = ("deadline", "task", "timed_out")
 
@@ -122,7 +175,7 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
     def __init__(self, consumer: ConsumeHost, listener: ConcurrentListener) -> None:
         super().__init__(consumer, listener, "consume-concurrently")
         cfg = consumer.config
-        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = asyncio.Queue()
+        self._queue = Batches()
         self._slots = [_Slot() for _ in range(cfg.consume_thread_max)]
         self._is_coro = inspect.iscoroutinefunction(listener)
 
