@@ -296,8 +296,9 @@ def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list
     return msgs
 
 
-def pull_result(reply: RemotingCommand, header: PullMessageRequestHeader, addr: str) -> PullResult:
-    """PULL_MESSAGE's ``reply`` as a :class:`PullResult` (its body raw).
+def pull_result(reply: RemotingCommand, request_offset: int, addr: str) -> PullResult:
+    """PULL_MESSAGE's ``reply`` to a pull at ``request_offset`` as a :class:`PullResult` (its
+    body raw).
 
     Raises:
         ResponseError: the reply's code is no pull status (``error_from_response``: e.g.
@@ -309,7 +310,7 @@ def pull_result(reply: RemotingCommand, header: PullMessageRequestHeader, addr: 
     ext = reply.ext_fields or {}
     return PullResult(
         status,
-        int(ext.get("nextBeginOffset", header.queue_offset)),
+        int(ext.get("nextBeginOffset", request_offset)),
         int(ext.get("minOffset", 0)),
         int(ext.get("maxOffset", 0)),
         [],
@@ -498,19 +499,17 @@ class MQClientAPI(AdminCalls):
             RemotingCommand(_PULL_MESSAGE, 0, 0, None, header.to_ext_fields(), None, LANGUAGE),
             timeout,
         )
-        return pull_result(reply, header, addr)
+        return pull_result(reply, header.queue_offset, addr)
 
     def pull_message_into(
-        self, addr: str, header: PullMessageRequestHeader, timeout: float, waiter: ReplyWaiter
+        self, addr: str, ext_fields: dict[str, str], timeout: float, waiter: ReplyWaiter
     ) -> bool:
-        """:meth:`pull_message` whose raw reply goes to ``waiter`` as the connection reads it
-        (:meth:`RemotingClient.invoke_into`; :func:`pull_result` reads it); False: nothing was
-        sent (no open connection, RPC hooks, a full write buffer): use :meth:`pull_message`."""
+        """:meth:`pull_message` (its header as ``ext_fields``) whose raw reply goes to ``waiter``
+        as the connection reads it (:meth:`RemotingClient.invoke_into`; :func:`pull_result`
+        reads it); False: nothing was sent (no open connection, RPC hooks, a full write
+        buffer): use :meth:`pull_message`."""
         return self.remoting.invoke_into(
-            addr,
-            RemotingCommand(_PULL_MESSAGE, 0, 0, None, header.to_ext_fields(), None, LANGUAGE),
-            timeout,
-            waiter,
+            addr, RemotingCommand(_PULL_MESSAGE, 0, 0, None, ext_fields, None, LANGUAGE), timeout, waiter
         )
 
     # ------------------------------------------------------------------------------- offsets

@@ -80,7 +80,7 @@ class _PullReply:
     first, runs the listener in the next loop turn ahead of the pull task; through a reply
     future the task took that turn itself and the worker (and the next pull) one more."""
 
-    __slots__ = ("addr", "consumer", "future", "header", "req", "sub")
+    __slots__ = ("addr", "consumer", "future", "offset", "req", "sub")
 
     def __init__(
         self,
@@ -88,14 +88,14 @@ class _PullReply:
         req: PullRequest,
         sub: SubscriptionData,
         addr: str,
-        header: PullMessageRequestHeader,
+        offset: int,
         future: asyncio.Future[bool],
     ) -> None:
         self.consumer = consumer
         self.req = req
         self.sub = sub
         self.addr = addr
-        self.header = header
+        self.offset = offset  # the pull's queue offset
         self.future = future
 
     def set_result(self, reply: RemotingCommand) -> None:
@@ -104,7 +104,7 @@ class _PullReply:
             return
         try:
             again = self.consumer._on_result(
-                self.req, self.sub, self.addr, pull_result(reply, self.header, self.addr)
+                self.req, self.sub, self.addr, pull_result(reply, self.offset, self.addr)
             )
         except Exception as exc:  # FlowControlError, ResponseError, a bug: the task handles it
             future.set_exception(exc)
@@ -503,18 +503,8 @@ class PushConsumer(ConsumerBase):
         flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
         if is_slave:
             flag &= ~FLAG_COMMIT_OFFSET
-        header = PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=req.next_offset,
-            max_msg_nums=cfg.pull_batch_size,
-            sys_flag=flag,
-            commit_offset=commit_offset,
-            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
-            subscription=sub.sub_string,
-            sub_version=sub.sub_version,
-            expression_type=sub.expression_type,
+        ext = req.ext_fields(
+            sub, flag, commit_offset, cfg.pull_batch_size, cfg.broker_suspend_max_time_millis
         )
         api = inst.api
         timeout = cfg.consumer_timeout_millis_when_suspend / 1000
@@ -522,10 +512,10 @@ class PushConsumer(ConsumerBase):
             loop = self._loop
             if loop is None:
                 loop = self._loop = asyncio.get_running_loop()
-            waiter = _PullReply(self, req, sub, addr, header, loop.create_future())
-            if api.pull_message_into(addr, header, timeout, waiter):
+            waiter = _PullReply(self, req, sub, addr, req.next_offset, loop.create_future())
+            if api.pull_message_into(addr, ext, timeout, waiter):
                 return await waiter.future  # handled as it was read (``_PullReply``)
-            result = await api.pull_message(addr, header, timeout)
+            result = await api.pull_message(addr, PullMessageRequestHeader.from_ext_fields(ext), timeout)
         except FlowControlError:
             return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
         except (ResponseError, OSError) as exc:
