@@ -273,6 +273,13 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         if pq.dropped:
             logger.info("%s: %s dropped while consuming; result discarded", self.consumer.group, mq)
             return
+        if status is _CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
+            # every message acknowledged (the common case): _process_result's outcome without
+            # its coroutine (it awaits only to send failed messages back)
+            offset = pq.remove_messages(msgs)
+            if offset >= 0:
+                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
+            return
         await self._process_result(status, ctx, msgs, pq, mq)
 
     async def _process_result(
