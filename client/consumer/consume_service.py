@@ -33,7 +33,7 @@ from pocketmq.client.consumer.listener import (
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
-from pocketmq.remoting.common.service import TaskSet
+from pocketmq.remoting.common.service import TaskSet, wake_first
 from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Batches:
     def put_nowait(self, item: Batch) -> None:
         self._items.append(item)
         if self._getters:
-            self._wake_one()
+            wake_first(self._getters)
 
     async def get(self) -> Batch:
         items = self._items
@@ -116,17 +116,9 @@ class Batches:
                 with contextlib.suppress(ValueError):
                     self._getters.remove(getter)
                 if items and not getter.cancelled():  # woken, then cancelled: wake another
-                    self._wake_one()
+                    wake_first(self._getters)
                 raise
         return items.popleft()
-
-    def _wake_one(self) -> None:
-        getters = self._getters
-        while getters:
-            getter = getters.popleft()
-            if not getter.done():
-                getter.set_result(None)
-                return
 
 
 class _Slot:
