@@ -53,7 +53,7 @@ from pocketmq.remoting.protocol.heartbeat import HeartbeatData
 from pocketmq.remoting.protocol.message import COMPRESSED_FLAG, QUEUE_ID_TEXT, MessageExt, decode_messages
 from pocketmq.remoting.protocol.route import TopicRouteData
 from pocketmq.remoting.protocol.send_ok import SendOkReply
-from pocketmq.remoting.transport.client import RemotingClient
+from pocketmq.remoting.transport.client import RemotingClient, ReplyWaiter
 
 LANGUAGE = LanguageCode.PYTHON
 _CURRENT_VERSION = int(CURRENT_VERSION)
@@ -296,6 +296,29 @@ def decode_pull_result(result: PullResult, sub: SubscriptionData | None) -> list
     return msgs
 
 
+def pull_result(reply: RemotingCommand, request_offset: int, addr: str) -> PullResult:
+    """PULL_MESSAGE's ``reply`` to a pull at ``request_offset`` as a :class:`PullResult` (its
+    body raw).
+
+    Raises:
+        ResponseError: the reply's code is no pull status (``error_from_response``: e.g.
+            ``FlowControlError``).
+    """
+    status = _PULL_STATUS.get(reply.code)  # type: ignore[call-overload]
+    if status is None:
+        raise error_from_response(reply.code, reply.remark, addr=addr, opaque=reply.opaque)
+    ext = reply.ext_fields or {}
+    return PullResult(
+        status,
+        int(ext.get("nextBeginOffset", request_offset)),
+        int(ext.get("minOffset", 0)),
+        int(ext.get("maxOffset", 0)),
+        [],
+        int(ext.get("suggestWhichBrokerId", 0)),
+        reply.body,
+    )
+
+
 def _ok(response: RemotingCommand, addr: str) -> RemotingCommand:
     if response.code != ResponseCode.SUCCESS:
         raise error_from_response(response.code, response.remark, addr=addr, opaque=response.opaque)
@@ -476,18 +499,17 @@ class MQClientAPI(AdminCalls):
             RemotingCommand(_PULL_MESSAGE, 0, 0, None, header.to_ext_fields(), None, LANGUAGE),
             timeout,
         )
-        status = _PULL_STATUS.get(reply.code)  # type: ignore[call-overload]
-        if status is None:
-            raise error_from_response(reply.code, reply.remark, addr=addr, opaque=reply.opaque)
-        ext = reply.ext_fields or {}
-        return PullResult(
-            status,
-            int(ext.get("nextBeginOffset", header.queue_offset)),
-            int(ext.get("minOffset", 0)),
-            int(ext.get("maxOffset", 0)),
-            [],
-            int(ext.get("suggestWhichBrokerId", 0)),
-            reply.body,
+        return pull_result(reply, header.queue_offset, addr)
+
+    def pull_message_into(
+        self, addr: str, ext_fields: dict[str, str], timeout: float, waiter: ReplyWaiter
+    ) -> bool:
+        """:meth:`pull_message` (its header as ``ext_fields``) whose raw reply goes to ``waiter``
+        as the connection reads it (:meth:`RemotingClient.invoke_into`; :func:`pull_result`
+        reads it); False: nothing was sent (no open connection, RPC hooks, a full write
+        buffer): use :meth:`pull_message`."""
+        return self.remoting.invoke_into(
+            addr, RemotingCommand(_PULL_MESSAGE, 0, 0, None, ext_fields, None, LANGUAGE), timeout, waiter
         )
 
     # ------------------------------------------------------------------------------- offsets

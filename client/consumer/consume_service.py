@@ -21,6 +21,7 @@ import contextlib
 import inspect
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from pocketmq.client.config import MessageModel
@@ -32,7 +33,7 @@ from pocketmq.client.consumer.listener import (
 from pocketmq.client.consumer.process_queue import ProcessQueue
 from pocketmq.client.consumer.send_back import reset_retry_topic
 from pocketmq.client.message import MessageQueue
-from pocketmq.remoting.common.service import TaskSet
+from pocketmq.remoting.common.service import TaskSet, wake_first
 from pocketmq.remoting.protocol.message import MessageExt
 
 if TYPE_CHECKING:
@@ -74,6 +75,50 @@ class ConsumeHost(Protocol):
     def rebalance(self) -> RebalanceImpl: ...
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool: ...
+
+
+Batch = tuple[list[MessageExt], ProcessQueue, MessageQueue]
+
+
+class Batches:
+    """The consume requests waiting for a worker: ``asyncio.Queue``'s ``put_nowait`` / ``get``
+    (unbounded, FIFO, a cancelled getter passes its wake-up on) without its loop check per
+    blocking ``get`` (``_get_loop``: a ``get_running_loop``, one ``getpid`` syscall on CPython
+    3.11, per consumed batch when workers wait) and its ``while``/``try`` layers."""
+
+    __slots__ = ("_getters", "_items", "_loop")
+
+    def __init__(self) -> None:
+        self._items: deque[Batch] = deque()
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def put_nowait(self, item: Batch) -> None:
+        self._items.append(item)
+        if self._getters:
+            wake_first(self._getters)
+
+    async def get(self) -> Batch:
+        items = self._items
+        while not items:
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            getter = loop.create_future()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if items and not getter.cancelled():  # woken, then cancelled: wake another
+                    wake_first(self._getters)
+                raise
+        return items.popleft()
 
 
 class _Slot:
@@ -122,7 +167,7 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
     def __init__(self, consumer: ConsumeHost, listener: ConcurrentListener) -> None:
         super().__init__(consumer, listener, "consume-concurrently")
         cfg = consumer.config
-        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = asyncio.Queue()
+        self._queue = Batches()
         self._slots = [_Slot() for _ in range(cfg.consume_thread_max)]
         self._is_coro = inspect.iscoroutinefunction(listener)
 
@@ -219,6 +264,13 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         self.consumer.stats.record(len(msgs), status is _CONSUME_SUCCESS)
         if pq.dropped:
             logger.info("%s: %s dropped while consuming; result discarded", self.consumer.group, mq)
+            return
+        if status is _CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
+            # every message acknowledged (the common case): _process_result's outcome without
+            # its coroutine (it awaits only to send failed messages back)
+            offset = pq.remove_messages(msgs)
+            if offset >= 0:
+                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
             return
         await self._process_result(status, ctx, msgs, pq, mq)
 

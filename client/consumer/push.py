@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Any
 
-from pocketmq.client.api import decode_pull_result
+from pocketmq.client.api import decode_pull_result, pull_result
 from pocketmq.client.config import MessageModel, PushConsumerConfig, resolve_config
 from pocketmq.client.consumer.base import ConsumerBase
 from pocketmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
@@ -47,11 +47,12 @@ from pocketmq.client.errors import (
 )
 from pocketmq.client.hooks import ConsumeMessageHook, hooked_listener
 from pocketmq.client.lifecycle import CREATED, RUNNING
-from pocketmq.client.message import MessageQueue, PullStatus
+from pocketmq.client.message import MessageQueue, PullResult, PullStatus
 from pocketmq.client.namespace import plain_topic_listener, unwrap_queue, wrap
 from pocketmq.client.trace import hook_consumer
 from pocketmq.client.validation import check_topic
 from pocketmq.remoting.protocol.codes import FLAG_COMMIT_OFFSET, pull_sys_flag
+from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import FlowControlError, ResponseError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.heartbeat import ConsumeType
@@ -70,6 +71,52 @@ DELAY_BROKER_FLOW_CONTROL_MS = 20
 _FOUND = PullStatus.FOUND
 _OFFSET_ILLEGAL = PullStatus.OFFSET_ILLEGAL
 _CLUSTERING = MessageModel.CLUSTERING
+
+
+class _PullReply:
+    """The waiter of one pull's reply (``RemotingClient.invoke_into``): the reply is handled as
+    the connection reads it (its messages to the process queue and the consume service), then
+    the pull task is woken with whether the next pull follows at once. The consume worker, woken
+    first, runs the listener in the next loop turn ahead of the pull task; through a reply
+    future the task took that turn itself and the worker (and the next pull) one more."""
+
+    __slots__ = ("addr", "consumer", "future", "offset", "req", "sub")
+
+    def __init__(
+        self,
+        consumer: PushConsumer,
+        req: PullRequest,
+        sub: SubscriptionData,
+        addr: str,
+        offset: int,
+        future: asyncio.Future[bool],
+    ) -> None:
+        self.consumer = consumer
+        self.req = req
+        self.sub = sub
+        self.addr = addr
+        self.offset = offset  # the pull's queue offset
+        self.future = future
+
+    def set_result(self, reply: RemotingCommand) -> None:
+        future = self.future
+        if future.done():  # the pull task was cancelled (shutdown): the reply is dropped
+            return
+        try:
+            again = self.consumer._on_result(
+                self.req, self.sub, self.addr, pull_result(reply, self.offset, self.addr)
+            )
+        except Exception as exc:  # FlowControlError, ResponseError, a bug: the task handles it
+            future.set_exception(exc)
+            return
+        future.set_result(again)
+
+    def set_exception(self, exc: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(exc)
+
+    def done(self) -> bool:
+        return self.future.done()
 
 
 class PushConsumer(ConsumerBase):
@@ -108,6 +155,8 @@ class PushConsumer(ConsumerBase):
         self._paused = False
         self._suggest: dict[MessageQueue, int] = {}
         self._start_time = time.time_ns() // 1_000_000
+        #: the loop the pulls run on (their reply futures), read once
+        self._loop: asyncio.AbstractEventLoop | None = None
         if listener is not None:
             self.register_listener(listener, orderly=orderly)
         self._consume_hooks: list[ConsumeMessageHook] = []
@@ -393,17 +442,17 @@ class PushConsumer(ConsumerBase):
         """Pull ``req``'s queue until a pull has to wait; always ends by scheduling the next
         one (or dropping the queue).
 
-        An immediate next pull runs in this same task rather than a new one per pull. It still
-        yields once first, as a new task would: the consume service then handles the batch just
-        submitted before the next request is built, so that request carries the commit offset
-        of what was just consumed (the broker stores it; a queue that moves to another member
-        then resumes there, not one batch back).
+        An immediate next pull runs in this same task rather than a new one per pull. The
+        consume service handles the batch just submitted before the next request is built, so
+        that request carries the commit offset of what was just consumed (the broker stores it;
+        a queue that moves to another member then resumes there, not one batch back): a reply
+        handled as the connection reads it (:class:`_PullReply`) wakes the consume worker
+        before this task; one handled here yields once first (``_pull_message``).
         """
         try:
             while True:
                 if not await self._pull_message(req):
                     return
-                await asyncio.sleep(0)  # one loop turn, as a new task's first step would take
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -454,29 +503,36 @@ class PushConsumer(ConsumerBase):
         flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
         if is_slave:
             flag &= ~FLAG_COMMIT_OFFSET
-        header = PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=req.next_offset,
-            max_msg_nums=cfg.pull_batch_size,
-            sys_flag=flag,
-            commit_offset=commit_offset,
-            suspend_timeout_millis=cfg.broker_suspend_max_time_millis,
-            subscription=sub.sub_string,
-            sub_version=sub.sub_version,
-            expression_type=sub.expression_type,
+        ext = req.ext_fields(
+            sub, flag, commit_offset, cfg.pull_batch_size, cfg.broker_suspend_max_time_millis
         )
+        api = inst.api
+        timeout = cfg.consumer_timeout_millis_when_suspend / 1000
         try:
-            result = await inst.api.pull_message(
-                addr, header, cfg.consumer_timeout_millis_when_suspend / 1000
-            )
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            waiter = _PullReply(self, req, sub, addr, req.next_offset, loop.create_future())
+            if api.pull_message_into(addr, ext, timeout, waiter):
+                return await waiter.future  # handled as it was read (``_PullReply``)
+            result = await api.pull_message(addr, PullMessageRequestHeader.from_ext_fields(ext), timeout)
         except FlowControlError:
             return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
         except (ResponseError, OSError) as exc:
             if self._life.state is RUNNING and not pq.dropped:
                 logger.warning("%s: pull %s at %d failed: %s", self.group, mq, req.next_offset, exc)
             return self._later(req, DELAY_EXCEPTION_MS)
+        if self._on_result(req, sub, addr, result):
+            await asyncio.sleep(0)  # one loop turn: the consume worker takes the batch first
+            return True
+        return False
+
+    def _on_result(self, req: PullRequest, sub: SubscriptionData, addr: str, result: PullResult) -> bool:
+        """A pull's result: messages to the process queue and the consume service, the next
+        offset; True when the next pull should follow at once (else it is scheduled)."""
+        pq = req.process_queue
+        mq = req.message_queue
+        inst = self.instance
         self._suggest[mq] = result.suggest_which_broker_id
         if pq.dropped:
             return False

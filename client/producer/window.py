@@ -20,6 +20,7 @@ import time
 from collections import deque
 
 from pocketmq.client.errors import RemotingTimeoutError
+from pocketmq.remoting.common.service import wake_first
 
 
 class SendWindow:
@@ -41,12 +42,7 @@ class SendWindow:
 
     def wake(self) -> None:
         """Wake the first waiter that is still waiting."""
-        waiters = self.waiters
-        while waiters:
-            w = waiters.popleft()
-            if not w.done():
-                w.set_result(None)
-                return
+        wake_first(self.waiters)
 
     async def wait(self, budget: float) -> float:
         """Wait until a slot is free, and take it; returns what is left of ``budget`` seconds.

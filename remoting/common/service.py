@@ -14,7 +14,8 @@ called. Rules:
 
 :class:`TaskSet` keeps strong references to fire-and-forget tasks (the loop only keeps weak
 ones), logs their unexpected failures from a done-callback, and cancels them newest first.
-:func:`cancel_and_wait` stops one task (a sweeper, a timer loop) and waits until it is gone.
+:func:`cancel_and_wait` stops one task (a sweeper, a timer loop) and waits until it is gone;
+:func:`wake_first` wakes the first still-waiting future of a FIFO of waiters.
 """
 
 from __future__ import annotations
@@ -22,12 +23,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def wake_first(waiters: deque[asyncio.Future[None]]) -> None:
+    """Wake the first of ``waiters`` (FIFO) still waiting; the done ones before it (their
+    waiter was cancelled) are dropped."""
+    while waiters:
+        w = waiters.popleft()
+        if not w.done():
+            w.set_result(None)
+            return
 
 
 class Service:

@@ -230,3 +230,36 @@ async def test_pull_helpers(pmq: Cluster) -> None:
         assert await consumer.min_offset(mq) == 0 and await consumer.max_offset(mq) == 10
         res = await consumer.pull(mq, 3, 4)
         assert [m.body for m in res.msgs] == [b"3", b"4", b"5", b"6"] and res.next_begin_offset == 7
+
+
+async def test_a_pull_reply_is_consumed_before_the_next_pull_which_commits_it(pmq: Cluster) -> None:
+    """The reply is handled as the connection reads it (``push._PullReply``, the requests' path
+    without RPC hooks): the listener runs before the queue's next pull is built, and that pull
+    carries the offset just consumed as its commit offset."""
+    await pmq.create_topic("PullTurn", queues=1)
+    events: list[tuple[str, int, int]] = []
+
+    async def listener(msgs, ctx):
+        events.append(("consumed", msgs[-1].queue_offset, 0))
+        return CONSUME_SUCCESS
+
+    def before(addr: str, request) -> None:
+        if request.code == 11:  # PULL_MESSAGE
+            ext = request.ext_fields
+            events.append(("pull", int(ext["queueOffset"]), int(ext["commitOffset"])))
+
+    consumer = PushConsumer(
+        "CGPullTurn", namesrv=pmq.namesrv_addr, listener=listener, consume_from_where=FIRST
+    )
+    consumer.subscribe("PullTurn")
+    async with consumer, Producer("PGPullTurn", namesrv=pmq.namesrv_addr) as producer:
+        consumer.instance.remoting.before_hooks.append(before)
+        for i in range(3):
+            await producer.send(Message("PullTurn", b"m%d" % i))
+            await wait_until(lambda i=i: ("consumed", i, 0) in events, timeout=10)
+        await wait_until(lambda: events[-1][0] == "pull", timeout=10)
+    consumed = [k for k, e in enumerate(events) if e[0] == "consumed"]
+    assert [events[k][1] for k in consumed] == [0, 1, 2]
+    for k in consumed:
+        offset = events[k][1]
+        assert events[k + 1] == ("pull", offset + 1, offset + 1), events

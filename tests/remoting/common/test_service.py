@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 
 import pytest
 
-from pocketmq.remoting.common.service import Service, TaskSet
+from pocketmq.remoting.common.service import Service, TaskSet, wake_first
 
 
 class Counter(Service):
@@ -264,3 +265,14 @@ async def test_cancel_and_wait_stops_a_task_and_keeps_the_callers_cancellation()
         await caller
     release.set()
     assert await inner == "stopped"
+
+
+async def test_wake_first_skips_the_done_waiters_and_wakes_one() -> None:
+    loop = asyncio.get_running_loop()
+    cancelled, first, second = loop.create_future(), loop.create_future(), loop.create_future()
+    cancelled.cancel()
+    waiters = deque([cancelled, first, second])
+    wake_first(waiters)
+    assert first.done() and not second.done()
+    assert list(waiters) == [second]
+    wake_first(deque())  # nobody waits: nothing happens
