@@ -278,7 +278,8 @@ class GroupCommitService(CommitLogSyncService):
         riding = end_offset <= self._target
         rnd = self._riding if riding else self._open
         if rnd is None:
-            loop = asyncio.get_running_loop()
+            # (the loop kept by start: get_running_loop is a getpid syscall per call in 3.11)
+            loop = self._loop or asyncio.get_running_loop()
             rnd = _Round(loop.create_future(), end_offset, loop.time() + self.timeout_s)
             rounds = self._rounds
             if riding:

@@ -204,3 +204,51 @@ async def test_a_turn_in_one_round_is_registered_twice_only():
     assert staged.registered == [500, 100] and conn.sent == []
     staged.resolve(staged.open)
     assert [r.remark for r in conn.sent] == [f"T:{i}" for i in range(5)]
+
+
+class Failing(Conn):
+    """A connection that closes at its first reply (the peer reset mid-round)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tries = 0
+
+    def send_response(self, cmd: RemotingCommand) -> None:
+        self.tries += 1
+        self.is_active = False
+        raise ConnectionResetError("reset")
+
+
+async def test_a_connection_that_fails_mid_round_is_read_again_and_skipped_the_others_answered():
+    rounds, broken, conn = Rounds(), Failing(), Conn()
+    fr = FlushReplies(reply)
+    for i in range(3):
+        fr.add(rounds, broken, request(), put(100 * i), i, "T")
+    fr.add(rounds, conn, request(), put(300), 3, "T")
+    await turn()
+    rounds.resolve(lambda: rounds.future.set_result(True))
+    # (the connection's state is read once per run of its waiters, and again after a failure)
+    assert broken.tries == 1
+    assert [r.remark for r in conn.sent] == ["T:3"]
+
+
+async def test_the_turns_registration_looks_the_loop_up_once(monkeypatch):
+    """asyncio.get_running_loop is a getpid syscall per call in CPython 3.11: once per
+    FlushReplies (and loop), not once per turn."""
+    import pocketmq.broker.processor.flush_replies as module
+
+    rounds, conn = Rounds(), Conn()
+    calls = []
+    real = asyncio.get_running_loop
+
+    def counting() -> asyncio.AbstractEventLoop:
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(module.asyncio, "get_running_loop", counting)
+    fr = FlushReplies(reply)
+    for i in range(3):
+        fr.add(rounds, conn, request(), put(100 * i), i, "T")
+        await turn()
+    assert rounds.registered == [100, 200, 300]
+    assert len(calls) == 1
