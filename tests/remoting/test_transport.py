@@ -17,7 +17,8 @@ from pocketmq.remoting.protocol.errors import (
     TopicNotExistError,
 )
 from pocketmq.remoting.transport.client import RemotingClient
-from pocketmq.remoting.transport.connection import ProcessorDispatcher, RemotingConnection
+from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from tests.waiting import wait_until
 from tests.wire_calls import remoting_client
@@ -310,7 +311,7 @@ class RecordingTransport:
 
 
 def recording_connection() -> tuple[RemotingConnection, RecordingTransport]:
-    from pocketmq.remoting.transport.connection import ProcessorDispatcher
+    from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 
     conn = RemotingConnection(ProcessorDispatcher())
     transport = RecordingTransport()
