@@ -229,10 +229,8 @@ class RemotingConnection(asyncio.Protocol):
         # (inline of ``_decode``: one Python call less a read)
         decoder = self._decoder
         commands = decoder.feed(data)
-        if decoder.errors:
-            self._remote_protocol_errors(decoder.errors)
-        if (held := len(decoder.held)) or self._partial:  # an unfinished frame: per read, not per frame
-            self._account_partial(held, bool(commands))
+        if decoder.errors or decoder.held or self._partial:
+            self._decoded(commands)
         backlog, queue_wait = self._backlog, self._queue_wait
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
@@ -261,11 +259,18 @@ class RemotingConnection(asyncio.Protocol):
         ``data_received`` has it inline."""
         decoder = self._decoder
         commands = decoder.feed(data)
+        if decoder.errors or decoder.held or self._partial:
+            self._decoded(commands)
+        return commands
+
+    def _decoded(self, commands: list[RemotingCommand]) -> None:
+        """After a feed that left errors or an unfinished frame (now or before): the errors
+        answered, the unfinished frame counted (per read, not per frame)."""
+        decoder = self._decoder
         if decoder.errors:
             self._remote_protocol_errors(decoder.errors)
-        if (held := len(decoder.held)) or self._partial:  # an unfinished frame: per read, not per frame
+        if (held := len(decoder.held)) or self._partial:
             self._account_partial(held, bool(commands))
-        return commands
 
     def _decode_raw(self, backlog: list[RemotingCommand]) -> None:
         """Decode the next ``PER_TURN`` frames of the held read into ``backlog``."""
