@@ -1,12 +1,10 @@
-"""``RemotingConnection``: an ``asyncio.Protocol`` that owns one TCP connection's bytes and futures,
-and ``ProcessorDispatcher``, the map from request codes to handlers that answers on it.
+"""``RemotingConnection``: an ``asyncio.Protocol`` that owns one TCP connection's bytes and futures.
 
 Used by both sides. Inbound bytes go through the sans-IO ``FrameDecoder``; every complete
 command is a response (resolves ``pending[opaque]``) or a request (handed to the ``Dispatcher``:
 the server's processors, or a client's handlers for server-initiated requests such as
-CHECK_TRANSACTION_STATE). ``ProcessorDispatcher`` turns every handler outcome into a reply on the
-connection the request came from; it lives here because its hot path (a synchronous reply)
-works on the connection's own batch and loop.
+CHECK_TRANSACTION_STATE). :class:`~pocketmq.remoting.transport.dispatch.ProcessorDispatcher` turns
+every handler outcome into a reply on the connection the request came from.
 
 Rules:
 
@@ -40,22 +38,19 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
-import types
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
-from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode, code_name
-from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
+from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
     RemoteProtocolError,
     RemotingConnectError,
     RemotingTooMuchRequestError,
-    ResponseError,
 )
 from pocketmq.remoting.protocol.frame import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -64,7 +59,10 @@ from pocketmq.remoting.protocol.frame import (
     frames_end,
 )
 from pocketmq.remoting.transport.deadlines import Pending, expire_pending
-from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook, safe_call
+
+# ProcessorDispatcher lives in dispatch.py; re-exported here (client.py imports it from here;
+# dispatch.py imports this module for its types only, so there is no cycle)
+from pocketmq.remoting.transport.dispatch import *  # noqa: F403
 from pocketmq.remoting.transport.limits import (
     PartialFrameBudget,
     QueueWait,
@@ -72,7 +70,13 @@ from pocketmq.remoting.transport.limits import (
     TurnShare,
     forget_frames,
 )
-from pocketmq.remoting.transport.wire_io import IOV_MAX, format_addr, read_rest, write_through
+from pocketmq.remoting.transport.wire_io import (
+    IOV_MAX,
+    MAX_BATCH_PARTS,
+    format_addr,
+    read_rest,
+    write_through,
+)
 
 logger = logging.getLogger(__name__)
 #: a peer sending junk on many connections must not flood the log (one line per 10 s per kind)
@@ -83,8 +87,6 @@ _monotonic = time.monotonic
 _RPC_TYPE_RESPONSE = int(RPC_TYPE_RESPONSE)
 _RPC_ONEWAY = int(RPC_ONEWAY)
 _InvalidStateError = asyncio.InvalidStateError
-_current_task = asyncio.current_task
-_CoroutineType = types.CoroutineType
 
 HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 #: A request handler: returns the reply, ``None`` (no reply now: oneway, or a held pull that
@@ -94,10 +96,6 @@ _ReplyFuture = asyncio.Future[RemotingCommand]
 
 #: Too many requests awaiting replies on one connection.
 MAX_PENDING = 65536
-#: An open write batch is written once it holds this many buffers (a frame is one or two), so a
-#: burst (128 sends woken by one read) reaches the peer in slices it can start on, not all at the
-#: end of the turn: at 128 SYNC sends in flight both sides fell into lockstep (26k -> 34k msgs/s).
-MAX_BATCH_PARTS = 64
 
 #: Commands handled per loop turn; the rest of a large read waits for the next turns, so I/O
 #: completions (an fsync done) and other connections are served in between instead of after a
@@ -228,7 +226,11 @@ class RemotingConnection(asyncio.Protocol):
             if cut < len(data):  # the rest is decoded in the next turns (``_next_slice``)
                 self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
                 data = data[:cut]
-        commands = self._decode(data)
+        # (inline of ``_decode``: one Python call less a read)
+        decoder = self._decoder
+        commands = decoder.feed(data)
+        if decoder.errors or decoder.held or self._partial:
+            self._decoded(commands)
         backlog, queue_wait = self._backlog, self._queue_wait
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
@@ -253,14 +255,22 @@ class RemotingConnection(asyncio.Protocol):
             self._handle(commands)
 
     def _decode(self, data: bytes) -> list[RemotingCommand]:
-        """The commands ``data`` completes (decoder errors answered, partial frame counted)."""
+        """The commands ``data`` completes (decoder errors answered, partial frame counted);
+        ``data_received`` has it inline."""
         decoder = self._decoder
         commands = decoder.feed(data)
+        if decoder.errors or decoder.held or self._partial:
+            self._decoded(commands)
+        return commands
+
+    def _decoded(self, commands: list[RemotingCommand]) -> None:
+        """After a feed that left errors or an unfinished frame (now or before): the errors
+        answered, the unfinished frame counted (per read, not per frame)."""
+        decoder = self._decoder
         if decoder.errors:
             self._remote_protocol_errors(decoder.errors)
-        if (held := len(decoder.held)) or self._partial:  # an unfinished frame: per read, not per frame
+        if (held := len(decoder.held)) or self._partial:
             self._account_partial(held, bool(commands))
-        return commands
 
     def _decode_raw(self, backlog: list[RemotingCommand]) -> None:
         """Decode the next ``PER_TURN`` frames of the held read into ``backlog``."""
@@ -652,148 +662,3 @@ class RemotingConnection(asyncio.Protocol):
             return  # connection_lost ran, and what was read before it is served
         self._closed = self._closed or asyncio.Event()
         await self._closed.wait()
-
-
-class ProcessorDispatcher:
-    """Maps request codes to handlers and turns handler outcomes into replies.
-
-    * unknown code → REQUEST_CODE_NOT_SUPPORTED (3), remark ``" request type N not supported"``;
-    * ``ResponseError`` raised → a reply with its code and remark;
-    * any other exception → SYSTEM_ERROR (1) with the exception text, logged once here;
-    * a request with the oneway bit gets no reply (C++/ali-ons never set it, so they get one).
-    """
-
-    def __init__(self, *, hooks: list[RPCHook] | None = None) -> None:
-        self.handlers: dict[int, Handler] = {}
-        self.default_handler: Handler | None = None
-        self.hooks: list[RPCHook] = hooks or []
-        #: Checks run on every request before its handler, with no after part (ACL): unlike
-        #: ``hooks`` they keep the synchronous-reply fast path. One may raise ``ResponseError``.
-        self.before_hooks: list[BeforeHook] = []
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.on_connect: list[Callable[[RemotingConnection], None]] = []
-        self.on_close: list[Callable[[RemotingConnection], None]] = []
-        self.connections: set[RemotingConnection] = set()
-
-    def register(self, code: int, handler: Handler) -> None:
-        self.handlers[int(code)] = handler
-
-    # Dispatcher protocol -------------------------------------------------------------------
-    def connection_made(self, conn: RemotingConnection) -> None:
-        self.connections.add(conn)
-        for cb in self.on_connect:
-            safe_call(cb, conn)
-
-    def connection_lost(self, conn: RemotingConnection) -> None:
-        self.connections.discard(conn)
-        for cb in self.on_close:
-            safe_call(cb, conn)
-
-    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
-        handler = self.handlers.get(request.code, self.default_handler)
-        if handler is None:  # as RocketMQ: answered before any RPC hook runs
-            if conn.is_active:
-                remark = f" request type {request.code} not supported"
-                conn.send(
-                    RemotingCommand.response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
-                )
-            return
-        hooks = self.hooks
-        try:
-            if self.before_hooks:
-                for check in self.before_hooks:
-                    check(conn.remote_addr, request)
-            if hooks:
-                for hook in hooks:
-                    hook.before_request(conn.remote_addr, request)
-            result = handler(conn, request)
-        except Exception as exc:  # the server boundary: every failure becomes a reply
-            self._reply(conn, request, self._error_reply(conn, request, exc))
-            return
-        out = conn._out
-        if type(result) is EncodedReply and result.head_opaque == request.opaque and out is not None:
-            # The hottest path: a pre-rendered reply (SEND_OK) with this opaque joins the read's
-            # open batch (inline of _reply and send: the same checks)
-            if not (hooks or request.flag & _RPC_ONEWAY or conn._closing):
-                out.append(result.head)
-                if len(out) >= MAX_BATCH_PARTS:
-                    conn._write_batch(out)
-            elif hooks:
-                self._reply(conn, request, result)
-        elif (type(result) is RemotingCommand or type(result) is EncodedReply) and not hooks:
-            # The hot path (a synchronous reply, no hooks); test_transport compares the two.
-            # inline of connection.ProcessorDispatcher._reply
-            if request.flag & _RPC_ONEWAY:
-                return
-            result.opaque = request.opaque
-            result.flag |= _RPC_TYPE_RESPONSE
-            try:
-                conn.send(result)
-            except RemotingConnectError:
-                pass  # the peer is gone: nobody to answer
-            except Exception:  # (the frame is too large to encode)
-                logger.warning(
-                    "could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True
-                )
-        elif result is None or isinstance(result, RemotingCommand):
-            self._reply(conn, request, result)
-        elif type(result) is _CoroutineType or inspect.isawaitable(result):
-            # One task that awaits the handler and replies itself: no done-callback round
-            # through the loop and no closure per request.
-            task = conn._loop.create_task(self._complete(conn, request, result))
-            self._tasks.add(task)
-        else:  # pragma: no cover - a handler bug
-            self._reply(
-                conn, request, self._error_reply(conn, request, TypeError(f"handler returned {result!r}"))
-            )
-
-    async def _complete(
-        self,
-        conn: RemotingConnection,
-        request: RemotingCommand,
-        pending: Awaitable[RemotingCommand | None],
-    ) -> None:
-        """Await an asynchronous handler's outcome and reply (cancelled: no reply)."""
-        try:
-            try:
-                reply = await pending
-            except Exception as exc:
-                reply = self._error_reply(conn, request, exc)
-            self._reply(conn, request, reply)
-        finally:
-            self._tasks.discard(_current_task())  # type: ignore[arg-type,unused-ignore]
-
-    def _error_reply(
-        self, conn: RemotingConnection, request: RemotingCommand, exc: BaseException
-    ) -> RemotingCommand:
-        if isinstance(exc, ResponseError):
-            return RemotingCommand.response_to(request, exc.response_code, exc.remark)
-        name = code_name(request.code, response=False)
-        logger.error("request code=%s from %s failed", name, conn.remote_addr, exc_info=exc)
-        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-
-    def _reply(
-        self, conn: RemotingConnection, request: RemotingCommand, reply: RemotingCommand | None
-    ) -> None:
-        for hook in self.hooks:
-            try:
-                hook.after_response(conn.remote_addr, request, reply)
-            except Exception:
-                logger.exception("rpc hook after_response failed")
-        if reply is None or request.flag & _RPC_ONEWAY or conn._closing:
-            return
-        reply.opaque = request.opaque
-        reply.flag |= _RPC_TYPE_RESPONSE
-        try:
-            conn.send(reply)
-        except RemotingConnectError:
-            pass  # the peer is gone: nobody to answer
-        except Exception:
-            logger.warning("could not reply to %s (code %d)", conn.remote_addr, request.code, exc_info=True)
-
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()

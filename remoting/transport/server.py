@@ -22,7 +22,8 @@ from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemoteProtocolError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
-from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
+from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 from pocketmq.remoting.transport.limits import (
     DEFAULT_FRAME_TIMEOUT,

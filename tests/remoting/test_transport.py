@@ -17,7 +17,8 @@ from pocketmq.remoting.protocol.errors import (
     TopicNotExistError,
 )
 from pocketmq.remoting.transport.client import RemotingClient
-from pocketmq.remoting.transport.connection import ProcessorDispatcher, RemotingConnection
+from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from tests.waiting import wait_until
 from tests.wire_calls import remoting_client
@@ -310,7 +311,7 @@ class RecordingTransport:
 
 
 def recording_connection() -> tuple[RemotingConnection, RecordingTransport]:
-    from pocketmq.remoting.transport.connection import ProcessorDispatcher
+    from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 
     conn = RemotingConnection(ProcessorDispatcher())
     transport = RecordingTransport()
@@ -501,3 +502,36 @@ async def test_a_bad_header_read_while_closing_is_not_answered() -> None:
     conn.data_received(struct.pack(">ii", 4 + len(header), len(header)) + header)  # no exception
     await asyncio.sleep(0)
     assert transport.calls == []
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+async def test_oneway_and_held_requests_write_nothing_and_hooks_still_see_them(
+    hooked: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # dispatch skips _reply for a handler's None when there are no hooks (END_TRANSACTION, a
+    # held pull): nothing is written either way, hooks see (request, None), and a oneway
+    # request's handler error is logged, never answered
+    conn, transport = recording_connection()
+    dispatcher = conn._dispatcher
+    assert isinstance(dispatcher, ProcessorDispatcher)
+    rec = Recorder()
+    if hooked:
+        dispatcher.hooks.append(rec)
+
+    def fail(conn: RemotingConnection, req: RemotingCommand) -> None:
+        raise ValueError("boom")
+
+    dispatcher.register(HOLD, lambda conn, req: None)
+    dispatcher.register(FAIL, fail)
+    conn.data_received(
+        RemotingCommand(HOLD, 1, RPC_ONEWAY).encode()
+        + RemotingCommand(HOLD, 2).encode()
+        + RemotingCommand(FAIL, 3, RPC_ONEWAY).encode()
+    )
+    await asyncio.sleep(0)
+    assert transport.calls == []
+    assert rec.before == ([HOLD, HOLD, FAIL] if hooked else [])
+    assert rec.after == ([None, None, ResponseCode.SYSTEM_ERROR] if hooked else [])
+    assert [r.getMessage() for r in caplog.records if "failed" in r.getMessage()] == [
+        f"request code={FAIL} from {conn.remote_addr} failed"
+    ]
