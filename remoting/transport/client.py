@@ -29,7 +29,8 @@ from pocketmq.remoting.protocol.codes import RPC_ONEWAY
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingConnectError, RemotingTimeoutError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE
-from pocketmq.remoting.transport.connection import Handler, ProcessorDispatcher, RemotingConnection
+from pocketmq.remoting.transport.connection import Handler, RemotingConnection
+from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
 
 logger = logging.getLogger(__name__)

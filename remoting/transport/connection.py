@@ -59,10 +59,6 @@ from pocketmq.remoting.protocol.frame import (
     frames_end,
 )
 from pocketmq.remoting.transport.deadlines import Pending, expire_pending
-
-# ProcessorDispatcher lives in dispatch.py; re-exported here (client.py imports it from here;
-# dispatch.py imports this module for its types only, so there is no cycle)
-from pocketmq.remoting.transport.dispatch import *  # noqa: F403
 from pocketmq.remoting.transport.limits import (
     PartialFrameBudget,
     QueueWait,
