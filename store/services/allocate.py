@@ -63,12 +63,15 @@ fsyncs before, 69 (one per zeroed MiB, off the commits) after; store_bench SYNC_
 waiter, loaded box: loop CPU 162-205 -> 123-126 us per put (not attributed yet; the write
 faults into unwritten extents are the likely share). Zeros are written only a window ahead of
 the writer, so segments stay sparse past what is written (issue 23); a window the writer has
-already passed is skipped.
+already passed is skipped. Each step is read into the page cache (``fadvise(WILLNEED)``) before
+its populate: under MADV_RANDOM every page was otherwise a cache miss served in the fault and
+counted as a major fault (4,096 per window, the broker's majflt under SYNC_FLUSH).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -298,13 +301,21 @@ def _open_for_zeros(mf: MappedFile) -> int:
 
 
 def _zero_step(mf: MappedFile, sync_fd: int, start: int, end: int) -> float | None:
-    """Dirty ``[start, end)`` through the mapping (MADV_POPULATE_WRITE: pages the writer has
+    """Read ``[start, end)`` into the page cache, dirty it through the mapping (MADV_POPULATE_WRITE: pages the writer has
     filled keep their bytes; a fault never changes a file's contents), write it back and
     fdatasync it, so its extents are written ones before the writer reaches them. Returns
     the seconds the faults took (the pacing's share), None if a step failed (ENOSPC, EIO:
     logged; the writer's own reservation and fsync meet it too)."""
     try:
         t0 = time.monotonic()
+        # The step's pages into the page cache first (readahead of fallocated blocks or holes
+        # fills zeros, no disk read; it allocates single pages, not mmap readahead's large
+        # folios): the populate then maps cached pages. Without it, under MADV_RANDOM each
+        # page was a cache miss served in its fault, counted as a major fault: 4,096 per
+        # 16 MiB window, all the broker's majflt under SYNC_FLUSH (this thread's, none on the
+        # loop), and ~15 % more of this thread's CPU (5.5 -> 4.7 us per page).
+        with contextlib.suppress(OSError):  # best effort: the populate reads what it misses
+            os.posix_fadvise(sync_fd, start, end - start, os.POSIX_FADV_WILLNEED)
         mf.prefault(write=True, start=start, end=end)
         busy = time.monotonic() - t0
         syscalls.write_back(sync_fd, start, end - start)

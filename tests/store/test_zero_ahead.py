@@ -122,3 +122,63 @@ def test_zeroing_keeps_what_the_writer_wrote_and_skips_what_it_passed(tmp_path, 
         assert not [e for e in _unwritten(mf.path, 4 * step) if e[0] + e[1] > step]
     finally:
         mf.close()
+
+
+def _thread_faults() -> tuple[int, int]:
+    """(minflt, majflt) of the calling thread."""
+    with open("/proc/thread-self/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[7]), int(fields[9])
+
+
+def _zeroed_random_file(tmp_path, steps: int) -> MappedFile:
+    """A fresh fallocated segment mapped MADV_RANDOM (the SYNC_FLUSH writer's), zeroed ahead."""
+    mf = MappedFile(str(tmp_path / f"{0:020d}"), 0, steps * allocate.PREFAULT_STEP, create=True)
+    mf.reserve(mf.file_size)
+    allocate._advise(mf, allocate.MADV_RANDOM)
+    return mf
+
+
+def test_zeroing_takes_no_major_fault(tmp_path, reports_unwritten):
+    """The window is read into the page cache before its populate: under MADV_RANDOM each page
+    was otherwise a cache miss served in its fault, a major fault (4,096 per 16 MiB window,
+    the broker's whole majflt under SYNC_FLUSH)."""
+    steps = 4
+    mf = _zeroed_random_file(tmp_path, steps)
+    try:
+        _, major0 = _thread_faults()
+        allocate._prefault_range(mf, 0, mf.file_size, False, True)
+        _, major1 = _thread_faults()
+        pages = mf.file_size // 4096
+        assert major1 - major0 < pages // 100  # was one per page
+        assert not _unwritten(mf.path, mf.file_size)
+    finally:
+        mf.close()
+
+
+def test_zeroing_maps_single_pages(tmp_path, reports_unwritten):
+    """The readahead before the populate allocates order-0 pages: large folios (mmap
+    readahead's) would make every SYNC_FLUSH fdatasync write back whole folios (18x the bytes)."""
+    try:
+        kpageflags = open("/proc/kpageflags", "rb")  # noqa: SIM115
+    except OSError as exc:
+        pytest.skip(f"needs /proc/kpageflags (root): {exc}")
+    mf = _zeroed_random_file(tmp_path, 2)
+    try:
+        allocate._prefault_range(mf, 0, mf.file_size, False, True)
+        base = allocate.syscalls.mmap_address(mf.mm) // 4096
+        compound = present = 0
+        with open("/proc/self/pagemap", "rb") as pagemap, kpageflags:
+            for i in range(mf.file_size // 4096):
+                pagemap.seek((base + i) * 8)
+                entry = struct.unpack("<Q", pagemap.read(8))[0]
+                if not entry >> 63:
+                    continue
+                present += 1
+                kpageflags.seek((entry & ((1 << 55) - 1)) * 8)
+                flags = struct.unpack("<Q", kpageflags.read(8))[0]
+                compound += (flags >> 15) & 3  # KPF_COMPOUND_HEAD, KPF_COMPOUND_TAIL
+        assert present == mf.file_size // 4096
+        assert compound == 0
+    finally:
+        mf.close()
