@@ -136,12 +136,15 @@ class _Stored(Exception):
 
 
 class RefusingStore:
-    """Stands for the store: a message that passed every check reaches put_message."""
+    """Stands for the store: a message that passed every check reaches put_message (put_now)."""
 
     dispatch_behind_bytes = 0
 
     def put_message(self, inner: Any) -> Any:
         raise _Stored
+
+    # the send processor's plain put (``MessageStore.put_now``, ``put_message``'s twin)
+    put_now = put_message
 
 
 @pytest.mark.parametrize(
