@@ -95,6 +95,12 @@ class ClientConfig(BaseModel):
     )
     tls_cert_path: str | None = Field(default=None, description="client certificate (servers asking for one)")
     tls_key_path: str | None = Field(default=None, description="client private key (PEM, unencrypted)")
+    freeze_gc_at_start: bool = Field(
+        default=True,
+        description="pocketmq: the process's first client start collects once, then moves every object "
+        "alive (modules, settings) out of the cyclic collector's reach (gc.freeze), so later full "
+        "collections walk only what traffic allocated",
+    )
 
     @field_validator("namesrv_addr")
     @classmethod
