@@ -99,6 +99,7 @@ class Producer(AsyncClient):
         self._life.check(RUNNING)
         inst = await MQClientInstance.acquire(self.config)
         inst.register_producer(self)
+        self._sender.loop = asyncio.get_running_loop()
         self._sender.instance = inst
         self._life.move(RUNNING)
 

@@ -97,6 +97,10 @@ class Sender:
         self.publish: dict[str, TopicPublishInfo] = {}
         #: the client instance while the producer runs; ``None`` before start and after shutdown
         self.instance: MQClientInstance | None = None
+        #: the loop the producer started in (its instance's): send_first's futures are made
+        #: with it, because a Future made without ``loop`` looks the running loop up, and
+        #: CPython 3.11's lookup makes a getpid syscall each time (one per send_async)
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._closed_error = closed_error
         # Hot-path copies of the config: read on every send.
         self.attempts = 1 + config.retry_times_when_send_failed
@@ -340,7 +344,7 @@ class Sender:
         if addr is None:
             return None
         api = inst.api
-        out = SendFuture()
+        out = SendFuture(loop=self.loop)
         # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
         attempt = _FirstAttempt()
         attempt.sender, attempt.out, attempt.p, attempt.budget, attempt.mq = self, out, p, budget, mq
