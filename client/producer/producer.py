@@ -27,7 +27,7 @@ from pocketmq.client.namespace import unwrap_queue, wrap, wrap_queue
 from pocketmq.client.producer import request_reply, transaction
 from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.producer.selector import MessageQueueSelector, select_by_hash
-from pocketmq.client.producer.sender import Sender
+from pocketmq.client.producer.sender import Sender, SendFuture
 from pocketmq.client.producer.window import SendWindow
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.client.trace import hook_producer
@@ -78,6 +78,8 @@ class Producer(AsyncClient):
         self._life = Lifecycle("producer", self.group)
         self._inflight: set[asyncio.Future[Any]] = set()
         self._window = SendWindow(config.max_in_flight)
+        # send_first's done work, the same for every send (the callback is on its future)
+        self._first_done = partial(_sent_first, self._inflight, self._window)
         self._prep = MessagePreparer(config)
         self._sender = Sender(config, self._prep, self._life.closed_error, clock)
         self._timeout = config.send_msg_timeout / 1000
@@ -249,13 +251,15 @@ class Producer(AsyncClient):
         if window.busy < window.size:
             window.busy += 1
             sender = self._sender
-            # partial of a module function, not a closure per send (docs/development.md, hot paths)
-            done = partial(_sent, inflight, window, callback)
-            # the common case runs ``done`` from its reply callback, not as a done callback
-            fut = sender.send_first(p, budget, done)
-            if fut is None:
+            # the common case runs its done work from its reply callback, not as a done callback
+            first = sender.send_first(p, budget, self._first_done)
+            if first is not None:
+                first.callback = callback  # before any reply: it is read in a later turn
+                fut: asyncio.Future[SendResult] = first
+            else:
                 fut = asyncio.ensure_future(sender.send(p, budget, sender.attempts_async))
-                fut.add_done_callback(done)
+                # partial of a module function, not a closure per send (docs/development.md, hot paths)
+                fut.add_done_callback(partial(_sent, inflight, window, callback))
         else:
             fut = asyncio.ensure_future(self._send_when_free(p, budget))
             # the coroutine frees its own slot
@@ -379,6 +383,14 @@ class Producer(AsyncClient):
             if p is not None:
                 return sender.send(p, self._timeout, sender.attempts)
         return transaction.send_half(self, msg)
+
+
+def _sent_first(
+    inflight: set[asyncio.Future[Any]], window: SendWindow, f: SendFuture, result: SendResult | None = None
+) -> None:
+    """send_first's done work (:func:`_sent` with the future's own callback): called by the
+    reply callback with the result, or as a done callback (cancelled, or finished by a retry)."""
+    _sent(inflight, window, f.callback, f, result)
 
 
 def _sent(

@@ -322,9 +322,7 @@ class Sender:
         if self.fault.enabled:
             self.fault.update_fault_item(mq.broker_name, int((time.monotonic() - t0) * 1000), failed)
 
-    def send_first(
-        self, p: Prepared, budget: float, done: SendDone | None = None
-    ) -> asyncio.Future[SendResult] | None:
+    def send_first(self, p: Prepared, budget: float, done: SendDone | None = None) -> SendFuture | None:
         """send_async's common case (route and connection ready, no fault strategy): write the
         first attempt now; its reply goes straight to a :class:`_FirstAttempt` (no reply future,
         no callback through the loop); a failed attempt continues in :meth:`send`. ``None``:
@@ -388,7 +386,7 @@ class SendDone(Protocol):
     """A send_async's done work: a done callback of its future that also takes the result
     when the caller has it at hand (not read back from the future)."""
 
-    def __call__(self, f: asyncio.Future[SendResult], result: SendResult | None = None, /) -> None: ...
+    def __call__(self, f: SendFuture, result: SendResult | None = None, /) -> None: ...
 
 
 class SendFuture(asyncio.Future[SendResult]):
@@ -396,8 +394,11 @@ class SendFuture(asyncio.Future[SendResult]):
     reply callback that completes the future (one loop handle less per send); once the future
     is cancelled, or handed to a retry, it becomes an ordinary done callback."""
 
-    __slots__ = ("on_done",)
+    __slots__ = ("callback", "on_done")
     on_done: SendDone | None
+    #: the owner's callback for ``on_done`` to run (send_async's ``callback``, set by it as
+    #: send_first returns: ``on_done`` is then one partial per producer, not one per send)
+    callback: Callable[[SendResult | None, BaseException | None], None] | None
 
     def cancel(self, msg: Any = None) -> bool:
         if not super().cancel(msg):

@@ -386,6 +386,20 @@ async def test_send_async_callback_runs_once_on_every_outcome() -> None:
     assert producer._window.busy == 0 and not producer._inflight
 
 
+async def test_send_async_fast_path_futures_carry_their_own_callback() -> None:
+    """send_first's done work is one per producer; each future carries its send's callback."""
+    producer, inst = make_future_producer(ok)
+    got: dict[str, list[object]] = {"a": [], "b": []}
+    futs = [
+        producer.send_async(Message("T", k.encode()), lambda r, e, k=k: got[k].append((r, e)))
+        for k in "ab"
+    ] + [producer.send_async(Message("T", b"c"))]  # no callback
+    assert all(f.on_done is producer._first_done for f in futs)  # type: ignore[attr-defined]
+    results = [await f for f in futs]
+    assert got["a"] == [(results[0], None)] and got["b"] == [(results[1], None)]
+    assert producer._window.busy == 0 and not producer._inflight
+
+
 def test_retry_classification_is_one_rule() -> None:
     from pocketmq.client.producer.sender import is_retriable
     from pocketmq.remoting.protocol.errors import SystemBusyError
