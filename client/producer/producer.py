@@ -390,7 +390,20 @@ def _sent_first(
 ) -> None:
     """send_first's done work (:func:`_sent` with the future's own callback): called by the
     reply callback with the result, or as a done callback (cancelled, or finished by a retry)."""
-    _sent(inflight, window, f.callback, f, result)
+    if result is None:
+        _sent(inflight, window, f.callback, f)
+        return
+    # the reply's case inline (one call less per send): forget, free the slot, call back
+    inflight.discard(f)
+    window.busy -= 1
+    if window.waiters:
+        window.wake()
+    callback = f.callback
+    if callback is not None:
+        try:
+            callback(result, None)
+        except Exception:
+            logger.exception("send callback raised")
 
 
 def _sent(
