@@ -48,6 +48,8 @@ class ReputService:
         #: a slice is scheduled (``call_soon``) and has not run yet: a wake-up does nothing (the
         #: CommitLog's put tests it instead of calling ``wakeup`` per put: ``commitlog.WakeGate``)
         self.scheduled = False
+        #: ``_slice`` bound once: ``self._slice`` in ``wakeup`` made a bound method per put
+        self._slice_cb = self._slice
 
     def start(self) -> None:
         """Take wake-ups from now on (call on the loop)."""
@@ -58,7 +60,7 @@ class ReputService:
         only; a no-op before ``start`` and after ``stop``)."""
         if not self.scheduled and self._loop is not None and not self._stopping:
             self.scheduled = True
-            self._loop.call_soon(self._slice)
+            self._loop.call_soon(self._slice_cb)
 
     def _slice(self) -> None:
         self.scheduled = False
@@ -86,8 +88,11 @@ class ReputService:
         if self._failing:
             logger.info("reput resumed at %d", dispatcher.reput_from_offset)
             self._failing = False
-        if self.after_batch is not None:
-            self.after_batch()
+        # (read into a local first: 3.11 does not specialize ``self.after_batch()``, an
+        # instance attribute called as a method)
+        after = self.after_batch
+        if after is not None:
+            after()
         return n >= batch
 
     def _retry_later(self) -> None:
