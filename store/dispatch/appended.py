@@ -61,6 +61,9 @@ _pack_unit = CQ_UNIT.pack_into
 #: its index hash, ``index.hash``: the copy hashes them under its own topic, with no slice
 #: made and no string hashed again)
 Carried = tuple[str, int, str | None, str | None, str, str]
+#: read only, never filled: ``reput_appended``'s per-topic locals before its first record
+_NO_HEADS: dict[str, int] = {}
+_NO_QUEUES: dict[int, ConsumeQueue] = {}
 #: the dispatcher's listener as the fast path reads it: the listener, whether it reads
 #: properties (``props_fields.wants_properties``), its optional ``held_queues`` view
 Arriving = tuple[MessageArrivingListener | None, bool, object]
@@ -119,10 +122,10 @@ def reput_appended(d: ReputState, budget: int) -> int:
     backlog = d.index_backlog
     hashes, hphys, htss = ([], [], []) if backlog is None else backlog
     last_topic: str | None = None
-    heads: dict[str, int] = {}
+    heads = _NO_HEADS  # (both set by the first record: no dict made per call)
     # the topic's queues by queue id: one int subscript per record, not a (topic, qid) tuple
     # built and hashed for ``flat`` (~0.6k instructions)
-    topic_queues: dict[int, ConsumeQueue] = {}
+    topic_queues = _NO_QUEUES
     halves = False  # (the topic is the half topic: its records' parse is kept in ``carried``)
     carried = d.carried
     n = 0
@@ -261,7 +264,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
             n += 1
     finally:
         d.reput_from_offset = off
-        if hashes:
+        if hashes and d.index_backlog is None:  # (else the same lists are in it already)
             d.index_backlog = (hashes, hphys, htss)
         if n:
             if d.index_backlog is None:
