@@ -265,7 +265,7 @@ class Dispatcher:
         record is then retried by the next call.
         """
         # (a call per send at one in flight: only what the fast path needs is read up front;
-        # ``mfq.max_offset()``, not the CommitLog's property, which 3.11 does not specialize)
+        # the written end read inline, not the CommitLog's property, which 3.11 does not specialize)
         mfq = self.commitlog.mfq
         pending = self.commitlog.appended
         n = 0
@@ -278,7 +278,8 @@ class Dispatcher:
                     if got:
                         n += got
                         continue
-                if off >= mfq.max_offset():
+                files = mfq.files  # (inline of ``mfq.max_offset()``: its call was per send)
+                if not files or off >= files[-1].file_from_offset + files[-1].wrote_position:
                     break
                 # the decoding path (the fast path writes index headers with its backlog)
                 decoded = True
