@@ -34,7 +34,6 @@ from pocketmq.store.dispatch.props_fields import (
     LazyProperties,
     deliver_time,
     tag_code,
-    wants_properties,
 )
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash, uniq_key_hash
@@ -44,7 +43,7 @@ from pocketmq.store.log.layout import CQ_UNIT, CQ_UNIT_SIZE, SCHEDULE_TOPIC
 from pocketmq.store.queue.consume_queue import ConsumeQueue
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
-__all__ = ["INDEX_RUN", "ReputState", "reput_appended"]
+__all__ = ["INDEX_RUN", "Arriving", "ReputState", "reput_appended"]
 
 #: index entries collected before the fast path writes them (one ``put_hashes``): 128 sends
 #: of two keys (UNIQ_KEY and KEYS), a few KiB of lists
@@ -62,6 +61,12 @@ _pack_unit = CQ_UNIT.pack_into
 #: its index hash, ``index.hash``: the copy hashes them under its own topic, with no slice
 #: made and no string hashed again)
 Carried = tuple[str, int, str | None, str | None, str, str]
+#: read only, never filled: ``reput_appended``'s per-topic locals before its first record
+_NO_HEADS: dict[str, int] = {}
+_NO_QUEUES: dict[int, ConsumeQueue] = {}
+#: the dispatcher's listener as the fast path reads it: the listener, whether it reads
+#: properties (``props_fields.wants_properties``), its optional ``held_queues`` view
+Arriving = tuple[MessageArrivingListener | None, bool, object]
 #: ``ReputState.carried`` entries at most: halves whose copy never comes here (rolled back,
 #: committed from a read back, never resolved) are dropped all at once past it (a copy
 #: follows its half by one END_TRANSACTION's round trip, a few thousand records at most)
@@ -75,7 +80,7 @@ class ReputState(Protocol):
     commitlog: CommitLog
     cq_table: ConsumeQueueTable
     index: IndexService
-    listener: MessageArrivingListener | None
+    listener_view: Arriving
     index_enable: bool
     delay_levels: list[int]
     reput_from_offset: int
@@ -98,40 +103,36 @@ def reput_appended(d: ReputState, budget: int) -> int:
     checkpoint's index time) only moves once the index is written. A batch counts whole
     against ``budget``.
     """
+    # (a call per send at one in flight, so no bound method is made up front: a method read
+    # without its call is a generic attribute read in 3.11, ``pending.popleft()`` and
+    # ``hashes.append(h)`` are specialized; the listener's facets are read once it is set)
     pending = d.commitlog.appended
     off = d.reput_from_offset
-    popleft = pending.popleft
     while pending and pending[0][0] < off:  # dispatched by the decoding path already
-        popleft()
+        pending.popleft()
     if not pending or pending[0][0] != off:
         return 0
     by_topic = d.cq_table.queues
-    find_or_create = d.cq_table.find_or_create
     indexed = d.index_enable
-    listener = d.listener
-    lazy = wants_properties(listener)
-    # a listener's optional live view of what it waits on (the hold service's held queues):
-    # while it is empty, ``arriving`` would do nothing, so it is not called per record
-    waiting = getattr(listener, "held_queues", None)
+    # ``waiting``: a listener's optional live view of what it waits on (the hold service's held
+    # queues): while it is empty, ``arriving`` would do nothing, so it is not called per record
+    listener, lazy, waiting = d.listener_view
     tag_codes = TAG_CODES
     tails = TAIL_TABLE
     backlog = d.index_backlog
     hashes, hphys, htss = ([], [], []) if backlog is None else backlog
-    add_hash = hashes.append
-    add_phy = hphys.append
-    add_ts = htss.append
     last_topic: str | None = None
-    heads: dict[str, int] = {}
+    heads = _NO_HEADS  # (both set by the first record: no dict made per call)
     # the topic's queues by queue id: one int subscript per record, not a (topic, qid) tuple
     # built and hashed for ``flat`` (~0.6k instructions)
-    topic_queues: dict[int, ConsumeQueue] = {}
+    topic_queues = _NO_QUEUES
     halves = False  # (the topic is the half topic: its records' parse is kept in ``carried``)
     carried = d.carried
     n = 0
     last_ts = 0
     try:
         while pending and n < budget:
-            rec = popleft()
+            rec = pending.popleft()
             phy, size, topic, qid, qoff, ts, sys_flag, _prepared, props, batch = rec
             if phy != off:
                 pending.appendleft(rec)
@@ -202,27 +203,27 @@ def reput_appended(d: ReputState, budget: int) -> int:
                             # ``head`` and ``tail``: key[:-2] and key[-2:], from the parse
                             if len(key) >= 2 and head in heads and tail in tails:
                                 u = (heads[head] + tails[tail]) & 0xFFFFFFFF
-                                add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                                hashes.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                             else:
-                                add_hash(uniq_key_hash(topic, key))
-                            add_phy(phy)
-                            add_ts(ts)
+                                hashes.append(uniq_key_hash(topic, key))
+                            hphys.append(phy)
+                            htss.append(ts)
                         if keys:
                             for k in keys.split(" ") if " " in keys else (keys,):
                                 if k:
                                     try:
                                         # inline of index.hash.topic_key_hash
                                         u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
-                                        add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                                        hashes.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                                     except KeyError:
-                                        add_hash(topic_key_hash(topic, k))
-                                    add_phy(phy)
-                                    add_ts(ts)
+                                        hashes.append(topic_key_hash(topic, k))
+                                    hphys.append(phy)
+                                    htss.append(ts)
                 if tx not in _UNQUEUED:
                     try:
                         cq = topic_queues[qid]
                     except KeyError:  # (once per queue: its first record)
-                        cq = find_or_create(topic, qid)
+                        cq = d.cq_table.find_or_create(topic, qid)
                         topic_queues = by_topic[topic]
                     # inline of queue.consume_queue.ConsumeQueue.put (its common case, the next unit
                     # of its last file: no call per record, ~0.5k instructions per transaction)
@@ -263,7 +264,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
             n += 1
     finally:
         d.reput_from_offset = off
-        if hashes:
+        if hashes and d.index_backlog is None:  # (else the same lists are in it already)
             d.index_backlog = (hashes, hphys, htss)
         if n:
             if d.index_backlog is None:
@@ -387,12 +388,11 @@ def _dispatch_batch(
         del hphys[n_hashes:]
         raise
     htss.extend([ts] * (len(hashes) - n_hashes))
-    listener = d.listener
+    listener, lazy, _ = d.listener_view
     # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
     # records, which no consumer pulls, come here once a loop turn)
     if listener is not None and (waiting is None or waiting):
         d.reput_from_offset = phy + total
-        lazy = wants_properties(listener)
         per_batch = None if lazy else getattr(listener, "arriving_batch", None)
         if per_batch is not None:
             per_batch(topic, qid, qoff + 1, codes, ts)

@@ -173,9 +173,13 @@ class StoreServices:
     def _after_reput(self) -> None:
         # (per reput slice, a send's at one in flight: files[-1], not the ``last`` property, and
         # the hook read before its call, which 3.11 does not specialize as ``self.hook()``)
+        # ``advance``'s first test inline: until the writer reaches ``advance_at`` it returns
+        # at once, and a call per send is saved
         files = self.store.commitlog.mfq.files
         if files:
-            self.allocate.advance(files[-1])
+            mf = files[-1]
+            if mf.wrote_position >= mf.advance_at:
+                self.allocate.advance(mf)
         if self.index_proc is not None:
             self.index_proc.publish(self.store.dispatcher.reput_from_offset)
         after = self.after_dispatch

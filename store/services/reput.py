@@ -48,6 +48,8 @@ class ReputService:
         #: a slice is scheduled (``call_soon``) and has not run yet: a wake-up does nothing (the
         #: CommitLog's put tests it instead of calling ``wakeup`` per put: ``commitlog.WakeGate``)
         self.scheduled = False
+        #: ``_slice`` bound once: ``self._slice`` in ``wakeup`` made a bound method per put
+        self._slice_cb = self._slice
 
     def start(self) -> None:
         """Take wake-ups from now on (call on the loop)."""
@@ -58,37 +60,38 @@ class ReputService:
         only; a no-op before ``start`` and after ``stop``)."""
         if not self.scheduled and self._loop is not None and not self._stopping:
             self.scheduled = True
-            self._loop.call_soon(self._slice)
+            self._loop.call_soon(self._slice_cb)
 
     def _slice(self) -> None:
+        """One slice (``call_soon``, a send's at one in flight: one Python call, the dispatch
+        inline); if it was full, the rest in a later turn."""
         self.scheduled = False
         if self._stopping:
             return
+        dispatcher = self.dispatcher
+        batch = self.batch
         try:
-            if self._dispatch():
+            try:
+                n = dispatcher.do_reput(batch)
+            except OSError as exc:
+                if not self._failing:
+                    logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
+                self._failing = True
+                self._retry_later()
+                return
+            if self._failing:
+                logger.info("reput resumed at %d", dispatcher.reput_from_offset)
+                self._failing = False
+            # (read into a local first: 3.11 does not specialize ``self.after_batch()``, an
+            # instance attribute called as a method)
+            after = self.after_batch
+            if after is not None:
+                after()
+            if n >= batch:
                 self.wakeup()  # the rest in a later turn
         except Exception:  # a bug, not an I/O error: log it and retry later rather than die
             logger.exception("store service %s failed; retrying", self.name)
             self._retry_later()
-
-    def _dispatch(self) -> bool:
-        """One slice; True when records are left (the slice was full)."""
-        dispatcher = self.dispatcher
-        batch = self.batch
-        try:
-            n = dispatcher.do_reput(batch)
-        except OSError as exc:
-            if not self._failing:
-                logger.error("reput blocked at %d: %s (retrying)", dispatcher.reput_from_offset, exc)
-            self._failing = True
-            self._retry_later()
-            return False
-        if self._failing:
-            logger.info("reput resumed at %d", dispatcher.reput_from_offset)
-            self._failing = False
-        if self.after_batch is not None:
-            self.after_batch()
-        return n >= batch
 
     def _retry_later(self) -> None:
         if self._retry is None and not self._stopping and self._loop is not None:

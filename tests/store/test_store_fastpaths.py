@@ -748,3 +748,47 @@ def test_a_listener_whose_held_queues_is_empty_is_not_called_for_a_batch_put(tmp
         else:
             assert calls == [("one", "TopicA", 2, k) for k in range(1, 5)]
         store.close()
+
+
+def test_the_listener_view_follows_the_listener_set_and_its_live_held_queues(tmp_path):
+    """The dispatcher reads a listener's ``needs_properties`` and ``held_queues`` when it is
+    set (not per reput slice): a replaced listener is read anew, None stops the calls, and the
+    held view read then stays live (a queue held later is notified)."""
+    calls: list[tuple] = []
+
+    class Held:
+        needs_properties = False
+
+        def __init__(self) -> None:
+            self.held: dict[tuple[str, int], int] = {}
+            self.held_queues = self.held.keys()
+
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_ts, bitmap, props):
+            calls.append(("held", logic_offset, len(props)))
+
+    class Reads:
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_ts, bitmap, props):
+            calls.append(("reads", logic_offset, props.get("KEYS")))
+
+    store = MessageStore(tiny_config(str(tmp_path / "s")))
+    store.load()
+    try:
+        held = Held()
+        store.arriving_listener = held
+        store.put_message(make_msg(0, queue_id=2))
+        store.do_reput()
+        assert calls == []  # nothing held
+        held.held[("TopicA", 2)] = 1
+        store.put_message(make_msg(1, queue_id=2))
+        store.do_reput()
+        assert calls == [("held", 2, 0)]
+        store.arriving_listener = Reads()
+        store.put_message(make_msg(2, queue_id=2))
+        store.do_reput()
+        assert calls[1:] == [("reads", 3, "key-2")]
+        store.arriving_listener = None
+        store.put_message(make_msg(3, queue_id=2))
+        store.do_reput()
+        assert len(calls) == 2 and store.dispatcher.reput_from_offset == store.get_max_phy_offset()
+    finally:
+        store.close()

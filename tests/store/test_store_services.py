@@ -572,3 +572,24 @@ async def test_flush_waiter_is_the_shared_round_future_or_none(tmp_path):
     refused = store.put_message(make_msg(4, topic=""))
     assert refused.append is None and store.flush_waiter(refused) is None
     await store.shutdown()
+
+
+async def test_reput_slices_move_the_segments_reservation_window(tmp_path, monkeypatch):
+    """After each reput slice the allocation service is asked to move the windows of the
+    segment being written once the writer reaches its ``advance_at`` (tested inline by the
+    slice's hook): the reservation follows the writer through the segment."""
+    monkeypatch.setattr(allocate_module, "RESERVE_WINDOW", 4 * 4096)
+    store = await _started(str(tmp_path / "s"))
+    try:
+        n = 0
+        marks = []
+        while store.get_max_phy_offset() < 48 * 1024:
+            store.put_message(make_msg(n, body_size=1000))
+            n += 1
+            await _until(lambda: store.dispatch_behind_bytes == 0)
+            mf = store.commitlog.mfq.files[-1]
+            assert mf.wrote_position < mf.advance_at  # moved on once the writer reached it
+            marks.append(mf.advance_at)
+        assert marks == sorted(marks) and len(set(marks)) >= 4
+    finally:
+        await store.shutdown()
