@@ -74,3 +74,26 @@ def test_inflate_compressed_bodies_on_both_paths() -> None:
     )
     assert [m.body for m in decode_pull_body(body, inflate=True)] == [b"fast" * 100, b"slow" * 100, b"plain"]
     assert decode_pull_body(body)[0].body == zlib.compress(b"fast" * 100)  # default: as stored
+
+
+def test_whole_objects_equal_the_shared_decoders() -> None:
+    # The fast path builds MessageExt field by field: every field (the dataclass's equality
+    # covers them all, _properties included) must match the shared decoder's object.
+    body = sample() + b"".join(
+        encode_message(topic="BenchDrain", body=b"x" * 1024, queue_offset=i, commit_log_offset=i * 1200,
+                       properties={"UNIQ_KEY": f"U{i}", "WAIT": "true"})
+        for i in range(8)
+    )  # fmt: skip
+    fast = decode_pull_body(body)
+    assert fast == decode_messages(body)
+    assert all(m.properties == s.properties for m, s in zip(fast, decode_messages(body), strict=True))
+    assert fast[-1].uniq_key == "U7"
+
+
+def test_properties_length_over_a_short_is_rejected() -> None:
+    # PROPERTIES length is a signed short: a record whose length bytes read 0x8000+ is garbage.
+    rec = bytearray(encode_message(topic="T", body=b"b", properties="K\x01v\x02"))
+    at = len(rec) - len("K\x01v\x02") - 2
+    rec[at] = 0x80
+    with pytest.raises(MessageDecodeError):
+        decode_pull_body(bytes(rec))
