@@ -70,9 +70,20 @@ class ProcessQueue:
         size = 0
         resort = False
         last_key = next(reversed(tree)) if tree else -1
+        consuming = self.consuming_tree
+        # A pull's messages come in ascending offsets after everything cached: an offset above
+        # every key cached (none being consumed in order) cannot be in either tree, and needs
+        # no resort; only the others are looked up.
+        fresh = not consuming
         for msg in msgs:
             off = msg.queue_offset
-            if off in tree or off in self.consuming_tree:
+            if fresh and off > last_key:
+                tree[off] = msg
+                last_key = off
+                added += 1
+                size += len(msg.body)
+                continue
+            if off in tree or off in consuming:
                 continue
             if off < last_key:
                 resort = True

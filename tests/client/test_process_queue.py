@@ -65,3 +65,18 @@ def test_expiry() -> None:
     assert pq.is_pull_expired(121_001)
     info = pq.info()
     assert info["cachedMsgCount"] == 0 and info["droped"] is False
+
+
+def test_put_after_cached_ones_mixed_with_older_and_duplicates() -> None:
+    # Offsets above every cached key take the append path; an older one, a duplicate within
+    # the batch and one being consumed in order take the lookups (and a resort).
+    pq = ProcessQueue()
+    assert pq.put_messages([msg(5), msg(6)])
+    assert not pq.put_messages([msg(7), msg(7), msg(3), msg(9)])
+    assert list(pq.msg_tree) == [3, 5, 6, 7, 9]
+    assert (pq.msg_count, pq.msg_size, pq.queue_offset_max) == (5, 50, 9)
+    assert [m.queue_offset for m in pq.take_messages(2)] == [3, 5]
+    pq.put_messages([msg(5), msg(10)])  # 5 is being consumed: not cached again
+    assert list(pq.msg_tree) == [6, 7, 9, 10]
+    assert list(pq.consuming_tree) == [3, 5]
+    assert pq.msg_count == 6
