@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pocketmq.client.consumer.fast_decode import decode_pull_body
+from pocketmq.client.consumer.fast_decode import PulledMessageExt, decode_pull_body
 from pocketmq.remoting.protocol.message import MessageDecodeError, decode_messages, encode_message
 
 
@@ -85,9 +85,21 @@ def test_whole_objects_equal_the_shared_decoders() -> None:
         for i in range(8)
     )  # fmt: skip
     fast = decode_pull_body(body)
-    assert fast == decode_messages(body)
+    assert fast == decode_messages(body) and decode_messages(body) == fast
+    assert type(fast[-1]) is PulledMessageExt and fast[-1] != decode_messages(body)[0]
     assert all(m.properties == s.properties for m, s in zip(fast, decode_messages(body), strict=True))
     assert fast[-1].uniq_key == "U7"
+
+
+def test_msg_id_made_on_first_read_and_settable() -> None:
+    rec = encode_message(topic="T", body=b"b", commit_log_offset=0x1234_5678_9ABC,
+                         store_host=(b"\xc0\xa8\x01\x02", 10911))  # fmt: skip
+    (m,) = decode_pull_body(rec)
+    (s,) = decode_messages(rec)
+    assert m.msg_id == s.msg_id == "C0A8010200002A9F0000123456789ABC"
+    assert repr(m).endswith(repr(s)[len("MessageExt") :])
+    m.msg_id = "X"
+    assert m.msg_id == "X" and m != s
 
 
 def test_properties_length_over_a_short_is_rejected() -> None:
