@@ -109,3 +109,18 @@ def test_properties_length_over_a_short_is_rejected() -> None:
     rec[at] = 0x80
     with pytest.raises(MessageDecodeError):
         decode_pull_body(bytes(rec))
+
+
+def test_pulled_message_copies_pickles_and_replaces() -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    rec = encode_message(topic="T", body=b"b", commit_log_offset=77)
+    decode_pull_body(rec)  # the topic's first record goes through the shared decoder
+    (m,) = decode_pull_body(rec)
+    assert type(m) is PulledMessageExt
+    for c in (pickle.loads(pickle.dumps(m)), copy.copy(m), copy.deepcopy(m)):
+        assert type(c) is PulledMessageExt and c == m and c.msg_id == m.msg_id
+    r = dataclasses.replace(m, queue_offset=5)
+    assert r.msg_id == m.msg_id and r.queue_offset == 5
