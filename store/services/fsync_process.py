@@ -152,6 +152,8 @@ class FsyncProcess:
         if not data:
             return None
         self._read = (self._read + 1) & 255
+        if data == b"0":  # one file synced: the group commit's every answer, without a list comp
+            return [0]
         return [int(x) for x in data.split(b" ")]
 
     def close(self) -> None:
@@ -175,8 +177,10 @@ _CHUNK_PATHS = 512
 
 def results_error(results: list[int]) -> OSError | None:
     """The first failed fdatasync of a helper's answer (one errno per path, 0 = synced), or None."""
-    code = next((r for r in results if r), 0)
-    return OSError(code, f"fdatasync: {os.strerror(code)}") if code else None
+    for code in results:  # (a loop, not next() over a generator: one per group-commit fsync)
+        if code:
+            return OSError(code, f"fdatasync: {os.strerror(code)}")
+    return None
 
 
 class FsyncHelperGone(OSError):

@@ -24,7 +24,7 @@ import pytest
 
 from pocketmq.store import MessageStore, PutMessageStatus
 from pocketmq.store.services import flush as flush_module
-from pocketmq.store.services.fsync_process import FsyncHelperGone, FsyncPipe, FsyncProcess
+from pocketmq.store.services.fsync_process import FsyncHelperGone, FsyncPipe, FsyncProcess, results_error
 from tests.pids import pid_alive
 
 from .conftest import make_msg, tiny_config
@@ -79,6 +79,13 @@ def test_helper_syncs_each_path_and_reports_errors(tmp_path):
     assert not pid_alive(proc.pid)
     with pytest.raises(OSError):
         proc.request(paths)  # closed
+
+
+def test_results_error_is_the_first_failed_fdatasync():
+    assert results_error([0]) is None
+    assert results_error([0, 0, 0]) is None
+    error = results_error([0, errno.EIO, errno.ENOSPC])
+    assert isinstance(error, OSError) and error.errno == errno.EIO
 
 
 async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, monkeypatch):
