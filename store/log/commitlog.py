@@ -39,6 +39,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store.clock import now_ms
 from pocketmq.store.config import FlushDiskType, MessageStoreConfig
+from pocketmq.store.log import put_hooks
 from pocketmq.store.log.batch_encode import (
     ILLEGAL,
     PROPS_LENS,
@@ -98,6 +99,7 @@ _PUT_OK = PutMessageStatus.PUT_OK
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _new = object.__new__
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
+_NOT_HOST_FLAGS = ~HOST_FLAGS_MASK  # (a constant: the put's ``~`` made a new int each time)
 _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
@@ -136,6 +138,10 @@ class CommitLog:
         #: (topic, queue_id) -> next queue offset
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self._topic_heads: dict[str, bytes] = {}
+        #: topic -> queue id -> its ``topic_queue_table`` key, the tuple the table holds: a put's
+        #: lookups match it by identity, not by building and comparing a tuple (any equal key
+        #: stays valid: a rebuilt table or a deleted entry only costs the compares again)
+        self._queue_keys: dict[str, dict[int, tuple[str, int]]] = {}
         self.max_body = config.max_message_size
         #: set after a failed segment creation (ENOSPC ...), cleared by the next success
         self.create_failed = False
@@ -260,7 +266,7 @@ class CommitLog:
         store_ip, store_port = msg.store_host
         sys_flag = msg.sys_flag
         if len(born_ip) == 4 and len(store_ip) == 4:
-            sys_flag &= ~HOST_FLAGS_MASK
+            sys_flag &= _NOT_HOST_FLAGS
             prefix, psize = _PREFIX_V4, _PREFIX_SIZE  # (Struct.size: a read 3.11 does not specialize)
         else:
             sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
@@ -276,7 +282,10 @@ class CommitLog:
             mf = got
 
         queue_id = msg.queue_id
-        key = (topic, queue_id)
+        try:  # (the queue's own key object, see _queue_keys)
+            key = self._queue_keys[topic][queue_id]
+        except KeyError:
+            key = put_hooks.queue_key(self._queue_keys, self.topic_queue_table, topic, queue_id)
         tx = sys_flag & _TX_MASK
         counted = not tx or tx not in _UNCOUNTED  # (a plain message: no tuple scan)
         qoff = 0
@@ -788,3 +797,4 @@ class CommitLog:
 
     def rebuild_topic_queue_table(self, table: dict[tuple[str, int], int]) -> None:
         self.topic_queue_table = dict(table)
+        self._queue_keys.clear()  # (their tuples are not this table's keys)

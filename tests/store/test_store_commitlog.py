@@ -54,6 +54,32 @@ def test_queue_offsets_are_per_topic_and_queue(open_store):
     assert got == [0, 1, 0, 0, 2, 1]
 
 
+def test_queue_offsets_survive_the_key_cache_deleted_entries_and_a_rebuilt_table(open_store):
+    # puts look their queue's counter up by a cached key tuple (put_hooks.queue_key): the
+    # table holds that very tuple, and an entry deleted or a table rebuilt elsewhere (with
+    # other, equal tuples) still counts right
+    store = open_store()
+    cl = store.commitlog
+    offs = [store.put_message(make_msg(i, topic=t, queue_id=q)).append.logics_offset for i, (t, q) in
+            enumerate([("A", 0), ("A", 0), ("A", 1), ("A", 0)])]  # type: ignore[union-attr]  # fmt: skip
+    assert offs == [0, 1, 0, 2]
+    (key,) = [k for k in cl.topic_queue_table if k == ("A", 0)]
+    assert key is cl._queue_keys["A"][0]
+    # a counter set under another equal tuple before the queue's first put is moved under its key
+    cl.topic_queue_table[("B", 3)] = 7
+    assert store.put_message(make_msg(9, topic="B", queue_id=3)).append.logics_offset == 7  # type: ignore[union-attr]
+    (key,) = [k for k in cl.topic_queue_table if k == ("B", 3)]
+    assert key is cl._queue_keys["B"][3] and cl.topic_queue_table[key] == 8
+    store.delete_topics(["A"])
+    assert ("A", 0) not in cl.topic_queue_table
+    assert store.put_message(make_msg(5, queue_id=0, topic="A")).append.logics_offset == 0  # type: ignore[union-attr]
+    cl.rebuild_topic_queue_table({("A", 0): 40, ("A", 1): 9})
+    got = [store.put_message(make_msg(i, topic="A", queue_id=q)).append.logics_offset for i, q in
+           enumerate([0, 1, 0, 2])]  # type: ignore[union-attr]  # fmt: skip
+    assert got == [40, 9, 41, 0]
+    assert cl.topic_queue_table == {("A", 0): 42, ("A", 1): 10, ("A", 2): 1}
+
+
 def test_rolling_writes_a_blank_and_continues_in_the_next_segment(open_store):
     store = open_store()
     size = 64 * 1024
