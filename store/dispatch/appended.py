@@ -23,7 +23,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from pocketmq.remoting.protocol.message import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    MessageConst,
+)
 from pocketmq.remoting.protocol.topics import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.store.dispatch.props_fields import (
     KEYS_NEEDLE,
@@ -53,6 +57,12 @@ _TX_MASK = TRANSACTION_ROLLBACK_TYPE
 _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
 #: prepared and rolled-back transaction records get no ConsumeQueue unit
 _UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+#: a properties string with UNIQ_KEY first starts so
+_UNIQ_ONLY = UNIQ_NEEDLE[1:]
+_UNIQ_LEN = len(_UNIQ_ONLY)
+#: the property the send processor appends to every message (its cluster's name)
+_CLUSTER_ONLY = f"{MessageConst.CLUSTER}\x01"
+_CLUSTER_LEN = len(_CLUSTER_ONLY)
 _HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
 _pack_unit = CQ_UNIT.pack_into
 
@@ -127,6 +137,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
     # built and hashed for ``flat`` (~0.6k instructions)
     topic_queues = _NO_QUEUES
     halves = False  # (the topic is the half topic: its records' parse is kept in ``carried``)
+    delayed = False  # (the topic is the schedule topic: tagsCode is the delivery time)
     carried = d.carried
     n = 0
     last_ts = 0
@@ -142,6 +153,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 last_topic = topic
                 topic_queues = by_topic.get(topic) or {}
                 halves = topic == _HALF_TOPIC
+                delayed = topic == SCHEDULE_TOPIC
             if batch is not None:
                 try:
                     done = _dispatch_batch(d, rec, batch, heads, hashes, hphys, htss, waiting)
@@ -163,6 +175,25 @@ def reput_appended(d: ReputState, budget: int) -> int:
                         # a committed copy: its half's properties object, parsed at the half's
                         # dispatch (module docstring, "Committed copies")
                         _, tags_code, key, keys, head, tail = got
+                    elif (
+                        props[:_UNIQ_LEN] == _UNIQ_ONLY
+                        and not halves
+                        and (
+                            not (after := (split := props[_UNIQ_LEN:].partition("\x02"))[2])
+                            or (after[:_CLUSTER_LEN] == _CLUSTER_ONLY and "\x02" not in after)
+                        )
+                    ):
+                        # UNIQ_KEY first, then at most CLUSTER (a send of the SDK's message
+                        # without tags, as the broker stores it): what the parse below finds
+                        # in it (no TAGS, no KEYS), without the string built and its three
+                        # partitions
+                        key = split[0]
+                        keys = None
+                        if key:
+                            head = key[:-2]
+                            tail = key[-2:]
+                        else:
+                            head = tail = ""
                     else:
                         s = f"\x02{props}\x02"
                         # inline of dispatch.props_fields.dispatch_fields (tagsCode); ``partition``
@@ -192,7 +223,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                                 if len(carried) >= CARRIED_MAX:
                                     carried.clear()
                                 carried[phy] = (props, tags_code, key, keys, head, tail)
-                    if topic == SCHEDULE_TOPIC:
+                    if delayed:
                         tags_code = deliver_time(props, ts, d.delay_levels, tags_code)
                     if indexed and tx != _ROLLBACK:
                         # the index hashes of UNIQ_KEY and each KEYS token, as topic_key_hashes
@@ -219,7 +250,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                                         hashes.append(topic_key_hash(topic, k))
                                     hphys.append(phy)
                                     htss.append(ts)
-                if tx not in _UNQUEUED:
+                if not tx or tx not in _UNQUEUED:  # (a plain record: no tuple scan)
                     try:
                         cq = topic_queues[qid]
                     except KeyError:  # (once per queue: its first record)

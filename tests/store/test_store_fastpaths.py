@@ -111,6 +111,42 @@ def test_fast_reput_writes_exactly_what_decoding_reput_writes(tmp_path, index):
     assert len(fi) > 1 if index else not fi  # (on: rolled at least once)
 
 
+def test_fast_reput_of_uniq_key_then_cluster_writes_what_decoding_reput_writes(tmp_path):
+    """Properties of UNIQ_KEY then at most CLUSTER (reput_appended's shortcut, no parse) and
+    look-alikes that must take the parse (a longer name ending in UNIQ_KEY, other properties
+    after it), empty and 1-char keys, a trailing separator: the units and index entries equal
+    the decoding path's."""
+    gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x05", pid=9)
+    shapes = [
+        lambda: f"UNIQ_KEY\x01{gen.create()}",
+        lambda: "UNIQ_KEY\x01",
+        lambda: "UNIQ_KEY\x01z",
+        lambda: f"XUNIQ_KEY\x01{gen.create()}",
+        lambda: f"UNIQ_KEY\x01{gen.create()}\x02TAGS\x01t",
+        lambda: f"UNIQ_KEY\x01{gen.create()}\x02",
+        lambda: f"UNIQ_KEY\x01a\x01b{gen.create()}",
+        lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTER\x01DefaultCluster",
+        lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTER\x01c\x02KEYS\x01k1 k2",
+        lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTERX\x01c",
+        lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTER\x01",
+        lambda: f"UNIQ_KEY\x01\x02CLUSTER\x01c",
+    ]
+    msgs = [
+        MessageInner(
+            topic="TopicU", body=os.urandom(40 + i), queue_id=i % 2, properties=shapes[i % len(shapes)](),
+            born_timestamp=1, born_host=BORN_HOST, store_host=STORE_HOST,
+        )  # fmt: skip
+        for i in range(120)
+    ]
+    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
+    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
+    fast.close()
+    slow.close()
+    for sub in ("consumequeue", "index"):
+        got = _files(str(tmp_path / "fast"), sub)
+        assert got and got == _files(str(tmp_path / "slow"), sub)
+
+
 def test_recovery_redispatch_repairs_units_and_rebuilds_the_index(tmp_path):
     root = str(tmp_path / "s")
     store = _fill(root, _mixed_messages(120), decode=False)
