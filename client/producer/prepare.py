@@ -46,6 +46,7 @@ class Prepared:
     __slots__ = (
         "batch",
         "body",
+        "born",
         "flag",
         "max_reconsume",
         "msg_id",
@@ -66,6 +67,9 @@ class Prepared:
         self.props = props
         self.msg_id = msg_id
         self.batch = batch
+        #: the wall-clock ms its UNIQ_KEY was made at (the plain fast path's; 0: not known),
+        #: the born timestamp of a first attempt made right away (no second clock read)
+        self.born = 0
         self.reconsume: str | None = None
         self.max_reconsume: str | None = None
         #: a plain message (flag and sysFlag 0, properties TAGS and UNIQ_KEY only): its tags
@@ -148,9 +152,11 @@ class MessagePreparer:
                 if half is not None:
                     return half
             elif not tags or ("\x01" not in tags and "\x02" not in tags):
-                uniq = self._uniq.create()
+                gen = self._uniq
+                uniq = gen.create()
                 # a plain message: slots filled directly (no __init__ call)
                 p = _new(Prepared)
+                p.born = gen.last_ms
                 p.topic = msg.topic
                 p.body = body
                 p.sys_flag = p.flag = 0
@@ -177,6 +183,7 @@ class MessagePreparer:
             if tags and ("\x01" in tags or "\x02" in tags):
                 raise MessageValidationError("tags contain a reserved separator character")
             prepared = Prepared(msg.topic, body, sys_flag, msg.flag, props_str, uniq, False)
+            prepared.born = self._uniq.last_ms
             if not sys_flag and not msg.flag:
                 prepared.plain_tags = tags or ""
             return prepared
