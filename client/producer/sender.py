@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
-from pocketmq.client.api import MQClientAPI, plain_request, send_request
+from pocketmq.client.api import MQClientAPI, SendRequest, plain_request, send_request
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import (
     BrokerNotFoundError,
@@ -66,6 +66,7 @@ _REFRESH_FAILURES = (TopicRouteNotFoundError, RemotingConnectError, RemotingTime
 # attribute lookup) against ~20 ns for a global, and the send path reads it every time.
 _SEND_OK = SendStatus.SEND_OK
 _process_send_response = MQClientAPI.process_send_response
+_new = object.__new__
 # A MessageQueue (a NamedTuple: topic, broker_name, queue_id) is read by index on the hot path
 # (``mq[1]``, ``mq[2]``): ``mq.broker_name`` is a _tuplegetter descriptor CPython 3.11 does not
 # specialize, a tuple subscript by a constant it does.
@@ -367,12 +368,29 @@ class Sender:
         if not born:
             born = time.time_ns() // 1_000_000
         out = SendFuture(loop=self.loop)
-        # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
-        attempt = _FirstAttempt()
+        remoting = api.remoting
+        tags = p.plain_tags
+        tpl = None
+        if tags is not None and not (remoting.hooks or remoting.before_hooks):
+            # inline of command's template lookup
+            prep = self.prep
+            tpl = prep.heads.get((p.topic, mq[2], mq[1], tags)) or prep.head(p, mq)
+        attempt: _Attempt
+        if tpl is not None:
+            # the request and its reply's waiter in one (plain_request's slots, then the attempt's)
+            first = _new(_FirstSend)
+            first.opaque, first.body, first.tpl, first.born, first.uniq = 0, p.body, tpl, born, p.msg_id
+            request: RemotingCommand = first
+            attempt = first
+        else:
+            # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
+            attempt = _FirstAttempt()
+            attempt.born = born
+            request = self.command(api, p, mq, born)
         attempt.sender, attempt.out, attempt.p, attempt.budget, attempt.mq = self, out, p, budget, mq
-        attempt.addr, attempt.born = addr, born
+        attempt.addr = addr
         try:
-            if not api.remoting.invoke_into(addr, self.command(api, p, mq, born), budget, attempt):
+            if not remoting.invoke_into(addr, request, budget, attempt):
                 return None  # no open connection (or RPC hooks): nothing was written
         except Exception:
             return None  # e.g. too many requests pending: the general path reports it in the future
@@ -441,12 +459,14 @@ class SendFuture(asyncio.Future[SendResult]):
             done(self)
 
 
-class _FirstAttempt:
+class _Attempt:
     """The first attempt of a send_async in the connection's pending table
     (:meth:`RemotingClient.invoke_into`): the connection hands it the reply or the failure
-    (timeout, connection lost) directly, and it delivers, raises or retries by the send rules."""
+    (timeout, connection lost) directly, and it delivers, raises or retries by the send rules.
+    Two layouts: :class:`_FirstSend`, a plain message's, is its own request as well; a
+    :class:`_FirstAttempt` goes with a request of its own."""
 
-    __slots__ = ("addr", "born", "budget", "mq", "out", "p", "sender")
+    __slots__ = ()
     sender: Sender
     out: SendFuture
     p: Prepared
@@ -491,6 +511,19 @@ class _FirstAttempt:
             out.finished()
             return
         self.sender.retry_after_first(out, self.p, self.budget, self.born, self.mq, exc)
+
+
+class _FirstAttempt(_Attempt):
+    """The first attempt of a message without a header template (or with RPC hooks)."""
+
+    __slots__ = ("addr", "born", "budget", "mq", "out", "p", "sender")
+
+
+class _FirstSend(SendRequest, _Attempt):
+    """A plain message's first attempt (:func:`~pocketmq.client.api.plain_request`'s request)
+    that is also its reply's waiter: one object per send less. Its ``born`` is the request's."""
+
+    __slots__ = ("addr", "budget", "mq", "out", "p", "sender")
 
 
 def copy_outcome(

@@ -474,3 +474,30 @@ def test_budget_start_is_the_born_time_on_the_monotonic_clock() -> None:
     # a wall clock stepped back: no time spent; stepped far forward: at most the whole budget
     assert budget_start(now_ms + 60_000, 3.0) >= before
     assert budget_start(now_ms - 600_000, 3.0) >= before - 3.01
+
+
+async def test_plain_send_async_request_is_its_own_waiter_with_the_same_bytes() -> None:
+    # a plain message's first attempt: one object is the request (its header the queue's
+    # template) and the waiter of its reply; its bytes are what plain_request makes of it
+    from pocketmq.client.api import plain_request
+
+    seen: list[tuple[object, object, bytes]] = []
+
+    class Recording(FutureRemoting):
+        def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
+            seen.append((request, waiter, request.encode()))
+            return super().invoke_into(addr, request, timeout, waiter)
+
+    producer, inst = make_future_producer(ok)
+    inst.remoting = Recording(ok)
+    inst.api = MQClientAPI(as_any(inst.remoting), ["ns:1"])
+    await producer.send_async(Message("T", b"w", tags="A"))  # the topic checked: the fast path
+    res = await producer.send_async(Message("T", b"x", tags="A"))
+    request, waiter, wire = seen[-1]
+    assert request is waiter and res.msg_id == request.uniq  # type: ignore[attr-defined]
+    twin = plain_request(request.tpl, request.born, request.uniq, b"x")  # type: ignore[attr-defined]
+    twin.opaque = request.opaque  # type: ignore[attr-defined]
+    assert wire == twin.encode()
+    decoded = inst.remoting.requests[-1][1].ext_fields
+    assert decoded["b"] == "T" and decoded["e"] == str(res.message_queue.queue_id)
+    assert decoded["g"] == str(request.born) and "TAGS\x01A" in decoded["i"]  # type: ignore[attr-defined]
