@@ -54,6 +54,7 @@ from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.common.clock import Clock
 from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.topics import MASTER_ID
 
 logger = logging.getLogger(__name__)
 
@@ -247,7 +248,9 @@ class Sender:
                 queues = info.message_queues
                 info.index += 1
                 mq = queues[info.index % len(queues)]
-                addr = inst.find_broker_addr_in_publish(mq[1])
+                # inline of MQClientInstance.find_broker_addr_in_publish
+                addrs = inst.broker_addrs.get(mq[1])
+                addr = addrs.get(MASTER_ID) if addrs else None
                 if addr is not None:
                     # the born timestamp is also the budget's start (one clock read per send)
                     born = time.time_ns() // 1_000_000
@@ -361,7 +364,9 @@ class Sender:
         queues = info.message_queues
         # inline of pocketmq.client.route.TopicPublishInfo.select_one (index advanced once written)
         mq = queues[(info.index + 1) % len(queues)]
-        addr = inst.find_broker_addr_in_publish(mq[1])
+        # inline of MQClientInstance.find_broker_addr_in_publish
+        addrs = inst.broker_addrs.get(mq[1])
+        addr = addrs.get(MASTER_ID) if addrs else None
         if addr is None:
             return None
         api = inst.api

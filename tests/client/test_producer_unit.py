@@ -27,11 +27,19 @@ from .fakes import FakeRemoting, as_any, as_decoded, reply
 QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(2)]
 
 
+class _Addrs(dict):
+    """broker name -> {MASTER_ID: its address}, for any name."""
+
+    def get(self, name, default=None):  # type: ignore[override]
+        return {0: f"{name}:10911"}
+
+
 class FakeInstance:
     def __init__(self, handler) -> None:
         self.remoting = FakeRemoting(handler)
         self.api = MQClientAPI(as_any(self.remoting), ["ns:1"])
         self.route_refreshes = 0
+        self.broker_addrs = _Addrs()
 
     def find_broker_addr_in_publish(self, name: str) -> str:
         return f"{name}:10911"
