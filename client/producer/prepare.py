@@ -44,6 +44,7 @@ class Prepared:
     """A message encoded once for every attempt: body, sysFlag, properties, ids."""
 
     __slots__ = (
+        "_props",
         "batch",
         "body",
         "born",
@@ -51,7 +52,6 @@ class Prepared:
         "max_reconsume",
         "msg_id",
         "plain_tags",
-        "props",
         "reconsume",
         "sys_flag",
         "topic",
@@ -64,7 +64,7 @@ class Prepared:
         self.body = body
         self.sys_flag = sys_flag
         self.flag = flag
-        self.props = props
+        self._props: str | None = props
         self.msg_id = msg_id
         self.batch = batch
         #: the wall-clock ms its UNIQ_KEY was made at (the plain fast path's; 0: not known),
@@ -76,6 +76,22 @@ class Prepared:
         #: ("" without), whose header comes from a per-queue template (:meth:`MessagePreparer.head`);
         #: a transactional half of one (sysFlag prepared, TRAN_MSG and PGROUP first): TX_MARK + tags
         self.plain_tags: str | None = None
+
+    @property
+    def props(self) -> str:
+        """The properties string. A plain message's (the fast path of :meth:`MessagePreparer.
+        prepare`) is rendered on first use: its header comes from a template that holds none
+        (``UNIQ_KEY`` filled in), so most sends never need it."""
+        props = self._props
+        if props is None:
+            # the same string properties_to_string makes of {"TAGS": t, "UNIQ_KEY": u}
+            tags, uniq = self.plain_tags, self.msg_id
+            props = self._props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+        return props
+
+    @props.setter
+    def props(self, props: str) -> None:
+        self._props = props
 
 
 _new = object.__new__
@@ -160,7 +176,7 @@ class MessagePreparer:
                 p.topic = msg.topic
                 p.body = body
                 p.sys_flag = p.flag = 0
-                p.props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+                p._props = None  # rendered when first read (Prepared.props)
                 p.msg_id = uniq
                 p.batch = False
                 p.reconsume = p.max_reconsume = None

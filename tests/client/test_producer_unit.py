@@ -509,3 +509,18 @@ async def test_plain_send_async_request_is_its_own_waiter_with_the_same_bytes() 
     decoded = inst.remoting.requests[-1][1].ext_fields
     assert decoded["b"] == "T" and decoded["e"] == str(res.message_queue.queue_id)
     assert decoded["g"] == str(request.born) and "TAGS\x01A" in decoded["i"]  # type: ignore[attr-defined]
+
+
+def test_plain_prepared_renders_its_properties_on_first_read() -> None:
+    from pocketmq.client.producer.prepare import MessagePreparer
+    from pocketmq.remoting.protocol.message import MessageConst, properties_to_string
+
+    prep = MessagePreparer(Producer("PG", namesrv="127.0.0.1:9876").config)
+    for tags in ("TagA", None):
+        prep.prepare(Message("T", b"w"))  # the topic checked: the fast path from now on
+        p = prep.prepare(Message("T", b"x", tags=tags))
+        assert p._props is None  # the header template holds none: not rendered per send
+        want = {MessageConst.UNIQ_KEY: p.msg_id} if tags is None else {"TAGS": tags, "UNIQ_KEY": p.msg_id}
+        assert p.props == properties_to_string(want) and p._props == p.props
+        p.props = "X\x01y"  # (a transactional half sets its own)
+        assert p.props == "X\x01y"
