@@ -71,6 +71,7 @@ _new = object.__new__
 # A MessageQueue (a NamedTuple: topic, broker_name, queue_id) is read by index on the hot path
 # (``mq[1]``, ``mq[2]``): ``mq.broker_name`` is a _tuplegetter descriptor CPython 3.11 does not
 # specialize, a tuple subscript by a constant it does.
+
 # asyncio.Future's own methods called unbound on a SendFuture: the C Future has an instance dict
 # slot, so ``out.done()`` stays an unspecialized method load; a method descriptor call does not
 _future_done = asyncio.Future.done
@@ -347,7 +348,7 @@ class Sender:
         self, p: Prepared, budget: float, done: SendDone | None = None, born: int = 0
     ) -> SendFuture | None:
         """send_async's common case (route and connection ready, no fault strategy): write the
-        first attempt now; its reply goes straight to a :class:`_FirstAttempt` (no reply future,
+        first attempt now; its reply goes straight to an :class:`_Attempt` (no reply future,
         no callback through the loop); a failed attempt continues in :meth:`send`. ``None``:
         take the general path (:meth:`send` in a task).
 
