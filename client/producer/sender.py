@@ -17,8 +17,9 @@ Rules (Java ``DefaultMQProducerImpl.sendDefaultImpl``):
 
 ``send_async``'s common case (route and connection ready, no fault strategy, no VIP channel) is
 :meth:`Sender.send_first`: the first attempt is written before ``send_async`` returns and its
-reply is handed by the connection to the attempt itself (:class:`_FirstAttempt`, in the place of
-a reply future: no task, no callback, no loop turn between the request and the user's callback);
+reply is handed by the connection to the attempt itself (:class:`_Attempt`, in the place of a
+reply future: no task, no callback, no loop turn between the request and the user's callback; a
+plain message's attempt is its request too, :class:`_FirstSend`);
 a failed first attempt continues in :meth:`Sender.send` with what is known so far (start time,
 error, broker to avoid), so both paths follow the same rules.
 
