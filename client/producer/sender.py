@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
-from pocketmq.client.api import MQClientAPI, SendRequest, plain_request, send_request
+from pocketmq.client.api import MQClientAPI, SendRequest, send_request
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import (
     BrokerNotFoundError,
@@ -204,7 +204,11 @@ class Sender:
                 # the cached template first (inline of MessagePreparer.head)
                 tpl = prep.heads.get((p.topic, mq[2], mq[1], tags)) or prep.head(p, mq)
                 if tpl is not None:
-                    return plain_request(tpl, born or time.time_ns() // 1_000_000, p.msg_id, p.body)
+                    # inline of pocketmq.client.api.plain_request (one call less per send)
+                    cmd = _new(SendRequest)
+                    cmd.opaque, cmd.body, cmd.tpl, cmd.uniq = 0, p.body, tpl, p.msg_id
+                    cmd.born = born or time.time_ns() // 1_000_000
+                    return cmd
         return send_request(self.prep.ext(p, mq), p.body, p.batch)
 
     def request(

@@ -524,3 +524,20 @@ def test_plain_prepared_renders_its_properties_on_first_read() -> None:
         assert p.props == properties_to_string(want) and p._props == p.props
         p.props = "X\x01y"  # (a transactional half sets its own)
         assert p.props == "X\x01y"
+
+
+async def test_sender_command_is_plain_requests_request() -> None:
+    # Sender.command builds plain_request's request inline: the same bytes on the wire
+    from pocketmq.client.api import SendRequest, plain_request
+
+    producer, inst = make_producer(ok)
+    sender = producer._sender
+    sender.prep.prepare(Message("T", b"w"))  # the topic checked: the fast path from now on
+    p = sender.prep.prepare(Message("T", b"x", tags="A"))
+    cmd = sender.command(inst.api, p, QUEUES[3], 1_700_000_000_123)
+    assert type(cmd) is SendRequest and cmd.born == 1_700_000_000_123
+    twin = plain_request(cmd.tpl, cmd.born, p.msg_id, b"x")
+    cmd.opaque = twin.opaque = 77
+    assert cmd.encode() == twin.encode()
+    fresh = sender.command(inst.api, p, QUEUES[3])  # no born given: now
+    assert isinstance(fresh, SendRequest) and abs(int(fresh.born) - p.born) < 60_000
