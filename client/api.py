@@ -456,7 +456,7 @@ class MQClientAPI(AdminCalls):
     ) -> SendResult:
         if type(response) is SendOkReply:  # decoded typed (send_ok: code 0): the fields, no dict
             f = response.fields
-            if f.queueId != QUEUE_ID_TEXT.get(mq.queue_id):
+            if f.queueId != QUEUE_ID_TEXT.get(mq[2]):  # (queue_id: a tuple subscript specializes)
                 mq = MessageQueue(mq.topic, mq.broker_name, int(f.queueId))
             result = _new(SendResult)
             result.send_status = _SEND_OK

@@ -44,13 +44,14 @@ class Prepared:
     """A message encoded once for every attempt: body, sysFlag, properties, ids."""
 
     __slots__ = (
+        "_props",
         "batch",
         "body",
+        "born",
         "flag",
         "max_reconsume",
         "msg_id",
         "plain_tags",
-        "props",
         "reconsume",
         "sys_flag",
         "topic",
@@ -63,15 +64,34 @@ class Prepared:
         self.body = body
         self.sys_flag = sys_flag
         self.flag = flag
-        self.props = props
+        self._props: str | None = props
         self.msg_id = msg_id
         self.batch = batch
+        #: the wall-clock ms its UNIQ_KEY was made at (the plain fast path's; 0: not known),
+        #: the born timestamp of a first attempt made right away (no second clock read)
+        self.born = 0
         self.reconsume: str | None = None
         self.max_reconsume: str | None = None
         #: a plain message (flag and sysFlag 0, properties TAGS and UNIQ_KEY only): its tags
         #: ("" without), whose header comes from a per-queue template (:meth:`MessagePreparer.head`);
         #: a transactional half of one (sysFlag prepared, TRAN_MSG and PGROUP first): TX_MARK + tags
         self.plain_tags: str | None = None
+
+    @property
+    def props(self) -> str:
+        """The properties string. A plain message's (the fast path of :meth:`MessagePreparer.
+        prepare`) is rendered on first use: its header comes from a template that holds none
+        (``UNIQ_KEY`` filled in), so most sends never need it."""
+        props = self._props
+        if props is None:
+            # the same string properties_to_string makes of {"TAGS": t, "UNIQ_KEY": u}
+            tags, uniq = self.plain_tags, self.msg_id
+            props = self._props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+        return props
+
+    @props.setter
+    def props(self, props: str) -> None:
+        self._props = props
 
 
 _new = object.__new__
@@ -148,13 +168,15 @@ class MessagePreparer:
                 if half is not None:
                     return half
             elif not tags or ("\x01" not in tags and "\x02" not in tags):
-                uniq = self._uniq.create()
+                gen = self._uniq
+                uniq = gen.create()
                 # a plain message: slots filled directly (no __init__ call)
                 p = _new(Prepared)
+                p.born = gen.last_ms
                 p.topic = msg.topic
                 p.body = body
                 p.sys_flag = p.flag = 0
-                p.props = f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}"
+                p._props = None  # rendered when first read (Prepared.props)
                 p.msg_id = uniq
                 p.batch = False
                 p.reconsume = p.max_reconsume = None
@@ -177,6 +199,7 @@ class MessagePreparer:
             if tags and ("\x01" in tags or "\x02" in tags):
                 raise MessageValidationError("tags contain a reserved separator character")
             prepared = Prepared(msg.topic, body, sys_flag, msg.flag, props_str, uniq, False)
+            prepared.born = self._uniq.last_ms
             if not sys_flag and not msg.flag:
                 prepared.plain_tags = tags or ""
             return prepared

@@ -252,7 +252,7 @@ class Producer(AsyncClient):
             window.busy += 1
             sender = self._sender
             # the common case runs its done work from its reply callback, not as a done callback
-            first = sender.send_first(p, budget, self._first_done)
+            first = sender.send_first(p, budget, self._first_done, p.born)
             if first is not None:
                 first.callback = callback  # before any reply: it is read in a later turn
                 fut: asyncio.Future[SendResult] = first

@@ -17,8 +17,9 @@ Rules (Java ``DefaultMQProducerImpl.sendDefaultImpl``):
 
 ``send_async``'s common case (route and connection ready, no fault strategy, no VIP channel) is
 :meth:`Sender.send_first`: the first attempt is written before ``send_async`` returns and its
-reply is handed by the connection to the attempt itself (:class:`_FirstAttempt`, in the place of
-a reply future: no task, no callback, no loop turn between the request and the user's callback);
+reply is handed by the connection to the attempt itself (:class:`_Attempt`, in the place of a
+reply future: no task, no callback, no loop turn between the request and the user's callback; a
+plain message's attempt is its request too, :class:`_FirstSend`);
 a failed first attempt continues in :meth:`Sender.send` with what is known so far (start time,
 error, broker to avoid), so both paths follow the same rules.
 
@@ -36,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
-from pocketmq.client.api import MQClientAPI, plain_request, send_request
+from pocketmq.client.api import MQClientAPI, SendRequest, send_request
 from pocketmq.client.config import ProducerConfig
 from pocketmq.client.errors import (
     BrokerNotFoundError,
@@ -54,6 +55,7 @@ from pocketmq.client.producer.prepare import MessagePreparer, Prepared
 from pocketmq.client.route import TopicPublishInfo
 from pocketmq.remoting.common.clock import Clock
 from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.topics import MASTER_ID
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,22 @@ _REFRESH_FAILURES = (TopicRouteNotFoundError, RemotingConnectError, RemotingTime
 # attribute lookup) against ~20 ns for a global, and the send path reads it every time.
 _SEND_OK = SendStatus.SEND_OK
 _process_send_response = MQClientAPI.process_send_response
+_new = object.__new__
+# A MessageQueue (a NamedTuple: topic, broker_name, queue_id) is read by index on the hot path
+# (``mq[1]``, ``mq[2]``): ``mq.broker_name`` is a _tuplegetter descriptor CPython 3.11 does not
+# specialize, a tuple subscript by a constant it does.
+
+# asyncio.Future's own methods called unbound on a SendFuture: the C Future has an instance dict
+# slot, so ``out.done()`` stays an unspecialized method load; a method descriptor call does not
+_future_done = asyncio.Future.done
+_future_set_result = asyncio.Future.set_result
+
+
+def budget_start(born: int, budget: float) -> float:
+    """The start of a send's ``budget`` on the monotonic clock, from the wall-clock ms its first
+    attempt was born at (the send path reads one clock; only a retry reads both). To the ms; a
+    wall-clock step between the two reads counts as no time (back) or at most the whole budget."""
+    return time.monotonic() - min(max(0.0, time.time() - born / 1000), budget)
 
 
 def is_retriable(exc: BaseException) -> bool:
@@ -174,18 +192,23 @@ class Sender:
         return self.publish.get(topic) or info
 
     # ---------------------------------------------------------------------------- attempts
-    def command(self, api: MQClientAPI, p: Prepared, mq: MessageQueue) -> RemotingCommand:
+    def command(self, api: MQClientAPI, p: Prepared, mq: MessageQueue, born: int = 0) -> RemotingCommand:
         """One attempt's request. A plain message's header comes from its queue's template (no
-        extFields dict, no JSON dump) unless RPC hooks run."""
+        extFields dict, no JSON dump) unless RPC hooks run. ``born``: its born timestamp (ms;
+        0: now)."""
         tags = p.plain_tags
         if tags is not None:
             remoting = api.remoting
             if not (remoting.hooks or remoting.before_hooks):  # hooks would see no ext_fields
                 prep = self.prep
                 # the cached template first (inline of MessagePreparer.head)
-                tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
+                tpl = prep.heads.get((p.topic, mq[2], mq[1], tags)) or prep.head(p, mq)
                 if tpl is not None:
-                    return plain_request(tpl, time.time_ns() // 1_000_000, p.msg_id, p.body)
+                    # inline of pocketmq.client.api.plain_request (one call less per send)
+                    cmd = _new(SendRequest)
+                    cmd.opaque, cmd.body, cmd.tpl, cmd.uniq = 0, p.body, tpl, p.msg_id
+                    cmd.born = born or time.time_ns() // 1_000_000
+                    return cmd
         return send_request(self.prep.ext(p, mq), p.body, p.batch)
 
     def request(
@@ -231,12 +254,15 @@ class Sender:
                 queues = info.message_queues
                 info.index += 1
                 mq = queues[info.index % len(queues)]
-                addr = inst.find_broker_addr_in_publish(mq.broker_name)
+                # inline of MQClientInstance.find_broker_addr_in_publish
+                addrs = inst.broker_addrs.get(mq[1])
+                addr = addrs.get(MASTER_ID) if addrs else None
                 if addr is not None:
-                    begin = time.monotonic()
+                    # the born timestamp is also the budget's start (one clock read per send)
+                    born = time.time_ns() // 1_000_000
                     api = inst.api
                     try:
-                        response = await api.remoting.invoke(addr, self.command(api, p, mq), budget)
+                        response = await api.remoting.invoke(addr, self.command(api, p, mq, born), budget)
                         result = api.process_send_response(mq, response, p.msg_id, addr)
                     except RETRY_ON as exc:
                         logger.info("send to %s failed (attempt 1): %s", mq, exc)
@@ -252,7 +278,8 @@ class Sender:
                     if times <= 1:
                         raise SendFailedError(p.topic, errors) from (errors[-1] if errors else None)
                     return await self.send(
-                        p, budget, times - 1, begin=begin, errors=errors, last_broker=mq.broker_name,
+                        p, budget, times - 1, begin=budget_start(born, budget), errors=errors,
+                        last_broker=mq.broker_name,
                         refresh=refresh,
                     )  # fmt: skip
         resumed = begin is not None
@@ -322,15 +349,20 @@ class Sender:
         if self.fault.enabled:
             self.fault.update_fault_item(mq.broker_name, int((time.monotonic() - t0) * 1000), failed)
 
-    def send_first(self, p: Prepared, budget: float, done: SendDone | None = None) -> SendFuture | None:
+    def send_first(
+        self, p: Prepared, budget: float, done: SendDone | None = None, born: int = 0
+    ) -> SendFuture | None:
         """send_async's common case (route and connection ready, no fault strategy): write the
-        first attempt now; its reply goes straight to a :class:`_FirstAttempt` (no reply future,
+        first attempt now; its reply goes straight to an :class:`_Attempt` (no reply future,
         no callback through the loop); a failed attempt continues in :meth:`send`. ``None``:
         take the general path (:meth:`send` in a task).
 
         ``done(future)`` runs once the future is done, as a done callback would, but called
         directly when the reply completes it (no loop turn, no handle); a future cancelled by
-        its owner or finished by a retry runs it as a done callback."""
+        its owner or finished by a retry runs it as a done callback.
+
+        ``born``: the attempt's born timestamp (ms; 0: now), also the start of the send's budget
+        (read again only if the send is retried: one clock read per send, not three)."""
         info = self.publish.get(p.topic)
         inst = self.instance
         if info is None or not info.message_queues or self.fault.enabled or self._vip or inst is None:
@@ -338,17 +370,38 @@ class Sender:
         queues = info.message_queues
         # inline of pocketmq.client.route.TopicPublishInfo.select_one (index advanced once written)
         mq = queues[(info.index + 1) % len(queues)]
-        addr = inst.find_broker_addr_in_publish(mq.broker_name)
+        # inline of MQClientInstance.find_broker_addr_in_publish
+        addrs = inst.broker_addrs.get(mq[1])
+        addr = addrs.get(MASTER_ID) if addrs else None
         if addr is None:
             return None
         api = inst.api
+        if not born:
+            born = time.time_ns() // 1_000_000
         out = SendFuture(loop=self.loop)
-        # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
-        attempt = _FirstAttempt()
+        remoting = api.remoting
+        tags = p.plain_tags
+        tpl = None
+        if tags is not None and not (remoting.hooks or remoting.before_hooks):
+            # inline of command's template lookup
+            prep = self.prep
+            tpl = prep.heads.get((p.topic, mq[2], mq[1], tags)) or prep.head(p, mq)
+        attempt: _Attempt
+        if tpl is not None:
+            # the request and its reply's waiter in one (plain_request's slots, then the attempt's)
+            first = _new(_FirstSend)
+            first.opaque, first.body, first.tpl, first.born, first.uniq = 0, p.body, tpl, born, p.msg_id
+            request: RemotingCommand = first
+            attempt = first
+        else:
+            # slots filled directly: no __init__ (cheaper than object.__new__ of a class that has one)
+            attempt = _FirstAttempt()
+            attempt.born = born
+            request = self.command(api, p, mq, born)
         attempt.sender, attempt.out, attempt.p, attempt.budget, attempt.mq = self, out, p, budget, mq
-        attempt.addr, attempt.begin = addr, time.monotonic()
+        attempt.addr = addr
         try:
-            if not api.remoting.invoke_into(addr, self.command(api, p, mq), budget, attempt):
+            if not remoting.invoke_into(addr, request, budget, attempt):
                 return None  # no open connection (or RPC hooks): nothing was written
         except Exception:
             return None  # e.g. too many requests pending: the general path reports it in the future
@@ -357,11 +410,12 @@ class Sender:
         return out
 
     def retry_after_first(
-        self, out: SendFuture, p: Prepared, budget: float, begin: float,
+        self, out: SendFuture, p: Prepared, budget: float, born: int,
         mq: MessageQueue, exc: BaseException | None,
     ) -> None:  # fmt: skip
-        """Continue a send_async whose first attempt on ``mq`` failed with ``exc`` (or was not
-        stored): the remaining attempts in :meth:`send`, delivered into ``out``."""
+        """Continue a send_async whose first attempt on ``mq`` (born at ``born``, wall-clock ms)
+        failed with ``exc`` (or was not stored): the remaining attempts in :meth:`send`,
+        delivered into ``out``."""
         if self.attempts_async <= 1:
             failed = SendFailedError(p.topic, [exc] if exc else [])
             failed.__cause__ = exc
@@ -375,7 +429,8 @@ class Sender:
             logger.info("send to %s failed (attempt 1): %s", mq, exc)
         task = asyncio.ensure_future(
             self.send(
-                p, budget, self.attempts_async - 1, begin=begin, errors=[] if exc is None else [exc],
+                p, budget, self.attempts_async - 1, begin=budget_start(born, budget),
+                errors=[] if exc is None else [exc],
                 last_broker=mq.broker_name, refresh=isinstance(exc, ResponseError) and exc.refresh_route,
             )
         )  # fmt: skip
@@ -415,17 +470,20 @@ class SendFuture(asyncio.Future[SendResult]):
             done(self)
 
 
-class _FirstAttempt:
+class _Attempt:
     """The first attempt of a send_async in the connection's pending table
     (:meth:`RemotingClient.invoke_into`): the connection hands it the reply or the failure
-    (timeout, connection lost) directly, and it delivers, raises or retries by the send rules."""
+    (timeout, connection lost) directly, and it delivers, raises or retries by the send rules.
+    Two layouts: :class:`_FirstSend`, a plain message's, is its own request as well; a
+    :class:`_FirstAttempt` goes with a request of its own."""
 
-    __slots__ = ("addr", "begin", "budget", "mq", "out", "p", "sender")
+    __slots__ = ()
     sender: Sender
     out: SendFuture
     p: Prepared
     budget: float
-    begin: float
+    #: the attempt's born timestamp (wall-clock ms), the start of the send's budget
+    born: int
     mq: MessageQueue
     addr: str
 
@@ -436,7 +494,7 @@ class _FirstAttempt:
     def set_result(self, reply: RemotingCommand) -> None:
         """The reply: the send's result, or a failure of this attempt."""
         out = self.out
-        if out.done():  # cancelled by the caller: nothing to deliver
+        if _future_done(out):  # cancelled by the caller: nothing to deliver
             return
         try:
             result = _process_send_response(self.mq, reply, self.p.msg_id, self.addr)
@@ -445,14 +503,14 @@ class _FirstAttempt:
             return
         sender = self.sender
         if result.send_status is _SEND_OK or not (sender.retry_not_stored and sender.attempts_async > 1):
-            out.set_result(result)
+            _future_set_result(out, result)
             # inline of SendFuture.finished
             done = out.on_done
             if done is not None:
                 out.on_done = None
                 done(out, result)
             return
-        sender.retry_after_first(out, self.p, self.budget, self.begin, self.mq, None)
+        sender.retry_after_first(out, self.p, self.budget, self.born, self.mq, None)
 
     def set_exception(self, exc: BaseException) -> None:
         """This attempt failed (an error reply, a timeout, the connection lost)."""
@@ -463,7 +521,20 @@ class _FirstAttempt:
             out.set_exception(exc)
             out.finished()
             return
-        self.sender.retry_after_first(out, self.p, self.budget, self.begin, self.mq, exc)
+        self.sender.retry_after_first(out, self.p, self.budget, self.born, self.mq, exc)
+
+
+class _FirstAttempt(_Attempt):
+    """The first attempt of a message without a header template (or with RPC hooks)."""
+
+    __slots__ = ("addr", "born", "budget", "mq", "out", "p", "sender")
+
+
+class _FirstSend(SendRequest, _Attempt):
+    """A plain message's first attempt (:func:`~pocketmq.client.api.plain_request`'s request)
+    that is also its reply's waiter: one object per send less. Its ``born`` is the request's."""
+
+    __slots__ = ("addr", "budget", "mq", "out", "p", "sender")
 
 
 def copy_outcome(

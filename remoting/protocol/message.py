@@ -311,9 +311,11 @@ class UniqIdGenerator:
         self._counter = itertools.count(random.getrandbits(16))
         self._start_ms = 0
         self._next_start_ms = 0
-        #: the id up to the counter (prefix + ms since the month's start) for millisecond _last_ms
+        #: the id up to the counter (prefix + ms since the month's start) for millisecond last_ms
         self._head = ""
-        self._last_ms = -1
+        #: the wall-clock millisecond of the last id made (a producer's born timestamp of that
+        #: message's first attempt: no second clock read per send)
+        self.last_ms = -1
 
     def _roll_month(self, now_ms: int) -> None:
         t = time.localtime(now_ms / 1000)
@@ -326,10 +328,10 @@ class UniqIdGenerator:
         # One id per message sent: the head is formatted once per millisecond and the counter
         # from a table (~430 -> ~250 ns; the same text as packing ">iH" and hex().upper()).
         now = time.time_ns() // 1_000_000
-        if now != self._last_ms:
+        if now != self.last_ms:
             if now >= self._next_start_ms or now < self._start_ms:
                 self._roll_month(now)
-            self._last_ms = now
+            self.last_ms = now
             self._head = f"{self._prefix}{(now - self._start_ms) & _INT32_MASK:08X}"
         count = next(self._counter)
         return self._head + _HEX2[(count >> 8) & 0xFF] + _HEX2[count & 0xFF]

@@ -27,11 +27,19 @@ from .fakes import FakeRemoting, as_any, as_decoded, reply
 QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(2)]
 
 
+class _Addrs(dict):
+    """broker name -> {MASTER_ID: its address}, for any name."""
+
+    def get(self, name, default=None):  # type: ignore[override]
+        return {0: f"{name}:10911"}
+
+
 class FakeInstance:
     def __init__(self, handler) -> None:
         self.remoting = FakeRemoting(handler)
         self.api = MQClientAPI(as_any(self.remoting), ["ns:1"])
         self.route_refreshes = 0
+        self.broker_addrs = _Addrs()
 
     def find_broker_addr_in_publish(self, name: str) -> str:
         return f"{name}:10911"
@@ -435,3 +443,101 @@ async def test_single_message_properties_fast_path_matches_properties_to_string(
         props = m.wire_properties()
         props["UNIQ_KEY"] = string_to_properties(props_str)["UNIQ_KEY"]
         assert props_str == properties_to_string(props)
+
+
+async def test_send_async_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch) -> None:
+    # one clock read per send: the first attempt's bornTimestamp is the millisecond its UNIQ_KEY
+    # was made at (the generator's); a retry's is read again
+    import time as time_mod
+
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
+    )
+    gen = producer._prep._uniq
+    await producer.send_async(Message("T", b"w"))  # the topic checked: the fast path from now on
+    inst.remoting.requests.clear()
+    producer._sender.publish["T"].index = -1  # first pick: broker-a, refused: retried on broker-b
+    base = time_mod.time_ns()
+    clock = iter(range(base, base + 10**12, 7 * 10**6))  # each read 7 ms after the last
+    monkeypatch.setattr(time_mod, "time_ns", lambda: next(clock))
+    res = await producer.send_async(Message("T", b"x"))
+    assert res.send_status is SendStatus.SEND_OK
+    first, second = (int(r.ext_fields["g"]) for _, r in inst.remoting.requests)
+    assert first == gen.last_ms  # the UNIQ_KEY's millisecond, not a second read
+    assert second > first  # the retry is born again
+    # the same UNIQ_KEY on both attempts
+    keys = {string_to_properties(r.ext_fields["i"])["UNIQ_KEY"] for _, r in inst.remoting.requests}
+    assert keys == {res.msg_id}
+
+
+def test_budget_start_is_the_born_time_on_the_monotonic_clock() -> None:
+    import time as time_mod
+
+    from pocketmq.client.producer.sender import budget_start
+
+    now_ms = time_mod.time_ns() // 1_000_000
+    before = time_mod.monotonic()
+    start = budget_start(now_ms - 1500, 3.0)  # born 1.5 s ago
+    assert before - 1.6 < start < time_mod.monotonic() - 1.45
+    # a wall clock stepped back: no time spent; stepped far forward: at most the whole budget
+    assert budget_start(now_ms + 60_000, 3.0) >= before
+    assert budget_start(now_ms - 600_000, 3.0) >= before - 3.01
+
+
+async def test_plain_send_async_request_is_its_own_waiter_with_the_same_bytes() -> None:
+    # a plain message's first attempt: one object is the request (its header the queue's
+    # template) and the waiter of its reply; its bytes are what plain_request makes of it
+    from pocketmq.client.api import plain_request
+
+    seen: list[tuple[object, object, bytes]] = []
+
+    class Recording(FutureRemoting):
+        def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
+            seen.append((request, waiter, request.encode()))
+            return super().invoke_into(addr, request, timeout, waiter)
+
+    producer, inst = make_future_producer(ok)
+    inst.remoting = Recording(ok)
+    inst.api = MQClientAPI(as_any(inst.remoting), ["ns:1"])
+    await producer.send_async(Message("T", b"w", tags="A"))  # the topic checked: the fast path
+    res = await producer.send_async(Message("T", b"x", tags="A"))
+    request, waiter, wire = seen[-1]
+    assert request is waiter and res.msg_id == request.uniq  # type: ignore[attr-defined]
+    twin = plain_request(request.tpl, request.born, request.uniq, b"x")  # type: ignore[attr-defined]
+    twin.opaque = request.opaque  # type: ignore[attr-defined]
+    assert wire == twin.encode()
+    decoded = inst.remoting.requests[-1][1].ext_fields
+    assert decoded["b"] == "T" and decoded["e"] == str(res.message_queue.queue_id)
+    assert decoded["g"] == str(request.born) and "TAGS\x01A" in decoded["i"]  # type: ignore[attr-defined]
+
+
+def test_plain_prepared_renders_its_properties_on_first_read() -> None:
+    from pocketmq.client.producer.prepare import MessagePreparer
+    from pocketmq.remoting.protocol.message import MessageConst, properties_to_string
+
+    prep = MessagePreparer(Producer("PG", namesrv="127.0.0.1:9876").config)
+    for tags in ("TagA", None):
+        prep.prepare(Message("T", b"w"))  # the topic checked: the fast path from now on
+        p = prep.prepare(Message("T", b"x", tags=tags))
+        assert p._props is None  # the header template holds none: not rendered per send
+        want = {MessageConst.UNIQ_KEY: p.msg_id} if tags is None else {"TAGS": tags, "UNIQ_KEY": p.msg_id}
+        assert p.props == properties_to_string(want) and p._props == p.props
+        p.props = "X\x01y"  # (a transactional half sets its own)
+        assert p.props == "X\x01y"
+
+
+async def test_sender_command_is_plain_requests_request() -> None:
+    # Sender.command builds plain_request's request inline: the same bytes on the wire
+    from pocketmq.client.api import SendRequest, plain_request
+
+    producer, inst = make_producer(ok)
+    sender = producer._sender
+    sender.prep.prepare(Message("T", b"w"))  # the topic checked: the fast path from now on
+    p = sender.prep.prepare(Message("T", b"x", tags="A"))
+    cmd = sender.command(inst.api, p, QUEUES[3], 1_700_000_000_123)
+    assert type(cmd) is SendRequest and cmd.born == 1_700_000_000_123
+    twin = plain_request(cmd.tpl, cmd.born, p.msg_id, b"x")
+    cmd.opaque = twin.opaque = 77
+    assert cmd.encode() == twin.encode()
+    fresh = sender.command(inst.api, p, QUEUES[3])  # no born given: now
+    assert isinstance(fresh, SendRequest) and abs(int(fresh.born) - p.born) < 60_000

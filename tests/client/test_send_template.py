@@ -121,12 +121,12 @@ def test_uniq_ids_are_the_packed_layout() -> None:
             uid = gen.create()
             count = int(uid[-4:], 16)
             assert count == (start + _) & 0xFFFF
-            diff = (gen._last_ms - gen._start_ms) & 0xFFFFFFFF
+            diff = (gen.last_ms - gen._start_ms) & 0xFFFFFFFF
             tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, count)
             assert uid == gen._prefix + tail.hex().upper()
-    gen._last_ms, gen._start_ms, gen._next_start_ms = -1, 1 << 62, 1 << 62  # diff's bit 31 set
+    gen.last_ms, gen._start_ms, gen._next_start_ms = -1, 1 << 62, 1 << 62  # diff's bit 31 set
     gen._roll_month = lambda now: None  # type: ignore[method-assign]
     uid = gen.create()
-    diff = (gen._last_ms - gen._start_ms) & 0xFFFFFFFF
+    diff = (gen.last_ms - gen._start_ms) & 0xFFFFFFFF
     tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, int(uid[-4:], 16))
     assert uid == gen._prefix + tail.hex().upper()
