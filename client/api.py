@@ -507,9 +507,14 @@ class MQClientAPI(AdminCalls):
         """:meth:`pull_message` (its header as ``ext_fields``) whose raw reply goes to ``waiter``
         as the connection reads it (:meth:`RemotingClient.invoke_into`; :func:`pull_result`
         reads it); False: nothing was sent (no open connection, RPC hooks, a full write
-        buffer): use :meth:`pull_message`."""
+        buffer): use :meth:`pull_message`. Written alone: the pull task writes nothing else in
+        its turn, so no batch (and no flush turn after it) is opened for it."""
         return self.remoting.invoke_into(
-            addr, RemotingCommand(_PULL_MESSAGE, 0, 0, None, ext_fields, None, LANGUAGE), timeout, waiter
+            addr,
+            RemotingCommand(_PULL_MESSAGE, 0, 0, None, ext_fields, None, LANGUAGE),
+            timeout,
+            waiter,
+            True,
         )
 
     # ------------------------------------------------------------------------------- offsets

@@ -175,12 +175,15 @@ class RemotingClient:
         except RemotingConnectError:
             return self._invoke_slow(addr, request, timeout)
 
-    def invoke_into(self, addr: str, request: RemotingCommand, timeout: float, waiter: ReplyWaiter) -> bool:
+    def invoke_into(
+        self, addr: str, request: RemotingCommand, timeout: float, waiter: ReplyWaiter, alone: bool = False
+    ) -> bool:
         """:meth:`invoke` whose reply goes to ``waiter`` instead of a future: the connection
         calls ``waiter.set_result(reply)`` as it reads the reply, or ``set_exception`` (timeout,
         connection lost), with no future, done callback or loop turn in between (a producer's
         ``send_async``). Only on :meth:`invoke`'s fast path; False: nothing was written (no open
-        connection, RPC hooks, a full write buffer), use :meth:`invoke`.
+        connection, RPC hooks, a full write buffer), use :meth:`invoke`. ``alone``: see
+        :meth:`RemotingConnection.request`.
 
         Raises:
             RemotingTooMuchRequestError: too many requests pending on the connection.
@@ -194,7 +197,7 @@ class RemotingClient:
             for before in self.before_hooks:
                 before(addr, request)
         try:
-            conn.request(request, timeout, waiter)
+            conn.request(request, timeout, waiter, alone)
         except RemotingConnectError:
             return False
         return True

@@ -537,6 +537,14 @@ class RemotingConnection(asyncio.Protocol):
         self._out = []
         self._loop.call_soon(self._flush)
 
+    def _write_alone(self, head: bytes, body: bytes | None) -> None:
+        """``_write`` outside a batch that opens none (``request(alone=True)``)."""
+        transport = self.transport
+        if transport is None or self._closing or transport.is_closing():
+            raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
+        self._put(transport, [head, body] if body else [head])
+        self.last_write = _monotonic()
+
     def _write_batch(self, out: list[bytes]) -> None:
         """Write an open batch that reached ``MAX_BATCH_PARTS`` now; it stays open (emptied)."""
         transport = self.transport
@@ -587,9 +595,16 @@ class RemotingConnection(asyncio.Protocol):
         self._drain_waiters = [*(self._drain_waiters or ()), waiter]
         await waiter
 
-    def request(self, cmd: RemotingCommand, timeout: float, waiter: Any = None) -> _ReplyFuture:
+    def request(
+        self, cmd: RemotingCommand, timeout: float, waiter: Any = None, alone: bool = False
+    ) -> _ReplyFuture:
         """Send a request and return the future of its reply, or ``waiter`` (anything with a future's
         ``set_result``, ``set_exception``, ``done``) to take it instead; ``cmd.opaque`` set by the owner.
+
+        ``alone``: the caller knows nothing else is written in this loop turn (a push consumer's
+        next pull, written by its own task after the listener ran): outside a batch the request
+        goes out and no batch opens, so no ``_flush`` turn follows it (one loop turn, an
+        ``epoll_wait``, per pull). A later write of the turn still goes out at once.
 
         Raises:
             RemotingTooMuchRequestError: ``MAX_PENDING`` requests already await replies.
@@ -619,7 +634,10 @@ class RemotingConnection(asyncio.Protocol):
         opaque = cmd.opaque
         pending[opaque] = (future, _monotonic() + timeout, cmd)
         try:
-            self._write(head, cmd.body)
+            if alone:
+                self._write_alone(head, cmd.body)
+            else:
+                self._write(head, cmd.body)
         except BaseException:
             del pending[opaque]
             raise

@@ -332,6 +332,20 @@ async def test_writes_of_one_loop_turn_are_coalesced() -> None:
     assert len(conn.pending) == 5
 
 
+async def test_a_request_written_alone_opens_no_batch() -> None:
+    conn, transport = recording_connection()
+    conn.request(RemotingCommand(ECHO, 1, body=b"body"), 5.0, alone=True)
+    assert len(transport.calls) == 1 and conn._out is None  # out at once, no flush turn pending
+    conn.request(RemotingCommand(ECHO, 2), 5.0, alone=True)
+    conn.request(RemotingCommand(ECHO, 3), 5.0)  # an ordinary write opens the turn's batch
+    conn.request(RemotingCommand(ECHO, 4), 5.0, alone=True)  # ... which an alone one then joins
+    assert len(transport.calls) == 3
+    await asyncio.sleep(0)
+    assert len(transport.calls) == 4 and conn._out is None
+    assert transport.opaques() == [1, 2, 3, 4]
+    assert sorted(conn.pending) == [1, 2, 3, 4]
+
+
 async def test_a_large_batch_is_written_in_slices_of_max_parts() -> None:
     from pocketmq.remoting.transport.connection import MAX_BATCH_PARTS
 
