@@ -125,7 +125,7 @@ from pocketmq.store.clock import now_ms
 from pocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from pocketmq.store.errors import IllegalStateError, StoreCorruptError, StoreError, StoreLockedError
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
-from pocketmq.store.log.batch_encode import BatchItem
+from pocketmq.store.log.batch_encode import BatchBody, BatchItem
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.message_store import MessageStore
 from pocketmq.store.results import (
@@ -142,6 +142,7 @@ from pocketmq.store.results import (
 __all__ = [
     "AppendMessageStatus",
     "AppendResult",
+    "BatchBody",
     "BatchItem",
     "BrokerRole",
     "ConsumeQueueRead",

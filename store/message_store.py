@@ -16,7 +16,7 @@ from pocketmq.store.errors import IllegalStateError
 from pocketmq.store.ha import HA_REPUT_BATCH, HAMaster, HASlave
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.listener import MessageArrivingListener, MessageFilter, ReplicationWaiter
-from pocketmq.store.log.batch_encode import BatchItem, HalfCopy
+from pocketmq.store.log.batch_encode import BatchItem, BatchPut, HalfCopy
 from pocketmq.store.log.commitlog import EVERY_PUT, NO_SERVICES, AppendedRecord, CommitLog, no_wakeup
 from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC
 from pocketmq.store.log.mapped_file import MappedFile
@@ -379,7 +379,7 @@ class MessageStore:
             self.stats.put_message_failed_times += 1
         return result
 
-    def put_batch(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
+    def put_batch(self, template: MessageInner, items: BatchPut) -> PutResult:
         """``put_messages`` of ``(flag, body, properties)`` items sharing ``template``'s other
         fields (``batch_encode``): no ``MessageInner`` per message, bodies copied once."""
         return self._track(self.commitlog.put_batch(template, items) if self._writable else _REFUSED)
@@ -416,7 +416,7 @@ class MessageStore:
             return result
         return await self._policy.wait(result, self.replication_waiter)
 
-    async def put_batch_async(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
+    async def put_batch_async(self, template: MessageInner, items: BatchPut) -> PutResult:
         """``put_batch`` + the flush/replication policy (the caller has checked ``WAIT``)."""
         result = self.put_batch(template, items)
         if result.append is None:

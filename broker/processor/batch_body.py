@@ -29,7 +29,7 @@ import struct
 
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import PROPERTY_SEPARATOR, HostAddress
-from pocketmq.store import BatchItem, MessageInner
+from pocketmq.store import BatchBody, BatchItem, MessageInner
 
 ITEM_HEAD = struct.Struct(
     ">"
@@ -45,6 +45,11 @@ _MIN_ITEM = _HEAD + 2
 _MAX_PROPS = 32767
 #: a stored record's bytes besides body, topic and properties (``send_checks.STORED_FIXED``)
 _STORED_FIXED = 91
+#: an item's TOTALSIZE, FLAG and BODYLENGTH (MAGICCODE and BODYCRC skipped)
+_ITEM_SIZES = struct.Struct(">i8xii").unpack_from
+#: a NUL byte, which no properties in a record end with: joins the items' properties for one
+#: decode (an item whose properties hold one is taken by ``batch_items``)
+_NUL = b"\x00"
 
 
 def _illegal(detail: str) -> MessageIllegalError:
@@ -140,3 +145,63 @@ def batch_items(
         append((flag, view[pos + _HEAD : p], props))
         pos = end
     return out
+
+
+def checked_body(
+    data: bytes, header_props: str, max_body: int, body_too_long: str, topic: str
+) -> BatchBody | list[BatchItem]:
+    """The batch for ``MessageStore.put_batch``: a :class:`BatchBody` (the request body, its
+    items' sizes and properties bytes, no item per message) when every item has properties
+    that all end with a separator or none does, else, and for anything :func:`batch_items`
+    refuses, :func:`batch_items`' list (or its exception): the same stored bytes and errors.
+    Every item's properties are decoded in one call (joined with NULs): the UTF-8 check and
+    reput's strings."""
+    n = len(data)
+    tail = header_props.encode()
+    if n < _MIN_ITEM or not tail or not tail[-1]:  # (a NUL last: the store refuses the records)
+        return batch_items(data, header_props, max_body, body_too_long, topic)
+    # the first item's properties say whether the items end with a separator: the stored ones
+    # are then the item's bytes and the header's, else with a separator between (every item
+    # must do as the first)
+    total = int.from_bytes(data[:4])
+    trailing = 0 < total <= n and data[total - 1] == 2
+    if not trailing:
+        tail = b"\x02" + tail
+    limit = _MAX_PROPS - len(tail)  # (the store's MAX_PROPERTIES_LENGTH: 32767)
+    heads: list[tuple[int, int, int]] = []
+    add_head = heads.append
+    props: list[bytes] = []
+    add_props = props.append
+    pos = 0
+    try:
+        while pos < n:
+            head = _ITEM_SIZES(data, pos)
+            total, _, blen = head
+            end = pos + total
+            plen = total - blen - _MIN_ITEM
+            p = end - plen
+            # (a short or negative length, one past the body, a properties length other than
+            # TOTALSIZE's, or a last byte unlike the first item's: batch_items decides)
+            if blen < 0 or plen <= 0 or plen > limit or end > n or (data[p - 2] << 8 | data[p - 1]) != plen or (data[end - 1] == 2) is not trailing:  # fmt: skip
+                return batch_items(data, header_props, max_body, body_too_long, topic)
+            add_head(head)
+            add_props(data[p:end])
+            pos = end
+    except struct.error:  # (a truncated last item)
+        return batch_items(data, header_props, max_body, body_too_long, topic)
+    count = len(heads)
+    # every stored record's size summed (batch_items checks them as they grow): the body and
+    # properties bytes of the items are the request's minus the items' heads and lengths
+    if count * (_STORED_FIXED + len(topic.encode()) + len(tail) - _MIN_ITEM) + n > max_body:
+        return batch_items(data, header_props, max_body, body_too_long, topic)
+    # the stored properties' strings: the items' with the tail, one decode, one split
+    props.append(b"")
+    try:
+        strings = (tail + _NUL).join(props).decode().split("\x00")
+    except UnicodeDecodeError:
+        return batch_items(data, header_props, max_body, body_too_long, topic)
+    props.pop()
+    strings.pop()
+    if len(strings) != count:  # (a NUL inside some properties)
+        return batch_items(data, header_props, max_body, body_too_long, topic)
+    return BatchBody(data, heads, props, strings, tail)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.config_file import reply_when_durable
-from pocketmq.broker.processor.batch_body import batch_items
+from pocketmq.broker.processor.batch_body import checked_body
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.broker.processor.message_props import (
     CLUSTER_KEY,
@@ -456,7 +456,7 @@ class SendMessageProcessor:
         sys_flag = header.sys_flag
         if tc.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
-        items = batch_items(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK, topic)
+        items = checked_body(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK, topic)
         # the shared fields once; the store encodes the items against them (no MessageInner each)
         template = MessageInner(
             topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),

@@ -48,12 +48,24 @@ from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 from pocketmq.store.log.layout import record_fields, record_offset
 from pocketmq.store.message_inner import MessageInner
 
-__all__ = ["PROPS_LENS", "BatchItem", "Encoded", "HalfCopy", "encode_bodies", "encode_copies", "encode_items"]
+__all__ = [
+    "PROPS_LENS",
+    "BatchBody",
+    "BatchItem",
+    "BatchPut",
+    "Encoded",
+    "HalfCopy",
+    "encode_bodies",
+    "encode_copies",
+    "encode_items",
+]
 
 #: one message of a batch put: (flag, body, properties string ``k\x01v\x02...``)
 BatchItem = tuple[int, "bytes | memoryview", str]
 
 _body = itemgetter(1)
+#: a batch body item's BODYLENGTH (``BatchBody.heads``)
+_blen = itemgetter(2)
 
 #: refusals (mapped to the CommitLog's shared PutResults by the caller)
 TOO_LONG_PROPS = 1
@@ -86,9 +98,89 @@ class Encoded:
     flags: int | list[int]
 
 
+@dataclass(slots=True)
+class BatchBody:
+    """A SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``' items back to back) that
+    the broker checked (``batch_body.checked_body``), stored without an item per message: each
+    record's properties are the item's bytes followed by ``tail`` (the broker's properties,
+    after a separator when the items' do not end with one), as RocketMQ's
+    ``MessageExtBatchEncoder`` copies them (no decode and encode again).
+
+    ``heads``: each item's (TOTALSIZE, FLAG, BODYLENGTH); ``props``: each item's properties
+    bytes; ``strings``: each record's stored properties (for reput). Every item has a body
+    of at least 0 bytes, properties of at least one byte and a stored properties length of
+    at most ``MAX_PROPERTIES_LENGTH``."""
+
+    data: bytes
+    heads: list[tuple[int, int, int]]
+    props: list[bytes]
+    strings: list[str]
+    tail: bytes
+
+
+#: what a batch put takes: its messages as items, or a checked batch body
+BatchPut = Sequence[BatchItem] | BatchBody
+
+#: an item's head in a batch body: TOTALSIZE, MAGICCODE and BODYCRC (skipped), FLAG, BODYLENGTH
+_ITEM_HEAD = 20
+
+
+def encode_body(
+    template: MessageInner, batch: BatchBody, head: bytes, phy: int, qoff: int, now: int, max_body: int
+) -> Encoded | int:
+    """:func:`encode_items` of a checked batch body, or :data:`ILLEGAL` for a body over
+    ``max_body``: the same records, one pass over the items, each record's properties the
+    item's bytes then ``batch.tail`` (none decoded, joined or encoded again)."""
+    born_ip, born_port = template.born_host
+    store_ip, store_port = template.store_host
+    sys_flag = (template.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
+    item_part, shared = _SPLIT_PREFIXES[sys_flag & HOST_FLAGS_MASK]
+    pack = item_part.pack
+    tail = batch.tail
+    tail_len = len(tail)
+    heads = batch.heads
+    # a record's size from its item's TOTALSIZE (head, body, 2-byte length, properties)
+    grow = item_part.size + len(head) + tail_len - _ITEM_HEAD
+    queue_id = template.queue_id
+    mid = shared.pack(
+        sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
+        template.reconsume_times, 0,
+    )  # fmt: skip
+    if max(map(_blen, heads)) > max_body:
+        return ILLEGAL
+    crc32 = crc32_long if min(map(_blen, heads)) >= FAST_CRC_MIN else crc32_short
+    lens = PROPS_LENS
+    view = memoryview(batch.data)
+    parts: list[bytes | memoryview] = []
+    add = parts.extend
+    sizes: list[int] = []
+    add_size = sizes.append
+    start = phy
+    pos = _ITEM_HEAD  # (the body of the item at ``pos - _ITEM_HEAD``)
+    for (total, flag, blen), props in zip(heads, batch.props, strict=True):
+        body = view[pos : pos + blen]
+        size = grow + total
+        plen = total - blen - 22 + tail_len
+        add(
+            (
+                pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, mid, blen),
+                body,
+                head,
+                lens[plen] if plen < 1024 else PROPS_LEN.pack(plen),
+                props,
+                tail,
+            )
+        )  # fmt: skip
+        add_size(size)
+        pos += total
+        phy += size
+        qoff += 1
+    return Encoded(parts, sizes, batch.strings, phy - start, sys_flag)
+
+
 def encode_items(
     template: MessageInner,
-    items: Sequence[BatchItem],
+    items: Sequence[BatchItem] | BatchBody,
     head: bytes,
     phy: int,
     qoff: int,
@@ -98,7 +190,10 @@ def encode_items(
 ) -> Encoded | int:
     """Records of ``items`` starting at CommitLog offset ``phy`` and queue offset ``qoff``,
     or a refusal code (:data:`TOO_LONG_PROPS`, :data:`ILLEGAL`). ``prepared``: the records'
-    PREPARED_TRANSACTION_OFFSET (0 for a broker batch, which holds no transaction records)."""
+    PREPARED_TRANSACTION_OFFSET (0 for a broker batch, which holds no transaction records).
+    A :class:`BatchBody` goes to :func:`encode_body`."""
+    if isinstance(items, BatchBody):
+        return encode_body(template, items, head, phy, qoff, now, max_body)
     born_ip, born_port = template.born_host
     store_ip, store_port = template.store_host
     sys_flag = (template.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)

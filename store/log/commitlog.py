@@ -44,6 +44,7 @@ from pocketmq.store.log.batch_encode import (
     ILLEGAL,
     PROPS_LENS,
     BatchItem,
+    BatchPut,
     HalfCopy,
     encode_bodies,
     encode_copies,
@@ -534,7 +535,7 @@ class CommitLog:
             encoded = again
         return self._write(mf, encoded, topic, first.queue_id, now, first.store_host, msgs)
 
-    def put_batch(self, template: MessageInner, items: Sequence[BatchItem]) -> PutResult:
+    def put_batch(self, template: MessageInner, items: BatchPut) -> PutResult:
         """``put_messages`` for messages given as ``(flag, body, properties)`` items sharing
         ``template``'s topic, queue, sysFlag, born time/host, store host and reconsume times
         (``batch_encode``); the same bytes as ``put_messages`` of the equivalent messages."""

@@ -1,0 +1,138 @@
+"""checked_body: a batch body for the store without an item per message, or batch_items' outcome.
+
+Whatever it returns, the store writes the same bytes, CQ units and index entries as for
+batch_items' list (one store per way, compared byte for byte), reput gets the same stored
+properties strings, and a body batch_items refuses raises the same error."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from pocketmq.broker.processor.batch_body import ITEM_HEAD, batch_items, checked_body
+from pocketmq.remoting.protocol.errors import MessageIllegalError
+from pocketmq.remoting.protocol.message import encode_batch
+from pocketmq.store import BatchBody, MessageInner, MessageStore, PutMessageStatus
+
+from ..store.conftest import FakeClock, pull_all, tiny_config
+
+HEADER = "WAIT\x01x\x02CLUSTER\x01C"
+BORN = (b"\x0a\x00\x00\x01", 4321)
+STORE_HOST = (b"\x7f\x00\x00\x01", 10911)
+
+
+def _template(queue_id: int = 1) -> MessageInner:
+    return MessageInner("TopicA", b"", queue_id, 0, "", 0x40, 1_700_000_000_123, BORN, STORE_HOST, 2)
+
+
+def _item(flag: int, body: bytes, props: bytes, *, plen: int | None = None) -> bytes:
+    size = ITEM_HEAD.size + len(body) + 2 + len(props)
+    head = ITEM_HEAD.pack(size, 0, 0, flag, len(body))
+    return head + body + struct.pack(">h", len(props) if plen is None else plen) + props
+
+
+def _uniq(i: int) -> str:
+    return f"UNIQ_KEY\x017F0000010001{i:020X}"
+
+
+BODIES = {
+    # every item's properties without a last separator (the SDK's), then all with one (an
+    # older Java client's): BatchBody
+    "plain": (encode_batch([(i, b"b%d" % i * (1 + 9 * i), _uniq(i)) for i in range(40)]), True),
+    "trailing": (encode_batch([(i, b"x" * 600, f"KEYS\x01k{i} j{i}\x02{_uniq(i)}\x02") for i in range(9)]), True),
+    "one": (encode_batch([(7, b"", "TAGS\x01t")]), True),
+    "utf8": (encode_batch([(0, "é".encode() * 300, "TAGS\x01ü\x02KEYS\x01ß€") for _ in range(5)]), True),
+    # batch_items' list: mixed last separators, empty properties, a NUL inside properties
+    "mixed": (encode_batch([(1, b"a", "TAGS\x01t"), (3, b"ccc", "K\x01v\x02")]), False),
+    "empty props": (encode_batch([(1, b"a", "TAGS\x01t"), (2, b"", "")]), False),
+    "nul": (encode_batch([(1, b"a", "K\x01v\x00w"), (2, b"b", "K\x01v")]), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name):
+    data, fast = BODIES[name]
+    got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(got, BatchBody) is fast
+    items = batch_items(data, HEADER, 1 << 20, "too long", "TopicA")
+    if fast:
+        assert isinstance(got, BatchBody)
+        assert got.strings == [props for _, _, props in items]
+    stores = []
+    for way in ("items", "body"):
+        store = MessageStore(tiny_config(str(tmp_path / way)), clock=FakeClock())
+        store.load()
+        stores.append(store)
+    a, b = stores
+    for round_ in range(12):  # several 64 KiB segments for the big bodies: rolls re-encode
+        t = _template(queue_id=1 + round_ % 2)
+        ra = a.put_batch(t, items)
+        rb = b.put_batch(t, checked_body(data, HEADER, 1 << 20, "too long", "TopicA"))
+        assert ra.is_ok and rb.is_ok
+        assert ra.append.batch_offsets == rb.append.batch_offsets  # type: ignore[union-attr]
+        assert ra.append.logics_offset == rb.append.logics_offset  # type: ignore[union-attr]
+    a.do_reput()
+    b.do_reput()
+    assert a.get_max_phy_offset() == b.get_max_phy_offset()
+    for fa, fb in zip(a.commitlog.mfq.files, b.commitlog.mfq.files, strict=True):
+        assert bytes(fa.mm[: fa.wrote_position]) == bytes(fb.mm[: fb.wrote_position])
+    for q in (1, 2):
+        assert pull_all(a, "TopicA", q) == pull_all(b, "TopicA", q)
+    ka = a.query_message("TopicA", "k3", 10, 0, 1 << 62)
+    kb = b.query_message("TopicA", "k3", 10, 0, 1 << 62)
+    assert ka.messages == kb.messages
+    for s in stores:
+        s.close()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x00\x00\x05garbage",
+        _item(0, b"x", b"a\x01b") + b"\x00\x00",
+        _item(0, b"x", b"a\x01b") + _item(0, b"xyz", b"a\x01b", plen=2),
+        _item(0, b"x", b"a\x01b", plen=-1),
+        _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\xff\xfe"),
+        _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\x81b"),
+        struct.pack(">iiiii", 30, 0, 0, 0, -5) + b"\x00" * 10,
+    ],
+)
+def test_what_batch_items_refuses_raises_the_same_error(data):
+    with pytest.raises(MessageIllegalError) as want:
+        batch_items(data, HEADER, 1024, "too long", "T")
+    with pytest.raises(MessageIllegalError) as got:
+        checked_body(data, HEADER, 1024, "too long", "T")
+    assert got.value.remark == want.value.remark
+
+
+def test_stored_size_limits_are_batch_items_and_the_stores():
+    one = encode_batch([(0, b"x" * 100, _uniq(0))])
+    stored = 91 + 1 + 100 + len(_uniq(0)) + 1 + len(HEADER)
+    assert isinstance(checked_body(one, HEADER, stored, "too long", "T"), BatchBody)
+    with pytest.raises(MessageIllegalError, match="too long"):
+        checked_body(one, HEADER, stored - 1, "too long", "T")
+    two = encode_batch([(0, b"x" * 100, _uniq(0)), (0, b"x" * 100, _uniq(1))])
+    assert isinstance(checked_body(two, HEADER, 2 * stored, "too long", "T"), BatchBody)
+    with pytest.raises(MessageIllegalError, match="too long"):
+        checked_body(two, HEADER, 2 * stored - 1, "too long", "T")
+
+
+def test_properties_over_the_stores_limit_take_batch_items_way(tmp_path):
+    """Stored properties over 32767 bytes (the item's and the header's): batch_items' list,
+    which the store refuses with PROPERTIES_SIZE_EXCEEDED; a body over maxMessageSize is
+    refused by the store as for a list."""
+    data = encode_batch([(0, b"x", "K\x01" + "v" * (32767 - 2 - len(HEADER)))])
+    got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert not isinstance(got, BatchBody)
+    store = MessageStore(tiny_config(str(tmp_path / "s")), clock=FakeClock())
+    store.load()
+    assert store.put_batch(_template(), got).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    fits = encode_batch([(0, b"x", "K\x01" + "v" * (32767 - 3 - len(HEADER)))])
+    assert isinstance(checked_body(fits, HEADER, 1 << 20, "too long", "TopicA"), BatchBody)
+    big = encode_batch([(0, b"x" * (store.config.max_message_size + 1), "K\x01v")])
+    body = checked_body(big, HEADER, 1 << 30, "too long", "TopicA")
+    assert isinstance(body, BatchBody)
+    assert store.put_batch(_template(), body).status is PutMessageStatus.MESSAGE_ILLEGAL
+    store.close()

@@ -1,0 +1,115 @@
+"""prepare_batch's one-pass way for plain messages: the same Prepared (body bytes, ids, WAIT)
+as the general way, and everything else still checked and refused by the general way."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from pocketmq.client import Message
+from pocketmq.client.config import ProducerConfig
+from pocketmq.client.errors import MessageValidationError
+from pocketmq.client.producer.prepare import MessagePreparer
+from pocketmq.remoting.protocol.message import decode_batch, string_to_properties
+
+
+def _preparers() -> tuple[MessagePreparer, MessagePreparer]:
+    """Two preparers with the same id sequence; the second never takes the one-pass way."""
+    out = []
+    for _ in range(2):
+        prep = MessagePreparer(ProducerConfig(producer_group="g", max_message_size=8192))
+        ids = itertools.count()
+        prep._uniq.create = lambda ids=ids: f"{next(ids):032X}"  # type: ignore[method-assign]
+        out.append(prep)
+    general = out[1]
+    general._plain_batch = lambda msgs, topic: None  # type: ignore[method-assign]
+    return out[0], general
+
+
+def _items(p) -> list:
+    """The body's items with UNIQ_KEY cut out, after checking they are the msgId's."""
+    items = decode_batch(p.body)
+    ids = [string_to_properties(i.properties_str).pop("UNIQ_KEY") for i in items]
+    assert p.msg_id.split(",") == ids
+    return [(i.flag, i.body, i.properties_str.replace(uniq, "")) for i, uniq in zip(items, ids, strict=True)]
+
+
+def _same(msgs: list[Message]) -> None:
+    """The same Prepared (the same bytes but for the ids when a message sends the batch the
+    general way after the one-pass way made some: ids are not reused)."""
+    fast, general = _preparers()
+    for _ in range(3):  # (the first batch of a topic validates it: the general way)
+        a = fast.prepare_batch(msgs)
+        b = general.prepare_batch(msgs)
+        assert (a.topic, a.sys_flag, a.flag, a.props, a.batch) == (b.topic, b.sys_flag, b.flag, b.props, b.batch)
+        assert _items(a) == _items(b)
+        if all(m.keys is None and not m.properties and m.wait_store_msg_ok and type(m.body) is bytes for m in msgs):
+            assert (a.body, a.msg_id) == (b.body, b.msg_id)
+
+
+@pytest.mark.parametrize(
+    "msgs",
+    [
+        [Message("T", b"x" * 30) for _ in range(64)],
+        [Message("T", b"ab", tags="é"), Message("T", b"x" * 7, flag=5, tags="t"), Message("T", b"y", tags="")],
+        # not plain: keys, user properties, WAIT false (the general way for the whole batch)
+        [Message("T", b"a"), Message("T", b"b", keys="k")],
+        [Message("T", b"a"), Message("T", b"b", properties={"p": "v"})],
+        [Message("T", b"a"), Message("T", b"b", wait_store_msg_ok=False)],
+        [Message("T", b"a"), Message("T", bytearray(b"b"))],  # type: ignore[arg-type]
+    ],
+)
+def test_the_one_pass_way_prepares_what_the_general_way_does(msgs):
+    _same(msgs)
+
+
+def test_the_one_pass_body_is_items_of_tags_and_uniq_key():
+    fast, _ = _preparers()
+    fast.prepare_batch([Message("T", b"w")])
+    p = fast.prepare_batch([Message("T", b"a", tags="t", flag=3), Message("T", b"bb")])
+    items = decode_batch(p.body)
+    assert [(i.flag, i.body) for i in items] == [(3, b"a"), (0, b"bb")]
+    ids = p.msg_id.split(",")
+    assert [i.properties_str for i in items] == [f"TAGS\x01t\x02UNIQ_KEY\x01{ids[0]}", f"UNIQ_KEY\x01{ids[1]}"]
+    assert p.props == "WAIT\x01true"
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (Message("U", b"x"), "same topic"),
+        (Message("T", b""), "zero"),
+        (Message("T", b"x" * 9000), "over the max"),
+        (Message("T", b"x", delay_level=2), "delay levels"),
+        (Message("T", b"x", delay_level=-1), "negative"),
+        (Message("T", b"x", tags="a\x01b"), None),
+    ],
+)
+def test_what_the_general_way_refuses_is_still_refused(bad, match):
+    fast, general = _preparers()
+    fast.prepare_batch([Message("T", b"w")])
+    general.prepare_batch([Message("T", b"w")])
+    for prep in (fast, general):
+        if match is None:  # (TAGS with a separator: whatever the general way does)
+            try:
+                want = general.prepare_batch([Message("T", b"a"), bad]).body
+            except MessageValidationError:
+                with pytest.raises(MessageValidationError):
+                    fast.prepare_batch([Message("T", b"a"), bad])
+            else:
+                assert want
+                assert _items(fast.prepare_batch([Message("T", b"a"), bad])) == _items(
+                    general.prepare_batch([Message("T", b"a"), bad])
+                )
+            return
+        with pytest.raises(MessageValidationError, match=match):
+            prep.prepare_batch([Message("T", b"a"), bad])
+
+
+def test_a_batch_over_the_max_size_is_refused_as_before():
+    fast, general = _preparers()
+    for prep in (fast, general):
+        prep.prepare_batch([Message("T", b"w")])
+        with pytest.raises(MessageValidationError, match="batch size"):
+            prep.prepare_batch([Message("T", b"x" * 4000), Message("T", b"x" * 4200)])
