@@ -45,12 +45,12 @@ from pocketmq.store.log.batch_encode import (
     PROPS_LENS,
     BatchItem,
     BatchPut,
+    Encoded,
     HalfCopy,
     encode_bodies,
     encode_copies,
     encode_items,
 )
-from pocketmq.store.log.batch_encode import Encoded as _Encoded
 from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
 from pocketmq.store.log.crc import crc32_long, crc32_short
 from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
@@ -480,7 +480,7 @@ class CommitLog:
                 encoded = encode_items(template, items, head, phy, qoff, now, max_body)
             else:
                 encoded = encode_bodies(template, bodies, head, phy, qoff, now, max_body)
-            if not isinstance(encoded, _Encoded) or not isinstance(encoded.flags, int):
+            if not isinstance(encoded, Encoded) or not isinstance(encoded.flags, int):
                 return None
             if encoded.flags & _TX_MASK in _UNCOUNTED:
                 return None  # (queue offsets 0: not a batch entry)
@@ -536,9 +536,8 @@ class CommitLog:
         return self._write(mf, encoded, topic, first.queue_id, now, first.store_host, msgs)
 
     def put_batch(self, template: MessageInner, items: BatchPut) -> PutResult:
-        """``put_messages`` for messages given as ``(flag, body, properties)`` items sharing
-        ``template``'s topic, queue, sysFlag, born time/host, store host and reconsume times
-        (``batch_encode``); the same bytes as ``put_messages`` of the equivalent messages."""
+        """``put_messages`` for a ``BatchPut`` (items or a checked ``BatchBody``) sharing ``template``'s
+        topic, queue, sysFlag, born time/host, store host, reconsume times; put_messages's bytes."""
         if not items:
             return _FAIL_ILLEGAL
         topic = template.topic
@@ -554,7 +553,7 @@ class CommitLog:
         encoded = encode_items(template, items, head, phy, qoff, now, self.max_body)
         if encoded.__class__ is int:
             return _FAIL_ILLEGAL if encoded == ILLEGAL else _FAIL_PROPS
-        assert isinstance(encoded, _Encoded)
+        assert isinstance(encoded, Encoded)
         total = encoded.total
         if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(total)
@@ -564,14 +563,14 @@ class CommitLog:
             # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
             phy = mf.file_from_offset + mf.wrote_position
             again = encode_items(template, items, head, phy, qoff, now, self.max_body)
-            assert isinstance(again, _Encoded)
+            assert isinstance(again, Encoded)
             encoded = again
         return self._write(mf, encoded, topic, template.queue_id, now, template.store_host, None)
 
     def _write(
         self,
         mf: MappedFile,
-        encoded: _Encoded,
+        encoded: Encoded,
         topic: str,
         queue_id: int,
         now: int,
@@ -616,7 +615,7 @@ class CommitLog:
 
     def _encode_batch(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
-    ) -> _Encoded | PutResult:
+    ) -> Encoded | PutResult:
         """Records of a batch starting at CommitLog offset ``phy``, or the refusal.
 
         Per message: one ``pack`` of the prefix, the CRC and the properties encoding; what
@@ -687,12 +686,12 @@ class CommitLog:
             phy += size
             qoff += 1
         if uniform:
-            return _Encoded(parts, sizes, props_list, phy - start, sys_flag)
+            return Encoded(parts, sizes, props_list, phy - start, sys_flag)
         return self._encode_mixed(msgs, head, start, now)
 
     def _encode_mixed(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
-    ) -> _Encoded | PutResult:
+    ) -> Encoded | PutResult:
         """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker):
         each message is its own template for ``encode_items`` (a rare path: one call each)."""
         first = msgs[0]
@@ -709,7 +708,7 @@ class CommitLog:
                 return _FAIL_ILLEGAL
             item = (m.flag, m.body, m.properties_string())
             one = encode_items(m, (item,), head, phy, qoff, now, self.max_body, m.prepared_transaction_offset)
-            if not isinstance(one, _Encoded):
+            if not isinstance(one, Encoded):
                 return _FAIL_ILLEGAL if one == ILLEGAL else _FAIL_PROPS
             parts += one.parts
             sizes += one.sizes
@@ -719,7 +718,7 @@ class CommitLog:
             flags.append(flag)
             phy += one.total
             qoff += 1
-        return _Encoded(parts, sizes, props_list, phy - start, flags)
+        return Encoded(parts, sizes, props_list, phy - start, flags)
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``, or be a
