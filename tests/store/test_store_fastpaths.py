@@ -129,7 +129,7 @@ def test_fast_reput_of_uniq_key_then_cluster_writes_what_decoding_reput_writes(t
         lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTER\x01c\x02KEYS\x01k1 k2",
         lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTERX\x01c",
         lambda: f"UNIQ_KEY\x01{gen.create()}\x02CLUSTER\x01",
-        lambda: f"UNIQ_KEY\x01\x02CLUSTER\x01c",
+        lambda: "UNIQ_KEY\x01\x02CLUSTER\x01c",
     ]
     msgs = [
         MessageInner(
