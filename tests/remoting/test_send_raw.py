@@ -253,3 +253,18 @@ def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
     assert type(cmd) is SendRawRequest
     assert cmd.code == 310 and cmd.remark is None and cmd.serialize_type == 0
     assert cmd.send_header == SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+
+
+def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
+    """A header completed from the decoder's buffer (a bytearray) reads as one from a read."""
+    base = sdk()
+    _teach(base)
+    data = frame(base) * 3
+    decoder = FrameDecoder()
+    cmds = [*decoder.feed(data[:50]), *decoder.feed(data[50:400]), *decoder.feed(data[400:])]
+    assert [type(c) for c in cmds] == [SendRawRequest] * 3 and not decoder.errors
+    want = _reference(base)
+    for cmd in cmds:
+        assert cmd.body == b"body" and bytes(cmd.raw_header) == base
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+        assert (*got, cmd.send_header) == want
