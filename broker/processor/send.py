@@ -105,6 +105,7 @@ from pocketmq.remoting.protocol.route import (
     TopicConfig,
     TopicFilterType,
 )
+from pocketmq.remoting.protocol.send_raw import SendRawRequest
 from pocketmq.store import AppendResult, MessageInner, PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
@@ -205,7 +206,9 @@ class SendMessageProcessor:
         """A send: a batch (``_send_batch``), else a single message, stored here (no call level
         per send for it: ~0.6k instructions). Every reply goes through ``_durable``."""
         code = request.code
-        if type(request) is SendV2Request:  # decoded typed (frame): no extFields dict
+        if type(request) is SendRawRequest:  # read by a learnt shape (frame, send_raw): parsed there
+            header = request.send_header
+        elif type(request) is SendV2Request:  # decoded typed (frame): no extFields dict
             header = _parse_v2_attrs(request.v2_fields)
         elif code == _SEND_MESSAGE:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)

@@ -35,7 +35,10 @@ from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
 )
+from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.send_ok import SEND_OK_START, send_ok_command
+from pocketmq.remoting.protocol.send_raw import QUEUE_IDS, SendRawRequest, learn
+from pocketmq.remoting.protocol.send_raw import SHAPES as SEND_SHAPES
 
 #: RocketMQ's default ``com.rocketmq.remoting.frameMaxLength`` (16 MiB, prefix included).
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
@@ -53,6 +56,10 @@ _send_v2 = header_json.send_v2_decode
 _SEND_V2_START = header_json.SEND_V2_START
 _LANGUAGES = header_json.LANGUAGE_BY_NAME
 _shape_of = SHAPES.get  # (end_raw empties SHAPES in place, never rebinds it)
+_send_shape_of = SEND_SHAPES.get  # (send_raw's, likewise)
+_queue_id_of = QUEUE_IDS.get
+_learn_send = learn
+_SendHeader = SendMessageRequestHeader
 #: A header longer than this holds the bytes :func:`_json_command` dispatches on (the 9th and
 #: the 25th); a shorter one is no typed kind (SEND_OK_START is 37 bytes).
 _KIND_MIN = 24
@@ -200,9 +207,62 @@ class FrameDecoder:
                 try:
                     if word >> 24 == 0:  # JSON, the common case
                         if v2_start is not None and header.startswith(v2_start):
-                            # a producer's send (the hottest frame): its extFields typed, no
-                            # dict built (SendV2Request), here in the loop (no Python call
-                            # per frame); a header the typed decode refuses: _general_command
+                            # a producer's send (the hottest frame): read by the shape an
+                            # earlier one taught (send_raw: no JSON parse, the send's header
+                            # built here), else its extFields typed, no dict built
+                            # (SendV2Request), here in the loop (no Python call per frame); a
+                            # header the typed decode refuses: _general_command
+                            sshape = _send_shape_of(hlen)
+                            if sshape is not None:
+                                (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
+                                 wide, base, language, version, flag) = sshape  # fmt: skip
+                                values = unpack_values(header)  # (the changing ones)
+                                queue_id = _queue_id_of(values[i_e])
+                                raw_g, raw_opaque = values[i_g], values[i_opaque]
+                                # its constant pieces (the values put back into the shape's
+                                # give the header), the queue id one of QUEUE_IDS (a
+                                # subscript, no int() call: another takes the typed decode),
+                                # the numbers ASCII digits (what int() reads as the field
+                                # parse does: no sign, space or _), the
+                                # opaque without a leading zero (JSON), the UNIQ_KEY ASCII
+                                # letters and digits (JSON string content, no escape)
+                                if (
+                                    render % values == header
+                                    and queue_id is not None
+                                    and raw_g.isdigit()
+                                    and raw_opaque.isdigit()
+                                    and (raw_opaque[0] != 48 or not wide)
+                                    and (i_uniq < 0 or values[i_uniq].isalnum())
+                                ):
+                                    h = _new(_SendHeader)
+                                    h.producer_group = base.producer_group
+                                    h.topic = base.topic
+                                    h.default_topic = base.default_topic
+                                    h.default_topic_queue_nums = base.default_topic_queue_nums
+                                    h.queue_id = queue_id
+                                    h.sys_flag = base.sys_flag
+                                    h.born_timestamp = int(raw_g)
+                                    h.flag = base.flag
+                                    h.properties = (
+                                        base.properties
+                                        if i_uniq < 0
+                                        else f"{pre}{values[i_uniq].decode()}{post}"
+                                    )
+                                    h.reconsume_times = base.reconsume_times
+                                    h.unit_mode = base.unit_mode
+                                    h.max_reconsume_times = base.max_reconsume_times
+                                    h.batch = base.batch
+                                    h.bname = base.bname
+                                    raw_send = _new(SendRawRequest)
+                                    raw_send.send_header = h
+                                    raw_send.language = language
+                                    raw_send.version = version
+                                    raw_send.opaque = int(raw_opaque)
+                                    raw_send.flag = flag
+                                    raw_send.raw_header = header
+                                    raw_send.body = body
+                                    out.append(raw_send)
+                                    continue
                             try:
                                 v2 = _send_v2(header)  # type: ignore[misc]
                             except Exception:
@@ -221,6 +281,7 @@ class FrameDecoder:
                                     send.body = body
                                     send.serialize_type = 0
                                     out.append(send)
+                                    _learn_send(header, v2)
                                     continue
                         else:
                             # the code's first digit picks the typed decode to try (_json_command)

@@ -1,0 +1,185 @@
+"""SEND_MESSAGE_V2 (310) frames read by their shape: no JSON parse for a producer's steady sends.
+
+A producer's SEND_MESSAGE_V2 headers to one queue differ only in a few values: the born
+timestamp (``g``), the UNIQ_KEY inside the properties (``i``), the opaque, and, across the
+queues of a topic, the queue id (``e``). The typed decode (``header_json.send_v2_decode``, one
+msgspec call: ~9k instructions with its struct's dealloc) and the field parse of its struct
+(``SendMessageRequestHeader.from_v2_attrs``) redo per send what the previous send's header
+already gave. Here, as END_TRANSACTION's :mod:`.end_raw`, the frame decoder's loop
+(``frame.FrameDecoder._split``) cuts a header with a :class:`struct.Struct` at the places a
+*shape* learnt from an earlier header gives (the changing values only), compares its constant
+pieces by putting the values back into the shape's (one %-format, one compare), checks the
+values (ASCII digits, the UNIQ_KEY ASCII letters and digits), and builds the send's
+``SendMessageRequestHeader`` from the shape's parsed constants and the three converted values
+(:class:`SendRawRequest`).
+
+Why a header a shape takes reads as the typed decode reads it: the shape is learnt from a
+header the typed decode accepted (every key known, once; string values) where each changing
+value was found in the raw bytes as written, without escapes (``"e":"`` + its digits + ``"``
+and ``"g":"`` alike, ``"opaque":`` + its digits, and the UNIQ_KEY at the place JSON's escaping
+of the properties' text before it ends). A later header of the same length whose bytes outside
+those places are the learnt one's, and whose values there are ASCII letters and digits (no
+quote, backslash or control character: the JSON tokens keep their bounds), decodes to the learnt
+header's values with those substituted; the digits are then read by ``int()`` as
+``from_v2_attrs`` reads them (no sign, space or ``_``; ``e`` at most 9 digits and ``g`` at most
+18, so in range), the opaque has no leading zero (JSON) and at most 9 digits (an int32). Any
+other header -- another length or layout, a value that needs escaping, a header the typed
+decode refuses, a frame alone in its read (``frame._json_command``), an empty or odd UNIQ_KEY
+-- takes the typed decode (and may teach a shape) or the general path, as before. Key orders
+and escapes are not assumed: our SDK's (a..n, ``l`` last), fastjson's (sorted) or any other
+producer whose header passes the typed decode and these finds is learnt.
+
+One shape per header length (bounded): one producer's headers to one topic change length only
+when a value gains a digit. Producers whose headers share a length but not their constant parts
+would otherwise take the length's shape from each other at every send; so a length's shape is
+replaced only after ``RELEARN_AFTER`` headers of that length were not read by it, and a length
+whose header could not be learnt is tried again only after as many typed reads.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from pocketmq.remoting.protocol import header_json
+from pocketmq.remoting.protocol.command import SendV2Request
+from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
+
+__all__ = ["QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
+
+_MAX_SHAPES = 256
+#: headers of a length not read by its shape (or not learnable) before it is learnt again
+RELEARN_AFTER = 64
+_OPAQUE_MAX = 10**9  # (9 digits at most: any is an int32)
+_UNIQ = "UNIQ_KEY\x01"
+_new = object.__new__
+#: a queue id's digits -> its value, as ``int()`` reads them (any queue a topic has: RocketMQ
+#: caps a topic's queues at 1024 by default); the shape read takes no other
+QUEUE_IDS = {str(i).encode(): i for i in range(1024)}
+_json = header_json.dumps  # (orjson's, or the stdlib's with the same escapes for our check)
+
+#: A shape: (unpack: the changing values, the header as a %-format of them, the indexes of
+#: e, g, the UNIQ_KEY (-1: none changes) and the opaque among them, the properties before and
+#: after the UNIQ_KEY, whether the opaque has several digits, the header of the learnt values
+#: (the constant fields are read from it), language code, version, flag)
+_Shape = tuple[
+    Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, str, str, bool,
+    SendMessageRequestHeader, int, int, int,
+]  # fmt: skip
+#: header length -> its shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
+SHAPES: dict[int, _Shape] = {}
+_shapes = SHAPES
+#: header length -> typed reads of that length since its shape was learnt (or last tried)
+_misses: dict[int, int] = {}
+
+
+class SendRawRequest(SendV2Request):
+    """A SEND_MESSAGE_V2 read by its shape (module docstring): ``send_header`` is the send's
+    parsed header. ``v2_fields`` (the typed decode's struct) and ``ext_fields`` are decoded from
+    ``raw_header`` when asked for (hooks, tests)."""
+
+    __slots__ = ("send_header",)
+    send_header: SendMessageRequestHeader
+    # what every such request has (class attributes: fewer slots to fill per frame)
+    code = 310
+    remark = None
+    serialize_type = 0
+
+    @property
+    def v2_fields(self) -> Any:
+        return header_json.send_v2_decode(self.raw_header).extFields  # type: ignore[misc]
+
+
+def _find_once(header: bytes, needle: bytes) -> int:
+    """Where ``needle`` ends in ``header`` when it is there once, else -1."""
+    at = header.find(needle)
+    if at < 0 or header.find(needle, at + 1) >= 0:
+        return -1
+    return at + len(needle)
+
+
+def learn(header: bytes | bytearray, v2: Any) -> None:
+    """Keep the shape of ``header`` (decoded typed as ``v2``, a ``send_v2_decode`` result whose
+    language is known) when it is one (module docstring), unless its length has a shape (or a
+    failed try) fewer than ``RELEARN_AFTER`` typed reads ago."""
+    hlen = len(header)
+    missed = _misses.get(hlen)
+    if missed is not None and missed + 1 < RELEARN_AFTER:
+        _misses[hlen] = missed + 1
+        return
+    if len(_misses) >= _MAX_SHAPES:
+        _shapes.clear()
+        _misses.clear()
+    _misses[hlen] = 0  # (a failed try waits as long as a missed shape)
+    header = bytes(header)
+    f = v2.extFields
+    opaque = v2.opaque
+    if v2.remark is not None or not 0 <= opaque < _OPAQUE_MAX:
+        return
+    e, g, props = f.e, f.g, f.i
+    if not (e.isascii() and e.isdigit() and len(e) <= 9 and g.isascii() and g.isdigit() and len(g) <= 18):
+        return
+    try:  # the header this one reads as (None: it raises, and the typed path decides)
+        parsed = SendMessageRequestHeader.from_v2_attrs(f)
+    except Exception:
+        return
+    # the changing values: (where, raw bytes)
+    cuts: list[tuple[int, bytes]] = []
+    for key, value in ((b'"e":"', e), (b'"g":"', g)):
+        at = _find_once(header, key)
+        raw = value.encode()
+        if at < 0 or header[at : at + len(raw) + 1] != raw + b'"':
+            return
+        cuts.append((at, raw))
+    pre = post = ""
+    has_uniq = False
+    if props is not None and _UNIQ in props:
+        pre, rest = props.split(_UNIQ, 1)
+        pre += _UNIQ
+        end = rest.find("\x02")
+        uniq, post = (rest, "") if end < 0 else (rest[:end], rest[end:])
+        at = _find_once(header, b'"i":"')
+        if not uniq or not (uniq.isascii() and uniq.isalnum()) or at < 0:
+            return
+        raw_props = _json(props)
+        if header[at - 1 : at - 1 + len(raw_props)] != raw_props:
+            return  # escaped otherwise than orjson's: not located
+        at += len(_json(pre)) - 2
+        if header[at : at + len(uniq)] != uniq.encode():
+            return
+        cuts.append((at, uniq.encode()))
+        has_uniq = True
+    at = _find_once(header, b'"opaque":')
+    raw = str(opaque).encode()
+    if at < 0 or header[at : at + len(raw)] != raw or header[at + len(raw) : at + len(raw) + 1] not in (b",", b"}"):  # fmt: skip
+        return
+    cuts.append((at, raw))
+    order = sorted(range(len(cuts)), key=lambda k: cuts[k][0])
+    fmt, pieces, pos = [], [], 0
+    for k in order:
+        at, raw = cuts[k]
+        if at < pos:
+            return  # overlapping (cannot happen for a typed header: defensive)
+        fmt.append(f"{at - pos}x{len(raw)}s")
+        pieces.append(header[pos:at].replace(b"%", b"%%"))
+        pos = at + len(raw)
+    fmt.append(f"{hlen - pos}x")
+    pieces.append(header[pos:].replace(b"%", b"%%"))
+    # (cuts: e, g, [uniq,] opaque; their indexes among the unpacked values)
+    index = order.index
+    _shapes[hlen] = (
+        struct.Struct("".join(fmt)).unpack,
+        b"%s".join(pieces),
+        index(0),
+        index(1),
+        index(2) if has_uniq else -1,
+        index(len(cuts) - 1),
+        pre,
+        post,
+        len(str(opaque)) > 1,
+        parsed,
+        header_json.LANGUAGE_BY_NAME[v2.language],
+        v2.version,
+        v2.flag,
+    )

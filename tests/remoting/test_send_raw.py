@@ -1,0 +1,270 @@
+"""SEND_MESSAGE_V2 headers read by their shape (``remoting.protocol.send_raw``): after a header
+teaches a shape, a header of the same length is read by it only when the general path reads it
+the same way (the command, its extFields and the send header the processor parses, or the same
+error); anything else (a look-alike of the same length included) is decoded as before."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pocketmq.remoting.protocol import header_json, send_raw
+from pocketmq.remoting.protocol.command import SendV2Request
+from pocketmq.remoting.protocol.errors import HeaderDecodeError, HeaderFieldError
+from pocketmq.remoting.protocol.frame import FrameDecoder
+from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
+from pocketmq.remoting.protocol.send_raw import SendRawRequest
+
+pytestmark = pytest.mark.skipif(header_json.send_v2_decode is None, reason="msgspec not installed")
+
+UNIQ = "7F0000010A6B18B4AAC22794EB2C0001"
+_TAIL = ',"flag":0,"language":"%s","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":%d}'
+
+
+def _ext_json(ext: dict[str, Any]) -> str:
+    # orjson's and fastjson's rendering: control characters as \u00XX, the rest as it is
+    return json.dumps(ext, separators=(",", ":"), ensure_ascii=False)
+
+
+def sdk(e: str = "1", g: str = "1764100000000", opaque: int = 4567, tags: str = "TagA", **more: str) -> bytes:
+    """Our SDK's header (prepare.ext's order: a..n, then l when set)."""
+    ext = {"a": "PG", "b": "TopicTest", "c": "TBW102", "d": "4", "e": e, "f": "0", "g": g, "h": "0",
+           "i": f"TAGS\x01{tags}\x02UNIQ_KEY\x01{UNIQ}", "j": "0", "k": "false", "m": "false",
+           "n": "broker-a", **more}  # fmt: skip
+    return ('{"code":310,"extFields":' + _ext_json(ext) + _TAIL % ("PYTHON", opaque, 409)).encode()
+
+
+def java(opaque: int = 4567, props: str | None = None) -> bytes:
+    """The Java client's 4.9.8 (fastjson: sorted keys, no ``n``; UNIQ_KEY first)."""
+    ext = {"a": "PG", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1764100000000",
+           "h": "0", "i": props or f"UNIQ_KEY\x01{UNIQ}\x02WAIT\x01true\x02TAGS\x01TagA", "j": "0",
+           "k": "false", "m": "false"}  # fmt: skip
+    return ('{"code":310,"extFields":' + _ext_json(ext) + _TAIL % ("JAVA", opaque, 395)).encode()
+
+
+def go(opaque: int = 4567) -> bytes:
+    """A Go-style order (header keys unsorted, extFields last) and no remark."""
+    ext = {"a": "PG", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "2", "f": "0", "g": "1764100000000",
+           "h": "0", "i": f"UNIQ_KEY\x01{UNIQ}", "j": "0", "k": "false", "m": "false"}  # fmt: skip
+    return (f'{{"code":310,"language":"GO","version":317,"opaque":{opaque},"flag":0,"extFields":'
+            + _ext_json(ext) + "}").encode()  # fmt: skip
+
+
+def frame(header: bytes, body: bytes = b"body") -> bytes:
+    return (len(header) + len(body) + 4).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header + body
+
+
+def _reference(header: bytes) -> Any:
+    """What the general path reads: the command's fields and the processor's send header."""
+    try:
+        code, language, version, opaque, flag, remark, ext = header_json.decode_header(header)
+    except HeaderDecodeError as exc:
+        return ("error", str(exc), exc.opaque)
+    try:
+        parsed: Any = SendMessageRequestHeader.from_ext_fields_v2(ext)
+    except HeaderFieldError as exc:
+        parsed = ("error", str(exc))
+    return (code, language, version, opaque, flag, remark, ext, parsed)
+
+
+def _read(header: bytes) -> tuple[Any, str]:
+    """What the frame decoder reads (the same tuple), and the class it built."""
+    decoder = FrameDecoder()
+    cmds = decoder.feed(frame(header))
+    if decoder.errors:
+        (exc,) = decoder.errors
+        assert isinstance(exc, HeaderDecodeError)
+        return ("error", str(exc), exc.opaque), "error"
+    (cmd,) = cmds
+    assert cmd.body == b"body"
+    if type(cmd) is SendRawRequest:
+        parsed: Any = cmd.send_header
+        assert SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields) == parsed
+    else:
+        try:
+            parsed = (
+                SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields)
+                if type(cmd) is SendV2Request
+                else SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+            )
+        except HeaderFieldError as exc:
+            parsed = ("error", str(exc))
+    got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields, parsed)
+    return got, type(cmd).__name__
+
+
+@pytest.fixture(autouse=True)
+def _fresh_shapes() -> Any:
+    send_raw.SHAPES.clear()
+    send_raw._misses.clear()
+    yield
+    send_raw.SHAPES.clear()
+    send_raw._misses.clear()
+
+
+def _teach(header: bytes) -> None:
+    got, kind = _read(header)
+    assert kind == "SendV2Request" and got == _reference(header)
+    assert len(header) in send_raw.SHAPES
+
+
+@pytest.mark.parametrize("base", [sdk(), sdk(l="16"), sdk(tags='Tág"\\x'), java(), sdk(opaque=7)])
+def test_the_producers_headers_teach_a_shape_and_are_read_by_it(base: bytes) -> None:
+    _teach(base)
+    got, kind = _read(base)
+    assert kind == "SendRawRequest" and got == _reference(base)
+    # the changing values: another queue, born time, UNIQ_KEY and opaque of the same widths
+    at = base.index(b'"e":"') + 5
+    other = base[:at] + b"9" + base[at + 1 :]
+    for old, new in ((UNIQ.encode(), b"ZZ09" * 8), (b"1764100000000", b"1799999999999")):
+        other = other.replace(old, new, 1)
+    got, kind = _read(other)
+    assert kind == "SendRawRequest" and got == _reference(other)
+    assert got[-1].born_timestamp == 1799999999999 and got[-1].properties.count("ZZ09" * 8) == 1
+
+
+def _sub(header: bytes, old: bytes, new: bytes) -> bytes:
+    assert header.count(old) == 1, (header, old)
+    assert len(old) == len(new)
+    return header.replace(old, new, 1)
+
+
+#: (the bytes replaced, their replacement, whether the shape reads the result); the same length,
+#: so the base's shape is tried
+VARIANTS = [
+    (b'"e":"1"', b'"e":"7"', True),
+    (b'"e":"1"', b'"e":"-"', False),
+    (b'"e":"1"', b'"e":" "', False),
+    (b'"e":"1"', b'"e":"\xd9"', False),  # not UTF-8
+    (b'"g":"1764100000000"', b'"g":"0000000000012"', True),  # leading zeros in a string: int() reads 12
+    (b'"g":"1764100000000"', b'"g":"17641000000_0"', False),
+    (b'"g":"1764100000000"', b'"g":"+764100000000"', False),
+    (b'"g":"1764100000000"', b'"g":" 764100000000"', False),
+    (b'"g":"1764100000000"', b'"g":"1764100000e00"', False),
+    (b'"g":"1764100000000"', b'"g":"\\u00316410000"', False),  # an escape
+    (b":4567,", b":0456,", False),  # a leading zero: not JSON
+    (b":4567,", b":-456,", False),
+    (b":4567,", b":45e1,", False),
+    (b":4567,", b": 456,", False),  # a space (JSON): not read by the shape, read the same
+    (b":4567,", b":9999,", True),
+    (UNIQ[:4].encode(), b"abcd", True),
+    (UNIQ[:4].encode(), b"\\u41", False),
+    (UNIQ[:4].encode(), b'AB"C', False),
+    (UNIQ[:4].encode(), b"AB\\\\", False),
+    (UNIQ[:4].encode(), b"AB C", False),
+    (UNIQ[:4].encode(), b"\xc3\xa9AB", False),  # UTF-8
+    (UNIQ[:4].encode(), b"\xff\xfeAB", False),  # not UTF-8
+    (b'"a":"PG"', b'"a":"PH"', False),  # another group: another shape (read the same)
+    (b'"k":"false"', b'"k":"fals0"', False),
+    (b'"k":"false"', b'"x":"false"', False),  # an unknown key: the general path
+    (b'"flag":0', b'"flag":1', False),
+    (b'"JSON"', b'"JSOM"', False),
+    (b'"version":409', b'"version":408', False),
+    (b'"PYTHON"', b'"GOLANG"', False),
+    (b'"PYTHON"', b'"PYTHOX"', False),  # an unknown language
+    (b"TagA", b'Ta\\"', False),  # an escaped quote in the tags
+    (b"TagA", b"Tag\\", False),  # breaks the JSON string
+]
+
+
+@pytest.mark.parametrize(("old", "new", "shaped"), VARIANTS)
+def test_a_header_of_the_same_length_is_read_as_the_general_path_reads_it(
+    old: bytes, new: bytes, shaped: bool
+) -> None:
+    base = sdk()
+    _teach(base)
+    header = _sub(base, old, new)
+    got, kind = _read(header)
+    assert got == _reference(header)
+    assert (kind == "SendRawRequest") == shaped, kind
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(["sdk", "java", "go"]),
+    st.lists(
+        st.tuples(
+            st.integers(0, 400),
+            st.sampled_from(
+                [b"0", b"9", b"a", b"Z", b'"', b"\\", b" ", b"-", b"_", b"\x01", b"\xc3", b"\xa9", b"%"]
+            ),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_any_byte_changed_reads_as_the_general_path(kind: str, changes: list[tuple[int, bytes]]) -> None:
+    send_raw.SHAPES.clear()  # (the fixture runs once for all examples)
+    send_raw._misses.clear()
+    base = {"sdk": sdk, "java": java, "go": go}[kind]()
+    if kind == "go":  # (not SEND_V2_START: the general path, never shaped)
+        assert _read(base) == (_reference(base), "RemotingCommand")
+    else:
+        _teach(base)
+    header = bytearray(base)
+    for at, byte in changes:
+        header[at % len(header)] = byte[0]
+    got, _ = _read(bytes(header))
+    assert got == _reference(bytes(header))
+
+
+def test_other_orders_and_the_cpp_clients_numbers_take_the_general_path() -> None:
+    cpp = sdk().replace(b'"d":"4"', b'"d":4').replace(b'"e":"1"', b'"e":1')
+    for header in (go(), go(), cpp, cpp, cpp + b"\n"):
+        assert _read(header) == (_reference(header), "RemotingCommand")
+    assert not send_raw.SHAPES
+
+
+def test_headers_that_cannot_teach_a_shape_are_read_typed() -> None:
+    # a remark, no UNIQ_KEY, an opaque of ten digits, a queue id over nine digits
+    remark = sdk().replace(b',"serializeTypeCurrentRPC"', b',"remark":"r","serializeTypeCurrentRPC"')
+    no_uniq = sdk().replace(f"UNIQ_KEY\\u0001{UNIQ}".encode(), b"KEYS\\u0001k")
+    for header in (remark, sdk(opaque=1234567890), sdk(e="1234567890"), no_uniq):
+        for _ in range(2):
+            got, kind = _read(header)
+            assert got == _reference(header)
+        assert kind == ("SendRawRequest" if header is no_uniq else "SendV2Request"), header
+    assert len(no_uniq) in send_raw.SHAPES  # (its properties are a constant)
+
+
+def test_producers_sharing_a_length_keep_one_shape_until_it_misses_often() -> None:
+    first, second = sdk(), sdk().replace(b'"a":"PG"', b'"a":"QG"')
+    _teach(first)
+    for _ in range(send_raw.RELEARN_AFTER - 1):
+        got, kind = _read(second)
+        assert kind == "SendV2Request" and got == _reference(second)
+        assert _read(first)[1] == "SendRawRequest"
+    _read(second)  # the length's shape is now the second's
+    got, kind = _read(second)
+    assert kind == "SendRawRequest" and got == _reference(second)
+    got, kind = _read(first)
+    assert kind == "SendV2Request" and got == _reference(first)
+
+
+def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
+    """The send processor takes the header the decoder built (``send_header``)."""
+    base = sdk()
+    _teach(base)
+    (cmd,) = FrameDecoder().feed(frame(base))
+    assert type(cmd) is SendRawRequest
+    assert cmd.code == 310 and cmd.remark is None and cmd.serialize_type == 0
+    assert cmd.send_header == SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+
+
+def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
+    """A header completed from the decoder's buffer (a bytearray) reads as one from a read."""
+    base = sdk()
+    _teach(base)
+    data = frame(base) * 3
+    decoder = FrameDecoder()
+    cmds = [*decoder.feed(data[:50]), *decoder.feed(data[50:400]), *decoder.feed(data[400:])]
+    assert [type(c) for c in cmds] == [SendRawRequest] * 3 and not decoder.errors
+    want = _reference(base)
+    for cmd in cmds:
+        assert cmd.body == b"body" and bytes(cmd.raw_header) == base
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+        assert (*got, cmd.send_header) == want
