@@ -170,19 +170,37 @@ class MappedFileQueue:
         self.files = []
 
     # -- flushing (sync; services split plan / fsync / commit across threads)
+    #
+    # When ``flushed_where`` is in the last file, every file before it is flushed to its end
+    # (``commit_flush`` sets it at the first file that is not; ``load``, ``truncate_dirty``
+    # and ``delete_first`` keep it at or below that file's), so plan and commit look at the
+    # last file alone instead of walking every segment kept: once per group-commit fsync
+    # under SYNC_FLUSH, at each send at one in flight.
     def flush_plan(self) -> list[tuple[MappedFile, int]]:
         """Files with unflushed data and the position to mark flushed once fsync returns."""
-        return [(mf, mf.wrote_position) for mf in self.files if mf.flushed_position < mf.wrote_position]
+        files = self.files
+        if files:
+            last = files[-1]
+            if self.flushed_where >= last.file_from_offset:
+                pos = last.wrote_position
+                return [(last, pos)] if last.flushed_position < pos else []
+        return [(mf, mf.wrote_position) for mf in files if mf.flushed_position < mf.wrote_position]
 
     def commit_flush(self, plan: list[tuple[MappedFile, int]]) -> None:
         for mf, pos in plan:
             mf.flushed_position = max(mf.flushed_position, pos)
-        for mf in self.files:
+        files = self.files
+        if not files:
+            return
+        last = files[-1]
+        if self.flushed_where >= last.file_from_offset:
+            self.flushed_where = last.file_from_offset + last.flushed_position
+            return
+        for mf in files:
             if mf.flushed_position < mf.file_size:
                 self.flushed_where = mf.file_from_offset + mf.flushed_position
                 return
-        if self.files:
-            self.flushed_where = self.files[-1].file_end_offset
+        self.flushed_where = last.file_end_offset
 
     def flush(self) -> int:
         """Synchronous flush of everything written; returns ``flushed_where``."""

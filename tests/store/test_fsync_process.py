@@ -81,6 +81,37 @@ def test_helper_syncs_each_path_and_reports_errors(tmp_path):
         proc.request(paths)  # closed
 
 
+def test_a_request_repeated_syncs_the_kept_files_again_and_a_new_one_is_read_afresh(tmp_path):
+    """The helper answers a request equal to the last one (paths with their inodes, all kept)
+    from the fds it kept, without parsing it again; any other request is parsed and the fds
+    it does not name are closed."""
+    from pocketmq.store.log.mapped_file import MappedFile
+
+    proc = FsyncProcess()
+    try:
+        a = MappedFile(str(tmp_path / "a"), 0, 4096, create=True)
+        b = MappedFile(str(tmp_path / "b"), 0, 4096, create=True)
+        for i in range(3):  # the first parsed, the next two from the kept fds
+            a.mm[i] = b.mm[i] = 1
+            proc.request([a.sync_key, b.sync_key])
+            assert _answer(proc) == [0, 0]
+        proc.request([b.sync_key])  # another request: parsed, a's fd closed
+        assert _answer(proc) == [0]
+        fd_dir = f"/proc/{proc.pid}/fd"
+        targets = {os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)}
+        assert b.path in targets and a.path not in targets
+        proc.request([b.sync_key])  # repeated: its kept fd synced, also once the path is gone
+        assert _answer(proc) == [0]
+        b.destroy()
+        proc.request([b.sync_key])
+        assert _answer(proc) == [0]
+        proc.request([str(tmp_path / "a" / "not-a-dir")])  # an error after a repeat
+        assert _answer(proc) == [errno.ENOTDIR]
+        a.close()
+    finally:
+        proc.close()
+
+
 def test_results_error_is_the_first_failed_fdatasync():
     assert results_error([0]) is None
     assert results_error([0, 0, 0]) is None
