@@ -41,6 +41,8 @@ CASES = [
     ({k: v for k, v in FIELDS.items() if k != "queueOffset"}, False),
     ({**FIELDS, "other": "x"}, False),
     ({"MSG_REGION": "DefaultRegion"}, False),
+    ({**FIELDS, "TRACE_ON": "TRUE"}, False),  # (not Java's String.valueOf(boolean): the general path)
+    ({**FIELDS, "TRACE_ON": ""}, False),
 ]
 
 
@@ -77,7 +79,7 @@ def test_the_brokers_rendered_reply_is_decoded_typed() -> None:
 
 
 @pytest.mark.parametrize(
-    ("ext", "typed"), CASES[:5] + [({k: v for k, v in FIELDS.items() if k != "queueOffset"}, False)]
+    ("ext", "typed"), CASES[:5] + CASES[-2:] + [({k: v for k, v in FIELDS.items() if k != "queueOffset"}, False)]
 )
 @pytest.mark.parametrize("queue_id", [3, 5])
 def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id: int) -> None:
@@ -90,3 +92,41 @@ def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id:
     for name in ("send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
                  "transaction_id", "region_id", "trace_on"):  # fmt: skip
         assert getattr(got, name) == getattr(want, name), name
+
+
+@pytest.mark.parametrize("language", sorted(header_json.LANGUAGE_BY_NAME))
+def test_every_known_language_is_decoded_typed(language: str) -> None:
+    """The typed header's language is a literal of the known names: each is read typed, as the
+    same code the general path gives (the closure's lookup of the literal's own string)."""
+    data = frame(FIELDS, True, language)
+    (cmd,) = FrameDecoder().feed(data)
+    assert type(cmd) is SendOkReply
+    assert cmd.language == header_json.decode_header(data[8:])[1] == header_json.LANGUAGE_BY_NAME[language]
+    assert cmd.fields.TRACE_ON == "true"
+
+
+@pytest.mark.parametrize(
+    ("head", "typed"),
+    [
+        ({"serializeTypeCurrentRPC": "JSON"}, True),
+        ({"serializeTypeCurrentRPC": None}, True),
+        ({"serializeTypeCurrentRPC": "ROCKETMQ"}, False),  # (not a JSON header's: the general path)
+        ({"opaque": 2147483647, "version": 1, "flag": 3}, True),
+    ],
+)
+@pytest.mark.parametrize("sort", [False, True])
+def test_the_header_fields_in_any_order(head: dict[str, Any], typed: bool, sort: bool) -> None:
+    """The typed header's fields are in fastjson's (sorted) order; any other order and the
+    general path's values read the same."""
+    data = frame(FIELDS, sort, **head)
+    (cmd,) = FrameDecoder().feed(data)
+    assert (type(cmd) is SendOkReply) == typed
+    got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+    assert got == header_json.decode_header(data[8:])
+    general = RemotingCommand(0, 9, 1, None, header_json.decode_header(data[8:])[6])
+    mq = MessageQueue("T", "b", 3)
+    result = MQClientAPI.process_send_response(mq, cmd, "U", "addr")
+    want = MQClientAPI.process_send_response(mq, general, "U", "addr")
+    assert (result.offset_msg_id, result.queue_offset, result.trace_on, result.region_id) == (
+        want.offset_msg_id, want.queue_offset, want.trace_on, want.region_id
+    )  # fmt: skip
