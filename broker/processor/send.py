@@ -524,12 +524,14 @@ class SendMessageProcessor:
             now, nums = append.store_timestamp, append.msg_num
             if now >= stats.next_roll:
                 stats.roll(now)
-            item = stats.topic_put_nums[topic]
+            try:
+                item, size_item = stats.topic_put[topic]
+            except KeyError:
+                item, size_item = stats.put_items(topic)
             item.value += nums
             item.times += 1
-            item = stats.topic_put_size[topic]
-            item.value += append.wrote_bytes
-            item.times += 1
+            size_item.value += append.wrote_bytes
+            size_item.times += 1
             stats.broker_put.value += nums
         if status is _PUT_OK and append is not None:
             # The hot path: the reply built directly
