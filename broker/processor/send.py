@@ -550,13 +550,14 @@ class SendMessageProcessor:
             ):
                 # the frame head rendered now from the template (EncodedReply): no extFields
                 # dump and no extFields dict (EncodedReply decodes it from the head if asked);
-                # the msgId inline of _msg_id (the same host; %-format: no format-spec parse)
+                # the msgId inline of _msg_id (the same host; the offset's 16 hex digits as
+                # to_bytes().hex().upper(): ~0.3k instructions under '%016X' %, measured)
                 p0, p1, p2, p3, p4 = parts
                 try:  # (a subscript: ~0.45k instructions under the int's formatting)
                     qid = QUEUE_ID_TEXT[queue_id]
                 except KeyError:
                     qid = f"{queue_id}"
-                header = f"{p0}{cached[1]}{'%016X' % append.wrote_offset}{p1}{qid}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip  # noqa: UP031 (a %-format: ~40% under the format spec's)
+                header = f"{p0}{cached[1]}{append.wrote_offset.to_bytes(8, 'big').hex().upper()}{p1}{qid}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip
             else:
                 msg_id = self._msg_id(append)
                 qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)

@@ -400,9 +400,11 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
     ):
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
         request.opaque = opaque
-        append = AppendResult(AppendMessageStatus.PUT_OK, 4096, 100, 1, offset, 1, broker.store_host, batch)
+        wrote = 4096 + abs(opaque) * 0xABCDEF  # (hex digits a-f: the msgId's are upper case)
+        append = AppendResult(AppendMessageStatus.PUT_OK, wrote, 100, 1, offset, 1, broker.store_host, batch)
         reply = proc._reply(request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
         assert reply.ext_fields["MSG_REGION"] == region
+        assert reply.ext_fields["msgId"].endswith("%016X" % (batch[-1] if batch else wrote))
         general = RemotingCommand.encode_header(reply)
         assert reply.encode_header() == general
         assert (len(general) > 1024 + 8) == (len(region) == 1000)
