@@ -128,6 +128,9 @@ _JAVA = LanguageCode.JAVA
 _RESPONSE = int(RPC_TYPE_RESPONSE)
 _new = object.__new__
 _pack_prefix = PREFIX.pack
+#: a JSON reply's frame prefix (total length, header length) by header length, made once: a
+#: list subscript instead of a Struct.pack call per SEND_OK (its header is ~150-200 bytes)
+_REPLY_PREFIXES = [_pack_prefix(4 + n, n) for n in range(1024)]
 _PUT_OK = PutMessageStatus.PUT_OK
 _PERM_WRITE = int(PermName.PERM_WRITE)
 _MULTI_TAG = TopicFilterType.MULTI_TAG
@@ -524,12 +527,14 @@ class SendMessageProcessor:
             now, nums = append.store_timestamp, append.msg_num
             if now >= stats.next_roll:
                 stats.roll(now)
-            item = stats.topic_put_nums[topic]
+            try:
+                item, size_item = stats.topic_put[topic]
+            except KeyError:
+                item, size_item = stats.put_items(topic)
             item.value += nums
             item.times += 1
-            item = stats.topic_put_size[topic]
-            item.value += append.wrote_bytes
-            item.times += 1
+            size_item.value += append.wrote_bytes
+            size_item.times += 1
             stats.broker_put.value += nums
         if status is _PUT_OK and append is not None:
             # The hot path: the reply built directly
@@ -545,13 +550,14 @@ class SendMessageProcessor:
             ):
                 # the frame head rendered now from the template (EncodedReply): no extFields
                 # dump and no extFields dict (EncodedReply decodes it from the head if asked);
-                # the msgId inline of _msg_id (the same host; %-format: no format-spec parse)
+                # the msgId inline of _msg_id (the same host; the offset's 16 hex digits as
+                # to_bytes().hex().upper(): ~0.3k instructions under '%016X' %, measured)
                 p0, p1, p2, p3, p4 = parts
                 try:  # (a subscript: ~0.45k instructions under the int's formatting)
                     qid = QUEUE_ID_TEXT[queue_id]
                 except KeyError:
                     qid = f"{queue_id}"
-                header = f"{p0}{cached[1]}{'%016X' % append.wrote_offset}{p1}{qid}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip  # noqa: UP031 (a %-format: ~40% under the format spec's)
+                header = f"{p0}{cached[1]}{append.wrote_offset.to_bytes(8, 'big').hex().upper()}{p1}{qid}{p2}{append.logics_offset}{p3}{opaque}{p4}".encode()  # fmt: skip
             else:
                 msg_id = self._msg_id(append)
                 qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
@@ -574,7 +580,7 @@ class SendMessageProcessor:
             reply.opaque = opaque  # its class attributes, what a SEND_OK's template says)
             reply.flag = _RESPONSE
             n = len(header)
-            reply.head = _pack_prefix(4 + n, n) + header
+            reply.head = (_REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
             reply.head_opaque = opaque
             return reply
         code, remark = PUT_STATUS_REPLY.get(status, PUT_STATUS_DEFAULT)

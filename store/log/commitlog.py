@@ -306,7 +306,7 @@ class CommitLog:
                 size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id,
                 msg.flag, qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
                 msg.reconsume_times, prepared, blen,
-            ), body, head, _pack_props_len(plen), props_b), pos)  # fmt: skip
+            ), body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b), pos)  # fmt: skip
             if wrote != size:
                 raise short_write(mf.fd, wrote, size)
         else:
@@ -316,7 +316,7 @@ class CommitLog:
                 qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
                 msg.reconsume_times, prepared, blen,
             )  # fmt: skip
-            mm[pos + psize : pos + size] = b"".join((body, head, _pack_props_len(plen), props_b))
+            mm[pos + psize : pos + size] = b"".join((body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b))  # fmt: skip
         mf.wrote_position = pos + size
         mf.last_store_timestamp = now
         if counted:

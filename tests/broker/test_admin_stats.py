@@ -10,6 +10,7 @@ from pocketmq.broker.stats import (
     BROKER_PUT_NUMS,
     GROUP_GET_LATENCY,
     GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
     SNDBCK_PUT_NUMS,
     TOPIC_PUT_NUMS,
     TOPIC_PUT_SIZE,
@@ -107,6 +108,37 @@ def test_deleting_topics_and_groups_drops_their_items():
     assert m.get_stats_item(GROUP_GET_LATENCY, "0@T@G") is None
     m.on_group_deleted("H")
     assert m.get_stats_item(GROUP_GET_NUMS, "U@H") is None
+
+
+def test_a_pull_after_its_topic_or_group_was_deleted_counts_in_new_items():
+    """``on_get``'s cached (nums, size) pairs go with a deleted topic or group: later pulls feed
+    the items the stats table holds, from zero."""
+    m = BrokerStatsManager("C1", FakeClock(wall_ms=T0).now_ms)
+    for deleted in (lambda: m.on_topic_deleted("T"), lambda: m.on_group_deleted("G")):
+        m.on_get("G", "T", 2, 200)
+        m.on_get("G", "T", 1, 100)
+        deleted()
+        assert m.get_stats_item(GROUP_GET_NUMS, "T@G") is None
+        m.on_get("G", "T", 3, 30)
+        nums, size = m.get_stats_item(GROUP_GET_NUMS, "T@G"), m.get_stats_item(GROUP_GET_SIZE, "T@G")
+        assert nums is not None and size is not None
+        assert (nums.value, nums.times, size.value, size.times) == (3, 1, 30, 1)
+        deleted()
+
+
+def test_a_put_after_its_topic_was_deleted_counts_in_new_items():
+    """``on_put``'s cached (nums, size) pair goes with the topic: a later put feeds the items
+    the stats table (statsAll, metrics) reads, not the dropped ones."""
+    m = BrokerStatsManager("C1", FakeClock(wall_ms=T0).now_ms)
+    m.on_put("T", 2, 100)
+    assert m.topic_put["T"] == (m.get_stats_item(TOPIC_PUT_NUMS, "T"), m.get_stats_item(TOPIC_PUT_SIZE, "T"))
+    m.on_topic_deleted("T")
+    assert "T" not in m.topic_put
+    m.on_put("T", 3, 30)
+    nums, size = m.get_stats_item(TOPIC_PUT_NUMS, "T"), m.get_stats_item(TOPIC_PUT_SIZE, "T")
+    assert nums is not None and size is not None
+    assert (nums.value, nums.times, size.value, size.times) == (3, 1, 30, 1)
+    assert m.topic_put["T"] == (nums, size)
 
 
 def _local_ms(y, mo, d, h=0, mi=0):

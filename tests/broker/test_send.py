@@ -379,7 +379,8 @@ async def test_delay_goes_to_schedule_topic_with_a_schedule_service(broker, wire
     assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 1
 
 
-@pytest.mark.parametrize("region", ["DefaultRegion", 'a%b"\\é\x01\u2028', "@@pocketmq-slot-0@@", ""])
+# ("R" * 1000: a header past send._REPLY_PREFIXES' 1024 lengths, its prefix packed)
+@pytest.mark.parametrize("region", ["DefaultRegion", 'a%b"\\é\x01\u2028', "@@pocketmq-slot-0@@", "", "R" * 1000])
 async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(broker, region):
     """SEND_OK replies carry a head rendered from a template (command.EncodedReply): the same
     bytes as encoding the reply's fields the general way, whatever the region's characters."""
@@ -399,11 +400,14 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
     ):
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
         request.opaque = opaque
-        append = AppendResult(AppendMessageStatus.PUT_OK, 4096, 100, 1, offset, 1, broker.store_host, batch)
+        wrote = 4096 + abs(opaque) * 0xABCDEF  # (hex digits a-f: the msgId's are upper case)
+        append = AppendResult(AppendMessageStatus.PUT_OK, wrote, 100, 1, offset, 1, broker.store_host, batch)
         reply = proc._reply(request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
         assert reply.ext_fields["MSG_REGION"] == region
+        assert reply.ext_fields["msgId"].endswith("%016X" % (batch[-1] if batch else wrote))
         general = RemotingCommand.encode_header(reply)
         assert reply.encode_header() == general
+        assert (len(general) > 1024 + 8) == (len(region) == 1000)
         if region != "@@pocketmq-slot-0@@":
             assert type(reply) is EncodedReply
         reply.opaque += 1  # changed after it was built: encoded the general way

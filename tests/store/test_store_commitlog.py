@@ -47,6 +47,27 @@ def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
     )
 
 
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_properties_length_field_around_the_table_bound(open_store, clock, tmp_path, flush):
+    """``put_message`` takes the 2-byte properties length from ``PROPS_LENS`` below 1024 bytes
+    and packs it above: both give encode_message's record, mapped and written through."""
+    store = open_store(str(tmp_path / flush), clock=clock, flush_disk_type=flush)
+    lens = set()
+    for pad in (0, 900, 1000, 1023 - 60, 1100, 5000):
+        msg = make_msg(1, extra={"P": "x" * pad})
+        props = properties_to_string(msg.properties)  # type: ignore[arg-type]
+        lens.add(len(props.encode()))
+        r = store.put_message(msg)
+        assert r.status is PutMessageStatus.PUT_OK and r.append is not None
+        expected = encode_message(
+            topic="TopicA", body=msg.body, properties=props, queue_id=0, flag=1,
+            queue_offset=r.append.logics_offset, commit_log_offset=r.append.wrote_offset,
+            born_timestamp=msg.born_timestamp, born_host=BORN_HOST, store_timestamp=clock.now, store_host=STORE_HOST,
+        )  # fmt: skip
+        assert store.get_message_bytes_by_offset(r.append.wrote_offset) == expected
+    assert min(lens) < 1024 < max(lens)
+
+
 def test_queue_offsets_are_per_topic_and_queue(open_store):
     store = open_store()
     got = [store.put_message(make_msg(i, topic=t, queue_id=q)).append.logics_offset for i, (t, q) in
