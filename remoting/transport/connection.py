@@ -131,7 +131,7 @@ class RemotingConnection(asyncio.Protocol):
     __slots__ = (
         "__weakref__", "_backlog", "_backlog_paused", "_backlog_read", "_backlog_stalled", "_bad_headers",
         "_batch_time", "_budget", "_closed", "_closing", "_decoder", "_dispatch_all", "_dispatcher", "_drain_waiters", "_fd",
-        "_loop", "_out", "_partial", "_queue_wait", "_raw", "_raw_pos", "_raw_read", "_share", "_slice_read",
+        "_loop", "_out", "_partial", "_queue_wait", "_raw", "_raw_more", "_raw_pos", "_raw_read", "_share", "_slice_read",
         "attrs", "can_write", "close_reason", "last_read", "last_write", "partial_since", "pending",
         "remote_addr", "transport",
     )  # fmt: skip
@@ -163,6 +163,8 @@ class RemotingConnection(asyncio.Protocol):
         self._slice_read: list[float] | None = None
         #: a large read not decoded yet: the bytes, where its undecoded part starts, its read time
         self._raw: bytes | None = None
+        #: reads that arrived while ``_raw`` was held, in order (joined to its rest when reached)
+        self._raw_more: list[bytes] = []
         self._raw_pos, self._raw_read, self._bad_headers = 0, 0.0, 0
         self._decoder = FrameDecoder(max_frame_size, max_header_size, server=self.server)
         self._budget = partial_budget
@@ -217,9 +219,15 @@ class RemotingConnection(asyncio.Protocol):
             # a large read is still decoded a slice per turn: these bytes join it, in order; no
             # pause below ``RAW_HOLD_MAX``, as bytes left in the kernel are lost on a peer's RST
             # (a client closing with replies unread), and RocketMQ serves all that arrived
-            raw = self._raw = raw[self._raw_pos :] + data
-            self._raw_pos, self._raw_read = 0, self.last_read  # (queue wait: the lenient stamp)
-            if len(raw) > RAW_HOLD_MAX and not self._backlog_paused and self.transport is not None:
+            # (kept apart, joined when the slices reach them (``_decode_raw``): a join here copied
+            # all still held at every read, up to the 128 frames of a send window each time)
+            more = self._raw_more
+            more.append(data)
+            self._raw_read = self.last_read  # (queue wait: the lenient stamp)
+            held = len(raw) - self._raw_pos
+            for chunk in more:
+                held += len(chunk)
+            if held > RAW_HOLD_MAX and not self._backlog_paused and self.transport is not None:
                 self._backlog_paused = True
                 self.transport.pause_reading()
             return
@@ -280,6 +288,16 @@ class RemotingConnection(asyncio.Protocol):
         raw, pos = self._raw, self._raw_pos
         assert raw is not None
         cut = frames_end(raw, pos, PER_TURN)
+        more = self._raw_more
+        if cut >= len(raw) and more:  # the reads held after it: joined to its rest (maybe a frame's start)
+            if pos < len(raw):  # (one copy of each: its rest through a view, not sliced first)
+                raw = b"".join([memoryview(raw)[pos:], *more])
+            else:
+                raw = more[0] if len(more) == 1 else b"".join(more)
+            self._raw = raw
+            more.clear()
+            pos = 0
+            cut = frames_end(raw, 0, PER_TURN)
         if cut >= len(raw):
             self._raw = None
         self._raw_pos = cut
@@ -596,7 +614,8 @@ class RemotingConnection(asyncio.Protocol):
         """A write found the peer gone (wire_io): what it sent before is read and served."""
         rest, self._fd, self._closing = read_rest(self._fd), -1, True  # nothing more is written
         if rest and self._raw is not None:  # after the large read still held, in order
-            self._raw, self._raw_pos = self._raw[self._raw_pos :] + rest, 0
+            self._raw, self._raw_pos = self._raw[self._raw_pos :] + b"".join(self._raw_more) + rest, 0
+            self._raw_more.clear()
         elif rest:
             commands = self._decode(rest)
             self._backlog = (self._backlog or []) + commands
@@ -675,6 +694,7 @@ class RemotingConnection(asyncio.Protocol):
                 self.close_reason = exc
             if not unhandled:
                 self._raw, self._backlog, self._backlog_read, self._backlog_stalled = None, None, [], False
+                self._raw_more.clear()
             self._closing = True
             self.transport.abort()
 
