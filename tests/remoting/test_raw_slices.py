@@ -246,3 +246,42 @@ async def test_a_clients_connection_decodes_a_large_read_of_replies_whole() -> N
     assert conn._raw is None and len(conn._backlog or ()) == 1000 - PER_TURN  # all decoded now
     await _turns(lambda: len(got) == 1000)
     assert got == list(range(1000)) and not conn.pending
+
+
+async def test_reads_held_behind_a_large_read_are_kept_apart_until_reached() -> None:
+    """Each read behind a held one is joined once, when the slices reach it (a join at every
+    read copied all still held each time); frames and length words split anywhere decode."""
+    d, conn, t = _connected()
+    data = _blob(2000, body=b"y" * 37)
+    first = data[: RAW_SLICE_MIN * 2]
+    conn.data_received(first)
+    assert conn._raw is first
+    pos, sizes = len(first), [1, 2, 3, 5, 4097, 7, 11, 30_000, 13]
+    chunks = []
+    while pos < len(data):
+        size = sizes[len(chunks) % len(sizes)]
+        chunks.append(data[pos : pos + size])
+        pos += size
+    for chunk in chunks:
+        conn.data_received(chunk)
+    assert conn._raw is first and conn._raw_more == chunks  # nothing joined yet
+    await _turns(lambda: len(d.seen) == 2000, limit=5000)
+    assert d.seen == list(range(2000)) and conn._raw is None and not conn._raw_more
+
+
+async def test_a_read_of_a_few_frames_more_than_a_turn_is_decoded_whole() -> None:
+    """Up to ``RAW_WHOLE_MAX`` frames (a 128-send window's read, ~34) are decoded at once and
+    handled ``PER_TURN`` a turn through the backlog; more are held raw and sliced as before."""
+    body = b"z" * 1024
+    d, conn, t = _connected()
+    data = _blob(connection.RAW_WHOLE_MAX, body=body)
+    assert len(data) > RAW_SLICE_MIN
+    conn.data_received(data)
+    assert conn._raw is None and len(d.seen) == PER_TURN  # all decoded, one turn's handled
+    await _turns(lambda: len(d.seen) == connection.RAW_WHOLE_MAX)
+    assert d.seen == list(range(connection.RAW_WHOLE_MAX))
+    d, conn, t = _connected()
+    conn.data_received(_blob(connection.RAW_WHOLE_MAX + 1, body=body))
+    assert conn._raw is not None and len(d.seen) == PER_TURN  # held: decoded a slice a turn
+    await _turns(lambda: len(d.seen) == connection.RAW_WHOLE_MAX + 1)
+    assert d.seen == list(range(connection.RAW_WHOLE_MAX + 1))
