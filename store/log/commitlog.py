@@ -57,6 +57,7 @@ from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySink, WakeGate, no_wakeup
+from pocketmq.store.log.replica import append_replicated
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
 from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
@@ -721,34 +722,8 @@ class CommitLog:
         return Encoded(parts, sizes, props_list, phy - start, flags)
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
-        """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``, or be a
-        segment boundary when the CommitLog is empty).
-
-        The bytes are a verbatim copy of the master's CommitLog, BLANKs included, so file
-        boundaries line up; records may be cut anywhere (reput waits for the rest).
-
-        Raises:
-            OSError: a segment could not be created.
-        """
-        # an empty slave starts wherever the master's transfer starts (a segment boundary: the
-        # master begins a new slave at its last segment)
-        empty_start = self.mfq.last is None and start_offset % self.mfq.file_size == 0
-        if start_offset != self.max_offset and not empty_start:
-            return False
-        view = memoryview(data)
-        off = start_offset
-        while view:
-            mf = self.mfq.last
-            if mf is None or mf.is_full:
-                mf = self.mfq.last_for_append(off)
-            pos = off - mf.file_from_offset
-            n = min(len(view), mf.file_size - pos)
-            mf.ensure(pos + n)  # blocks first: a full disk is an OSError, not a SIGBUS
-            mf.write(pos, view[:n], self.write_through)
-            mf.wrote_position = pos + n
-            view = view[n:]
-            off += n
-        return True
+        """HA seam: write replicated bytes at ``start_offset`` (``replica.append_replicated``)."""
+        return append_replicated(self, start_offset, data)
 
     # ---------------------------------------------------------------- read
 
