@@ -60,7 +60,7 @@ from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySi
 from pocketmq.store.log.replica import append_replicated
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
+from pocketmq.store.results import AppendResult, PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,6 @@ _FAIL_PROPS = _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
 _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
 _FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
-_APPEND_OK = AppendMessageStatus.PUT_OK
 _new = object.__new__
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
 _NOT_HOST_FLAGS = ~HOST_FLAGS_MASK  # (a constant: the put's ``~`` made a new int each time)
@@ -339,12 +338,12 @@ class CommitLog:
             # (read, then called: an instance attribute's method call is not specialized)
             after_put = self.after_put
             after_put()
-        # PutResult(PUT_OK, AppendResult(PUT_OK, ...)), every slot filled directly (at most three
-        # a statement: the compiler swaps those, a longer one builds a tuple): no call and
-        # no dataclass __init__ (through type_call/slot_tp_init: ~0.6k instructions more, measured
-        # under callgrind); tests/store/test_store_commitlog.py checks that every field is set
+        # the AppendResult (also the put's PutResult: one object), every slot filled directly
+        # (at most three a statement: the compiler swaps those, a longer one builds a tuple): no
+        # call and no __init__ (through type_call/slot_tp_init: ~0.6k instructions more,
+        # measured under callgrind); tests/store/test_store_commitlog.py checks every field
         append = _new(AppendResult)
-        append.status = _APPEND_OK
+        append.status = _PUT_OK
         append.wrote_offset = phy
         append.wrote_bytes = size
         append.store_timestamp = now
@@ -352,10 +351,7 @@ class CommitLog:
         append.msg_num = 1
         append.store_host = msg.store_host
         append.batch_offsets = None
-        result = _new(PutResult)
-        result.status = _PUT_OK
-        result.append = append
-        return result
+        return append
 
     def _failed(self, t0: int, result: PutResult) -> PutResult:
         """``result`` (a failed put begun at ``t0``, ``time_ns``) once timed into ``latency``
@@ -611,8 +607,7 @@ class CommitLog:
                 q += 1
         self.put_times_total += n
         self.put_size_total += total
-        result = AppendResult(_APPEND_OK, phy, total, now, base_qoff, n, store_host, offsets)
-        return PutResult(_PUT_OK, result)
+        return AppendResult(phy, total, now, base_qoff, n, store_host, offsets)
 
     def _encode_batch(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int

@@ -16,7 +16,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus
 from pocketmq.store.log.layout import file_name_of
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutResult
+from pocketmq.store.results import AppendResult, PutResult
 
 from .conftest import BORN_HOST, STORE_HOST, make_msg, pull_all
 
@@ -40,10 +40,15 @@ def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
     assert a.msg_id == "0A00000100002A9F0000000000000000"
     ext = store.look_message_by_offset(0)
     assert ext is not None and ext.msg_id == a.msg_id and ext.properties["X"] == "y"
-    # put_message fills the result's slots itself: every field set, equal to what the dataclass __init__ builds
-    assert r == PutResult(
-        PutMessageStatus.PUT_OK,
-        AppendResult(AppendMessageStatus.PUT_OK, 0, len(expected), clock.now, 0, 1, STORE_HOST),
+    # put_message fills the result's slots itself: every field set, equal to what __init__ builds;
+    # the stored put is its own append (one object), read as a PutResult
+    assert r == AppendResult(0, len(expected), clock.now, 0, 1, STORE_HOST)
+    assert r.__class__ is AppendResult and r.append is r and r.is_ok and isinstance(r, PutResult)
+    assert r != AppendResult(0, len(expected), clock.now, 1, 1, STORE_HOST)
+    assert "logics_offset=0" in repr(r)
+    wrapped = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r)  # (a flush timeout's)
+    assert (
+        wrapped.append is r and wrapped.is_ok and wrapped == PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r)
     )
 
 
@@ -331,13 +336,19 @@ def test_every_put_message_is_timed_and_failures_counted_once(open_store):
     assert lat.max_ns <= lat.sum_ns and lat.sum_ns >= 0
     store.disk_full = True  # refused by the store: timed as taking no time, counted failed
     assert store.put_message(make_msg(3)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-    assert (sum(lat.counts), lat.counts[0] >= 1, store.stats.put_message_failed_times - failed) == (5, True, 2)
+    assert (sum(lat.counts), lat.counts[0] >= 1, store.stats.put_message_failed_times - failed) == (
+        5,
+        True,
+        2,
+    )
     store.disk_full = False
     assert store.put_message(make_msg(3)).is_ok and sum(lat.counts) == 6
 
 
 @pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])  # (mapped / pwrite writes)
-def test_put_prefix_of_every_host_family_and_prepared_offset_is_the_reference_layout(open_store, clock, tmp_path, flush):
+def test_put_prefix_of_every_host_family_and_prepared_offset_is_the_reference_layout(
+    open_store, clock, tmp_path, flush
+):
     """``put_message``'s record prefix is encode_message's for every host family, a prepared
     offset 0, positive or negative, the same host object again and another store host, mapped
     and written through (the put packs the prefix inline: the byte-for-byte guard for any
