@@ -108,14 +108,9 @@ class AppendResult(PutResult):
         store_host: HostAddress = (b"\x7f\x00\x00\x01", 0),
         batch_offsets: list[int] | None = None,
     ) -> None:
-        self.status = PutMessageStatus.PUT_OK
-        self.wrote_offset = wrote_offset
-        self.wrote_bytes = wrote_bytes
-        self.store_timestamp = store_timestamp
-        self.logics_offset = logics_offset
-        self.msg_num = msg_num
-        self.store_host = store_host
-        self.batch_offsets = batch_offsets
+        self.status, self.store_host, self.batch_offsets = PutMessageStatus.PUT_OK, store_host, batch_offsets
+        self.wrote_offset, self.wrote_bytes, self.msg_num = wrote_offset, wrote_bytes, msg_num
+        self.store_timestamp, self.logics_offset = store_timestamp, logics_offset
 
     @property
     def append(self) -> AppendResult:  # type: ignore[override]  # (read-only: it is this object)
