@@ -59,18 +59,74 @@ class GetMessageStatus(enum.Enum):
 
 
 @dataclass(slots=True)
-class AppendResult:
-    """Where an append landed. ``msg_id`` is built on first access (offset msgId(s))."""
+class PutResult:
+    status: PutMessageStatus
+    append: AppendResult | None = None
 
-    status: AppendMessageStatus
-    wrote_offset: int = 0
-    wrote_bytes: int = 0
-    store_timestamp: int = 0
-    logics_offset: int = 0
-    msg_num: int = 1
-    store_host: HostAddress = (b"\x7f\x00\x00\x01", 0)
+    @property
+    def is_ok(self) -> bool:
+        return self.status.is_ok
+
+
+_APPEND_FIELDS = (
+    "wrote_offset",
+    "wrote_bytes",
+    "store_timestamp",
+    "logics_offset",
+    "msg_num",
+    "store_host",
+    "batch_offsets",
+)
+
+
+class AppendResult(PutResult):
+    """Where an append landed. ``msg_id`` is built on first access (offset msgId(s)).
+
+    It is also the stored put's ``PutResult``: ``status`` PUT_OK and ``append`` itself, so a
+    stored put is one object, not a PutResult around an AppendResult (one allocation and
+    deallocation fewer per send). Failed puts are plain ``PutResult``s (``append`` None);
+    a flush or replication timeout wraps the append in a new ``PutResult``.
+    """
+
+    __slots__ = _APPEND_FIELDS
+    wrote_offset: int
+    wrote_bytes: int
+    store_timestamp: int
+    logics_offset: int
+    msg_num: int
+    store_host: HostAddress
     #: physical offset of every record of a batch (None for a single message)
-    batch_offsets: list[int] | None = None
+    batch_offsets: list[int] | None
+
+    def __init__(
+        self,
+        wrote_offset: int = 0,
+        wrote_bytes: int = 0,
+        store_timestamp: int = 0,
+        logics_offset: int = 0,
+        msg_num: int = 1,
+        store_host: HostAddress = (b"\x7f\x00\x00\x01", 0),
+        batch_offsets: list[int] | None = None,
+    ) -> None:
+        self.status, self.store_host, self.batch_offsets = PutMessageStatus.PUT_OK, store_host, batch_offsets
+        self.wrote_offset, self.wrote_bytes, self.msg_num = wrote_offset, wrote_bytes, msg_num
+        self.store_timestamp, self.logics_offset = store_timestamp, logics_offset
+
+    @property
+    def append(self) -> AppendResult:  # type: ignore[override]  # (read-only: it is this object)
+        """This object (a stored put's ``PutResult.append``)."""
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not AppendResult:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _APPEND_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _APPEND_FIELDS)
+        return f"AppendResult({fields})"
 
     @property
     def msg_id(self) -> str:
@@ -79,16 +135,6 @@ class AppendResult:
         if self.batch_offsets is None:
             return create_offset_msg_id(ip, port, self.wrote_offset)
         return ",".join(create_offset_msg_id(ip, port, off) for off in self.batch_offsets)
-
-
-@dataclass(slots=True)
-class PutResult:
-    status: PutMessageStatus
-    append: AppendResult | None = None
-
-    @property
-    def is_ok(self) -> bool:
-        return self.status.is_ok
 
 
 @dataclass(slots=True)

@@ -297,7 +297,9 @@ class SendMessageProcessor:
                 waits = s.policy_waits and (sent_wait is None or sent_wait.lower() == "true")
                 result = self.transactions.store_half(inner, planned, waits, topic, queue_id)
                 half: RemotingCommand | Awaitable[RemotingCommand]
-                if result.__class__ is PutResult:  # (else an awaitable; no isinstance call)
+                if (
+                    result.__class__ is AppendResult or result.__class__ is PutResult
+                ):  # (else an awaitable; no isinstance call)
                     half = self._reply(request, result, queue_id, topic)
                 else:
                     half = self._reply_after(request, result, queue_id, topic)
@@ -518,7 +520,8 @@ class SendMessageProcessor:
         self, request: RemotingCommand, result: PutResult, queue_id: int, topic: str
     ) -> RemotingCommand:
         status = result.status
-        append = result.append
+        # (a stored put is its own append: no property call for it)
+        append = result if result.__class__ is AppendResult else result.append
         s = self._s
         if append is not None:
             # inline of broker.stats.BrokerStatsManager.on_put (no call per send: ~0.6k

@@ -57,9 +57,10 @@ from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySink, WakeGate, no_wakeup
+from pocketmq.store.log.replica import append_replicated
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
 from pocketmq.store.message_inner import MessageInner
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
+from pocketmq.store.results import AppendResult, PutMessageStatus, PutResult
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,6 @@ _FAIL_PROPS = _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
 _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
 _FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
-_APPEND_OK = AppendMessageStatus.PUT_OK
 _new = object.__new__
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
 _NOT_HOST_FLAGS = ~HOST_FLAGS_MASK  # (a constant: the put's ``~`` made a new int each time)
@@ -338,12 +338,12 @@ class CommitLog:
             # (read, then called: an instance attribute's method call is not specialized)
             after_put = self.after_put
             after_put()
-        # PutResult(PUT_OK, AppendResult(PUT_OK, ...)), every slot filled directly (at most three
-        # a statement: the compiler swaps those, a longer one builds a tuple): no call and
-        # no dataclass __init__ (through type_call/slot_tp_init: ~0.6k instructions more, measured
-        # under callgrind); tests/store/test_store_commitlog.py checks that every field is set
+        # the AppendResult (also the put's PutResult: one object), every slot filled directly
+        # (at most three a statement: the compiler swaps those, a longer one builds a tuple): no
+        # call and no __init__ (through type_call/slot_tp_init: ~0.6k instructions more,
+        # measured under callgrind); tests/store/test_store_commitlog.py checks every field
         append = _new(AppendResult)
-        append.status = _APPEND_OK
+        append.status = _PUT_OK
         append.wrote_offset = phy
         append.wrote_bytes = size
         append.store_timestamp = now
@@ -351,10 +351,7 @@ class CommitLog:
         append.msg_num = 1
         append.store_host = msg.store_host
         append.batch_offsets = None
-        result = _new(PutResult)
-        result.status = _PUT_OK
-        result.append = append
-        return result
+        return append
 
     def _failed(self, t0: int, result: PutResult) -> PutResult:
         """``result`` (a failed put begun at ``t0``, ``time_ns``) once timed into ``latency``
@@ -610,8 +607,7 @@ class CommitLog:
                 q += 1
         self.put_times_total += n
         self.put_size_total += total
-        result = AppendResult(_APPEND_OK, phy, total, now, base_qoff, n, store_host, offsets)
-        return PutResult(_PUT_OK, result)
+        return AppendResult(phy, total, now, base_qoff, n, store_host, offsets)
 
     def _encode_batch(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
@@ -721,34 +717,8 @@ class CommitLog:
         return Encoded(parts, sizes, props_list, phy - start, flags)
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
-        """HA seam: write replicated bytes at ``start_offset`` (must equal ``max_offset``, or be a
-        segment boundary when the CommitLog is empty).
-
-        The bytes are a verbatim copy of the master's CommitLog, BLANKs included, so file
-        boundaries line up; records may be cut anywhere (reput waits for the rest).
-
-        Raises:
-            OSError: a segment could not be created.
-        """
-        # an empty slave starts wherever the master's transfer starts (a segment boundary: the
-        # master begins a new slave at its last segment)
-        empty_start = self.mfq.last is None and start_offset % self.mfq.file_size == 0
-        if start_offset != self.max_offset and not empty_start:
-            return False
-        view = memoryview(data)
-        off = start_offset
-        while view:
-            mf = self.mfq.last
-            if mf is None or mf.is_full:
-                mf = self.mfq.last_for_append(off)
-            pos = off - mf.file_from_offset
-            n = min(len(view), mf.file_size - pos)
-            mf.ensure(pos + n)  # blocks first: a full disk is an OSError, not a SIGBUS
-            mf.write(pos, view[:n], self.write_through)
-            mf.wrote_position = pos + n
-            view = view[n:]
-            off += n
-        return True
+        """HA seam: write replicated bytes at ``start_offset`` (``replica.append_replicated``)."""
+        return append_replicated(self, start_offset, data)
 
     # ---------------------------------------------------------------- read
 

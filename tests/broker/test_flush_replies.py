@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pocketmq.broker.processor.flush_replies import FlushReplies
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
+from pocketmq.store.results import AppendResult, PutMessageStatus, PutResult
 
 
 class Rounds:
@@ -48,7 +48,7 @@ class Conn:
 
 
 def put(offset: int, size: int = 100) -> PutResult:
-    return PutResult(PutMessageStatus.PUT_OK, AppendResult(AppendMessageStatus.PUT_OK, offset, size))
+    return PutResult(PutMessageStatus.PUT_OK, AppendResult(offset, size))
 
 
 def reply(request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> RemotingCommand:

@@ -380,12 +380,14 @@ async def test_delay_goes_to_schedule_topic_with_a_schedule_service(broker, wire
 
 
 # ("R" * 1000: a header past send._REPLY_PREFIXES' 1024 lengths, its prefix packed)
-@pytest.mark.parametrize("region", ["DefaultRegion", 'a%b"\\é\x01\u2028', "@@pocketmq-slot-0@@", "", "R" * 1000])
+@pytest.mark.parametrize(
+    "region", ["DefaultRegion", 'a%b"\\é\x01\u2028', "@@pocketmq-slot-0@@", "", "R" * 1000]
+)
 async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(broker, region):
     """SEND_OK replies carry a head rendered from a template (command.EncodedReply): the same
     bytes as encoding the reply's fields the general way, whatever the region's characters."""
     from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
-    from pocketmq.store import AppendMessageStatus, AppendResult, PutMessageStatus, PutResult
+    from pocketmq.store import AppendResult, PutMessageStatus, PutResult
 
     broker.state.config = broker.state.config.model_copy(update={"region_id": region})
     proc = broker.send_processor
@@ -401,8 +403,10 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
         request.opaque = opaque
         wrote = 4096 + abs(opaque) * 0xABCDEF  # (hex digits a-f: the msgId's are upper case)
-        append = AppendResult(AppendMessageStatus.PUT_OK, wrote, 100, 1, offset, 1, broker.store_host, batch)
+        append = AppendResult(wrote, 100, 1, offset, 1, broker.store_host, batch)
         reply = proc._reply(request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
+        # a stored put's result is its AppendResult itself (commitlog.put_message): same reply
+        assert proc._reply(request, append, queue_id, "T").encode_header() == reply.encode_header()
         assert reply.ext_fields["MSG_REGION"] == region
         assert reply.ext_fields["msgId"].endswith("%016X" % (batch[-1] if batch else wrote))
         general = RemotingCommand.encode_header(reply)
@@ -430,7 +434,14 @@ def test_send_single_sets_every_message_inner_field():
 
 @pytest.mark.parametrize(
     "sent",
-    ["UNIQ_KEY\x01ABC", "TAGS\x01t\x02UNIQ_KEY\x01ABC", "A\x01b\x02", "XWAIT\x01a", "CLUSTER\x01old\x02A\x01b", ""],
+    [
+        "UNIQ_KEY\x01ABC",
+        "TAGS\x01t\x02UNIQ_KEY\x01ABC",
+        "A\x01b\x02",
+        "XWAIT\x01a",
+        "CLUSTER\x01old\x02A\x01b",
+        "",
+    ],
 )
 async def test_sdk_form_properties_stored_as_stored_properties_makes_them(broker, wire, sent):
     """Sends without WAIT (the SDK's form) take an inline path in process: stored the same."""

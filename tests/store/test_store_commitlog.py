@@ -16,7 +16,7 @@ from pocketmq.remoting.protocol.message import (
 )
 from pocketmq.store import GetMessageStatus, MessageInner, PutMessageStatus
 from pocketmq.store.log.layout import file_name_of
-from pocketmq.store.results import AppendMessageStatus, AppendResult, PutResult
+from pocketmq.store.results import AppendResult, PutResult
 
 from .conftest import BORN_HOST, STORE_HOST, make_msg, pull_all
 
@@ -40,10 +40,15 @@ def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
     assert a.msg_id == "0A00000100002A9F0000000000000000"
     ext = store.look_message_by_offset(0)
     assert ext is not None and ext.msg_id == a.msg_id and ext.properties["X"] == "y"
-    # put_message fills the result's slots itself: every field set, equal to what the dataclass __init__ builds
-    assert r == PutResult(
-        PutMessageStatus.PUT_OK,
-        AppendResult(AppendMessageStatus.PUT_OK, 0, len(expected), clock.now, 0, 1, STORE_HOST),
+    # put_message fills the result's slots itself: every field set, equal to what __init__ builds;
+    # the stored put is its own append (one object), read as a PutResult
+    assert r == AppendResult(0, len(expected), clock.now, 0, 1, STORE_HOST)
+    assert r.__class__ is AppendResult and r.append is r and r.is_ok and isinstance(r, PutResult)
+    assert r != AppendResult(0, len(expected), clock.now, 1, 1, STORE_HOST)
+    assert "logics_offset=0" in repr(r)
+    wrapped = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r)  # (a flush timeout's)
+    assert (
+        wrapped.append is r and wrapped.is_ok and wrapped == PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r)
     )
 
 
@@ -331,6 +336,47 @@ def test_every_put_message_is_timed_and_failures_counted_once(open_store):
     assert lat.max_ns <= lat.sum_ns and lat.sum_ns >= 0
     store.disk_full = True  # refused by the store: timed as taking no time, counted failed
     assert store.put_message(make_msg(3)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-    assert (sum(lat.counts), lat.counts[0] >= 1, store.stats.put_message_failed_times - failed) == (5, True, 2)
+    assert (sum(lat.counts), lat.counts[0] >= 1, store.stats.put_message_failed_times - failed) == (
+        5,
+        True,
+        2,
+    )
     store.disk_full = False
     assert store.put_message(make_msg(3)).is_ok and sum(lat.counts) == 6
+
+
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])  # (mapped / pwrite writes)
+def test_put_prefix_of_every_host_family_and_prepared_offset_is_the_reference_layout(
+    open_store, clock, tmp_path, flush
+):
+    """``put_message``'s record prefix is encode_message's for every host family, a prepared
+    offset 0, positive or negative, the same host object again and another store host, mapped
+    and written through (the put packs the prefix inline: the byte-for-byte guard for any
+    change of how it packs those fields)."""
+    store = open_store(str(tmp_path / flush), clock=clock, flush_disk_type=flush)
+    v6 = (bytes(15) + b"\x01", 7)
+    other = (b"\x0a\x00\x00\x02", -2)
+    cases = [
+        (BORN_HOST, STORE_HOST, 0, 0),
+        (BORN_HOST, STORE_HOST, 123_456_789_012, 0),  # the same host object again
+        (BORN_HOST, other, 0, 0),  # another host
+        (v6, STORE_HOST, -5, 0),
+        (BORN_HOST, v6, 0, 1),  # an IPv6 store host
+        (v6, (bytes(16), 10911), 1 << 40, 0),
+        (BORN_HOST, STORE_HOST, 0, 1),
+        (BORN_HOST, STORE_HOST, 0, 0),
+    ]
+    for i, (born, stored, prepared, step) in enumerate(cases):
+        clock.advance(step)
+        msg = make_msg(i, extra={"I": str(i)})
+        msg.born_host, msg.store_host, msg.prepared_transaction_offset = born, stored, prepared
+        msg.reconsume_times = i
+        r = store.put_message(msg)
+        assert r.status is PutMessageStatus.PUT_OK and r.append is not None
+        expected = encode_message(
+            topic="TopicA", body=msg.body, properties=properties_to_string(msg.properties), queue_id=0,  # type: ignore[arg-type]
+            flag=i, queue_offset=r.append.logics_offset, commit_log_offset=r.append.wrote_offset,
+            born_timestamp=msg.born_timestamp, born_host=born, store_timestamp=clock.now, store_host=stored,
+            reconsume_times=i, prepared_transaction_offset=prepared,
+        )  # fmt: skip
+        assert store.get_message_bytes_by_offset(r.append.wrote_offset) == expected, i
