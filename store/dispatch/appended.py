@@ -42,6 +42,7 @@ from pocketmq.store.dispatch.props_fields import (
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash, uniq_key_hash
 from pocketmq.store.listener import MessageArrivingListener
+from pocketmq.store.log.batch_encode import BodyStrings
 from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, CQ_UNIT_SIZE, SCHEDULE_TOPIC
 from pocketmq.store.queue.consume_queue import ConsumeQueue
@@ -340,13 +341,62 @@ def _dispatch_batch(
     if sys_flag & _TX_MASK in _UNQUEUED or topic == SCHEDULE_TOPIC:
         return 0
     sizes, props_list = batch
-    tag_codes = TAG_CODES
     indexed = d.index_enable
+    n_hashes = len(hashes)
+    codes = (
+        _body_codes(props_list, sizes, phy, topic, heads, hashes, hphys, indexed)
+        if props_list.__class__ is BodyStrings
+        else None
+    )
+    if codes is None:
+        codes = _parsed_codes(props_list, sizes, phy, topic, heads, hashes, hphys, indexed)
+    cq = d.cq_table.flat.get((topic, qid))
+    try:
+        if cq is None:
+            cq = d.cq_table.find_or_create(topic, qid)
+        if not cq.put_run(phy, sizes, codes, qoff, ts):
+            p = phy
+            for k_, (size, code) in enumerate(zip(sizes, codes, strict=True)):
+                cq.put(p, size, code, qoff + k_, ts)
+                p += size
+    except BaseException:
+        del hashes[n_hashes:]
+        del hphys[n_hashes:]
+        raise
+    htss.extend([ts] * (len(hashes) - n_hashes))
+    listener, lazy, _ = d.listener_view
+    # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
+    # records, which no consumer pulls, come here once a loop turn)
+    if listener is not None and (waiting is None or waiting):
+        d.reput_from_offset = phy + total
+        per_batch = None if lazy else getattr(listener, "arriving_batch", None)
+        if per_batch is not None:
+            per_batch(topic, qid, qoff + 1, codes, ts)
+            return len(sizes)
+        for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
+            listener.arriving(
+                topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES
+            )
+    return len(sizes)
+
+
+def _parsed_codes(
+    props_list: list[str],
+    sizes: list[int],
+    phy: int,
+    topic: str,
+    heads: dict[str, int],
+    hashes: list[int],
+    hphys: list[int],
+    indexed: bool,
+) -> list[int]:
+    """A batch's tagsCodes from each record's whole properties string; its index hashes and
+    their records' offsets added to ``hashes`` and ``hphys``."""
+    tag_codes = TAG_CODES
     tails = TAIL_TABLE
     add_hash = hashes.append
     add_phy = hphys.append
     codes: list[int] = []
-    n_hashes = len(hashes)
     p = phy
     code = 0
     #: the record before's properties when they gave no index entry: a record with the same
@@ -405,31 +455,72 @@ def _dispatch_batch(
             codes += [code] * (len(sizes) - 1)
             break
         p += size
-    cq = d.cq_table.flat.get((topic, qid))
-    try:
-        if cq is None:
-            cq = d.cq_table.find_or_create(topic, qid)
-        if not cq.put_run(phy, sizes, codes, qoff, ts):
-            p = phy
-            for k_, (size, code) in enumerate(zip(sizes, codes, strict=True)):
-                cq.put(p, size, code, qoff + k_, ts)
-                p += size
-    except BaseException:
-        del hashes[n_hashes:]
-        del hphys[n_hashes:]
-        raise
-    htss.extend([ts] * (len(hashes) - n_hashes))
-    listener, lazy, _ = d.listener_view
-    # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
-    # records, which no consumer pulls, come here once a loop turn)
-    if listener is not None and (waiting is None or waiting):
-        d.reput_from_offset = phy + total
-        per_batch = None if lazy else getattr(listener, "arriving_batch", None)
-        if per_batch is not None:
-            per_batch(topic, qid, qoff + 1, codes, ts)
-            return len(sizes)
-        for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
-            listener.arriving(
-                topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES
-            )
-    return len(sizes)
+    return codes
+
+
+def _body_codes(
+    props_list: BodyStrings,
+    sizes: list[int],
+    phy: int,
+    topic: str,
+    heads: dict[str, int],
+    hashes: list[int],
+    hphys: list[int],
+    indexed: bool,
+) -> list[int] | None:
+    """``_parsed_codes`` of a batch body's records (``BodyStrings``: each string is the
+    record's own properties then the shared tail) whose own part is UNIQ_KEY alone (the SDK's
+    messages): the tail's TAGS and KEYS parsed once a batch, each record's UNIQ_KEY sliced
+    from its own part (no framed string built, no partition: what the parse finds, as the
+    first occurrence wins and the own part comes first). None, with nothing added, when a
+    record's own part holds anything else: the caller parses every record."""
+    tail = props_list.tail
+    # the own part ends where the tail starts, or one before when the items end with a
+    # separator (a tail not starting with one: ``batch_body.checked_body``); a tail that
+    # starts with one in that case leaves the separator in the key, which sends the batch
+    # to the parse
+    cut = len(tail) if tail[:1] == "\x02" else len(tail) + 1
+    s = f"\x02{tail}\x02"
+    code = 0
+    _, found, rest = s.partition(TAGS_NEEDLE)
+    if found:
+        tags = rest.partition("\x02")[0]
+        if tags:
+            c = TAG_CODES.get(tags)
+            code = tag_code(tags) if c is None else c
+    n_hashes = len(hashes)
+    if indexed:
+        # the tail's KEYS tokens' hashes, each record's after its UNIQ_KEY's (as the parse)
+        tail_hashes = []
+        if KEYS_NEEDLE in s:
+            keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
+            tail_hashes = [topic_key_hash(topic, k) for k in keys.split(" ") if k]
+        tails = TAIL_TABLE
+        add_hash = hashes.append
+        add_phy = hphys.append
+        p = phy
+        for props, size in zip(props_list, sizes, strict=True):
+            key = props[_UNIQ_LEN:-cut]
+            if props[:_UNIQ_LEN] != _UNIQ_ONLY or "\x02" in key:
+                del hashes[n_hashes:]
+                del hphys[n_hashes:]
+                return None
+            if key:
+                # inline of index.hash.topic_key_hash (as in reput_appended)
+                head = key[:-2]
+                t = key[-2:]
+                if len(key) >= 2 and head in heads and t in tails:
+                    u = (heads[head] + tails[t]) & 0xFFFFFFFF
+                    add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                else:
+                    add_hash(uniq_key_hash(topic, key))
+                add_phy(p)
+            for h in tail_hashes:
+                add_hash(h)
+                add_phy(p)
+            p += size
+    else:
+        for props in props_list:
+            if props[:_UNIQ_LEN] != _UNIQ_ONLY or "\x02" in props[_UNIQ_LEN:-cut]:
+                return None
+    return [code] * len(sizes)
