@@ -126,10 +126,7 @@ class BodyStrings(list[str]):
     a batch (``dispatch.appended``)."""
 
     __slots__ = ("tail",)
-
-    def __init__(self, strings: list[str], tail: str) -> None:
-        super().__init__(strings)
-        self.tail = tail
+    tail: str
 
 
 #: what a batch put takes: its messages as items, or a checked batch body
@@ -189,7 +186,10 @@ def encode_body(
         pos += total
         phy += size
         qoff += 1
-    return Encoded(parts, sizes, BodyStrings(batch.strings, tail.decode()), phy - start, sys_flag)
+    # (list's own constructor, no __init__ frame: a copy of the strings, their tail set after)
+    strings = BodyStrings(batch.strings)
+    strings.tail = tail.decode()
+    return Encoded(parts, sizes, strings, phy - start, sys_flag)
 
 
 def encode_items(
