@@ -61,6 +61,9 @@ _UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 #: a properties string with UNIQ_KEY first starts so
 _UNIQ_ONLY = UNIQ_NEEDLE[1:]
 _UNIQ_LEN = len(_UNIQ_ONLY)
+#: a properties string with TAGS first starts so (the SDK's with tags: TAGS, then UNIQ_KEY)
+_TAGS_ONLY = TAGS_NEEDLE[1:]
+_TAGS_LEN = len(_TAGS_ONLY)
 #: the property the send processor appends to every message (its cluster's name)
 _CLUSTER_ONLY = f"{MessageConst.CLUSTER}\x01"
 _CLUSTER_LEN = len(_CLUSTER_ONLY)
@@ -469,22 +472,38 @@ def _body_codes(
     indexed: bool,
 ) -> list[int] | None:
     """``_parsed_codes`` of a batch body's records (``BodyStrings``: each string is the
-    record's own properties then the shared tail) whose own part is UNIQ_KEY alone (the SDK's
-    messages): the tail's TAGS and KEYS parsed once a batch, each record's UNIQ_KEY sliced
-    from its own part (no framed string built, no partition: what the parse finds, as the
-    first occurrence wins and the own part comes first). None, with nothing added, when a
-    record's own part holds anything else: the caller parses every record."""
+    record's own properties then the shared tail) whose own part is UNIQ_KEY alone or TAGS
+    then UNIQ_KEY (the SDK's messages), with one prefix up to the UNIQ_KEY value (the same
+    TAGS): the prefix's and the tail's TAGS and KEYS parsed once a batch, each record's
+    UNIQ_KEY sliced from its own part (no framed string built, no partition: what the parse
+    finds, as the first occurrence wins and the own part comes first). None, with nothing
+    added, when a record's own part holds anything else: the caller parses every record."""
     tail = props_list.tail
+    # the first record's own part up to its UNIQ_KEY value: every record must start so
+    first = props_list[0]
+    own_tags = None
+    if first[:_UNIQ_LEN] == _UNIQ_ONLY:
+        lead = _UNIQ_LEN
+    elif first[:_TAGS_LEN] == _TAGS_ONLY and first[(e := first.find("\x02")) + 1 :][:_UNIQ_LEN] == _UNIQ_ONLY:
+        own_tags = first[_TAGS_LEN:e]
+        lead = e + 1 + _UNIQ_LEN
+    else:
+        return None
+    prefix = first[:lead]
     # the own part ends where the tail starts, or one before when the items end with a
     # separator (a tail not starting with one: ``batch_body.checked_body``); a tail that
     # starts with one in that case leaves the separator in the key, which sends the batch
     # to the parse
     cut = len(tail) if tail[:1] == "\x02" else len(tail) + 1
     s = f"\x02{tail}\x02"
+    if UNIQ_NEEDLE in s:
+        # (a record whose own part is shorter than the prefix could match it with the tail's
+        # UNIQ_KEY: no broker's tail has one)
+        return None
     code = 0
     _, found, rest = s.partition(TAGS_NEEDLE)
-    if found:
-        tags = rest.partition("\x02")[0]
+    if own_tags is not None or found:
+        tags = own_tags if own_tags is not None else rest.partition("\x02")[0]
         if tags:
             c = TAG_CODES.get(tags)
             code = tag_code(tags) if c is None else c
@@ -502,8 +521,8 @@ def _body_codes(
         last = "\x02"  # (no head holds a separator)
         hv = 0
         for props, size in zip(props_list, sizes, strict=True):
-            key = props[_UNIQ_LEN:-cut]
-            if props[:_UNIQ_LEN] != _UNIQ_ONLY or "\x02" in key:
+            key = props[lead:-cut]
+            if props[:lead] != prefix or "\x02" in key:
                 del hashes[n_hashes:]
                 del hphys[n_hashes:]
                 return None
@@ -529,6 +548,6 @@ def _body_codes(
             p += size
     else:
         for props in props_list:
-            if props[:_UNIQ_LEN] != _UNIQ_ONLY or "\x02" in props[_UNIQ_LEN:-cut]:
+            if props[:lead] != prefix or "\x02" in props[lead:-cut]:
                 return None
     return [code] * len(sizes)

@@ -38,6 +38,12 @@ ITEMS = {
     "empty uniq": ["UNIQ_KEY\x01"] * 3 + [_uniq(5)],
     "one-char uniq": ["UNIQ_KEY\x01z", _uniq(1)],
     "uniq then tags": [_uniq(1), _uniq(2) + "\x02TAGS\x01own"],
+    "tags uniq": [f"TAGS\x01tg\x02{_uniq(i)}" for i in range(70)],
+    "tags uniq trailing": [f"TAGS\x01tg\x02{_uniq(i)}\x02" for i in range(9)],
+    "tags uniq other tags": [f"TAGS\x01tg\x02{_uniq(1)}", f"TAGS\x01th\x02{_uniq(2)}"],
+    "tags only": ["TAGS\x01tg"] * 3,
+    "tags, uniq, then tags only": [f"TAGS\x01tg\x02{_uniq(1)}", "TAGS\x01tg"],
+    "empty tags": [f"TAGS\x01\x02{_uniq(i)}" for i in range(3)],
     "tags first": ["TAGS\x01own\x02" + _uniq(3), _uniq(4)],
     "no uniq": ["K\x01v", "KEYS\x01a"],
 }
@@ -76,4 +82,5 @@ def test_a_body_batch_dispatches_as_the_per_record_parse(tmp_path, header, items
         s.close()
     for sub in ("consumequeue", "index"):
         fa, fb = _files(roots[0], sub), _files(roots[1], sub)
-        assert fa and fa == fb
+        assert fa == fb
+        assert fa or sub == "index"  # (no key at all: no index file)
