@@ -347,7 +347,7 @@ def _dispatch_batch(
     indexed = d.index_enable
     n_hashes = len(hashes)
     codes = (
-        _body_codes(props_list, sizes, phy, topic, heads, hashes, hphys, indexed)
+        _body_codes(props_list, sizes, phy, topic, heads, (hashes, hphys) if indexed else None)
         if props_list.__class__ is BodyStrings
         else None
     )
@@ -467,17 +467,17 @@ def _body_codes(
     phy: int,
     topic: str,
     heads: dict[str, int],
-    hashes: list[int],
-    hphys: list[int],
-    indexed: bool,
+    index: tuple[list[int], list[int]] | None,
 ) -> list[int] | None:
     """``_parsed_codes`` of a batch body's records (``BodyStrings``: each string is the
     record's own properties then the shared tail) whose own part is UNIQ_KEY alone or TAGS
     then UNIQ_KEY (the SDK's messages), with one prefix up to the UNIQ_KEY value (the same
     TAGS): the prefix's and the tail's TAGS and KEYS parsed once a batch, each record's
     UNIQ_KEY sliced from its own part (no framed string built, no partition: what the parse
-    finds, as the first occurrence wins and the own part comes first). None, with nothing
-    added, when a record's own part holds anything else: the caller parses every record."""
+    finds, as the first occurrence wins and the own part comes first). ``index``: the lists
+    the index hashes and their records' offsets are added to (None: the index is off). None,
+    with nothing added, when a record's own part holds anything else: the caller parses
+    every record."""
     tail = props_list.tail
     # the first record's own part up to its UNIQ_KEY value: every record must start so
     first = props_list[0]
@@ -507,8 +507,9 @@ def _body_codes(
         if tags:
             c = TAG_CODES.get(tags)
             code = tag_code(tags) if c is None else c
-    n_hashes = len(hashes)
-    if indexed:
+    if index is not None:
+        hashes, hphys = index
+        n_hashes = len(hashes)
         # the tail's KEYS tokens' hashes, each record's after its UNIQ_KEY's (as the parse)
         tail_hashes = []
         if KEYS_NEEDLE in s:

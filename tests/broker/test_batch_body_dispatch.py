@@ -58,13 +58,15 @@ def _files(root: str, sub: str) -> dict[str, bytes]:
     return out
 
 
+@pytest.mark.parametrize("indexed", [True, False])
 @pytest.mark.parametrize("header", sorted(HEADERS))
 @pytest.mark.parametrize("items", sorted(ITEMS))
-def test_a_body_batch_dispatches_as_the_per_record_parse(tmp_path, header, items):
+def test_a_body_batch_dispatches_as_the_per_record_parse(tmp_path, header, items, indexed):
     head = HEADERS[header]
     data = encode_batch([(i, b"b%d" % i, p) for i, p in enumerate(ITEMS[items])])
     roots = [str(tmp_path / way) for way in ("items", "body")]
-    stores = [MessageStore(tiny_config(r, max_hash_slot_num=64, max_index_num=4096), clock=FakeClock()) for r in roots]
+    conf = {"max_hash_slot_num": 64, "max_index_num": 4096, "message_index_enable": indexed}
+    stores = [MessageStore(tiny_config(r, **conf), clock=FakeClock()) for r in roots]
     for s in stores:
         s.load()
     a, b = stores
