@@ -21,6 +21,7 @@ head and tail the half's dispatch sliced). The identity check keeps anything els
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Protocol
 
 from pocketmq.remoting.protocol.message import (
@@ -507,9 +508,17 @@ def _body_codes(
         if tags:
             c = TAG_CODES.get(tags)
             code = tag_code(tags) if c is None else c
+    n = len(sizes)
+    # every record starts with the prefix and holds no separator past the prefix's but the
+    # tail's (and, items ending with one, its own last): C-level counts over the joined
+    # strings, not a slice compare and a search per record. The strings hold no NUL of their
+    # own (``checked_body``); one in the tail puts a match in every string, too many
+    joined = "\x00".join(props_list)
+    seps = prefix.count("\x02") + tail.count("\x02") + cut - len(tail)
+    if joined.count("\x00" + prefix) != n - 1 or joined.count("\x02") != n * seps:
+        return None
     if index is not None:
         hashes, hphys = index
-        n_hashes = len(hashes)
         # the tail's KEYS tokens' hashes, each record's after its UNIQ_KEY's (as the parse)
         tail_hashes = []
         if KEYS_NEEDLE in s:
@@ -517,16 +526,10 @@ def _body_codes(
             tail_hashes = [topic_key_hash(topic, k) for k in keys.split(" ") if k]
         tails = TAIL_TABLE
         add_hash = hashes.append
-        add_phy = hphys.append
-        p = phy
         last = "\x02"  # (no head holds a separator)
         hv = 0
-        for props, size in zip(props_list, sizes, strict=True):
-            key = props[lead:-cut]
-            if props[:lead] != prefix or "\x02" in key:
-                del hashes[n_hashes:]
-                del hphys[n_hashes:]
-                return None
+        uniqs = [props[lead:-cut] for props in props_list]
+        for key in uniqs:
             if key:
                 # inline of index.hash.topic_key_hash; the head's part kept from the record
                 # before when the head is equal (a batch's keys differ in their counter: a
@@ -542,13 +545,15 @@ def _body_codes(
                     add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                 except KeyError:
                     add_hash(uniq_key_hash(topic, key))
-                add_phy(p)
-            for h in tail_hashes:
-                add_hash(h)
-                add_phy(p)
-            p += size
-    else:
-        for props in props_list:
-            if props[:lead] != prefix or "\x02" in props[lead:-cut]:
-                return None
+            if tail_hashes:
+                hashes += tail_hashes
+        if not tail_hashes and "" not in uniqs:  # (one entry a record: offsets C-level)
+            hphys += accumulate(sizes[:-1], initial=phy)
+        else:
+            p = phy
+            for key, size in zip(uniqs, sizes, strict=True):
+                if key:
+                    hphys.append(p)
+                hphys += [p] * len(tail_hashes)
+                p += size
     return [code] * len(sizes)
