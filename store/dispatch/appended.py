@@ -21,6 +21,7 @@ head and tail the half's dispatch sliced). The identity check keeps anything els
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Protocol
 
 from pocketmq.remoting.protocol.message import (
@@ -42,6 +43,7 @@ from pocketmq.store.dispatch.props_fields import (
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash, uniq_key_hash
 from pocketmq.store.listener import MessageArrivingListener
+from pocketmq.store.log.batch_encode import BodyStrings
 from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, CQ_UNIT_SIZE, SCHEDULE_TOPIC
 from pocketmq.store.queue.consume_queue import ConsumeQueue
@@ -60,6 +62,9 @@ _UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 #: a properties string with UNIQ_KEY first starts so
 _UNIQ_ONLY = UNIQ_NEEDLE[1:]
 _UNIQ_LEN = len(_UNIQ_ONLY)
+#: a properties string with TAGS first starts so (the SDK's with tags: TAGS, then UNIQ_KEY)
+_TAGS_ONLY = TAGS_NEEDLE[1:]
+_TAGS_LEN = len(_TAGS_ONLY)
 #: the property the send processor appends to every message (its cluster's name)
 _CLUSTER_ONLY = f"{MessageConst.CLUSTER}\x01"
 _CLUSTER_LEN = len(_CLUSTER_ONLY)
@@ -340,13 +345,62 @@ def _dispatch_batch(
     if sys_flag & _TX_MASK in _UNQUEUED or topic == SCHEDULE_TOPIC:
         return 0
     sizes, props_list = batch
-    tag_codes = TAG_CODES
     indexed = d.index_enable
+    n_hashes = len(hashes)
+    codes = (
+        _body_codes(props_list, sizes, phy, topic, heads, (hashes, hphys) if indexed else None)
+        if props_list.__class__ is BodyStrings
+        else None
+    )
+    if codes is None:
+        codes = _parsed_codes(props_list, sizes, phy, topic, heads, hashes, hphys, indexed)
+    cq = d.cq_table.flat.get((topic, qid))
+    try:
+        if cq is None:
+            cq = d.cq_table.find_or_create(topic, qid)
+        if not cq.put_run(phy, sizes, codes, qoff, ts):
+            p = phy
+            for k_, (size, code) in enumerate(zip(sizes, codes, strict=True)):
+                cq.put(p, size, code, qoff + k_, ts)
+                p += size
+    except BaseException:
+        del hashes[n_hashes:]
+        del hphys[n_hashes:]
+        raise
+    htss.extend([ts] * (len(hashes) - n_hashes))
+    listener, lazy, _ = d.listener_view
+    # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
+    # records, which no consumer pulls, come here once a loop turn)
+    if listener is not None and (waiting is None or waiting):
+        d.reput_from_offset = phy + total
+        per_batch = None if lazy else getattr(listener, "arriving_batch", None)
+        if per_batch is not None:
+            per_batch(topic, qid, qoff + 1, codes, ts)
+            return len(sizes)
+        for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
+            listener.arriving(
+                topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES
+            )
+    return len(sizes)
+
+
+def _parsed_codes(
+    props_list: list[str],
+    sizes: list[int],
+    phy: int,
+    topic: str,
+    heads: dict[str, int],
+    hashes: list[int],
+    hphys: list[int],
+    indexed: bool,
+) -> list[int]:
+    """A batch's tagsCodes from each record's whole properties string; its index hashes and
+    their records' offsets added to ``hashes`` and ``hphys``."""
+    tag_codes = TAG_CODES
     tails = TAIL_TABLE
     add_hash = hashes.append
     add_phy = hphys.append
     codes: list[int] = []
-    n_hashes = len(hashes)
     p = phy
     code = 0
     #: the record before's properties when they gave no index entry: a record with the same
@@ -405,31 +459,101 @@ def _dispatch_batch(
             codes += [code] * (len(sizes) - 1)
             break
         p += size
-    cq = d.cq_table.flat.get((topic, qid))
-    try:
-        if cq is None:
-            cq = d.cq_table.find_or_create(topic, qid)
-        if not cq.put_run(phy, sizes, codes, qoff, ts):
+    return codes
+
+
+def _body_codes(
+    props_list: BodyStrings,
+    sizes: list[int],
+    phy: int,
+    topic: str,
+    heads: dict[str, int],
+    index: tuple[list[int], list[int]] | None,
+) -> list[int] | None:
+    """``_parsed_codes`` of a batch body's records (``BodyStrings``: each string is the
+    record's own properties then the shared tail) whose own part is UNIQ_KEY alone or TAGS
+    then UNIQ_KEY (the SDK's messages), with one prefix up to the UNIQ_KEY value (the same
+    TAGS): the prefix's and the tail's TAGS and KEYS parsed once a batch, each record's
+    UNIQ_KEY sliced from its own part (no framed string built, no partition: what the parse
+    finds, as the first occurrence wins and the own part comes first). ``index``: the lists
+    the index hashes and their records' offsets are added to (None: the index is off). None,
+    with nothing added, when a record's own part holds anything else: the caller parses
+    every record."""
+    tail = props_list.tail
+    # the first record's own part up to its UNIQ_KEY value: every record must start so
+    first = props_list[0]
+    own_tags = None
+    if first[:_UNIQ_LEN] == _UNIQ_ONLY:
+        lead = _UNIQ_LEN
+    elif first[:_TAGS_LEN] == _TAGS_ONLY and first[(e := first.find("\x02")) + 1 :][:_UNIQ_LEN] == _UNIQ_ONLY:
+        own_tags = first[_TAGS_LEN:e]
+        lead = e + 1 + _UNIQ_LEN
+    else:
+        return None
+    prefix = first[:lead]
+    # the own part ends where the tail starts, or one before when the items end with a
+    # separator (a tail not starting with one: ``batch_body.checked_body``); a tail that
+    # starts with one in that case leaves the separator in the key, which sends the batch
+    # to the parse
+    cut = len(tail) if tail[:1] == "\x02" else len(tail) + 1
+    s = f"\x02{tail}\x02"
+    if UNIQ_NEEDLE in s:
+        # (a record whose own part is shorter than the prefix could match it with the tail's
+        # UNIQ_KEY: no broker's tail has one)
+        return None
+    code = 0
+    _, found, rest = s.partition(TAGS_NEEDLE)
+    if own_tags is not None or found:
+        tags = own_tags if own_tags is not None else rest.partition("\x02")[0]
+        if tags:
+            c = TAG_CODES.get(tags)
+            code = tag_code(tags) if c is None else c
+    n = len(sizes)
+    # every record starts with the prefix and holds no separator past the prefix's but the
+    # tail's (and, items ending with one, its own last): C-level counts over the joined
+    # strings, not a slice compare and a search per record. The strings hold no NUL of their
+    # own (``checked_body``); one in the tail puts a match in every string, too many
+    joined = "\x00".join(props_list)
+    seps = prefix.count("\x02") + tail.count("\x02") + cut - len(tail)
+    if joined.count("\x00" + prefix) != n - 1 or joined.count("\x02") != n * seps:
+        return None
+    if index is not None:
+        hashes, hphys = index
+        # the tail's KEYS tokens' hashes, each record's after its UNIQ_KEY's (as the parse)
+        tail_hashes = []
+        if KEYS_NEEDLE in s:
+            keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
+            tail_hashes = [topic_key_hash(topic, k) for k in keys.split(" ") if k]
+        tails = TAIL_TABLE
+        add_hash = hashes.append
+        last = "\x02"  # (no head holds a separator)
+        hv = 0
+        uniqs = [props[lead:-cut] for props in props_list]
+        for key in uniqs:
+            if key:
+                # inline of index.hash.topic_key_hash; the head's part kept from the record
+                # before when the head is equal (a batch's keys differ in their counter: a
+                # compare instead of the new head string's hash and lookup, ~0.4k
+                # instructions). A miss raises (a new millisecond: every ~200 records of a
+                # batch); a 1-character key's tail is in no table
+                head = key[:-2]
+                try:
+                    if head != last:
+                        hv = heads[head]
+                        last = head
+                    u = (hv + tails[key[-2:]]) & 0xFFFFFFFF
+                    add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                except KeyError:
+                    add_hash(uniq_key_hash(topic, key))
+            if tail_hashes:
+                hashes += tail_hashes
+        if not tail_hashes and "" not in uniqs:  # (one entry a record: offsets C-level)
+            hphys += accumulate(sizes[:-1], initial=phy)
+        else:
             p = phy
-            for k_, (size, code) in enumerate(zip(sizes, codes, strict=True)):
-                cq.put(p, size, code, qoff + k_, ts)
+            for key, size in zip(uniqs, sizes, strict=True):
+                if key:
+                    hphys.append(p)
+                hphys += [p] * len(tail_hashes)
                 p += size
-    except BaseException:
-        del hashes[n_hashes:]
-        del hphys[n_hashes:]
-        raise
-    htss.extend([ts] * (len(hashes) - n_hashes))
-    listener, lazy, _ = d.listener_view
-    # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
-    # records, which no consumer pulls, come here once a loop turn)
-    if listener is not None and (waiting is None or waiting):
-        d.reput_from_offset = phy + total
-        per_batch = None if lazy else getattr(listener, "arriving_batch", None)
-        if per_batch is not None:
-            per_batch(topic, qid, qoff + 1, codes, ts)
-            return len(sizes)
-        for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
-            listener.arriving(
-                topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES
-            )
-    return len(sizes)
+    return [code] * len(sizes)

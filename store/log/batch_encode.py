@@ -53,6 +53,7 @@ __all__ = [
     "BatchBody",
     "BatchItem",
     "BatchPut",
+    "BodyStrings",
     "Encoded",
     "HalfCopy",
     "encode_bodies",
@@ -118,6 +119,16 @@ class BatchBody:
     tail: bytes
 
 
+class BodyStrings(list[str]):
+    """A :class:`BatchBody`'s stored properties strings as its encode hands them to reput
+    (``Encoded.props``), with ``tail``, the part every string ends with (``BatchBody.tail``
+    decoded): reput's dispatch reads each record's own part and parses the shared tail once
+    a batch (``dispatch.appended``)."""
+
+    __slots__ = ("tail",)
+    tail: str
+
+
 #: what a batch put takes: its messages as items, or a checked batch body
 BatchPut = Sequence[BatchItem] | BatchBody
 
@@ -175,7 +186,10 @@ def encode_body(
         pos += total
         phy += size
         qoff += 1
-    return Encoded(parts, sizes, batch.strings, phy - start, sys_flag)
+    # (list's own constructor, no __init__ frame: a copy of the strings, their tail set after)
+    strings = BodyStrings(batch.strings)
+    strings.tail = tail.decode()
+    return Encoded(parts, sizes, strings, phy - start, sys_flag)
 
 
 def encode_items(
