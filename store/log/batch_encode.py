@@ -168,16 +168,23 @@ def encode_body(
     add_size = sizes.append
     start = phy
     pos = _ITEM_HEAD  # (the body of the item at ``pos - _ITEM_HEAD``)
+    # the topic and the properties length as one part, made again only when the length
+    # changes (a batch's records mostly share it): one compare a record, and the join that
+    # copies the parts into the mapping takes one part fewer each
+    last_plen = -1
+    head_len = head
     for (total, flag, blen), props in zip(heads, batch.props, strict=True):
         body = view[pos : pos + blen]
         size = grow + total
         plen = total - blen - 22 + tail_len
+        if plen != last_plen:
+            last_plen = plen
+            head_len = head + (lens[plen] if plen < 1024 else PROPS_LEN.pack(plen))
         add(
             (
                 pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phy, mid, blen),
                 body,
-                head,
-                lens[plen] if plen < 1024 else PROPS_LEN.pack(plen),
+                head_len,
                 props,
                 tail,
             )

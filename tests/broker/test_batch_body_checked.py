@@ -13,7 +13,7 @@ import pytest
 from pocketmq.broker.processor.batch_body import ITEM_HEAD, batch_items, checked_body
 from pocketmq.remoting.protocol.errors import MessageIllegalError
 from pocketmq.remoting.protocol.message import encode_batch
-from pocketmq.store import BatchBody, MessageInner, MessageStore, PutMessageStatus
+from pocketmq.store import BatchBody, FlushDiskType, MessageInner, MessageStore, PutMessageStatus
 
 from ..store.conftest import FakeClock, pull_all, tiny_config
 
@@ -43,6 +43,12 @@ BODIES = {
     "trailing": (encode_batch([(i, b"x" * 600, f"KEYS\x01k{i} j{i}\x02{_uniq(i)}\x02") for i in range(9)]), True),
     "one": (encode_batch([(7, b"", "TAGS\x01t")]), True),
     "utf8": (encode_batch([(0, "é".encode() * 300, "TAGS\x01ü\x02KEYS\x01ß€") for _ in range(5)]), True),
+    # properties lengths that change, repeat, come back and pass 1024 (the 2-byte length
+    # is packed, not from the table) within one batch: the topic-and-length part is remade
+    "lengths": (
+        encode_batch([(i, b"v" * i, f"KEYS\x01{'k' * (i // 2 * 700 % 1500)}\x02{_uniq(i)}") for i in range(12)]),
+        True,
+    ),
     # batch_items' list: mixed last separators, empty properties, a NUL inside properties
     "mixed": (encode_batch([(1, b"a", "TAGS\x01t"), (3, b"ccc", "K\x01v\x02")]), False),
     "empty props": (encode_batch([(1, b"a", "TAGS\x01t"), (2, b"", "")]), False),
@@ -50,8 +56,9 @@ BODIES = {
 }
 
 
+@pytest.mark.parametrize("flush", [FlushDiskType.ASYNC_FLUSH, FlushDiskType.SYNC_FLUSH])
 @pytest.mark.parametrize("name", sorted(BODIES))
-def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name):
+def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name, flush):
     data, fast = BODIES[name]
     got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
     assert isinstance(got, BatchBody) is fast
@@ -61,7 +68,7 @@ def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name):
         assert got.strings == [props for _, _, props in items]
     stores = []
     for way in ("items", "body"):
-        store = MessageStore(tiny_config(str(tmp_path / way)), clock=FakeClock())
+        store = MessageStore(tiny_config(str(tmp_path / way), flush_disk_type=flush), clock=FakeClock())
         store.load()
         stores.append(store)
     a, b = stores
