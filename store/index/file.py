@@ -238,6 +238,26 @@ class IndexFile:
             return False
         begin = self.begin_timestamp
         ts = tss[0]
+        if n == 1:  # (one send in flight: the entry alone, no lists)
+            # inline of index.file.time_diff
+            diff = (ts - begin) // 1000 if begin > 0 else 0
+            if diff < 0:
+                diff = 0
+            elif diff > _MAX_INT:
+                diff = _MAX_INT
+            h = hashes[0]
+            slots = self.mf.aux
+            s = h % self.slot_num
+            v = slots[s]
+            slots[s] = idx
+            if not v or v > idx:  # (unsigned: a negative, corrupt slot reads > idx)
+                v = 0
+                self.hash_slot_count += 1
+            _pack_entry(self.mf.mm, self.entries_base + idx * INDEX_ENTRY_SIZE, h, phys[0], diff, v)
+            self.index_count = idx + 1
+            self.end_phy_offset = phys[0]
+            self.end_timestamp = ts
+            return True
         last_ts = tss[-1]
         if tss.count(ts) == n:  # one store time (C-level compares; min()/max() cost ~70 a value)
             diffs = [time_diff(ts, begin)] * n
