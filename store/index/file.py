@@ -113,9 +113,11 @@ class IndexFile:
             if adopt:  # (False: trust the header and write nothing; the index process may own it)
                 self._adopt_unrecorded()
         self.mf.set_positions(size)
-        # the slot table as big-endian int32s: one C-level subscript per slot read or write
-        # (vs. position arithmetic + unpack_from / pack_into)
-        self.mf.aux = (ctypes.c_int32.__ctype_be__ * slot_num).from_buffer(self.mf.mm, INDEX_HEADER_SIZE)
+        # the slot table as big-endian uint32s: one C-level subscript per slot read or write
+        # (vs. position arithmetic + unpack_from / pack_into). Unsigned: a negative (corrupt)
+        # slot reads > Integer.MAX_VALUE, past any entry index, so "v <= 0 or v > idx" and
+        # ``put_hashes``' "v and v <= i" both reject it
+        self.mf.aux = (ctypes.c_uint32.__ctype_be__ * slot_num).from_buffer(self.mf.mm, INDEX_HEADER_SIZE)
 
     @property
     def path(self) -> str:
@@ -236,6 +238,26 @@ class IndexFile:
             return False
         begin = self.begin_timestamp
         ts = tss[0]
+        if n == 1:  # (one send in flight: the entry alone, no lists)
+            # inline of index.file.time_diff
+            diff = (ts - begin) // 1000 if begin > 0 else 0
+            if diff < 0:
+                diff = 0
+            elif diff > _MAX_INT:
+                diff = _MAX_INT
+            h = hashes[0]
+            slots = self.mf.aux
+            s = h % self.slot_num
+            v = slots[s]
+            slots[s] = idx
+            if not v or v > idx:  # (unsigned: a negative, corrupt slot reads > idx)
+                v = 0
+                self.hash_slot_count += 1
+            _pack_entry(self.mf.mm, self.entries_base + idx * INDEX_ENTRY_SIZE, h, phys[0], diff, v)
+            self.index_count = idx + 1
+            self.end_phy_offset = phys[0]
+            self.end_timestamp = ts
+            return True
         last_ts = tss[-1]
         if tss.count(ts) == n:  # one store time (C-level compares; min()/max() cost ~70 a value)
             diffs = [time_diff(ts, begin)] * n
@@ -267,19 +289,18 @@ class IndexFile:
         slot_num = self.slot_num
         mf = self.mf
         slots = mf.aux
-        prevs: list[int] = []
-        add_prev = prevs.append
-        new_slots = 0
+        # prevs preset to 0 (a new slot: the common case on 5M slots), set only for a slot in
+        # use: no call and no counter an entry; the new slots are the zeros, counted at C level
+        prevs = [0] * n
         i = idx
         for h in hashes:
             s = h % slot_num
             v = slots[s]
-            if v <= 0 or v > i:
-                v = 0
-                new_slots += 1
-            add_prev(v)
             slots[s] = i
+            if v and v <= i:  # (unsigned: a negative, corrupt slot reads > i)
+                prevs[i - idx] = v
             i += 1
+        new_slots = prevs.count(0)
         # the entries' fields interleaved by four C-level slice assignments (not a tuple each)
         args = [0] * (4 * n)
         args[0::4] = hashes

@@ -179,3 +179,85 @@ def test_fast_path_index_entries_wait_for_a_run_but_never_for_a_reader(open_stor
     store.put_message(make_msg(999, keys="last"))
     store.do_reput()
     assert d.index_backlog is None and _keys(store.query_message("TopicA", "last", 32, 0, FAR)) == ["last"]
+
+
+def index_bytes(
+    path: str, slot_num: int, index_num: int, first: tuple[int, int, int], runs: list, per_key: bool
+) -> bytes:
+    """The bytes of a new IndexFile after the entry ``first`` (hash, phy, time) and ``runs``
+    of ``(hashes, phys, tss[, bad])`` written by ``put_hashed`` per key (``per_key``) or by
+    ``put_hashes`` per run; ``bad``: (slot, value) set in the slot table before the run."""
+    f = IndexFile(path, slot_num, index_num, create=True)
+    f.put_hashed(*first)
+    for hashes, phys, tss, *bad in runs:
+        for s, v in bad[0] if bad else ():
+            f.mf.mm[40 + 4 * s : 44 + 4 * s] = v.to_bytes(4, "big", signed=True)
+        if per_key:
+            for h, p, t in zip(hashes, phys, tss, strict=True):
+                assert f.put_hashed(h, p, t)
+        else:
+            assert f.put_hashes(hashes, phys, tss)
+    f.write_header()
+    out = bytes(f.mf.mm)
+    f.mf.close()
+    return out
+
+
+def test_put_hashes_runs_write_what_put_hashed_writes(tmp_path) -> None:
+    """``put_hashes`` (its C-level slot path and its in-order path) writes byte for byte what
+    ``put_hashed`` per key writes: runs of 1 and 64 entries on 8, 1021 and 100,003 slots (slots shared
+    within a run and with earlier runs), hash 0 and hashes near 2^31, slots holding a negative
+    value or one at / past the first entry of a run (left by a killed writer), and through
+    ``IndexService.put_hashes`` a run that fills a file and rolls to the next."""
+    import random
+
+    from pocketmq.store.index.file import IndexService
+
+    rnd = random.Random(23)
+    for slot_num in (8, 1021, 100_003):
+        runs = []
+        idx = 2
+        for r in range(40):
+            n = 1 if r % 3 == 0 else 64
+            hashes = [rnd.choice((0, 0x7FFFFFFF, 0x7FFFFFFE, rnd.randrange(1 << 31))) for _ in range(n)]
+            if r % 5 == 1 and slot_num > n:  # distinct slots, some used by earlier runs
+                hashes = [s + slot_num * rnd.randrange(1000) for s in rnd.sample(range(slot_num // 8), n)]
+            phys = [10_000 * (r + 1) + k for k in range(n)]
+            # corrupt slots: negative, at the run's first entry, past it
+            bad = (
+                [(rnd.randrange(slot_num), v) for v in (-1, -(1 << 31), idx, idx + 5, 1 << 30)]
+                if r % 4 == 2
+                else []
+            )
+            bad += [(hashes[k] % slot_num, v) for k, v in enumerate((-1, idx + 1)) if r % 4 == 2 and k < n]
+            runs.append((hashes, phys, [1_700_000_000_000 + r * 700] * n, bad))
+            idx += n
+        ref = index_bytes(
+            str(tmp_path / f"ref{slot_num}"), slot_num, 4000, (5, 1, 1_700_000_000_000), runs, True
+        )
+        run = index_bytes(
+            str(tmp_path / f"run{slot_num}"), slot_num, 4000, (5, 1, 1_700_000_000_000), runs, False
+        )
+        assert ref == run
+
+    # a file roll within a run: per record (build_index's put_entries) vs. put_hashes
+    out = {}
+    for name in ("ref", "run"):
+        svc = IndexService(str(tmp_path / f"svc{name}"), 16, 100, clock=lambda: 1_700_000_000_000)
+        hs = [rnd.randrange(1 << 31) for _ in range(64)] if name == "ref" else out["hs"]
+        out["hs"] = hs
+        for b in range(5):
+            phys = [1000 * b + k for k in range(64)]
+            part = hs[:]
+            if name == "ref":
+                for h, p in zip(part, phys, strict=True):
+                    f = svc.files[-1] if svc.files else svc._new_file()
+                    if not f.put_entries([h], p, 1_700_000_000_000 + b):
+                        svc._new_file().put_entries([h], p, 1_700_000_000_000 + b)
+                svc._dirty = True
+            else:
+                svc.put_hashes(part, phys, [1_700_000_000_000 + b] * 64)
+        svc.close()
+        d = tmp_path / f"svc{name}"
+        out[name] = [(d / n).read_bytes() for n in sorted(p.name for p in d.iterdir())]
+    assert len(out["ref"]) == 4 and out["ref"] == out["run"]

@@ -315,7 +315,7 @@ def test_index_time_diff_inlines_equal_time_diff(how, tmp_path):
 def test_index_put_hashes_of_mixed_times_equals_put_hashed(tmp_path):
     """One ``put_hashes`` run whose store times cross seconds, go back and clamp writes what
     ``put_hashed`` per entry writes (its timeDiffs are computed once per run when they agree)."""
-    from pocketmq.store.index.file import IndexFile
+    from tests.store.test_store_index import index_bytes
 
     begin = 1_700_000_000_000
     runs = [
@@ -330,22 +330,17 @@ def test_index_put_hashes_of_mixed_times_equals_put_hashed(tmp_path):
         [begin - 3000, begin - 2500],
         [begin + (0x7FFFFFFF + 10) * 1000, begin + (0x7FFFFFFF + 10) * 1000 + 1],
     ]
-    files = {}
-    for name in ("ref", "run"):
-        f = IndexFile(str(tmp_path / name), 8, 64, create=True)
-        f.put_hashed(7, 100, begin)  # the first entry sets beginTimestamp
-        for r, stamps in enumerate(runs):
-            hashes = [r * 100 + k * 7 + 1 for k in range(len(stamps))]
-            phys = [1000 * (r + 1) + k for k in range(len(stamps))]
-            if name == "ref":
-                for h, phy, ts in zip(hashes, phys, stamps, strict=True):
-                    assert f.put_hashed(h, phy, ts)
-            else:
-                assert f.put_hashes(hashes, phys, stamps)
-        f.write_header()
-        files[name] = bytes(f.mf.mm)
-        f.mf.close()
-    assert files["ref"] == files["run"]
+    written = [
+        (
+            [r * 100 + k * 7 + 1 for k in range(len(stamps))],
+            [1000 * (r + 1) + k for k in range(len(stamps))],
+            stamps,
+        )
+        for r, stamps in enumerate(runs)
+    ]
+    # the first entry sets beginTimestamp
+    ref = index_bytes(str(tmp_path / "ref"), 8, 64, (7, 100, begin), written, True)
+    assert ref == index_bytes(str(tmp_path / "run"), 8, 64, (7, 100, begin), written, False)
 
 
 def test_batch_items_sharing_one_properties_string_encode_as_encode_message(tmp_path):
@@ -407,7 +402,9 @@ def test_encode_bodies_offsets_near_2_to_the_32_encode_as_encode_items(phy, qoff
     template = MessageInner("TopXq", b"", 0, 0, props, 0, 1_700_000_000_123, V4, V4, 0)
     bodies = [b"%d" % n for n in range(100, 105)]
     got = encode_bodies(template, bodies, head, phy, qoff, 1_700_000_000_456, 1 << 10)
-    want = encode_items(template, [(0, b, props) for b in bodies], head, phy, qoff, 1_700_000_000_456, 1 << 10)
+    want = encode_items(
+        template, [(0, b, props) for b in bodies], head, phy, qoff, 1_700_000_000_456, 1 << 10
+    )
     assert isinstance(got, Encoded) and isinstance(want, Encoded)
     assert b"".join(got.parts) == b"".join(want.parts)
     assert (got.sizes, got.total) == (want.sizes, want.total)
