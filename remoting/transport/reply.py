@@ -22,12 +22,7 @@ from typing import Any
 
 from pocketmq.remoting.protocol.command import RemotingCommand
 
-_Future = asyncio.Future
-_set_result = _Future.set_result
-_set_exception = _Future.set_exception
-_cancel = _Future.cancel
-_add_done_callback = _Future.add_done_callback
-_remove_done_callback = _Future.remove_done_callback
+_set_result = asyncio.Future.set_result
 
 _Callback = Callable[["ReplyFuture"], object]
 
@@ -45,10 +40,10 @@ class ReplyFuture(asyncio.Future[RemotingCommand]):
         if context is not None and self._wake is None and not self.done():
             self._wake, self._wake_ctx = fn, context
         else:
-            _add_done_callback(self, fn, context=context)
+            super().add_done_callback(fn, context=context)
 
     def remove_done_callback(self, fn: _Callback, /) -> int:
-        removed = _remove_done_callback(self, fn)
+        removed = super().remove_done_callback(fn)
         if self._wake is not None and self._wake == fn:
             self._wake = self._wake_ctx = None
             removed += 1
@@ -71,11 +66,11 @@ class ReplyFuture(asyncio.Future[RemotingCommand]):
         self.get_loop().call_soon(wake, self, context=ctx)
 
     def set_exception(self, exception: type | BaseException, /) -> None:
-        _set_exception(self, exception)
+        super().set_exception(exception)
         self._wake_soon()
 
     def cancel(self, msg: Any | None = None) -> bool:
-        if not _cancel(self, msg):
+        if not super().cancel(msg):
             return False
         self._wake_soon()
         return True
