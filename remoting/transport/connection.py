@@ -66,7 +66,6 @@ from pocketmq.remoting.transport.limits import (
     TurnShare,
     forget_frames,
 )
-from pocketmq.remoting.transport.reply import ReplyFuture
 from pocketmq.remoting.transport.wire_io import (
     IOV_MAX,
     MAX_BATCH_PARTS,
@@ -84,9 +83,6 @@ _monotonic = time.monotonic
 _RPC_TYPE_RESPONSE = int(RPC_TYPE_RESPONSE)
 _RPC_ONEWAY = int(RPC_ONEWAY)
 _InvalidStateError = asyncio.InvalidStateError
-#: a request's reply future: its awaiting task resumes as the reply is read (reply.py)
-_new_reply = ReplyFuture
-_set_result = asyncio.Future.set_result
 
 HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 #: A request handler: returns the reply, ``None`` (no reply now: oneway, or a held pull that
@@ -406,20 +402,8 @@ class RemotingConnection(asyncio.Protocol):
                                 "%s: response for unknown opaque %d dropped", self.remote_addr, cmd.opaque
                             )
                         else:
-                            waiter = entry[0]
                             try:
-                                if type(waiter) is _new_reply:
-                                    # (the C set_result, then its task's wake-up here: reply.py)
-                                    _set_result(waiter, cmd)
-                                    wake = waiter._wake
-                                    if wake is not None:
-                                        waiter._wake = None
-                                        try:
-                                            waiter._wake_ctx.run(wake, waiter)  # type: ignore[union-attr]
-                                        except RuntimeError:  # a task runs (a read fed by one)
-                                            waiter.wake_later(wake)
-                                else:
-                                    waiter.set_result(cmd)
+                                entry[0].set_result(cmd)
                             except _InvalidStateError:  # the waiter was cancelled meanwhile
                                 pass
                     else:
@@ -686,12 +670,7 @@ class RemotingConnection(asyncio.Protocol):
                 f"{len(pending)} requests already pending on {self.remote_addr}"
             )
         head = cmd.encode_header()  # may raise: before the entry exists
-        if waiter is None:
-            # (inline of reply.reply_future: one Python call less a request)
-            future: asyncio.Future[RemotingCommand] = _new_reply(loop=self._loop)
-            future._wake = future._wake_ctx = None  # type: ignore[attr-defined]
-        else:
-            future = waiter
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future() if waiter is None else waiter
         out = self._out
         if out is not None and not self._closing:
             # A batch is open (this loop turn already wrote or read): join it, and take the
