@@ -64,6 +64,16 @@ while True:
         break
     if not req:
         break
+    if req[:1] == b"\1":
+        # a scheduling change, unanswered: "\1" + "1" real-time (SCHED_FIFO), "0" normal
+        try:
+            if req[1:] == b"1":
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            else:
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            pass  # not permitted (no CAP_SYS_NICE, no real-time budget): normal priority
+        continue
     if req == last:
         # the same files (paths with inodes) as the last request, all kept then
         out = []
@@ -145,17 +155,23 @@ class FsyncProcess:
         self.fd = parent.fileno()
         #: answers read so far, mod 256 (the helper's count is in ``_flag[0]``)
         self._read = 0
+        #: the helper's scheduling as last asked for (``request``)
+        self._realtime = False
 
     @property
     def pid(self) -> int:
         return self._proc.pid
 
-    def request(self, paths: list[str]) -> None:
-        """Ask for an fdatasync of each file (a path, or a ``MappedFile.sync_key``). Raises
+    def request(self, paths: list[str], realtime: bool = False) -> None:
+        """Ask for an fdatasync of each file (a path, or a ``MappedFile.sync_key``), by the
+        helper at real-time priority (``SCHED_FIFO``, where permitted) or normal. Raises
         OSError if the helper is gone."""
         sock = self._sock
         if sock is None:
             raise OSError(errno.EPIPE, "fsync process closed")
+        if realtime is not self._realtime:  # (a message of its own: requests stay equal)
+            sock.send(b"\1" + (b"1" if realtime else b"0"))
+            self._realtime = realtime
         sock.send("\n".join(paths).encode())
 
     def answered(self) -> bool:
