@@ -14,6 +14,7 @@ import asyncio
 import errno
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -255,6 +256,34 @@ def test_helper_switches_to_real_time_and_back_per_request(tmp_path):
         assert proc.results() == []  # a scheduling change is not answered
     finally:
         proc.close()
+
+
+def test_a_helper_not_permitted_real_time_syncs_at_normal_priority(tmp_path):
+    # no CAP_SYS_NICE (dropped from the bounding set: gone after exec, also for root) and no
+    # RLIMIT_RTPRIO: the switch fails in the helper, which goes on at normal priority
+    if shutil.which("setpriv") is None or shutil.which("prlimit") is None:
+        pytest.skip("setpriv/prlimit not installed")
+    path = tmp_path / "seg"
+    path.write_bytes(b"x" * 5000)
+    script = textwrap.dedent(
+        f"""
+        import os, select
+        from pocketmq.store.services.fsync_process import FsyncProcess
+        proc = FsyncProcess()
+        for realtime in (True, False, True):
+            proc.request([{str(path)!r}], realtime)
+            assert select.select([proc.fd], [], [], 5.0)[0]
+            assert proc.results() == [0]
+            assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+        proc.close()
+        print("ok")
+        """
+    )
+    argv = ["prlimit", "--rtprio=0", "setpriv", "--bounding-set", "-sys_nice", sys.executable, "-c", script]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    if "Operation not permitted" in done.stderr and "setpriv" in done.stderr:
+        pytest.skip(f"cannot drop the capability here: {done.stderr.strip()}")
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 async def test_helper_fsync_error_is_retried_not_acknowledged(tmp_path):
