@@ -206,8 +206,9 @@ class GroupCommitService(CommitLogSyncService):
 
     An idle service starts an fsync as soon as the open round holds half as many waiters as
     the last fsync covered (at once for a lone waiter), else in the next loop turn (one
-    ``call_soon``), which with many waiters would be only after all of them had put again.
-    A round still pending ``syncFlushTimeout`` after it opened resolves False
+    ``call_soon``), which with many waiters would be only after all of them had put again;
+    while puts are sparse (one send in flight), the put itself starts it, by a real-time
+    helper (``poll``). A round still pending ``syncFlushTimeout`` after it opened resolves False
     (FLUSH_DISK_TIMEOUT). A failed fsync (EIO) leaves its rounds pending; it is retried.
 
     No task: the helper's answer is handled in its reader callback, or earlier by the put
