@@ -207,8 +207,8 @@ class GroupCommitService(CommitLogSyncService):
     An idle service starts an fsync as soon as the open round holds half as many waiters as
     the last fsync covered (at once for a lone waiter), else in the next loop turn (one
     ``call_soon``), which with many waiters would be only after all of them had put again;
-    while puts are sparse (one send in flight), the put itself starts it, by a real-time
-    helper (``poll``). A round still pending ``syncFlushTimeout`` after it opened resolves False
+    after an fsync that covered one put (one send in flight), the put itself starts it, by
+    a real-time helper (``poll``). A round still pending ``syncFlushTimeout`` after it opened resolves False
     (FLUSH_DISK_TIMEOUT). A failed fsync (EIO) leaves its rounds pending; it is retried.
 
     No task: the helper's answer is handled in its reader callback, or earlier by the put
@@ -245,14 +245,10 @@ class GroupCommitService(CommitLogSyncService):
         #: set while an fsync is in flight and ``on_stop`` waits for it
         self._idle: asyncio.Future[None] | None = None
         self._eager = 1
-        #: puts since the last fsync started (``poll``)
+        #: puts since the last fsync started (``poll``), and whether that fsync covered one
+        #: at most: sends one at a time, whose fsync ``poll`` starts right at the put
         self._puts = 0
-        #: the put rate against the fsync time (``poll``): the mean gap between puts and the
-        #: mean fsync (request to answer), both moving averages (1/8 per sample), seconds
-        self._gap = 1.0
-        self._fsync_s = 0.0
-        self._last_put = 0.0
-        self._started_at = 0.0
+        self._lone = True
         #: puts the fsync in flight covers (those counted when it started)
         self._covers = 0
         self._kick_pending = False
@@ -329,7 +325,7 @@ class GroupCommitService(CommitLogSyncService):
         """Close the open round and fsync everything written so far (helper, else executor);
         ``lone``: by the helper at real-time priority (``poll``)."""
         self._riding, self._open = self._open, None
-        self._started_at = time.monotonic()
+        self._lone = self._puts <= 1
         self._covers = self._puts
         self._puts = 0
         plan, ts = self.flush_plan()
@@ -358,8 +354,8 @@ class GroupCommitService(CommitLogSyncService):
     def poll(self) -> None:
         """After each put (``StoreServices.after_put``): handle the helper's answer now if it
         has come (``FsyncProcess.answered``: no syscall; the next fsync then starts at once,
-        for this put too); with no fsync in flight, start one at once if puts are sparse:
-        their mean gap longer than the mean fsync, as with one send in flight.
+        for this put too); with no fsync in flight, start one at once if the last one covered
+        a single put.
 
         The answer: a loop turn that reads and puts a burst of sends holds the reader
         callback back for up to the turn's length (measured at 128 sends in flight: a median
@@ -373,27 +369,16 @@ class GroupCommitService(CommitLogSyncService):
         load, often longer than the fdatasync); the gathered ones at normal priority, so that
         a quick helper does not take the loop's CPU between two puts and leave each fsync a
         single put to cover (with every fsync real-time, 640 puts of 32 in-process writers:
-        159-561 fsyncs, against 47-91 so; sync22 saw 186-572).
-
-        The decision follows the put rate, not what the last fsync covered: with that rule
-        and a real-time helper, an fsync that covered one put made the next put start one
-        for itself, and so on, at any number of writers.
+        159-561 fsyncs, against 53-77 so; main 43-64; sync22 saw 186-572).
         """
         proc = self._proc
         if proc is None:
             return
-        now = time.monotonic()
-        gap = now - self._last_put
-        self._last_put = now
-        # (a gap counts up to four fsyncs: after an idle minute the puts of a burst look
-        # dense again within ~10 puts)
-        cap = 4 * self._fsync_s
-        self._gap += ((gap if gap < cap else cap) - self._gap) * 0.125
         self._puts += 1
         if self._inflight is not None:
             if proc.answered():
                 self._on_proc()
-        elif self._gap > self._fsync_s and not self._stopping and self._retry is None:
+        elif self._lone and not self._stopping and self._retry is None:
             self._start_flush(self.realtime)
 
     def _on_proc(self) -> None:
@@ -427,7 +412,6 @@ class GroupCommitService(CommitLogSyncService):
             if not self._stopping and self._retry is None and self._loop is not None:
                 self._retry = self._loop.call_later(_FSYNC_RETRY_S, self._kick)
             return  # on_stop makes the last attempt and answers every waiter
-        self._fsync_s += (time.monotonic() - self._started_at - self._fsync_s) * 0.125
         plan, ts = inflight
         flushed = self.commit_flush(plan, ts)
         rounds = self._rounds
