@@ -206,8 +206,9 @@ class GroupCommitService(CommitLogSyncService):
 
     An idle service starts an fsync as soon as the open round holds half as many waiters as
     the last fsync covered (at once for a lone waiter), else in the next loop turn (one
-    ``call_soon``), which with many waiters would be only after all of them had put again.
-    A round still pending ``syncFlushTimeout`` after it opened resolves False
+    ``call_soon``), which with many waiters would be only after all of them had put again;
+    after an fsync that covered one put (one send in flight), the put itself starts it, by
+    a real-time helper (``poll``). A round still pending ``syncFlushTimeout`` after it opened resolves False
     (FLUSH_DISK_TIMEOUT). A failed fsync (EIO) leaves its rounds pending; it is retried.
 
     No task: the helper's answer is handled in its reader callback, or earlier by the put
@@ -221,6 +222,8 @@ class GroupCommitService(CommitLogSyncService):
     name = "group-commit"
     #: fdatasync in a helper process (tests switch it off to inject faults into the thread's)
     use_process = True
+    #: a lone put's fsync (``poll``) by the helper at real-time priority, where permitted
+    realtime = True
 
     def __init__(
         self,
@@ -318,8 +321,9 @@ class GroupCommitService(CommitLogSyncService):
         if self._inflight is None and self._rounds and not self._stopping:
             self._start_flush()
 
-    def _start_flush(self) -> None:
-        """Close the open round and fsync everything written so far (helper, else executor)."""
+    def _start_flush(self, lone: bool = False) -> None:
+        """Close the open round and fsync everything written so far (helper, else executor);
+        ``lone``: by the helper at real-time priority (``poll``)."""
         self._riding, self._open = self._open, None
         self._lone = self._puts <= 1
         self._covers = self._puts
@@ -330,7 +334,7 @@ class GroupCommitService(CommitLogSyncService):
         proc = self._proc
         if proc is not None and plan:
             try:
-                proc.request([mf.sync_key for mf, _ in plan])
+                proc.request([mf.sync_key for mf, _ in plan], lone)
                 return  # answered in _on_proc
             except OSError as exc:
                 logger.error("fsync process unusable (%s): fsync in a thread from now on", exc)
@@ -359,7 +363,13 @@ class GroupCommitService(CommitLogSyncService):
         here, the covered sends are answered mid-turn, and an fsync for rounds already
         waiting starts then. The start: with one send in flight the fsync need not wait for
         the turn's end (the put's registration, after the reput slice); with more puts per
-        fsync it does, so that they share one (``FlushReplies``).
+        fsync it does, so that they share one (``FlushReplies``). Such a lone fsync runs in
+        the helper at real-time priority (``realtime``), so that it does not wait for a CPU
+        behind the client processes (its run-queue wait was 130-720 µs per message under
+        load, often longer than the fdatasync); the gathered ones at normal priority, so that
+        a quick helper does not take the loop's CPU between two puts and leave each fsync a
+        single put to cover (with every fsync real-time, 640 puts of 32 in-process writers:
+        159-561 fsyncs, against 53-77 so; main 43-64; sync22 saw 186-572).
         """
         proc = self._proc
         if proc is None:
@@ -369,7 +379,7 @@ class GroupCommitService(CommitLogSyncService):
             if proc.answered():
                 self._on_proc()
         elif self._lone and not self._stopping and self._retry is None:
-            self._start_flush()
+            self._start_flush(self.realtime)
 
     def _on_proc(self) -> None:
         """The helper answered (or exited): the fsync in flight is done."""

@@ -14,6 +14,7 @@ import asyncio
 import errno
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,9 +128,9 @@ async def test_group_commit_acknowledges_only_after_the_helper_synced(tmp_path, 
     requests: list[list[str]] = []
     real_request = gc._proc.request
 
-    def counting(paths: list[str]) -> None:
+    def counting(paths: list[str], realtime: bool = False) -> None:
         requests.append(list(paths))
-        real_request(paths)
+        real_request(paths, realtime)
 
     gc._proc.request = counting  # type: ignore[method-assign]
 
@@ -197,21 +198,37 @@ async def test_a_put_collects_the_finished_fsync_before_the_loop_does(tmp_path):
     await store.shutdown()
 
 
+def _realtime_permitted() -> bool:
+    """Whether this user may make a process SCHED_FIFO (root, CAP_SYS_NICE, RLIMIT_RTPRIO)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        os.sched_setscheduler(child.pid, os.SCHED_FIFO, os.sched_param(1))
+        return True
+    except OSError:
+        return False
+    finally:
+        child.kill()
+        child.wait()
+
+
 async def test_a_lone_put_starts_its_fsync_at_once_a_burst_waits_for_its_registration(tmp_path):
+    fifo = os.SCHED_FIFO if _realtime_permitted() else os.SCHED_OTHER
     store = await _started(str(tmp_path / "s"))
     gc = store._services.group_commit  # type: ignore[union-attr]
-    # one send at a time: the put itself starts the fsync (before its registration)
+    assert gc._proc is not None
+    # one send at a time: the put itself starts the fsync (before its registration), by the
+    # helper at real-time priority where permitted
     for i in range(3):
         r = store.put_message(make_msg(i))
         assert gc._inflight is not None
         waiter = store.flush_waiter(r)
         assert waiter is not None and await waiter is True
+        assert os.sched_getscheduler(gc._proc.pid) == fifo
     # a burst: its first put still starts one at once, the next fsync covers the rest
-    # together (more than one put), and from then on a put waits for its registration. The
-    # helper is stopped through the burst: an answer to the first fsync collected by a later
-    # put of the burst (``poll``) would let that put start a fsync of its own, and the test
-    # would depend on how fast the helper is (it failed once under a loaded CI run)
-    assert gc._proc is not None
+    # together (more than one put), at normal priority, and from then on a put waits for its
+    # registration. The helper is stopped through the burst: an answer to the first fsync
+    # collected by a later put of the burst (``poll``) would let that put start a fsync of
+    # its own, and the test would depend on how fast the helper is
     os.kill(gc._proc.pid, signal.SIGSTOP)
     try:
         burst = [store.put_message(make_msg(10 + i)) for i in range(4)]
@@ -221,11 +238,56 @@ async def test_a_lone_put_starts_its_fsync_at_once_a_burst_waits_for_its_registr
     assert waiter is not None and await asyncio.wait_for(waiter, 10) is True
     after = store.put_message(make_msg(20))
     assert gc._inflight is None
+    assert os.sched_getscheduler(gc._proc.pid) == os.SCHED_OTHER
     waiter = store.flush_waiter(after)
     assert waiter is not None and await waiter is True
     assert after.append is not None
     assert store.commitlog.mfq.flushed_where >= after.append.wrote_offset + after.append.wrote_bytes
     await store.shutdown()
+
+
+def test_helper_switches_to_real_time_and_back_per_request(tmp_path):
+    fifo = os.SCHED_FIFO if _realtime_permitted() else os.SCHED_OTHER
+    proc = FsyncProcess()
+    try:
+        path = tmp_path / "seg"
+        path.write_bytes(b"x" * 5000)
+        for realtime in (False, True, True, False, True, False, False):
+            proc.request([str(path)], realtime)  # (a repeated request: the helper's kept fds)
+            assert _answer(proc) == [0]
+            assert os.sched_getscheduler(proc.pid) == (fifo if realtime else os.SCHED_OTHER)
+        time.sleep(0.05)
+        assert proc.results() == []  # a scheduling change is not answered
+    finally:
+        proc.close()
+
+
+def test_a_helper_not_permitted_real_time_syncs_at_normal_priority(tmp_path):
+    # no CAP_SYS_NICE (dropped from the bounding set: gone after exec, also for root) and no
+    # RLIMIT_RTPRIO: the switch fails in the helper, which goes on at normal priority
+    if shutil.which("setpriv") is None or shutil.which("prlimit") is None:
+        pytest.skip("setpriv/prlimit not installed")
+    path = tmp_path / "seg"
+    path.write_bytes(b"x" * 5000)
+    script = textwrap.dedent(
+        f"""
+        import os, select
+        from pocketmq.store.services.fsync_process import FsyncProcess
+        proc = FsyncProcess()
+        for realtime in (True, False, True):
+            proc.request([{str(path)!r}], realtime)
+            assert select.select([proc.fd], [], [], 5.0)[0]
+            assert proc.results() == [0]
+            assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+        proc.close()
+        print("ok")
+        """
+    )
+    argv = ["prlimit", "--rtprio=0", "setpriv", "--bounding-set", "-sys_nice", sys.executable, "-c", script]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    if "Operation not permitted" in done.stderr and "setpriv" in done.stderr:
+        pytest.skip(f"cannot drop the capability here: {done.stderr.strip()}")
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 async def test_helper_fsync_error_is_retried_not_acknowledged(tmp_path):
