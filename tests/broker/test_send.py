@@ -475,3 +475,49 @@ async def test_send_reply_counts_the_put_as_on_put_does(broker, wire):
         assert (got.value, got.times) == (want.value, want.times) == (want.value, 3)
     cluster = broker.config.broker_cluster_name
     assert stats.get_stats_item(BROKER_PUT_NUMS, cluster).value == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+async def test_shape_read_send_replies_as_a_typed_one(broker, batch):
+    """A SEND_MESSAGE_V2 read by its header's shape (send_raw.SendRawRequest, whose code and
+    serialize type process does not read: class attributes) is stored and answered as the same
+    send decoded typed: the SEND_OK head byte for byte (but its msgId and queue offset), a
+    batch (``m=true``) through the batch path."""
+    from argparse import Namespace
+
+    from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+    from pocketmq.remoting.protocol.frame import FrameDecoder
+    from pocketmq.remoting.protocol.send_raw import SendRawRequest
+
+    proc = broker.send_processor
+    conn = Namespace(attrs={}, remote_addr="127.0.0.1:5555")
+    body = encode_batch([(0, b"b0", "KEYS\x01x0"), (0, b"b1", "")]) if batch else b"x" * 100
+    frames = []
+    for i in range(4):
+        uniq = f"7F0000010A6B18B4AAC22794EB2C{i:04X}"
+        ext = {"a": "PG", "b": "RawShape", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000000",
+               "h": "0", "i": f"UNIQ_KEY\x01{uniq}", "j": "0", "k": "false", "m": "true" if batch else "false"}  # fmt: skip
+        frames.append(
+            RemotingCommand(
+                code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext, body=body, opaque=100 + i
+            ).encode()
+        )
+    decoder = FrameDecoder()
+    commands = decoder.feed(b"".join(frames[:2])) + decoder.feed(
+        b"".join(frames[2:])
+    )  # (learnt, then read by it)
+    assert [type(c) for c in commands[2:]] == [SendRawRequest, SendRawRequest]
+    assert type(commands[0]) in (SendV2Request, RemotingCommand)
+    heads = []
+    for command in commands:
+        reply = proc.process(conn, command)
+        reply = reply if isinstance(reply, RemotingCommand) else await reply
+        assert reply.code == ResponseCode.SUCCESS
+        assert reply.opaque == command.opaque
+        assert reply.encode_header() == RemotingCommand.encode_header(reply)
+        ext = reply.ext_fields
+        heads.append(reply.encode_header().replace(ext["msgId"].encode(), b"M").replace(b'"queueOffset":"%s"' % ext["queueOffset"].encode(), b"Q").replace(b"%d" % reply.opaque, b"O"))  # fmt: skip
+        assert ext["queueId"] == "1"
+        assert int(ext["queueOffset"]) == len(heads) * (2 if batch else 1) - (2 if batch else 1)
+        assert len(ext["msgId"].split(",")) == (2 if batch else 1)
+    assert len(set(heads)) == 1
