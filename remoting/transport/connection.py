@@ -391,7 +391,7 @@ class RemotingConnection(asyncio.Protocol):
             if run_all is not None:  # (a ProcessorDispatcher's: the loop without a call per frame)
                 stalled = run_all(self, commands)
                 if stalled is not None:
-                    self._stall(commands, stalled)  # the peer does not read: stop here
+                    self._stall(commands, stalled)  # the peer does not read, or the turn is over: stop here
             else:
                 # (methods called through their objects: one bound per read is ~0.5k instructions)
                 for cmd in commands:
@@ -439,18 +439,22 @@ class RemotingConnection(asyncio.Protocol):
 
     def _stall(self, commands: list[RemotingCommand], last: RemotingCommand) -> None:
         """The write buffer passed its high-water mark while handling ``commands``: the ones
-        after ``last`` wait, ahead of the backlog, for ``resume_writing``."""
+        after ``last`` wait, ahead of the backlog, for ``resume_writing``; or the turn's time
+        ran out (``dispatch.TURN_BUDGET``): they wait for the next turn."""
         idx = next(k for k, c in enumerate(commands) if c is last)
         rest = commands[idx + 1 :]
+        backlog = self._backlog
         if rest:
-            backlog = self._backlog
             self._backlog = rest + backlog if backlog else rest
             if self._queue_wait is not None:
                 slice_read = self._slice_read
                 rest_read = slice_read[idx + 1 :] if slice_read else [self.last_read] * len(rest)
                 self._backlog_read = rest_read + self._backlog_read
-        if self._backlog:
-            self._backlog_stalled = True
+        if not self.can_write:
+            if self._backlog:
+                self._backlog_stalled = True
+        elif rest and backlog is None:  # (a backlog has its ``_next_slice`` scheduled already)
+            self._loop.call_soon(self._next_slice)
 
     def _remote_protocol_errors(self, errors: list[LocalProtocolError]) -> None:
         """The one place where the decoder's local errors become the peer's (h11's conversion).
