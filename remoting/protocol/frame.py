@@ -37,6 +37,7 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.send_ok import SEND_OK_START, send_ok_command
+from pocketmq.remoting.protocol.send_raw import OTHER_SHAPES as OTHER_SEND_SHAPES
 from pocketmq.remoting.protocol.send_raw import QUEUE_IDS, SendRawRequest, learn
 from pocketmq.remoting.protocol.send_raw import SHAPES as SEND_SHAPES
 
@@ -57,6 +58,7 @@ _SEND_V2_START = header_json.SEND_V2_START
 _LANGUAGES = header_json.LANGUAGE_BY_NAME
 _shape_of = SHAPES.get  # (end_raw empties SHAPES in place, never rebinds it)
 _send_shape_of = SEND_SHAPES.get  # (send_raw's, likewise)
+_other_send_shapes_of = OTHER_SEND_SHAPES.get
 _queue_id_of = QUEUE_IDS.get
 _learn_send = learn
 _SendHeader = SendMessageRequestHeader
@@ -217,18 +219,30 @@ class FrameDecoder:
                                 (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
                                  wide, base, language, version, flag) = sshape  # fmt: skip
                                 values = unpack_values(header)  # (the changing ones)
-                                queue_id = _queue_id_of(values[i_e])
+                                # its constant pieces: the values put back into the shape's
+                                # give the header; else another producer's header of this
+                                # length may be one of the length's other shapes' (send_raw)
+                                if render % values == header:
+                                    queue_id = _queue_id_of(values[i_e])
+                                else:
+                                    queue_id = None
+                                    for other in _other_send_shapes_of(hlen, ()):
+                                        other_values = other[0](header)
+                                        if other[1] % other_values == header:
+                                            (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
+                                             post, wide, base, language, version, flag) = other  # fmt: skip
+                                            values = other_values
+                                            queue_id = _queue_id_of(values[i_e])
+                                            break
                                 raw_g, raw_opaque = values[i_g], values[i_opaque]
-                                # its constant pieces (the values put back into the shape's
-                                # give the header), the queue id one of QUEUE_IDS (a
-                                # subscript, no int() call: another takes the typed decode),
-                                # the numbers ASCII digits (what int() reads as the field
-                                # parse does: no sign, space or _), the
-                                # opaque without a leading zero (JSON), the UNIQ_KEY ASCII
-                                # letters and digits (JSON string content, no escape)
+                                # the queue id one of QUEUE_IDS (a subscript, no int() call:
+                                # another takes the typed decode), the numbers ASCII digits
+                                # (what int() reads as the field parse does: no sign, space
+                                # or _), the opaque without a leading zero (JSON), the
+                                # UNIQ_KEY ASCII letters and digits (JSON string content, no
+                                # escape)
                                 if (
-                                    render % values == header
-                                    and queue_id is not None
+                                    queue_id is not None
                                     and raw_g.isdigit()
                                     and raw_opaque.isdigit()
                                     and (raw_opaque[0] != 48 or not wide)

@@ -29,11 +29,17 @@ decode refuses, a frame alone in its read (``frame._json_command``), an empty or
 and escapes are not assumed: our SDK's (a..n, ``l`` last), fastjson's (sorted) or any other
 producer whose header passes the typed decode and these finds is learnt.
 
-One shape per header length (bounded): one producer's headers to one topic change length only
-when a value gains a digit. Producers whose headers share a length but not their constant parts
-would otherwise take the length's shape from each other at every send; so a length's shape is
-replaced only after ``RELEARN_AFTER`` headers of that length were not read by it, and a length
-whose header could not be learnt is tried again only after as many typed reads.
+Shapes are kept per header length (bounded): one producer's headers to one topic change length
+only when a value gains a digit. Producers whose headers share a length but not their constant
+parts (another group or topic of the same length) each keep theirs: a length holds up to
+``PER_LENGTH`` shapes, the first learnt in ``SHAPES`` (the one tried first, at the cost of one
+%-format and compare when it is not the header's) and the others in ``OTHER_SHAPES``, tried in
+turn only when the first's constant pieces differ (one keyed shape alone thrashed: each of two
+alternating producers was read typed, plus a failed try, ~1k instructions, at every send). A
+header of the same constants as a kept shape (a value the shape read refuses), or of a full
+length, teaches nothing before ``RELEARN_AFTER`` more typed reads of that length (a full
+length's oldest other shape is then replaced), and a length whose header could not be learnt
+is tried again only after as many typed reads.
 """
 
 from __future__ import annotations
@@ -46,9 +52,12 @@ from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import SendV2Request
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 
-__all__ = ["QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
+__all__ = ["OTHER_SHAPES", "PER_LENGTH", "QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
 
+#: header lengths kept (all are dropped when one more is learnt)
 _MAX_SHAPES = 256
+#: shapes kept per header length (producers of equal-length headers: module docstring)
+PER_LENGTH = 4
 #: headers of a length not read by its shape (or not learnable) before it is learnt again
 RELEARN_AFTER = 64
 _OPAQUE_MAX = 10**9  # (9 digits at most: any is an int32)
@@ -67,10 +76,14 @@ _Shape = tuple[
     Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, str, str, bool,
     SendMessageRequestHeader, int, int, int,
 ]  # fmt: skip
-#: header length -> its shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
+#: header length -> its first shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
 SHAPES: dict[int, _Shape] = {}
 _shapes = SHAPES
-#: header length -> typed reads of that length since its shape was learnt (or last tried)
+#: header length -> its other shapes, oldest first (at most ``PER_LENGTH - 1``), tried when
+#: the first's constant pieces are not the header's (emptied in place, never rebound: frame)
+OTHER_SHAPES: dict[int, list[_Shape]] = {}
+_others = OTHER_SHAPES
+#: header length -> typed reads of that length since a try taught nothing or filled it
 _misses: dict[int, int] = {}
 
 
@@ -101,17 +114,18 @@ def _find_once(header: bytes, needle: bytes) -> int:
 
 def learn(header: bytes | bytearray, v2: Any) -> None:
     """Keep the shape of ``header`` (decoded typed as ``v2``, a ``send_v2_decode`` result whose
-    language is known) when it is one (module docstring), unless its length has a shape (or a
-    failed try) fewer than ``RELEARN_AFTER`` typed reads ago."""
+    language is known) when it is one (module docstring), unless a try of its length taught
+    nothing or filled it fewer than ``RELEARN_AFTER`` typed reads ago."""
     hlen = len(header)
     missed = _misses.get(hlen)
     if missed is not None and missed + 1 < RELEARN_AFTER:
         _misses[hlen] = missed + 1
         return
-    if len(_misses) >= _MAX_SHAPES:
+    if (hlen not in _shapes and len(_shapes) >= _MAX_SHAPES) or len(_misses) >= _MAX_SHAPES:
         _shapes.clear()
+        _others.clear()
         _misses.clear()
-    _misses[hlen] = 0  # (a failed try waits as long as a missed shape)
+    _misses[hlen] = 0  # (a failed try waits as long as a full length)
     header = bytes(header)
     f = v2.extFields
     opaque = v2.opaque
@@ -168,7 +182,7 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
     pieces.append(header[pos:].replace(b"%", b"%%"))
     # (cuts: e, g, [uniq,] opaque; their indexes among the unpacked values)
     index = order.index
-    _shapes[hlen] = (
+    shape: _Shape = (
         struct.Struct("".join(fmt)).unpack,
         b"%s".join(pieces),
         index(0),
@@ -183,3 +197,17 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
         v2.version,
         v2.flag,
     )
+    first = _shapes.get(hlen)
+    if first is None:
+        _shapes[hlen] = shape
+        del _misses[hlen]
+        return
+    others = _others.get(hlen, [])
+    if any(shape[1] == kept[1] for kept in (first, *others)):
+        return  # (its constants are a kept shape's: a value its read refuses; wait)
+    if len(others) + 2 >= PER_LENGTH:  # full now: the next try waits
+        del others[: len(others) + 2 - PER_LENGTH]
+    else:
+        del _misses[hlen]
+    others.append(shape)
+    _others[hlen] = others

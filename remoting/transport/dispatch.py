@@ -13,11 +13,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 import types
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pocketmq.remoting.protocol.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, ResponseCode, code_name
+from pocketmq.remoting.protocol.codes import (
+    RPC_ONEWAY,
+    RPC_TYPE_RESPONSE,
+    RequestCode,
+    ResponseCode,
+    code_name,
+)
 from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
 from pocketmq.remoting.protocol.errors import RemotingConnectError, ResponseError
 from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook, safe_call
@@ -35,6 +42,19 @@ _RPC_TYPE_RESPONSE = int(RPC_TYPE_RESPONSE)
 _RPC_ONEWAY = int(RPC_ONEWAY)
 _current_task = asyncio.current_task
 _CoroutineType = types.CoroutineType
+_monotonic = time.monotonic
+_SENDS = frozenset(
+    int(c) for c in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+)
+
+#: Seconds of one loop turn (from its read, or its slice's start: ``conn._batch_time``) after
+#: which the rest of a read's commands wait for the next turn, checked after a request heavier
+#: than a send (a reply other than a send's pre-rendered one, e.g. a pull's 32 messages): the
+#: connection's ``PER_TURN`` commands a turn bound a send burst (~0.4 ms), not one of pulls
+#: (32 pulls of 32 x 1 KiB held the loop 2.5 ms of CPU, /tmp/lag24/burst.py). A send's
+#: SEND_OK (an EncodedReply) and a reply left for later (None: SYNC_FLUSH, a held pull) pay no
+#: clock read.
+TURN_BUDGET = 0.0005
 
 
 class ProcessorDispatcher:
@@ -100,14 +120,15 @@ class ProcessorDispatcher:
     ) -> RemotingCommand | None:
         """Handle the commands of one read (or slice) of ``conn`` in order, as ``dispatch`` each
         request and ``conn._resolve`` each response; returns the command after which the
-        connection's write buffer passed its high-water mark (the rest wait: ``conn._stall``),
-        None when all were handled.
+        connection's write buffer passed its high-water mark, or the turn's ``TURN_BUDGET`` ran
+        out (the rest wait: ``conn._stall``), None when all were handled.
 
         Why a loop here and not a ``dispatch`` call per frame: the send path's ~34 frames a read
         each paid a Python call, three attribute reads (handler map, both hook lists) and the
         batch read that are the same for the whole read. Hooks are read once a read (they are
         registered at start-up).
         """
+        began = conn._batch_time
         if self.hooks or self.before_hooks:
             dispatch = self.dispatch
             for request in commands:
@@ -115,6 +136,8 @@ class ProcessorDispatcher:
                     conn._resolve(request)
                 else:
                     dispatch(conn, request)
+                    if request.code not in _SENDS and _monotonic() - began > TURN_BUDGET:
+                        return request if conn.transport is not None else None
                 if not conn.can_write and conn.transport is not None:
                     return request
             return None
@@ -142,6 +165,8 @@ class ProcessorDispatcher:
                             conn._write_batch(out)
                     else:
                         self._finish(conn, request, result)
+                        if result is not None and _monotonic() - began > TURN_BUDGET:
+                            return request if conn.transport is not None else None
             if not conn.can_write and conn.transport is not None:
                 return request
         return None

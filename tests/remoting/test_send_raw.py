@@ -99,10 +99,14 @@ def _read(header: bytes) -> tuple[Any, str]:
 
 @pytest.fixture(autouse=True)
 def _fresh_shapes() -> Any:
-    send_raw.SHAPES.clear()
-    send_raw._misses.clear()
+    _forget()
     yield
+    _forget()
+
+
+def _forget() -> None:
     send_raw.SHAPES.clear()
+    send_raw.OTHER_SHAPES.clear()
     send_raw._misses.clear()
 
 
@@ -185,7 +189,7 @@ def test_a_header_of_the_same_length_is_read_as_the_general_path_reads_it(
 
 @settings(max_examples=600, deadline=None)
 @given(
-    st.sampled_from(["sdk", "java", "go"]),
+    st.sampled_from(["sdk", "java", "go", "sdk2", "java2"]),
     st.lists(
         st.tuples(
             st.integers(0, 400),
@@ -198,12 +202,13 @@ def test_a_header_of_the_same_length_is_read_as_the_general_path_reads_it(
     ),
 )
 def test_any_byte_changed_reads_as_the_general_path(kind: str, changes: list[tuple[int, bytes]]) -> None:
-    send_raw.SHAPES.clear()  # (the fixture runs once for all examples)
-    send_raw._misses.clear()
-    base = {"sdk": sdk, "java": java, "go": go}[kind]()
+    _forget()  # (the fixture runs once for all examples)
+    base = {"sdk": sdk, "java": java, "go": go}[kind.rstrip("2")]()
     if kind == "go":  # (not SEND_V2_START: the general path, never shaped)
         assert _read(base) == (_reference(base), "RemotingCommand")
     else:
+        if kind.endswith("2"):  # base is its length's other shape (the first's constants differ)
+            _teach(base.replace(b'"a":"PG"', b'"a":"QG"'))
         _teach(base)
     header = bytearray(base)
     for at, byte in changes:
@@ -231,18 +236,52 @@ def test_headers_that_cannot_teach_a_shape_are_read_typed() -> None:
     assert len(no_uniq) in send_raw.SHAPES  # (its properties are a constant)
 
 
-def test_producers_sharing_a_length_keep_one_shape_until_it_misses_often() -> None:
-    first, second = sdk(), sdk().replace(b'"a":"PG"', b'"a":"QG"')
+def _group(k: int) -> bytes:
+    """Producer ``k``'s header: ``sdk()`` of another group of the same length."""
+    return sdk().replace(b'"a":"PG"', f'"a":"G{k}"'.encode())
+
+
+def test_producers_sharing_a_length_each_keep_their_shape() -> None:
+    """Two producers alternating headers of one length both take the shape read (one shape
+    per length thrashed: each was read typed), and a look-alike of the same length is read as
+    the general path reads it (the hypothesis test covers any byte changed after two shapes)."""
+    first, second = _group(1), _group(2)
     _teach(first)
+    _teach(second)
+    for _ in range(3):
+        for header in (first, second, sdk(e="7").replace(b'"a":"PG"', b'"a":"G2"')):
+            got, kind = _read(header)
+            assert kind == "SendRawRequest" and got == _reference(header)
+    assert list(send_raw.SHAPES) == list(send_raw.OTHER_SHAPES) == [len(first)]
+    for header in (_group(3).replace(b'"k":"false"', b'"k":"fals0"'), _sub(second, b'"JSON"', b'"JSOM"')):
+        got, kind = _read(header)
+        assert kind != "SendRawRequest" and got == _reference(header)
+
+
+def test_a_length_keeps_at_most_per_length_shapes_and_relearns_after_misses() -> None:
+    groups = [_group(k) for k in range(send_raw.PER_LENGTH + 1)]
+    for header in groups[:-1]:
+        _teach(header)
+    extra = groups[-1]  # the length is full: read typed until it missed RELEARN_AFTER times
     for _ in range(send_raw.RELEARN_AFTER - 1):
-        got, kind = _read(second)
-        assert kind == "SendV2Request" and got == _reference(second)
-        assert _read(first)[1] == "SendRawRequest"
-    _read(second)  # the length's shape is now the second's
-    got, kind = _read(second)
-    assert kind == "SendRawRequest" and got == _reference(second)
-    got, kind = _read(first)
-    assert kind == "SendV2Request" and got == _reference(first)
+        got, kind = _read(extra)
+        assert kind == "SendV2Request" and got == _reference(extra)
+        assert all(_read(header)[1] == "SendRawRequest" for header in groups[:-1])
+    _read(extra)  # teaches it, in place of the oldest other shape (the first stays)
+    kinds = [_read(header)[1] for header in groups]
+    assert kinds == ["SendRawRequest", "SendV2Request"] + ["SendRawRequest"] * (send_raw.PER_LENGTH - 1)
+    assert len(send_raw.OTHER_SHAPES[len(extra)]) == send_raw.PER_LENGTH - 1
+
+
+def test_a_header_of_a_kept_shapes_constants_teaches_none() -> None:
+    """A queue id past QUEUE_IDS renders as the shape but is read typed: no second shape."""
+    _teach(sdk(e="1000"))
+    header = sdk(e="2000")
+    for _ in range(3):
+        got, kind = _read(header)
+        assert kind == "SendV2Request" and got == _reference(header)
+    assert not send_raw.OTHER_SHAPES
+    assert _read(sdk(e="1001"))[1] == "SendRawRequest"
 
 
 def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
