@@ -143,3 +143,30 @@ def test_properties_over_the_stores_limit_take_batch_items_way(tmp_path):
     assert isinstance(body, BatchBody)
     assert store.put_batch(_template(), body).status is PutMessageStatus.MESSAGE_ILLEGAL
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("phy", "qoff"),
+    [
+        (0, 0),
+        ((5 << 32) + 123, 7),  # CommitLog offsets with high bytes, all in one 2^32 span
+        ((1 << 32) - 5000, 1),  # the batch's records cross 2^32: the general (q) prefix
+        (1 << 40, (1 << 32) - 3),  # queue offsets cross 2^32
+        ((1 << 62) + 17, (1 << 40) + 9),  # neither below 2^32
+    ],
+)
+def test_encode_body_packs_offsets_as_encode_items_does(phy, qoff):
+    """encode_body's record prefixes (offsets as their low 4 bytes when the batch's share their
+    high ones, else as q) are encode_items' bytes for the same items, wherever the batch lies."""
+    from pocketmq.store.log.batch_encode import encode_body, encode_items
+
+    data, _ = BODIES["plain"]
+    body = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(body, BatchBody)
+    items = batch_items(data, HEADER, 1 << 20, "too long", "TopicA")
+    head = b"\x06TopicA"
+    got = encode_body(_template(), body, head, phy, qoff, 1_700_000_000_999, 1 << 20)
+    want = encode_items(_template(), items, head, phy, qoff, 1_700_000_000_999, 1 << 20)
+    assert not isinstance(got, int) and not isinstance(want, int)
+    assert b"".join(got.parts) == b"".join(want.parts)
+    assert (got.sizes, got.total, got.flags) == (want.sizes, want.total, want.flags)
