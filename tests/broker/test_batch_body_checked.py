@@ -49,6 +49,11 @@ BODIES = {
         encode_batch([(i, b"v" * i, f"KEYS\x01{'k' * (i // 2 * 700 % 1500)}\x02{_uniq(i)}") for i in range(12)]),
         True,
     ),
+    # equal items (an SDK batch of equal bodies: one unpack, batch_body._uniform_items), with
+    # flags that differ; then equal sizes but one item's properties ending with a separator
+    # (batch_items' list)
+    "uniform": (encode_batch([(i % 3, b"%04d" % i * 16, _uniq(i)) for i in range(16)]), True),
+    "uniform, one trailing": (encode_batch([(0, b"x" * 9, "K\x01ab"), (0, b"y" * 9, "K\x01a\x02")]), False),
     # batch_items' list: mixed last separators, empty properties, a NUL inside properties
     "mixed": (encode_batch([(1, b"a", "TAGS\x01t"), (3, b"ccc", "K\x01v\x02")]), False),
     "empty props": (encode_batch([(1, b"a", "TAGS\x01t"), (2, b"", "")]), False),
@@ -100,6 +105,8 @@ def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name, flus
         b"\x00\x00\x00\x05garbage",
         _item(0, b"x", b"a\x01b") + b"\x00\x00",
         _item(0, b"x", b"a\x01b") + _item(0, b"xyz", b"a\x01b", plen=2),
+        _item(0, b"x", b"a\x01b") + _item(0, b"x", b"a\x01b", plen=2),  # equal sizes, one length wrong
+        _item(0, b"x", b"a\x01b") * 3 + b"\x00\x00\x00\x05garb",  # equal items, then a short one
         _item(0, b"x", b"a\x01b", plen=-1),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\xff\xfe"),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\x81b"),
@@ -170,3 +177,22 @@ def test_encode_body_packs_offsets_as_encode_items_does(phy, qoff):
     assert not isinstance(got, int) and not isinstance(want, int)
     assert b"".join(got.parts) == b"".join(want.parts)
     assert (got.sizes, got.total, got.flags) == (want.sizes, want.total, want.flags)
+
+
+@pytest.mark.parametrize("name", ["uniform", "trailing", "one", "utf8"])
+def test_equal_items_are_read_in_one_unpack_with_the_loops_heads(name):
+    """A body of equal-sized items is read by batch_body._uniform_items: each item's (TOTALSIZE,
+    FLAG, BODYLENGTH) and properties bytes, as the item-by-item loop reads them."""
+    from pocketmq.broker.processor import batch_body
+
+    data, _ = BODIES[name]
+    heads, props, pos = [], [], 0
+    while pos < len(data):
+        total, _, _, flag, blen = ITEM_HEAD.unpack_from(data, pos)
+        heads.append((total, flag, blen))
+        props.append(data[pos + ITEM_HEAD.size + blen + 2 : pos + total])
+        pos += total
+    trailing = data[heads[0][0] - 1] == 2
+    assert batch_body._uniform_items(data, len(data), heads[0][0], trailing, 30000) == (heads, props)
+    got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(got, BatchBody) and (got.heads, got.props) == (heads, props)
