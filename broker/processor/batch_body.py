@@ -212,7 +212,10 @@ def checked_body(
 
 #: one unpack of a body of ``count`` equal items (TOTALSIZE, BODYLENGTH) -> its Struct
 _UNIFORM: dict[tuple[int, int, int], struct.Struct] = {}
-_UNIFORM_MAX = 64
+#: Structs kept, and the most items a body read so may have: a Struct costs ~175 bytes an
+#: item (a client's 4 MiB of 22-byte items would have made one of ~33 MB)
+_UNIFORM_MAX = 32
+_UNIFORM_MAX_ITEMS = 512
 
 
 def _uniform_items(
@@ -231,6 +234,8 @@ def _uniform_items(
     if blen < 0 or plen <= 0 or plen > limit:
         return None
     count = n // total
+    if count > _UNIFORM_MAX_ITEMS:
+        return None
     key = (count, total, blen)
     unpack = _UNIFORM.get(key)
     if unpack is None:

@@ -196,3 +196,17 @@ def test_equal_items_are_read_in_one_unpack_with_the_loops_heads(name):
     assert batch_body._uniform_items(data, len(data), heads[0][0], trailing, 30000) == (heads, props)
     got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
     assert isinstance(got, BatchBody) and (got.heads, got.props) == (heads, props)
+
+
+def test_a_body_of_many_equal_items_takes_the_loop():
+    """Over _UNIFORM_MAX_ITEMS equal items no Struct is made (its size grows with the items):
+    the item loop reads the body, the same BatchBody."""
+    from pocketmq.broker.processor import batch_body
+
+    n = batch_body._UNIFORM_MAX_ITEMS
+    for count, uniform in ((n, True), (n + 1, False)):
+        data = encode_batch([(0, b"x", _uniq(i)) for i in range(count)])
+        total = ITEM_HEAD.unpack_from(data)[0]
+        assert (batch_body._uniform_items(data, len(data), total, False, 30000) is not None) is uniform
+        got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+        assert isinstance(got, BatchBody) and len(got.heads) == count
