@@ -162,12 +162,13 @@ def test_properties_over_the_stores_limit_take_batch_items_way(tmp_path):
         ((1 << 62) + 17, (1 << 40) + 9),  # neither below 2^32
     ],
 )
-def test_encode_body_packs_offsets_as_encode_items_does(phy, qoff):
+@pytest.mark.parametrize("name", ["plain", "uniform", "lengths"])
+def test_encode_body_packs_offsets_as_encode_items_does(phy, qoff, name):
     """encode_body's record prefixes (offsets as their low 4 bytes when the batch's share their
     high ones, else as q) are encode_items' bytes for the same items, wherever the batch lies."""
     from pocketmq.store.log.batch_encode import encode_body, encode_items
 
-    data, _ = BODIES["plain"]
+    data, _ = BODIES[name]
     body = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
     assert isinstance(body, BatchBody)
     items = batch_items(data, HEADER, 1 << 20, "too long", "TopicA")
