@@ -173,17 +173,9 @@ def encode_body(
     heads = batch.heads
     # a record's size from its item's TOTALSIZE (head, body, 2-byte length, properties)
     grow = general.size + len(head) + tail_len - _ITEM_HEAD
-    # the offsets as their low 4 bytes (_body_prefixes) when the batch's stay below the next
-    # multiple of 2^32 (its size is exact: every item's TOTALSIZE grown by ``grow``)
+    # (the batch's size is exact: every item's TOTALSIZE grown by ``grow``)
     count = len(heads)
-    p = phy & 0xFFFFFFFF
-    if qoff >= 0 and qoff + count <= 0xFFFFFFFF and p + len(batch.data) + count * grow <= 0xFFFFFFFF:
-        pack = low.pack
-        high = _pack_time(phy)[:4]
-    else:
-        pack = general.pack
-        high = b""
-        p = phy
+    pack, high, p = _offsets_pack(general, low, phy, qoff, count, len(batch.data) + count * grow)
     queue_id = template.queue_id
     mid = shared.pack(
         sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
@@ -331,6 +323,19 @@ _pack_time = struct.Struct(">q").pack
 _pack_queue_flag = struct.Struct(">ii").pack
 
 
+def _offsets_pack(
+    general: struct.Struct, low: struct.Struct, phy: int, qoff: int, count: int, size: int
+) -> tuple[Callable[..., bytes], bytes, int]:
+    """How ``count`` records from CommitLog offset ``phy`` (``size`` bytes at most) and queue
+    offset ``qoff`` pack their offsets: ``low``'s pack with the CommitLog offsets' high 4 bytes
+    and the low 4 bytes of ``phy`` when every offset stays below the next multiple of 2^32,
+    else ``general``'s with no high bytes and ``phy`` itself (``_body_prefixes``)."""
+    p = phy & 0xFFFFFFFF
+    if qoff >= 0 and qoff + count <= 0xFFFFFFFF and p + size <= 0xFFFFFFFF:
+        return low.pack, _pack_time(phy)[:4], p
+    return general.pack, b"", phy
+
+
 def encode_bodies(
     template: MessageInner,
     bodies: Sequence[bytes],
@@ -358,17 +363,9 @@ def encode_bodies(
     item_part, low, shared = _SHARED_PARTS[sys_flag & HOST_FLAGS_MASK]
     tail = head + PROPS_LEN.pack(plen) + props_b
     fixed = item_part.size + len(tail)
-    # the offsets as their low 4 bytes (_shared_parts) when the run's stay below the next
-    # multiple of 2^32 (a bound: every body at max_body); ``p`` / ``q`` are what is packed
-    p = phy & 0xFFFFFFFF
+    # (a bound of the run's size: every body at max_body); ``p`` / ``q`` are what is packed
     q = qoff
-    if qoff >= 0 and qoff + len(bodies) <= 0xFFFFFFFF and p + len(bodies) * (fixed + max_body) <= 0xFFFFFFFF:
-        pack = low.pack
-        high = _pack_time(phy)[:4]
-    else:
-        pack = item_part.pack
-        high = b""
-        p = phy
+    pack, high, p = _offsets_pack(item_part, low, phy, qoff, len(bodies), len(bodies) * (fixed + max_body))
     start = p
     mid = shared.pack(
         sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
