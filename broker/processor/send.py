@@ -44,6 +44,7 @@ steady state pays one attribute test.
 from __future__ import annotations
 
 import random
+import struct
 from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -614,8 +615,13 @@ class SendMessageProcessor:
         offsets = append.batch_offsets
         if offsets is None:
             return f"{prefix}{append.wrote_offset:016X}"
-        # map over a bound %-format: no Python frame per message (a list comprehension has one)
-        return ",".join(map(f"{prefix}%016X".__mod__, offsets))
+        # the offsets' 8-byte big-endian hex split by commas, each comma then followed by the
+        # prefix: C-level passes over the batch, no format call per message ("%016X" cost
+        # ~2,600 instructions a message, this ~800). Big-endian as the reversed bytes of the
+        # reversed offsets packed little-endian: a native-order "<q" is a plain C conversion,
+        # a ">q" the generic one (_PyLong_AsByteArray)
+        hexes = struct.pack(f"<{len(offsets)}q", *offsets[::-1])[::-1].hex(",", 8).upper()
+        return prefix + hexes.replace(",", "," + prefix)
 
 
 def _delay_or_error(props: str) -> int:

@@ -49,6 +49,11 @@ BODIES = {
         encode_batch([(i, b"v" * i, f"KEYS\x01{'k' * (i // 2 * 700 % 1500)}\x02{_uniq(i)}") for i in range(12)]),
         True,
     ),
+    # equal items (an SDK batch of equal bodies: one unpack, batch_body._uniform_items), with
+    # flags that differ; then equal sizes but one item's properties ending with a separator
+    # (batch_items' list)
+    "uniform": (encode_batch([(i % 3, b"%04d" % i * 16, _uniq(i)) for i in range(16)]), True),
+    "uniform, one trailing": (encode_batch([(0, b"x" * 9, "K\x01ab"), (0, b"y" * 9, "K\x01a\x02")]), False),
     # batch_items' list: mixed last separators, empty properties, a NUL inside properties
     "mixed": (encode_batch([(1, b"a", "TAGS\x01t"), (3, b"ccc", "K\x01v\x02")]), False),
     "empty props": (encode_batch([(1, b"a", "TAGS\x01t"), (2, b"", "")]), False),
@@ -100,6 +105,8 @@ def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name, flus
         b"\x00\x00\x00\x05garbage",
         _item(0, b"x", b"a\x01b") + b"\x00\x00",
         _item(0, b"x", b"a\x01b") + _item(0, b"xyz", b"a\x01b", plen=2),
+        _item(0, b"x", b"a\x01b") + _item(0, b"x", b"a\x01b", plen=2),  # equal sizes, one length wrong
+        _item(0, b"x", b"a\x01b") * 3 + b"\x00\x00\x00\x05garb",  # equal items, then a short one
         _item(0, b"x", b"a\x01b", plen=-1),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\xff\xfe"),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\x81b"),
@@ -143,3 +150,64 @@ def test_properties_over_the_stores_limit_take_batch_items_way(tmp_path):
     assert isinstance(body, BatchBody)
     assert store.put_batch(_template(), body).status is PutMessageStatus.MESSAGE_ILLEGAL
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("phy", "qoff"),
+    [
+        (0, 0),
+        ((5 << 32) + 123, 7),  # CommitLog offsets with high bytes, all in one 2^32 span
+        ((1 << 32) - 5000, 1),  # the batch's records cross 2^32: the general (q) prefix
+        (1 << 40, (1 << 32) - 3),  # queue offsets cross 2^32
+        ((1 << 62) + 17, (1 << 40) + 9),  # neither below 2^32
+    ],
+)
+@pytest.mark.parametrize("name", ["plain", "uniform", "lengths"])
+def test_encode_body_packs_offsets_as_encode_items_does(phy, qoff, name):
+    """encode_body's record prefixes (offsets as their low 4 bytes when the batch's share their
+    high ones, else as q) are encode_items' bytes for the same items, wherever the batch lies."""
+    from pocketmq.store.log.batch_encode import encode_body, encode_items
+
+    data, _ = BODIES[name]
+    body = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(body, BatchBody)
+    items = batch_items(data, HEADER, 1 << 20, "too long", "TopicA")
+    head = b"\x06TopicA"
+    got = encode_body(_template(), body, head, phy, qoff, 1_700_000_000_999, 1 << 20)
+    want = encode_items(_template(), items, head, phy, qoff, 1_700_000_000_999, 1 << 20)
+    assert not isinstance(got, int) and not isinstance(want, int)
+    assert b"".join(got.parts) == b"".join(want.parts)
+    assert (got.sizes, got.total, got.flags) == (want.sizes, want.total, want.flags)
+
+
+@pytest.mark.parametrize("name", ["uniform", "trailing", "one", "utf8"])
+def test_equal_items_are_read_in_one_unpack_with_the_loops_heads(name):
+    """A body of equal-sized items is read by batch_body._uniform_items: each item's (TOTALSIZE,
+    FLAG, BODYLENGTH) and properties bytes, as the item-by-item loop reads them."""
+    from pocketmq.broker.processor import batch_body
+
+    data, _ = BODIES[name]
+    heads, props, pos = [], [], 0
+    while pos < len(data):
+        total, _, _, flag, blen = ITEM_HEAD.unpack_from(data, pos)
+        heads.append((total, flag, blen))
+        props.append(data[pos + ITEM_HEAD.size + blen + 2 : pos + total])
+        pos += total
+    trailing = data[heads[0][0] - 1] == 2
+    assert batch_body._uniform_items(data, len(data), heads[0][0], trailing, 30000) == (heads, props)
+    got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(got, BatchBody) and (got.heads, got.props) == (heads, props)
+
+
+def test_a_body_of_many_equal_items_takes_the_loop():
+    """Over _UNIFORM_MAX_ITEMS equal items no Struct is made (its size grows with the items):
+    the item loop reads the body, the same BatchBody."""
+    from pocketmq.broker.processor import batch_body
+
+    n = batch_body._UNIFORM_MAX_ITEMS
+    for count, uniform in ((n, True), (n + 1, False)):
+        data = encode_batch([(0, b"x", _uniq(i)) for i in range(count)])
+        total = ITEM_HEAD.unpack_from(data)[0]
+        assert (batch_body._uniform_items(data, len(data), total, False, 30000) is not None) is uniform
+        got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+        assert isinstance(got, BatchBody) and len(got.heads) == count

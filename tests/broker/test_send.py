@@ -418,6 +418,19 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         assert reply.encode_header() == RemotingCommand.encode_header(reply) != general
 
 
+async def test_batch_msg_id_is_each_offsets_msg_id_joined(broker):
+    """A batch's SEND_OK msgId (send._msg_id: the offsets packed and hex-split in one pass) is
+    the offset msgId of each message, %016X after the store host's prefix, comma-joined."""
+    from pocketmq.store import AppendResult
+
+    proc = broker.send_processor
+    host = broker.store_host
+    prefix = (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper()
+    for offsets in ([0], [5, 900], [0xABCDEF, 2**32 - 1, 2**32, 2**40 + 0xFA], [2**63 - 1], list(range(0, 64 * 1100, 1100))):
+        append = AppendResult(offsets[0], 100, 1, 0, len(offsets), host, offsets)
+        assert proc._msg_id(append) == ",".join(f"{prefix}{off:016X}" for off in offsets)
+
+
 def test_send_single_sets_every_message_inner_field():
     """process builds its MessageInner slot by slot (no __init__): a field added to
     MessageInner must be set there too."""
