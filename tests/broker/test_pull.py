@@ -276,3 +276,27 @@ def test_pull_reply_head_is_the_encoders_byte_for_byte(code: int, remark: str, b
         request, code, remark, 0, 1, SimpleNamespace(min_offset=0, max_offset=1, body=body)
     )
     assert type(reply) is RemotingCommand and reply.serialize_type == 1
+
+
+def test_tag_filter_made_once_per_heartbeat_subscription() -> None:
+    """A heartbeat subscription's TAG filter is made once and reused by its pulls; a new
+    subscription object (a heartbeat that changed the tags) gets its own filter."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from pocketmq.broker.processor.pull import PullMessageProcessor
+    from pocketmq.remoting.protocol.bodies import SubscriptionData
+
+    hold: Any = SimpleNamespace(execute=None)
+    pp = PullMessageProcessor(
+        store=None, topics=None, groups=None, offsets=None, consumers=None, hold=hold, state=None, stats=None
+    )  # type: ignore[arg-type]
+    a = SubscriptionData.build("T", "TagA || TagB")
+    first = pp._tag_filter(a)
+    assert pp._tag_filter(a) is first
+    assert first.is_matched_by_consume_queue(a.code_set[0]) and not first.accepts_all
+    b = SubscriptionData.build("T", "TagC")
+    second = pp._tag_filter(b)
+    assert second is not first and second.subscription is b
+    assert not second.is_matched_by_consume_queue(a.code_set[0])
+    assert pp._tag_filter(SubscriptionData.build("T", "*")).accepts_all
