@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.filter import RetrySqlMessageFilter, SqlFilterCache, SqlMessageFilter, TagMessageFilter
@@ -102,7 +102,6 @@ _RESPONSE = int(RPC_TYPE_RESPONSE)
 _JAVA = int(LanguageCode.JAVA)
 _VERSION = int(CURRENT_VERSION)
 _pack_prefix = PREFIX.pack
-_new = object.__new__
 #: the reply's extFields, in this order (``_response``)
 _REPLY_KEYS = ("suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset")
 _MARK = "@@pocketmq-pull-%d@@"
@@ -442,17 +441,9 @@ class PullMessageProcessor:
         body = result.body if code == _SUCCESS and result.body else None
         if request.serialize_type:  # ROCKETMQ (binary) headers: the general encoder
             return RemotingCommand.response_to(request, code, remark, ext, body)
-        # (inline of response_to, then the head rendered from the template: PullReply)
-        self = _new(PullReply)
-        self.code = code
-        opaque = self.opaque = self.head_opaque = request.opaque
-        self.flag = _RESPONSE
-        self.remark = remark
-        self.ext_fields = ext
-        self.body = body
-        self.language = _JAVA
-        self.version = _VERSION
-        self.serialize_type = 0
+        # (response_to makes a PullReply, then its head is rendered from the template)
+        self = cast(PullReply, PullReply.response_to(request, code, remark, ext, body))
+        opaque = self.head_opaque = request.opaque
         tpl = _heads.get((code, remark)) or _reply_template(code, remark)
         header = f"{tpl[0]}{s_suggest}{tpl[1]}{s_next}{tpl[2]}{s_min}{tpl[3]}{s_max}{tpl[4]}{opaque}{tpl[5]}".encode()
         hlen = len(header)
