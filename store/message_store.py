@@ -54,6 +54,12 @@ _REFUSED = PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
 # enum members as module constants: a member read is an attribute lookup (~80 ns) per put
 _FLUSH_DISK_TIMEOUT = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
+_NO_MESSAGE_IN_QUEUE = GetMessageStatus.NO_MESSAGE_IN_QUEUE
+_OFFSET_TOO_SMALL = GetMessageStatus.OFFSET_TOO_SMALL
+_OFFSET_OVERFLOW_ONE = GetMessageStatus.OFFSET_OVERFLOW_ONE
+_OFFSET_OVERFLOW_BADLY = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+_OFFSET_FOUND_NULL = GetMessageStatus.OFFSET_FOUND_NULL
+
 
 class MessageStore:
     def __init__(
@@ -468,7 +474,9 @@ class MessageStore:
         max_bytes: int | None = None,
         message_filter: MessageFilter | None = None,
     ) -> GetResult:
-        """Read up to ``max_nums`` messages from a queue (Java ``DefaultMessageStore.getMessage``)."""
+        """Read up to ``max_nums`` messages from a queue (Java ``DefaultMessageStore.getMessage``).
+        (Run twice per delivery at one send in flight, the pull held then woken: statuses read
+        from module constants, the selection's tuple unpacked inline.)"""
         stats = self.stats
         stats.get_total_times += 1
         max_phy = self.commitlog.max_offset
@@ -477,65 +485,35 @@ class MessageStore:
         max_o = cq.max_offset if cq is not None else 0
         if cq is None or max_o == 0:
             stats.get_miss_times += 1
-            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), 0, 0)
+            return GetResult(_NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), 0, 0)
         if offset < min_o:
-            status, nxt = GetMessageStatus.OFFSET_TOO_SMALL, self._correct(offset, min_o)
+            status, nxt = _OFFSET_TOO_SMALL, self._correct(offset, min_o)
         elif offset == max_o:
-            status, nxt = GetMessageStatus.OFFSET_OVERFLOW_ONE, self._correct(offset, offset)
+            status, nxt = _OFFSET_OVERFLOW_ONE, offset  # (_correct(offset, offset))
         elif offset > max_o:
-            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            status = _OFFSET_OVERFLOW_BADLY
             nxt = self._correct(offset, min_o if min_o == 0 else max_o)
         else:
             units = cq.units_from(offset, max(800, max_nums))
             if units is None:
-                status, nxt = (
-                    GetMessageStatus.OFFSET_FOUND_NULL,
-                    self._correct(offset, cq.roll_next_file(offset)),
-                )
+                status, nxt = _OFFSET_FOUND_NULL, self._correct(offset, cq.roll_next_file(offset))
             else:
-                return self._collect(
-                    units, offset, max_nums, max_bytes, message_filter, min_o, max_o, max_phy
-                )
+                status, scanned, body, count, max_phy_pulling, offsets = select_messages(
+                    units, max_nums, max_bytes, message_filter, self.commitlog.mfq, self.config,
+                    self._memory_limit, max_phy,
+                )  # fmt: skip
+                if count:
+                    stats.get_found_times += 1
+                    stats.get_transferred_msg_count += count
+                else:
+                    stats.get_miss_times += 1
+                # (nextBeginOffset not corrected: Java corrects only the out-of-range cases)
+                return GetResult(
+                    status, offset + scanned, min_o, max_o, body, count,
+                    max_phy - max_phy_pulling > self._memory_limit, offsets,
+                )  # fmt: skip
         stats.get_miss_times += 1
         return GetResult(status, nxt, min_o, max_o)
-
-    def _collect(
-        self,
-        units: bytes,
-        offset: int,
-        max_nums: int,
-        max_bytes: int | None,
-        message_filter: MessageFilter | None,
-        min_o: int,
-        max_o: int,
-        max_phy: int,
-    ) -> GetResult:
-        sel = select_messages(
-            units,
-            max_nums,
-            max_bytes,
-            message_filter,
-            self.commitlog.mfq,
-            self.config,
-            self._memory_limit,
-            max_phy,
-        )
-        stats = self.stats
-        if sel.count:
-            stats.get_found_times += 1
-            stats.get_transferred_msg_count += sel.count
-        else:
-            stats.get_miss_times += 1
-        return GetResult(
-            sel.status,
-            offset + sel.scanned,  # not corrected: Java corrects only the out-of-range cases
-            min_o,
-            max_o,
-            sel.body,
-            sel.count,
-            max_phy - sel.max_phy_pulling > self._memory_limit,
-            sel.offsets,
-        )
 
     def look_message_by_offset(self, phy_offset: int, size: int | None = None) -> MessageExt | None:
         """Decode the record at a CommitLog offset; None if absent or not a valid record."""

@@ -36,21 +36,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.filter import RetrySqlMessageFilter, SqlFilterCache, SqlMessageFilter, TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull
 from pocketmq.broker.processor.pull_checks import check_pull, pull_outcome
+from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
 from pocketmq.remoting.protocol.codes import (
+    CURRENT_VERSION,
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
+    RPC_TYPE_RESPONSE,
+    LanguageCode,
     RequestCode,
     ResponseCode,
 )
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import PREFIX, RemotingCommand
 from pocketmq.remoting.protocol.errors import (
     NoPermissionError,
     RemoteSystemError,
@@ -63,6 +67,7 @@ from pocketmq.remoting.protocol.errors import (
 from pocketmq.remoting.protocol.filter import SqlExpression, SqlFilterError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
 from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.store import BrokerRole
 
 if TYPE_CHECKING:
     from pocketmq.broker.client_manager import ConsumerManager
@@ -80,6 +85,9 @@ logger = logging.getLogger(__name__)
 
 # Enum members hoisted for the per-request path (docs/development.md, hot paths).
 _TAG = ExpressionType.TAG.value
+_SLAVE = BrokerRole.SLAVE
+#: TAG filters of heartbeat subscriptions kept (cleared when full)
+_TAG_FILTERS_MAX = 4096
 _BROADCASTING = MessageModel.BROADCASTING
 _SUCCESS = int(ResponseCode.SUCCESS)
 _PULL_NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
@@ -89,6 +97,54 @@ _SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
 _SUB_CACHE_MAX = 4096
 
 _Filter = TagMessageFilter | SqlMessageFilter | RetrySqlMessageFilter
+
+_RESPONSE = int(RPC_TYPE_RESPONSE)
+_JAVA = int(LanguageCode.JAVA)
+_VERSION = int(CURRENT_VERSION)
+_pack_prefix = PREFIX.pack
+#: the reply's extFields, in this order (``_response``)
+_REPLY_KEYS = ("suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset")
+_MARK = "@@pocketmq-pull-%d@@"
+
+
+class PullReply(RemotingCommand):
+    """A PULL_MESSAGE reply (JSON) whose frame head was rendered from its ``(code, remark)``
+    template as it was built (``reply_head``): a reply's remark is its status name, which
+    made every FOUND reply take the generic header encoder (~20k instructions with its
+    extFields' build, a woken pull's at one send in flight). A changed opaque or flag (the
+    dispatcher sets the same ones) is encoded the general way."""
+
+    __slots__ = ("head", "head_opaque")
+    head: bytes
+    head_opaque: int
+
+    def encode_header(self) -> bytes:
+        if self.opaque == self.head_opaque and self.flag == _RESPONSE:
+            return self.head
+        return RemotingCommand.encode_header(self)
+
+
+#: (code, remark) -> the JSON header cut where the four extFields values and the opaque go
+_heads: dict[tuple[int, str], tuple[str, str, str, str, str, str]] = {}
+
+
+def _reply_template(code: int, remark: str) -> tuple[str, str, str, str, str, str]:
+    """The header ``header_json.encode_header`` renders for such a reply, cut at its values
+    (rendered with markers, so its key order and bytes are the encoder's own)."""
+    marks = {key: _MARK % i for i, key in enumerate(_REPLY_KEYS)}
+    text = header_json.encode_header(code, _JAVA, _VERSION, 0, _RESPONSE, remark, marks).decode()
+    order = sorted(range(len(_REPLY_KEYS)), key=lambda i: text.index(_MARK % i))
+    if order != [0, 1, 2, 3] or text.count('"opaque":0,') != 1:
+        raise AssertionError(f"unexpected pull reply header: {text}")  # (the encoder changed)
+    parts = []
+    for i in order:
+        part, text = text.split(_MARK % i, 1)
+        parts.append(part)
+    part, text = text.split('"opaque":0,', 1)
+    tpl = (parts[0], parts[1], parts[2], parts[3], part + '"opaque":', "," + text)
+    if len(_heads) < 256:  # (codes x status names: a handful)
+        _heads[(code, remark)] = tpl
+    return tpl
 
 
 @dataclass(eq=False, kw_only=True)
@@ -122,6 +178,8 @@ class PullMessageProcessor:
         ] = {}
         #: compiled SQL92 subscriptions (carried or from heartbeats)
         self.sql_filters = SqlFilterCache(_SUB_CACHE_MAX)
+        #: id of a heartbeat subscription -> its TAG filter (``_tag_filter``)
+        self._tag_filters: dict[int, TagMessageFilter] = {}
 
     def register(self, register: Registrar) -> None:
         # Java serves pulls only on the main port, never on the VIP port.
@@ -212,7 +270,7 @@ class PullMessageProcessor:
         else:
             sub = self._subscription(header, sgc.consume_broadcast_enable)
             if sub.expression_type == _TAG:
-                message_filter = TagMessageFilter(sub)
+                message_filter = self._tag_filter(sub)
             else:
                 message_filter = self._sql_filter(group, sub)
         if sub.expression_type != _TAG and not cfg.enable_property_filter:
@@ -226,7 +284,7 @@ class PullMessageProcessor:
             # close): no reply can reach the peer, so the store is not read for it (100 clients
             # closed with ~1,000 pulls of 512 KiB each read ~50 GB: seconds of loop, T16); what
             # it changes on the broker, its group and committed offset, still applies
-            if allow_suspend and has_commit and not cfg.is_slave:
+            if allow_suspend and has_commit and cfg.store.broker_role is not _SLAVE:
                 self.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
             return None
         result = self.store.get_message(
@@ -266,20 +324,34 @@ class PullMessageProcessor:
                 header,
             )
             if not hold.suspend(held):
-                response = self._response(request, code, status.name, suggest, next_begin, result)
+                response = self._response(request, code, status._name_, suggest, next_begin, result)
         else:
             if code == _PULL_OFFSET_MOVED:
                 logger.warning(
                     "PULL_OFFSET_MOVED: group=%s topic=%s queue=%d requested=%d next=%d min=%d max=%d",
                     group, topic, queue_id, header.queue_offset, next_begin, result.min_offset, result.max_offset,
                 )  # fmt: skip
-            response = self._response(request, code, status.name, suggest, next_begin, result)
+            response = self._response(request, code, status._name_, suggest, next_begin, result)
             if code == _SUCCESS:
                 self.stats.on_get(group, topic, result.message_count, len(result.body))
 
-        if allow_suspend and has_commit and not cfg.is_slave:
+        # (``cfg.is_slave`` without its Enum ``value`` read: a Python call per pull)
+        if allow_suspend and has_commit and cfg.store.broker_role is not _SLAVE:
             self.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
         return response
+
+    def _tag_filter(self, sub: SubscriptionData) -> TagMessageFilter:
+        """The TAG filter of a heartbeat subscription, made once per subscription object (a
+        pull runs twice per delivery, held then woken, and a filter's making reads Enum values:
+        ~5k instructions). Subscriptions are frozen and replaced, not changed, by a heartbeat;
+        the filter keeps its subscription, so an id reused by a new one is told apart."""
+        cached = self._tag_filters.get(id(sub))
+        if cached is not None and cached.subscription is sub:
+            return cached
+        if len(self._tag_filters) >= _TAG_FILTERS_MAX:
+            self._tag_filters.clear()
+        made = self._tag_filters[id(sub)] = TagMessageFilter(sub)
+        return made
 
     def _sql_filter(self, group: str, sub: SubscriptionData) -> SqlMessageFilter:
         try:
@@ -354,14 +426,29 @@ class PullMessageProcessor:
     def _response(
         request: RemotingCommand, code: int, remark: str, suggest: int, next_begin: int, result: Any
     ) -> RemotingCommand:
+        s_suggest, s_next, s_min, s_max = (
+            str(suggest),
+            str(next_begin),
+            str(result.min_offset),
+            str(result.max_offset),
+        )
         ext = {
-            "suggestWhichBrokerId": str(suggest),
-            "nextBeginOffset": str(next_begin),
-            "minOffset": str(result.min_offset),
-            "maxOffset": str(result.max_offset),
+            "suggestWhichBrokerId": s_suggest,
+            "nextBeginOffset": s_next,
+            "minOffset": s_min,
+            "maxOffset": s_max,
         }
         body = result.body if code == _SUCCESS and result.body else None
-        return RemotingCommand.response_to(request, code, remark, ext, body)
+        if request.serialize_type:  # ROCKETMQ (binary) headers: the general encoder
+            return RemotingCommand.response_to(request, code, remark, ext, body)
+        # (response_to makes a PullReply, then its head is rendered from the template)
+        self = cast(PullReply, PullReply.response_to(request, code, remark, ext, body))
+        opaque = self.head_opaque = request.opaque
+        tpl = _heads.get((code, remark)) or _reply_template(code, remark)
+        header = f"{tpl[0]}{s_suggest}{tpl[1]}{s_next}{tpl[2]}{s_min}{tpl[3]}{s_max}{tpl[4]}{opaque}{tpl[5]}".encode()
+        hlen = len(header)
+        self.head = _pack_prefix(4 + hlen + (len(body) if body else 0), hlen) + header
+        return self
 
 
 def _lost_pull_without_commit(request: RemotingCommand) -> bool:

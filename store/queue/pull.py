@@ -9,8 +9,6 @@ the selected records out of the mapping once, contiguous ranges merged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.listener import MessageFilter
 from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT
@@ -19,17 +17,15 @@ from pocketmq.store.log.mapped_file_queue import MappedFileQueue
 from pocketmq.store.results import GetMessageStatus
 
 _UNPACK_UNITS = CQ_UNIT.iter_unpack
+# (an Enum member read is ~0.6k instructions in 3.11: read once here)
+_FOUND = GetMessageStatus.FOUND
+_NO_MATCHED_MESSAGE = GetMessageStatus.NO_MATCHED_MESSAGE
+_MESSAGE_WAS_REMOVING = GetMessageStatus.MESSAGE_WAS_REMOVING
 
-
-@dataclass(slots=True)
-class Selection:
-    status: GetMessageStatus
-    #: units consumed (the next pull starts this far after the requested offset)
-    scanned: int
-    body: bytes
-    count: int
-    max_phy_pulling: int
-    offsets: list[int] = field(default_factory=list)
+#: ``(status, scanned, body, count, max_phy_pulling, offsets)``: ``scanned`` units were consumed
+#: (the next pull starts this far after the requested offset). A tuple, not a dataclass: built
+#: per pull (~3k instructions less than its ``__init__``)
+Selection = tuple[GetMessageStatus, int, bytes, int, int, list[int]]
 
 
 def select_messages(
@@ -42,7 +38,7 @@ def select_messages(
     mem_limit: int,
     max_phy: int,
 ) -> Selection:
-    status = GetMessageStatus.NO_MATCHED_MESSAGE
+    status = _NO_MATCHED_MESSAGE
     cap_mem_bytes, cap_mem_count = (
         cfg.max_transfer_bytes_on_message_in_memory,
         cfg.max_transfer_count_on_message_in_memory,
@@ -86,14 +82,14 @@ def select_messages(
         pos = phy - mf.file_from_offset if mf is not None else 0
         if mf is None or pos + size > mf.wrote_position:
             if not count:
-                status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                status = _MESSAGE_WAS_REMOVING
             skip_below = mfq.roll_next_file(phy)
             continue
         if message_filter is not None and not message_filter.is_matched_by_commit_log(
             mf.mm[pos : pos + size]
         ):
             if not count:
-                status = GetMessageStatus.NO_MATCHED_MESSAGE
+                status = _NO_MATCHED_MESSAGE
             continue
         if mf is last_mf and pos == last_end:
             last_end = pos + size
@@ -104,7 +100,7 @@ def select_messages(
         offsets.append(phy)
         total += size
         count += 1
-        status = GetMessageStatus.FOUND
+        status = _FOUND
         skip_below = -1
     if count == 0:
         body = b""
@@ -113,4 +109,4 @@ def select_messages(
         body = mf0.mm[a:b]  # one copy out of the mapping
     else:
         body = b"".join([r[0].mm[r[1] : r[2]] for r in runs])
-    return Selection(status, scanned, body, count, max_phy_pulling, offsets)
+    return status, scanned, body, count, max_phy_pulling, offsets

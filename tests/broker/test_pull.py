@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from pocketmq.remoting.protocol.codes import ResponseCode
+from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.remoting.protocol.message import decode_messages, encode_batch
 from pocketmq.remoting.protocol.route import TopicConfig
 from tests.broker.helpers import Wire, broker_and_wire, running_broker
@@ -233,3 +234,69 @@ async def test_short_polling_when_long_polling_disabled(tmp_path):
         await wait_dispatched(b, "SP", 1)
         r = await w.pull("SP", 0, 1, suspend_ms=60000, timeout=5)
         assert r.code == ResponseCode.PULL_NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("code", "remark", "body"),
+    [
+        (0, "FOUND", b"m" * 1188),
+        (19, "OFFSET_OVERFLOW_ONE", None),
+        (20, "NO_MATCHED_MESSAGE", None),
+        (21, "NO_MESSAGE_IN_QUEUE", None),
+        (21, "OFFSET_TOO_SMALL", None),
+    ],
+)
+def test_pull_reply_head_is_the_encoders_byte_for_byte(code: int, remark: str, body: bytes | None) -> None:
+    """A JSON pull reply's head rendered from its (code, remark) template (PullReply) is what
+    the general encoder writes for the same command; a changed opaque is encoded the general way;
+    a ROCKETMQ (binary) request gets a plain reply."""
+    from types import SimpleNamespace
+
+    from pocketmq.broker.processor.pull import PullMessageProcessor, PullReply
+
+    request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {"topic": "T"})
+    request.opaque = 987654
+    for suggest, next_begin, lo, hi in [(0, 5, 0, 6), (1, 123456789012, 7, 99999999999999), (0, -1, 0, 0)]:
+        result = SimpleNamespace(min_offset=lo, max_offset=hi, body=body)
+        reply = PullMessageProcessor._response(request, code, remark, suggest, next_begin, result)
+        assert type(reply) is PullReply
+        plain = RemotingCommand.response_to(request, code, remark, dict(reply.ext_fields or {}), reply.body)
+        assert reply.ext_fields == {
+            "suggestWhichBrokerId": str(suggest),
+            "nextBeginOffset": str(next_begin),
+            "minOffset": str(lo),
+            "maxOffset": str(hi),
+        }
+        assert reply.encode_header() == plain.encode_header()
+        assert reply.encode() == plain.encode()
+        reply.opaque = plain.opaque = 5
+        assert reply.encode_header() == plain.encode_header()
+    request.serialize_type = 1
+    reply = PullMessageProcessor._response(
+        request, code, remark, 0, 1, SimpleNamespace(min_offset=0, max_offset=1, body=body)
+    )
+    assert type(reply) is RemotingCommand and reply.serialize_type == 1
+
+
+def test_tag_filter_made_once_per_heartbeat_subscription() -> None:
+    """A heartbeat subscription's TAG filter is made once and reused by its pulls; a new
+    subscription object (a heartbeat that changed the tags) gets its own filter."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from pocketmq.broker.processor.pull import PullMessageProcessor
+    from pocketmq.remoting.protocol.bodies import SubscriptionData
+
+    hold: Any = SimpleNamespace(execute=None)
+    pp = PullMessageProcessor(
+        store=None, topics=None, groups=None, offsets=None, consumers=None, hold=hold, state=None, stats=None
+    )  # type: ignore[arg-type]
+    a = SubscriptionData.build("T", "TagA || TagB")
+    first = pp._tag_filter(a)
+    assert pp._tag_filter(a) is first
+    assert first.is_matched_by_consume_queue(a.code_set[0]) and not first.accepts_all
+    b = SubscriptionData.build("T", "TagC")
+    second = pp._tag_filter(b)
+    assert second is not first and second.subscription is b
+    assert not second.is_matched_by_consume_queue(a.code_set[0])
+    assert pp._tag_filter(SubscriptionData.build("T", "*")).accepts_all
