@@ -21,7 +21,9 @@ import contextlib
 import inspect
 import logging
 import time
+import types
 from collections import deque
+from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from pocketmq.client.config import MessageModel
@@ -80,6 +82,52 @@ class ConsumeHost(Protocol):
 Batch = tuple[list[MessageExt], ProcessQueue, MessageQueue]
 
 
+class _Slot:
+    __slots__ = ("deadline", "task", "timed_out")
+
+    def __init__(self) -> None:
+        self.deadline = 0.0
+        self.timed_out = False
+        self.task: asyncio.Task[None] | None = None
+
+
+class _Begun:
+    """A consume request whose listener call began in a pull's read and awaits: ``coro`` (its
+    ``_consume``) yielded ``waiting``; a worker continues it under ``slot``."""
+
+    __slots__ = ("coro", "slot", "waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], slot: _Slot, waiting: Any) -> None:
+        self.coro = coro
+        self.slot = slot
+        self.waiting = waiting
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], waiting: Any) -> Generator[Any, Any, None]:
+    """Continue ``coro``, begun outside a task and suspended on ``waiting``, in the awaiting
+    task: ``waiting`` is yielded to the task as if ``coro`` had yielded it there (a future the
+    task waits on), then ``coro`` runs on (``yield from``). An exception thrown in while it waits
+    (the consume timeout's cancel) goes into ``coro``."""
+    while True:
+        try:
+            yield waiting
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                waiting = coro.throw(exc)
+            except StopIteration:
+                return
+            continue
+        break
+    yield from coro.__await__()
+
+
+Item = Batch | _Begun
+
+
 class Batches:
     """The consume requests waiting for a worker: ``asyncio.Queue``'s ``put_nowait`` / ``get``
     (unbounded, FIFO, a cancelled getter passes its wake-up on) without its loop check per
@@ -89,19 +137,28 @@ class Batches:
     __slots__ = ("_getters", "_items", "_loop")
 
     def __init__(self) -> None:
-        self._items: deque[Batch] = deque()
+        self._items: deque[Item] = deque()
         self._getters: deque[asyncio.Future[None]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def qsize(self) -> int:
         return len(self._items)
 
-    def put_nowait(self, item: Batch) -> None:
+    def idle(self) -> bool:
+        """Whether a getter waits and nothing is queued ahead (a worker is free)."""
+        return not self._items and bool(self._getters)
+
+    def put_nowait(self, item: Item) -> None:
         self._items.append(item)
         if self._getters:
             wake_first(self._getters)
 
-    async def get(self) -> Batch:
+    def put_first(self, item: Item) -> None:
+        self._items.appendleft(item)
+        if self._getters:
+            wake_first(self._getters)
+
+    async def get(self) -> Item:
         items = self._items
         while not items:
             loop = self._loop
@@ -119,15 +176,6 @@ class Batches:
                     wake_first(self._getters)
                 raise
         return items.popleft()
-
-
-class _Slot:
-    __slots__ = ("deadline", "task", "timed_out")
-
-    def __init__(self) -> None:
-        self.deadline = 0.0
-        self.timed_out = False
-        self.task: asyncio.Task[None] | None = None
 
 
 class ConsumeServiceBase(Generic[L]):
@@ -169,20 +217,58 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         cfg = consumer.config
         self._queue = Batches()
         self._slots = [_Slot() for _ in range(cfg.consume_thread_max)]
+        self._spare = _Slot()  # the slot of a listener call begun in a read (``_consume_now``)
         self._is_coro = inspect.iscoroutinefunction(listener)
 
     def start(self) -> None:
         for i, slot in enumerate(self._slots):
-            slot.task = self._tasks.spawn(self._worker(slot), name=f"consume-worker-{i}")
+            slot.task = self._tasks.spawn(self._worker(i), name=f"consume-worker-{i}")
         self._tasks.spawn(self._sweep(), name="consume-timeout-sweeper")
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
+        """Consume ``msgs`` in requests of ``consume_message_batch_max_size``: each runs its
+        listener call at once while a worker is free (``_consume_now``), else it waits for one."""
         size = self.batch_size
         if len(msgs) <= size:
-            self._queue.put_nowait((msgs, pq, mq))
+            self._submit((msgs, pq, mq))
             return
         for i in range(0, len(msgs), size):
-            self._queue.put_nowait((msgs[i : i + size], pq, mq))
+            self._submit((msgs[i : i + size], pq, mq))
+
+    def _submit(self, batch: Batch) -> None:
+        queue = self._queue
+        if queue.idle():
+            self._consume_now(batch)
+        else:
+            queue.put_nowait(batch)
+
+    def _consume_now(self, batch: Batch) -> None:
+        """Run a consume request here (in the pull's read) while a worker waits idle, instead
+        of waking that worker for the next loop turn: the listener call counts in the
+        ``consume_thread_max`` bound as the idle worker's, since a call that awaits is handed
+        to that worker (``_Begun``, first in its queue) with its slot (the consume timeout
+        runs from the call's start); one that returns without awaiting (most) ends here."""
+        msgs, pq, mq = batch
+        if pq.dropped or self._closing:
+            return
+        slot = self._spare
+        self._running += 1
+        coro = self._consume(slot, msgs, pq, mq)
+        try:
+            waiting = coro.send(None)
+        except StopIteration:
+            self._done()
+            return
+        except BaseException:
+            self._done()
+            raise
+        self._spare = _Slot()  # ``slot`` goes with the call
+        self._queue.put_first(_Begun(coro, slot, waiting))
+
+    def _done(self) -> None:
+        self._running -= 1
+        if self._drained is not None:
+            self._check_drained()
 
     def submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.instance.pull_service.call_later(
@@ -203,19 +289,32 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
                     slot.timed_out = True
                     slot.task.cancel()
 
-    async def _worker(self, slot: _Slot) -> None:
+    async def _worker(self, i: int) -> None:
+        slots = self._slots
+        slot = slots[i]
         get = self._queue.get
         while True:
-            msgs, pq, mq = await get()
+            item = await get()
+            if item.__class__ is _Begun:  # a call begun in a read: on with it, under its slot
+                assert isinstance(item, _Begun)
+                begun = item.slot
+                begun.task = slot.task
+                slots[i] = begun  # (the sweeper times it out through this worker)
+                try:
+                    await _resume(item.coro, item.waiting)
+                finally:
+                    slots[i] = slot
+                    begun.task = None
+                    self._done()
+                continue
+            msgs, pq, mq = cast(Batch, item)
             if pq.dropped or self._closing:
                 continue
             self._running += 1
             try:
                 await self._consume(slot, msgs, pq, mq)
             finally:
-                self._running -= 1
-                if self._drained is not None:
-                    self._check_drained()
+                self._done()
 
     async def _call_listener(
         self, slot: _Slot, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
