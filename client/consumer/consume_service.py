@@ -229,26 +229,26 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         """Consume ``msgs`` in requests of ``consume_message_batch_max_size``: each runs its
         listener call at once while a worker is free (``_consume_now``), else it waits for one."""
         size = self.batch_size
+        queue = self._queue
         if len(msgs) <= size:
-            self._submit((msgs, pq, mq))
+            if queue.idle():
+                self._consume_now(msgs, pq, mq)
+            else:
+                queue.put_nowait((msgs, pq, mq))
             return
         for i in range(0, len(msgs), size):
-            self._submit((msgs[i : i + size], pq, mq))
+            part = msgs[i : i + size]
+            if queue.idle():
+                self._consume_now(part, pq, mq)
+            else:
+                queue.put_nowait((part, pq, mq))
 
-    def _submit(self, batch: Batch) -> None:
-        queue = self._queue
-        if queue.idle():
-            self._consume_now(batch)
-        else:
-            queue.put_nowait(batch)
-
-    def _consume_now(self, batch: Batch) -> None:
+    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """Run a consume request here (in the pull's read) while a worker waits idle, instead
         of waking that worker for the next loop turn: the listener call counts in the
         ``consume_thread_max`` bound as the idle worker's, since a call that awaits is handed
         to that worker (``_Begun``, first in its queue) with its slot (the consume timeout
         runs from the call's start); one that returns without awaiting (most) ends here."""
-        msgs, pq, mq = batch
         if pq.dropped or self._closing:
             return
         slot = self._spare
@@ -257,7 +257,9 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         try:
             waiting = coro.send(None)
         except StopIteration:
-            self._done()
+            self._running -= 1
+            if self._drained is not None:
+                self._check_drained()
             return
         except BaseException:
             self._done()
@@ -316,15 +318,18 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
             finally:
                 self._done()
 
-    async def _call_listener(
-        self, slot: _Slot, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
-    ) -> ConsumeConcurrentlyStatus | None:
+    async def _consume(self, slot: _Slot, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        consumer = self.consumer
+        if mq.topic == consumer.retry_topic:  # a batch comes from one queue: one topic
+            reset_retry_topic(msgs, mq.topic)
+        ctx = ConsumeConcurrentlyContext(mq)
+        # (the listener call inline, not a coroutine of its own: one frame and await less a batch)
         slot.deadline = time.monotonic() + self.timeout
+        status: Any
         try:
-            result: Any = self.listener(msgs, ctx)
-            if self._is_coro or inspect.isawaitable(result):
-                result = await result
-            return cast(ConsumeConcurrentlyStatus | None, result)
+            status = self.listener(msgs, ctx)
+            if self._is_coro or inspect.isawaitable(status):
+                status = await status
         except asyncio.CancelledError:
             if not slot.timed_out:
                 raise
@@ -333,26 +338,15 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
                 task.uncancel()
             logger.warning(
                 "%s: listener exceeded consume_timeout (%.0fs) on %d message(s) of %s; cancelled, reconsume later",
-                self.consumer.group, self.timeout, len(msgs), ctx.message_queue,
+                consumer.group, self.timeout, len(msgs), mq,
             )  # fmt: skip
-            return _RECONSUME_LATER
+            status = _RECONSUME_LATER
         except Exception:
-            logger.exception(
-                "%s: listener raised on %d message(s) of %s",
-                self.consumer.group,
-                len(msgs),
-                ctx.message_queue,
-            )
-            return _RECONSUME_LATER
+            logger.exception("%s: listener raised on %d message(s) of %s", consumer.group, len(msgs), mq)
+            status = _RECONSUME_LATER
         finally:
             slot.deadline = 0.0
             slot.timed_out = False
-
-    async def _consume(self, slot: _Slot, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        if mq.topic == self.consumer.retry_topic:  # a batch comes from one queue: one topic
-            reset_retry_topic(msgs, mq.topic)
-        ctx = ConsumeConcurrentlyContext(mq)
-        status = await self._call_listener(slot, msgs, ctx)
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
                 logger.warning(
@@ -360,16 +354,16 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
                 )
             status = _RECONSUME_LATER
         pq.last_consume_timestamp = time.monotonic_ns() // 1_000_000
-        self.consumer.stats.record(len(msgs), status is _CONSUME_SUCCESS)
+        consumer.stats.record(len(msgs), status is _CONSUME_SUCCESS)
         if pq.dropped:
-            logger.info("%s: %s dropped while consuming; result discarded", self.consumer.group, mq)
+            logger.info("%s: %s dropped while consuming; result discarded", consumer.group, mq)
             return
         if status is _CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
             # every message acknowledged (the common case): _process_result's outcome without
             # its coroutine (it awaits only to send failed messages back)
             offset = pq.remove_messages(msgs)
             if offset >= 0:
-                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
+                consumer.offset_store.update_offset(mq, offset, increase_only=True)
             return
         await self._process_result(status, ctx, msgs, pq, mq)
 

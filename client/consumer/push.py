@@ -512,10 +512,12 @@ class PushConsumer(ConsumerBase):
                 return None
         elif pq.max_span() > cfg.consume_concurrently_max_span:
             return self._later(req, DELAY_FLOW_CONTROL_MS)
-        sub = self.rebalance.subscriptions.get(mq.topic)
+        # (RUNNING: the rebalance and the instance are set; no property read)
+        rb, inst = self._rebalance, self._instance
+        assert rb is not None and inst is not None
+        sub = rb.subscriptions.get(mq.topic)
         if sub is None:
             return self._later(req, DELAY_EXCEPTION_MS)
-        inst = self.instance
         found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
         if found is None:
             return None
@@ -586,7 +588,6 @@ class PushConsumer(ConsumerBase):
         follow at once (else it is scheduled)."""
         pq = req.process_queue
         mq = req.message_queue
-        inst = self.instance
         self._suggest[mq] = result.suggest_which_broker_id
         if pq.dropped:
             return False
@@ -615,7 +616,7 @@ class PushConsumer(ConsumerBase):
             )
             req.next_offset = result.next_begin_offset
             pq.dropped = True
-            inst.tasks.spawn(
+            self.instance.tasks.spawn(
                 self._fix_illegal_offset(mq, result.next_begin_offset), name=f"offset-illegal:{mq.queue_id}"
             )
             return False
