@@ -1,7 +1,9 @@
 """Concurrent consumption (Java ``ConsumeMessageConcurrentlyService``).
 
 ``consume_thread_max`` worker tasks take consume requests (a batch of one queue's messages)
-from one queue and call the listener. Rules:
+from one queue and call the listener; while one of them waits idle, a request's listener call
+runs at once in the pull's read instead (no wake-up, no loop turn before it) and, if it awaits,
+goes on in that worker (``_consume_now``). Rules:
 
 * retried messages (topic ``%RETRY%group``) are shown under their original topic;
 * a call running past ``consume_timeout`` minutes is cancelled by a sweeper (no per-call
