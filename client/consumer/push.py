@@ -75,19 +75,19 @@ _CLUSTERING = MessageModel.CLUSTERING
 
 class _PullReply:
     """The waiter of a queue's pulls (``RemotingClient.invoke_into``): a reply is handled as the
-    connection reads it: its messages go to the process queue and the consume service (whose
-    listener call runs in the read while a worker is free,
-    ``ConsumeMessageConcurrentlyService.submit``), then the queue's next pull is written with
-    this same waiter, in the read. The pull task keeps awaiting ``future``: it is set only when
-    the next pull cannot follow in the read (True: the task pulls again; False: it was
-    scheduled or the queue is gone) or failed.
+    connection reads it: its messages go to the process queue and the consume service. When
+    every listener call of the batch ended in the read (a plain listener while a worker is
+    free, ``ConsumeMessageConcurrentlyService.submit``), the queue's next pull is written with
+    this same waiter, in the read. The pull task keeps awaiting ``future``: it is set when the
+    next pull does not follow in the read (True: the task pulls again, after the consume worker
+    woken first took the batch; False: it was scheduled or the queue is gone) or failed.
 
     The next pull is built after the listener call, not before it as RocketMQ's: it then
     carries the commit offset of the batch just consumed (a queue handed to another member
     resumes there; built before, the three-member test of tests/integration/test_client_basic
     consumed the last batch of two queues twice, every run). It leaves no later for that: the
     read's writes go out together at the end of the read's handling, after the listener call
-    either way (one that awaits returns at its first await)."""
+    either way."""
 
     __slots__ = ("addr", "consumer", "future", "offset", "req", "sub")
 
@@ -604,8 +604,11 @@ class PushConsumer(ConsumerBase):
                 return self._next(req, waiter)
             dispatch = pq.put_messages(msgs)
             assert self._service is not None
-            self._service.submit(msgs, pq, mq, dispatch)
-            return self._next(req, waiter)
+            if self._service.submit(msgs, pq, mq, dispatch):  # every listener call ended in it
+                return self._next(req, waiter)
+            # a worker takes the batch (woken first): the pull task pulls again after it, so
+            # the next pull carries the batch's commit offset when the call does not await
+            return self._again(req)
         if status is _OFFSET_ILLEGAL:
             logger.warning(
                 "%s: offset %d of %s is illegal, moving to %d",
