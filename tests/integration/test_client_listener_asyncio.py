@@ -59,7 +59,7 @@ async def test_an_async_listener_runs_in_a_task_with_timeout_and_context_variabl
         return CONSUME_SUCCESS
 
     await _consume(pmq, "AsyncListener", listener)
-    assert sorted(seen) == [(b"m%d" % i, True, "m%d" % i) for i in range(10)]
+    assert sorted(seen) == [(b"m%d" % i, True, f"m{i}") for i in range(10)]
     assert VAR.get() == "unset"  # nothing leaked into the connection's (or this) context
 
 
