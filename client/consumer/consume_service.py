@@ -1,7 +1,12 @@
 """Concurrent consumption (Java ``ConsumeMessageConcurrentlyService``).
 
 ``consume_thread_max`` worker tasks take consume requests (a batch of one queue's messages)
-from one queue and call the listener. Rules:
+from one queue and call the listener. While one of them waits idle, a plain (not ``async def``)
+listener is called at once in the pull's read instead (no wake-up, no loop turn before it,
+``_consume_now``); what cannot end there (an awaitable it returned, failed messages to send
+back) goes to that worker's task. A coroutine is never stepped outside a task: an ``async
+def`` listener is always called by a worker (``asyncio.current_task()``, ``asyncio.timeout``
+and its context variables hold as in any task). Rules:
 
 * retried messages (topic ``%RETRY%group``) are shown under their original topic;
 * a call running past ``consume_timeout`` minutes is cancelled by a sweeper (no per-call
@@ -22,6 +27,7 @@ import inspect
 import logging
 import time
 from collections import deque
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from pocketmq.client.config import MessageModel
@@ -51,6 +57,7 @@ RETRY_LOCALLY_DELAY_MS = 5000
 _CONSUME_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 _RECONSUME_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 _BROADCASTING = MessageModel.BROADCASTING
+_NOT_CALLED: Any = object()  # ``_consume``: the listener is still to be called
 
 L = TypeVar("L")
 
@@ -80,6 +87,30 @@ class ConsumeHost(Protocol):
 Batch = tuple[list[MessageExt], ProcessQueue, MessageQueue]
 
 
+class _Slot:
+    __slots__ = ("deadline", "task", "timed_out")
+
+    def __init__(self) -> None:
+        self.deadline = 0.0
+        self.timed_out = False
+        self.task: asyncio.Task[None] | None = None
+
+
+class _Handed:
+    """The rest of a listener call made in a pull's read (``_consume_now``): ``coro``, not yet
+    started, is awaited by a worker (in its task); ``slot`` (None: the worker's own) carries the
+    consume timeout of an awaitable the listener returned."""
+
+    __slots__ = ("coro", "slot")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], slot: _Slot | None) -> None:
+        self.coro = coro
+        self.slot = slot
+
+
+Item = Batch | _Handed
+
+
 class Batches:
     """The consume requests waiting for a worker: ``asyncio.Queue``'s ``put_nowait`` / ``get``
     (unbounded, FIFO, a cancelled getter passes its wake-up on) without its loop check per
@@ -89,19 +120,28 @@ class Batches:
     __slots__ = ("_getters", "_items", "_loop")
 
     def __init__(self) -> None:
-        self._items: deque[Batch] = deque()
+        self._items: deque[Item] = deque()
         self._getters: deque[asyncio.Future[None]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def qsize(self) -> int:
         return len(self._items)
 
-    def put_nowait(self, item: Batch) -> None:
+    def idle(self) -> bool:
+        """Whether a getter waits and nothing is queued ahead (a worker is free)."""
+        return not self._items and bool(self._getters)
+
+    def put_nowait(self, item: Item) -> None:
         self._items.append(item)
         if self._getters:
             wake_first(self._getters)
 
-    async def get(self) -> Batch:
+    def put_first(self, item: Item) -> None:
+        self._items.appendleft(item)
+        if self._getters:
+            wake_first(self._getters)
+
+    async def get(self) -> Item:
         items = self._items
         while not items:
             loop = self._loop
@@ -119,15 +159,6 @@ class Batches:
                     wake_first(self._getters)
                 raise
         return items.popleft()
-
-
-class _Slot:
-    __slots__ = ("deadline", "task", "timed_out")
-
-    def __init__(self) -> None:
-        self.deadline = 0.0
-        self.timed_out = False
-        self.task: asyncio.Task[None] | None = None
 
 
 class ConsumeServiceBase(Generic[L]):
@@ -169,20 +200,75 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
         cfg = consumer.config
         self._queue = Batches()
         self._slots = [_Slot() for _ in range(cfg.consume_thread_max)]
+        self._spare = _Slot()  # the slot of an awaitable a call in a read returned (``_consume_now``)
         self._is_coro = inspect.iscoroutinefunction(listener)
 
     def start(self) -> None:
         for i, slot in enumerate(self._slots):
-            slot.task = self._tasks.spawn(self._worker(slot), name=f"consume-worker-{i}")
+            slot.task = self._tasks.spawn(self._worker(i), name=f"consume-worker-{i}")
         self._tasks.spawn(self._sweep(), name="consume-timeout-sweeper")
 
-    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> None:
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool) -> bool:
+        """Consume ``msgs`` in requests of ``consume_message_batch_max_size``: while a worker is
+        free, a plain listener's call runs here (``_consume_now``), else the request waits for
+        a worker. True when every request ended here (its offset is in the offset store)."""
         size = self.batch_size
+        queue = self._queue
+        if self._is_coro:  # never stepped outside a task: to a worker
+            if len(msgs) <= size:
+                queue.put_nowait((msgs, pq, mq))
+                return False
+            for i in range(0, len(msgs), size):
+                queue.put_nowait((msgs[i : i + size], pq, mq))
+            return False
         if len(msgs) <= size:
-            self._queue.put_nowait((msgs, pq, mq))
-            return
+            if queue.idle():
+                return self._consume_now(msgs, pq, mq)
+            queue.put_nowait((msgs, pq, mq))
+            return False
+        ended = True
         for i in range(0, len(msgs), size):
-            self._queue.put_nowait((msgs[i : i + size], pq, mq))
+            part = msgs[i : i + size]
+            if queue.idle():
+                ended = self._consume_now(part, pq, mq) and ended
+            else:
+                queue.put_nowait((part, pq, mq))
+                ended = False
+        return ended
+
+    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
+        """Call a plain listener here (in the pull's read) while a worker waits idle, instead of
+        waking that worker for the next loop turn; True when the request ended here (most). What
+        must await goes first in the queue, to that idle worker, and counts in the
+        ``consume_thread_max`` bound as its call: an awaitable the listener returned (awaited
+        unstepped in the worker's task, under a slot whose consume timeout runs from here), or
+        the send-back of failed messages (``_process_result``)."""
+        if pq.dropped or self._closing:
+            return True
+        ctx = self._context(msgs, mq)
+        try:
+            status: Any = self.listener(msgs, ctx)
+        except Exception:
+            self._raised(msgs, mq)
+            status = _RECONSUME_LATER
+        if inspect.isawaitable(status):
+            slot = self._spare
+            self._spare = _Slot()  # ``slot`` goes with the call
+            slot.deadline = time.monotonic() + self.timeout
+            self._running += 1
+            self._queue.put_first(_Handed(self._consume(slot, msgs, pq, mq, ctx, status), slot))
+            return False
+        failed = self._settle(status, ctx, msgs, pq, mq)
+        if failed is None:
+            return True
+        self._running += 1
+        self._queue.put_first(_Handed(self._process_result(failed, ctx, msgs, pq, mq), None))
+        return False
+
+    def _done(self) -> None:
+        self._running -= 1
+        if self._drained is not None:
+            self._check_drained()
 
     def submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.instance.pull_service.call_later(
@@ -203,29 +289,51 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
                     slot.timed_out = True
                     slot.task.cancel()
 
-    async def _worker(self, slot: _Slot) -> None:
+    async def _worker(self, i: int) -> None:
+        slots = self._slots
+        slot = slots[i]
         get = self._queue.get
         while True:
-            msgs, pq, mq = await get()
+            item = await get()
+            if item.__class__ is _Handed:  # the rest of a call made in a read
+                assert isinstance(item, _Handed)
+                handed = item.slot
+                if handed is not None:  # (the sweeper times it out through this worker)
+                    handed.task = slot.task
+                    slots[i] = handed
+                try:
+                    await item.coro
+                finally:
+                    if handed is not None:
+                        slots[i] = slot
+                        handed.task = None
+                    self._done()
+                continue
+            msgs, pq, mq = cast(Batch, item)
             if pq.dropped or self._closing:
                 continue
             self._running += 1
             try:
                 await self._consume(slot, msgs, pq, mq)
             finally:
-                self._running -= 1
-                if self._drained is not None:
-                    self._check_drained()
+                self._done()
 
-    async def _call_listener(
-        self, slot: _Slot, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
-    ) -> ConsumeConcurrentlyStatus | None:
-        slot.deadline = time.monotonic() + self.timeout
+    async def _consume(
+        self, slot: _Slot, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+        ctx: ConsumeConcurrentlyContext | None = None, status: Any = None,
+    ) -> None:  # fmt: skip
+        """A worker's listener call, or (``ctx`` given) the awaitable ``status`` a call in a
+        read returned, awaited here."""
+        if ctx is None:
+            ctx = self._context(msgs, mq)
+            slot.deadline = time.monotonic() + self.timeout
+            status = _NOT_CALLED
+        # (the listener call inline, not a coroutine of its own: one frame and await less a batch)
         try:
-            result: Any = self.listener(msgs, ctx)
-            if self._is_coro or inspect.isawaitable(result):
-                result = await result
-            return cast(ConsumeConcurrentlyStatus | None, result)
+            if status is _NOT_CALLED:
+                status = self.listener(msgs, ctx)
+            if self._is_coro or inspect.isawaitable(status):
+                status = await status
         except asyncio.CancelledError:
             if not slot.timed_out:
                 raise
@@ -234,45 +342,51 @@ class ConsumeMessageConcurrentlyService(ConsumeServiceBase[ConcurrentListener]):
                 task.uncancel()
             logger.warning(
                 "%s: listener exceeded consume_timeout (%.0fs) on %d message(s) of %s; cancelled, reconsume later",
-                self.consumer.group, self.timeout, len(msgs), ctx.message_queue,
+                self.consumer.group, self.timeout, len(msgs), mq,
             )  # fmt: skip
-            return _RECONSUME_LATER
+            status = _RECONSUME_LATER
         except Exception:
-            logger.exception(
-                "%s: listener raised on %d message(s) of %s",
-                self.consumer.group,
-                len(msgs),
-                ctx.message_queue,
-            )
-            return _RECONSUME_LATER
+            self._raised(msgs, mq)
+            status = _RECONSUME_LATER
         finally:
             slot.deadline = 0.0
             slot.timed_out = False
+        failed = self._settle(status, ctx, msgs, pq, mq)
+        if failed is not None:
+            await self._process_result(failed, ctx, msgs, pq, mq)
 
-    async def _consume(self, slot: _Slot, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    def _context(self, msgs: list[MessageExt], mq: MessageQueue) -> ConsumeConcurrentlyContext:
         if mq.topic == self.consumer.retry_topic:  # a batch comes from one queue: one topic
             reset_retry_topic(msgs, mq.topic)
-        ctx = ConsumeConcurrentlyContext(mq)
-        status = await self._call_listener(slot, msgs, ctx)
+        return ConsumeConcurrentlyContext(mq)
+
+    def _raised(self, msgs: list[MessageExt], mq: MessageQueue) -> None:
+        logger.exception("%s: listener raised on %d message(s) of %s", self.consumer.group, len(msgs), mq)
+
+    def _settle(
+        self, status: Any, ctx: ConsumeConcurrentlyContext, msgs: list[MessageExt], pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> ConsumeConcurrentlyStatus | None:  # fmt: skip
+        """A listener's result: counted, and when every message is acknowledged (the common
+        case) the batch leaves the process queue and the offset advances here, without
+        ``_process_result``'s coroutine (it awaits only to send failed messages back). Returns
+        the status ``_process_result`` must handle, else None."""
+        consumer = self.consumer
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
-                logger.warning(
-                    "%s: listener returned %r; treated as RECONSUME_LATER", self.consumer.group, status
-                )
+                logger.warning("%s: listener returned %r; treated as RECONSUME_LATER", consumer.group, status)
             status = _RECONSUME_LATER
         pq.last_consume_timestamp = time.monotonic_ns() // 1_000_000
-        self.consumer.stats.record(len(msgs), status is _CONSUME_SUCCESS)
+        consumer.stats.record(len(msgs), status is _CONSUME_SUCCESS)
         if pq.dropped:
-            logger.info("%s: %s dropped while consuming; result discarded", self.consumer.group, mq)
-            return
+            logger.info("%s: %s dropped while consuming; result discarded", consumer.group, mq)
+            return None
         if status is _CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
-            # every message acknowledged (the common case): _process_result's outcome without
-            # its coroutine (it awaits only to send failed messages back)
             offset = pq.remove_messages(msgs)
             if offset >= 0:
-                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
-            return
-        await self._process_result(status, ctx, msgs, pq, mq)
+                consumer.offset_store.update_offset(mq, offset, increase_only=True)
+            return None
+        return cast(ConsumeConcurrentlyStatus, status)
 
     async def _process_result(
         self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, msgs: list[MessageExt],

@@ -74,11 +74,20 @@ _CLUSTERING = MessageModel.CLUSTERING
 
 
 class _PullReply:
-    """The waiter of one pull's reply (``RemotingClient.invoke_into``): the reply is handled as
-    the connection reads it (its messages to the process queue and the consume service), then
-    the pull task is woken with whether the next pull follows at once. The consume worker, woken
-    first, runs the listener in the next loop turn ahead of the pull task; through a reply
-    future the task took that turn itself and the worker (and the next pull) one more."""
+    """The waiter of a queue's pulls (``RemotingClient.invoke_into``): a reply is handled as the
+    connection reads it: its messages go to the process queue and the consume service. When
+    every listener call of the batch ended in the read (a plain listener while a worker is
+    free, ``ConsumeMessageConcurrentlyService.submit``), the queue's next pull is written with
+    this same waiter, in the read. The pull task keeps awaiting ``future``: it is set when the
+    next pull does not follow in the read (True: the task pulls again, after the consume worker
+    woken first took the batch; False: it was scheduled or the queue is gone) or failed.
+
+    The next pull is built after the listener call, not before it as RocketMQ's: it then
+    carries the commit offset of the batch just consumed (a queue handed to another member
+    resumes there; built before, the three-member test of tests/integration/test_client_basic
+    consumed the last batch of two queues twice, every run). It leaves no later for that: the
+    read's writes go out together at the end of the read's handling, after the listener call
+    either way."""
 
     __slots__ = ("addr", "consumer", "future", "offset", "req", "sub")
 
@@ -104,12 +113,13 @@ class _PullReply:
             return
         try:
             again = self.consumer._on_result(
-                self.req, self.sub, self.addr, pull_result(reply, self.offset, self.addr)
+                self.req, self.sub, self.addr, pull_result(reply, self.offset, self.addr), self
             )
         except Exception as exc:  # FlowControlError, ResponseError, a bug: the task handles it
             future.set_exception(exc)
             return
-        future.set_result(again)
+        if again is not self:  # the next pull was not written with this waiter
+            future.set_result(again is True)
 
     def set_exception(self, exc: BaseException) -> None:
         if not self.future.done():
@@ -442,12 +452,11 @@ class PushConsumer(ConsumerBase):
         """Pull ``req``'s queue until a pull has to wait; always ends by scheduling the next
         one (or dropping the queue).
 
-        An immediate next pull runs in this same task rather than a new one per pull. The
-        consume service handles the batch just submitted before the next request is built, so
-        that request carries the commit offset of what was just consumed (the broker stores it;
-        a queue that moves to another member then resumes there, not one batch back): a reply
-        handled as the connection reads it (:class:`_PullReply`) wakes the consume worker
-        before this task; one handled here yields once first (``_pull_message``).
+        An immediate next pull runs in this same task rather than a new one per pull; while
+        replies are handled as the connection reads them (:class:`_PullReply`) the next pull
+        is written in the read, after the batch's listener call (so it carries the commit
+        offset of what was just consumed), and this task only waits. A reply handled here
+        yields once first (``_pull_awaited``): the consume worker takes the batch first.
         """
         try:
             while True:
@@ -461,7 +470,28 @@ class PushConsumer(ConsumerBase):
             self._later(req, DELAY_EXCEPTION_MS)
 
     async def _pull_message(self, req: PullRequest) -> bool:
-        """One pull; True when the next one should follow at once."""
+        """One pull (and those chained in the reads); True when the next one should follow at once."""
+        try:
+            step = self._pull_now(req, None)
+            if step is None:
+                return await self._pull_awaited(req)
+            if step is True or step is False:
+                return step
+            return await step.future  # chained pulls handled as they are read (``_PullReply``)
+        except FlowControlError:
+            return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
+        except (ResponseError, OSError) as exc:
+            if self._life.state is RUNNING and not req.process_queue.dropped:
+                logger.warning(
+                    "%s: pull %s at %d failed: %s", self.group, req.message_queue, req.next_offset, exc
+                )
+            return self._later(req, DELAY_EXCEPTION_MS)
+
+    def _pull_now(self, req: PullRequest, waiter: _PullReply | None) -> _PullReply | bool | None:
+        """The pull of ``req`` without an await: its checks, then the request written with
+        ``waiter`` (a new one when None), which is returned. False: the pull was scheduled
+        later or the queue is gone; None: it needs :meth:`_pull_awaited` (an orderly queue's
+        first offset, a route to refresh, no open connection or RPC hooks)."""
         pq = req.process_queue
         if pq.dropped or self._life.state is not RUNNING:
             return False
@@ -479,60 +509,85 @@ class PushConsumer(ConsumerBase):
             if not pq.locked:
                 return self._later(req, DELAY_EXCEPTION_MS)
             if not req.previously_locked:
-                offset = await self.queue_ops.compute_pull_from_where(mq)
-                if offset < 0:
-                    return self._later(req, DELAY_EXCEPTION_MS)
-                req.previously_locked = True
-                req.next_offset = offset
+                return None
         elif pq.max_span() > cfg.consume_concurrently_max_span:
             return self._later(req, DELAY_FLOW_CONTROL_MS)
-        sub = self.rebalance.subscriptions.get(mq.topic)
+        # (RUNNING: the rebalance and the instance are set; no property read)
+        rb, inst = self._rebalance, self._instance
+        assert rb is not None and inst is not None
+        sub = rb.subscriptions.get(mq.topic)
         if sub is None:
             return self._later(req, DELAY_EXCEPTION_MS)
-        commit_offset = 0
-        if cfg.message_model is _CLUSTERING:
-            commit_offset = self.offset_store.table.get(mq, 0)
-        inst = self.instance
         found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
         if found is None:
-            await self.queue_ops.refresh_route(mq.topic)
-            found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
-            if found is None:
-                return self._later(req, DELAY_EXCEPTION_MS)
-        addr, is_slave = found
-        flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
-        if is_slave:
-            flag &= ~FLAG_COMMIT_OFFSET
-        ext = req.ext_fields(
-            sub, flag, commit_offset, cfg.pull_batch_size, cfg.broker_suspend_max_time_millis
-        )
-        api = inst.api
-        timeout = cfg.consumer_timeout_millis_when_suspend / 1000
-        try:
+            return None
+        addr = found[0]
+        if waiter is None:
             loop = self._loop
             if loop is None:
                 loop = self._loop = asyncio.get_running_loop()
             waiter = _PullReply(self, req, sub, addr, req.next_offset, loop.create_future())
-            if api.pull_message_into(addr, ext, timeout, waiter):
-                return await waiter.future  # handled as it was read (``_PullReply``)
-            result = await api.pull_message(addr, PullMessageRequestHeader.from_ext_fields(ext), timeout)
-        except FlowControlError:
-            return self._later(req, DELAY_BROKER_FLOW_CONTROL_MS)
-        except (ResponseError, OSError) as exc:
-            if self._life.state is RUNNING and not pq.dropped:
-                logger.warning("%s: pull %s at %d failed: %s", self.group, mq, req.next_offset, exc)
+        else:
+            waiter.sub, waiter.addr, waiter.offset = sub, addr, req.next_offset
+        timeout = cfg.consumer_timeout_millis_when_suspend / 1000
+        if inst.api.pull_message_into(addr, self._pull_ext(req, sub, found[1]), timeout, waiter):
+            return waiter
+        return None
+
+    def _pull_ext(self, req: PullRequest, sub: SubscriptionData, is_slave: bool) -> dict[str, str]:
+        cfg = self.config
+        commit_offset = 0
+        if cfg.message_model is _CLUSTERING:
+            commit_offset = self.offset_store.table.get(req.message_queue, 0)
+        flag = pull_sys_flag(commit_offset > 0, True, cfg.post_subscription_when_pull)
+        if is_slave:
+            flag &= ~FLAG_COMMIT_OFFSET
+        return req.ext_fields(
+            sub, flag, commit_offset, cfg.pull_batch_size, cfg.broker_suspend_max_time_millis
+        )
+
+    async def _pull_awaited(self, req: PullRequest) -> bool:
+        """A pull :meth:`_pull_now` could not write: an orderly queue's first offset or the
+        route first, then the request through the awaited path (RPC hooks, a connection to
+        open); its result is handled here."""
+        mq = req.message_queue
+        if self._orderly and not req.previously_locked:
+            offset = await self.queue_ops.compute_pull_from_where(mq)
+            if offset < 0:
+                return self._later(req, DELAY_EXCEPTION_MS)
+            req.previously_locked = True
+            req.next_offset = offset
+        inst = self.instance
+        sub = self.rebalance.subscriptions.get(mq.topic)
+        found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
+        if found is None:
+            await self.queue_ops.refresh_route(mq.topic)
+            found = inst.find_broker_addr_in_subscribe(mq.broker_name, self._suggest.get(mq, 0), False)
+        if found is None or sub is None:
             return self._later(req, DELAY_EXCEPTION_MS)
-        if self._on_result(req, sub, addr, result):
+        addr, is_slave = found
+        header = PullMessageRequestHeader.from_ext_fields(self._pull_ext(req, sub, is_slave))
+        timeout = self.config.consumer_timeout_millis_when_suspend / 1000
+        result = await inst.api.pull_message(addr, header, timeout)
+        if self._on_result(req, sub, addr, result, None):
             await asyncio.sleep(0)  # one loop turn: the consume worker takes the batch first
             return True
         return False
 
-    def _on_result(self, req: PullRequest, sub: SubscriptionData, addr: str, result: PullResult) -> bool:
+    def _on_result(
+        self,
+        req: PullRequest,
+        sub: SubscriptionData,
+        addr: str,
+        result: PullResult,
+        waiter: _PullReply | None,
+    ) -> _PullReply | bool:
         """A pull's result: messages to the process queue and the consume service, the next
-        offset; True when the next pull should follow at once (else it is scheduled)."""
+        offset, then (``waiter`` given: in the read) the next pull written with ``waiter``.
+        Returns ``waiter`` when it carries the next pull, else whether the next pull should
+        follow at once (else it is scheduled)."""
         pq = req.process_queue
         mq = req.message_queue
-        inst = self.instance
         self._suggest[mq] = result.suggest_which_broker_id
         if pq.dropped:
             return False
@@ -545,10 +600,14 @@ class PushConsumer(ConsumerBase):
                 return self._later(req, DELAY_EXCEPTION_MS)
             self.stats.record_pull(len(msgs))
             req.next_offset = result.next_begin_offset
-            if msgs:
-                dispatch = pq.put_messages(msgs)
-                assert self._service is not None
-                self._service.submit(msgs, pq, mq, dispatch)
+            if not msgs:
+                return self._next(req, waiter)
+            dispatch = pq.put_messages(msgs)
+            assert self._service is not None
+            if self._service.submit(msgs, pq, mq, dispatch):  # every listener call ended in it
+                return self._next(req, waiter)
+            # a worker takes the batch (woken first): the pull task pulls again after it, so
+            # the next pull carries the batch's commit offset when the call does not await
             return self._again(req)
         if status is _OFFSET_ILLEGAL:
             logger.warning(
@@ -560,14 +619,23 @@ class PushConsumer(ConsumerBase):
             )
             req.next_offset = result.next_begin_offset
             pq.dropped = True
-            inst.tasks.spawn(
+            self.instance.tasks.spawn(
                 self._fix_illegal_offset(mq, result.next_begin_offset), name=f"offset-illegal:{mq.queue_id}"
             )
             return False
         req.next_offset = result.next_begin_offset
         if pq.msg_count == 0:
             self.offset_store.update_offset(mq, result.next_begin_offset, increase_only=True)
-        return self._again(req)
+        return self._next(req, waiter)
+
+    def _next(self, req: PullRequest, waiter: _PullReply | None) -> _PullReply | bool:
+        """After a reply: ``waiter`` with the next pull written (in the read), or whether the
+        pull task pulls again at once (``_again``)."""
+        again = self._again(req)
+        if waiter is None or not again:
+            return again
+        step = self._pull_now(req, waiter)
+        return True if step is None else step
 
     async def _fix_illegal_offset(self, mq: MessageQueue, offset: int) -> None:
         await asyncio.sleep(1.0)
