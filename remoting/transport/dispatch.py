@@ -136,8 +136,10 @@ class ProcessorDispatcher:
                     conn._resolve(request)
                 else:
                     dispatch(conn, request)
-                    if request.code not in _SENDS and _monotonic() - began > TURN_BUDGET:
-                        return request if conn.transport is not None else None
+                    # (not for a lost connection's commands: ``_serve_lost`` slices them itself
+                    # and takes a None as all handled)
+                    if request.code not in _SENDS and _monotonic() - began > TURN_BUDGET and conn.transport:
+                        return request
                 if not conn.can_write and conn.transport is not None:
                     return request
             return None
@@ -165,8 +167,9 @@ class ProcessorDispatcher:
                             conn._write_batch(out)
                     else:
                         self._finish(conn, request, result)
-                        if result is not None and _monotonic() - began > TURN_BUDGET:
-                            return request if conn.transport is not None else None
+                        # (as above)
+                        if result is not None and _monotonic() - began > TURN_BUDGET and conn.transport:
+                            return request
             if not conn.can_write and conn.transport is not None:
                 return request
         return None
