@@ -73,6 +73,11 @@ _HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
 #: (the broker's "\x02CLUSTER\x01<its cluster>"): the fast path's check of a record's tail.
 #: Learnt by ``reput_appended``; two separators before (never a learnt part: no record matches)
 _LEARNT = ["\x02\x02"]
+#: the last record's topic, UNIQ_KEY head and its part of the hash, and the 26-character head
+#: and its part (``reput_appended``), kept from one call to the next (at one send in flight a
+#: call is one record). Parts are those of ``index.hash``'s tables, a function of the topic and
+#: the head alone, so any store of the process may use them
+_KEPT: list[tuple[str | None, str | None, int, str | None, int]] = [(None, None, 0, None, 0)]
 _pack_unit = CQ_UNIT.pack_into
 
 #: a half's dispatch parse as its committed copy takes it (module docstring): the half's
@@ -142,9 +147,12 @@ def reput_appended(d: ReputState, budget: int) -> int:
     hashes, hphys, htss = ([], [], []) if backlog is None else backlog
     last_topic: str | None = None
     heads = _NO_HEADS  # (both set by the first record: no dict made per call)
-    # the last UNIQ_KEY head looked up in ``heads`` and its part of the hash
+    # the last UNIQ_KEY head looked up or composed and its part of the hash, and the head
+    # of its millisecond's first 6 hex digits (26 characters) and its part (``_KEPT``)
     last_head: str | None = None
     head_part = 0
+    last_h26: str | None = None
+    h26 = 0
     cluster_tail = _LEARNT[0]
     tail_len = len(cluster_tail)
     # the topic's queues by queue id: one int subscript per record, not a (topic, qid) tuple
@@ -164,7 +172,9 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 break
             if topic != last_topic:  # (equal, not identical: a broker decodes each topic anew)
                 heads = heads_of(topic)
-                last_head = None
+                kept_topic, last_head, head_part, last_h26, h26 = _KEPT[0]
+                if topic != kept_topic:
+                    last_head = last_h26 = None
                 last_topic = topic
                 topic_queues = by_topic.get(topic) or {}
                 halves = topic == _HALF_TOPIC
@@ -271,6 +281,22 @@ def reput_appended(d: ReputState, budget: int) -> int:
                             if head == last_head and tail in tails:
                                 u = (head_part + tails[tail]) & 0xFFFFFFFF
                                 hashes.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
+                            elif (
+                                key[:-6] == last_h26
+                                and (t1 := key[-6:-4]) in tails
+                                and (t2 := key[-4:-2]) in tails
+                                and tail in tails
+                            ):
+                                # a new millisecond (at one send in flight, every record): the
+                                # head composed from the 26-character one, as uniq_key_hash does,
+                                # without its call, lookups and the head's insertion (~8k
+                                # instructions fewer)
+                                last_head = head
+                                head_part = (
+                                    (((h26 + tails[t1]) * 961) & 0xFFFFFFFF) + tails[t2]
+                                ) * 961 & 0xFFFFFFFF
+                                u = (head_part + tails[tail]) & 0xFFFFFFFF
+                                hashes.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                             elif len(key) >= 2 and head in heads and tail in tails:
                                 last_head = head
                                 head_part = heads[head]
@@ -278,6 +304,10 @@ def reput_appended(d: ReputState, budget: int) -> int:
                                 hashes.append(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
                             else:
                                 hashes.append(uniq_key_hash(topic, key))
+                                # (it cached the 26-character head of a UNIQ_KEY's form)
+                                if (part := heads.get(key[:-6])) is not None and len(key) >= 6:
+                                    last_h26 = key[:-6]
+                                    h26 = part
                             hphys.append(phy)
                             htss.append(ts)
                         if keys:
@@ -336,6 +366,8 @@ def reput_appended(d: ReputState, budget: int) -> int:
             n += 1
     finally:
         d.reput_from_offset = off
+        if last_topic is not None:
+            _KEPT[0] = (last_topic, last_head, head_part, last_h26, h26)
         if hashes and d.index_backlog is None:  # (else the same lists are in it already)
             d.index_backlog = (hashes, hphys, htss)
         if n:
