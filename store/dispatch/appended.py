@@ -41,7 +41,7 @@ from pocketmq.store.dispatch.props_fields import (
     tag_code,
 )
 from pocketmq.store.index.file import IndexService
-from pocketmq.store.index.hash import TAIL_TABLE, heads_of, topic_key_hash, uniq_key_hash
+from pocketmq.store.index.hash import HEAD_TABLES, TAIL_TABLE, heads_of, topic_key_hash, uniq_key_hash
 from pocketmq.store.listener import MessageArrivingListener
 from pocketmq.store.log.batch_encode import BodyStrings
 from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
@@ -143,6 +143,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
     listener, lazy, waiting = d.listener_view
     tag_codes = TAG_CODES
     tails = TAIL_TABLE
+    head_tables = HEAD_TABLES
     backlog = d.index_backlog
     hashes, hphys, htss = ([], [], []) if backlog is None else backlog
     last_topic: str | None = None
@@ -171,7 +172,8 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 pending.appendleft(rec)
                 break
             if topic != last_topic:  # (equal, not identical: a broker decodes each topic anew)
-                heads = heads_of(topic)
+                # (the topic's table read inline: ``heads_of`` called only for a new topic)
+                heads = head_tables.get(topic) or heads_of(topic)
                 kept_topic, last_head, head_part, last_h26, h26 = _KEPT[0]
                 if topic != kept_topic:
                     last_head = last_h26 = None
