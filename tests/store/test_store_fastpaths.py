@@ -95,6 +95,18 @@ def _fill(root: str, msgs: list[MessageInner], *, decode: bool, index: bool = Tr
     return store
 
 
+def _assert_fast_units_and_index_equal_decoded(tmp_path, msgs: list[MessageInner]) -> None:
+    """The ConsumeQueue and index files of ``msgs`` put and dispatched by the fast reput equal
+    the decoding reput's, byte for byte."""
+    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
+    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
+    fast.close()
+    slow.close()
+    for sub in ("consumequeue", "index"):
+        got = _files(str(tmp_path / "fast"), sub)
+        assert got and got == _files(str(tmp_path / "slow"), sub)
+
+
 @pytest.mark.parametrize("index", [True, False])
 def test_fast_reput_writes_exactly_what_decoding_reput_writes(tmp_path, index):
     msgs = _mixed_messages(300)
@@ -138,13 +150,7 @@ def test_fast_reput_of_uniq_key_then_cluster_writes_what_decoding_reput_writes(t
         )  # fmt: skip
         for i in range(120)
     ]
-    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
-    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
-    fast.close()
-    slow.close()
-    for sub in ("consumequeue", "index"):
-        got = _files(str(tmp_path / "fast"), sub)
-        assert got and got == _files(str(tmp_path / "slow"), sub)
+    _assert_fast_units_and_index_equal_decoded(tmp_path, msgs)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -180,13 +186,7 @@ def test_fast_reput_of_a_learnt_cluster_tail_and_kept_heads_writes_what_decoding
                 born_timestamp=1, born_host=BORN_HOST, store_host=STORE_HOST,
             )  # fmt: skip
         )
-    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
-    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
-    fast.close()
-    slow.close()
-    for sub in ("consumequeue", "index"):
-        got = _files(str(tmp_path / "fast"), sub)
-        assert got and got == _files(str(tmp_path / "slow"), sub)
+    _assert_fast_units_and_index_equal_decoded(tmp_path, msgs)
 
 
 def test_recovery_redispatch_repairs_units_and_rebuilds_the_index(tmp_path):
