@@ -95,6 +95,18 @@ def _fill(root: str, msgs: list[MessageInner], *, decode: bool, index: bool = Tr
     return store
 
 
+def _assert_fast_units_and_index_equal_decoded(tmp_path, msgs: list[MessageInner]) -> None:
+    """The ConsumeQueue and index files of ``msgs`` put and dispatched by the fast reput equal
+    the decoding reput's, byte for byte."""
+    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
+    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
+    fast.close()
+    slow.close()
+    for sub in ("consumequeue", "index"):
+        got = _files(str(tmp_path / "fast"), sub)
+        assert got and got == _files(str(tmp_path / "slow"), sub)
+
+
 @pytest.mark.parametrize("index", [True, False])
 def test_fast_reput_writes_exactly_what_decoding_reput_writes(tmp_path, index):
     msgs = _mixed_messages(300)
@@ -138,13 +150,43 @@ def test_fast_reput_of_uniq_key_then_cluster_writes_what_decoding_reput_writes(t
         )  # fmt: skip
         for i in range(120)
     ]
-    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
-    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
-    fast.close()
-    slow.close()
-    for sub in ("consumequeue", "index"):
-        got = _files(str(tmp_path / "fast"), sub)
-        assert got and got == _files(str(tmp_path / "slow"), sub)
+    _assert_fast_units_and_index_equal_decoded(tmp_path, msgs)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fast_reput_of_a_learnt_cluster_tail_and_kept_heads_writes_what_decoding_writes(tmp_path, seed):
+    """reput_appended's learnt CLUSTER part (UNIQ_KEY, then the part the record before ended
+    with) and its head kept from the record before: records that end with that part but hold
+    more (a separator in the key's place, TAGS or KEYS before it), other cluster names, empty,
+    1- and 2-char keys, keys whose head repeats with another tail (non-ASCII, astral), two
+    topics interleaved (one head, two hashes): the units and index entries equal the decoding
+    path's."""
+    rnd = random.Random(seed)
+    head = "7F00000100011B4AAC2" + "0123456789AB"
+    tails = ["00", "01", "Z9", "é1", "\U0001f600", "a", ""]
+    shapes = [
+        lambda k: f"UNIQ_KEY\x01{k}\x02CLUSTER\x01DefaultCluster",
+        lambda k: f"UNIQ_KEY\x01{k}\x02CLUSTER\x01OtherCluster",
+        lambda k: f"UNIQ_KEY\x01{k}\x02TAGS\x01t\x02CLUSTER\x01DefaultCluster",
+        lambda k: f"UNIQ_KEY\x01{k}\x02KEYS\x01a b\x02CLUSTER\x01DefaultCluster",
+        lambda k: f"UNIQ_KEY\x01{k[:3]}\x02{k[3:]}\x02CLUSTER\x01DefaultCluster",
+        lambda k: f"UNIQ_KEY\x01{k}\x02CLUSTER\x01DefaultCluster\x02",
+        lambda k: f"TAGS\x01x\x02UNIQ_KEY\x01{k}\x02CLUSTER\x01DefaultCluster",
+        lambda k: f"UNIQ_KEY\x01{k}",
+    ]
+    weights = [12, 2, 1, 1, 1, 1, 1, 1]
+    msgs = []
+    for i in range(400):
+        key = (head[: rnd.choice([0, 1, 30])] if rnd.random() < 0.1 else f"{head}{i // 9:02X}") + rnd.choice(tails)
+        props = rnd.choices(shapes, weights)[0](key)
+        topic = "TopicU" if rnd.random() < 0.8 else "TopicV"
+        msgs.append(
+            MessageInner(
+                topic=topic, body=os.urandom(40 + i % 50), queue_id=i % 2, properties=props,
+                born_timestamp=1, born_host=BORN_HOST, store_host=STORE_HOST,
+            )  # fmt: skip
+        )
+    _assert_fast_units_and_index_equal_decoded(tmp_path, msgs)
 
 
 def test_recovery_redispatch_repairs_units_and_rebuilds_the_index(tmp_path):
