@@ -109,14 +109,13 @@ async def test_rpc_hooks_turn_templates_off() -> None:
 def test_uniq_ids_are_the_packed_layout() -> None:
     """UniqIdGenerator.create (head cached per millisecond, counter from a table) renders what
     packing ``>iH`` (signed ms since the month's start, counter) and ``hex().upper()`` does."""
-    import itertools
     import struct
 
     from pocketmq.remoting.protocol.message import UniqIdGenerator
 
     gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
     for start in (0, 0xFF, 0x100, 0xFFFF, 0x10000, 0x1FFFE, 0xABCD):
-        gen._counter = itertools.count(start)
+        gen._count_from(start)
         for _ in range(3):
             uid = gen.create()
             count = int(uid[-4:], 16)
