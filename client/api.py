@@ -87,6 +87,8 @@ _end_tasks: set[Task[None]] = set()
 
 _new = object.__new__
 _pack_prefix = PREFIX.pack
+#: the last born timestamp (ms) a :class:`SendRequest` rendered and its text
+_born_text: list[Any] = [-1, "-1"]
 #: Cut markers of :func:`send_template`: JSON renders them as they are (no escaping).
 BORN_MARK = "@@pocketmq-born@@"
 UNIQ_MARK = "@@pocketmq-uniq@@"
@@ -116,7 +118,13 @@ class SendRequest(RemotingCommand):
     def encode_header(self) -> bytes:
         # pieces joined by an f-string: half the cost of ``%`` over the whole template
         a, b, c, d = self.tpl
-        header = f"{a}{self.born}{b}{self.uniq}{c}{self.opaque}{d}".encode()
+        # the born timestamp's text kept while it is the same ms (the sends of a ms share it:
+        # ~0.8k instructions less a send than rendering the 13-digit int each time)
+        born = _born_text
+        if born[0] != self.born:
+            born[0] = self.born
+            born[1] = str(self.born)
+        header = f"{a}{born[1]}{b}{self.uniq}{c}{self.opaque}{d}".encode()
         hlen = len(header)
         body = self.body
         return _pack_prefix(4 + hlen + (len(body) if body else 0), hlen) + header

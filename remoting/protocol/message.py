@@ -295,6 +295,9 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
 
 
 _HEX2 = [f"{i:02X}" for i in range(256)]
+#: the counter's low byte at which its high byte advances (compared by identity: a cycle over
+#: _HEX2 yields this very object)
+_HEX2_ZERO = _HEX2[0]
 
 
 class UniqIdGenerator:
@@ -308,14 +311,41 @@ class UniqIdGenerator:
         ip = ip if ip is not None else random.randbytes(4)
         pid = os.getpid() if pid is None else pid
         self._prefix = (ip + struct.pack(">HI", pid & 0xFFFF, random.getrandbits(32))).hex().upper()
-        self._counter = itertools.count(random.getrandbits(16))
         self._start_ms = 0
         self._next_start_ms = 0
         #: the id up to the counter (prefix + ms since the month's start) for millisecond last_ms
         self._head = ""
+        #: the high 16 bits of the ms since the month's start that ``_hi_head`` (the prefix and
+        #: their 4 hex digits) was rendered for: they change every ~65 s, the low half each ms
+        self._hi = -1
+        self._hi_head = ""
         #: the wall-clock millisecond of the last id made (a producer's born timestamp of that
         #: message's first attempt: no second clock read per send)
         self.last_ms = -1
+        self._count_from(random.getrandbits(16))
+
+    def _count_from(self, count: int) -> None:
+        """Make the next id's counter ``count`` (mod 2**16). The counter is kept as its high
+        byte (``_hi8``) and a cycle over the low byte's hex texts (``_lo``): an id is the head
+        with the high byte (``_head_hi``, remade when either changes) plus the next low text."""
+        low = count & 0xFF
+        self._lo = itertools.cycle(_HEX2[low:] + _HEX2[:low])
+        # a low byte starting at 00 advances the high byte on the first id: start one below
+        self._hi8 = ((count >> 8) - (low == 0)) & 0xFF
+        self._head_hi = self._head + _HEX2[self._hi8]
+
+    def _new_ms(self, now: int) -> None:
+        if now >= self._next_start_ms or now < self._start_ms:
+            self._roll_month(now)
+        self.last_ms = now
+        diff = (now - self._start_ms) & _INT32_MASK
+        if diff >> 16 != self._hi:
+            self._hi = diff >> 16
+            self._hi_head = f"{self._prefix}{diff >> 16:04X}"
+        # the head's ms field: its high half formatted when it changes (~65 s), its low half
+        # from the table (a '%08X' format each ms cost ~0.5k instructions more)
+        head = self._head = self._hi_head + _HEX2[(diff >> 8) & 0xFF] + _HEX2[diff & 0xFF]
+        self._head_hi = head + _HEX2[self._hi8]
 
     def _roll_month(self, now_ms: int) -> None:
         t = time.localtime(now_ms / 1000)
@@ -325,16 +355,19 @@ class UniqIdGenerator:
         self._next_start_ms = int(nxt * 1000)
 
     def create(self) -> str:
-        # One id per message sent: the head is formatted once per millisecond and the counter
-        # from a table (~430 -> ~250 ns; the same text as packing ">iH" and hex().upper()).
+        # One id per message sent: the head (prefix, ms since the month's start and the
+        # counter's high byte) made once per millisecond or 256 ids, the counter's low byte from
+        # a cycle over its hex texts: one concatenation an id (the same text as packing ">iH"
+        # and hex().upper(); ~1.1k instructions less an id than masking both bytes of a count
+        # into a table and concatenating twice).
         now = time.time_ns() // 1_000_000
         if now != self.last_ms:
-            if now >= self._next_start_ms or now < self._start_ms:
-                self._roll_month(now)
-            self.last_ms = now
-            self._head = f"{self._prefix}{(now - self._start_ms) & _INT32_MASK:08X}"
-        count = next(self._counter)
-        return self._head + _HEX2[(count >> 8) & 0xFF] + _HEX2[count & 0xFF]
+            self._new_ms(now)
+        lo = next(self._lo)
+        if lo is _HEX2_ZERO:
+            self._hi8 = hi8 = (self._hi8 + 1) & 0xFF
+            self._head_hi = self._head + _HEX2[hi8]
+        return self._head_hi + lo
 
 
 _default_uniq = UniqIdGenerator()

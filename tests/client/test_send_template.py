@@ -68,6 +68,24 @@ def test_template_header_is_byte_identical(group: str, tags: str | None, queue_i
         assert_template_is_general(prep, p, mq, opaque)
 
 
+def test_born_text_kept_per_ms_renders_each_requests_own() -> None:
+    """encode_header keeps the last born timestamp's text: requests of the same ms, a later
+    one, an earlier one (a clock step back) and one born at 0 each render their own born."""
+    prep = MessagePreparer(ProducerConfig(producer_group="PG"))
+    mq = MessageQueue("T", "b", 2)
+    prep._valid_topics.add(mq.topic)
+    p = prep.prepare(Message(mq.topic, b"x", tags="A"))
+    tpl = prep.head(p, mq)
+    assert tpl is not None
+    for born in (1_764_000_000_123, 1_764_000_000_123, 1_764_000_000_124, 999, 0, 1_764_000_000_124):
+        cmd = SendRequest.__new__(SendRequest)
+        cmd.opaque, cmd.body, cmd.tpl, cmd.born, cmd.uniq = 5, p.body, tpl, born, p.msg_id
+        ext = prep.ext(p, mq)
+        ext["g"] = str(born)
+        general = RemotingCommand(RequestCode.SEND_MESSAGE_V2, 5, 0, None, ext, p.body, LANGUAGE)
+        assert cmd.encode_header() == general.encode_header()
+
+
 def test_no_template_when_a_marker_repeats_or_is_missing() -> None:
     ext = {"a": "PG", "g": BORN_MARK, "i": f"UNIQ_KEY\x01{UNIQ_MARK}"}
     assert send_template(ext) is not None
@@ -109,14 +127,13 @@ async def test_rpc_hooks_turn_templates_off() -> None:
 def test_uniq_ids_are_the_packed_layout() -> None:
     """UniqIdGenerator.create (head cached per millisecond, counter from a table) renders what
     packing ``>iH`` (signed ms since the month's start, counter) and ``hex().upper()`` does."""
-    import itertools
     import struct
 
     from pocketmq.remoting.protocol.message import UniqIdGenerator
 
     gen = UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
     for start in (0, 0xFF, 0x100, 0xFFFF, 0x10000, 0x1FFFE, 0xABCD):
-        gen._counter = itertools.count(start)
+        gen._count_from(start)
         for _ in range(3):
             uid = gen.create()
             count = int(uid[-4:], 16)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import struct
+import time
 import zlib
 
 import pytest
@@ -416,3 +417,37 @@ def test_decode_batch_random_bytes(data):
     except MessageDecodeError:
         return
     assert sum(20 + len(i.body) + 2 + len(i.properties_str.encode()) for i in items) == len(data)
+
+
+class _ReferenceUniqIds:
+    """UniqIdGenerator.create as it was before its counter became a cycle of hex texts (one
+    %08X head per millisecond, the counter's two bytes from a table): the reference bytes."""
+
+    def __init__(self, gen: m.UniqIdGenerator, count: int) -> None:
+        self.gen, self.count = gen, count
+
+    def create(self, now: int) -> str:
+        gen = self.gen
+        start = gen._start_ms
+        head = f"{gen._prefix}{(now - start) & 0xFFFFFFFF:08X}"
+        count, self.count = self.count, self.count + 1
+        return head + m._HEX2[(count >> 8) & 0xFF] + m._HEX2[count & 0xFF]
+
+
+@pytest.mark.parametrize("count", [0, 1, 0xFF, 0x100, 0x1FF, 0xFFFE, 0xFFFF, 0x10000, 0xABCD])
+def test_uniq_ids_same_bytes_as_the_reference(monkeypatch, count):
+    """The same ids as the reference for the same clock and counter: across the counter's low
+    byte and 16-bit wraps, ms steps (one id a ms, many a ms), the ms field's high half and a
+    month roll."""
+    gen = m.UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
+    gen._count_from(count)
+    ref = _ReferenceUniqIds(gen, count)
+    clock = [int(time.mktime((2026, 1, 31, 23, 58, 0, 0, 0, -1)) * 1000)]
+    monkeypatch.setattr(m.time, "time_ns", lambda: clock[0] * 1_000_000)
+    steps = [0] * 300 + [1] * 300 + [65_000, 1, 600, 0, 0, 1] * 40 + [120_000, 0, 0, 1] + [0] * 600
+    for step in steps:
+        clock[0] += step
+        uid = gen.create()
+        assert gen.last_ms == clock[0]
+        assert uid == ref.create(clock[0]), (step, clock[0])
+    assert gen._start_ms == int(time.mktime((2026, 2, 1, 0, 0, 0, 0, 0, -1)) * 1000)  # rolled
