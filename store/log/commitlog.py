@@ -98,7 +98,6 @@ _FAIL_PROPS = _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
 _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
 _FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
-_new = object.__new__
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
 _PUT_PREFIX_V4 = PUT_PREFIX_STRUCTS[0]  # (put_message's: the store tail as one part)
 _NOT_HOST_FLAGS = ~HOST_FLAGS_MASK  # (a constant: the put's ``~`` made a new int each time)
@@ -351,10 +350,10 @@ class CommitLog:
             after_put = self.after_put
             after_put()
         # the AppendResult (also the put's PutResult: one object), every slot filled directly
-        # (at most three a statement: the compiler swaps those, a longer one builds a tuple): no
-        # call and no __init__ (through type_call/slot_tp_init: ~0.6k instructions more,
-        # measured under callgrind); tests/store/test_store_commitlog.py checks every field
-        append = _new(AppendResult)
+        # (at most three a statement: the compiler swaps those, a longer one builds a tuple):
+        # no Python __init__ runs (results.AppendResult); tests/store/test_store_commitlog.py
+        # checks every field
+        append = AppendResult()
         append.status = _PUT_OK
         append.wrote_offset = phy
         append.wrote_bytes = size
@@ -628,7 +627,7 @@ class CommitLog:
                 q += 1
         self.put_times_total += n
         self.put_size_total += total
-        return AppendResult(phy, total, now, base_qoff, n, store_host, offsets)
+        return AppendResult.of(phy, total, now, base_qoff, n, store_host, offsets)
 
     def _encode_batch(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
