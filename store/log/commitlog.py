@@ -101,6 +101,16 @@ _PUT_OK = PutMessageStatus.PUT_OK
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
 _PUT_PREFIX_V4 = PUT_PREFIX_STRUCTS[0]  # (put_message's: the store tail as one part)
 _NOT_HOST_FLAGS = ~HOST_FLAGS_MASK  # (a constant: the put's ``~`` made a new int each time)
+
+
+def _v4_flags(sys_flag: int) -> tuple[int, bool]:
+    """``sys_flag`` without the host bits, and whether its record gets a queue offset."""
+    tx = sys_flag & _TX_MASK
+    return sys_flag & _NOT_HOST_FLAGS, not tx or tx not in _UNCOUNTED
+
+
+#: ``_v4_flags`` of 0-255 (put_message: a tuple subscript, not two ``&``: 3.11 specializes no ``&``)
+_V4_FLAGS = tuple(_v4_flags(f) for f in range(256))
 _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
@@ -279,12 +289,13 @@ class CommitLog:
         # with 0 and 0 made once (layout.PUT_PREFIX_STRUCTS: 3 values fewer to convert a put)
         if store_host is self._tail_host and not prepared and not msg.reconsume_times and len(born_ip) == 4:
             tail = self._tail
-            sys_flag &= _NOT_HOST_FLAGS
+            sys_flag, counted = _V4_FLAGS[sys_flag] if 0 <= sys_flag < 256 else _v4_flags(sys_flag)
             prefix, psize = _PUT_PREFIX_V4, _PREFIX_SIZE  # (Struct.size: a read 3.11 does not specialize)
             size = fixed + blen + plen
         else:
             tail = self._store_tail(store_host, msg.reconsume_times, prepared)
             sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_host[0])
+            counted = _v4_flags(sys_flag)[1]
             prefix = PUT_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
             psize = prefix.size
             size = psize + blen + len(head) + 2 + plen
@@ -301,8 +312,6 @@ class CommitLog:
             key = self._queue_keys[topic][queue_id]
         except KeyError:
             key = put_hooks.queue_key(self._queue_keys, self.topic_queue_table, topic, queue_id)
-        tx = sys_flag & _TX_MASK
-        counted = not tx or tx not in _UNCOUNTED  # (a plain message: no tuple scan)
         qoff = 0
         if counted:
             try:  # (a subscript, no method call)

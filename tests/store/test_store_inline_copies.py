@@ -522,3 +522,33 @@ def test_put_message_store_tail_cache_follows_each_puts_fields(flush, tmp_path):
             phy += len(expected)
     finally:
         s.close()
+
+
+def test_put_message_sys_flags_table_and_past_it(tmp_path):
+    """put_message's sysFlag table (0-255) and the values past it (negative, >= 256) clear
+    the host bits of IPv4 records and count the queue offset of all but prepared and
+    rolled-back records, as encode_message and RocketMQ do."""
+    clock = FakeClock()
+    s = MessageStore(tiny_config(str(tmp_path), mapped_file_size_commit_log=1 << 20), clock=clock)
+    s.load()
+    try:
+        flags = [0, 0x30, 0x4, 0x8, 0xC, 0xFF, 0x134, 0x108, 1 << 40, -1, -5, 0x3, 0]
+        msgs = [_msg(i + 1, V4, V4, f) for i, f in enumerate(flags)]
+        for m in msgs:
+            m.prepared_transaction_offset = 0
+        phy, qoff = s.get_max_phy_offset(), 0
+        for m, f in zip(msgs, flags, strict=True):
+            if f == 1 << 40:  # not an int32: refused by pack_into, nothing written
+                with pytest.raises(struct.error):
+                    s.put_message(m)
+                continue
+            r = s.put_message(m)
+            counted = (f & 0xC) not in (0x4, 0xC)
+            expected = _reference(m, qoff if counted else 0, phy, clock.now)
+            assert r.append.logics_offset == (qoff if counted else 0)
+            assert s.get_message_bytes_by_offset(phy) == expected
+            qoff += counted
+            phy += len(expected)
+        assert s.get_max_phy_offset() == phy
+    finally:
+        s.close()
