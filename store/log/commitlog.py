@@ -301,11 +301,11 @@ class CommitLog:
             size = psize + blen + len(head) + 2 + plen
         files = self.mfq.files
         mf = files[-1] if files else None
-        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
+        if mf is None or (end := mf.wrote_position + size) + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(size)
             if isinstance(got, PutResult):
                 return self._failed(t0, got)
-            mf = got
+            mf, end = got, got.wrote_position + size  # (end: the record's, computed once)
 
         queue_id = msg.queue_id
         try:  # (the queue's own key object, see _queue_keys)
@@ -336,8 +336,8 @@ class CommitLog:
                 mm, pos, size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id, msg.flag,
                 qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, tail, blen,
             )  # fmt: skip
-            mm[pos + psize : pos + size] = b"".join((body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b))  # fmt: skip
-        mf.wrote_position = pos + size
+            mm[pos + psize : end] = b"".join((body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b))  # fmt: skip
+        mf.wrote_position = end
         mf.last_store_timestamp = now
         if counted:
             self.topic_queue_table[key] = qoff + 1
