@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import HostAddress, create_offset_msg_id
 
@@ -98,8 +99,20 @@ class AppendResult(PutResult):
     #: physical offset of every record of a batch (None for a single message)
     batch_offsets: list[int] | None
 
-    def __init__(
-        self,
+    # No Python __init__: ``AppendResult()`` (type_call, object_init, the empty args tuple) is
+    # what CommitLog.put_message makes and fills slot by slot, ~300 instructions fewer per put
+    # than object.__new__(AppendResult) (a one-item args tuple and tp_new_wrapper's checks), and
+    # ~900 fewer than a Python __init__ (callgrind); ``of`` makes one from its fields.
+    if TYPE_CHECKING:
+
+        def __init__(self) -> None: ...
+
+    else:
+        __init__ = object.__init__
+
+    @classmethod
+    def of(
+        cls,
         wrote_offset: int = 0,
         wrote_bytes: int = 0,
         store_timestamp: int = 0,
@@ -107,10 +120,13 @@ class AppendResult(PutResult):
         msg_num: int = 1,
         store_host: HostAddress = (b"\x7f\x00\x00\x01", 0),
         batch_offsets: list[int] | None = None,
-    ) -> None:
+    ) -> AppendResult:
+        """An AppendResult of these fields (status PUT_OK)."""
+        self = cls()
         self.status, self.store_host, self.batch_offsets = PutMessageStatus.PUT_OK, store_host, batch_offsets
         self.wrote_offset, self.wrote_bytes, self.msg_num = wrote_offset, wrote_bytes, msg_num
         self.store_timestamp, self.logics_offset = store_timestamp, logics_offset
+        return self
 
     @property
     def append(self) -> AppendResult:  # type: ignore[override]  # (read-only: it is this object)

@@ -53,7 +53,7 @@ from pocketmq.store.log.batch_encode import (
 )
 from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
 from pocketmq.store.log.crc import crc32_long, crc32_short
-from pocketmq.store.log.layout import STORE_TIMESTAMP_AT, SYSFLAG_AT
+from pocketmq.store.log.layout import PUT_PREFIX_STRUCTS, STORE_TAIL_STRUCTS, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
 from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySink, WakeGate, no_wakeup
@@ -98,9 +98,19 @@ _FAIL_PROPS = _FAIL[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED]
 _FAIL_CREATE = _FAIL[PutMessageStatus.CREATE_MAPEDFILE_FAILED]
 _FAIL_DISK_FULL = _FAIL[PutMessageStatus.SERVICE_NOT_AVAILABLE]
 _PUT_OK = PutMessageStatus.PUT_OK
-_new = object.__new__
 _PREFIX_V4 = RECORD_PREFIX_STRUCTS[0]
+_PUT_PREFIX_V4 = PUT_PREFIX_STRUCTS[0]  # (put_message's: the store tail as one part)
 _NOT_HOST_FLAGS = ~HOST_FLAGS_MASK  # (a constant: the put's ``~`` made a new int each time)
+
+
+def _v4_flags(sys_flag: int) -> tuple[int, bool]:
+    """``sys_flag`` without the host bits, and whether its record gets a queue offset."""
+    tx = sys_flag & _TX_MASK
+    return sys_flag & _NOT_HOST_FLAGS, not tx or tx not in _UNCOUNTED
+
+
+#: ``_v4_flags`` of 0-255 (put_message: a tuple subscript, not two ``&``: 3.11 specializes no ``&``)
+_V4_FLAGS = tuple(_v4_flags(f) for f in range(256))
 _PREFIX_SIZE = _PREFIX_V4.size
 _crc32 = crc32_short
 _crc32_long = crc32_long
@@ -139,6 +149,11 @@ class CommitLog:
         #: (topic, queue_id) -> next queue offset
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self._topic_heads: dict[str, bytes] = {}
+        #: topic -> its IPv4 record's size less body and properties (put_message: no len, 2 adds)
+        self._topic_fixed: dict[str, int] = {}
+        #: the last IPv4 store host a put saw and its store tail (``_store_tail``)
+        self._tail_host: HostAddress | None = None
+        self._tail = b""
         #: topic -> queue id -> its ``topic_queue_table`` key, the tuple the table holds: a put's
         #: lookups match it by identity, not by building and comparing a tuple (any equal key
         #: stays valid: a rebuilt table or a deleted entry only costs the compares again)
@@ -174,7 +189,9 @@ class CommitLog:
             head = bytes((len(raw),)) + raw
             if len(self._topic_heads) > 100_000:
                 self._topic_heads.clear()
+                self._topic_fixed.clear()
             self._topic_heads[topic] = head
+        self._topic_fixed[topic] = _PREFIX_SIZE + len(head) + 2
         return head
 
     def _segment_for(self, size: int) -> MappedFile | PutResult:
@@ -246,11 +263,12 @@ class CommitLog:
         topic = msg.topic
         try:  # (a subscript, no method call: a topic's head is cached after its first put)
             head = self._topic_heads[topic]
+            fixed = self._topic_fixed[topic]
         except KeyError:
             made = self._topic_head(topic)
             if made is None:
                 return self._failed(t0, _FAIL_ILLEGAL)
-            head = made
+            head, fixed = made, self._topic_fixed[topic]
         # inline of message_inner.MessageInner.properties_string
         props = msg.properties
         if props.__class__ is not str:
@@ -264,31 +282,36 @@ class CommitLog:
         if blen > self.max_body:
             return self._failed(t0, _FAIL_ILLEGAL)
         born_ip, born_port = msg.born_host
-        store_ip, store_port = msg.store_host
+        store_host = msg.store_host
         sys_flag = msg.sys_flag
-        if len(born_ip) == 4 and len(store_ip) == 4:
-            sys_flag &= _NOT_HOST_FLAGS
-            prefix, psize = _PREFIX_V4, _PREFIX_SIZE  # (Struct.size: a read 3.11 does not specialize)
+        prepared = msg.prepared_transaction_offset
+        # STOREHOST to PREPARED_TRANSACTION_OFFSET packed as one part, the broker's IPv4 host's
+        # with 0 and 0 made once (layout.PUT_PREFIX_STRUCTS: 3 values fewer to convert a put)
+        if store_host is self._tail_host and not prepared and not msg.reconsume_times and len(born_ip) == 4:
+            tail = self._tail
+            sys_flag, counted = _V4_FLAGS[sys_flag] if 0 <= sys_flag < 256 else _v4_flags(sys_flag)
+            prefix, psize = _PUT_PREFIX_V4, _PREFIX_SIZE  # (Struct.size: a read 3.11 does not specialize)
+            size = fixed + blen + plen
         else:
-            sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-            prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
+            tail = self._store_tail(store_host, msg.reconsume_times, prepared)
+            sys_flag = (sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_host[0])
+            counted = _v4_flags(sys_flag)[1]
+            prefix = PUT_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
             psize = prefix.size
-        size = psize + blen + len(head) + 2 + plen
+            size = psize + blen + len(head) + 2 + plen
         files = self.mfq.files
         mf = files[-1] if files else None
-        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
+        if mf is None or (end := mf.wrote_position + size) + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(size)
             if isinstance(got, PutResult):
                 return self._failed(t0, got)
-            mf = got
+            mf, end = got, got.wrote_position + size  # (end: the record's, computed once)
 
         queue_id = msg.queue_id
         try:  # (the queue's own key object, see _queue_keys)
             key = self._queue_keys[topic][queue_id]
         except KeyError:
             key = put_hooks.queue_key(self._queue_keys, self.topic_queue_table, topic, queue_id)
-        tx = sys_flag & _TX_MASK
-        counted = not tx or tx not in _UNCOUNTED  # (a plain message: no tuple scan)
         qoff = 0
         if counted:
             try:  # (a subscript, no method call)
@@ -299,13 +322,11 @@ class CommitLog:
         phy = mf.file_from_offset + pos
         # inline of clock.now_ms (the put's first clock read)
         now = t0 // 1_000_000 if self._system_clock else self.clock()
-        prepared = msg.prepared_transaction_offset
         # inline of remoting.protocol.message.encode_message
         if self.write_through:
             wrote = _pwritev(mf.fd, (prefix.pack(
                 size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id,
-                msg.flag, qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-                msg.reconsume_times, prepared, blen,
+                msg.flag, qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, tail, blen,
             ), body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b), pos)  # fmt: skip
             if wrote != size:
                 raise short_write(mf.fd, wrote, size)
@@ -313,11 +334,10 @@ class CommitLog:
             mm = mf.mm
             prefix.pack_into(
                 mm, pos, size, MESSAGE_MAGIC_CODE, (_crc32_long if blen >= _LONG else _crc32)(body) & 0x7FFFFFFF, queue_id, msg.flag,
-                qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-                msg.reconsume_times, prepared, blen,
+                qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port, now, tail, blen,
             )  # fmt: skip
-            mm[pos + psize : pos + size] = b"".join((body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b))  # fmt: skip
-        mf.wrote_position = pos + size
+            mm[pos + psize : end] = b"".join((body, head, PROPS_LENS[plen] if plen < 1024 else _pack_props_len(plen), props_b))  # fmt: skip
+        mf.wrote_position = end
         mf.last_store_timestamp = now
         if counted:
             self.topic_queue_table[key] = qoff + 1
@@ -339,19 +359,28 @@ class CommitLog:
             after_put = self.after_put
             after_put()
         # the AppendResult (also the put's PutResult: one object), every slot filled directly
-        # (at most three a statement: the compiler swaps those, a longer one builds a tuple): no
-        # call and no __init__ (through type_call/slot_tp_init: ~0.6k instructions more,
-        # measured under callgrind); tests/store/test_store_commitlog.py checks every field
-        append = _new(AppendResult)
+        # (at most three a statement: the compiler swaps those, a longer one builds a tuple):
+        # no Python __init__ runs (results.AppendResult); tests/store/test_store_commitlog.py
+        # checks every field
+        append = AppendResult()
         append.status = _PUT_OK
         append.wrote_offset = phy
         append.wrote_bytes = size
         append.store_timestamp = now
         append.logics_offset = qoff
         append.msg_num = 1
-        append.store_host = msg.store_host
+        append.store_host = store_host
         append.batch_offsets = None
         return append
+
+    def _store_tail(self, store_host: HostAddress, reconsume_times: int, prepared: int) -> bytes:
+        """STOREHOST to PREPARED_TRANSACTION_OFFSET as bytes (16 address bytes for an IPv6
+        host, as ``host_flags`` decides); an IPv4 host's with 0 and 0 is kept for the next puts."""
+        ip, port = store_host
+        tail = STORE_TAIL_STRUCTS[16 if len(ip) == 16 else 4].pack(ip, port, reconsume_times, prepared)
+        if len(ip) == 4 and not reconsume_times and not prepared:
+            self._tail_host, self._tail = store_host, tail
+        return tail
 
     def _failed(self, t0: int, result: PutResult) -> PutResult:
         """``result`` (a failed put begun at ``t0``, ``time_ns``) once timed into ``latency``
@@ -607,7 +636,7 @@ class CommitLog:
                 q += 1
         self.put_times_total += n
         self.put_size_total += total
-        return AppendResult(phy, total, now, base_qoff, n, store_host, offsets)
+        return AppendResult.of(phy, total, now, base_qoff, n, store_host, offsets)
 
     def _encode_batch(
         self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int

@@ -48,7 +48,7 @@ class Conn:
 
 
 def put(offset: int, size: int = 100) -> PutResult:
-    return PutResult(PutMessageStatus.PUT_OK, AppendResult(offset, size))
+    return PutResult(PutMessageStatus.PUT_OK, AppendResult.of(offset, size))
 
 
 def reply(request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> RemotingCommand:

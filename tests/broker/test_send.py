@@ -403,7 +403,7 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
         request.opaque = opaque
         wrote = 4096 + abs(opaque) * 0xABCDEF  # (hex digits a-f: the msgId's are upper case)
-        append = AppendResult(wrote, 100, 1, offset, 1, broker.store_host, batch)
+        append = AppendResult.of(wrote, 100, 1, offset, 1, broker.store_host, batch)
         reply = proc._reply(request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
         # a stored put's result is its AppendResult itself (commitlog.put_message): same reply
         assert proc._reply(request, append, queue_id, "T").encode_header() == reply.encode_header()

@@ -42,9 +42,9 @@ def test_stored_record_is_exactly_the_reference_layout(open_store, clock):
     assert ext is not None and ext.msg_id == a.msg_id and ext.properties["X"] == "y"
     # put_message fills the result's slots itself: every field set, equal to what __init__ builds;
     # the stored put is its own append (one object), read as a PutResult
-    assert r == AppendResult(0, len(expected), clock.now, 0, 1, STORE_HOST)
+    assert r == AppendResult.of(0, len(expected), clock.now, 0, 1, STORE_HOST)
     assert r.__class__ is AppendResult and r.append is r and r.is_ok and isinstance(r, PutResult)
-    assert r != AppendResult(0, len(expected), clock.now, 1, 1, STORE_HOST)
+    assert r != AppendResult.of(0, len(expected), clock.now, 1, 1, STORE_HOST)
     assert "logics_offset=0" in repr(r)
     wrapped = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r)  # (a flush timeout's)
     assert (

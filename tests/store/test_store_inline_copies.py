@@ -32,9 +32,11 @@ from pocketmq.store.index.hash import topic_key_hash, topic_key_hashes
 from pocketmq.store.index.scan import KeyHashCache, scan_keys
 from pocketmq.store.log.batch_encode import ILLEGAL, TOO_LONG_PROPS, Encoded, encode_bodies, encode_items
 from pocketmq.store.log.layout import (
+    PUT_PREFIX_STRUCTS,
     RECORD_FIELD_INDEX,
     RECORD_INDEX_WALK_V4,
     RECORD_SCAN_V4,
+    STORE_TAIL_STRUCTS,
     STORE_TIMESTAMP_AT,
     SYSFLAG_AT,
     record_fields,
@@ -377,7 +379,12 @@ def test_encode_bodies_encodes_as_encode_items(born, store):
         )
         assert isinstance(got, Encoded) and isinstance(want, Encoded)
         assert b"".join(got.parts) == b"".join(want.parts)
-        assert (got.sizes, got.props, got.total, got.flags) == (want.sizes, want.props, want.total, want.flags)
+        assert (got.sizes, got.props, got.total, got.flags) == (
+            want.sizes,
+            want.props,
+            want.total,
+            want.flags,
+        )
     assert encode_bodies(template, [b"x" * 11], head, 0, 0, 1, 10) == ILLEGAL
     template.properties = "a\x01" + "b" * 40000
     assert encode_bodies(template, [b"1"], head, 0, 0, 1, 10) == TOO_LONG_PROPS
@@ -464,5 +471,84 @@ def test_put_run_copies_encode_as_encode_message(where, born, store, tmp_path):
             next_qoff[queue_id] += 1
             phy += len(expected)
         assert phy == s.get_max_phy_offset()
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("flags", list(RECORD_PREFIX_STRUCTS))
+def test_put_prefix_with_the_store_tail_packs_the_records_prefix(flags):
+    """``PUT_PREFIX_STRUCTS`` (STOREHOST to PREPARED_TRANSACTION_OFFSET as one part) pack the
+    bytes ``RECORD_PREFIX_STRUCTS`` pack from the fields one by one."""
+    store_ip = bytes(range(1, 17)) if flags & 0x20 else b"\x0a\x00\x00\x02"
+    born_ip = bytes(range(20, 36)) if flags & BORNHOST_V6_FLAG else b"\x0a\x00\x00\x01"
+    head = (-1, 2, 0x7FFFFFFF, 3, -4, 2**40 + 5, 2**33 + 6, flags, 2**41 + 7, born_ip, 65535, 2**42 + 8)
+    tail = STORE_TAIL_STRUCTS[len(store_ip)].pack(store_ip, 10911, 16, -(2**50))
+    expected = RECORD_PREFIX_STRUCTS[flags].pack(*head, store_ip, 10911, 16, -(2**50), 1024)
+    assert PUT_PREFIX_STRUCTS[flags].pack(*head, tail, 1024) == expected
+    assert PUT_PREFIX_STRUCTS[flags].size == RECORD_PREFIX_STRUCTS[flags].size
+
+
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_put_message_store_tail_cache_follows_each_puts_fields(flush, tmp_path):
+    """put_message keeps the last IPv4 store host's tail (reconsume times and prepared offset 0):
+    records stay encode_message's when the host changes (another tuple, an equal one, IPv6, an
+    address of odd length), when reconsume times or the prepared offset are set, and back."""
+    clock = FakeClock()
+    s = MessageStore(tiny_config(str(tmp_path), flush_disk_type=flush, mapped_file_size_commit_log=1 << 20), clock=clock)  # fmt: skip
+    s.load()
+    other = (b"\x0a\x00\x00\x09", 10912)
+    try:
+        msgs = []
+        for i, store in enumerate(
+            [V4, V4, (bytes(V4[0]), V4[1]), other, V6, V4, b"\x01\x02\x03\x04\x05", V4, other, V4]
+        ):
+            for reconsume, prepared, sys_flag in (
+                (0, 0, 0),
+                (2, 0, 0),
+                (0, 77, TRANSACTION_ROLLBACK_TYPE),
+                (0, 0, 0),
+            ):
+                m = _msg(i + 1, V4, store if isinstance(store, tuple) else (store, 7), sys_flag)
+                m.reconsume_times, m.prepared_transaction_offset = reconsume, prepared
+                msgs.append(m)
+        start = s.get_max_phy_offset()
+        results = [s.put_message(m) for m in msgs]
+        assert all(r.is_ok for r in results)
+        phy = start
+        for m, r in zip(msgs, results, strict=True):
+            expected = _reference(m, r.append.logics_offset, phy, clock.now)
+            assert s.get_message_bytes_by_offset(phy) == expected
+            assert r.append.store_host is m.store_host
+            phy += len(expected)
+    finally:
+        s.close()
+
+
+def test_put_message_sys_flags_table_and_past_it(tmp_path):
+    """put_message's sysFlag table (0-255) and the values past it (negative, >= 256) clear
+    the host bits of IPv4 records and count the queue offset of all but prepared and
+    rolled-back records, as encode_message and RocketMQ do."""
+    clock = FakeClock()
+    s = MessageStore(tiny_config(str(tmp_path), mapped_file_size_commit_log=1 << 20), clock=clock)
+    s.load()
+    try:
+        flags = [0, 0x30, 0x4, 0x8, 0xC, 0xFF, 0x134, 0x108, 1 << 40, -1, -5, 0x3, 0]
+        msgs = [_msg(i + 1, V4, V4, f) for i, f in enumerate(flags)]
+        for m in msgs:
+            m.prepared_transaction_offset = 0
+        phy, qoff = s.get_max_phy_offset(), 0
+        for m, f in zip(msgs, flags, strict=True):
+            if f == 1 << 40:  # not an int32: refused by pack_into, nothing written
+                with pytest.raises(struct.error):
+                    s.put_message(m)
+                continue
+            r = s.put_message(m)
+            counted = (f & 0xC) not in (0x4, 0xC)
+            expected = _reference(m, qoff if counted else 0, phy, clock.now)
+            assert r.append.logics_offset == (qoff if counted else 0)
+            assert s.get_message_bytes_by_offset(phy) == expected
+            qoff += counted
+            phy += len(expected)
+        assert s.get_max_phy_offset() == phy
     finally:
         s.close()
