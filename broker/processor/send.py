@@ -213,9 +213,13 @@ class SendMessageProcessor:
             # (its code is SEND_MESSAGE_V2, a class attribute: not read, as 3.11 specializes no
             # class attribute read through an instance, ~0.13k instructions)
             header = request.send_header
+            # properties without WAIT, CLUSTER, DELAY, TRAN_MSG or a trailing separator, as
+            # every header of its shape has (send_raw._plain): none searched below
+            plain = request.plain
             if header.batch:
                 return self._durable(self._send_batch(conn, request, header))
         else:
+            plain = False
             code = request.code
             if type(request) is SendV2Request:  # decoded typed (frame): no extFields dict
                 header = _parse_v2_attrs(request.v2_fields)
@@ -258,7 +262,7 @@ class SendMessageProcessor:
         inner.prepared_transaction_offset = 0
         inner.tags_code = 0
         sent = header.properties or ""
-        tran = TRAN_KEY in sent
+        tran = not plain and TRAN_KEY in sent
         topic = header.topic  # (checked: not blank)
         if (
             tran
@@ -315,7 +319,9 @@ class SendMessageProcessor:
                     if self.topics.durable is None
                     else reply_when_durable(half, self.topics, self.groups)
                 )
-        if sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
+        if plain:  # (what the branch below decides, known from the shape)
+            props, wait, delayed, tran = f"{sent}{s.cluster_tail}", True, s.tail_delay, s.tail_tran
+        elif sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
             # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
             # stored_properties returns for it, without the call
             props, wait = f"{sent}{s.cluster_tail}", True

@@ -217,7 +217,7 @@ class FrameDecoder:
                             sshape = _send_shape_of(hlen)
                             if sshape is not None:
                                 (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
-                                 wide, base, language, version, flag) = sshape  # fmt: skip
+                                 wide, base, language, version, flag, plain) = sshape  # fmt: skip
                                 values = unpack_values(header)  # (the changing ones)
                                 # its constant pieces: the values put back into the shape's
                                 # give the header; else another producer's header of this
@@ -230,7 +230,7 @@ class FrameDecoder:
                                         other_values = other[0](header)
                                         if other[1] % other_values == header:
                                             (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
-                                             post, wide, base, language, version, flag) = other  # fmt: skip
+                                             post, wide, base, language, version, flag, plain) = other  # fmt: skip
                                             values = other_values
                                             queue_id = _queue_id_of(values[i_e])
                                             break
@@ -269,6 +269,7 @@ class FrameDecoder:
                                     h.bname = base.bname
                                     raw_send = _new(SendRawRequest)
                                     raw_send.send_header = h
+                                    raw_send.plain = plain  # (the shape's: send_raw._plain)
                                     raw_send.language = language
                                     raw_send.version = version
                                     raw_send.opaque = int(raw_opaque)

@@ -51,6 +51,7 @@ from typing import Any
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import SendV2Request
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
+from pocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageConst
 
 __all__ = ["OTHER_SHAPES", "PER_LENGTH", "QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
 
@@ -67,14 +68,21 @@ _new = object.__new__
 #: caps a topic's queues at 1024 by default); the shape read takes no other
 QUEUE_IDS = {str(i).encode(): i for i in range(1024)}
 _json = header_json.dumps  # (orjson's, or the stdlib's with the same escapes for our check)
+#: the property keys the send processor looks for in a send's properties (WAIT, CLUSTER, DELAY,
+#: TRAN_MSG, each with its separator: broker.processor.message_props), decided once per shape
+_SEND_KEYS = tuple(
+    f"{name}{NAME_VALUE_SEPARATOR}"
+    for name in (MessageConst.WAIT, MessageConst.CLUSTER, MessageConst.DELAY, MessageConst.TRAN_MSG)
+)
 
 #: A shape: (unpack: the changing values, the header as a %-format of them, the indexes of
 #: e, g, the UNIQ_KEY (-1: none changes) and the opaque among them, the properties before and
 #: after the UNIQ_KEY, whether the opaque has several digits, the header of the learnt values
-#: (the constant fields are read from it), language code, version, flag)
+#: (the constant fields are read from it), language code, version, flag, whether every header
+#: of the shape has plain properties: ``SendRawRequest.plain``)
 _Shape = tuple[
     Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, str, str, bool,
-    SendMessageRequestHeader, int, int, int,
+    SendMessageRequestHeader, int, int, int, bool,
 ]  # fmt: skip
 #: header length -> its first shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
 SHAPES: dict[int, _Shape] = {}
@@ -90,9 +98,15 @@ _misses: dict[int, int] = {}
 class SendRawRequest(SendV2Request):
     """A SEND_MESSAGE_V2 read by its shape (module docstring): ``send_header`` is the send's
     parsed header. ``v2_fields`` (the typed decode's struct) and ``ext_fields`` are decoded from
-    ``raw_header`` when asked for (hooks, tests)."""
+    ``raw_header`` when asked for (hooks, tests).
 
-    __slots__ = ("send_header",)
+    ``plain``: the header's properties are non-empty, hold none of the keys WAIT, CLUSTER,
+    DELAY and TRAN_MSG and do not end with a separator, so the broker stores them as they are
+    plus its cluster's entry (``broker.processor.send``: no search of them per send). Decided
+    once per shape (:func:`_plain`): only the UNIQ_KEY value varies between a shape's headers."""
+
+    __slots__ = ("plain", "send_header")
+    plain: bool
     send_header: SendMessageRequestHeader
     # what every such request has (class attributes: fewer slots to fill per frame)
     code = 310
@@ -110,6 +124,24 @@ def _find_once(header: bytes, needle: bytes) -> int:
     if at < 0 or header.find(needle, at + 1) >= 0:
         return -1
     return at + len(needle)
+
+
+def _plain(pre: str, post: str) -> bool:
+    """Whether every properties text ``pre + uniq + post`` (``uniq``: any non-empty run of ASCII
+    letters and digits, ``pre`` ending with ``UNIQ_KEY`` and its separator) is plain
+    (``SendRawRequest.plain``); for a shape without UNIQ_KEY, whether ``pre`` is (``post``
+    empty: no ``uniq`` either).
+
+    Exact for every ``uniq``: a key ends with the name/value separator (\x01) and holds no
+    property separator (\x02); ``uniq`` holds neither, and ``post`` is empty or starts with
+    \x02, so a key in the joined text lies wholly in ``pre`` or wholly in ``post``. The text
+    ends with ``post``'s last character, or a letter or digit of ``uniq`` (or ``pre``'s last)."""
+    if not pre:
+        return False
+    for key in _SEND_KEYS:
+        if key in pre or key in post:
+            return False
+    return not (post or pre).endswith(PROPERTY_SEPARATOR)
 
 
 def learn(header: bytes | bytearray, v2: Any) -> None:
@@ -148,6 +180,7 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
         cuts.append((at, raw))
     pre = post = ""
     has_uniq = False
+    plain = _plain(props or "", "")  # (no UNIQ_KEY: the properties are the shape's constant)
     if props is not None and _UNIQ in props:
         pre, rest = props.split(_UNIQ, 1)
         pre += _UNIQ
@@ -164,6 +197,7 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
             return
         cuts.append((at, uniq.encode()))
         has_uniq = True
+        plain = _plain(pre, post)
     at = _find_once(header, b'"opaque":')
     raw = str(opaque).encode()
     if at < 0 or header[at : at + len(raw)] != raw or header[at + len(raw) : at + len(raw) + 1] not in (b",", b"}"):  # fmt: skip
@@ -196,6 +230,7 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
         header_json.LANGUAGE_BY_NAME[v2.language],
         v2.version,
         v2.flag,
+        plain,
     )
     first = _shapes.get(hlen)
     if first is None:

@@ -534,3 +534,73 @@ async def test_shape_read_send_replies_as_a_typed_one(broker, batch):
         assert int(ext["queueOffset"]) == len(heads) * (2 if batch else 1) - (2 if batch else 1)
         assert len(ext["msgId"].split(",")) == (2 if batch else 1)
     assert len(set(heads)) == 1
+
+
+_PLAIN_CASES = [
+    "TAGS\x01A\x02UNIQ_KEY\x01{u}",
+    "UNIQ_KEY\x01{u}",
+    "TAGS\x01Tág \x02UNIQ_KEY\x01{u}\x02KEYS\x01ü",
+    "TAGS\x01A\x02\x02UNIQ_KEY\x01{u}",  # (the plain ones above: the checks find nothing)
+    "UNIQ_KEY\x01{u}\x02WAIT\x01true\x02TAGS\x01A",
+    "WAIT\x01false\x02UNIQ_KEY\x01{u}",
+    "CLUSTER\x01other\x02UNIQ_KEY\x01{u}",
+    "DELAY\x013\x02UNIQ_KEY\x01{u}",
+    "UNIQ_KEY\x01{u}\x02DELAY\x012",
+    "UNIQ_KEY\x01{u}\x02DELAY\x01x",
+    "UNIQ_KEY\x01{u}\x02TRAN_MSG\x01true\x02PGROUP\x01PG",
+    "TRAN_MSG\x01false\x02UNIQ_KEY\x01{u}",
+    "UNIQ_KEY\x01{u}\x02",
+    "XWAIT\x01v\x02UNIQ_KEY\x01{u}\x02MYDELAY\x011",
+]
+
+
+@pytest.mark.parametrize("props", _PLAIN_CASES)
+async def test_shape_read_send_stores_the_typed_ones_properties(broker, props):
+    """A shape's ``plain`` flag (send_raw._plain: the processor then searches the properties for
+    none of WAIT, CLUSTER, DELAY, TRAN_MSG) is set exactly when the processor's own checks would
+    find none of them and no trailing separator; either way the shape-read send is answered and
+    stored as the same send decoded typed (properties, topic, queue, sysFlag; the reply's code
+    and remark), whatever keys its properties hold before or after the UNIQ_KEY."""
+    from argparse import Namespace
+
+    from pocketmq.broker.processor.message_props import CLUSTER_KEY, DELAY_KEY, TRAN_KEY, WAIT_KEY
+    from pocketmq.remoting.protocol import send_raw
+    from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request
+    from pocketmq.remoting.protocol.frame import FrameDecoder
+    from pocketmq.remoting.protocol.send_raw import SendRawRequest
+
+    send_raw.SHAPES.clear()
+    send_raw.OTHER_SHAPES.clear()
+    send_raw._misses.clear()
+    proc = broker.send_processor
+    conn = Namespace(attrs={}, remote_addr="127.0.0.1:5555")
+    frames = []
+    for i in range(2):
+        ext = {"a": "PG", "b": "RawProps", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000000",
+               "h": "0", "i": props.format(u=f"7F0000010A6B18B4AAC22794EB2C{i:04X}"), "j": "0", "k": "false",
+               "m": "false"}  # fmt: skip
+        frames.append(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext, body=b"x", opaque=100 + i).encode())  # fmt: skip
+    decoder = FrameDecoder()
+    typed, raw = decoder.feed(frames[0]) + decoder.feed(frames[1])  # (learnt, then read by it)
+    assert type(typed) in (SendV2Request, RemotingCommand) and type(raw) is SendRawRequest
+    sent = raw.send_header.properties
+    keyless = all(key not in sent for key in (WAIT_KEY, CLUSTER_KEY, DELAY_KEY, TRAN_KEY))
+    assert raw.plain == (keyless and not sent.endswith("\x02"))
+    assert raw.plain == (props in _PLAIN_CASES[:4])
+    stored = []
+    for command in (typed, raw):
+        try:
+            reply = proc.process(conn, command)
+            reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
+        except Exception as exc:  # (the processor's error: the server answers it with its code)
+            stored.append((type(exc).__name__, str(exc)))
+            continue
+        assert reply is not None
+        ext = reply.ext_fields or {}
+        stored.append((reply.code, reply.remark, "msgId" in ext))
+        if "msgId" in ext:
+            msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
+            assert msg is not None
+            text = repr(msg.properties).replace("2C0000", "2C0001")
+            stored.append((msg.topic, msg.queue_id, msg.sys_flag, text))
+    assert stored[: len(stored) // 2] == stored[len(stored) // 2 :]
