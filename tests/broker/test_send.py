@@ -427,7 +427,7 @@ async def test_batch_msg_id_is_each_offsets_msg_id_joined(broker):
     host = broker.store_host
     prefix = (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper()
     for offsets in ([0], [5, 900], [0xABCDEF, 2**32 - 1, 2**32, 2**40 + 0xFA], [2**63 - 1], list(range(0, 64 * 1100, 1100))):
-        append = AppendResult(offsets[0], 100, 1, 0, len(offsets), host, offsets)
+        append = AppendResult.of(offsets[0], 100, 1, 0, len(offsets), host, offsets)
         assert proc._msg_id(append) == ",".join(f"{prefix}{off:016X}" for off in offsets)
 
 
