@@ -36,10 +36,11 @@ async def stored(broker: BrokerController, topic: str, n: int) -> int:
     return broker.store.get_max_offset_in_queue(topic, 0)
 
 
-async def test_raw_burst_of_oneway_sends_then_close_is_all_stored(broker: BrokerController) -> None:
+async def burst_then_close(broker: BrokerController, topic: str) -> None:
+    """N oneway sends to ``topic`` written in one sendall, then the connection closed."""
     data = b""
     for i in range(N):
-        cmd = oneway_send("Burst", i)
+        cmd = oneway_send(topic, i)
         cmd.opaque = i
         data += cmd.encode()
     host, port = broker.broker_addr.rsplit(":", 1)
@@ -48,6 +49,10 @@ async def test_raw_burst_of_oneway_sends_then_close_is_all_stored(broker: Broker
     await writer.drain()
     writer.close()
     await writer.wait_closed()
+
+
+async def test_raw_burst_of_oneway_sends_then_close_is_all_stored(broker: BrokerController) -> None:
+    await burst_then_close(broker, "Burst")
     assert await stored(broker, "Burst", N) == N
 
 
@@ -68,15 +73,5 @@ async def test_burst_then_close_is_all_stored_when_every_turn_runs_out_of_time(
     next turn, and once the connection is lost ``_serve_lost`` handles all of it (a cut there
     once skipped the rest of its slice: 997 of 1,000 stored on a loaded machine)."""
     monkeypatch.setattr(dispatch, "TURN_BUDGET", -1.0)
-    data = b""
-    for i in range(N):
-        cmd = oneway_send("BurstCut", i)
-        cmd.opaque = i
-        data += cmd.encode()
-    host, port = broker.broker_addr.rsplit(":", 1)
-    _reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(data)
-    await writer.drain()
-    writer.close()
-    await writer.wait_closed()
+    await burst_then_close(broker, "BurstCut")
     assert await stored(broker, "BurstCut", N) == N
