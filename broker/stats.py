@@ -256,9 +256,11 @@ class BrokerStatsManager:
         #: where StatsItems' (a dict subclass) goes through slot_mp_subscript and a Python-level
         #: ``dict.__getitem__`` call (~0.35k instructions each, two per send); one lookup for both
         self.topic_put: dict[str, tuple[StatsItem, StatsItem]] = {}
-        #: ``topic@group`` -> its (GROUP_GET_NUMS, GROUP_GET_SIZE) items, ``on_get``'s (the same
-        #: way); emptied when a topic or group is deleted (rare: refilled on the next pulls)
-        self._group_get: dict[str, tuple[StatsItem, StatsItem]] = {}
+        #: group -> topic -> its (GROUP_GET_NUMS, GROUP_GET_SIZE) items, ``on_get``'s (the same
+        #: way; keyed by the pull's own strings, whose hashes are cached, so a pull builds and
+        #: hashes no ``topic@group`` key); emptied when a topic or group is deleted (rare:
+        #: refilled on the next pulls)
+        self._group_get: dict[str, dict[str, tuple[StatsItem, StatsItem]]] = {}
         self._group_get_nums = t[GROUP_GET_NUMS].items
         self._group_get_size = t[GROUP_GET_SIZE].items
         self.broker_put = t[BROKER_PUT_NUMS].items[cluster_name] = StatsItem(now)
@@ -315,18 +317,25 @@ class BrokerStatsManager:
         now = self.now_ms()
         if now >= self.next_roll:
             self.roll(now)
-        key = f"{topic}@{group}"
-        try:  # (as topic_put: one exact-dict subscript for both items)
-            item, size_item = self._group_get[key]
+        try:  # (as topic_put: exact-dict subscripts for both items)
+            item, size_item = self._group_get[group][topic]
         except KeyError:
-            item = self._group_get_nums[key]
-            size_item = self._group_get_size[key]
-            self._group_get[key] = (item, size_item)
+            item, size_item = self._get_items(group, topic)
         item.value += nums
         item.times += 1
         size_item.value += size
         size_item.times += 1
         self._broker_get.value += nums
+
+    def _get_items(self, group: str, topic: str) -> tuple[StatsItem, StatsItem]:
+        """The (GROUP_GET_NUMS, GROUP_GET_SIZE) items of ``topic@group``, created if missing,
+        cached in ``_group_get``."""
+        key = stats_key(topic, group)
+        pair = self._group_get.setdefault(group, {})[topic] = (
+            self._group_get_nums[key],
+            self._group_get_size[key],
+        )
+        return pair
 
     def on_get_latency(self, group: str, topic: str, queue_id: int, latency_ms: int) -> None:
         self._add(self.stats_table[GROUP_GET_LATENCY].items, f"{queue_id}@{topic}@{group}", latency_ms)

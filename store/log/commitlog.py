@@ -350,7 +350,7 @@ class CommitLog:
             dt = _time_ns() - t0
             if dt < 0:  # noqa: PLR1730 - a compare, not a max() call: runs on every put
                 dt = 0
-            lat.counts[(dt >> 10).bit_length()] += 1
+            lat.bits[dt.bit_length()] += 1
             lat.sum_ns += dt
             if dt > lat.max_ns:  # noqa: PLR1730 - a compare, not a max() call: runs on every put
                 lat.max_ns = dt
@@ -394,7 +394,7 @@ class CommitLog:
         lat = self.latency
         if lat is not None:
             dt = max(dt, 0)
-            lat.counts[(dt >> 10).bit_length()] += 1
+            lat.bits[dt.bit_length()] += 1
             lat.sum_ns += dt
             lat.max_ns = max(lat.max_ns, dt)
 

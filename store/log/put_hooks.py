@@ -15,10 +15,10 @@ __all__ = ["EVERY_PUT", "NO_SERVICES", "Gate", "LatencySink", "WakeGate", "no_wa
 
 
 class LatencySink(Protocol):
-    """Where put times go (``broker.metrics.PutLatency``): bucket ``(ns >> 10).bit_length()``
-    of ``counts`` counts one put, ``sum_ns`` and ``max_ns`` their total and maximum."""
+    """Where put times go (``broker.metrics.PutLatency``): ``bits[ns.bit_length()]`` counts
+    one put (65 entries), ``sum_ns`` and ``max_ns`` their total and maximum."""
 
-    counts: list[int]
+    bits: list[int]
     sum_ns: int
     max_ns: int
 

@@ -7,6 +7,7 @@ import datetime
 import pytest
 
 from pocketmq.broker.stats import (
+    BROKER_GET_NUMS,
     BROKER_PUT_NUMS,
     GROUP_GET_LATENCY,
     GROUP_GET_NUMS,
@@ -124,6 +125,30 @@ def test_a_pull_after_its_topic_or_group_was_deleted_counts_in_new_items():
         assert nums is not None and size is not None
         assert (nums.value, nums.times, size.value, size.times) == (3, 1, 30, 1)
         deleted()
+
+
+def test_pulls_count_in_their_topic_at_group_items():
+    """``on_get`` caches its pairs by group, then topic: each pull feeds the ``topic@group``
+    items of the stats table (a group's several topics, a topic's several groups), and two
+    pairs spelling the same ``topic@group`` share its items, as Java's buildStatsKey does."""
+    m = BrokerStatsManager("C1", FakeClock(wall_ms=T0).now_ms)
+    pulls = [
+        ("G", "T", 1, 10),
+        ("G", "U", 2, 20),
+        ("H", "T", 4, 40),
+        ("b@c", "a", 8, 80),
+        ("c", "a@b", 16, 160),
+    ]
+    for _ in range(2):
+        for group, topic, nums, size in pulls:
+            m.on_get(group, topic, nums, size)
+    for key, nums, size in (("T@G", 1, 10), ("U@G", 2, 20), ("T@H", 4, 40), ("a@b@c", 24, 240)):
+        n, s = m.get_stats_item(GROUP_GET_NUMS, key), m.get_stats_item(GROUP_GET_SIZE, key)
+        assert n is not None and s is not None
+        times = 4 if key == "a@b@c" else 2
+        assert (n.value, n.times, s.value, s.times) == (2 * nums, times, 2 * size, times)
+    broker_get = m.get_stats_item(BROKER_GET_NUMS, "C1")
+    assert broker_get is not None and broker_get.value == 2 * 31
 
 
 def test_a_put_after_its_topic_was_deleted_counts_in_new_items():

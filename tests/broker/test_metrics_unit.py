@@ -17,7 +17,7 @@ def test_put_latency_buckets_are_powers_of_two_microseconds() -> None:
     lat = PutLatency()
     # bucket i holds durations below 1024 * 2**i ns
     for dt in (0, 1023, 1024, 5000, 3_000_000):
-        lat.counts[(dt >> 10).bit_length()] += 1
+        lat.bits[dt.bit_length()] += 1
         lat.sum_ns += dt
     buckets = dict(lat.buckets())
     assert buckets[repr(1024 / 1e9)] == 2  # 0 and 1023 ns
@@ -26,6 +26,22 @@ def test_put_latency_buckets_are_powers_of_two_microseconds() -> None:
     assert buckets["+Inf"] == 5 and lat.count == 5
     assert lat.quantile_ms(0.5) == 2048 / 1e6
     assert lat.quantile_ms(1.0) == (1024 << 12) / 1e6  # 3 ms lands below 4.19 ms
+
+
+def test_put_latency_counts_are_the_shifted_buckets_of_the_bit_lengths() -> None:
+    """A put lands in ``bits[dt.bit_length()]``; ``counts`` reads exactly the buckets
+    ``(dt >> 10).bit_length()`` would have counted, on and around every boundary."""
+    lat = PutLatency()
+    want = [0] * 64
+    times = [0, 1, 1023, 1024, 1025, 2047, 2048, 5000, 3_000_000, (1 << 40) - 1, 1 << 40, (1 << 64) - 1]
+    times += [(1024 << i) + d for i in range(54) for d in (-1, 0, 1)]
+    for dt in times:
+        lat.bits[dt.bit_length()] += 1
+        want[(dt >> 10).bit_length()] += 1
+    assert lat.counts == want and len(lat.counts) == 64
+    assert lat.count == len(times) == dict(lat.buckets())["+Inf"]
+    timed = lat.wrap(lambda a: a)  # the wrapper's puts land in the same buckets
+    assert timed(7) == 7 and lat.count == len(times) + 1 and sum(lat.counts) == lat.count
 
 
 def test_put_latency_wrap_times_calls_and_returns_their_result() -> None:

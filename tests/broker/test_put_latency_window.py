@@ -9,7 +9,7 @@ from pocketmq.remoting.common.clock import FakeClock
 
 
 def _put(lat: PutLatency, dt_ns: int, times: int = 1) -> None:
-    lat.counts[(dt_ns >> 10).bit_length()] += times
+    lat.bits[dt_ns.bit_length()] += times
     lat.max_ns = max(lat.max_ns, dt_ns)
 
 
