@@ -29,7 +29,7 @@ from pocketmq.remoting.protocol.message import (
     tags_hash,
 )
 from pocketmq.store.config import MessageStoreConfig
-from pocketmq.store.dispatch.appended import Arriving, Carried, reput_appended
+from pocketmq.store.dispatch.appended import Arriving, Carried, reput_appended, reput_one
 from pocketmq.store.dispatch.props_fields import (
     NO_PROPERTIES,
     LazyProperties,
@@ -268,7 +268,16 @@ class Dispatcher:
         # the written end read inline, not the CommitLog's property, which 3.11 does not specialize)
         mfq = self.commitlog.mfq
         pending = self.commitlog.appended
-        n = 0
+        # one new record of the common shape (one send in flight: a call per send): no loop,
+        # and done once the written end is reached (``reput_one``; anything else: the loop)
+        if len(pending) == 1 and budget > 0 and reput_one(self, pending):
+            files = mfq.files
+            if self.reput_from_offset == files[-1].file_from_offset + files[-1].wrote_position:
+                self.dispatched_total += 1
+                return 1
+            n = 1
+        else:
+            n = 0
         decoded = False
         try:
             while n < budget:

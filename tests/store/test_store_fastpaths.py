@@ -71,7 +71,10 @@ def _mixed_messages(n: int) -> list[MessageInner]:
     return out
 
 
-def _fill(root: str, msgs: list[MessageInner], *, decode: bool, index: bool = True) -> MessageStore:
+def _fill(
+    root: str, msgs: list[MessageInner], *, decode: bool, index: bool = True, every: int = 25
+) -> MessageStore:
+    """``msgs`` put (every seventh as a batch of two) and dispatched every ``every`` puts."""
     clock = FakeClock()
     store = MessageStore(tiny_config(root, max_index_num=200, message_index_enable=index), clock=clock)
     store.load()
@@ -83,17 +86,17 @@ def _fill(root: str, msgs: list[MessageInner], *, decode: bool, index: bool = Tr
         clock.advance(37)
         if decode:
             store.commitlog.appended.clear()  # force the decoding reput path
-        if k % 25 == 24:
+        if k % every == every - 1:
             store.do_reput()
     store.do_reput()
     return store
 
 
-def _assert_fast_units_and_index_equal_decoded(tmp_path, msgs: list[MessageInner]) -> None:
+def _assert_fast_units_and_index_equal_decoded(tmp_path, msgs: list[MessageInner], every: int = 25) -> None:
     """The ConsumeQueue and index files of ``msgs`` put and dispatched by the fast reput equal
-    the decoding reput's, byte for byte."""
-    fast = _fill(str(tmp_path / "fast"), msgs, decode=False)
-    slow = _fill(str(tmp_path / "slow"), msgs, decode=True)
+    the decoding reput's, byte for byte (dispatched every ``every`` puts)."""
+    fast = _fill(str(tmp_path / "fast"), msgs, decode=False, every=every)
+    slow = _fill(str(tmp_path / "slow"), msgs, decode=True, every=every)
     fast.close()
     slow.close()
     for sub in ("consumequeue", "index"):
@@ -147,14 +150,17 @@ def test_fast_reput_of_uniq_key_then_cluster_writes_what_decoding_reput_writes(t
     _assert_fast_units_and_index_equal_decoded(tmp_path, msgs)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_fast_reput_of_a_learnt_cluster_tail_and_kept_heads_writes_what_decoding_writes(tmp_path, seed):
+@pytest.mark.parametrize(("seed", "every"), [(1, 25), (2, 25), (3, 25), (4, 1), (5, 1)])
+def test_fast_reput_of_a_learnt_cluster_tail_and_kept_heads_writes_what_decoding_writes(
+    tmp_path, seed, every
+):
     """reput_appended's learnt CLUSTER part (UNIQ_KEY, then the part the record before ended
     with) and its head kept from the record before: records that end with that part but hold
     more (a separator in the key's place, TAGS or KEYS before it), other cluster names, empty,
     1- and 2-char keys, keys whose head repeats with another tail (non-ASCII, astral), two
     topics interleaved (one head, two hashes): the units and index entries equal the decoding
-    path's."""
+    path's. ``every`` 1: a reput call per put, one new record a call (``reput_one``'s case, one
+    send in flight)."""
     rnd = random.Random(seed)
     head = "7F00000100011B4AAC2" + "0123456789AB"
     tails = ["00", "01", "Z9", "é1", "\U0001f600", "a", ""]
@@ -180,7 +186,7 @@ def test_fast_reput_of_a_learnt_cluster_tail_and_kept_heads_writes_what_decoding
                 born_timestamp=1, born_host=BORN_HOST, store_host=STORE_HOST,
             )  # fmt: skip
         )
-    _assert_fast_units_and_index_equal_decoded(tmp_path, msgs)
+    _assert_fast_units_and_index_equal_decoded(tmp_path, msgs, every)
 
 
 def test_recovery_redispatch_repairs_units_and_rebuilds_the_index(tmp_path):
@@ -727,5 +733,63 @@ def test_the_listener_view_follows_the_listener_set_and_its_live_held_queues(tmp
         store.put_message(make_msg(3, queue_id=2))
         store.do_reput()
         assert len(calls) == 2 and store.dispatcher.reput_from_offset == store.get_max_phy_offset()
+    finally:
+        store.close()
+
+
+def test_one_record_a_call_is_dispatched_by_reput_one_unit_before_notice(tmp_path, monkeypatch):
+    """At one send in flight (a reput call per put) ``reput_one`` takes the SDK's common record
+    (UNIQ_KEY then CLUSTER, a new millisecond per record): the held pull is told after its
+    unit is written and readable; a notice that raised leaves the record to the next call,
+    its unit and index entry once."""
+    from pocketmq.store.dispatch import dispatcher as dispatcher_mod
+
+    taken: list[bool] = []
+    real = dispatcher_mod.reput_one
+
+    def spy(d, pending):
+        got = real(d, pending)
+        taken.append(got)
+        return got
+
+    monkeypatch.setattr(dispatcher_mod, "reput_one", spy)
+    seen: list[tuple[int, int]] = []
+    fail = [False]
+
+    class Held:
+        needs_properties = False
+        held_queues = {("TopicU", 1): 1}.keys()
+
+        def arriving(self, topic, queue_id, logic_offset, tags_code, store_ts, bitmap, props):
+            if fail[0]:
+                fail[0] = False
+                raise RuntimeError("listener failed")
+            seen.append((logic_offset, store.get_max_offset_in_queue(topic, queue_id)))
+
+    store = MessageStore(tiny_config(str(tmp_path / "s"), max_index_num=200))
+    store.load()
+    try:
+        store.arriving_listener = Held()
+        head = "7F00000100011B4AAC20123456789A"
+        for i in range(40):
+            fail[0] = i == 20
+            key = f"{head}{i // 4:02X}{i % 4:02X}"
+            props = f"UNIQ_KEY\x01{key}\x02CLUSTER\x01DefaultCluster"
+            msg = MessageInner(
+                topic="TopicU", body=b"x" * 64, queue_id=1, properties=props,
+                born_timestamp=1, born_host=BORN_HOST, store_host=STORE_HOST,
+            )  # fmt: skip
+            assert store.put_message(msg).is_ok
+            try:
+                assert store.do_reput() == 1
+            except RuntimeError:
+                assert i == 20
+                assert store.do_reput() == 1  # the record retried whole
+        assert taken.count(True) >= 35
+        assert seen == [(k, k) for k in range(1, 41)]  # each notice after its unit
+        assert store.dispatcher.reput_from_offset == store.get_max_phy_offset()
+        for i in range(40):
+            key = f"{head}{i // 4:02X}{i % 4:02X}"
+            assert len(store.query_message("TopicU", key, 8, 0, FAR).messages) == 1
     finally:
         store.close()
