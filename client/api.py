@@ -87,8 +87,10 @@ _end_tasks: set[Task[None]] = set()
 
 _new = object.__new__
 _pack_prefix = PREFIX.pack
-#: the last born timestamp (ms) a :class:`SendRequest` rendered and its text
-_born_text: list[Any] = [-1, "-1"]
+#: the last born timestamp (ms) a :class:`SendRequest` rendered, with its text: one tuple, read
+#: and replaced whole, so that producers on loops in other threads never pair a ms with
+#: another ms's text
+_born_text: list[tuple[int, str]] = [(-1, "-1")]
 #: Cut markers of :func:`send_template`: JSON renders them as they are (no escaping).
 BORN_MARK = "@@pocketmq-born@@"
 UNIQ_MARK = "@@pocketmq-uniq@@"
@@ -120,11 +122,12 @@ class SendRequest(RemotingCommand):
         a, b, c, d = self.tpl
         # the born timestamp's text kept while it is the same ms (the sends of a ms share it:
         # ~0.8k instructions less a send than rendering the 13-digit int each time)
-        born = _born_text
-        if born[0] != self.born:
-            born[0] = self.born
-            born[1] = str(self.born)
-        header = f"{a}{born[1]}{b}{self.uniq}{c}{self.opaque}{d}".encode()
+        ms, text = _born_text[0]
+        if ms != self.born:
+            ms = self.born
+            text = str(ms)
+            _born_text[0] = (ms, text)
+        header = f"{a}{text}{b}{self.uniq}{c}{self.opaque}{d}".encode()
         hlen = len(header)
         body = self.body
         return _pack_prefix(4 + hlen + (len(body) if body else 0), hlen) + header
