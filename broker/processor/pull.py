@@ -42,19 +42,15 @@ from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.filter import RetrySqlMessageFilter, SqlFilterCache, SqlMessageFilter, TagMessageFilter
 from pocketmq.broker.longpolling import HeldPull
 from pocketmq.broker.processor.pull_checks import check_pull, pull_outcome
-from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.bodies import ExpressionType, MessageModel, SubscriptionData
 from pocketmq.remoting.protocol.codes import (
-    CURRENT_VERSION,
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
-    RPC_TYPE_RESPONSE,
-    LanguageCode,
     RequestCode,
     ResponseCode,
 )
-from pocketmq.remoting.protocol.command import PREFIX, RemotingCommand
+from pocketmq.remoting.protocol.command import PREFIX, RemotingCommand, RenderedReply, reply_template
 from pocketmq.remoting.protocol.errors import (
     NoPermissionError,
     RemoteSystemError,
@@ -98,52 +94,31 @@ _SUB_CACHE_MAX = 4096
 
 _Filter = TagMessageFilter | SqlMessageFilter | RetrySqlMessageFilter
 
-_RESPONSE = int(RPC_TYPE_RESPONSE)
-_JAVA = int(LanguageCode.JAVA)
-_VERSION = int(CURRENT_VERSION)
 _pack_prefix = PREFIX.pack
 #: the reply's extFields, in this order (``_response``)
 _REPLY_KEYS = ("suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset")
-_MARK = "@@pocketmq-pull-%d@@"
 
 
-class PullReply(RemotingCommand):
+class PullReply(RenderedReply):
     """A PULL_MESSAGE reply (JSON) whose frame head was rendered from its ``(code, remark)``
-    template as it was built (``reply_head``): a reply's remark is its status name, which
+    template as it was built (``_response``): a reply's remark is its status name, which
     made every FOUND reply take the generic header encoder (~20k instructions with its
-    extFields' build, a woken pull's at one send in flight). A changed opaque or flag (the
-    dispatcher sets the same ones) is encoded the general way."""
+    extFields' build, a woken pull's at one send in flight)."""
 
-    __slots__ = ("head", "head_opaque")
-    head: bytes
-    head_opaque: int
-
-    def encode_header(self) -> bytes:
-        if self.opaque == self.head_opaque and self.flag == _RESPONSE:
-            return self.head
-        return RemotingCommand.encode_header(self)
+    __slots__ = ()
 
 
+#: the reply's extFields in their order, each a value cut out of the template
+_REPLY_EXT: dict[str, str | None] = dict.fromkeys(_REPLY_KEYS)
 #: (code, remark) -> the JSON header cut where the four extFields values and the opaque go
-_heads: dict[tuple[int, str], tuple[str, str, str, str, str, str]] = {}
+#: (``reply_template``; None: a remark holding its cut marker, encoded the general way)
+_heads: dict[tuple[int, str], tuple[str, ...] | None] = {}
 
 
-def _reply_template(code: int, remark: str) -> tuple[str, str, str, str, str, str]:
-    """The header ``header_json.encode_header`` renders for such a reply, cut at its values
-    (rendered with markers, so its key order and bytes are the encoder's own)."""
-    marks = {key: _MARK % i for i, key in enumerate(_REPLY_KEYS)}
-    text = header_json.encode_header(code, _JAVA, _VERSION, 0, _RESPONSE, remark, marks).decode()
-    order = sorted(range(len(_REPLY_KEYS)), key=lambda i: text.index(_MARK % i))
-    if order != [0, 1, 2, 3] or text.count('"opaque":0,') != 1:
-        raise AssertionError(f"unexpected pull reply header: {text}")  # (the encoder changed)
-    parts = []
-    for i in order:
-        part, text = text.split(_MARK % i, 1)
-        parts.append(part)
-    part, text = text.split('"opaque":0,', 1)
-    tpl = (parts[0], parts[1], parts[2], parts[3], part + '"opaque":', "," + text)
-    if len(_heads) < 256:  # (codes x status names: a handful)
-        _heads[(code, remark)] = tpl
+def _reply_template(code: int, remark: str) -> tuple[str, ...] | None:
+    tpl = _heads[(code, remark)] = reply_template(_REPLY_EXT, code, remark)
+    if len(_heads) > 256:  # (codes x status names: a handful)
+        _heads.clear()
     return tpl
 
 
@@ -441,10 +416,15 @@ class PullMessageProcessor:
         body = result.body if code == _SUCCESS and result.body else None
         if request.serialize_type:  # ROCKETMQ (binary) headers: the general encoder
             return RemotingCommand.response_to(request, code, remark, ext, body)
+        try:
+            tpl = _heads[(code, remark)]
+        except KeyError:
+            tpl = _reply_template(code, remark)
+        if tpl is None:
+            return RemotingCommand.response_to(request, code, remark, ext, body)
         # (response_to makes a PullReply, then its head is rendered from the template)
         self = cast(PullReply, PullReply.response_to(request, code, remark, ext, body))
         opaque = self.head_opaque = request.opaque
-        tpl = _heads.get((code, remark)) or _reply_template(code, remark)
         header = f"{tpl[0]}{s_suggest}{tpl[1]}{s_next}{tpl[2]}{s_min}{tpl[3]}{s_max}{tpl[4]}{opaque}{tpl[5]}".encode()
         hlen = len(header)
         self.head = _pack_prefix(4 + hlen + (len(body) if body else 0), hlen) + header

@@ -288,17 +288,28 @@ def typed_command(
     return command
 
 
-class EncodedReply(RemotingCommand):
+class RenderedReply(RemotingCommand):
     """A JSON reply whose frame head (length words and header) was rendered when it was built,
-    from a :func:`reply_template` with the few changing values filled in (the common SEND_OK:
-    no extFields dump, no header formatting in ``encode_header``). Its other fields are what
-    the head was rendered from and are not changed afterwards (the dispatcher only sets the
-    same opaque and the response flag it has); a changed opaque or flag is encoded the
-    general way."""
+    from a :func:`reply_template` with the few changing values filled in (no extFields dump,
+    no header formatting in ``encode_header``). Its other fields are what the head was
+    rendered from and are not changed afterwards (the dispatcher only sets the same opaque and
+    the response flag it has); a changed opaque or flag is encoded the general way."""
 
     __slots__ = ("head", "head_opaque")
     head: bytes
     head_opaque: int
+
+    def encode_header(self) -> bytes:
+        if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:
+            return self.head
+        return RemotingCommand.encode_header(self)
+
+
+class EncodedReply(RenderedReply):
+    """The common SEND_OK as a :class:`RenderedReply` whose ``extFields`` dict is built only
+    when asked for."""
+
+    __slots__ = ()
     # What every such reply is (``reply_template``'s header): class attributes, read-only on an
     # instance, so a SEND_OK fills six slots fewer (~0.4k instructions); opaque and flag
     # stay slots (the dispatcher may set them)
@@ -324,24 +335,22 @@ class EncodedReply(RemotingCommand):
     def ext_fields(self, value: dict[str, str] | None) -> None:
         _EXT_SLOT.__set__(self, value)
 
-    def encode_header(self) -> bytes:
-        if self.opaque == self.head_opaque and self.flag == _RPC_TYPE_RESPONSE:
-            return self.head
-        return RemotingCommand.encode_header(self)
-
 
 _SLOT = "@@pocketmq-slot-%d@@"
 
 
-def reply_template(ext: dict[str, str | None]) -> tuple[str, ...] | None:
-    """The header of a JSON SUCCESS reply (JAVA, the current version, the response flag) with
-    extFields ``ext`` in its order, cut where its changing values go: each None value of
-    ``ext`` (one that needs no JSON escaping: hex digits, decimals), then the opaque. Joined
-    with those values in between (an f-string), it is byte-identical to the reply's
-    ``encode_header``, which renders it here. None if a given value holds the cut marker."""
+def reply_template(
+    ext: dict[str, str | None], code: int = _SUCCESS, remark: str | None = None
+) -> tuple[str, ...] | None:
+    """The header of a JSON reply (JAVA, the current version, the response flag; SUCCESS and no
+    remark unless given) with extFields ``ext`` in its order, cut where its changing values go:
+    each None value of ``ext`` (one that needs no JSON escaping: hex digits, decimals), then
+    the opaque. Joined with those values in between (an f-string), it is byte-identical to the
+    reply's ``encode_header``, which renders it here. None if a given value or the remark holds
+    the cut marker."""
     filled = {key: _SLOT % i if value is None else value for i, (key, value) in enumerate(ext.items())}
     head = header_json.encode_header(
-        _SUCCESS, _JAVA, _CURRENT_VERSION, 0, _RPC_TYPE_RESPONSE, None, filled
+        code, _JAVA, _CURRENT_VERSION, 0, _RPC_TYPE_RESPONSE, remark, filled
     ).decode()
     slots = [_SLOT % i for i, value in enumerate(ext.values()) if value is None]
     if head.count("@@pocketmq-slot-") != len(slots) or head.count('"opaque":0,') != 1:
