@@ -221,8 +221,10 @@ async function consume(opts) {
   });
 
   let signal = 0;
+  let stopLinger;
+  const signalled = new Promise(resolve => { stopLinger = resolve; });
   for (const sig of [ 'SIGTERM', 'SIGINT' ]) {
-    process.on(sig, () => { signal = sig; resolveDone('signal'); });
+    process.on(sig, () => { signal = sig; resolveDone('signal'); stopLinger(); });
   }
   const t0 = Date.now();
   await consumer.ready();
@@ -231,7 +233,8 @@ async function consume(opts) {
   const why = await done;
   clearTimeout(timer);
   const met = acked.size >= expect && why === 'met';
-  if (met && opts.linger) await sleep(Number(opts.linger) * 1000);
+  // keep consuming (offset commits every 5 s); a signal cuts it short, as in the C++ driver
+  if (met && opts.linger && !signal) await Promise.race([ sleep(Number(opts.linger) * 1000), signalled ]);
   let closeError = null;
   try {
     await withTimeout(consumer.close().then(closeDefaultProducer), shutdownMs(opts), 'consumer close');
