@@ -37,8 +37,8 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.send_ok import SEND_OK_START, send_ok_command
+from pocketmq.remoting.protocol.send_raw import DIGITS, QUEUE_IDS, SendRawRequest, learn
 from pocketmq.remoting.protocol.send_raw import OTHER_SHAPES as OTHER_SEND_SHAPES
-from pocketmq.remoting.protocol.send_raw import QUEUE_IDS, SendRawRequest, learn
 from pocketmq.remoting.protocol.send_raw import SHAPES as SEND_SHAPES
 
 #: RocketMQ's default ``com.rocketmq.remoting.frameMaxLength`` (16 MiB, prefix included).
@@ -72,7 +72,9 @@ assert _SEND_V2_START[8] == END_START[8] == 51
 class FrameDecoder:
     """Split a byte stream into commands. One instance per connection."""
 
-    __slots__ = ("_buf", "broken", "errors", "held", "max_frame_size", "max_header_size", "server")
+    __slots__ = (
+        "_buf", "_numbers", "broken", "errors", "held", "max_frame_size", "max_header_size", "server",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -97,6 +99,11 @@ class FrameDecoder:
         self.errors: list[LocalProtocolError] = []
         #: Set once the stream cannot be resynchronised; ``feed`` returns nothing from then on.
         self.broken: LocalProtocolError | None = None
+        #: A shape-read send's born time and opaque (``_split``), from the last ones converted:
+        #: (g's digits, its value, the opaque's digits but the last, their value times ten):
+        #: kept from read to read (one send a read at one in flight; g changes every
+        #: millisecond, the opaque's leading digits every 10 requests)
+        self._numbers: tuple[bytes | None, int, bytes | None, int] = (None, 0, None, 0)
 
     @property
     def buffered(self) -> int:
@@ -176,6 +183,7 @@ class FrameDecoder:
         # Bodies are copied out of a bytearray through a view (one copy, straight to bytes);
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
+        g_seen, g_value, o_seen, o_base = self._numbers  # (a shape-read send's: __init__)
         try:
             while end - pos >= 8:
                 length, word = _unpack_words(src, pos)
@@ -217,7 +225,7 @@ class FrameDecoder:
                             sshape = _send_shape_of(hlen)
                             if sshape is not None:
                                 (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
-                                 wide, base, language, version, flag, plain) = sshape  # fmt: skip
+                                 base, language, version, flag, plain) = sshape  # fmt: skip
                                 values = unpack_values(header)  # (the changing ones)
                                 # its constant pieces: the values put back into the shape's
                                 # give the header; else another producer's header of this
@@ -230,24 +238,40 @@ class FrameDecoder:
                                         other_values = other[0](header)
                                         if other[1] % other_values == header:
                                             (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
-                                             post, wide, base, language, version, flag, plain) = other  # fmt: skip
+                                             post, base, language, version, flag, plain) = other  # fmt: skip
                                             values = other_values
                                             queue_id = _queue_id_of(values[i_e])
                                             break
-                                raw_g, raw_opaque = values[i_g], values[i_opaque]
+                                # the opaque: its digits but the last, and the last
+                                # (send_raw._Shape); g and those as the last converted?
+                                raw_g = values[i_g]
+                                raw_opaque, o_last = values[i_opaque], values[i_opaque + 1]
+                                g_new = raw_g != g_seen
+                                o_new = raw_opaque != o_seen
                                 # the queue id one of QUEUE_IDS (a subscript, no int() call:
                                 # another takes the typed decode), the numbers ASCII digits
                                 # (what int() reads as the field parse does: no sign, space
-                                # or _), the opaque without a leading zero (JSON), the
-                                # UNIQ_KEY ASCII letters and digits (JSON string content, no
-                                # escape)
+                                # or _; the digits last converted are), the opaque without a
+                                # leading zero (JSON), the UNIQ_KEY ASCII letters and digits
+                                # (JSON string content, no escape)
                                 if (
                                     queue_id is not None
-                                    and raw_g.isdigit()
-                                    and raw_opaque.isdigit()
-                                    and (raw_opaque[0] != 48 or not wide)
+                                    and (not g_new or raw_g.isdigit())
+                                    and o_last in DIGITS
+                                    and (
+                                        not o_new
+                                        or not raw_opaque
+                                        or (raw_opaque.isdigit() and raw_opaque[0] != 48)
+                                    )
                                     and (i_uniq < 0 or values[i_uniq].isalnum())
                                 ):
+                                    # int() (~0.65k instructions) only for new digits
+                                    if g_new:
+                                        g_seen, g_value = raw_g, int(raw_g)
+                                        self._numbers = (g_seen, g_value, o_seen, o_base)
+                                    if o_new:
+                                        o_seen, o_base = raw_opaque, int(raw_opaque or b"0") * 10
+                                        self._numbers = (g_seen, g_value, o_seen, o_base)
                                     h = _new(_SendHeader)
                                     h.producer_group = base.producer_group
                                     h.topic = base.topic
@@ -255,7 +279,7 @@ class FrameDecoder:
                                     h.default_topic_queue_nums = base.default_topic_queue_nums
                                     h.queue_id = queue_id
                                     h.sys_flag = base.sys_flag
-                                    h.born_timestamp = int(raw_g)
+                                    h.born_timestamp = g_value
                                     h.flag = base.flag
                                     h.properties = (
                                         base.properties
@@ -272,7 +296,7 @@ class FrameDecoder:
                                     raw_send.plain = plain  # (the shape's: send_raw._plain)
                                     raw_send.language = language
                                     raw_send.version = version
-                                    raw_send.opaque = int(raw_opaque)
+                                    raw_send.opaque = o_base + DIGITS[o_last]
                                     raw_send.flag = flag
                                     raw_send.raw_header = header
                                     raw_send.body = body

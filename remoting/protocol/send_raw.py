@@ -53,7 +53,7 @@ from pocketmq.remoting.protocol.command import SendV2Request
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageConst
 
-__all__ = ["OTHER_SHAPES", "PER_LENGTH", "QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
+__all__ = ["DIGITS", "OTHER_SHAPES", "PER_LENGTH", "QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
 
 #: header lengths kept (all are dropped when one more is learnt)
 _MAX_SHAPES = 256
@@ -62,6 +62,8 @@ PER_LENGTH = 4
 #: headers of a length not read by its shape (or not learnable) before it is learnt again
 RELEARN_AFTER = 64
 _OPAQUE_MAX = 10**9  # (9 digits at most: any is an int32)
+#: a digit's value by its one-byte bytes (the cached one-byte objects: their hashes are kept)
+DIGITS = {bytes((48 + i,)): i for i in range(10)}
 _UNIQ = "UNIQ_KEY\x01"
 _new = object.__new__
 #: a queue id's digits -> its value, as ``int()`` reads them (any queue a topic has: RocketMQ
@@ -77,11 +79,14 @@ _SEND_KEYS = tuple(
 
 #: A shape: (unpack: the changing values, the header as a %-format of them, the indexes of
 #: e, g, the UNIQ_KEY (-1: none changes) and the opaque among them, the properties before and
-#: after the UNIQ_KEY, whether the opaque has several digits, the header of the learnt values
-#: (the constant fields are read from it), language code, version, flag, whether every header
-#: of the shape has plain properties: ``SendRawRequest.plain``)
+#: after the UNIQ_KEY, the header of the learnt values (the constant fields are read from it),
+#: language code, version, flag, whether every header of the shape has plain properties:
+#: ``SendRawRequest.plain``). The opaque is unpacked as two values: its digits but the last
+#: (maybe empty) and the last, so the frame loop converts it with ``int()`` only when its
+#: leading digits change (every 10 requests; g, when it changes: every millisecond): ~0.65k
+#: instructions an ``int()`` of bytes (3.11's type call, PyNumber_Long, PyLong_FromString)
 _Shape = tuple[
-    Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, str, str, bool,
+    Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, str, str,
     SendMessageRequestHeader, int, int, int, bool,
 ]  # fmt: skip
 #: header length -> its first shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
@@ -170,14 +175,15 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
         parsed = SendMessageRequestHeader.from_v2_attrs(f)
     except Exception:
         return
-    # the changing values: (where, raw bytes)
-    cuts: list[tuple[int, bytes]] = []
+    # the changing values: (where, raw bytes, whether split: its digits but the last, then the
+    # last, see _Shape)
+    cuts: list[tuple[int, bytes, bool]] = []
     for key, value in ((b'"e":"', e), (b'"g":"', g)):
         at = _find_once(header, key)
         raw = value.encode()
         if at < 0 or header[at : at + len(raw) + 1] != raw + b'"':
             return
-        cuts.append((at, raw))
+        cuts.append((at, raw, False))
     pre = post = ""
     has_uniq = False
     plain = _plain(props or "", "")  # (no UNIQ_KEY: the properties are the shape's constant)
@@ -195,37 +201,39 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
         at += len(_json(pre)) - 2
         if header[at : at + len(uniq)] != uniq.encode():
             return
-        cuts.append((at, uniq.encode()))
+        cuts.append((at, uniq.encode(), False))
         has_uniq = True
         plain = _plain(pre, post)
     at = _find_once(header, b'"opaque":')
     raw = str(opaque).encode()
     if at < 0 or header[at : at + len(raw)] != raw or header[at + len(raw) : at + len(raw) + 1] not in (b",", b"}"):  # fmt: skip
         return
-    cuts.append((at, raw))
-    order = sorted(range(len(cuts)), key=lambda k: cuts[k][0])
-    fmt, pieces, pos = [], [], 0
-    for k in order:
-        at, raw = cuts[k]
+    cuts.append((at, raw, True))
+    fmt: list[str] = []
+    render: list[bytes] = []
+    pos = values = 0
+    index: dict[int, int] = {}  # cut -> the index of its (first) value
+    for k in sorted(range(len(cuts)), key=lambda k: cuts[k][0]):
+        at, raw, split = cuts[k]
         if at < pos:
             return  # overlapping (cannot happen for a typed header: defensive)
-        fmt.append(f"{at - pos}x{len(raw)}s")
-        pieces.append(header[pos:at].replace(b"%", b"%%"))
+        index[k] = values
+        fmt.append(f"{at - pos}x{len(raw) - 1}s1s" if split else f"{at - pos}x{len(raw)}s")
+        render += (header[pos:at].replace(b"%", b"%%"), b"%s%s" if split else b"%s")
         pos = at + len(raw)
+        values += 2 if split else 1
     fmt.append(f"{hlen - pos}x")
-    pieces.append(header[pos:].replace(b"%", b"%%"))
-    # (cuts: e, g, [uniq,] opaque; their indexes among the unpacked values)
-    index = order.index
+    render.append(header[pos:].replace(b"%", b"%%"))
+    # (cuts: e, g, [uniq,] opaque)
     shape: _Shape = (
         struct.Struct("".join(fmt)).unpack,
-        b"%s".join(pieces),
-        index(0),
-        index(1),
-        index(2) if has_uniq else -1,
-        index(len(cuts) - 1),
+        b"".join(render),
+        index[0],
+        index[1],
+        index[2] if has_uniq else -1,
+        index[len(cuts) - 1],
         pre,
         post,
-        len(str(opaque)) > 1,
         parsed,
         header_json.LANGUAGE_BY_NAME[v2.language],
         v2.version,

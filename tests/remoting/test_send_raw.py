@@ -319,3 +319,41 @@ def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
         assert cmd.body == b"body" and bytes(cmd.raw_header) == base
         got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
         assert (*got, cmd.send_header) == want
+
+
+def test_born_times_and_opaques_of_one_read_convert_as_int_reads_them() -> None:
+    """The shape read converts g and the opaque from their leading digits kept within a read
+    (the last digit added): frames of one read whose leading digits repeat, change, or are
+    refused, and whose last byte is a digit or its neighbours ('/' and ':'), each read as the
+    general path reads it; a one-digit opaque's shape (no leading digits) in the same read."""
+    wide, narrow = sdk(), sdk(opaque=7, e="12")
+    _teach(wide)
+    _teach(narrow)
+    headers, shaped = [], []
+    for g, opaque in [
+        ("1764100000000", 4567), ("1764100000009", 4560), ("1764100000010", 4561), ("1764100000011", 4599),
+        ("1764100000011", 4600), ("0000000000012", 1000), ("1764100000012", 9999), ("1764100000019", 4567),
+    ]:  # fmt: skip
+        headers.append(sdk(g=g, opaque=opaque))
+        shaped.append(True)
+    # (valid JSON only: a header that does not decode ends the stream; VARIANTS has those)
+    for old, new in ((b":4567,", b":456 ,"), (b":4567,", b":-456,"), (b'"g":"1764100000000"', b'"g":"176410000000/"'),
+                     (b'"g":"1764100000000"', b'"g":"176410000000:"'), (b'"g":"1764100000000"', b'"g":"17641000000_0"'),
+                     (b'"g":"1764100000000"', b'"g":"+764100000000"'), (b'"g":"1764100000000"', b'"g":"17641000000:0"')):  # fmt: skip
+        headers += [_sub(wide, old, new), wide]
+        shaped += [False, True]
+    for opaque in (0, 9, 3):
+        headers.append(sdk(opaque=opaque, e="12"))
+        shaped.append(True)
+    headers += [wide, narrow]
+    shaped += [True, True]
+    decoder = FrameDecoder()  # (two reads: the leading digits are kept from one to the next)
+    cmds = [*decoder.feed(b"".join(frame(h) for h in headers)), *decoder.feed(b"".join(frame(h) for h in headers))]
+    for header, cmd, raw in zip(headers * 2, cmds, shaped * 2, strict=True):
+        assert (type(cmd) is SendRawRequest) == raw, header
+        want = _reference(header)
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+        if raw:
+            assert (*got, cmd.send_header) == want
+        else:
+            assert got == want[:7]
