@@ -418,6 +418,30 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         assert reply.encode_header() == RemotingCommand.encode_header(reply) != general
 
 
+async def test_send_ok_msg_id_across_offset_blocks_and_store_hosts(broker):
+    """A SEND_OK's offset msgId is made from the 64 KiB block of offsets kept from the last
+    send (send._block) and a table of four hex digits: %016X after the store host's prefix for
+    offsets in, at the edges of and across blocks, backwards, past 2**32 and up to 2**63 - 1,
+    and with another store host (whose prefix the kept block must not keep); byte for byte."""
+    from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
+    from pocketmq.store import AppendResult
+
+    proc = broker.send_processor
+    other = (bytes([10, 0, 0, 7]), 10911)
+    offsets = [0, 1, 0xFFFF, 0x10000, 0x1FFFF, 0x10ABC, 0xABCD, 2**32 - 1, 2**32, 2**32 + 0xFEDC,
+               0xABCDEF0123, 0xABCDEF0124, 2**63 - 1, 2**63 - 0x10000, 5]  # fmt: skip
+    for n, (host, offset) in enumerate(
+        [(broker.store_host, off) for off in offsets] + [(other, 0xABCDEF0125), (other, 7), (broker.store_host, 8)]
+    ):
+        prefix = (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper()
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
+        request.opaque = n
+        reply = proc._reply(request, AppendResult.of(offset, 100, 1, n, 1, host, None), 3, "T")
+        assert type(reply) is EncodedReply, offset
+        assert reply.ext_fields["msgId"] == f"{prefix}{offset:016X}", offset
+        assert reply.encode_header() == RemotingCommand.encode_header(reply)
+
+
 async def test_batch_msg_id_is_each_offsets_msg_id_joined(broker):
     """A batch's SEND_OK msgId (send._msg_id: the offsets packed and hex-split in one pass) is
     the offset msgId of each message, %016X after the store host's prefix, comma-joined."""
