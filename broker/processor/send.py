@@ -607,8 +607,10 @@ class SendMessageProcessor:
                     )  # fmt: skip
                 p0, p1, p2, p3, p4 = parts
                 header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
-            reply = _new(EncodedReply)  # (code, remark, body, language, version, serialize_type:
-            reply.opaque = opaque  # its class attributes, what a SEND_OK's template says)
+            # (no Python __init__: command.EncodedReply; code, remark, body, language, version,
+            # serialize_type: its class attributes, what a SEND_OK's template says)
+            reply = EncodedReply()
+            reply.opaque = opaque
             reply.flag = _RESPONSE
             n = len(header)
             reply.head = (_REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
