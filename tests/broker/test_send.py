@@ -442,6 +442,34 @@ async def test_send_ok_msg_id_across_offset_blocks_and_store_hosts(broker):
         assert reply.encode_header() == RemotingCommand.encode_header(reply)
 
 
+async def test_send_ok_numbers_across_their_blocks_queues_and_configs(broker):
+    """A SEND_OK's queue offset and opaque are made from their block of 1000 kept from the last
+    send (the queue's; send._number_block) and a table of their last three digits, the
+    template's parts joined to both: byte for byte against the general encoding for numbers
+    in, at the edges of and across blocks, backwards, below 1000, queue ids past 1023, a
+    negative opaque (the general path) and a region changed between sends."""
+    from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
+    from pocketmq.store import AppendResult
+
+    proc = broker.send_processor
+    numbers = [0, 7, 999, 1000, 1001, 1999, 2000, 999_999, 1_000_000, 1_000_999, 12, 2**31 - 1, 2**40 + 5, 10**18]
+    n = 0
+    for region in ("DefaultRegion", "R2", "DefaultRegion"):
+        broker.state.config = broker.state.config.model_copy(update={"region_id": region})
+        for queue_id in (3, 0, 1023, 1024, 70000, 3):
+            for k, number in enumerate(numbers):
+                request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
+                request.opaque = numbers[-1 - k] % 2**31 if k % 5 else -number - 1
+                append = AppendResult.of(4096 * n, 100, 1, number, 1, broker.store_host, None)
+                proc._settings()  # (what a send does first)
+                reply = proc._reply(request, append, queue_id, "T")
+                assert type(reply) is EncodedReply  # (a negative opaque's: rendered from msg_id)
+                ext = reply.ext_fields
+                assert (ext["queueId"], ext["queueOffset"], ext["MSG_REGION"]) == (f"{queue_id}", f"{number}", region)
+                assert reply.encode_header() == RemotingCommand.encode_header(reply)
+                n += 1
+
+
 async def test_batch_msg_id_is_each_offsets_msg_id_joined(broker):
     """A batch's SEND_OK msgId (send._msg_id: the offsets packed and hex-split in one pass) is
     the offset msgId of each message, %016X after the store host's prefix, comma-joined."""
