@@ -466,15 +466,15 @@ class MQClientAPI(AdminCalls):
         mq: MessageQueue, response: RemotingCommand, msg_id: str, addr: str
     ) -> SendResult:
         if type(response) is SendOkReply:  # decoded typed (send_ok: code 0): the fields, no dict
-            f = response.fields
-            if f.queueId != QUEUE_ID_TEXT.get(mq[2]):  # (queue_id: a tuple subscript specializes)
-                mq = MessageQueue(mq.topic, mq.broker_name, int(f.queueId))
+            f = response.fields  # (queueId and queueOffset decoded as ints)
+            if f.queueId != mq[2]:
+                mq = MessageQueue(mq.topic, mq.broker_name, f.queueId)
             result = _new(SendResult)
             result.send_status = _SEND_OK
             result.msg_id = msg_id
             result.offset_msg_id = f.msgId
             result.message_queue = mq
-            result.queue_offset = int(f.queueOffset)
+            result.queue_offset = f.queueOffset
             result.transaction_id = f.transactionId
             result.region_id = f.MSG_REGION
             result.trace_on = f.TRACE_ON != "false"
