@@ -169,3 +169,21 @@ def test_what_lax_mode_reads_that_the_general_path_does_not() -> None:
     assert type(cmd) is SendOkReply and (cmd.opaque, cmd.flag, cmd.version) == (77, 1, 409)
     (cmd,) = FrameDecoder().feed(frame({**FIELDS, "queueOffset": "1e3"}))
     assert type(cmd) is SendOkReply and cmd.fields.queueOffset == 1000
+
+
+def test_a_typed_command_is_made_without_arguments_and_filled() -> None:
+    """typed_command makes its commands by a bare class call (object's __init__): every field
+    the general path's command has is set on the one decoded."""
+    with pytest.raises(TypeError):
+        SendOkReply(0)  # type: ignore[call-arg]
+    data = frame(FIELDS, opaque=5, remark="r")
+    (cmd,) = FrameDecoder().feed(data)
+    assert type(cmd) is SendOkReply
+    general = RemotingCommand(0, 9, 1, None, None)
+    for name in RemotingCommand.__slots__:
+        getattr(cmd, name)  # (set: no AttributeError)
+    code, language, version, opaque, flag, remark, ext = header_json.decode_header(data[8:])
+    assert (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark) == (
+        code, language, version, opaque, flag, remark
+    )  # fmt: skip
+    assert cmd.ext_fields == ext and cmd.body is None and cmd.serialize_type == general.serialize_type
