@@ -478,7 +478,7 @@ class MQClientAPI(AdminCalls):
     ) -> SendResult:
         if type(response) is SendOkReply:  # decoded typed (send_ok: code 0): the fields, no dict
             f = response.fields  # (queueId and queueOffset decoded as ints)
-            if f.queueId != mq[2]:
+            if f.queueId != mq.queue_id:
                 mq = MessageQueue(mq.topic, mq.broker_name, f.queueId)
             result = _new(SendResult)
             result.send_status = _SEND_OK
