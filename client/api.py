@@ -119,6 +119,11 @@ class SendRequest(RemotingCommand):
     language = LANGUAGE
     version = _CURRENT_VERSION
     serialize_type = 0
+    # made as ``SendRequest()`` (and sender._FirstSend()), its slots then filled: object's own
+    # __init__, not the dataclass's, so the call is type_call -> object_new -> object_init,
+    # ~0.3k instructions less than object.__new__(cls) (its argument tuple and
+    # tp_new_wrapper's checks)
+    __init__ = object.__init__
 
     def encode_header(self) -> bytes:
         # pieces joined by an f-string: half the cost of ``%`` over the whole template
@@ -150,7 +155,7 @@ def plain_request(tpl: tuple[str, ...], born: int, uniq: str, body: bytes) -> Se
     # slots filled directly, the constant fields are class attributes: no dataclass __init__
     # call per send (RemotingCommand.request with its keyword argument and a cast measured
     # 1.5k instructions more per send)
-    cmd = _new(SendRequest)
+    cmd: SendRequest = SendRequest()
     cmd.opaque, cmd.body, cmd.tpl, cmd.born, cmd.uniq = 0, body, tpl, born, uniq
     return cmd
 

@@ -68,7 +68,6 @@ _REFRESH_FAILURES = (TopicRouteNotFoundError, RemotingConnectError, RemotingTime
 # attribute lookup) against ~20 ns for a global, and the send path reads it every time.
 _SEND_OK = SendStatus.SEND_OK
 _process_send_response = MQClientAPI.process_send_response
-_new = object.__new__
 # A MessageQueue (a NamedTuple: topic, broker_name, queue_id) is read by name on the hot path:
 # CPython 3.11 specializes neither read, but a subscript of a tuple subclass is the generic
 # BINARY_SUBSCR (PyObject_GetItem, the index's conversion), ~0.13k instructions more than the
@@ -206,7 +205,7 @@ class Sender:
                 tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
                 if tpl is not None:
                     # inline of pocketmq.client.api.plain_request (one call less per send)
-                    cmd = _new(SendRequest)
+                    cmd: SendRequest = SendRequest()
                     cmd.opaque, cmd.body, cmd.tpl, cmd.uniq = 0, p.body, tpl, p.msg_id
                     cmd.born = born or time.time_ns() // 1_000_000
                     return cmd
@@ -537,10 +536,7 @@ class _FirstSend(SendRequest, _Attempt):
     that is also its reply's waiter: one object per send less. Its ``born`` is the request's."""
 
     __slots__ = ("addr", "budget", "mq", "out", "p", "sender")
-    # made as ``_FirstSend()``, its slots then filled: object's own __init__ (not the request
-    # dataclass's), so the call is type_call -> object_new -> object_init, ~0.3k instructions
-    # less than object.__new__(_FirstSend) (its argument tuple and tp_new_wrapper's checks)
-    __init__ = object.__init__
+    # (made as ``_FirstSend()``: SendRequest's __init__ is object's)
 
 
 def copy_outcome(

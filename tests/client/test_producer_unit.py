@@ -545,7 +545,9 @@ def test_plain_prepared_and_first_send_are_made_without_an_init_and_fully_filled
     assert p.born > 0
     with pytest.raises(TypeError):
         _FirstSend(0)  # type: ignore[call-arg]
-    assert isinstance(_FirstSend(), SendRequest)
+    with pytest.raises(TypeError):
+        SendRequest(0)  # type: ignore[call-arg]
+    assert isinstance(_FirstSend(), SendRequest) and type(SendRequest()) is SendRequest
 
 
 async def test_sender_command_is_plain_requests_request() -> None:
