@@ -87,6 +87,12 @@ def test_the_brokers_rendered_reply_is_decoded_typed() -> None:
 def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id: int) -> None:
     (cmd,) = FrameDecoder().feed(frame(ext))
     assert (type(cmd) is SendOkReply) == typed
+    assert_same_send_result(cmd, ext, queue_id)
+
+
+def assert_same_send_result(cmd: RemotingCommand, ext: dict[str, Any], queue_id: int) -> Any:
+    """``cmd``'s send result (returned) is the general decode's of the reply with ``ext``,
+    field by field, each of the same type."""
     general = RemotingCommand(0, 9, 1, None, header_json.decode_header(frame(ext)[8:])[6])
     mq = MessageQueue("T", "b", queue_id)
     got = MQClientAPI.process_send_response(mq, cmd, "U", "addr")
@@ -94,6 +100,8 @@ def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id:
     for name in ("send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
                  "transaction_id", "region_id", "trace_on"):  # fmt: skip
         assert getattr(got, name) == getattr(want, name), name
+        assert type(getattr(got, name)) is type(getattr(want, name)), name
+    return got
 
 
 @pytest.mark.parametrize("language", sorted(header_json.LANGUAGE_BY_NAME))
@@ -151,15 +159,8 @@ def test_the_ids_read_as_ints_give_the_same_send_result(ext: dict[str, Any], que
     """``queueId`` and ``queueOffset`` decoded as ints (lax mode): the send result is the
     general path's, its fields' types included (the queue's id an int, the offset an int)."""
     (cmd,) = FrameDecoder().feed(frame(ext))
-    general = RemotingCommand(0, 9, 1, None, header_json.decode_header(frame(ext)[8:])[6])
-    mq = MessageQueue("T", "b", queue_id)
-    got = MQClientAPI.process_send_response(mq, cmd, "U", "addr")
-    want = MQClientAPI.process_send_response(mq, general, "U", "addr")
-    for name in ("send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
-                 "transaction_id", "region_id", "trace_on"):  # fmt: skip
-        assert getattr(got, name) == getattr(want, name), name
-        assert type(getattr(got, name)) is type(getattr(want, name)), name
-    assert type(got.message_queue.queue_id) is int
+    got = assert_same_send_result(cmd, ext, queue_id)
+    assert type(got.message_queue.queue_id) is int and type(got.queue_offset) is int
 
 
 def test_what_lax_mode_reads_that_the_general_path_does_not() -> None:
