@@ -98,7 +98,14 @@ class Prepared:
         self._props = props
 
 
-_new = object.__new__
+class _Plain(Prepared):
+    """A :class:`Prepared` made by :meth:`MessagePreparer.prepare`'s plain fast path as
+    ``_Plain()``, its slots then filled: object's own __init__ (not Prepared's), so the call is
+    type_call -> object_new -> object_init, ~0.3k instructions less than
+    ``object.__new__(Prepared)`` (its argument tuple and tp_new_wrapper's checks)."""
+
+    __slots__ = ()
+    __init__ = object.__init__
 
 
 class MessagePreparer:
@@ -175,7 +182,7 @@ class MessagePreparer:
                 gen = self._uniq
                 uniq = gen.create()
                 # a plain message: slots filled directly (no __init__ call)
-                p = _new(Prepared)
+                p: Prepared = _Plain()
                 p.born = gen.last_ms
                 p.topic = msg.topic
                 p.body = body

@@ -68,10 +68,10 @@ _REFRESH_FAILURES = (TopicRouteNotFoundError, RemotingConnectError, RemotingTime
 # attribute lookup) against ~20 ns for a global, and the send path reads it every time.
 _SEND_OK = SendStatus.SEND_OK
 _process_send_response = MQClientAPI.process_send_response
-_new = object.__new__
-# A MessageQueue (a NamedTuple: topic, broker_name, queue_id) is read by index on the hot path
-# (``mq[1]``, ``mq[2]``): ``mq.broker_name`` is a _tuplegetter descriptor CPython 3.11 does not
-# specialize, a tuple subscript by a constant it does.
+# A MessageQueue (a NamedTuple: topic, broker_name, queue_id) is read by name on the hot path:
+# CPython 3.11 specializes neither read, but a subscript of a tuple subclass is the generic
+# BINARY_SUBSCR (PyObject_GetItem, the index's conversion), ~0.13k instructions more than the
+# _tuplegetter descriptor (callgrind: mq[2] 355, mq.queue_id 222 a read; a plain tuple's 13).
 
 # asyncio.Future's own methods called unbound on a SendFuture: the C Future has an instance dict
 # slot, so ``out.done()`` stays an unspecialized method load; a method descriptor call does not
@@ -202,10 +202,10 @@ class Sender:
             if not (remoting.hooks or remoting.before_hooks):  # hooks would see no ext_fields
                 prep = self.prep
                 # the cached template first (inline of MessagePreparer.head)
-                tpl = prep.heads.get((p.topic, mq[2], mq[1], tags)) or prep.head(p, mq)
+                tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
                 if tpl is not None:
                     # inline of pocketmq.client.api.plain_request (one call less per send)
-                    cmd = _new(SendRequest)
+                    cmd: SendRequest = SendRequest()
                     cmd.opaque, cmd.body, cmd.tpl, cmd.uniq = 0, p.body, tpl, p.msg_id
                     cmd.born = born or time.time_ns() // 1_000_000
                     return cmd
@@ -255,7 +255,7 @@ class Sender:
                 info.index += 1
                 mq = queues[info.index % len(queues)]
                 # inline of MQClientInstance.find_broker_addr_in_publish
-                addrs = inst.broker_addrs.get(mq[1])
+                addrs = inst.broker_addrs.get(mq.broker_name)
                 addr = addrs.get(MASTER_ID) if addrs else None
                 if addr is not None:
                     # the born timestamp is also the budget's start (one clock read per send)
@@ -370,8 +370,9 @@ class Sender:
         queues = info.message_queues
         # inline of pocketmq.client.route.TopicPublishInfo.select_one (index advanced once written)
         mq = queues[(info.index + 1) % len(queues)]
-        # inline of MQClientInstance.find_broker_addr_in_publish
-        addrs = inst.broker_addrs.get(mq[1])
+        # inline of MQClientInstance.find_broker_addr_in_publish (the broker's name read once)
+        broker = mq.broker_name
+        addrs = inst.broker_addrs.get(broker)
         addr = addrs.get(MASTER_ID) if addrs else None
         if addr is None:
             return None
@@ -385,11 +386,11 @@ class Sender:
         if tags is not None and not (remoting.hooks or remoting.before_hooks):
             # inline of command's template lookup
             prep = self.prep
-            tpl = prep.heads.get((p.topic, mq[2], mq[1], tags)) or prep.head(p, mq)
+            tpl = prep.heads.get((p.topic, mq.queue_id, broker, tags)) or prep.head(p, mq)
         attempt: _Attempt
         if tpl is not None:
             # the request and its reply's waiter in one (plain_request's slots, then the attempt's)
-            first = _new(_FirstSend)
+            first: _FirstSend = _FirstSend()
             first.opaque, first.body, first.tpl, first.born, first.uniq = 0, p.body, tpl, born, p.msg_id
             request: RemotingCommand = first
             attempt = first
@@ -535,6 +536,7 @@ class _FirstSend(SendRequest, _Attempt):
     that is also its reply's waiter: one object per send less. Its ``born`` is the request's."""
 
     __slots__ = ("addr", "budget", "mq", "out", "p", "sender")
+    # (made as ``_FirstSend()``: SendRequest's __init__ is object's)
 
 
 def copy_outcome(

@@ -250,6 +250,16 @@ class TypedCommand(RemotingCommand):
 
     ext_fields = SendV2Request.ext_fields
 
+    # No Python __init__: typed_command makes it as ``cls()`` (type_call, object_init) and
+    # fills its slots, ~0.2k instructions less a reply (client callgrind, 128 in flight) than
+    # object.__new__(cls) (a one-item args tuple and tp_new_wrapper's checks)
+    if TYPE_CHECKING:
+
+        def __init__(self) -> None: ...
+
+    else:
+        __init__ = object.__init__
+
 
 def typed_command(
     decode: Callable[[bytes | bytearray], Any] | None, cls: type[_T]
@@ -260,7 +270,7 @@ def typed_command(
     value, a missing field) or the language is unknown: the general path then decides, with
     its codes and remarks. (A closure per kind: the same cost as a module function written
     out for it, END_TRANSACTION's and SEND_OK's alike.)"""
-    new, languages = object.__new__, header_json.LANGUAGE_BY_NAME
+    languages = header_json.LANGUAGE_BY_NAME
 
     def command(header: bytes | bytearray, body: bytes | None) -> _T | None:
         if decode is None:
@@ -272,7 +282,7 @@ def typed_command(
         language = languages.get(h.language)
         if language is None:
             return None
-        cmd = new(cls)
+        cmd = cls()
         cmd.code = h.code
         cmd.language = language
         cmd.version = h.version

@@ -526,6 +526,30 @@ def test_plain_prepared_renders_its_properties_on_first_read() -> None:
         assert p.props == "X\x01y"
 
 
+def test_plain_prepared_and_first_send_are_made_without_an_init_and_fully_filled() -> None:
+    """The plain fast path's Prepared and send_first's _FirstSend are made by a bare class call
+    (object's __init__, no arguments): every slot is filled by their makers, and they are still
+    a Prepared and a SendRequest."""
+    from pocketmq.client.api import SendRequest
+    from pocketmq.client.producer.prepare import MessagePreparer, Prepared
+    from pocketmq.client.producer.sender import _FirstSend
+
+    prep = MessagePreparer(Producer("PG", namesrv="127.0.0.1:9876").config)
+    prep.prepare(Message("T", b"w"))  # the topic checked: the fast path from now on
+    p = prep.prepare(Message("T", b"x", tags="A"))
+    assert isinstance(p, Prepared) and type(p) is not Prepared
+    assert {name: getattr(p, name) for name in Prepared.__slots__ if name != "born"} == {
+        "_props": None, "batch": False, "body": b"x", "flag": 0, "max_reconsume": None,
+        "msg_id": p.msg_id, "plain_tags": "A", "reconsume": None, "sys_flag": 0, "topic": "T",
+    }  # fmt: skip
+    assert p.born > 0
+    with pytest.raises(TypeError):
+        _FirstSend(0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        SendRequest(0)  # type: ignore[call-arg]
+    assert isinstance(_FirstSend(), SendRequest) and type(SendRequest()) is SendRequest
+
+
 async def test_sender_command_is_plain_requests_request() -> None:
     # Sender.command builds plain_request's request inline: the same bytes on the wire
     from pocketmq.client.api import SendRequest, plain_request

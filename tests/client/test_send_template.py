@@ -68,15 +68,21 @@ def test_template_header_is_byte_identical(group: str, tags: str | None, queue_i
         assert_template_is_general(prep, p, mq, opaque)
 
 
-def test_born_text_kept_per_ms_renders_each_requests_own() -> None:
-    """encode_header keeps the last born timestamp's text: requests of the same ms, a later
-    one, an earlier one (a clock step back) and one born at 0 each render their own born."""
+def _plain_template() -> tuple[MessagePreparer, MessageQueue, Prepared, tuple[str, ...]]:
+    """A plain message prepared for queue 2 of topic T, and that queue's template."""
     prep = MessagePreparer(ProducerConfig(producer_group="PG"))
     mq = MessageQueue("T", "b", 2)
     prep._valid_topics.add(mq.topic)
     p = prep.prepare(Message(mq.topic, b"x", tags="A"))
     tpl = prep.head(p, mq)
     assert tpl is not None
+    return prep, mq, p, tpl
+
+
+def test_born_text_kept_per_ms_renders_each_requests_own() -> None:
+    """encode_header keeps the last born timestamp's text: requests of the same ms, a later
+    one, an earlier one (a clock step back) and one born at 0 each render their own born."""
+    prep, mq, p, tpl = _plain_template()
     for born in (1_764_000_000_123, 1_764_000_000_123, 1_764_000_000_124, 999, 0, 1_764_000_000_124):
         cmd = SendRequest.__new__(SendRequest)
         cmd.opaque, cmd.body, cmd.tpl, cmd.born, cmd.uniq = 5, p.body, tpl, born, p.msg_id
@@ -84,6 +90,22 @@ def test_born_text_kept_per_ms_renders_each_requests_own() -> None:
         ext["g"] = str(born)
         general = RemotingCommand(RequestCode.SEND_MESSAGE_V2, 5, 0, None, ext, p.body, LANGUAGE)
         assert cmd.encode_header() == general.encode_header()
+
+
+def test_kept_frame_prefix_follows_each_requests_lengths() -> None:
+    """encode_header keeps the last frame prefix with its header and body lengths: bodies of
+    the same and other sizes (none, empty, 1 byte, 64 KiB), opaques of 1 to 10 digits (the
+    header's length), back and forth, each get the general encoder's prefix byte for byte."""
+    prep, mq, p, tpl = _plain_template()
+    ext = prep.ext(p, mq)
+    ext["g"] = str(p.born)
+    bodies: list[bytes | None] = [b"x" * 1024, b"x" * 1024, b"y", None, b"", b"z" * 65536, b"x" * 1024]
+    for opaque in (9, 10, 10, 99_999, 100_000, 9, 0x7FFFFFFF, 0x7FFFFFFF, 1):
+        for body in bodies:
+            cmd = SendRequest.__new__(SendRequest)
+            cmd.opaque, cmd.body, cmd.tpl, cmd.born, cmd.uniq = opaque, body, tpl, p.born, p.msg_id
+            general = RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque, 0, None, ext, body, LANGUAGE)
+            assert cmd.encode_header() == general.encode_header()
 
 
 def test_no_template_when_a_marker_repeats_or_is_missing() -> None:

@@ -37,7 +37,9 @@ CASES = [
     ({**FIELDS, "msgId": 'a"b\\u00e9\\n'}, True),
     ({**FIELDS, "TRACE_ON": "false", "MSG_REGION": "r1"}, True),
     ({**FIELDS, "AccessKey": "ak", "Signature": "s"}, False),
-    ({**FIELDS, "queueOffset": 1234}, False),
+    ({**FIELDS, "queueOffset": 1234}, True),  # (lax: the general path coerces it to the same)
+    ({**FIELDS, "queueOffset": "01234"}, False),  # (a text int() reads, msgspec not: the general path)
+    ({**FIELDS, "queueId": "+3"}, False),
     ({k: v for k, v in FIELDS.items() if k != "queueOffset"}, False),
     ({**FIELDS, "other": "x"}, False),
     ({"MSG_REGION": "DefaultRegion"}, False),
@@ -85,6 +87,12 @@ def test_the_brokers_rendered_reply_is_decoded_typed() -> None:
 def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id: int) -> None:
     (cmd,) = FrameDecoder().feed(frame(ext))
     assert (type(cmd) is SendOkReply) == typed
+    assert_same_send_result(cmd, ext, queue_id)
+
+
+def assert_same_send_result(cmd: RemotingCommand, ext: dict[str, Any], queue_id: int) -> Any:
+    """``cmd``'s send result (returned) is the general decode's of the reply with ``ext``,
+    field by field, each of the same type."""
     general = RemotingCommand(0, 9, 1, None, header_json.decode_header(frame(ext)[8:])[6])
     mq = MessageQueue("T", "b", queue_id)
     got = MQClientAPI.process_send_response(mq, cmd, "U", "addr")
@@ -92,6 +100,8 @@ def test_the_send_result_is_the_same(ext: dict[str, Any], typed: bool, queue_id:
     for name in ("send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
                  "transaction_id", "region_id", "trace_on"):  # fmt: skip
         assert getattr(got, name) == getattr(want, name), name
+        assert type(getattr(got, name)) is type(getattr(want, name)), name
+    return got
 
 
 @pytest.mark.parametrize("language", sorted(header_json.LANGUAGE_BY_NAME))
@@ -130,3 +140,51 @@ def test_the_header_fields_in_any_order(head: dict[str, Any], typed: bool, sort:
     assert (result.offset_msg_id, result.queue_offset, result.trace_on, result.region_id) == (
         want.offset_msg_id, want.queue_offset, want.trace_on, want.region_id
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "ext",
+    [
+        {**FIELDS, "queueId": "5"},
+        {**FIELDS, "queueOffset": "0"},
+        {**FIELDS, "queueOffset": "9223372036854775807"},
+        {**FIELDS, "queueOffset": "-1"},
+        {**FIELDS, "queueOffset": 1234, "queueId": 3},  # (numbers: the general path coerces them)
+        {**FIELDS, "queueOffset": "007"},  # (the general path's)
+        {**FIELDS, "queueId": " 3"},  # (likewise)
+    ],
+)
+@pytest.mark.parametrize("queue_id", [3, 5, 1023, 1024])
+def test_the_ids_read_as_ints_give_the_same_send_result(ext: dict[str, Any], queue_id: int) -> None:
+    """``queueId`` and ``queueOffset`` decoded as ints (lax mode): the send result is the
+    general path's, its fields' types included (the queue's id an int, the offset an int)."""
+    (cmd,) = FrameDecoder().feed(frame(ext))
+    got = assert_same_send_result(cmd, ext, queue_id)
+    assert type(got.message_queue.queue_id) is int and type(got.queue_offset) is int
+
+
+def test_what_lax_mode_reads_that_the_general_path_does_not() -> None:
+    """The lax decode's wider acceptance (module docstring), pinned: a quoted opaque, flag or
+    version is its number; an id's text in exponent form is its value (no broker writes these)."""
+    (cmd,) = FrameDecoder().feed(frame(FIELDS, opaque="77", flag="1", version="409"))
+    assert type(cmd) is SendOkReply and (cmd.opaque, cmd.flag, cmd.version) == (77, 1, 409)
+    (cmd,) = FrameDecoder().feed(frame({**FIELDS, "queueOffset": "1e3"}))
+    assert type(cmd) is SendOkReply and cmd.fields.queueOffset == 1000
+
+
+def test_a_typed_command_is_made_without_arguments_and_filled() -> None:
+    """typed_command makes its commands by a bare class call (object's __init__): every field
+    the general path's command has is set on the one decoded."""
+    with pytest.raises(TypeError):
+        SendOkReply(0)  # type: ignore[call-arg]
+    data = frame(FIELDS, opaque=5, remark="r")
+    (cmd,) = FrameDecoder().feed(data)
+    assert type(cmd) is SendOkReply
+    general = RemotingCommand(0, 9, 1, None, None)
+    for name in RemotingCommand.__slots__:
+        getattr(cmd, name)  # (set: no AttributeError)
+    code, language, version, opaque, flag, remark, ext = header_json.decode_header(data[8:])
+    assert (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark) == (
+        code, language, version, opaque, flag, remark
+    )  # fmt: skip
+    assert cmd.ext_fields == ext and cmd.body is None and cmd.serialize_type == general.serialize_type
