@@ -575,3 +575,49 @@ async def test_a_lone_puts_request_follows_the_segment_being_written(tmp_path):
             assert gc._request[1] == gc._request[0].encode()
     assert len(mfq.files) >= 3 and keys == [mf.sync_key for mf in mfq.files[: len(keys)]]
     await store.shutdown()
+
+
+async def test_a_lone_puts_fsync_answer_is_taken_by_the_loops_watch_not_its_wake_up(tmp_path):
+    # one send in flight: after the put's turn the loop watches the helper's answer count
+    # (``_spin``) and answers the round then, in that turn; the helper's socket is not watched
+    # here, so nothing else could have answered it
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    gc.spin_s = 5.0  # (deterministic: the watch outlasts any fdatasync of the test)
+    loop = asyncio.get_running_loop()
+    for i in range(3):
+        loop.remove_reader(gc._proc.fd)
+        try:
+            r = store.put_message(make_msg(i))
+            assert gc._inflight is not None
+            waiter = store.flush_waiter(r)
+            assert waiter is not None and not waiter.done()
+            await asyncio.sleep(0)  # the put's turn ends: its ready callbacks run
+            assert waiter.done() and waiter.result() is True
+            assert r.append is not None
+            assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
+        finally:
+            loop.add_reader(gc._proc.fd, gc._on_proc)
+    await store.shutdown()
+
+
+async def test_a_lone_fsync_slower_than_the_watch_is_answered_by_the_reader(tmp_path):
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    gc.spin_s = 0.001
+    os.kill(gc._proc.pid, signal.SIGSTOP)  # the fsync cannot end within the watch
+    try:
+        r = store.put_message(make_msg(0))
+        waiter = store.flush_waiter(r)
+        assert waiter is not None
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not waiter.done() and gc._inflight is not None  # nothing acknowledged
+    finally:
+        os.kill(gc._proc.pid, signal.SIGCONT)
+    assert await asyncio.wait_for(waiter, 10) is True
+    assert r.append is not None
+    assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
+    await store.shutdown()
