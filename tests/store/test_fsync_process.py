@@ -621,3 +621,29 @@ async def test_a_lone_fsync_slower_than_the_watch_is_answered_by_the_reader(tmp_
     assert r.append is not None
     assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
     await store.shutdown()
+
+
+async def test_a_turn_of_more_puts_than_the_lone_one_is_not_held_for_its_fsync(tmp_path):
+    # the first put of a turn starts a lone fsync, but the turn puts more: more sends are in
+    # flight, so the loop does not watch for the answer (it goes on reading), the reader does
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    gc.spin_s = 5.0
+    loop = asyncio.get_running_loop()
+    loop.remove_reader(gc._proc.fd)
+    try:
+        first = store.put_message(make_msg(0))
+        assert gc._inflight is not None
+        second = store.put_message(make_msg(1))
+        waiter = store.flush_waiter(first)
+        assert waiter is not None
+        t0 = time.monotonic()
+        await asyncio.sleep(0)
+        assert time.monotonic() - t0 < 1.0 and not waiter.done()
+    finally:
+        loop.add_reader(gc._proc.fd, gc._on_proc)
+    assert await asyncio.wait_for(waiter, 10) is True
+    last = store.flush_waiter(second)
+    assert last is not None and await asyncio.wait_for(last, 10) is True
+    await store.shutdown()
