@@ -586,6 +586,7 @@ async def _watching(root: str, spin_s: float) -> tuple[MessageStore, Any]:
     gc = store._services.group_commit  # type: ignore[union-attr]
     assert gc._proc is not None
     gc.spin_s = spin_s
+    gc._lone_run = flush_module.SPIN_AFTER  # (as after a run of lone fsyncs)
     return store, gc
 
 
@@ -611,6 +612,15 @@ async def test_a_lone_puts_fsync_answer_is_taken_by_the_loops_watch_not_its_wake
     # (``_spin``) and answers the round then, in that turn; the helper's socket is not watched
     # here, so nothing else could have answered it
     store, gc = await _watching(str(tmp_path / "s"), 5.0)  # (outlasts any fdatasync here)
+    gc._lone_run = 0
+    for i in range(flush_module.SPIN_AFTER):  # not watched before SPIN_AFTER lone fsyncs
+        with _reader_off(gc):
+            r = store.put_message(make_msg(i))
+            waiter = store.flush_waiter(r)
+            assert waiter is not None
+            await asyncio.sleep(0)
+            assert not waiter.done()
+        assert await asyncio.wait_for(waiter, 10) is True
     for i in range(3):
         with _reader_off(gc):
             r = store.put_message(make_msg(i))
