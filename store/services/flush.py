@@ -154,13 +154,6 @@ def _restore_switch_interval() -> None:
         sys.setswitchinterval(_switch_state[1])
 
 
-#: lone fsyncs in a row before the loop watches for one's answer (``GroupCommitService._spin``):
-#: a few sends in flight (SDK batches, 4 in flight) also make lone fsyncs, but their next
-#: requests arrive during one and the watch held them unread (64 x 1 KiB batches, 4 in flight,
-#: a watch for every lone fsync: 32.7-40.2k against 37.8-48.0k msg/s); the requests read after
-#: a watch make the next fsync cover more than one put, which starts the count again
-SPIN_AFTER = 8
-
 #: what ``MessageStore.flush_waiter`` hands out: a round's shared future (the type lives here
 #: because only the services may import asyncio)
 RoundFuture = asyncio.Future[bool]
@@ -231,9 +224,6 @@ class GroupCommitService(CommitLogSyncService):
     use_process = True
     #: a lone put's fsync (``poll``) by the helper at real-time priority, where permitted
     realtime = True
-    #: how long the loop watches the helper's answer count for a lone put's fsync (``_spin``)
-    #: before it leaves the answer to the reader callback; 0: never
-    spin_s = 0.0005
 
     def __init__(
         self,
@@ -259,8 +249,6 @@ class GroupCommitService(CommitLogSyncService):
         #: at most: sends one at a time, whose fsync ``poll`` starts right at the put
         self._puts = 0
         self._lone = True
-        #: fsyncs in a row that covered one put at most (``_spin`` waits for SPIN_AFTER)
-        self._lone_run = 0
         #: puts the fsync in flight covers (those counted when it started)
         self._covers = 0
         self._kick_pending = False
@@ -337,11 +325,9 @@ class GroupCommitService(CommitLogSyncService):
 
     def _start_flush(self, lone: bool = False) -> None:
         """Close the open round and fsync everything written so far (helper, else executor);
-        ``lone``: a lone put's (``poll``), by the helper at real-time priority (``realtime``)
-        and watched for by the loop (``spin_s``)."""
+        ``lone``: by the helper at real-time priority (``poll``)."""
         self._riding, self._open = self._open, None
-        self._lone = lone_now = self._puts <= 1
-        self._lone_run = self._lone_run + 1 if lone_now else 0
+        self._lone = self._puts <= 1
         self._covers = self._puts
         self._puts = 0
         plan, ts = self.flush_plan()
@@ -357,11 +343,9 @@ class GroupCommitService(CommitLogSyncService):
                     kept = self._request
                     if kept[0] is not key:
                         kept = self._request = (key, key.encode())
-                    proc.send_request(kept[1], lone and self.realtime)
+                    proc.send_request(kept[1], lone)
                 else:
-                    proc.request([mf.sync_key for mf, _ in plan], lone and self.realtime)
-                if lone and self._lone_run > SPIN_AFTER and self.spin_s > 0 and self._loop is not None:
-                    self._loop.call_soon(self._spin, self._inflight)
+                    proc.request([mf.sync_key for mf, _ in plan], lone)
                 return  # answered in _on_proc
             except OSError as exc:
                 logger.error("fsync process unusable (%s): fsync in a thread from now on", exc)
@@ -406,34 +390,7 @@ class GroupCommitService(CommitLogSyncService):
             if proc.answered():
                 self._on_proc()
         elif self._lone and not self._stopping and self._retry is None:
-            self._start_flush(True)
-
-    def _spin(self, inflight: tuple[list[tuple[MappedFile, int]], int]) -> None:
-        """After a lone put's turn (a ready callback: after the put's reput slice), watch the
-        helper's answer count for up to ``spin_s`` and handle the answer here, instead of
-        sleeping in the loop's ``epoll_wait`` until the answer's socket wakes it.
-
-        Why: at one send in flight the loop has nothing else to do while the fsync runs, and
-        each sleep costs a wake-up back (on this 2-core VM an idle vCPU halts at once: the
-        wake is an IPI and the vCPU's re-entry) plus the ``epoll_wait`` itself. The answer's
-        send still happens; its recv is the same. A put's turn with other work queued behind
-        it is not held longer than ``spin_s`` (the loop-lag bar is 1 ms); a turn that put
-        more than the lone put does not wait at all.
-        """
-        proc = self._proc
-        if proc is None or self._inflight is not inflight or self._puts:
-            # answered meanwhile (by a put's ``poll``), the helper is gone, or the turn put
-            # more than the lone put: more sends are in flight, the loop reads on (spinning
-            # then held the next requests unread: 128 in flight 11.9-14.1k -> 9.8-10.1k msg/s)
-            return
-        answered = proc.answered
-        if not answered():
-            clock = time.perf_counter
-            end = clock() + self.spin_s
-            while not answered():
-                if clock() >= end:
-                    return  # a slow fsync: the reader callback takes its answer
-        self._on_proc()
+            self._start_flush(self.realtime)
 
     def _on_proc(self) -> None:
         """The helper answered (or exited): the fsync in flight is done."""

@@ -11,7 +11,6 @@ anything, and the helper never outlives the broker (also when it is killed with 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import os
 import select
@@ -21,8 +20,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -577,94 +574,4 @@ async def test_a_lone_puts_request_follows_the_segment_being_written(tmp_path):
             keys.append(gc._request[0])
             assert gc._request[1] == gc._request[0].encode()
     assert len(mfq.files) >= 3 and keys == [mf.sync_key for mf in mfq.files[: len(keys)]]
-    await store.shutdown()
-
-
-async def _watching(root: str, spin_s: float) -> tuple[MessageStore, Any]:
-    """A SYNC_FLUSH store whose group commit watches for a lone fsync's answer ``spin_s``."""
-    store = await _started(root)
-    gc = store._services.group_commit  # type: ignore[union-attr]
-    assert gc._proc is not None
-    gc.spin_s = spin_s
-    gc._lone_run = flush_module.SPIN_AFTER  # (as after a run of lone fsyncs)
-    return store, gc
-
-
-@contextlib.contextmanager
-def _reader_off(gc: Any) -> Iterator[None]:
-    """The helper's socket not watched by the loop: only a put or the loop's watch can take
-    its answer."""
-    loop = asyncio.get_running_loop()
-    loop.remove_reader(gc._proc.fd)
-    try:
-        yield
-    finally:
-        loop.add_reader(gc._proc.fd, gc._on_proc)
-
-
-def _assert_flushed(store: MessageStore, r: Any) -> None:
-    assert r.append is not None
-    assert store.commitlog.mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
-
-
-async def test_a_lone_puts_fsync_answer_is_taken_by_the_loops_watch_not_its_wake_up(tmp_path):
-    # one send in flight: after the put's turn the loop watches the helper's answer count
-    # (``_spin``) and answers the round then, in that turn; the helper's socket is not watched
-    # here, so nothing else could have answered it
-    store, gc = await _watching(str(tmp_path / "s"), 5.0)  # (outlasts any fdatasync here)
-    gc._lone_run = 0
-    for i in range(flush_module.SPIN_AFTER):  # not watched before SPIN_AFTER lone fsyncs
-        with _reader_off(gc):
-            r = store.put_message(make_msg(i))
-            waiter = store.flush_waiter(r)
-            assert waiter is not None
-            await asyncio.sleep(0)
-            assert not waiter.done()
-        assert await asyncio.wait_for(waiter, 10) is True
-    for i in range(3):
-        with _reader_off(gc):
-            r = store.put_message(make_msg(i))
-            assert gc._inflight is not None
-            waiter = store.flush_waiter(r)
-            assert waiter is not None and not waiter.done()
-            await asyncio.sleep(0)  # the put's turn ends: its ready callbacks run
-            assert waiter.done() and waiter.result() is True
-            _assert_flushed(store, r)
-    await store.shutdown()
-
-
-async def test_a_lone_fsync_slower_than_the_watch_is_answered_by_the_reader(tmp_path):
-    store, gc = await _watching(str(tmp_path / "s"), 0.001)
-    os.kill(gc._proc.pid, signal.SIGSTOP)  # the fsync cannot end within the watch
-    try:
-        r = store.put_message(make_msg(0))
-        waiter = store.flush_waiter(r)
-        assert waiter is not None
-        for _ in range(3):
-            await asyncio.sleep(0)
-        assert not waiter.done() and gc._inflight is not None  # nothing acknowledged
-    finally:
-        os.kill(gc._proc.pid, signal.SIGCONT)
-    assert await asyncio.wait_for(waiter, 10) is True
-    _assert_flushed(store, r)
-    await store.shutdown()
-
-
-async def test_a_turn_of_more_puts_than_the_lone_one_is_not_held_for_its_fsync(tmp_path):
-    # the first put of a turn starts a lone fsync, but the turn puts more: more sends are in
-    # flight, so the loop does not watch for the answer (it goes on reading), the reader does
-    store, gc = await _watching(str(tmp_path / "s"), 5.0)
-    with _reader_off(gc):
-        first = store.put_message(make_msg(0))
-        assert gc._inflight is not None
-        second = store.put_message(make_msg(1))
-        waiter = store.flush_waiter(first)
-        assert waiter is not None
-        t0 = time.monotonic()
-        await asyncio.sleep(0)
-        assert time.monotonic() - t0 < 1.0 and not waiter.done()
-    assert await asyncio.wait_for(waiter, 10) is True
-    last = store.flush_waiter(second)
-    assert last is not None and await asyncio.wait_for(last, 10) is True
-    _assert_flushed(store, second)
     await store.shutdown()
