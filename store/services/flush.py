@@ -259,6 +259,8 @@ class GroupCommitService(CommitLogSyncService):
         self._loop: asyncio.AbstractEventLoop | None = None
         #: the fsync helper process (None: fsync in the executor)
         self._proc: FsyncProcess | None = None
+        #: the last one-file request: (the file's ``sync_key``, its bytes for the helper)
+        self._request: tuple[str, bytes] = ("", b"")
 
     def wait_flushed(self, end_offset: int, direct: RoundCallback | None = None) -> asyncio.Future[bool]:
         """A future that becomes True once ``end_offset`` is on disk (False on timeout).
@@ -334,7 +336,16 @@ class GroupCommitService(CommitLogSyncService):
         proc = self._proc
         if proc is not None and plan:
             try:
-                proc.request([mf.sync_key for mf, _ in plan], lone)
+                if len(plan) == 1:
+                    # one segment (every fsync but at a segment's end): its request's bytes
+                    # kept, not joined and encoded again between the put and the fsync
+                    key = plan[0][0].sync_key
+                    kept = self._request
+                    if kept[0] is not key:
+                        kept = self._request = (key, key.encode())
+                    proc.send_request(kept[1], lone)
+                else:
+                    proc.request([mf.sync_key for mf, _ in plan], lone)
                 return  # answered in _on_proc
             except OSError as exc:
                 logger.error("fsync process unusable (%s): fsync in a thread from now on", exc)

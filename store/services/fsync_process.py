@@ -63,6 +63,7 @@ answered = 0
 fds = {}
 last = None
 kept_fds = ()
+one = -1
 while True:
     try:
         req = s.recv(1 << 16)
@@ -82,16 +83,27 @@ while True:
         continue
     if req == last:
         # the same files (paths with inodes) as the last request, all kept then
-        out = []
-        for fd in kept_fds:
+        if one >= 0:
+            # one file (the group commit's every request while one segment is written): the
+            # answer sent without a list and a join between the fdatasync and the send
             try:
-                os.fdatasync(fd)
-                out.append(b"0")
+                os.fdatasync(one)
+                ans = b"0"
             except OSError as e:
-                out.append(str(e.errno or 5).encode())
+                ans = str(e.errno or 5).encode()
                 last = None
+        else:
+            out = []
+            for fd in kept_fds:
+                try:
+                    os.fdatasync(fd)
+                    out.append(b"0")
+                except OSError as e:
+                    out.append(str(e.errno or 5).encode())
+                    last = None
+            ans = b" ".join(out)
         try:
-            s.send(b" ".join(out))
+            s.send(ans)
         except OSError:
             break
         answered = (answered + 1) & 255
@@ -120,6 +132,7 @@ while True:
             out.append(str(e.errno or 5).encode())
     if all(ino for _, _, ino in files) and all(p in fds for p, _, _ in files) and out.count(b"0") == len(out):
         last, kept_fds = req, [fds[p][0] for p, _, _ in files]
+        one = kept_fds[0] if len(kept_fds) == 1 else -1
     try:
         s.send(b" ".join(out))
     except OSError:
@@ -172,13 +185,18 @@ class FsyncProcess:
         """Ask for an fdatasync of each file (a path, or a ``MappedFile.sync_key``), by the
         helper at real-time priority (``SCHED_FIFO``, where permitted) or normal. Raises
         OSError if the helper is gone."""
+        self.send_request("\n".join(paths).encode(), realtime)
+
+    def send_request(self, request: bytes, realtime: bool = False) -> None:
+        """:meth:`request` of files already encoded as the protocol's ``request`` (the group
+        commit keeps the bytes of its one segment's request)."""
         sock = self._sock
         if sock is None:
             raise OSError(errno.EPIPE, "fsync process closed")
         if realtime is not self._realtime:  # (a message of its own: requests stay equal)
             sock.send(b"\1" + (b"1" if realtime else b"0"))
             self._realtime = realtime
-        sock.send("\n".join(paths).encode())
+        sock.send(request)
 
     def answered(self) -> bool:
         """An answer is waiting to be read (no syscall: the shared answer count)."""

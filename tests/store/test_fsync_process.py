@@ -554,3 +554,24 @@ async def test_puts_since_an_fsync_started_get_the_next_one_as_it_ends(tmp_path)
     waiter = store.flush_waiter(unregistered)
     assert waiter is not None and waiter.done() and waiter.result() is True
     await store.shutdown()
+
+
+async def test_a_lone_puts_request_follows_the_segment_being_written(tmp_path):
+    # the group commit keeps the one-file request's bytes per segment: across a segment's end
+    # every lone put is still acknowledged only once the file it went to is synced
+    store = await _started(str(tmp_path / "s"))
+    gc = store._services.group_commit  # type: ignore[union-attr]
+    assert gc._proc is not None
+    mfq = store.commitlog.mfq
+    keys = []
+    for i in range(120):  # ~1.1 KiB records in 64 KiB segments: two segment ends
+        r = store.put_message(make_msg(i, body_size=1024))
+        waiter = store.flush_waiter(r)
+        assert waiter is not None and await waiter is True
+        assert r.append is not None
+        assert mfq.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
+        if gc._request[0] not in keys:
+            keys.append(gc._request[0])
+            assert gc._request[1] == gc._request[0].encode()
+    assert len(mfq.files) >= 3 and keys == [mf.sync_key for mf in mfq.files[: len(keys)]]
+    await store.shutdown()
