@@ -285,3 +285,32 @@ def test_put_run_writes_what_put_writes_unit_by_unit(tmp_path):
         cq.close()
     assert queues["run"] == queues["put"]
     assert queues["run"][1:] == (6 * unit, (1 << 40) + sum(sizes), 99)
+
+
+def test_pull_window_is_min_max_and_units_from(tmp_path):
+    """``ConsumeQueue.pull_window`` (get_message's one call a pull) answers what the queue's
+    ``min_offset``, ``max_offset`` and ``units_from(offset, max(800, max_nums))`` answer: an
+    empty queue, offsets below the first unit, in the first, a middle and the last file (and
+    at their edges), at and past the end, a raised min offset."""
+    from pocketmq.store.queue.consume_queue import ConsumeQueue
+
+    unit = CQ_UNIT.size
+    cq = ConsumeQueue("T", 0, str(tmp_path / "q"), unit * 8)
+
+    def check(offsets, nums=(1, 32, 800, 1000)):
+        for off in offsets:
+            for n in nums:
+                lo, hi = cq.min_offset, cq.max_offset
+                want = cq.units_from(off, max(800, n)) if lo <= off < hi else None
+                assert cq.pull_window(off, n) == (lo, hi, want), (off, n)
+
+    check(range(-1, 3))  # no file yet
+    cq.put(1000, 50, 7, 3)  # padded from 0: blank units 0..2
+    for k in range(4, 29):
+        cq.put(1000 + 50 * k, 50, k, k)
+    assert len(cq.mfq.files) == 4
+    check(range(-1, 32))
+    cq.min_logic_offset = 10
+    check(range(-1, 32))
+    cq.close()
+
