@@ -314,3 +314,36 @@ def test_pull_window_is_min_max_and_units_from(tmp_path):
     check(range(-1, 32))
     cq.close()
 
+
+def test_one_unit_without_filter_selects_what_the_loop_selects(open_store):
+    """``select_messages``' one-unit path (no filter: a woken pull's message) returns what its
+    loop returns for the same unit (run through it with a filter that accepts everything): a
+    record in the CommitLog's last file, in an earlier one, in a deleted one, past the written
+    end, a blank unit; with limits of 0 and 1 message / byte."""
+    from pocketmq.store.queue.pull import select_messages
+
+    class All:
+        def is_matched_by_consume_queue(self, tags_code):
+            return True
+
+        def is_matched_by_commit_log(self, buf):
+            return True
+
+    store = open_store()
+    offs = [store.put_message(make_msg(i, body_size=150)).append.wrote_offset for i in range(900)]  # type: ignore[union-attr]
+    store.do_reput()
+    mfq = store.commitlog.mfq
+    assert len(mfq.files) > 3
+    last = mfq.files[-1].file_from_offset
+    sizes = {phy: size for phy, size, _ in (u[1:] for u in store.cq_table.find("TopicA", 0).iter_units())}
+    cases = [(phy, sizes[phy], 5) for phy in offs[::97]]
+    cases += [(last + mfq.files[-1].wrote_position, 300, 0), (last + 10**7, 300, 0), (0, 0x7FFFFFFF, 0)]
+    gone = mfq.files.pop(0)  # (its records now read as removed)
+    cases += [(gone.file_from_offset, 200, 0)]
+    for phy, size, tags in cases:
+        units = CQ_UNIT.pack(phy, size, tags)
+        for nums, nbytes in ((32, None), (1, 1), (0, 0)):
+            args = (nums, nbytes)
+            rest = (mfq, store.config, store._memory_limit, store.commitlog.max_offset)
+            assert select_messages(units, *args, None, *rest) == select_messages(units, *args, All(), *rest)
+    mfq.files.insert(0, gone)
