@@ -9,6 +9,10 @@ the selected records out of the mapping once, contiguous ranges merged.
 
 from __future__ import annotations
 
+import struct
+from bisect import bisect_right
+from itertools import accumulate
+
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.listener import MessageFilter
 from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
@@ -17,6 +21,9 @@ from pocketmq.store.log.mapped_file_queue import MappedFileQueue
 from pocketmq.store.results import GetMessageStatus
 
 _UNPACK_UNITS = CQ_UNIT.iter_unpack
+_BLANK_UNIT = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
+#: n -> the struct of n consecutive units (``_select_run``)
+_RUNS: dict[int, struct.Struct] = {}
 _unpack_unit = CQ_UNIT.unpack_from
 # (an Enum member read is ~0.6k instructions in 3.11: read once here)
 _FOUND = GetMessageStatus.FOUND
@@ -60,6 +67,10 @@ def select_messages(
             if pos + size <= seg.wrote_position:
                 return _FOUND, 1, seg.mm[pos : pos + size], 1, phy, [phy]
         return _MESSAGE_WAS_REMOVING, 1, b"", 0, phy, []
+    if message_filter is None and len(units) > CQ_UNIT_SIZE:
+        got = _select_run(units, max_nums, max_bytes, mfq, cfg, mem_limit, max_phy)
+        if got is not None:
+            return got
     status = _NO_MATCHED_MESSAGE
     cap_mem_bytes, cap_mem_count = (
         cfg.max_transfer_bytes_on_message_in_memory,
@@ -132,3 +143,62 @@ def select_messages(
     else:
         body = b"".join([r[0].mm[r[1] : r[2]] for r in runs])
     return status, scanned, body, count, max_phy_pulling, offsets
+
+
+def _select_run(
+    units: bytes,
+    max_nums: int,
+    max_bytes: int | None,
+    mfq: MappedFileQueue,
+    cfg: MessageStoreConfig,
+    mem_limit: int,
+    max_phy: int,
+) -> Selection | None:
+    """``select_messages``' loop for units without a filter (a drain's pulls), by C-level
+    steps: the units it reads unpacked at once, how many it takes from their sizes'
+    running total, their records sliced from one CommitLog file. None, with nothing done,
+    unless it can say exactly what the loop selects: no blank unit among them, every record
+    in memory (the memory limits then hold for each) and in one written CommitLog file;
+    the loop then runs (a deleted file, records on disk, blanks)."""
+    cap_bytes = cfg.max_transfer_bytes_on_message_in_memory
+    if max_bytes is not None and max_bytes < cap_bytes:
+        cap_bytes = max_bytes
+    # the units the loop reads: those it takes (the first whatever the limits, at most
+    # max_nums and the count limit) and the one it stops at, whose offset it reports
+    n = len(units) // CQ_UNIT_SIZE
+    most = min(max_nums, cfg.max_transfer_count_on_message_in_memory)
+    m = most + 1 if most < n else n
+    if m < 2:  # noqa: PLR1730 - no builtin call per pull
+        m = 2  # (the first unit is taken whatever the limits; n > 1)
+    if units.find(_BLANK_UNIT, 0, m * CQ_UNIT_SIZE) >= 0:
+        return None
+    fields = _units_struct(m).unpack_from(units)
+    phys = fields[0::3]
+    sizes = fields[1::3]
+    if max_phy - min(phys) > mem_limit:
+        return None
+    # message j > 0 is taken while j < most and the running total through it fits cap_bytes
+    taken = bisect_right(list(accumulate(sizes)), cap_bytes)
+    if taken > most:  # noqa: PLR1730
+        taken = most
+    if taken < 1:  # noqa: PLR1730 - (the first is taken whatever the limits)
+        taken = 1
+    seg = mfq.find_by_offset(phys[0])
+    if seg is None:
+        return None
+    base = seg.file_from_offset
+    if min(phys[:taken]) < base or max(phys[:taken]) + max(sizes[:taken]) > base + seg.wrote_position:
+        return None
+    mm = seg.mm
+    offsets = list(phys[:taken])
+    body = b"".join([mm[p - base : p - base + size] for p, size in zip(offsets, sizes, strict=False)])
+    return _FOUND, taken, body, taken, phys[taken] if taken < m else phys[-1], offsets
+
+
+def _units_struct(n: int) -> struct.Struct:
+    st = _RUNS.get(n)
+    if st is None:
+        st = struct.Struct(">" + "qiq" * n)
+        if n <= 1024:
+            _RUNS[n] = st
+    return st

@@ -347,3 +347,56 @@ def test_one_unit_without_filter_selects_what_the_loop_selects(open_store):
             rest = (mfq, store.config, store._memory_limit, store.commitlog.max_offset)
             assert select_messages(units, *args, None, *rest) == select_messages(units, *args, All(), *rest)
     mfq.files.insert(0, gone)
+
+
+def test_units_without_filter_select_what_the_loop_selects(open_store):
+    """``select_messages``' path for several units without a filter (``_select_run``: a
+    drain's pulls) returns what its loop returns for the same units (run with an accept-all
+    filter): windows of 2 to 800 units, max_nums 0 to past the count limit, byte limits of
+    none, below the first message and between, blank units at and after the limit, records
+    in two CommitLog files and in a deleted one, records on disk (a memory limit of 0)."""
+    from pocketmq.store.log.layout import CQ_BLANK_SIZE
+    from pocketmq.store.queue.pull import select_messages
+
+    class All:
+        def is_matched_by_consume_queue(self, tags_code):
+            return True
+
+        def is_matched_by_commit_log(self, buf):
+            return True
+
+    store = open_store(
+        mapped_file_size_commit_log=256 * 1024,
+        mapped_file_size_consume_queue=2000 * 20,
+        max_transfer_count_on_message_in_memory=40,
+        max_transfer_bytes_on_message_in_memory=9_000,
+    )
+    for i in range(1500):
+        store.put_message(make_msg(i, queue_id=i % 2, body_size=150 if i % 7 else 400))
+    store.do_reput()
+    mfq = store.commitlog.mfq
+    assert len(mfq.files) == 2
+    cq = store.cq_table.find("TopicA", 0)
+    all_units = bytes(cq.mfq.files[0].mm[: cq.mfq.files[0].wrote_position])
+    blank = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
+    windows = []
+    for start in (0, 3, 100, 150, 200, 300, 600, 700, 740):
+        for length in (2, 3, 6, 33, 34, 41, 800):
+            w = all_units[start * 20 : (start + length) * 20]
+            windows.append(w)
+            if len(w) >= 4 * 20:
+                windows.append(w[:60] + blank + w[80:])  # a blank unit among them
+                windows.append(w[:20] + blank + w[40:])  # right after the first
+    windows.append(all_units[:40 * 20] + blank * 5 + all_units[45 * 20 : 60 * 20])  # at the count limit
+    gone = None
+    for removed in (False, True):
+        if removed:
+            gone = mfq.files.pop(0)
+        for units in windows:
+            for max_nums in (0, 1, 2, 5, 32, 39, 40, 41, 900):
+                for max_bytes in (None, 1, 500, 5_000):
+                    for mem_limit in (1 << 40, 0):
+                        rest = (mfq, store.config, mem_limit, store.commitlog.max_offset)
+                        want = select_messages(units, max_nums, max_bytes, All(), *rest)
+                        assert select_messages(units, max_nums, max_bytes, None, *rest) == want
+    mfq.files.insert(0, gone)
