@@ -181,20 +181,32 @@ def _select_run(
     if max_phy - min(phys) > mem_limit:
         return None
     # message j > 0 is taken while j < most and the running total through it fits cap_bytes
-    taken = bisect_right(list(accumulate(sizes)), cap_bytes)
+    totals = list(accumulate(sizes))
+    taken = bisect_right(totals, cap_bytes)
     if taken > most:  # noqa: PLR1730
         taken = most
     if taken < 1:  # noqa: PLR1730 - (the first is taken whatever the limits)
         taken = 1
-    seg = mfq.find_by_offset(phys[0])
+    first = phys[0]
+    seg = mfq.find_by_offset(first)
     if seg is None:
         return None
     base = seg.file_from_offset
-    if min(phys[:taken]) < base or max(phys[:taken]) + max(sizes[:taken]) > base + seg.wrote_position:
-        return None
-    mm = seg.mm
     offsets = list(phys[:taken])
-    body = b"".join([mm[p - base : p - base + size] for p, size in zip(offsets, sizes, strict=False)])
+    mm = seg.mm
+    if (taken == 1 or offsets[-1] - first == totals[taken - 2]) and list(
+        accumulate(sizes[: taken - 1], initial=first)
+    ) == offsets:
+        # one run of records, each starting where the one before ends (a batch's: one copy,
+        # as the loop's merged range; the last's start checked first, then every one)
+        end = first + totals[taken - 1]
+        if first < base or end > base + seg.wrote_position:
+            return None
+        body = mm[first - base : end - base]
+    else:
+        if min(offsets) < base or max(offsets) + max(sizes[:taken]) > base + seg.wrote_position:
+            return None
+        body = b"".join([mm[p - base : p - base + size] for p, size in zip(offsets, sizes, strict=False)])
     return _FOUND, taken, body, taken, phys[taken] if taken < m else phys[-1], offsets
 
 

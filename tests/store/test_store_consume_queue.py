@@ -354,7 +354,8 @@ def test_units_without_filter_select_what_the_loop_selects(open_store):
     drain's pulls) returns what its loop returns for the same units (run with an accept-all
     filter): windows of 2 to 800 units, max_nums 0 to past the count limit, byte limits of
     none, below the first message and between, blank units at and after the limit, records
-    in two CommitLog files and in a deleted one, records on disk (a memory limit of 0)."""
+    in two CommitLog files and in a deleted one, one after another (one run) and not, within
+    and across a CommitLog file's end, records on disk (a memory limit of 0)."""
     from pocketmq.store.log.layout import CQ_BLANK_SIZE
     from pocketmq.store.queue.pull import select_messages
 
@@ -371,8 +372,8 @@ def test_units_without_filter_select_what_the_loop_selects(open_store):
         max_transfer_count_on_message_in_memory=40,
         max_transfer_bytes_on_message_in_memory=9_000,
     )
-    for i in range(1500):
-        store.put_message(make_msg(i, queue_id=i % 2, body_size=150 if i % 7 else 400))
+    for i in range(1500):  # (from 750 on, queue 0's records follow each other: one run)
+        store.put_message(make_msg(i, queue_id=i % 2 if i < 750 else 0, body_size=150 if i % 7 else 400))
     store.do_reput()
     mfq = store.commitlog.mfq
     assert len(mfq.files) == 2
@@ -380,7 +381,7 @@ def test_units_without_filter_select_what_the_loop_selects(open_store):
     all_units = bytes(cq.mfq.files[0].mm[: cq.mfq.files[0].wrote_position])
     blank = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
     windows = []
-    for start in (0, 3, 100, 150, 200, 300, 600, 700, 740):
+    for start in (0, 3, 100, 150, 200, 300, 360, 600, 700, 740, 1000, 1100):
         for length in (2, 3, 6, 33, 34, 41, 800):
             w = all_units[start * 20 : (start + length) * 20]
             windows.append(w)
