@@ -479,10 +479,8 @@ class MessageStore:
         from module constants, the selection's tuple unpacked inline.)"""
         stats = self.stats
         stats.get_total_times += 1
-        max_phy = self.commitlog.max_offset
-        cq = self.cq_table.find(topic, queue_id)
-        min_o = cq.min_offset if cq is not None else 0
-        max_o = cq.max_offset if cq is not None else 0
+        cq = self.cq_table.flat.get((topic, queue_id))  # inline of queue.cq_table.ConsumeQueueTable.find
+        min_o, max_o, units = cq.pull_window(offset, max_nums) if cq is not None else (0, 0, None)
         if cq is None or max_o == 0:
             stats.get_miss_times += 1
             return GetResult(_NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), 0, 0)
@@ -493,25 +491,24 @@ class MessageStore:
         elif offset > max_o:
             status = _OFFSET_OVERFLOW_BADLY
             nxt = self._correct(offset, min_o if min_o == 0 else max_o)
+        elif units is None:
+            status, nxt = _OFFSET_FOUND_NULL, self._correct(offset, cq.roll_next_file(offset))
         else:
-            units = cq.units_from(offset, max(800, max_nums))
-            if units is None:
-                status, nxt = _OFFSET_FOUND_NULL, self._correct(offset, cq.roll_next_file(offset))
+            max_phy = self.commitlog.max_offset  # (read only here: a held pull's read has no use for it)
+            status, scanned, body, count, max_phy_pulling, offsets = select_messages(
+                units, max_nums, max_bytes, message_filter, self.commitlog.mfq, self.config,
+                self._memory_limit, max_phy,
+            )  # fmt: skip
+            if count:
+                stats.get_found_times += 1
+                stats.get_transferred_msg_count += count
             else:
-                status, scanned, body, count, max_phy_pulling, offsets = select_messages(
-                    units, max_nums, max_bytes, message_filter, self.commitlog.mfq, self.config,
-                    self._memory_limit, max_phy,
-                )  # fmt: skip
-                if count:
-                    stats.get_found_times += 1
-                    stats.get_transferred_msg_count += count
-                else:
-                    stats.get_miss_times += 1
-                # (nextBeginOffset not corrected: Java corrects only the out-of-range cases)
-                return GetResult(
-                    status, offset + scanned, min_o, max_o, body, count,
-                    max_phy - max_phy_pulling > self._memory_limit, offsets,
-                )  # fmt: skip
+                stats.get_miss_times += 1
+            # (nextBeginOffset not corrected: Java corrects only the out-of-range cases)
+            return GetResult(
+                status, offset + scanned, min_o, max_o, body, count,
+                max_phy - max_phy_pulling > self._memory_limit, offsets,
+            )  # fmt: skip
         stats.get_miss_times += 1
         return GetResult(status, nxt, min_o, max_o)
 

@@ -312,6 +312,32 @@ class ConsumeQueue:
             return None
         return mf.mm[pos:end]
 
+    def pull_window(self, offset: int, max_nums: int) -> tuple[int, int, bytes | None]:
+        """``(min_offset, max_offset, units)`` for a pull at ``offset``, in one call (the store's
+        ``get_message``: two properties, ``mfq.max_offset`` and ``units_from`` were four Python
+        calls a pull, twice per delivery at one send in flight). ``units`` is what
+        ``units_from(offset, max(800, max_nums))`` returns when ``min <= offset < max``, else None."""
+        min_o = self.min_logic_offset
+        files = self.mfq.files
+        if not files:
+            return min_o, 0, None
+        mf = files[-1]
+        # inline of log.mapped_file_queue.MappedFileQueue.max_offset
+        max_o = (mf.file_from_offset + mf.wrote_position) // CQ_UNIT_SIZE
+        if offset >= max_o or offset < min_o:
+            return min_o, max_o, None
+        pos = offset * CQ_UNIT_SIZE - mf.file_from_offset
+        if pos < 0:  # (an earlier file: any but the last)
+            found = self.mfq.find_by_offset(offset * CQ_UNIT_SIZE)
+            if found is None:
+                return min_o, max_o, None
+            mf = found
+            pos = offset * CQ_UNIT_SIZE - mf.file_from_offset
+        end = pos + (max_nums if max_nums > 800 else 800) * CQ_UNIT_SIZE
+        if end > mf.wrote_position:  # noqa: PLR1730 - no builtin call per pull
+            end = mf.wrote_position
+        return min_o, max_o, mf.mm[pos:end] if pos < end else None
+
     def get_unit(self, offset: int) -> tuple[int, int, int] | None:
         if offset < self.min_logic_offset or offset >= self.max_offset:
             return None

@@ -285,3 +285,119 @@ def test_put_run_writes_what_put_writes_unit_by_unit(tmp_path):
         cq.close()
     assert queues["run"] == queues["put"]
     assert queues["run"][1:] == (6 * unit, (1 << 40) + sum(sizes), 99)
+
+
+def test_pull_window_is_min_max_and_units_from(tmp_path):
+    """``ConsumeQueue.pull_window`` (get_message's one call a pull) answers what the queue's
+    ``min_offset``, ``max_offset`` and ``units_from(offset, max(800, max_nums))`` answer: an
+    empty queue, offsets below the first unit, in the first, a middle and the last file (and
+    at their edges), at and past the end, a raised min offset."""
+    from pocketmq.store.queue.consume_queue import ConsumeQueue
+
+    unit = CQ_UNIT.size
+    cq = ConsumeQueue("T", 0, str(tmp_path / "q"), unit * 8)
+
+    def check(offsets, nums=(1, 32, 800, 1000)):
+        for off in offsets:
+            for n in nums:
+                lo, hi = cq.min_offset, cq.max_offset
+                want = cq.units_from(off, max(800, n)) if lo <= off < hi else None
+                assert cq.pull_window(off, n) == (lo, hi, want), (off, n)
+
+    check(range(-1, 3))  # no file yet
+    cq.put(1000, 50, 7, 3)  # padded from 0: blank units 0..2
+    for k in range(4, 29):
+        cq.put(1000 + 50 * k, 50, k, k)
+    assert len(cq.mfq.files) == 4
+    check(range(-1, 32))
+    cq.min_logic_offset = 10
+    check(range(-1, 32))
+    cq.close()
+
+
+def test_one_unit_without_filter_selects_what_the_loop_selects(open_store):
+    """``select_messages``' one-unit path (no filter: a woken pull's message) returns what its
+    loop returns for the same unit (run through it with a filter that accepts everything): a
+    record in the CommitLog's last file, in an earlier one, in a deleted one, past the written
+    end, a blank unit; with limits of 0 and 1 message / byte."""
+    from pocketmq.store.queue.pull import select_messages
+
+    class All:
+        def is_matched_by_consume_queue(self, tags_code):
+            return True
+
+        def is_matched_by_commit_log(self, buf):
+            return True
+
+    store = open_store()
+    offs = [store.put_message(make_msg(i, body_size=150)).append.wrote_offset for i in range(900)]  # type: ignore[union-attr]
+    store.do_reput()
+    mfq = store.commitlog.mfq
+    assert len(mfq.files) > 3
+    last = mfq.files[-1].file_from_offset
+    sizes = {phy: size for phy, size, _ in (u[1:] for u in store.cq_table.find("TopicA", 0).iter_units())}
+    cases = [(phy, sizes[phy], 5) for phy in offs[::97]]
+    cases += [(last + mfq.files[-1].wrote_position, 300, 0), (last + 10**7, 300, 0), (0, 0x7FFFFFFF, 0)]
+    gone = mfq.files.pop(0)  # (its records now read as removed)
+    cases += [(gone.file_from_offset, 200, 0)]
+    for phy, size, tags in cases:
+        units = CQ_UNIT.pack(phy, size, tags)
+        for nums, nbytes in ((32, None), (1, 1), (0, 0)):
+            args = (nums, nbytes)
+            rest = (mfq, store.config, store._memory_limit, store.commitlog.max_offset)
+            assert select_messages(units, *args, None, *rest) == select_messages(units, *args, All(), *rest)
+    mfq.files.insert(0, gone)
+
+
+def test_units_without_filter_select_what_the_loop_selects(open_store):
+    """``select_messages``' path for several units without a filter (``_select_run``: a
+    drain's pulls) returns what its loop returns for the same units (run with an accept-all
+    filter): windows of 2 to 800 units, max_nums 0 to past the count limit, byte limits of
+    none, below the first message and between, blank units at and after the limit, records
+    in two CommitLog files and in a deleted one, one after another (one run) and not, within
+    and across a CommitLog file's end, records on disk (a memory limit of 0)."""
+    from pocketmq.store.log.layout import CQ_BLANK_SIZE
+    from pocketmq.store.queue.pull import select_messages
+
+    class All:
+        def is_matched_by_consume_queue(self, tags_code):
+            return True
+
+        def is_matched_by_commit_log(self, buf):
+            return True
+
+    store = open_store(
+        mapped_file_size_commit_log=256 * 1024,
+        mapped_file_size_consume_queue=2000 * 20,
+        max_transfer_count_on_message_in_memory=40,
+        max_transfer_bytes_on_message_in_memory=9_000,
+    )
+    for i in range(1500):  # (from 750 on, queue 0's records follow each other: one run)
+        store.put_message(make_msg(i, queue_id=i % 2 if i < 750 else 0, body_size=150 if i % 7 else 400))
+    store.do_reput()
+    mfq = store.commitlog.mfq
+    assert len(mfq.files) == 2
+    cq = store.cq_table.find("TopicA", 0)
+    all_units = bytes(cq.mfq.files[0].mm[: cq.mfq.files[0].wrote_position])
+    blank = CQ_UNIT.pack(0, CQ_BLANK_SIZE, 0)
+    windows = []
+    for start in (0, 3, 100, 150, 200, 300, 360, 600, 700, 740, 1000, 1100):
+        for length in (2, 3, 6, 33, 34, 41, 800):
+            w = all_units[start * 20 : (start + length) * 20]
+            windows.append(w)
+            if len(w) >= 4 * 20:
+                windows.append(w[:60] + blank + w[80:])  # a blank unit among them
+                windows.append(w[:20] + blank + w[40:])  # right after the first
+    windows.append(all_units[:40 * 20] + blank * 5 + all_units[45 * 20 : 60 * 20])  # at the count limit
+    gone = None
+    for removed in (False, True):
+        if removed:
+            gone = mfq.files.pop(0)
+        for units in windows:
+            for max_nums in (0, 1, 2, 5, 32, 39, 40, 41, 900):
+                for max_bytes in (None, 1, 500, 5_000):
+                    for mem_limit in (1 << 40, 0):
+                        rest = (mfq, store.config, mem_limit, store.commitlog.max_offset)
+                        want = select_messages(units, max_nums, max_bytes, All(), *rest)
+                        assert select_messages(units, max_nums, max_bytes, None, *rest) == want
+    mfq.files.insert(0, gone)

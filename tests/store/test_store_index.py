@@ -261,3 +261,43 @@ def test_put_hashes_runs_write_what_put_hashed_writes(tmp_path) -> None:
         d = tmp_path / f"svc{name}"
         out[name] = [(d / n).read_bytes() for n in sorted(p.name for p in d.iterdir())]
     assert len(out["ref"]) == 4 and out["ref"] == out["run"]
+
+
+def test_put_hashes_store_times_and_long_runs_write_what_put_hashed_writes(tmp_path) -> None:
+    """``put_hashes`` against ``put_hashed`` per key, byte for byte, in what the test above
+    leaves out: runs of 2 to 600 entries (past 256, the pack's run), store times equal, in
+    order within a second, crossing seconds, out of order, before the file's begin (timeDiff
+    0) and with a begin of 0, CommitLog offsets past 2^32 and near 2^63, a slot shared within
+    a run."""
+    import random
+
+    rnd = random.Random(26)
+    t0 = 1_700_000_000_000
+    for begin in (t0, 0):
+        runs = []
+        phy = (1 << 32) - 5000
+        for r, n in enumerate((2, 3, 600, 64, 300, 257, 5, 128, 2)):
+            hashes = [rnd.randrange(1 << 31) for _ in range(n)]
+            if r % 2:
+                hashes[n // 2] = hashes[0] + 1021 * rnd.randrange(50)  # a slot shared in the run
+            phys = [phy + 1000 * k for k in range(n)]
+            phy += 1000 * n
+            if r == 7:
+                phys = [(1 << 63) - 10_000 + k for k in range(n)]
+            kind = r % 4
+            if kind == 0:
+                tss = [t0 + 5_000 * r] * n
+            elif kind == 1:  # in order, within one second
+                tss = [t0 + 5_000 * r + k * 300 // n for k in range(n)]
+            elif kind == 2:  # in order across seconds
+                tss = [t0 + 5_000 * r + k * 4_000 // n for k in range(n)]
+            else:  # out of order, some before the begin
+                tss = [t0 + rnd.randrange(-3_000, 9_000) for _ in range(n)]
+            runs.append((hashes, phys, tss))
+        for slot_num in (1021, 100_003):
+            got = {}
+            for per_key in (True, False):
+                path = str(tmp_path / f"{begin}-{slot_num}-{per_key}")
+                got[per_key] = index_bytes(path, slot_num, 3000, (5, 1, begin), runs, per_key)
+            assert got[True] == got[False]
+
