@@ -170,9 +170,13 @@ def checked_body(
     limit = _MAX_PROPS - len(tail)  # (the store's MAX_PROPERTIES_LENGTH: 32767)
     heads: list[tuple[int, int, int]]
     props: list[bytes]
+    equal: tuple[tuple[int, ...], tuple[bytes, ...]] | None = None
     # a body of equal items is read in one unpack; the loop reads any other item by item
     uniform = _uniform_items(data, n, total, trailing, limit)
-    heads, props = uniform if uniform is not None else ([], [])
+    if uniform is not None:
+        heads, props, equal = uniform
+    else:
+        heads, props = [], []
     add_head = heads.append
     add_props = props.append
     pos = n if uniform is not None else 0
@@ -207,7 +211,7 @@ def checked_body(
     strings.pop()
     if len(strings) != count:  # (a NUL inside some properties)
         return batch_items(data, header_props, max_body, body_too_long, topic)
-    return BatchBody(data, heads, props, strings, tail)
+    return BatchBody(data, heads, props, strings, tail, equal)
 
 
 #: one unpack of a body of ``count`` equal items (TOTALSIZE, BODYLENGTH) -> its Struct
@@ -220,13 +224,14 @@ _UNIFORM_MAX_ITEMS = 512
 
 def _uniform_items(
     data: bytes, n: int, total: int, trailing: bool, limit: int
-) -> tuple[list[tuple[int, int, int]], list[bytes]] | None:
+) -> tuple[list[tuple[int, int, int]], list[bytes], tuple[tuple[int, ...], tuple[bytes, ...]]] | None:
     """``checked_body``'s heads and properties bytes of a body whose items all have the first
     item's TOTALSIZE and BODYLENGTH (an SDK batch of equal-sized messages), read by one
-    ``unpack_from`` and checked by C-level counts over its fields; None for any other body
-    (``checked_body``'s loop decides). Each item's checks are the loop's: a properties length
-    in (0, ``limit``], the 2-byte length TOTALSIZE implies, a last byte that is a separator
-    exactly when the first item's is."""
+    ``unpack_from`` and checked by C-level counts over its fields, with the items' flags and
+    bodies (as bytes: ``BatchBody.equal``); None for any other body (``checked_body``'s loop
+    decides). Each item's checks are the loop's: a properties length in (0, ``limit``], the
+    2-byte length TOTALSIZE implies, a last byte that is a separator exactly when the first
+    item's is."""
     if total < _MIN_ITEM or n % total:
         return None
     blen = int.from_bytes(data[16:20], signed=True)
@@ -241,14 +246,16 @@ def _uniform_items(
     if unpack is None:
         if len(_UNIFORM) >= _UNIFORM_MAX:
             _UNIFORM.clear()
-        # each item: TOTALSIZE, (MAGICCODE, BODYCRC), FLAG, BODYLENGTH, (body), the 2-byte
-        # properties length, the properties
-        unpack = _UNIFORM[key] = struct.Struct(">" + f"i8xii{blen}xH{plen}s" * count)
+        # each item: TOTALSIZE, (MAGICCODE, BODYCRC), FLAG, BODYLENGTH, body, the 2-byte
+        # properties length, the properties (the body as bytes: encode_body packs the whole
+        # batch's records in one call, which takes no memoryview)
+        unpack = _UNIFORM[key] = struct.Struct(">" + f"i8xii{blen}sH{plen}s" * count)
     values = unpack.unpack_from(data)
-    totals = values[0::5]
-    blens = values[2::5]
-    if totals.count(total) != count or blens.count(blen) != count or values[3::5].count(plen) != count:
+    totals = values[0::6]
+    blens = values[2::6]
+    if totals.count(total) != count or blens.count(blen) != count or values[4::6].count(plen) != count:
         return None
     if data[total - 1 :: total].count(2) != (count if trailing else 0):
         return None
-    return list(zip(totals, values[1::5], blens, strict=True)), list(values[4::5])
+    flags = values[1::6]
+    return list(zip(totals, flags, blens, strict=True)), list(values[5::6]), (flags, values[3::6])
