@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from mmap import mmap
 from operator import and_, itemgetter
+from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
@@ -48,6 +49,9 @@ from pocketmq.remoting.protocol.message import (
 from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 from pocketmq.store.log.layout import record_fields, record_offset
 from pocketmq.store.message_inner import MessageInner
+
+if TYPE_CHECKING:
+    from pocketmq.store.log.mapped_file import MappedFile
 
 __all__ = [
     "PROPS_LENS",
@@ -112,13 +116,30 @@ _BODY_PREFIXES = {flags: _body_prefixes(flags) for flags in RECORD_PREFIX_STRUCT
 @dataclass(slots=True)
 class Encoded:
     """An encoded batch: record parts, sizes, properties, total size and the sysFlag of every
-    record (one int when they share it, which makes the batch one reput entry)."""
+    record (one int when they share it, which makes the batch one reput entry). ``packed``:
+    for ``encode_body``'s batch of equal items, its Struct and arguments instead of parts
+    (``parts`` empty), packed where it is written (:meth:`write`)."""
 
     parts: list[bytes | memoryview]
     sizes: list[int]
     props: list[str]
     total: int
     flags: int | list[int]
+    packed: tuple[struct.Struct, list[object]] | None = None
+
+    def joined(self) -> bytes:
+        """The batch's bytes."""
+        packed = self.packed
+        return b"".join(self.parts) if packed is None else packed[0].pack(*packed[1])
+
+    def write(self, mf: MappedFile, pos: int, through_fd: bool) -> None:
+        """Write the batch into ``mf`` at ``pos`` (``MappedFile.write``); a packed one through
+        the mapping is packed into it, not into a bytes object copied in after."""
+        packed = self.packed
+        if packed is None or through_fd:
+            mf.write(pos, self.joined(), through_fd)
+        else:
+            packed[0].pack_into(mf.mm, pos, *packed[1])
 
 
 @dataclass(slots=True)
@@ -190,8 +211,9 @@ def encode_body(
         # (equal items, offsets as their low 4 bytes: the whole batch in one pack)
         if heads[0][2] > max_body:
             return ILLEGAL
-        data = _pack_equal(batch, equal, mid, queue_id, head, tail, high, p, qoff, grow)
-        return Encoded([data], [len(data) // count] * count, _strings(batch), len(data), sys_flag)
+        packed = _pack_equal(batch, equal, mid, queue_id, head, tail, high, p, qoff, grow)
+        size = packed[0].size
+        return Encoded([], [size // count] * count, _strings(batch), size, sys_flag, packed)
     if max(map(_blen, heads)) > max_body:
         return ILLEGAL
     crc32 = crc32_long if min(map(_blen, heads)) >= FAST_CRC_MIN else crc32_short
@@ -268,10 +290,10 @@ def _pack_equal(
     p: int,
     qoff: int,
     grow: int,
-) -> bytes:
-    """``encode_body``'s records of a batch of equal items as one bytes: one ``pack`` of a
-    Struct made per batch shape and cached, its arguments placed by one slice assignment per
-    field (C-level) instead of a pack, a memoryview slice and a tuple per record. ``high``,
+) -> tuple[struct.Struct, list[object]]:
+    """``encode_body``'s records of a batch of equal items as one ``pack`` (``Encoded.packed``):
+    a Struct made per batch shape and cached and its arguments, placed by one slice assignment
+    per field (C-level) instead of a pack, a memoryview slice and a tuple per record. ``high``,
     ``p`` and ``qoff``: the CommitLog offsets' high 4 bytes, the first record's PHYSICALOFFSET
     and QUEUEOFFSET low 4 bytes (``_offsets_pack``'s low form)."""
     flags, bodies = equal
@@ -306,7 +328,7 @@ def _pack_equal(
     args[_PROPS::_EQUAL_ARGS] = batch.props
     args[_TAIL::_EQUAL_ARGS] = [tail + size_magic] * count
     args[-1] = tail
-    return packer.pack(*args)
+    return packer, args
 
 
 def encode_items(
