@@ -168,15 +168,16 @@ def checked_body(
     if not trailing:
         tail = b"\x02" + tail
     limit = _MAX_PROPS - len(tail)  # (the store's MAX_PROPERTIES_LENGTH: 32767)
-    heads: list[tuple[int, int, int]]
+    heads: list[tuple[int, int, int]] = []
     props: list[bytes]
-    equal: tuple[tuple[int, ...], tuple[bytes, ...]] | None = None
-    # a body of equal items is read in one unpack; the loop reads any other item by item
+    equal: tuple[int, int, tuple[int, ...], tuple[bytes, ...]] | None = None
+    # a body of equal items is read in one unpack (its heads in ``equal``); the loop reads
+    # any other item by item
     uniform = _uniform_items(data, n, total, trailing, limit)
     if uniform is not None:
-        heads, props, equal = uniform
+        props, equal = uniform
     else:
-        heads, props = [], []
+        props = []
     add_head = heads.append
     add_props = props.append
     pos = n if uniform is not None else 0
@@ -196,7 +197,7 @@ def checked_body(
             pos = end
     except struct.error:  # (a truncated last item)
         return batch_items(data, header_props, max_body, body_too_long, topic)
-    count = len(heads)
+    count = len(props)
     # every stored record's size summed (batch_items checks them as they grow): the body and
     # properties bytes of the items are the request's minus the items' heads and lengths
     if count * (_STORED_FIXED + len(topic.encode()) + len(tail) - _MIN_ITEM) + n > max_body:
@@ -224,12 +225,12 @@ _UNIFORM_MAX_ITEMS = 512
 
 def _uniform_items(
     data: bytes, n: int, total: int, trailing: bool, limit: int
-) -> tuple[list[tuple[int, int, int]], list[bytes], tuple[tuple[int, ...], tuple[bytes, ...]]] | None:
-    """``checked_body``'s heads and properties bytes of a body whose items all have the first
-    item's TOTALSIZE and BODYLENGTH (an SDK batch of equal-sized messages), read by one
-    ``unpack_from`` and checked by C-level counts over its fields, with the items' flags and
-    bodies (as bytes: ``BatchBody.equal``); None for any other body (``checked_body``'s loop
-    decides). Each item's checks are the loop's: a properties length in (0, ``limit``], the
+) -> tuple[list[bytes], tuple[int, int, tuple[int, ...], tuple[bytes, ...]]] | None:
+    """``checked_body``'s properties bytes and ``BatchBody.equal`` (TOTALSIZE, BODYLENGTH, each
+    item's flag, each one's body as bytes) of a body whose items all have the first item's
+    TOTALSIZE and BODYLENGTH (an SDK batch of equal-sized messages), read by one
+    ``unpack_from`` and checked by C-level counts over its fields; None for any other body
+    (``checked_body``'s loop decides). Each item's checks are the loop's: a properties length in (0, ``limit``], the
     2-byte length TOTALSIZE implies, a last byte that is a separator exactly when the first
     item's is."""
     if total < _MIN_ITEM or n % total:
@@ -257,5 +258,4 @@ def _uniform_items(
         return None
     if data[total - 1 :: total].count(2) != (count if trailing else 0):
         return None
-    flags = values[1::6]
-    return list(zip(totals, flags, blens, strict=True)), list(values[5::6]), (flags, values[3::6])
+    return list(values[5::6]), (total, blen, values[1::6], values[3::6])

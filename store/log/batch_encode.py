@@ -150,19 +150,28 @@ class BatchBody:
     after a separator when the items' do not end with one), as RocketMQ's
     ``MessageExtBatchEncoder`` copies them (no decode and encode again).
 
-    ``heads``: each item's (TOTALSIZE, FLAG, BODYLENGTH); ``props``: each item's properties
-    bytes; ``strings``: each record's stored properties (for reput); ``equal``: for a body
-    of equal-sized items (every TOTALSIZE and BODYLENGTH the same), the items' flags and
-    bodies as bytes (``encode_body`` packs such a batch in one call), else None. Every item
-    has a body of at least 0 bytes, properties of at least one byte and a stored properties
-    length of at most ``MAX_PROPERTIES_LENGTH``."""
+    ``heads``: each item's (TOTALSIZE, FLAG, BODYLENGTH), empty when ``equal`` holds them
+    (:meth:`item_heads`); ``props``: each item's properties bytes; ``strings``: each
+    record's stored properties (for reput); ``equal``: for a body of equal-sized items, their
+    TOTALSIZE, their BODYLENGTH, each one's flag and each one's body as bytes (``encode_body``
+    packs such a batch in one call), else None. Every item has a body of at least 0 bytes,
+    properties of at least one byte and a stored properties length of at most
+    ``MAX_PROPERTIES_LENGTH``."""
 
     data: bytes
     heads: list[tuple[int, int, int]]
     props: list[bytes]
     strings: list[str]
     tail: bytes
-    equal: tuple[tuple[int, ...], tuple[bytes, ...]] | None = None
+    equal: tuple[int, int, tuple[int, ...], tuple[bytes, ...]] | None = None
+
+    def item_heads(self) -> list[tuple[int, int, int]]:
+        """Each item's (TOTALSIZE, FLAG, BODYLENGTH)."""
+        equal = self.equal
+        if equal is None:
+            return self.heads
+        total, blen, flags, _ = equal
+        return list(zip(repeat(total), flags, repeat(blen)))
 
 
 class BodyStrings(list[str]):
@@ -195,11 +204,10 @@ def encode_body(
     shared = _SPLIT_PREFIXES[sys_flag & HOST_FLAGS_MASK][1]
     tail = batch.tail
     tail_len = len(tail)
-    heads = batch.heads
     # a record's size from its item's TOTALSIZE (head, body, 2-byte length, properties)
     grow = general.size + len(head) + tail_len - _ITEM_HEAD
     # (the batch's size is exact: every item's TOTALSIZE grown by ``grow``)
-    count = len(heads)
+    count = len(batch.props)
     pack, high, p = _offsets_pack(general, low, phy, qoff, count, len(batch.data) + count * grow)
     queue_id = template.queue_id
     mid = shared.pack(
@@ -209,11 +217,12 @@ def encode_body(
     equal = batch.equal
     if equal is not None and high:
         # (equal items, offsets as their low 4 bytes: the whole batch in one pack)
-        if heads[0][2] > max_body:
+        if equal[1] > max_body:
             return ILLEGAL
         packed = _pack_equal(batch, equal, mid, queue_id, head, tail, high, p, qoff, grow)
         size = packed[0].size
         return Encoded([], [size // count] * count, _strings(batch), size, sys_flag, packed)
+    heads = batch.item_heads()
     if max(map(_blen, heads)) > max_body:
         return ILLEGAL
     crc32 = crc32_long if min(map(_blen, heads)) >= FAST_CRC_MIN else crc32_short
@@ -281,7 +290,7 @@ _pack_int = struct.Struct(">i").pack
 
 def _pack_equal(
     batch: BatchBody,
-    equal: tuple[tuple[int, ...], tuple[bytes, ...]],
+    equal: tuple[int, int, tuple[int, ...], tuple[bytes, ...]],
     mid: bytes,
     queue_id: int,
     head: bytes,
@@ -296,9 +305,8 @@ def _pack_equal(
     per field (C-level) instead of a pack, a memoryview slice and a tuple per record. ``high``,
     ``p`` and ``qoff``: the CommitLog offsets' high 4 bytes, the first record's PHYSICALOFFSET
     and QUEUEOFFSET low 4 bytes (``_offsets_pack``'s low form)."""
-    flags, bodies = equal
+    total, blen, flags, bodies = equal
     count = len(bodies)
-    total, _, blen = batch.heads[0]
     size = grow + total
     plen = total - blen - 22
     tail_len = len(tail)
