@@ -229,10 +229,11 @@ def _uniform_items(
     """``checked_body``'s properties bytes and ``BatchBody.equal`` (TOTALSIZE, BODYLENGTH, each
     item's flag, each one's body as bytes) of a body whose items all have the first item's
     TOTALSIZE and BODYLENGTH (an SDK batch of equal-sized messages), read by one
-    ``unpack_from`` and checked by C-level counts over its fields; None for any other body
-    (``checked_body``'s loop decides). Each item's checks are the loop's: a properties length in (0, ``limit``], the
-    2-byte length TOTALSIZE implies, a last byte that is a separator exactly when the first
-    item's is."""
+    ``unpack_from``; None for any other body (``checked_body``'s loop decides). Each item's
+    checks are the loop's: a properties length in (0, ``limit``], the 2-byte length TOTALSIZE
+    implies, a last byte that is a separator exactly when the first item's is. Every item's
+    TOTALSIZE, BODYLENGTH and 2-byte length are checked as the first item's bytes, a C-level
+    count over a strided slice of the body per byte (no int made per item and field)."""
     if total < _MIN_ITEM or n % total:
         return None
     blen = int.from_bytes(data[16:20], signed=True)
@@ -242,20 +243,22 @@ def _uniform_items(
     count = n // total
     if count > _UNIFORM_MAX_ITEMS:
         return None
+    at = _HEAD + blen  # (the first item's 2-byte properties length)
+    if (data[at] << 8 | data[at + 1]) != plen:
+        return None
+    for off in (0, 1, 2, 3, 16, 17, 18, 19, at, at + 1):
+        if data[off::total].count(data[off]) != count:
+            return None
+    if data[total - 1 :: total].count(2) != (count if trailing else 0):
+        return None
     key = (count, total, blen)
     unpack = _UNIFORM.get(key)
     if unpack is None:
         if len(_UNIFORM) >= _UNIFORM_MAX:
             _UNIFORM.clear()
-        # each item: TOTALSIZE, (MAGICCODE, BODYCRC), FLAG, BODYLENGTH, body, the 2-byte
-        # properties length, the properties (the body as bytes: encode_body packs the whole
+        # each item: (TOTALSIZE, MAGICCODE, BODYCRC), FLAG, (BODYLENGTH), body, (the 2-byte
+        # properties length), the properties (the body as bytes: encode_body packs the whole
         # batch's records in one call, which takes no memoryview)
-        unpack = _UNIFORM[key] = struct.Struct(">" + f"i8xii{blen}sH{plen}s" * count)
+        unpack = _UNIFORM[key] = struct.Struct(">" + f"12xi4x{blen}s2x{plen}s" * count)
     values = unpack.unpack_from(data)
-    totals = values[0::6]
-    blens = values[2::6]
-    if totals.count(total) != count or blens.count(blen) != count or values[4::6].count(plen) != count:
-        return None
-    if data[total - 1 :: total].count(2) != (count if trailing else 0):
-        return None
-    return list(values[5::6]), (total, blen, values[1::6], values[3::6])
+    return list(values[2::3]), (total, blen, values[0::3], values[1::3])

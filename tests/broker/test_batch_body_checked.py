@@ -107,6 +107,8 @@ def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name, flus
         _item(0, b"x", b"a\x01b") + _item(0, b"xyz", b"a\x01b", plen=2),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"a\x01b", plen=2),  # equal sizes, one length wrong
         _item(0, b"x", b"a\x01b") * 3 + b"\x00\x00\x00\x05garb",  # equal items, then a short one
+        _item(0, b"x", b"a\x01b") * 2 + _item(0, b"x", b"a\x01b", plen=3 + 256),  # a length's high byte
+        _item(0, b"x", b"a\x01b") + _item(0, b"x", b"a\x01b")[:16] + b"\x01\x00\x00\x01x\x00\x03a\x01b",
         _item(0, b"x", b"a\x01b", plen=-1),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\xff\xfe"),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\x81b"),
@@ -267,3 +269,16 @@ def test_equal_batch_structs_are_kept_few_and_a_body_over_the_limit_is_refused()
         assert got.packed is not None and got.joined() == b"".join(want.parts)
         assert len(batch_encode._EQUAL) <= batch_encode._EQUAL_MAX
     assert batch_encode.encode_body(_template(), body, head, 0, 0, 1, n * 37 - 1) == batch_encode.ILLEGAL
+
+
+def test_equal_sizes_with_another_body_length_take_the_loop():
+    """Items of one TOTALSIZE whose BODYLENGTHs differ (the properties make up for it) are not
+    read as equal items: the item loop reads them, with their own heads."""
+    from pocketmq.broker.processor import batch_body
+
+    data = encode_batch([(0, b"x" * 10, "K\x01abcd"), (1, b"y" * 12, "K\x01ab"), (0, b"z" * 10, "K\x01efgh")])
+    total = ITEM_HEAD.unpack_from(data)[0]
+    assert batch_body._uniform_items(data, len(data), total, False, 30000) is None
+    got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(got, BatchBody) and got.equal is None
+    assert got.heads == [(total, 0, 10), (total, 1, 12), (total, 0, 10)]
