@@ -168,11 +168,16 @@ def checked_body(
     if not trailing:
         tail = b"\x02" + tail
     limit = _MAX_PROPS - len(tail)  # (the store's MAX_PROPERTIES_LENGTH: 32767)
-    heads: list[tuple[int, int, int]]
+    heads: list[tuple[int, int, int]] = []
     props: list[bytes]
-    # a body of equal items is read in one unpack; the loop reads any other item by item
+    equal: tuple[int, int, tuple[int, ...], tuple[bytes, ...]] | None = None
+    # a body of equal items is read in one unpack (its heads in ``equal``); the loop reads
+    # any other item by item
     uniform = _uniform_items(data, n, total, trailing, limit)
-    heads, props = uniform if uniform is not None else ([], [])
+    if uniform is not None:
+        props, equal = uniform
+    else:
+        props = []
     add_head = heads.append
     add_props = props.append
     pos = n if uniform is not None else 0
@@ -192,7 +197,7 @@ def checked_body(
             pos = end
     except struct.error:  # (a truncated last item)
         return batch_items(data, header_props, max_body, body_too_long, topic)
-    count = len(heads)
+    count = len(props)
     # every stored record's size summed (batch_items checks them as they grow): the body and
     # properties bytes of the items are the request's minus the items' heads and lengths
     if count * (_STORED_FIXED + len(topic.encode()) + len(tail) - _MIN_ITEM) + n > max_body:
@@ -207,7 +212,7 @@ def checked_body(
     strings.pop()
     if len(strings) != count:  # (a NUL inside some properties)
         return batch_items(data, header_props, max_body, body_too_long, topic)
-    return BatchBody(data, heads, props, strings, tail)
+    return BatchBody(data, heads, props, strings, tail, equal)
 
 
 #: one unpack of a body of ``count`` equal items (TOTALSIZE, BODYLENGTH) -> its Struct
@@ -220,13 +225,15 @@ _UNIFORM_MAX_ITEMS = 512
 
 def _uniform_items(
     data: bytes, n: int, total: int, trailing: bool, limit: int
-) -> tuple[list[tuple[int, int, int]], list[bytes]] | None:
-    """``checked_body``'s heads and properties bytes of a body whose items all have the first
-    item's TOTALSIZE and BODYLENGTH (an SDK batch of equal-sized messages), read by one
-    ``unpack_from`` and checked by C-level counts over its fields; None for any other body
-    (``checked_body``'s loop decides). Each item's checks are the loop's: a properties length
-    in (0, ``limit``], the 2-byte length TOTALSIZE implies, a last byte that is a separator
-    exactly when the first item's is."""
+) -> tuple[list[bytes], tuple[int, int, tuple[int, ...], tuple[bytes, ...]]] | None:
+    """``checked_body``'s properties bytes and ``BatchBody.equal`` (TOTALSIZE, BODYLENGTH, each
+    item's flag, each one's body as bytes) of a body whose items all have the first item's
+    TOTALSIZE and BODYLENGTH (an SDK batch of equal-sized messages), read by one
+    ``unpack_from``; None for any other body (``checked_body``'s loop decides). Each item's
+    checks are the loop's: a properties length in (0, ``limit``], the 2-byte length TOTALSIZE
+    implies, a last byte that is a separator exactly when the first item's is. Every item's
+    TOTALSIZE, BODYLENGTH and 2-byte length are checked as the first item's bytes, a C-level
+    count over a strided slice of the body per byte (no int made per item and field)."""
     if total < _MIN_ITEM or n % total:
         return None
     blen = int.from_bytes(data[16:20], signed=True)
@@ -236,19 +243,22 @@ def _uniform_items(
     count = n // total
     if count > _UNIFORM_MAX_ITEMS:
         return None
+    at = _HEAD + blen  # (the first item's 2-byte properties length)
+    if (data[at] << 8 | data[at + 1]) != plen:
+        return None
+    for off in (0, 1, 2, 3, 16, 17, 18, 19, at, at + 1):
+        if data[off::total].count(data[off]) != count:
+            return None
+    if data[total - 1 :: total].count(2) != (count if trailing else 0):
+        return None
     key = (count, total, blen)
     unpack = _UNIFORM.get(key)
     if unpack is None:
         if len(_UNIFORM) >= _UNIFORM_MAX:
             _UNIFORM.clear()
-        # each item: TOTALSIZE, (MAGICCODE, BODYCRC), FLAG, BODYLENGTH, (body), the 2-byte
-        # properties length, the properties
-        unpack = _UNIFORM[key] = struct.Struct(">" + f"i8xii{blen}xH{plen}s" * count)
+        # each item: (TOTALSIZE, MAGICCODE, BODYCRC), FLAG, (BODYLENGTH), body, (the 2-byte
+        # properties length), the properties (the body as bytes: encode_body packs the whole
+        # batch's records in one call, which takes no memoryview)
+        unpack = _UNIFORM[key] = struct.Struct(">" + f"12xi4x{blen}s2x{plen}s" * count)
     values = unpack.unpack_from(data)
-    totals = values[0::5]
-    blens = values[2::5]
-    if totals.count(total) != count or blens.count(blen) != count or values[3::5].count(plen) != count:
-        return None
-    if data[total - 1 :: total].count(2) != (count if trailing else 0):
-        return None
-    return list(zip(totals, values[1::5], blens, strict=True)), list(values[4::5])
+    return list(values[2::3]), (total, blen, values[0::3], values[1::3])

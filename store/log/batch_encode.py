@@ -31,8 +31,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from mmap import mmap
-from operator import itemgetter
+from operator import and_, itemgetter
+from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import (
     HOST_FLAGS_MASK,
@@ -47,6 +49,9 @@ from pocketmq.remoting.protocol.message import (
 from pocketmq.store.log.crc import FAST_CRC_MIN, crc32_long, crc32_short
 from pocketmq.store.log.layout import record_fields, record_offset
 from pocketmq.store.message_inner import MessageInner
+
+if TYPE_CHECKING:
+    from pocketmq.store.log.mapped_file import MappedFile
 
 __all__ = [
     "PROPS_LENS",
@@ -111,13 +116,30 @@ _BODY_PREFIXES = {flags: _body_prefixes(flags) for flags in RECORD_PREFIX_STRUCT
 @dataclass(slots=True)
 class Encoded:
     """An encoded batch: record parts, sizes, properties, total size and the sysFlag of every
-    record (one int when they share it, which makes the batch one reput entry)."""
+    record (one int when they share it, which makes the batch one reput entry). ``packed``:
+    for ``encode_body``'s batch of equal items, its Struct and arguments instead of parts
+    (``parts`` empty), packed where it is written (:meth:`write`)."""
 
     parts: list[bytes | memoryview]
     sizes: list[int]
     props: list[str]
     total: int
     flags: int | list[int]
+    packed: tuple[struct.Struct, list[object]] | None = None
+
+    def joined(self) -> bytes:
+        """The batch's bytes."""
+        packed = self.packed
+        return b"".join(self.parts) if packed is None else packed[0].pack(*packed[1])
+
+    def write(self, mf: MappedFile, pos: int, through_fd: bool) -> None:
+        """Write the batch into ``mf`` at ``pos`` (``MappedFile.write``); a packed one through
+        the mapping is packed into it, not into a bytes object copied in after."""
+        packed = self.packed
+        if packed is None or through_fd:
+            mf.write(pos, self.joined(), through_fd)
+        else:
+            packed[0].pack_into(mf.mm, pos, *packed[1])
 
 
 @dataclass(slots=True)
@@ -128,16 +150,28 @@ class BatchBody:
     after a separator when the items' do not end with one), as RocketMQ's
     ``MessageExtBatchEncoder`` copies them (no decode and encode again).
 
-    ``heads``: each item's (TOTALSIZE, FLAG, BODYLENGTH); ``props``: each item's properties
-    bytes; ``strings``: each record's stored properties (for reput). Every item has a body
-    of at least 0 bytes, properties of at least one byte and a stored properties length of
-    at most ``MAX_PROPERTIES_LENGTH``."""
+    ``heads``: each item's (TOTALSIZE, FLAG, BODYLENGTH), empty when ``equal`` holds them
+    (:meth:`item_heads`); ``props``: each item's properties bytes; ``strings``: each
+    record's stored properties (for reput); ``equal``: for a body of equal-sized items, their
+    TOTALSIZE, their BODYLENGTH, each one's flag and each one's body as bytes (``encode_body``
+    packs such a batch in one call), else None. Every item has a body of at least 0 bytes,
+    properties of at least one byte and a stored properties length of at most
+    ``MAX_PROPERTIES_LENGTH``."""
 
     data: bytes
     heads: list[tuple[int, int, int]]
     props: list[bytes]
     strings: list[str]
     tail: bytes
+    equal: tuple[int, int, tuple[int, ...], tuple[bytes, ...]] | None = None
+
+    def item_heads(self) -> list[tuple[int, int, int]]:
+        """Each item's (TOTALSIZE, FLAG, BODYLENGTH)."""
+        equal = self.equal
+        if equal is None:
+            return self.heads
+        total, blen, flags, _ = equal
+        return list(zip(repeat(total), flags, repeat(blen)))
 
 
 class BodyStrings(list[str]):
@@ -170,17 +204,25 @@ def encode_body(
     shared = _SPLIT_PREFIXES[sys_flag & HOST_FLAGS_MASK][1]
     tail = batch.tail
     tail_len = len(tail)
-    heads = batch.heads
     # a record's size from its item's TOTALSIZE (head, body, 2-byte length, properties)
     grow = general.size + len(head) + tail_len - _ITEM_HEAD
     # (the batch's size is exact: every item's TOTALSIZE grown by ``grow``)
-    count = len(heads)
+    count = len(batch.props)
     pack, high, p = _offsets_pack(general, low, phy, qoff, count, len(batch.data) + count * grow)
     queue_id = template.queue_id
     mid = shared.pack(
         sys_flag, template.born_timestamp, born_ip, born_port, now, store_ip, store_port,
         template.reconsume_times, 0,
     )  # fmt: skip
+    equal = batch.equal
+    if equal is not None and high:
+        # (equal items, offsets as their low 4 bytes: the whole batch in one pack)
+        if equal[1] > max_body:
+            return ILLEGAL
+        packed = _pack_equal(batch, equal, mid, queue_id, head, tail, high, p, qoff, grow)
+        size = packed[0].size
+        return Encoded([], [size // count] * count, _strings(batch), size, sys_flag, packed)
+    heads = batch.item_heads()
     if max(map(_blen, heads)) > max_body:
         return ILLEGAL
     crc32 = crc32_long if min(map(_blen, heads)) >= FAST_CRC_MIN else crc32_short
@@ -217,10 +259,84 @@ def encode_body(
         pos += total
         p += size
         qoff += 1
+    return Encoded(parts, sizes, _strings(batch), p - start, sys_flag)
+
+
+def _strings(batch: BatchBody) -> BodyStrings:
+    """``batch``'s stored properties strings for reput, with their shared tail."""
     # (list's own constructor, no __init__ frame: a copy of the strings, their tail set after)
     strings = BodyStrings(batch.strings)
-    strings.tail = tail.decode()
-    return Encoded(parts, sizes, strings, p - start, sys_flag)
+    strings.tail = batch.tail.decode()
+    return strings
+
+
+#: one record of a batch of equal items in ``_pack_equal``'s Struct (after its first 8 bytes,
+#: TOTALSIZE and MAGICCODE): BODYCRC, QUEUEID, FLAG, QUEUEOFFSET (zero pad, low 4 bytes),
+#: PHYSICALOFFSET (high 4 bytes, low 4 bytes), the shared part with BODYLENGTH, body, topic
+#: with the properties length, properties, then the tail with the next record's TOTALSIZE and
+#: MAGICCODE (the last record: the tail alone). The constant fields are ``s`` (a memcpy each)
+_EQUAL_RECORD = "I4si4xI4sI{}s{}s{}s{}s"
+#: args a record of it takes, and the place of each in them (after the first one)
+_EQUAL_ARGS = 11
+_CRC, _QUEUE, _FLAG, _QOFF, _HIGH, _PHY, _MID, _BODY, _HEAD, _PROPS, _TAIL = range(1, 12)
+#: (count, shared part's size, body length, topic head's size, item properties length, tail
+#: length) -> the Struct of a whole batch of equal records; kept few (a Struct of n records
+#: holds ~12 n codes)
+_EQUAL: dict[tuple[int, int, int, int, int, int], struct.Struct] = {}
+_EQUAL_MAX = 16
+_pack_size_magic = struct.Struct(">ii").pack
+_pack_int = struct.Struct(">i").pack
+
+
+def _pack_equal(
+    batch: BatchBody,
+    equal: tuple[int, int, tuple[int, ...], tuple[bytes, ...]],
+    mid: bytes,
+    queue_id: int,
+    head: bytes,
+    tail: bytes,
+    high: bytes,
+    p: int,
+    qoff: int,
+    grow: int,
+) -> tuple[struct.Struct, list[object]]:
+    """``encode_body``'s records of a batch of equal items as one ``pack`` (``Encoded.packed``):
+    a Struct made per batch shape and cached and its arguments, placed by one slice assignment
+    per field (C-level) instead of a pack, a memoryview slice and a tuple per record. ``high``,
+    ``p`` and ``qoff``: the CommitLog offsets' high 4 bytes, the first record's PHYSICALOFFSET
+    and QUEUEOFFSET low 4 bytes (``_offsets_pack``'s low form)."""
+    total, blen, flags, bodies = equal
+    count = len(bodies)
+    size = grow + total
+    plen = total - blen - 22
+    tail_len = len(tail)
+    key = (count, len(mid), blen, len(head), plen, tail_len)
+    packer = _EQUAL.get(key)
+    if packer is None:
+        if len(_EQUAL) >= _EQUAL_MAX:
+            _EQUAL.clear()
+        record = _EQUAL_RECORD.format(len(mid) + 4, blen, len(head) + 2, plen)
+        packer = _EQUAL[key] = struct.Struct(
+            ">8s" + f"{record}{tail_len + 8}s" * (count - 1) + f"{record}{tail_len}s"
+        )
+    crc32 = crc32_long if blen >= FAST_CRC_MIN else crc32_short
+    size_magic = _pack_size_magic(size, MESSAGE_MAGIC_CODE)
+    stored = plen + tail_len
+    args: list[object] = [size_magic] * (count * _EQUAL_ARGS + 1)
+    args[_CRC::_EQUAL_ARGS] = map(and_, map(crc32, bodies), repeat(0x7FFFFFFF, count))
+    args[_QUEUE::_EQUAL_ARGS] = [_pack_int(queue_id)] * count
+    args[_FLAG::_EQUAL_ARGS] = flags
+    args[_QOFF::_EQUAL_ARGS] = range(qoff, qoff + count)
+    args[_HIGH::_EQUAL_ARGS] = [high] * count
+    args[_PHY::_EQUAL_ARGS] = range(p, p + count * size, size)
+    args[_MID::_EQUAL_ARGS] = [mid + _pack_int(blen)] * count
+    args[_BODY::_EQUAL_ARGS] = bodies
+    head_len = head + (PROPS_LENS[stored] if stored < 1024 else PROPS_LEN.pack(stored))
+    args[_HEAD::_EQUAL_ARGS] = [head_len] * count
+    args[_PROPS::_EQUAL_ARGS] = batch.props
+    args[_TAIL::_EQUAL_ARGS] = [tail + size_magic] * count
+    args[-1] = tail
+    return packer, args
 
 
 def encode_items(

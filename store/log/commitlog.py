@@ -606,7 +606,7 @@ class CommitLog:
         """Copy an encoded batch into ``mf`` with one slice assignment and queue it for reput."""
         total = encoded.total
         pos = mf.wrote_position
-        mf.write(pos, b"".join(encoded.parts), self.write_through)
+        encoded.write(mf, pos, self.write_through)
         mf.wrote_position = pos + total
         mf.last_store_timestamp = now
         key = (topic, queue_id)

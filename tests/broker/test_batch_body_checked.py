@@ -107,6 +107,8 @@ def test_a_checked_body_stores_what_batch_items_list_stores(tmp_path, name, flus
         _item(0, b"x", b"a\x01b") + _item(0, b"xyz", b"a\x01b", plen=2),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"a\x01b", plen=2),  # equal sizes, one length wrong
         _item(0, b"x", b"a\x01b") * 3 + b"\x00\x00\x00\x05garb",  # equal items, then a short one
+        _item(0, b"x", b"a\x01b") * 2 + _item(0, b"x", b"a\x01b", plen=3 + 256),  # a length's high byte
+        _item(0, b"x", b"a\x01b") + _item(0, b"x", b"a\x01b")[:16] + b"\x01\x00\x00\x01x\x00\x03a\x01b",
         _item(0, b"x", b"a\x01b", plen=-1),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\xff\xfe"),
         _item(0, b"x", b"a\x01b") + _item(0, b"x", b"\x81b"),
@@ -176,7 +178,7 @@ def test_encode_body_packs_offsets_as_encode_items_does(phy, qoff, name):
     got = encode_body(_template(), body, head, phy, qoff, 1_700_000_000_999, 1 << 20)
     want = encode_items(_template(), items, head, phy, qoff, 1_700_000_000_999, 1 << 20)
     assert not isinstance(got, int) and not isinstance(want, int)
-    assert b"".join(got.parts) == b"".join(want.parts)
+    assert got.joined() == b"".join(want.parts)
     assert (got.sizes, got.total, got.flags) == (want.sizes, want.total, want.flags)
 
 
@@ -187,16 +189,19 @@ def test_equal_items_are_read_in_one_unpack_with_the_loops_heads(name):
     from pocketmq.broker.processor import batch_body
 
     data, _ = BODIES[name]
-    heads, props, pos = [], [], 0
+    heads, props, bodies, pos = [], [], [], 0
     while pos < len(data):
         total, _, _, flag, blen = ITEM_HEAD.unpack_from(data, pos)
         heads.append((total, flag, blen))
+        bodies.append(data[pos + ITEM_HEAD.size : pos + ITEM_HEAD.size + blen])
         props.append(data[pos + ITEM_HEAD.size + blen + 2 : pos + total])
         pos += total
     trailing = data[heads[0][0] - 1] == 2
-    assert batch_body._uniform_items(data, len(data), heads[0][0], trailing, 30000) == (heads, props)
+    equal = (heads[0][0], heads[0][2], tuple(flag for _, flag, _ in heads), tuple(bodies))
+    got_items = batch_body._uniform_items(data, len(data), heads[0][0], trailing, 30000)
+    assert got_items == (props, equal)
     got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
-    assert isinstance(got, BatchBody) and (got.heads, got.props) == (heads, props)
+    assert isinstance(got, BatchBody) and (got.item_heads(), got.props, got.equal) == (heads, props, equal)
 
 
 def test_a_body_of_many_equal_items_takes_the_loop():
@@ -210,4 +215,70 @@ def test_a_body_of_many_equal_items_takes_the_loop():
         total = ITEM_HEAD.unpack_from(data)[0]
         assert (batch_body._uniform_items(data, len(data), total, False, 30000) is not None) is uniform
         got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
-        assert isinstance(got, BatchBody) and len(got.heads) == count
+        assert isinstance(got, BatchBody) and len(got.item_heads()) == count
+
+
+@pytest.mark.parametrize(
+    ("phy", "qoff", "one_pack"),
+    [
+        (0, 0, True),
+        ((5 << 32) + 123, 7, True),
+        ((1 << 32) - 5000, 1, False),  # the records cross 2^32: the item loop
+        (1 << 40, (1 << 32) - 3, False),
+    ],
+)
+@pytest.mark.parametrize("born_v6", [False, True])
+def test_a_batch_of_equal_items_is_one_pack_of_encode_items_bytes(phy, qoff, one_pack, born_v6):
+    """64 equal items of 1 KiB (the SDK's batch: the long-body CRC), flags that differ: one
+    pack for the whole batch when its offsets share their high bytes, else the item
+    loop's parts; the same bytes as encode_items either way, for IPv4 and IPv6 born hosts."""
+    from pocketmq.store.log.batch_encode import encode_body, encode_items
+
+    data = encode_batch([(i % 5, bytes([i]) * 1024, _uniq(i)) for i in range(64)])
+    body = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(body, BatchBody) and body.equal is not None
+    items = batch_items(data, HEADER, 1 << 20, "too long", "TopicA")
+    t = _template()
+    if born_v6:
+        t.born_host = (bytes(range(16)), 4321)
+    head = b"\x06TopicA"
+    got = encode_body(t, body, head, phy, qoff, 1_700_000_000_999, 1 << 20)
+    want = encode_items(t, items, head, phy, qoff, 1_700_000_000_999, 1 << 20)
+    assert not isinstance(got, int) and not isinstance(want, int)
+    assert (got.packed is not None) is one_pack
+    assert got.joined() == b"".join(want.parts)
+    assert (got.sizes, got.total, got.flags) == (want.sizes, want.total, want.flags)
+    assert list(got.props) == want.props
+
+
+def test_equal_batch_structs_are_kept_few_and_a_body_over_the_limit_is_refused():
+    """Batches of many shapes (count, body length, properties length) each write encode_items'
+    bytes while the Structs kept stay at _EQUAL_MAX; an equal batch whose bodies are over
+    max_body is ILLEGAL."""
+    from pocketmq.store.log import batch_encode
+
+    head = b"\x06TopicA"
+    for n in range(1, 2 * batch_encode._EQUAL_MAX + 3):
+        data = encode_batch([(0, b"z" * (n * 37), f"K\x01{'v' * n}{i:03d}") for i in range(n)])
+        body = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+        assert isinstance(body, BatchBody) and body.equal is not None
+        items = batch_items(data, HEADER, 1 << 20, "too long", "TopicA")
+        got = batch_encode.encode_body(_template(), body, head, 4096 * n, n, 1_700_000_000_999, 1 << 20)
+        want = batch_encode.encode_items(_template(), items, head, 4096 * n, n, 1_700_000_000_999, 1 << 20)
+        assert not isinstance(got, int) and not isinstance(want, int)
+        assert got.packed is not None and got.joined() == b"".join(want.parts)
+        assert len(batch_encode._EQUAL) <= batch_encode._EQUAL_MAX
+    assert batch_encode.encode_body(_template(), body, head, 0, 0, 1, n * 37 - 1) == batch_encode.ILLEGAL
+
+
+def test_equal_sizes_with_another_body_length_take_the_loop():
+    """Items of one TOTALSIZE whose BODYLENGTHs differ (the properties make up for it) are not
+    read as equal items: the item loop reads them, with their own heads."""
+    from pocketmq.broker.processor import batch_body
+
+    data = encode_batch([(0, b"x" * 10, "K\x01abcd"), (1, b"y" * 12, "K\x01ab"), (0, b"z" * 10, "K\x01efgh")])
+    total = ITEM_HEAD.unpack_from(data)[0]
+    assert batch_body._uniform_items(data, len(data), total, False, 30000) is None
+    got = checked_body(data, HEADER, 1 << 20, "too long", "TopicA")
+    assert isinstance(got, BatchBody) and got.equal is None
+    assert got.heads == [(total, 0, 10), (total, 1, 12), (total, 0, 10)]
