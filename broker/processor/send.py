@@ -575,14 +575,13 @@ class SendMessageProcessor:
             if now >= stats.next_roll:
                 stats.roll(now)
             try:
-                item, size_item = stats.topic_put[topic]
+                counts = stats.topic_put[topic]
             except KeyError:
-                item, size_item = stats.put_items(topic)
-            item.value += nums
-            item.times += 1
-            size_item.value += append.wrote_bytes
-            size_item.times += 1
-            stats.broker_put.value += nums
+                counts = stats.put_counts(topic)
+            counts.times += 1
+            counts.size += append.wrote_bytes
+            if nums != 1:
+                counts.extra += nums - 1
         if status is _PUT_OK and append is not None:
             # The hot path: the reply built directly
             parts = s.send_ok

@@ -156,14 +156,47 @@ def test_a_put_after_its_topic_was_deleted_counts_in_new_items():
     the stats table (statsAll, metrics) reads, not the dropped ones."""
     m = BrokerStatsManager("C1", FakeClock(wall_ms=T0).now_ms)
     m.on_put("T", 2, 100)
-    assert m.topic_put["T"] == (m.get_stats_item(TOPIC_PUT_NUMS, "T"), m.get_stats_item(TOPIC_PUT_SIZE, "T"))
+    m.on_put("U", 1, 10)
+    old = m.get_stats_item(TOPIC_PUT_NUMS, "T")
     m.on_topic_deleted("T")
-    assert "T" not in m.topic_put
+    assert "T" not in m.topic_put and m.get_stats_item(TOPIC_PUT_NUMS, "T") is None
     m.on_put("T", 3, 30)
     nums, size = m.get_stats_item(TOPIC_PUT_NUMS, "T"), m.get_stats_item(TOPIC_PUT_SIZE, "T")
-    assert nums is not None and size is not None
+    assert nums is not None and size is not None and nums is not old
     assert (nums.value, nums.times, size.value, size.times) == (3, 1, 30, 1)
-    assert m.topic_put["T"] == (nums, size)
+    # the broker-wide count keeps the deleted topic's messages (Java: it is a separate item)
+    broker_put = m.get_stats_item(BROKER_PUT_NUMS, "C1")
+    assert broker_put is not None and (broker_put.value, broker_put.times) == (2 + 1 + 3, 0)
+    assert m.record_day().msg_put_total_today_now == 6
+
+
+def test_put_counts_fold_into_the_items_windows():
+    """Plain and batch puts kept in one PutCounts per topic read as TOPIC_PUT_NUMS (messages,
+    puts), TOPIC_PUT_SIZE (bytes, puts) and BROKER_PUT_NUMS (messages, times 0), minute, hour
+    and day windows included: as items fed by ``StatsItem.add`` would."""
+    clock = FakeClock(wall_ms=T0)
+    m = BrokerStatsManager("C1", clock.now_ms)
+    ref_nums, ref_size, ref_broker = StatsItem(T0), StatsItem(T0), StatsItem(T0)
+    for i in range(200):
+        nums = 4 if i % 3 == 0 else 1
+        now = clock.now_ms()
+        m.on_put("T", nums, 100 * nums)
+        ref_nums.add(now, nums)
+        ref_size.add(now, 100 * nums)
+        ref_broker.add(now, nums, 0)
+        clock.advance_ms(7_000 if i < 150 else 400_000)
+    now = clock.now_ms()
+    got = (
+        m.get_stats_item(TOPIC_PUT_NUMS, "T"),
+        m.get_stats_item(TOPIC_PUT_SIZE, "T"),
+        m.get_stats_item(BROKER_PUT_NUMS, "C1"),
+    )
+    for item, ref in zip(got, (ref_nums, ref_size, ref_broker), strict=True):
+        assert item is not None
+        assert (item.value, item.times) == (ref.value, ref.times)
+        for window in ("minute", "hour", "day"):
+            assert getattr(item, window)(now) == getattr(ref, window)(now)
+    assert got[0].value == 67 * 4 + 133 and got[0].times == 200  # type: ignore[union-attr]
 
 
 def _local_ms(y, mo, d, h=0, mi=0):
