@@ -305,16 +305,11 @@ class PullMessageProcessor:
         if code == _PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = header.suspend_timeout_millis if self._long_polling else self._short_polling_ms
             hold = self.hold
-            held = HeldPull(
-                conn,
-                request,
-                topic,
-                queue_id,
-                header.queue_offset,
-                hold.now_ms() + max(0, timeout),
-                None if message_filter.accepts_all else message_filter,
-                header,
-            )
+            held = HeldPull()  # (its slots filled here: HeldPull has no Python __init__)
+            held.conn, held.request, held.topic, held.queue_id = conn, request, topic, queue_id
+            held.pull_from_offset, held.deadline_ms = header.queue_offset, hold.now_ms() + max(0, timeout)
+            held.message_filter = None if message_filter.accepts_all else message_filter
+            held.header, held.done = header, False
             if not hold.suspend(held):
                 response = self._response(request, code, status._name_, suggest, next_begin, result)
         else:

@@ -20,7 +20,7 @@ class FakeConn:
 
 def held(topic="T", qid=0, offset=5, deadline=1000, expr=None, conn=None) -> HeldPull:
     flt = TagMessageFilter(SubscriptionData.build(topic, expr)) if expr else None
-    return HeldPull(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
+    return HeldPull.of(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
 
 
 @contextlib.asynccontextmanager
@@ -207,3 +207,15 @@ async def test_held_queues_view_answers_as_is_held():
         assert not view
     finally:
         await svc.stop()
+
+
+def test_held_pull_fields_and_identity() -> None:
+    """HeldPull has no Python __init__ (the pull processor fills its slots): ``of`` sets every
+    field, a new one is not done, and two equal ones are told apart (a table removes by identity)."""
+    a, b = held(offset=7, deadline=99), held(offset=7, deadline=99)
+    assert (a.topic, a.queue_id, a.pull_from_offset, a.deadline_ms) == ("T", 0, 7, 99)
+    assert (a.message_filter, a.header, a.done) == (None, None, False)
+    assert a != b and "pull_from_offset=7" in repr(a)
+    t = PullRequestTable()
+    assert t.hold(a) and t.hold(b)
+    assert t.take_arrived("T", 0, 8) == [a, b] and a.done and b.done
