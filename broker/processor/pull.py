@@ -253,9 +253,10 @@ class PullMessageProcessor:
         sgc, _ = check_pull(cfg, header, self.groups, self.topics, conn)
         group = header.consumer_group
         sys_flag = header.sys_flag
-        has_suspend = bool(sys_flag & FLAG_SUSPEND)
-        has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
-        has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
+        # (the flags as ints, tested for truth: a bool() call each otherwise)
+        has_suspend = sys_flag & FLAG_SUSPEND
+        has_commit = sys_flag & FLAG_COMMIT_OFFSET
+        has_subscription = sys_flag & FLAG_SUBSCRIPTION
         topic = header.topic
         queue_id = header.queue_id
         message_filter: _Filter
@@ -281,14 +282,16 @@ class PullMessageProcessor:
             if allow_suspend and has_commit and self._commits:
                 self.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
             return None
+        # An accept-all filter goes as None: the store then makes no per-record filter calls
+        # (and a held pull's arrival check none). (``accepts_all`` is a property: read once.)
+        store_filter = None if message_filter.accepts_all else message_filter
         result = self.store.get_message(
             group,
             topic,
             queue_id,
             header.queue_offset,
             header.max_msg_nums,
-            # An accept-all filter goes as None: the store then makes no per-record filter calls.
-            message_filter=None if message_filter.accepts_all else message_filter,
+            message_filter=store_filter,
         )
         status = result.status
         code, suggest, next_begin = pull_outcome(
@@ -308,8 +311,7 @@ class PullMessageProcessor:
             held = HeldPull()  # (its slots filled here: HeldPull has no Python __init__)
             held.conn, held.request, held.topic, held.queue_id = conn, request, topic, queue_id
             held.pull_from_offset, held.deadline_ms = header.queue_offset, hold.now_ms() + max(0, timeout)
-            held.message_filter = None if message_filter.accepts_all else message_filter
-            held.header, held.done = header, False
+            held.message_filter, held.header, held.done = store_filter, header, False
             if not hold.suspend(held):
                 response = self._response(request, code, status._name_, suggest, next_begin, result)
         else:
