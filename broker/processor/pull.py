@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.broker.config_file import reply_when_durable
 from pocketmq.broker.filter import RetrySqlMessageFilter, SqlFilterCache, SqlMessageFilter, TagMessageFilter
@@ -414,12 +414,10 @@ class PullMessageProcessor:
     def _response(
         request: RemotingCommand, code: int, remark: str, suggest: int, next_begin: int, result: Any
     ) -> RemotingCommand:
-        s_suggest, s_next, s_min, s_max = (
-            str(suggest),
-            str(next_begin),
-            str(result.min_offset),
-            str(result.max_offset),
-        )
+        # (f-strings, not str(): FORMAT_VALUE formats an int without the type call, ~0.3k
+        # instructions fewer each, the same digits)
+        s_suggest, s_next = f"{suggest}", f"{next_begin}"
+        s_min, s_max = f"{result.min_offset}", f"{result.max_offset}"
         ext = {
             "suggestWhichBrokerId": s_suggest,
             "nextBeginOffset": s_next,
@@ -436,7 +434,7 @@ class PullMessageProcessor:
         if tpl is None:
             return RemotingCommand.response_to(request, code, remark, ext, body)
         # (response_to makes a PullReply, then its head is rendered from the template)
-        self = cast(PullReply, PullReply.response_to(request, code, remark, ext, body))
+        self: PullReply = PullReply.response_to(request, code, remark, ext, body)  # type: ignore[assignment]
         opaque = self.head_opaque = request.opaque
         header = f"{tpl[0]}{s_suggest}{tpl[1]}{s_next}{tpl[2]}{s_min}{tpl[3]}{s_max}{tpl[4]}{opaque}{tpl[5]}".encode()
         hlen = len(header)
