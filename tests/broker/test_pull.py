@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import _EXT_SLOT, RemotingCommand
 from pocketmq.remoting.protocol.message import decode_messages, encode_batch
 from pocketmq.remoting.protocol.route import TopicConfig
 from pocketmq.store import BrokerRole
@@ -280,6 +280,9 @@ def test_pull_reply_head_is_the_encoders_byte_for_byte(code: int, remark: str, b
         result = SimpleNamespace(min_offset=lo, max_offset=hi, body=body)
         reply = PullMessageProcessor._response(request, code, remark, suggest, next_begin, result)
         assert type(reply) is PullReply
+        with pytest.raises(AttributeError):  # the extFields dict is built only when asked for
+            _EXT_SLOT.__get__(reply, RemotingCommand)
+        assert (reply.code, reply.remark, reply.opaque, reply.flag) == (code, remark, 987654, 1)
         plain = RemotingCommand.response_to(request, code, remark, dict(reply.ext_fields or {}), reply.body)
         assert reply.ext_fields == {
             "suggestWhichBrokerId": str(suggest),
