@@ -128,7 +128,7 @@ class PullRequestTable:
         self.by_queue: Mapping[QueueKey, list[HeldPull]] = self._by_queue
         self._deadlines: list[tuple[int, int, HeldPull]] = []
         #: entries of ``_deadlines`` whose request is done (woken, dropped): compacted away once
-        #: they are most of the heap (see ``_removed``)
+        #: they are most of the heap (see ``_remove``)
         self._stale = 0
         self._seq = itertools.count()
         #: held requests per connection: a close of one holding none (every idle or producer
@@ -162,29 +162,31 @@ class PullRequestTable:
         per_conn[req.conn] = per_conn.get(req.conn, 0) + 1
         return True
 
-    def _removed(self) -> None:
-        """One more heap entry is stale. A pull woken by a message leaves its entry in the heap
-        until its deadline (``suspendTimeoutMillis``, 15 s for the SDK): at 2,000 msg/s that
-        was ~30,000 stale entries, which ``next_deadline`` then popped in one loop turn when
-        the first deadline came (a 74 ms stall measured in ``bench/e2e_latency.py``). Rebuilt
-        once stale entries are most of it: O(1) amortized per removal, the heap stays small."""
-        self._stale += 1
-        heap = self._deadlines
-        if self._stale > COMPACT_MIN and self._stale * 2 > len(heap):
-            heap[:] = [e for e in heap if not e[2].done]
-            heapq.heapify(heap)
-            self._stale = 0
-
-    def _remove(self, req: HeldPull, in_heap: bool = True) -> None:
+    def _remove(self, req: HeldPull, in_heap: bool = True, in_list: bool = True) -> None:
+        """Forget ``req``; ``in_heap``: its deadline-heap entry stays (now stale); ``in_list``:
+        it is still in its queue's list (False: the caller dropped the list)."""
         req.done = True
         if in_heap:
-            self._removed()
+            # One more heap entry is stale. A pull woken by a message leaves its entry in the
+            # heap until its deadline (``suspendTimeoutMillis``, 15 s for the SDK): at 2,000
+            # msg/s that was ~30,000 stale entries, which ``next_deadline`` then popped in one
+            # loop turn when the first deadline came (a 74 ms stall measured in
+            # ``bench/e2e_latency.py``). Rebuilt once stale entries are most of it: O(1)
+            # amortized per removal, the heap stays small. (Inline: a call per woken pull.)
+            self._stale += 1
+            heap = self._deadlines
+            if self._stale > COMPACT_MIN and self._stale * 2 > len(heap):
+                heap[:] = [e for e in heap if not e[2].done]
+                heapq.heapify(heap)
+                self._stale = 0
         per_conn = self._per_conn
         left = per_conn.get(req.conn, 1) - 1
         if left > 0:
             per_conn[req.conn] = left
         else:
             per_conn.pop(req.conn, None)
+        if not in_list:
+            return
         key = (req.topic, req.queue_id)
         lst = self._by_queue.get(key)
         if lst is not None:
@@ -209,7 +211,8 @@ class PullRequestTable:
         when a request is at or past it, ``current_max_offset`` (if given) is asked again,
         as Java does, in case the notification is older than the request.
         """
-        lst = self._by_queue.get((topic, queue_id))
+        key = (topic, queue_id)
+        lst = self._by_queue.get(key)
         if not lst:
             return []
         ready: list[HeldPull] = []
@@ -222,8 +225,15 @@ class PullRequestTable:
                 f = req.message_filter
                 if tags_code is None or f is None or f.is_matched_by_consume_queue(tags_code):
                     ready.append(req)
-        for req in ready:
-            self._remove(req)
+        if len(ready) == len(lst):
+            # every request of the queue is answered (one held pull per queue and consumer, the
+            # common case): the queue's list goes whole, no list lookup and remove per request
+            del self._by_queue[key]
+            for req in ready:
+                self._remove(req, True, False)
+        else:
+            for req in ready:
+                self._remove(req)
         return ready
 
     def take_expired(self, now_ms: int) -> list[HeldPull]:

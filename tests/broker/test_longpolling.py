@@ -219,3 +219,17 @@ def test_held_pull_fields_and_identity() -> None:
     t = PullRequestTable()
     assert t.hold(a) and t.hold(b)
     assert t.take_arrived("T", 0, 8) == [a, b] and a.done and b.done
+
+
+def test_take_arrived_all_or_part_of_a_queue() -> None:
+    """An arrival that answers every held request of a queue drops the queue's list whole; one
+    that answers part of it keeps the rest held (and counted per connection)."""
+    conn = FakeConn()
+    t = PullRequestTable()
+    a, b, c = held(offset=3, conn=conn), held(offset=9, conn=conn), held(qid=1, conn=conn)
+    for r in (a, b, c):
+        assert t.hold(r)
+    assert t.take_arrived("T", 0, 5) == [a]
+    assert t.held("T", 0) == [b] and not b.done and len(t) == 2
+    assert t.take_arrived("T", 0, 10) == [b] and t.queues() == [("T", 1)]
+    assert t.drop_connection(conn) == 1 and not t and c.done
