@@ -29,6 +29,7 @@ from collections.abc import Callable, KeysView, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.common.service import cancel_and_wait
+from pocketmq.remoting.common.slots import SlotRecord
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.store import MessageFilter
 
@@ -43,7 +44,7 @@ QueueKey = tuple[str, int]
 COMPACT_MIN = 64
 
 
-class HeldPull:
+class HeldPull(SlotRecord):
     """One suspended PULL_MESSAGE request.
 
     No Python ``__init__``: the pull processor makes ``HeldPull()`` (type_call, object_init)
@@ -75,13 +76,6 @@ class HeldPull:
     header: Any
     #: woken, expired or dropped (its deadline-heap entry is then stale)
     done: bool
-
-    if TYPE_CHECKING:
-
-        def __init__(self) -> None: ...
-
-    else:
-        __init__ = object.__init__
 
     @classmethod
     def of(

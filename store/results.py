@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketmq.remoting.common.slots import SlotRecord
 from pocketmq.remoting.protocol.message import HostAddress, create_offset_msg_id
 
 
@@ -81,6 +82,15 @@ _APPEND_FIELDS = (
 )
 
 
+def _same_fields(a: object, b: object, fields: tuple[str, ...]) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in fields)
+
+
+def _fields_repr(obj: object, fields: tuple[str, ...], name: str | None = None) -> str:
+    values = ", ".join(f"{f}={getattr(obj, f)!r}" for f in fields)
+    return f"{name or obj.__class__.__name__}({values})"
+
+
 class AppendResult(PutResult):
     """Where an append landed. ``msg_id`` is built on first access (offset msgId(s)).
 
@@ -137,13 +147,12 @@ class AppendResult(PutResult):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not AppendResult:
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _APPEND_FIELDS)
+        return _same_fields(self, other, _APPEND_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _APPEND_FIELDS)
-        return f"AppendResult({fields})"
+        return _fields_repr(self, _APPEND_FIELDS)
 
     @property
     def msg_id(self) -> str:
@@ -166,7 +175,7 @@ _GET_FIELDS = (
 )
 
 
-class GetResult:
+class GetResult(SlotRecord):
     """Answer to ``get_message``: ``body`` is the pull response body (complete records).
 
     Made twice per delivery at one send in flight (the pull held, then woken): no Python
@@ -186,13 +195,6 @@ class GetResult:
     suggest_pulling_from_slave: bool
     #: commit-log offset of each returned record, in order (for tools and tests)
     message_offsets: Sequence[int]
-
-    if TYPE_CHECKING:
-
-        def __init__(self) -> None: ...
-
-    else:
-        __init__ = object.__init__
 
     @classmethod
     def of(
@@ -216,13 +218,12 @@ class GetResult:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GetResult):
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _GET_FIELDS)
+        return _same_fields(self, other, _GET_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _GET_FIELDS)
-        return f"GetResult({fields})"
+        return _fields_repr(self, _GET_FIELDS, "GetResult")
 
 
 class MissedGetResult(GetResult):
