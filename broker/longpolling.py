@@ -26,10 +26,10 @@ import heapq
 import itertools
 import logging
 from collections.abc import Callable, KeysView, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.common.service import cancel_and_wait
+from pocketmq.remoting.common.slots import SlotRecord
 from pocketmq.remoting.protocol.command import RemotingCommand
 from pocketmq.store import MessageFilter
 
@@ -44,10 +44,26 @@ QueueKey = tuple[str, int]
 COMPACT_MIN = 64
 
 
-@dataclass(slots=True, eq=False)
-class HeldPull:
-    """One suspended PULL_MESSAGE request."""
+class HeldPull(SlotRecord):
+    """One suspended PULL_MESSAGE request.
 
+    No Python ``__init__``: the pull processor makes ``HeldPull()`` (type_call, object_init)
+    and fills its slots, one per held pull, not a dataclass's generated ``__init__`` called
+    through slot_tp_init (~1.5k instructions more, callgrind); :meth:`of` makes one from its
+    fields. Compared by identity (a table's ``list.remove``).
+    """
+
+    __slots__ = (
+        "conn",
+        "deadline_ms",
+        "done",
+        "header",
+        "message_filter",
+        "pull_from_offset",
+        "queue_id",
+        "request",
+        "topic",
+    )
     conn: RemotingConnection
     request: RemotingCommand
     topic: str
@@ -55,10 +71,40 @@ class HeldPull:
     pull_from_offset: int
     deadline_ms: int
     #: the pull's filter (``is_matched_by_consume_queue``); ``None`` accepts everything.
-    message_filter: MessageFilter | None = None
+    message_filter: MessageFilter | None
     #: the request's parsed header (re-used when the pull is woken); None: parse again
-    header: Any = field(default=None, repr=False)
-    done: bool = field(default=False, repr=False)
+    header: Any
+    #: woken, expired or dropped (its deadline-heap entry is then stale)
+    done: bool
+
+    @classmethod
+    def of(
+        cls,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        topic: str,
+        queue_id: int,
+        pull_from_offset: int,
+        deadline_ms: int,
+        message_filter: MessageFilter | None = None,
+        header: Any = None,
+    ) -> HeldPull:
+        """A HeldPull of these fields (not done)."""
+        self = cls()
+        self.conn, self.request, self.topic, self.queue_id = conn, request, topic, queue_id
+        self.pull_from_offset, self.deadline_ms, self.message_filter = (
+            pull_from_offset,
+            deadline_ms,
+            message_filter,
+        )
+        self.header, self.done = header, False
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"HeldPull(conn={self.conn!r}, topic={self.topic!r}, queue_id={self.queue_id}, "
+            f"pull_from_offset={self.pull_from_offset}, deadline_ms={self.deadline_ms})"
+        )
 
     def matches(self, tags_code: int | None) -> bool:
         if tags_code is None or self.message_filter is None:
@@ -76,7 +122,7 @@ class PullRequestTable:
         self.by_queue: Mapping[QueueKey, list[HeldPull]] = self._by_queue
         self._deadlines: list[tuple[int, int, HeldPull]] = []
         #: entries of ``_deadlines`` whose request is done (woken, dropped): compacted away once
-        #: they are most of the heap (see ``_removed``)
+        #: they are most of the heap (see ``_remove``)
         self._stale = 0
         self._seq = itertools.count()
         #: held requests per connection: a close of one holding none (every idle or producer
@@ -110,29 +156,31 @@ class PullRequestTable:
         per_conn[req.conn] = per_conn.get(req.conn, 0) + 1
         return True
 
-    def _removed(self) -> None:
-        """One more heap entry is stale. A pull woken by a message leaves its entry in the heap
-        until its deadline (``suspendTimeoutMillis``, 15 s for the SDK): at 2,000 msg/s that
-        was ~30,000 stale entries, which ``next_deadline`` then popped in one loop turn when
-        the first deadline came (a 74 ms stall measured in ``bench/e2e_latency.py``). Rebuilt
-        once stale entries are most of it: O(1) amortized per removal, the heap stays small."""
-        self._stale += 1
-        heap = self._deadlines
-        if self._stale > COMPACT_MIN and self._stale * 2 > len(heap):
-            heap[:] = [e for e in heap if not e[2].done]
-            heapq.heapify(heap)
-            self._stale = 0
-
-    def _remove(self, req: HeldPull, in_heap: bool = True) -> None:
+    def _remove(self, req: HeldPull, in_heap: bool = True, in_list: bool = True) -> None:
+        """Forget ``req``; ``in_heap``: its deadline-heap entry stays (now stale); ``in_list``:
+        it is still in its queue's list (False: the caller dropped the list)."""
         req.done = True
         if in_heap:
-            self._removed()
+            # One more heap entry is stale. A pull woken by a message leaves its entry in the
+            # heap until its deadline (``suspendTimeoutMillis``, 15 s for the SDK): at 2,000
+            # msg/s that was ~30,000 stale entries, which ``next_deadline`` then popped in one
+            # loop turn when the first deadline came (a 74 ms stall measured in
+            # ``bench/e2e_latency.py``). Rebuilt once stale entries are most of it: O(1)
+            # amortized per removal, the heap stays small. (Inline: a call per woken pull.)
+            self._stale += 1
+            heap = self._deadlines
+            if self._stale > COMPACT_MIN and self._stale * 2 > len(heap):
+                heap[:] = [e for e in heap if not e[2].done]
+                heapq.heapify(heap)
+                self._stale = 0
         per_conn = self._per_conn
         left = per_conn.get(req.conn, 1) - 1
         if left > 0:
             per_conn[req.conn] = left
         else:
             per_conn.pop(req.conn, None)
+        if not in_list:
+            return
         key = (req.topic, req.queue_id)
         lst = self._by_queue.get(key)
         if lst is not None:
@@ -157,7 +205,8 @@ class PullRequestTable:
         when a request is at or past it, ``current_max_offset`` (if given) is asked again,
         as Java does, in case the notification is older than the request.
         """
-        lst = self._by_queue.get((topic, queue_id))
+        key = (topic, queue_id)
+        lst = self._by_queue.get(key)
         if not lst:
             return []
         ready: list[HeldPull] = []
@@ -170,8 +219,15 @@ class PullRequestTable:
                 f = req.message_filter
                 if tags_code is None or f is None or f.is_matched_by_consume_queue(tags_code):
                     ready.append(req)
-        for req in ready:
-            self._remove(req)
+        if len(ready) == len(lst):
+            # every request of the queue is answered (one held pull per queue and consumer, the
+            # common case): the queue's list goes whole, no list lookup and remove per request
+            del self._by_queue[key]
+            for req in ready:
+                self._remove(req, True, False)
+        else:
+            for req in ready:
+                self._remove(req)
         return ready
 
     def take_expired(self, now_ms: int) -> list[HeldPull]:

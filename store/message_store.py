@@ -36,6 +36,7 @@ from pocketmq.store.results import (
     ConsumeQueueRead,
     GetMessageStatus,
     GetResult,
+    MissedGetResult,
     PutMessageStatus,
     PutResult,
     QueryMessageResult,
@@ -475,22 +476,19 @@ class MessageStore:
         message_filter: MessageFilter | None = None,
     ) -> GetResult:
         """Read up to ``max_nums`` messages from a queue (Java ``DefaultMessageStore.getMessage``).
-        (Run twice per delivery at one send in flight, the pull held then woken: statuses read
-        from module constants, the selection's tuple unpacked inline.)"""
+        (Run twice per delivery at one send in flight, held then woken: see GetResult.)"""
         stats = self.stats
         stats.get_total_times += 1
         cq = self.cq_table.flat.get((topic, queue_id))  # inline of queue.cq_table.ConsumeQueueTable.find
         min_o, max_o, units = cq.pull_window(offset, max_nums) if cq is not None else (0, 0, None)
-        if cq is None or max_o == 0:
-            stats.get_miss_times += 1
-            return GetResult(_NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), 0, 0)
-        if offset < min_o:
+        if cq is None or max_o == 0:  # (max_o is 0)
+            status, nxt, min_o = _NO_MESSAGE_IN_QUEUE, self._correct(offset, 0), 0
+        elif offset < min_o:
             status, nxt = _OFFSET_TOO_SMALL, self._correct(offset, min_o)
         elif offset == max_o:
             status, nxt = _OFFSET_OVERFLOW_ONE, offset  # (_correct(offset, offset))
         elif offset > max_o:
-            status = _OFFSET_OVERFLOW_BADLY
-            nxt = self._correct(offset, min_o if min_o == 0 else max_o)
+            status, nxt = _OFFSET_OVERFLOW_BADLY, self._correct(offset, min_o if min_o == 0 else max_o)
         elif units is None:
             status, nxt = _OFFSET_FOUND_NULL, self._correct(offset, cq.roll_next_file(offset))
         else:
@@ -504,13 +502,15 @@ class MessageStore:
                 stats.get_transferred_msg_count += count
             else:
                 stats.get_miss_times += 1
-            # (nextBeginOffset not corrected: Java corrects only the out-of-range cases)
-            return GetResult(
-                status, offset + scanned, min_o, max_o, body, count,
-                max_phy - max_phy_pulling > self._memory_limit, offsets,
-            )  # fmt: skip
+            r = GetResult()  # (nextBeginOffset not corrected: Java corrects only the out-of-range cases)
+            r.status, r.next_begin_offset, r.min_offset, r.max_offset = status, offset + scanned, min_o, max_o
+            r.body, r.message_count, r.message_offsets = body, count, offsets
+            r.suggest_pulling_from_slave = max_phy - max_phy_pulling > self._memory_limit
+            return r
         stats.get_miss_times += 1
-        return GetResult(status, nxt, min_o, max_o)
+        r = MissedGetResult()
+        r.status, r.next_begin_offset, r.min_offset, r.max_offset = status, nxt, min_o, max_o
+        return r
 
     def look_message_by_offset(self, phy_offset: int, size: int | None = None) -> MessageExt | None:
         """Decode the record at a CommitLog offset; None if absent or not a valid record."""

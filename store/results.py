@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketmq.remoting.common.slots import SlotRecord
 from pocketmq.remoting.protocol.message import HostAddress, create_offset_msg_id
 
 
@@ -80,6 +82,15 @@ _APPEND_FIELDS = (
 )
 
 
+def _same_fields(a: object, b: object, fields: tuple[str, ...]) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in fields)
+
+
+def _fields_repr(obj: object, fields: tuple[str, ...], name: str | None = None) -> str:
+    values = ", ".join(f"{f}={getattr(obj, f)!r}" for f in fields)
+    return f"{name or obj.__class__.__name__}({values})"
+
+
 class AppendResult(PutResult):
     """Where an append landed. ``msg_id`` is built on first access (offset msgId(s)).
 
@@ -136,13 +147,12 @@ class AppendResult(PutResult):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not AppendResult:
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _APPEND_FIELDS)
+        return _same_fields(self, other, _APPEND_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _APPEND_FIELDS)
-        return f"AppendResult({fields})"
+        return _fields_repr(self, _APPEND_FIELDS)
 
     @property
     def msg_id(self) -> str:
@@ -153,19 +163,78 @@ class AppendResult(PutResult):
         return ",".join(create_offset_msg_id(ip, port, off) for off in self.batch_offsets)
 
 
-@dataclass(slots=True)
-class GetResult:
-    """Answer to ``get_message``: ``body`` is the pull response body (complete records)."""
+_GET_FIELDS = (
+    "status",
+    "next_begin_offset",
+    "min_offset",
+    "max_offset",
+    "body",
+    "message_count",
+    "suggest_pulling_from_slave",
+    "message_offsets",
+)
 
+
+class GetResult(SlotRecord):
+    """Answer to ``get_message``: ``body`` is the pull response body (complete records).
+
+    Made twice per delivery at one send in flight (the pull held, then woken): no Python
+    ``__init__`` (``GetResult()`` is type_call and object_init, then its slots are filled, as
+    ``AppendResult``), not a dataclass's generated one called through slot_tp_init with a
+    ``list()`` default factory per result; a result that found nothing is a
+    :class:`MissedGetResult`, whose four empty fields are class attributes.
+    """
+
+    __slots__ = _GET_FIELDS
     status: GetMessageStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    body: bytes = b""
-    message_count: int = 0
-    suggest_pulling_from_slave: bool = False
+    body: bytes
+    message_count: int
+    suggest_pulling_from_slave: bool
     #: commit-log offset of each returned record, in order (for tools and tests)
-    message_offsets: list[int] = field(default_factory=list)
+    message_offsets: Sequence[int]
+
+    @classmethod
+    def of(
+        cls,
+        status: GetMessageStatus,
+        next_begin_offset: int,
+        min_offset: int,
+        max_offset: int,
+        body: bytes = b"",
+        message_count: int = 0,
+        suggest_pulling_from_slave: bool = False,
+        message_offsets: Sequence[int] = (),
+    ) -> GetResult:
+        """A GetResult of these fields (for tools and tests; the store fills slots itself)."""
+        self = cls()
+        self.status, self.next_begin_offset, self.min_offset = status, next_begin_offset, min_offset
+        self.max_offset, self.body, self.message_count = max_offset, body, message_count
+        self.suggest_pulling_from_slave, self.message_offsets = suggest_pulling_from_slave, message_offsets
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GetResult):
+            return NotImplemented
+        return _same_fields(self, other, _GET_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return _fields_repr(self, _GET_FIELDS, "GetResult")
+
+
+class MissedGetResult(GetResult):
+    """A GetResult that found nothing: only its status and offsets are filled."""
+
+    __slots__ = ()
+    # class attributes over the base's slots: read-only on an instance, four stores fewer
+    body = b""
+    message_count = 0
+    suggest_pulling_from_slave = False
+    message_offsets = ()
 
 
 @dataclass(slots=True)

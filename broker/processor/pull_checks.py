@@ -38,10 +38,9 @@ from pocketmq.remoting.protocol.errors import (
     TopicNotExistError,
 )
 from pocketmq.remoting.protocol.route import MASTER_ID, PermName, TopicConfig
-from pocketmq.store import GetMessageStatus
+from pocketmq.store import GetMessageStatus, MessageStoreConfig
 
 if TYPE_CHECKING:
-    from pocketmq.broker.config import BrokerConfig
     from pocketmq.broker.subscription import SubscriptionGroupManager
     from pocketmq.broker.topic_config import TopicConfigManager
     from pocketmq.remoting.protocol.bodies import SubscriptionGroupConfig
@@ -73,13 +72,30 @@ STATUS_CODE: dict[GetMessageStatus, int] = {
 _CODE_BY_NAME: dict[str, int] = {status._name_: int(code) for status, code in STATUS_CODE.items()}
 
 
+class PullSettings(Protocol):
+    """What the checks read of the broker config: a ``BrokerConfig``, or the pull processor's
+    snapshot of one (read once per config object: a pydantic attribute read is a Python-level
+    ``__getattr__`` hook, two per pull here otherwise)."""
+
+    @property
+    def broker_permission(self) -> int: ...
+    @property
+    def broker_ip1(self) -> str: ...
+    @property
+    def slave_read_enable(self) -> bool: ...
+    @property
+    def is_slave(self) -> bool: ...
+    @property
+    def store(self) -> MessageStoreConfig: ...
+
+
 class _Peer(Protocol):
     @property
     def remote_addr(self) -> str: ...
 
 
 def check_pull(
-    cfg: BrokerConfig,
+    cfg: PullSettings,
     header: PullMessageRequestHeader,
     groups: SubscriptionGroupManager,
     topics: TopicConfigManager,
@@ -110,7 +126,7 @@ def check_pull(
 
 
 def pull_outcome(
-    cfg: BrokerConfig,
+    cfg: PullSettings,
     status: GetMessageStatus,
     request_offset: int,
     next_begin: int,

@@ -20,7 +20,7 @@ class FakeConn:
 
 def held(topic="T", qid=0, offset=5, deadline=1000, expr=None, conn=None) -> HeldPull:
     flt = TagMessageFilter(SubscriptionData.build(topic, expr)) if expr else None
-    return HeldPull(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
+    return HeldPull.of(conn or FakeConn(), RemotingCommand(11), topic, qid, offset, deadline, flt)
 
 
 @contextlib.asynccontextmanager
@@ -207,3 +207,29 @@ async def test_held_queues_view_answers_as_is_held():
         assert not view
     finally:
         await svc.stop()
+
+
+def test_held_pull_fields_and_identity() -> None:
+    """HeldPull has no Python __init__ (the pull processor fills its slots): ``of`` sets every
+    field, a new one is not done, and two equal ones are told apart (a table removes by identity)."""
+    a, b = held(offset=7, deadline=99), held(offset=7, deadline=99)
+    assert (a.topic, a.queue_id, a.pull_from_offset, a.deadline_ms) == ("T", 0, 7, 99)
+    assert (a.message_filter, a.header, a.done) == (None, None, False)
+    assert a != b and "pull_from_offset=7" in repr(a)
+    t = PullRequestTable()
+    assert t.hold(a) and t.hold(b)
+    assert t.take_arrived("T", 0, 8) == [a, b] and a.done and b.done
+
+
+def test_take_arrived_all_or_part_of_a_queue() -> None:
+    """An arrival that answers every held request of a queue drops the queue's list whole; one
+    that answers part of it keeps the rest held (and counted per connection)."""
+    conn = FakeConn()
+    t = PullRequestTable()
+    a, b, c = held(offset=3, conn=conn), held(offset=9, conn=conn), held(qid=1, conn=conn)
+    for r in (a, b, c):
+        assert t.hold(r)
+    assert t.take_arrived("T", 0, 5) == [a]
+    assert t.held("T", 0) == [b] and not b.done and len(t) == 2
+    assert t.take_arrived("T", 0, 10) == [b] and t.queues() == [("T", 1)]
+    assert t.drop_connection(conn) == 1 and not t and c.done

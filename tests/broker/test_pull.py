@@ -7,9 +7,10 @@ import asyncio
 import pytest
 
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
-from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.command import _EXT_SLOT, RemotingCommand
 from pocketmq.remoting.protocol.message import decode_messages, encode_batch
 from pocketmq.remoting.protocol.route import TopicConfig
+from pocketmq.store import BrokerRole
 from tests.broker.helpers import Wire, broker_and_wire, running_broker
 
 NO_SUSPEND = 0x4  # FLAG_SUBSCRIPTION only
@@ -236,6 +237,25 @@ async def test_short_polling_when_long_polling_disabled(tmp_path):
         assert r.code == ResponseCode.PULL_NOT_FOUND
 
 
+async def test_pull_settings_follow_a_config_update(broker, wire):
+    """The pull processor reads its settings once per config object: UPDATE_BROKER_CONFIG (a
+    new config) applies to the next pull, long polling and the committed offset alike."""
+    await fill(broker, wire, "CU", 1)
+    r = await wire.pull("CU", 0, 1, group="CGU", sys_flag=NO_SUSPEND | 0x1, commit_offset=1)
+    assert r.code == ResponseCode.PULL_NOT_FOUND
+    assert broker.consumer_offset_manager.query_offset("CGU", "CU", 0) == 1
+    body = b"longPollingEnable=false\nshortPollingTimeMills=50\n"
+    assert (await wire.call(RequestCode.UPDATE_BROKER_CONFIG, None, body)).code == ResponseCode.SUCCESS
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    r = await wire.pull("CU", 0, 1, sys_flag=SUSPEND, suspend_ms=60000, timeout=5)
+    assert r.code == ResponseCode.PULL_NOT_FOUND and loop.time() - t0 < 3
+    slave = broker.config.store.model_copy(update={"broker_role": BrokerRole.SLAVE})
+    broker.update_config(broker.config.model_copy(update={"store": slave}))
+    r = await wire.pull("CU", 0, 1, group="CGU", sys_flag=NO_SUSPEND | 0x1, commit_offset=0)
+    assert broker.consumer_offset_manager.query_offset("CGU", "CU", 0) == 1  # a slave commits nothing
+
+
 @pytest.mark.parametrize(
     ("code", "remark", "body"),
     [
@@ -260,6 +280,9 @@ def test_pull_reply_head_is_the_encoders_byte_for_byte(code: int, remark: str, b
         result = SimpleNamespace(min_offset=lo, max_offset=hi, body=body)
         reply = PullMessageProcessor._response(request, code, remark, suggest, next_begin, result)
         assert type(reply) is PullReply
+        with pytest.raises(AttributeError):  # the extFields dict is built only when asked for
+            _EXT_SLOT.__get__(reply, RemotingCommand)
+        assert (reply.code, reply.remark, reply.opaque, reply.flag) == (code, remark, 987654, 1)
         plain = RemotingCommand.response_to(request, code, remark, dict(reply.ext_fields or {}), reply.body)
         assert reply.ext_fields == {
             "suggestWhichBrokerId": str(suggest),

@@ -9,6 +9,7 @@ import struct
 from pocketmq.remoting.protocol.message import decode_message, decode_messages, java_string_hash
 from pocketmq.store import GetMessageStatus, MessageInner
 from pocketmq.store.log.layout import CQ_UNIT, SCHEDULE_TOPIC, file_name_of
+from pocketmq.store.results import GetResult, MissedGetResult
 
 from .conftest import make_msg, pull_all
 
@@ -388,7 +389,7 @@ def test_units_without_filter_select_what_the_loop_selects(open_store):
             if len(w) >= 4 * 20:
                 windows.append(w[:60] + blank + w[80:])  # a blank unit among them
                 windows.append(w[:20] + blank + w[40:])  # right after the first
-    windows.append(all_units[:40 * 20] + blank * 5 + all_units[45 * 20 : 60 * 20])  # at the count limit
+    windows.append(all_units[: 40 * 20] + blank * 5 + all_units[45 * 20 : 60 * 20])  # at the count limit
     gone = None
     for removed in (False, True):
         if removed:
@@ -401,3 +402,37 @@ def test_units_without_filter_select_what_the_loop_selects(open_store):
                         want = select_messages(units, max_nums, max_bytes, All(), *rest)
                         assert select_messages(units, max_nums, max_bytes, None, *rest) == want
     mfq.files.insert(0, gone)
+
+
+def test_get_result_fields_of_found_and_missed_reads(open_store):
+    """GetResult has no Python __init__ (the store fills its slots): every field is set on a
+    found read, and a missed read's empty fields read as before (b"", 0, False, no offsets)."""
+    store = open_store()
+    for i in range(3):
+        store.put_message(make_msg(i))
+    store.do_reput()
+    g = store.get_message("g", "TopicA", 0, 0, 32)
+    offsets = store.cq_table.find("TopicA", 0)
+    assert g == GetResult.of(
+        GetMessageStatus.FOUND, 3, 0, 3, g.body, 3, False, [offsets.get_unit(i)[0] for i in range(3)]
+    )
+    assert len(decode_messages(g.body)) == 3 and type(g) is GetResult
+    for offset, status in (
+        (3, GetMessageStatus.OFFSET_OVERFLOW_ONE),
+        (9, GetMessageStatus.OFFSET_OVERFLOW_BADLY),
+    ):
+        m = store.get_message("g", "TopicA", 0, offset, 32)
+        assert isinstance(m, MissedGetResult) and m.status is status
+        assert (m.body, m.message_count, m.suggest_pulling_from_slave, list(m.message_offsets)) == (
+            b"",
+            0,
+            False,
+            [],
+        )
+        assert m == GetResult.of(status, m.next_begin_offset, 0, 3)
+        assert repr(m).startswith(
+            f"GetResult(status={status!r}, next_begin_offset={m.next_begin_offset}, min_offset=0"
+        )
+    none = store.get_message("g", "Nope", 0, 5, 32)
+    assert none == GetResult.of(GetMessageStatus.NO_MESSAGE_IN_QUEUE, none.next_begin_offset, 0, 0)
+    assert g != none and g.__eq__(object()) is NotImplemented
