@@ -29,8 +29,8 @@ from collections.abc import Callable, KeysView, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.remoting.common.service import cancel_and_wait
-from pocketmq.remoting.common.slots import SlotRecord
 from pocketmq.remoting.protocol.command import RemotingCommand
+from pocketmq.remoting.protocol.slots import SlotRecord
 from pocketmq.store import MessageFilter
 
 if TYPE_CHECKING:

@@ -71,6 +71,7 @@ from pocketmq.remoting.protocol.errors import (
 )
 from pocketmq.remoting.protocol.filter import SqlExpression, SqlFilterError
 from pocketmq.remoting.protocol.headers import PullMessageRequestHeader
+from pocketmq.remoting.protocol.slots import SlotRecord
 from pocketmq.remoting.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.store import BrokerRole
 
@@ -112,7 +113,7 @@ _pack_prefix = PREFIX.pack
 _REPLY_KEYS = ("suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset")
 
 
-class PullReply(RenderedReply):
+class PullReply(SlotRecord, RenderedReply):
     """A PULL_MESSAGE reply (JSON) whose frame head was rendered from its ``(code, remark)``
     template as it was built (``_response``): a reply's remark is its status name, which
     made every FOUND reply take the generic header encoder (~20k instructions with its
@@ -122,14 +123,6 @@ class PullReply(RenderedReply):
 
     __slots__ = ()
     ext_fields = EncodedReply.ext_fields
-
-    # No Python __init__ (RemotingCommand's is a dataclass's): ``_response`` fills its slots
-    if TYPE_CHECKING:
-
-        def __init__(self) -> None: ...
-
-    else:
-        __init__ = object.__init__
 
 
 #: the reply's extFields in their order, each a value cut out of the template

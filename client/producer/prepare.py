@@ -31,6 +31,7 @@ from pocketmq.remoting.protocol.message import (
     pack_host_ip,
     properties_to_string,
 )
+from pocketmq.remoting.protocol.slots import SlotRecord
 from pocketmq.remoting.protocol.topics import is_retry_topic
 
 #: Header templates kept per producer (a bound: topics and tags come from the application).
@@ -98,14 +99,13 @@ class Prepared:
         self._props = props
 
 
-class _Plain(Prepared):
+class _Plain(SlotRecord, Prepared):
     """A :class:`Prepared` made by :meth:`MessagePreparer.prepare`'s plain fast path as
     ``_Plain()``, its slots then filled: object's own __init__ (not Prepared's), so the call is
     type_call -> object_new -> object_init, ~0.3k instructions less than
     ``object.__new__(Prepared)`` (its argument tuple and tp_new_wrapper's checks)."""
 
     __slots__ = ()
-    __init__ = object.__init__
 
 
 class MessagePreparer:
