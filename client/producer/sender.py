@@ -258,8 +258,9 @@ class Sender:
                 addrs = inst.broker_addrs.get(mq.broker_name)
                 addr = addrs.get(MASTER_ID) if addrs else None
                 if addr is not None:
-                    # the born timestamp is also the budget's start (one clock read per send)
-                    born = time.time_ns() // 1_000_000
+                    # the born timestamp is also the budget's start: the ms its UNIQ_KEY was
+                    # made (as send_async's: no clock read here; 0, not a plain message: now)
+                    born = p.born or time.time_ns() // 1_000_000
                     api = inst.api
                     try:
                         response = await api.remoting.invoke(addr, self.command(api, p, mq, born), budget)

@@ -470,6 +470,28 @@ async def test_send_async_first_attempt_is_born_when_its_uniq_key_was_made(monke
     assert keys == {res.msg_id}
 
 
+async def test_await_send_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch) -> None:
+    # send's first attempt, as send_async's: born at the millisecond its UNIQ_KEY was made (no
+    # second clock read); a retry's is read again
+    import time as time_mod
+
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
+    )
+    gen = producer._prep._uniq
+    await producer.send(Message("T", b"w"))  # the topic checked: the fast path from now on
+    inst.remoting.requests.clear()
+    producer._sender.publish["T"].index = -1  # first pick: broker-a, refused: retried on broker-b
+    base = time_mod.time_ns()
+    clock = iter(range(base, base + 10**12, 7 * 10**6))  # each read 7 ms after the last
+    monkeypatch.setattr(time_mod, "time_ns", lambda: next(clock))
+    res = await producer.send(Message("T", b"x"))
+    assert res.send_status is SendStatus.SEND_OK
+    first, second = (int(r.ext_fields["g"]) for _, r in inst.remoting.requests)
+    assert first == gen.last_ms  # the UNIQ_KEY's millisecond, not a second read
+    assert second > first  # the retry is born again
+
+
 def test_budget_start_is_the_born_time_on_the_monotonic_clock() -> None:
     import time as time_mod
 
