@@ -445,22 +445,25 @@ async def test_single_message_properties_fast_path_matches_properties_to_string(
         assert props_str == properties_to_string(props)
 
 
-async def test_send_async_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch) -> None:
-    # one clock read per send: the first attempt's bornTimestamp is the millisecond its UNIQ_KEY
-    # was made at (the generator's); a retry's is read again
+@pytest.mark.parametrize("how", ["send_async", "send"])
+async def test_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch, how: str) -> None:
+    # one clock read per send (send_async's and await send's): the first attempt's
+    # bornTimestamp is the millisecond its UNIQ_KEY was made at (the generator's); a retry's is
+    # read again
     import time as time_mod
 
     producer, inst = make_future_producer(
         lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
     )
+    send = getattr(producer, how)
     gen = producer._prep._uniq
-    await producer.send_async(Message("T", b"w"))  # the topic checked: the fast path from now on
+    await send(Message("T", b"w"))  # the topic checked: the fast path from now on
     inst.remoting.requests.clear()
     producer._sender.publish["T"].index = -1  # first pick: broker-a, refused: retried on broker-b
     base = time_mod.time_ns()
     clock = iter(range(base, base + 10**12, 7 * 10**6))  # each read 7 ms after the last
     monkeypatch.setattr(time_mod, "time_ns", lambda: next(clock))
-    res = await producer.send_async(Message("T", b"x"))
+    res = await send(Message("T", b"x"))
     assert res.send_status is SendStatus.SEND_OK
     first, second = (int(r.ext_fields["g"]) for _, r in inst.remoting.requests)
     assert first == gen.last_ms  # the UNIQ_KEY's millisecond, not a second read
@@ -468,28 +471,6 @@ async def test_send_async_first_attempt_is_born_when_its_uniq_key_was_made(monke
     # the same UNIQ_KEY on both attempts
     keys = {string_to_properties(r.ext_fields["i"])["UNIQ_KEY"] for _, r in inst.remoting.requests}
     assert keys == {res.msg_id}
-
-
-async def test_await_send_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch) -> None:
-    # send's first attempt, as send_async's: born at the millisecond its UNIQ_KEY was made (no
-    # second clock read); a retry's is read again
-    import time as time_mod
-
-    producer, inst = make_future_producer(
-        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
-    )
-    gen = producer._prep._uniq
-    await producer.send(Message("T", b"w"))  # the topic checked: the fast path from now on
-    inst.remoting.requests.clear()
-    producer._sender.publish["T"].index = -1  # first pick: broker-a, refused: retried on broker-b
-    base = time_mod.time_ns()
-    clock = iter(range(base, base + 10**12, 7 * 10**6))  # each read 7 ms after the last
-    monkeypatch.setattr(time_mod, "time_ns", lambda: next(clock))
-    res = await producer.send(Message("T", b"x"))
-    assert res.send_status is SendStatus.SEND_OK
-    first, second = (int(r.ext_fields["g"]) for _, r in inst.remoting.requests)
-    assert first == gen.last_ms  # the UNIQ_KEY's millisecond, not a second read
-    assert second > first  # the retry is born again
 
 
 def test_budget_start_is_the_born_time_on_the_monotonic_clock() -> None:
