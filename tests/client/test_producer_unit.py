@@ -246,12 +246,18 @@ class FutureRemoting(FakeRemoting):
     """The real client's fast path: the request is written at call time and the reply is a
     future (``invoke``) or handed to the waiter (``invoke_into``) on a later loop turn."""
 
+    def __init__(self, handler) -> None:
+        super().__init__(handler)
+        #: invoke_into's ``alone`` flag per request written (invoke's: False)
+        self.alone: list[bool] = []
+
     def invoke(self, addr, request, timeout=None):  # type: ignore[override]
         fut = asyncio.get_running_loop().create_future()
         self.invoke_into(addr, request, timeout, fut)
         return fut
 
-    def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
+    def invoke_into(self, addr, request, timeout, waiter, alone=False):  # type: ignore[override]
+        self.alone.append(alone)
         request = as_decoded(request)
         self.requests.append((addr, request))
         answer = self.handler(addr, request)
@@ -288,6 +294,31 @@ async def test_send_async_writes_before_returning_and_completes_without_a_task()
     # round robin goes on from there, on both paths
     assert (await producer.send(Message("T", b"y"))).message_queue == QUEUES[2]
     assert (await producer.send_async(Message("T", b"z"))).message_queue == QUEUES[3]
+
+
+async def test_await_send_is_written_alone_when_it_is_the_producers_only_one_in_flight() -> None:
+    # one awaited send in flight: written alone (no batch opened, no flush turn after it);
+    # sends made while it is in flight go through invoke (they join or open the turn's batch)
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
+    )
+    producer._sender.loop = asyncio.get_running_loop()
+    producer._sender.publish["T"] = TopicPublishInfo(message_queues=[QUEUES[2]])  # broker-b only
+    await producer.send(Message("T", b"w"))  # the topic checked: the fast path from now on
+    remoting = inst.remoting
+    remoting.alone.clear()
+    assert (await producer.send(Message("T", b"x"))).send_status is SendStatus.SEND_OK
+    assert remoting.alone == [True]
+    remoting.alone.clear()
+    results = await asyncio.gather(*(producer.send(Message("T", b"%d" % i)) for i in range(3)))
+    assert [r.send_status for r in results] == [SendStatus.SEND_OK] * 3
+    assert remoting.alone == [True, False, False]
+    assert producer._sender.awaiting == 0
+    # a failed first attempt (broker-a refuses) is retried by the loop and counted out as well
+    producer._sender.publish["T"] = TopicPublishInfo(message_queues=QUEUES)
+    producer._sender.publish["T"].index = -1  # first pick: broker-a
+    assert (await producer.send(Message("T", b"y"))).message_queue.broker_name == "broker-b"
+    assert producer._sender.awaiting == 0
 
 
 async def test_send_async_first_attempt_failures_follow_the_retry_rules() -> None:
@@ -495,9 +526,9 @@ async def test_plain_send_async_request_is_its_own_waiter_with_the_same_bytes() 
     seen: list[tuple[object, object, bytes]] = []
 
     class Recording(FutureRemoting):
-        def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
+        def invoke_into(self, addr, request, timeout, waiter, alone=False):  # type: ignore[override]
             seen.append((request, waiter, request.encode()))
-            return super().invoke_into(addr, request, timeout, waiter)
+            return super().invoke_into(addr, request, timeout, waiter, alone)
 
     producer, inst = make_future_producer(ok)
     inst.remoting = Recording(ok)
