@@ -346,6 +346,11 @@ class MessagePreparer:
         add = parts.extend
         ids: list[str] = []
         add_id = ids.append
+        # an item's two packed heads kept while its body length, properties length and flag are
+        # the same as the item before's (a batch of one size and tags: packed once, not twice
+        # per message: ~1k instructions a message, callgrind)
+        kept_blen = kept_plen = kept_flag = -1
+        item = plen_head = b""
         for m in msgs:
             body = m.body
             tags = m.tags
@@ -369,7 +374,11 @@ class MessagePreparer:
             plen = len(props)
             if plen > MAX_PROPERTIES_LENGTH:
                 return None
-            add((_pack_item(22 + blen + plen, 0, 0, m.flag, blen), body, _pack_plen(plen), props))
+            flag = m.flag
+            if blen != kept_blen or plen != kept_plen or flag != kept_flag:
+                item, plen_head = _pack_item(22 + blen + plen, 0, 0, flag, blen), _pack_plen(plen)
+                kept_blen, kept_plen, kept_flag = blen, plen, flag
+            add((item, body, plen_head, props))
         data = b"".join(parts)
         if len(data) > max_size:
             return None
