@@ -21,6 +21,7 @@ def _preparers() -> tuple[MessagePreparer, MessagePreparer]:
         prep = MessagePreparer(ProducerConfig(producer_group="g", max_message_size=8192))
         ids = itertools.count()
         prep._uniq.create = lambda ids=ids: f"{next(ids):032X}"  # type: ignore[method-assign]
+        prep._uniq.create_many = lambda n, ids=ids: [f"{next(ids):032X}" for _ in range(n)]  # type: ignore[method-assign]
         out.append(prep)
     general = out[1]
     general._plain_batch = lambda msgs, topic: None  # type: ignore[method-assign]
