@@ -340,13 +340,17 @@ class MessagePreparer:
         raises as before); ids made here are not reused."""
         if topic[0] == "%" and is_retry_topic(topic):
             return None
-        create = self._uniq.create
         max_size = self._max_size
         parts: list[bytes] = []
         add = parts.extend
-        ids: list[str] = []
-        add_id = ids.append
-        for m in msgs:
+        # the batch's ids made at once (one clock read, not one an id)
+        ids = self._uniq.create_many(len(msgs))
+        # an item's two packed heads kept while its body length, properties length and flag are
+        # the same as the item before's (a batch of one size and tags: packed once, not twice
+        # per message: ~1k instructions a message, callgrind)
+        kept_blen = kept_plen = kept_flag = -1
+        item = plen_head = b""
+        for m, uniq in zip(msgs, ids, strict=True):
             body = m.body
             tags = m.tags
             if (
@@ -361,15 +365,17 @@ class MessagePreparer:
                 or (tags and ("\x01" in tags or "\x02" in tags))
             ):
                 return None
-            uniq = create()
-            add_id(uniq)
             # (the string _prepare makes of TAGS and UNIQ_KEY)
             props = (f"TAGS\x01{tags}\x02UNIQ_KEY\x01{uniq}" if tags else f"UNIQ_KEY\x01{uniq}").encode()
             blen = len(body)
             plen = len(props)
             if plen > MAX_PROPERTIES_LENGTH:
                 return None
-            add((_pack_item(22 + blen + plen, 0, 0, m.flag, blen), body, _pack_plen(plen), props))
+            flag = m.flag
+            if blen != kept_blen or plen != kept_plen or flag != kept_flag:
+                item, plen_head = _pack_item(22 + blen + plen, 0, 0, flag, blen), _pack_plen(plen)
+                kept_blen, kept_plen, kept_flag = blen, plen, flag
+            add((item, body, plen_head, props))
         data = b"".join(parts)
         if len(data) > max_size:
             return None

@@ -369,6 +369,27 @@ class UniqIdGenerator:
             self._head_hi = self._head + _HEX2[hi8]
         return self._head_hi + lo
 
+    def create_many(self, n: int) -> list[str]:
+        """``n`` ids (a batch's), the texts ``n`` calls of :meth:`create` make, with the clock
+        read once and again each 256 ids (as the head is remade), not once an id (a ms read is
+        ~0.9k instructions: most of an id's cost)."""
+        now = time.time_ns() // 1_000_000
+        if now != self.last_ms:
+            self._new_ms(now)
+        ids: list[str] = []
+        add = ids.append
+        lows = self._lo
+        for _ in range(n):
+            lo = next(lows)
+            if lo is _HEX2_ZERO:
+                now = time.time_ns() // 1_000_000
+                if now != self.last_ms:
+                    self._new_ms(now)
+                self._hi8 = hi8 = (self._hi8 + 1) & 0xFF
+                self._head_hi = self._head + _HEX2[hi8]
+            add(self._head_hi + lo)
+        return ids
+
 
 _default_uniq = UniqIdGenerator()
 

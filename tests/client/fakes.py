@@ -32,7 +32,9 @@ class FakeRemoting:
         reply.opaque = request.opaque
         return reply
 
-    def invoke_into(self, addr: str, request: RemotingCommand, timeout: float, waiter: Any) -> bool:
+    def invoke_into(
+        self, addr: str, request: RemotingCommand, timeout: float, waiter: Any, alone: bool = False
+    ) -> bool:
         return False  # as RemotingClient without an open connection: the caller uses invoke
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:

@@ -21,6 +21,7 @@ def _preparers() -> tuple[MessagePreparer, MessagePreparer]:
         prep = MessagePreparer(ProducerConfig(producer_group="g", max_message_size=8192))
         ids = itertools.count()
         prep._uniq.create = lambda ids=ids: f"{next(ids):032X}"  # type: ignore[method-assign]
+        prep._uniq.create_many = lambda n, ids=ids: [f"{next(ids):032X}" for _ in range(n)]  # type: ignore[method-assign]
         out.append(prep)
     general = out[1]
     general._plain_batch = lambda msgs, topic: None  # type: ignore[method-assign]
@@ -53,6 +54,17 @@ def _same(msgs: list[Message]) -> None:
     [
         [Message("T", b"x" * 30) for _ in range(64)],
         [Message("T", b"ab", tags="é"), Message("T", b"x" * 7, flag=5, tags="t"), Message("T", b"y", tags="")],
+        # runs of one size, tags length and flag, and changes of each (the kept item heads)
+        [
+            *(Message("T", b"s" * 9, tags="ab") for _ in range(3)),
+            Message("T", b"s" * 10, tags="ab"),
+            Message("T", b"s" * 9, tags="ab"),
+            Message("T", b"s" * 9, tags="abc"),
+            Message("T", b"s" * 9, tags="ab", flag=7),
+            Message("T", b"s" * 9, tags="ab", flag=7),
+            Message("T", b"s" * 9, tags="xy"),
+            Message("T", b"s" * 9),
+        ],
         # not plain: keys, user properties, WAIT false (the general way for the whole batch)
         [Message("T", b"a"), Message("T", b"b", keys="k")],
         [Message("T", b"a"), Message("T", b"b", properties={"p": "v"})],

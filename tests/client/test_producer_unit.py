@@ -246,12 +246,18 @@ class FutureRemoting(FakeRemoting):
     """The real client's fast path: the request is written at call time and the reply is a
     future (``invoke``) or handed to the waiter (``invoke_into``) on a later loop turn."""
 
+    def __init__(self, handler) -> None:
+        super().__init__(handler)
+        #: invoke_into's ``alone`` flag per request written (invoke's: False)
+        self.alone: list[bool] = []
+
     def invoke(self, addr, request, timeout=None):  # type: ignore[override]
         fut = asyncio.get_running_loop().create_future()
         self.invoke_into(addr, request, timeout, fut)
         return fut
 
-    def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
+    def invoke_into(self, addr, request, timeout, waiter, alone=False):  # type: ignore[override]
+        self.alone.append(alone)
         request = as_decoded(request)
         self.requests.append((addr, request))
         answer = self.handler(addr, request)
@@ -288,6 +294,31 @@ async def test_send_async_writes_before_returning_and_completes_without_a_task()
     # round robin goes on from there, on both paths
     assert (await producer.send(Message("T", b"y"))).message_queue == QUEUES[2]
     assert (await producer.send_async(Message("T", b"z"))).message_queue == QUEUES[3]
+
+
+async def test_await_send_is_written_alone_when_it_is_the_producers_only_one_in_flight() -> None:
+    # one awaited send in flight: written alone (no batch opened, no flush turn after it);
+    # sends made while it is in flight go through invoke (they join or open the turn's batch)
+    producer, inst = make_future_producer(
+        lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
+    )
+    producer._sender.loop = asyncio.get_running_loop()
+    producer._sender.publish["T"] = TopicPublishInfo(message_queues=[QUEUES[2]])  # broker-b only
+    await producer.send(Message("T", b"w"))  # the topic checked: the fast path from now on
+    remoting = inst.remoting
+    remoting.alone.clear()
+    assert (await producer.send(Message("T", b"x"))).send_status is SendStatus.SEND_OK
+    assert remoting.alone == [True]
+    remoting.alone.clear()
+    results = await asyncio.gather(*(producer.send(Message("T", b"%d" % i)) for i in range(3)))
+    assert [r.send_status for r in results] == [SendStatus.SEND_OK] * 3
+    assert remoting.alone == [True, False, False]
+    assert producer._sender.awaiting == 0
+    # a failed first attempt (broker-a refuses) is retried by the loop and counted out as well
+    producer._sender.publish["T"] = TopicPublishInfo(message_queues=QUEUES)
+    producer._sender.publish["T"].index = -1  # first pick: broker-a
+    assert (await producer.send(Message("T", b"y"))).message_queue.broker_name == "broker-b"
+    assert producer._sender.awaiting == 0
 
 
 async def test_send_async_first_attempt_failures_follow_the_retry_rules() -> None:
@@ -445,22 +476,25 @@ async def test_single_message_properties_fast_path_matches_properties_to_string(
         assert props_str == properties_to_string(props)
 
 
-async def test_send_async_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch) -> None:
-    # one clock read per send: the first attempt's bornTimestamp is the millisecond its UNIQ_KEY
-    # was made at (the generator's); a retry's is read again
+@pytest.mark.parametrize("how", ["send_async", "send"])
+async def test_first_attempt_is_born_when_its_uniq_key_was_made(monkeypatch, how: str) -> None:
+    # one clock read per send (send_async's and await send's): the first attempt's
+    # bornTimestamp is the millisecond its UNIQ_KEY was made at (the generator's); a retry's is
+    # read again
     import time as time_mod
 
     producer, inst = make_future_producer(
         lambda a, r: RemotingConnectError("refused") if a.startswith("broker-a") else ok(r)
     )
+    send = getattr(producer, how)
     gen = producer._prep._uniq
-    await producer.send_async(Message("T", b"w"))  # the topic checked: the fast path from now on
+    await send(Message("T", b"w"))  # the topic checked: the fast path from now on
     inst.remoting.requests.clear()
     producer._sender.publish["T"].index = -1  # first pick: broker-a, refused: retried on broker-b
     base = time_mod.time_ns()
     clock = iter(range(base, base + 10**12, 7 * 10**6))  # each read 7 ms after the last
     monkeypatch.setattr(time_mod, "time_ns", lambda: next(clock))
-    res = await producer.send_async(Message("T", b"x"))
+    res = await send(Message("T", b"x"))
     assert res.send_status is SendStatus.SEND_OK
     first, second = (int(r.ext_fields["g"]) for _, r in inst.remoting.requests)
     assert first == gen.last_ms  # the UNIQ_KEY's millisecond, not a second read
@@ -492,9 +526,9 @@ async def test_plain_send_async_request_is_its_own_waiter_with_the_same_bytes() 
     seen: list[tuple[object, object, bytes]] = []
 
     class Recording(FutureRemoting):
-        def invoke_into(self, addr, request, timeout, waiter):  # type: ignore[override]
+        def invoke_into(self, addr, request, timeout, waiter, alone=False):  # type: ignore[override]
             seen.append((request, waiter, request.encode()))
-            return super().invoke_into(addr, request, timeout, waiter)
+            return super().invoke_into(addr, request, timeout, waiter, alone)
 
     producer, inst = make_future_producer(ok)
     inst.remoting = Recording(ok)

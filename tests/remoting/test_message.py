@@ -451,3 +451,35 @@ def test_uniq_ids_same_bytes_as_the_reference(monkeypatch, count):
         assert gen.last_ms == clock[0]
         assert uid == ref.create(clock[0]), (step, clock[0])
     assert gen._start_ms == int(time.mktime((2026, 2, 1, 0, 0, 0, 0, 0, -1)) * 1000)  # rolled
+
+
+
+@pytest.mark.parametrize("count", [0, 1, 0xFE, 0xFF, 0xFFFF, 0xABCD])
+def test_uniq_create_many_same_texts_as_the_reference(monkeypatch, count):
+    """A batch's ids: the reference's texts for the clock read at the start and again at each
+    low-byte wrap of the counter (the clock moving 3 ms a read), across 16-bit wraps too."""
+    gen = m.UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
+    gen._count_from(count)
+    ref = _ReferenceUniqIds(gen, count)
+    clock = [int(time.mktime((2026, 3, 5, 10, 0, 0, 0, 0, -1)) * 1000)]
+    reads: list[int] = []
+
+    def tick() -> int:
+        clock[0] += 3
+        reads.append(clock[0])
+        return clock[0] * 1_000_000
+
+    monkeypatch.setattr(m.time, "time_ns", tick)
+    c = count
+    for n in (1, 5, 300, 1000):
+        reads.clear()
+        ids = gen.create_many(n)
+        expected, j = [], 0
+        for _ in range(n):
+            if c & 0xFF == 0:  # a low-byte wrap: the clock read again
+                j += 1
+            expected.append(ref.create(reads[j]))
+            c += 1
+        assert ids == expected
+        assert j == len(reads) - 1 and gen.last_ms == reads[-1]
+        assert len(set(ids)) == n
