@@ -689,10 +689,14 @@ def _body_codes(
         add_hash = hashes.append
         last = "\x02"  # (no head holds a separator)
         hv = 0
-        uniqs = [props[lead:-cut] for props in props_list]
-        if not tail_hashes and (same := _same_head_hashes(uniqs, topic, heads)) is not None:
+        # (the first key's length: a fast path needs every key of it)
+        if not tail_hashes and (
+            same := _same_head_hashes(joined, n, len(first) + 1, lead, len(first) - lead - cut, topic, heads)
+        ):
             hashes += same
             uniqs = []  # (hashed: the offsets below)
+        else:
+            uniqs = [props[lead:-cut] for props in props_list]
         for key in uniqs:
             if key:
                 # inline of index.hash.topic_key_hash; the head's part kept from the record
@@ -729,43 +733,48 @@ _ASCII_TAIL_MAX = 127 * 31 + 127
 _MUL31 = (31).__mul__
 
 
-def _same_head_hashes(uniqs: list[str], topic: str, heads: dict[str, int]) -> list[int] | None:
-    """The index hashes of a batch's UNIQ_KEYs (``topic_key_hash`` each) when they are ASCII,
-    of one length, and in runs of one head each (all but the last two characters: a batch's
-    messages are made in a millisecond or two, its counter's high byte changes once every 256),
-    computed by C-level maps per run: the head's part ``hv`` is looked up once, a tail's part is
-    ``31 * a + b`` of its two bytes, and when ``hv`` plus any tail's part stays on one side of
-    2**31 (all but ~1 run in 500,000) the folded hash is ``hv + t`` (below) or
-    ``2**32 - hv - t`` (above) for every key of the run. None, with nothing done, for anything
-    else (the caller's per-key loop)."""
-    key0 = uniqs[0]
-    n = len(uniqs)
-    size = len(key0)
-    if size < 6:
-        return None
-    joined = "\x00".join(uniqs)
-    w = size + 1
-    # (the strings hold no NUL: ``checked_body``) a NUL at every key's end: one length
-    if not (joined.isascii() and len(joined) == n * w - 1 and joined[size::w].count("\x00") == n - 1):
+def _same_head_hashes(
+    joined: str, n: int, w: int, lead: int, size: int, topic: str, heads: dict[str, int]
+) -> list[int] | None:
+    """The index hashes (``topic_key_hash`` each) of ``n`` UNIQ_KEYs of ``size`` characters in
+    ``joined``, ``n`` strings of ``w - 1`` characters joined with NULs (a batch body's
+    properties, no NUL of their own: ``checked_body``), each key at ``lead`` in its string,
+    when all is ASCII and the keys come in runs of one head each (all but the last two
+    characters: a batch's messages are made in a millisecond or two, its counter's high byte
+    changes once every 256), computed by C-level maps per run: the head's part ``hv`` is
+    looked up once, a tail's part is ``31 * a + b`` of its two bytes, and when ``hv`` plus any
+    tail's part stays on one side of 2**31 (all but ~1 run in 500,000) the folded hash is
+    ``hv + t`` (below) or ``2**32 - hv - t`` (above) for every key of the run. None, with
+    nothing done, for anything else (the caller's per-key loop); also [] for n = 0."""
+    # a NUL at every string's end: all of one length, so are the keys
+    if not (
+        size >= 6
+        and len(joined) == n * w - 1
+        and joined[w - 1 :: w].count("\x00") == n - 1
+        and joined.isascii()
+    ):
         return None
     raw = joined.encode()
     out: list[int] = []
     i = 0
+    at = lead + size - 2  # (a key's head ends, its tail starts, here in its string)
     while i < n:
-        head = uniqs[i][:-2]
-        needle = "\x00" + head
-        # the keys after key i that start with its head (a needle starting with NUL matches
-        # at a key's start only): j - i - 1 of them, which must all come before key j
-        j = i + 1 + joined.count(needle, i * w)
-        if j < n and joined.count(needle, i * w, j * w - 1) != j - i - 1:
+        start = i * w
+        # the strings after string i that start as it does up to its key's tail (a needle
+        # starting with NUL matches at a string's start only): j - i - 1 of them, which must
+        # all come before string j
+        needle = "\x00" + joined[start : start + at]
+        j = i + 1 + joined.count(needle, start)
+        if j < n and joined.count(needle, start, j * w - 1) != j - i - 1:
             return None
+        head = joined[start + lead : start + at]
         hv = heads.get(head)
         if hv is None:
             # (it fills the head's part in, as the loop's miss)
-            uniq_key_hash(topic, uniqs[i])
+            uniq_key_hash(topic, joined[start + lead : start + at + 2])
             if (hv := heads.get(head)) is None:
                 return None
-        parts = map(add, map(_MUL31, raw[i * w + size - 2 : j * w : w]), raw[i * w + size - 1 : j * w : w])
+        parts = map(add, map(_MUL31, raw[start + at : j * w : w]), raw[start + at + 1 : j * w : w])
         if hv + _ASCII_TAIL_MAX < 0x80000000:
             out += map(hv.__add__, parts)
         elif hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF:
