@@ -74,7 +74,7 @@ _HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
 #: the CLUSTER part the last record of UNIQ_KEY then CLUSTER ended with, separator first
 #: (the broker's "\x02CLUSTER\x01<its cluster>"): the fast path's check of a record's tail.
 #: Learnt by ``reput_appended``; two separators before (never a learnt part: no record matches)
-_LEARNT = ["\x02\x02"]
+_LEARNT = [("\x02\x02", -2)]  # (the part and its slice bound, minus its length)
 #: the last record's topic, UNIQ_KEY head and its part of the hash, and the 26-character head
 #: and its part (``reput_appended``), kept from one call to the next (at one send in flight a
 #: call is one record). Parts are those of ``index.hash``'s tables, a function of the topic and
@@ -159,8 +159,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
     head_part = 0
     last_h26: str | None = None
     h26 = 0
-    cluster_tail = _LEARNT[0]
-    tail_len = len(cluster_tail)
+    cluster_tail, cut = _LEARNT[0]
     # the topic's queues by queue id: one int subscript per record, not a (topic, qid) tuple
     # built and hashed for ``flat`` (~0.6k instructions)
     topic_queues = _NO_QUEUES
@@ -199,6 +198,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 last_ts = ts
                 n += done
                 continue
+            end = phy + size
             try:
                 tags_code = 0
                 tx = sys_flag & _TX_MASK
@@ -208,9 +208,9 @@ def reput_appended(d: ReputState, budget: int) -> int:
                         # dispatch (module docstring, "Committed copies")
                         _, tags_code, key, keys, head, tail = got
                     elif (
-                        props[-tail_len:] == cluster_tail
+                        props[cut:] == cluster_tail
                         and props[:_UNIQ_LEN] == _UNIQ_ONLY
-                        and "\x02" not in (key := props[_UNIQ_LEN:-tail_len])
+                        and "\x02" not in (key := props[_UNIQ_LEN:cut])
                         and not halves
                     ):
                         # UNIQ_KEY, then the CLUSTER part learnt below (the broker appends
@@ -237,8 +237,9 @@ def reput_appended(d: ReputState, budget: int) -> int:
                         key = split[0]
                         keys = None
                         if after:
-                            cluster_tail = _LEARNT[0] = f"\x02{after}"
-                            tail_len = len(cluster_tail)
+                            cluster_tail = f"\x02{after}"
+                            cut = -len(cluster_tail)
+                            _LEARNT[0] = (cluster_tail, cut)
                         if key:
                             head = key[:-2]
                             tail = key[-2:]
@@ -337,20 +338,22 @@ def reput_appended(d: ReputState, budget: int) -> int:
                     # inline of queue.consume_queue.ConsumeQueue.put (its common case, the next unit
                     # of its last file: no call per record, ~0.5k instructions per transaction)
                     files = cq.mfq.files
-                    if files:
-                        mf = files[-1]
-                        pos = qoff * CQ_UNIT_SIZE - mf.file_from_offset
-                    if files and pos == mf.wrote_position and pos < mf.file_size:
+                    if (
+                        files
+                        and (pos := qoff * CQ_UNIT_SIZE - (mf := files[-1]).file_from_offset)
+                        == mf.wrote_position
+                        and pos < mf.file_size
+                    ):
                         _pack_unit(mf.mm, pos, phy, size, tags_code)
                         mf.wrote_position = pos + CQ_UNIT_SIZE
-                        if phy + size > cq.max_physic_offset:  # noqa: PLR1730 - no builtin call
-                            cq.max_physic_offset = phy + size
+                        if end > cq.max_physic_offset:  # noqa: PLR1730 - no builtin call
+                            cq.max_physic_offset = end
                         if ts:
                             cq.last_store_timestamp = ts
                     else:
                         cq.put(phy, size, tags_code, qoff, ts)
                     if listener is not None and (waiting is None or waiting):
-                        d.reput_from_offset = phy + size
+                        d.reput_from_offset = end
                         listener.arriving(
                             topic,
                             qid,
@@ -368,7 +371,7 @@ def reput_appended(d: ReputState, budget: int) -> int:
                     htss.pop()
                 pending.appendleft(rec)
                 raise
-            off = phy + size
+            off = end
             last_ts = ts
             n += 1
     finally:
@@ -398,8 +401,7 @@ def reput_one(d: ReputState, pending: deque[AppendedRecord]) -> bool:
     caller then takes ``reput_appended``."""
     phy, size, topic, qid, qoff, ts, sys_flag, prepared, props, batch = pending[0]
     kept_topic, last_head, head_part, last_h26, h26 = _KEPT[0]
-    cluster_tail = _LEARNT[0]
-    cut = -len(cluster_tail)
+    cluster_tail, cut = _LEARNT[0]
     if (
         phy != d.reput_from_offset
         or batch is not None
