@@ -33,6 +33,8 @@ HEADERS = {
 ITEMS = {
     "uniq": [_uniq(i) for i in range(70)],
     "uniq trailing": [_uniq(i) + "\x02" for i in range(70)],
+    # a counter crossing a multiple of 256 mid-batch: two heads, two runs
+    "uniq two runs": [_uniq(0x1F0 + i) for i in range(70)],
     # heads that change every few records, back to an earlier one, non-ASCII tails
     "uniq heads": [_uniq(i * 61 % 700) for i in range(70)] + ["UNIQ_KEY\x01abcé€", "UNIQ_KEY\x01ab"],
     "empty uniq": ["UNIQ_KEY\x01"] * 3 + [_uniq(5)],

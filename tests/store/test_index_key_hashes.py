@@ -153,3 +153,47 @@ def test_hash_of_integer_min_value_folds_to_zero():
             assert topic_key_hash("T", key) == 0  # cached path
             return
     pytest.fail("no MIN_VALUE key constructed")
+
+
+def test_a_batchs_same_head_hashes_equal_java_string_hash():
+    """``_same_head_hashes`` (a batch body's UNIQ_KEYs hashed by C-level maps per run of one
+    head, read from its NUL-joined properties strings) gives every key's ``topic#key`` hash or
+    None (the per-key loop), and takes runs whose head part lies below and above 2**31 and
+    batches of several runs."""
+    from pocketmq.store.dispatch.appended import _same_head_hashes
+    from pocketmq.store.index.hash import heads_of
+
+    rnd = random.Random(5)
+    sides = set()
+    for trial in range(400):
+        topic = f"T{trial % 7}"
+        prefix = f"7F0000010A6B18B4AAC2{rnd.randrange(1 << 32):08X}"
+        start = rnd.randrange(0x10000 - 300)
+        n = rnd.choice([1, 2, 64, 200])
+        shape = trial % 8
+        if shape == 2:
+            start &= 0xFF00  # (one head but key 1's)
+        keys = [f"{prefix}{start + i:04X}" for i in range(n)]  # (runs of one head: 1-2)
+        if shape == 1:
+            keys[n // 2 :] = [k[:-6] + "99" + k[-4:] for k in keys[n // 2 :]]  # a later millisecond
+        elif shape == 2 and n > 2:
+            keys[1] = keys[1][:-4] + "FF" + keys[1][-2:]  # heads A, B, A
+        elif shape == 3:
+            keys[-1] = keys[-1] + "0"  # one longer key
+        elif shape == 4:
+            keys[0] = keys[0][:-1] + "é"  # not ASCII
+        elif shape == 5:
+            keys = [k[:5] for k in keys]  # too short
+        # (as a batch body's properties: a prefix, the key, a tail; joined with NULs)
+        props = "\x00".join(f"UNIQ_KEY\x01{k}\x02CLUSTER\x01C" for k in keys)
+        size = len(keys[0])
+        got = _same_head_hashes(props, n, size + 20, 9, size, topic, heads_of(topic))
+        expected = [_ref_hash(topic, k) for k in keys]
+        if shape in (0, 1, 6, 7):
+            assert got == expected, (topic, keys[:3])
+            sides.add(heads_of(topic)[keys[0][:-2]] > 0x80000000)
+        else:
+            assert got is None or got == expected
+        if shape in (4, 5) or (shape in (2, 3) and n > 2):
+            assert got is None, (shape, n, keys[:3])
+    assert sides == {False, True}  # (heads whose part is above 2**31 fold to 2**32 - hv - t)
