@@ -304,6 +304,8 @@ def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
     assert type(cmd) is SendRawRequest
     assert cmd.code == 310 and cmd.remark is None and cmd.serialize_type == 0
     assert cmd.send_header == SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+    with pytest.raises(TypeError):  # object's __init__ (SlotRecord): the decoder fills the slots
+        SendRawRequest(1)  # type: ignore[call-arg]
 
 
 def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
