@@ -55,3 +55,16 @@ def test_what_the_socket_does_not_take_comes_back_in_order() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_a_full_socket_gives_the_buffers_back() -> None:
+    """EAGAIN: nothing taken, the same buffers come back (one alone: write(2); several: writev)."""
+    a, b = _pair()
+    try:
+        while write_through(a.fileno(), [bytes(65536)]) != [bytes(65536)]:
+            pass  # (filled until the socket takes nothing)
+        assert write_through(a.fileno(), [b"reply"]) == [b"reply"]
+        assert write_through(a.fileno(), [b"head", b"body"]) == [b"head", b"body"]
+    finally:
+        a.close()
+        b.close()
