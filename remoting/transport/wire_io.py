@@ -25,7 +25,6 @@ MAX_BATCH_PARTS = 64
 #: at most this much is read back after a reset (the receive buffer holds less unless raised)
 SALVAGE_MAX = 64 * 1024 * 1024
 _writev = os.writev
-_write = os.write
 _read = os.read
 
 
@@ -36,21 +35,12 @@ def write_through(fd: int, bufs: Sequence[bytes | memoryview]) -> list[bytes | m
         OSError: the write failed for another reason than a full socket buffer (EPIPE,
             ECONNRESET: the peer is gone).
     """
-    if len(bufs) == 1:
-        # a reply alone (one send in flight): write(2) of the buffer, not writev of a list of
-        # one (os.writev's list walk and iovec array: ~0.25k instructions more a reply)
-        buf = bufs[0]
-        try:
-            sent = _write(fd, buf)
-        except BlockingIOError:
-            return [buf]
-        if sent == len(buf):
-            return []
-        return [memoryview(buf)[sent:] if sent else buf]
     try:
         sent = _writev(fd, bufs)
     except BlockingIOError:
         return list(bufs)
+    if len(bufs) == 1 and sent == len(bufs[0]):  # (a reply alone, all taken: no enumerate loop)
+        return []
     for i, buf in enumerate(bufs):
         size = len(buf)
         if sent < size:

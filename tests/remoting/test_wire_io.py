@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
+from pocketmq.remoting.transport.connection import RemotingConnection
+from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
 from pocketmq.remoting.transport.wire_io import write_through
 
 
@@ -57,8 +61,51 @@ def test_what_the_socket_does_not_take_comes_back_in_order() -> None:
         b.close()
 
 
+
+class _Transport:
+    """What ``RemotingConnection._put`` asks of a transport; ``writelines`` keeps the rest."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.kept = sock, b""
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"socket": self.sock, "peername": ("127.0.0.1", 1)}.get(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.kept)
+
+    def writelines(self, bufs: list[bytes]) -> None:
+        self.kept += b"".join(bufs)
+
+
+@pytest.mark.parametrize("size", [10, 1 << 20])
+async def test_a_reply_alone_goes_out_whole_or_its_rest_to_the_transport(size: int) -> None:
+    """``_put`` writes a lone buffer itself (write(2)): taken whole, or what the socket did not
+    take (a part, or none once full) goes to the transport, in order."""
+    a, b = _pair()
+    try:
+        conn = RemotingConnection(ProcessorDispatcher())
+        transport = _Transport(a)
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        reply = bytes(range(256)) * (size // 256) or b"reply-head"
+        conn._put(transport, [reply])  # type: ignore[arg-type]
+        assert (len(transport.kept) > 0) == (size > 10)
+        got = _drain(b)
+        assert got + transport.kept == reply
+        if size > 10:  # the socket is full now: a second lone reply is taken by none of it
+            transport.kept = b""
+            while write_through(a.fileno(), [bytes(65536)]) != [bytes(65536)]:
+                pass
+            transport.get_write_buffer_size = lambda: 0  # type: ignore[method-assign]
+            conn._put(transport, [b"next"])  # type: ignore[arg-type]
+            assert transport.kept == b"next"
+    finally:
+        a.close()
+        b.close()
+
+
 def test_a_full_socket_gives_the_buffers_back() -> None:
-    """EAGAIN: nothing taken, the same buffers come back (one alone: write(2); several: writev)."""
+    """EAGAIN: nothing taken, the same buffers come back."""
     a, b = _pair()
     try:
         while write_through(a.fileno(), [bytes(65536)]) != [bytes(65536)]:
