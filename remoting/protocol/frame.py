@@ -118,8 +118,13 @@ class FrameDecoder:
         # (a producer's send goes straight to ``_split``, told by the 31 of 310 where a JSON
         # header's code is: an index each, ~0.2k instructions, where the checks and unpack
         # below cost ~1k more; ``_split`` reads it by its shape, with every check, and decodes
-        # anything else with these bytes, rare (another code 31x), as the same command)
-        if not buf and len(data) >= 8 and (len(data) < 18 or data[16] != 51 or data[17] != 49):
+        # anything else with these bytes, rare (another code 31x), as the same command. Only
+        # a server's decoder asks: a client's reads replies, which all take the block below)
+        if (
+            not buf
+            and len(data) >= 8
+            and (not self.server or len(data) < 18 or data[16] != 51 or data[17] != 49)
+        ):
             # One whole JSON frame per read: a request or reply when few are in flight. Decoded
             # here with the checks of ``_split`` (which this skips with its setup, ~0.3 us);
             # anything else, or a header that does not decode, takes ``_split``.
