@@ -253,6 +253,18 @@ class RemotingConnection(asyncio.Protocol):
         commands = decoder.feed(data)
         if decoder.errors or decoder.held or self._partial:
             self._decoded(commands)
+        # (the common read, a turn's worth with nothing waiting, tested at once: the backlog's
+        # bookkeeping is a call for the others)
+        if self._backlog is not None or len(commands) > PER_TURN or self._raw is not None:
+            commands = self._to_backlog(commands)
+        if commands:
+            self._slice_read = None
+            self._handle(commands)
+
+    def _to_backlog(self, commands: list[RemotingCommand]) -> list[RemotingCommand]:
+        """``data_received``'s ``commands`` when earlier ones wait, they are more than a turn's,
+        or a large read is held: what waits joins the backlog (its slices scheduled, reading
+        paused past ``MAX_BACKLOG``); returns the ones to handle in this turn."""
         backlog, queue_wait = self._backlog, self._queue_wait
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
@@ -272,9 +284,7 @@ class RemotingConnection(asyncio.Protocol):
         if backlog is not None and len(backlog) > MAX_BACKLOG and not self._backlog_paused and transport:
             self._backlog_paused = True
             transport.pause_reading()
-        if commands:
-            self._slice_read = None
-            self._handle(commands)
+        return commands
 
     def _decode(self, data: bytes) -> list[RemotingCommand]:
         """The commands ``data`` completes (decoder errors answered, partial frame counted);
