@@ -66,7 +66,7 @@ _SendHeader = SendMessageRequestHeader
 #: the 25th); a shorter one is no typed kind (SEND_OK_START is 37 bytes).
 _KIND_MIN = 24
 assert len(SEND_OK_START) > _KIND_MIN and SEND_OK_START[8] == 48 and SEND_OK_START[24] == 77
-assert _SEND_V2_START[8] == END_START[8] == 51
+assert _SEND_V2_START[8] == END_START[8] == 51 and _SEND_V2_START[9] == 49 != END_START[9]
 
 
 class FrameDecoder:
@@ -115,24 +115,30 @@ class FrameDecoder:
         if self.broken is not None:
             return []
         buf = self._buf
-        if not buf and len(data) >= 8:
+        # (a producer's send goes straight to ``_split``, told by the 31 of 310 where a JSON
+        # header's code is: an index each, ~0.2k instructions, where the checks and unpack
+        # below cost ~1k more; ``_split`` reads it by its shape, with every check, and decodes
+        # anything else with these bytes, rare (another code 31x), as the same command. Only
+        # a server's decoder asks: a client's reads replies, which all take the block below)
+        if (
+            not buf
+            and len(data) >= 8
+            and (not self.server or len(data) < 18 or data[16] != 51 or data[17] != 49)
+        ):
             # One whole JSON frame per read: a request or reply when few are in flight. Decoded
             # here with the checks of ``_split`` (which this skips with its setup, ~0.3 us);
-            # anything else, a producer's send (typed in ``_split``'s loop, the only place)
-            # or a header that does not decode, takes ``_split``.
+            # anything else, or a header that does not decode, takes ``_split``.
             length, word = _unpack_words(data, 0)
             size = len(data)
             if (
                 length == size - 4
                 and length <= self.max_frame_size - 4
-                and word >> 24 == 0  # JSON, header length in the low 24 bits
+                and 0 <= word < 0x1000000  # JSON (word >> 24 == 0), header length in the low 24 bits
                 and word <= self.max_header_size
                 and 8 + word <= size
             ):
-                # the code's first digit (_json_command); a producer's send is left to _split
+                # the code's first digit (_json_command)
                 kind = data[16] if word > _KIND_MIN else 0
-                if kind == 51 and _send_v2 is not None and data.startswith(_SEND_V2_START, 8):
-                    kind = -1
             else:
                 kind = -1
             if kind >= 0:
@@ -215,93 +221,97 @@ class FrameDecoder:
                     body = view[bstart:stop].tobytes()
                 pos = stop
                 try:
-                    if word >> 24 == 0:  # JSON, the common case
+                    # JSON, the common case (word >> 24 == 0: an int compare, where 3.11's
+                    # unspecialized shift costs ~0.25k instructions a frame)
+                    if hlen == word:
+                        # a producer's send (the hottest frame): read by the shape an earlier
+                        # one taught (send_raw: no JSON parse, the send's header built here),
+                        # tried before the prefix test: a shape is learnt only from a header
+                        # with the prefix, outside its changing values, so a header its
+                        # constant pieces match has it (~0.55k instructions a send less);
+                        # another frame of a shape's length fails the match and goes on
+                        sshape = _send_shape_of(hlen) if v2_start is not None else None
+                        if sshape is not None:
+                            (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
+                             base, language, version, flag, plain) = sshape  # fmt: skip
+                            values = unpack_values(header)  # (the changing ones)
+                            # its constant pieces: the values put back into the shape's
+                            # give the header; else another producer's header of this
+                            # length may be one of the length's other shapes' (send_raw)
+                            if render % values == header:
+                                queue_id = _queue_id_of(values[i_e])
+                            else:
+                                queue_id = None
+                                for other in _other_send_shapes_of(hlen, ()):
+                                    other_values = other[0](header)
+                                    if other[1] % other_values == header:
+                                        (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
+                                         post, base, language, version, flag, plain) = other  # fmt: skip
+                                        values = other_values
+                                        queue_id = _queue_id_of(values[i_e])
+                                        break
+                            # the opaque: its digits but the last, and the last
+                            # (send_raw._Shape); g and those as the last converted?
+                            raw_g = values[i_g]
+                            raw_opaque, o_last = values[i_opaque], values[i_opaque + 1]
+                            g_new = raw_g != g_seen
+                            o_new = raw_opaque != o_seen
+                            # the queue id one of QUEUE_IDS (a subscript, no int() call:
+                            # another takes the typed decode), the numbers ASCII digits
+                            # (what int() reads as the field parse does: no sign, space
+                            # or _; the digits last converted are), the opaque without a
+                            # leading zero (JSON), the UNIQ_KEY ASCII letters and digits
+                            # (JSON string content, no escape)
+                            if (
+                                queue_id is not None
+                                and (not g_new or raw_g.isdigit())
+                                and o_last in DIGITS
+                                and (
+                                    not o_new
+                                    or not raw_opaque
+                                    or (raw_opaque.isdigit() and raw_opaque[0] != 48)
+                                )
+                                and (i_uniq < 0 or values[i_uniq].isalnum())
+                            ):
+                                # int() (~0.65k instructions) only for new digits
+                                if g_new:
+                                    g_seen, g_value = raw_g, int(raw_g)
+                                    self._numbers = (g_seen, g_value, o_seen, o_base)
+                                if o_new:
+                                    o_seen, o_base = raw_opaque, int(raw_opaque or b"0") * 10
+                                    self._numbers = (g_seen, g_value, o_seen, o_base)
+                                h = _new(_SendHeader)
+                                h.producer_group = base.producer_group
+                                h.topic = base.topic
+                                h.default_topic = base.default_topic
+                                h.default_topic_queue_nums = base.default_topic_queue_nums
+                                h.queue_id = queue_id
+                                h.sys_flag = base.sys_flag
+                                h.born_timestamp = g_value
+                                h.flag = base.flag
+                                h.properties = (
+                                    base.properties if i_uniq < 0 else f"{pre}{values[i_uniq].decode()}{post}"
+                                )
+                                h.reconsume_times = base.reconsume_times
+                                h.unit_mode = base.unit_mode
+                                h.max_reconsume_times = base.max_reconsume_times
+                                h.batch = base.batch
+                                h.bname = base.bname
+                                raw_send = SendRawRequest()
+                                raw_send.send_header = h
+                                raw_send.plain = plain  # (the shape's: send_raw._plain)
+                                raw_send.language = language
+                                raw_send.version = version
+                                raw_send.opaque = o_base + DIGITS[o_last]
+                                raw_send.flag = flag
+                                raw_send.raw_header = header
+                                raw_send.body = body
+                                out.append(raw_send)
+                                continue
                         if v2_start is not None and header.startswith(v2_start):
-                            # a producer's send (the hottest frame): read by the shape an
-                            # earlier one taught (send_raw: no JSON parse, the send's header
-                            # built here), else its extFields typed, no dict built
-                            # (SendV2Request), here in the loop (no Python call per frame); a
-                            # header the typed decode refuses: _general_command
-                            sshape = _send_shape_of(hlen)
-                            if sshape is not None:
-                                (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
-                                 base, language, version, flag, plain) = sshape  # fmt: skip
-                                values = unpack_values(header)  # (the changing ones)
-                                # its constant pieces: the values put back into the shape's
-                                # give the header; else another producer's header of this
-                                # length may be one of the length's other shapes' (send_raw)
-                                if render % values == header:
-                                    queue_id = _queue_id_of(values[i_e])
-                                else:
-                                    queue_id = None
-                                    for other in _other_send_shapes_of(hlen, ()):
-                                        other_values = other[0](header)
-                                        if other[1] % other_values == header:
-                                            (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
-                                             post, base, language, version, flag, plain) = other  # fmt: skip
-                                            values = other_values
-                                            queue_id = _queue_id_of(values[i_e])
-                                            break
-                                # the opaque: its digits but the last, and the last
-                                # (send_raw._Shape); g and those as the last converted?
-                                raw_g = values[i_g]
-                                raw_opaque, o_last = values[i_opaque], values[i_opaque + 1]
-                                g_new = raw_g != g_seen
-                                o_new = raw_opaque != o_seen
-                                # the queue id one of QUEUE_IDS (a subscript, no int() call:
-                                # another takes the typed decode), the numbers ASCII digits
-                                # (what int() reads as the field parse does: no sign, space
-                                # or _; the digits last converted are), the opaque without a
-                                # leading zero (JSON), the UNIQ_KEY ASCII letters and digits
-                                # (JSON string content, no escape)
-                                if (
-                                    queue_id is not None
-                                    and (not g_new or raw_g.isdigit())
-                                    and o_last in DIGITS
-                                    and (
-                                        not o_new
-                                        or not raw_opaque
-                                        or (raw_opaque.isdigit() and raw_opaque[0] != 48)
-                                    )
-                                    and (i_uniq < 0 or values[i_uniq].isalnum())
-                                ):
-                                    # int() (~0.65k instructions) only for new digits
-                                    if g_new:
-                                        g_seen, g_value = raw_g, int(raw_g)
-                                        self._numbers = (g_seen, g_value, o_seen, o_base)
-                                    if o_new:
-                                        o_seen, o_base = raw_opaque, int(raw_opaque or b"0") * 10
-                                        self._numbers = (g_seen, g_value, o_seen, o_base)
-                                    h = _new(_SendHeader)
-                                    h.producer_group = base.producer_group
-                                    h.topic = base.topic
-                                    h.default_topic = base.default_topic
-                                    h.default_topic_queue_nums = base.default_topic_queue_nums
-                                    h.queue_id = queue_id
-                                    h.sys_flag = base.sys_flag
-                                    h.born_timestamp = g_value
-                                    h.flag = base.flag
-                                    h.properties = (
-                                        base.properties
-                                        if i_uniq < 0
-                                        else f"{pre}{values[i_uniq].decode()}{post}"
-                                    )
-                                    h.reconsume_times = base.reconsume_times
-                                    h.unit_mode = base.unit_mode
-                                    h.max_reconsume_times = base.max_reconsume_times
-                                    h.batch = base.batch
-                                    h.bname = base.bname
-                                    raw_send = _new(SendRawRequest)
-                                    raw_send.send_header = h
-                                    raw_send.plain = plain  # (the shape's: send_raw._plain)
-                                    raw_send.language = language
-                                    raw_send.version = version
-                                    raw_send.opaque = o_base + DIGITS[o_last]
-                                    raw_send.flag = flag
-                                    raw_send.raw_header = header
-                                    raw_send.body = body
-                                    out.append(raw_send)
-                                    continue
+                            # else its extFields typed, no dict built (SendV2Request), here in
+                            # the loop (no Python call per frame); a header the typed decode
+                            # refuses: _general_command
                             try:
                                 v2 = _send_v2(header)  # type: ignore[misc]
                             except Exception:

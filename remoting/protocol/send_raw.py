@@ -52,6 +52,7 @@ from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import SendV2Request
 from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageConst
+from pocketmq.remoting.protocol.slots import SlotRecord
 
 __all__ = ["DIGITS", "OTHER_SHAPES", "PER_LENGTH", "QUEUE_IDS", "SHAPES", "SendRawRequest", "learn"]
 
@@ -100,10 +101,11 @@ _others = OTHER_SHAPES
 _misses: dict[int, int] = {}
 
 
-class SendRawRequest(SendV2Request):
+class SendRawRequest(SlotRecord, SendV2Request):
     """A SEND_MESSAGE_V2 read by its shape (module docstring): ``send_header`` is the send's
     parsed header. ``v2_fields`` (the typed decode's struct) and ``ext_fields`` are decoded from
-    ``raw_header`` when asked for (hooks, tests).
+    ``raw_header`` when asked for (hooks, tests). Made as ``SendRawRequest()`` (object's
+    ``__init__``: :class:`SlotRecord`), its slots filled by the frame decoder.
 
     ``plain``: the header's properties are non-empty, hold none of the keys WAIT, CLUSTER,
     DELAY and TRAN_MSG and do not end with a separator, so the broker stores them as they are

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
@@ -80,6 +81,7 @@ _limited_log = RateLimitedLog(logger)
 
 # Plain names for what every frame touches (a module attribute or enum read costs ~20-80 ns).
 _monotonic = time.monotonic
+_write = os.write
 _RPC_TYPE_RESPONSE = int(RPC_TYPE_RESPONSE)
 _RPC_ONEWAY = int(RPC_ONEWAY)
 _InvalidStateError = asyncio.InvalidStateError
@@ -251,6 +253,18 @@ class RemotingConnection(asyncio.Protocol):
         commands = decoder.feed(data)
         if decoder.errors or decoder.held or self._partial:
             self._decoded(commands)
+        # (the common read, a turn's worth with nothing waiting, tested at once: the backlog's
+        # bookkeeping is a call for the others)
+        if self._backlog is not None or len(commands) > PER_TURN or self._raw is not None:
+            commands = self._to_backlog(commands)
+        if commands:
+            self._slice_read = None
+            self._handle(commands)
+
+    def _to_backlog(self, commands: list[RemotingCommand]) -> list[RemotingCommand]:
+        """``data_received``'s ``commands`` when earlier ones wait, they are more than a turn's,
+        or a large read is held: what waits joins the backlog (its slices scheduled, reading
+        paused past ``MAX_BACKLOG``); returns the ones to handle in this turn."""
         backlog, queue_wait = self._backlog, self._queue_wait
         if backlog is not None:  # an earlier read is still being handled: keep the order
             backlog += commands
@@ -270,9 +284,7 @@ class RemotingConnection(asyncio.Protocol):
         if backlog is not None and len(backlog) > MAX_BACKLOG and not self._backlog_paused and transport:
             self._backlog_paused = True
             transport.pause_reading()
-        if commands:
-            self._slice_read = None
-            self._handle(commands)
+        return commands
 
     def _decode(self, data: bytes) -> list[RemotingCommand]:
         """The commands ``data`` completes (decoder errors answered, partial frame counted);
@@ -633,7 +645,17 @@ class RemotingConnection(asyncio.Protocol):
             transport.writelines(bufs)
             return
         try:
-            rest = write_through(fd, bufs)
+            if len(bufs) != 1:
+                rest = write_through(fd, bufs)
+            else:  # a reply alone (one send in flight): write(2) here, no write_through call
+                buf = bufs[0]
+                try:
+                    sent = _write(fd, buf)
+                except BlockingIOError:
+                    sent = 0
+                if sent == len(buf):
+                    return
+                rest = [memoryview(buf)[sent:] if sent else buf]
         except OSError as exc:
             self._peer_reset(exc)
             return

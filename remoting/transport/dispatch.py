@@ -145,7 +145,10 @@ class ProcessorDispatcher:
             return None
         handlers, default, out = self.handlers, self.default_handler, conn._out
         for request in commands:
-            if request.flag & _RPC_TYPE_RESPONSE:
+            # (the flag tested for zero before its bits: a request's is 0 but for oneways, and
+            # 3.11 does not specialize &, ~0.1k instructions a test)
+            flag = request.flag
+            if flag and flag & _RPC_TYPE_RESPONSE:
                 conn._resolve(request)
             elif (handler := handlers.get(request.code, default)) is None:
                 self.dispatch(conn, request)  # REQUEST_CODE_NOT_SUPPORTED
@@ -159,7 +162,7 @@ class ProcessorDispatcher:
                         type(result) is EncodedReply
                         and result.head_opaque == request.opaque
                         and out is not None
-                        and not (request.flag & _RPC_ONEWAY or conn._closing)
+                        and not ((flag and flag & _RPC_ONEWAY) or conn._closing)
                     ):
                         # the hottest path (SEND_OK): the reply joins the read's open batch
                         out.append(result.head)

@@ -93,6 +93,7 @@ async def test_one_chunk_of_every_outcome_is_answered_in_request_order(hooked: b
             3, RemotingCommand(ResponseCode.SUCCESS, ask.opaque, int(RPC_TYPE_RESPONSE), "answer").encode()
         )
         chunk.append(RemotingCommand(102, 50, int(RPC_ONEWAY), None).encode())  # oneway: no reply
+        chunk.append(RemotingCommand(101, 52, int(RPC_ONEWAY), None).encode())  # (a pre-rendered one: none)
         chunk.append(RemotingCommand(101, 51, 0, None).encode())
         writer.write(b"".join(chunk))
         answered = await asyncio.wait_for(invoked, 5.0)

@@ -42,6 +42,12 @@ CASES: list[tuple[bytes, type | None]] = [
     (head(30, {"a": "b"}), None),
     (head(37, None), None),  # END_TRANSACTION's code without extFields
     (head(310, None), None),
+    # the 1 of 310 sends a lone frame to _split's loop (feed's index test): other 31x codes
+    # and a 310 whose extFields are not first are decoded there as the general path does
+    (head(31, {"a": "b"}), None),
+    (head(311, {"a": "b"}), None),
+    (head(319, None), None),
+    (b'{"code":310,"flag":0,"extFields":{"a":"b"}}', None),
     (head(1, None, remark="r"), None),
     (head(0, OK, remark="r"), SendOkReply),
     (

@@ -304,6 +304,8 @@ def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
     assert type(cmd) is SendRawRequest
     assert cmd.code == 310 and cmd.remark is None and cmd.serialize_type == 0
     assert cmd.send_header == SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+    with pytest.raises(TypeError):  # object's __init__ (SlotRecord): the decoder fills the slots
+        SendRawRequest(1)  # type: ignore[call-arg]
 
 
 def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
@@ -357,3 +359,24 @@ def test_born_times_and_opaques_of_one_read_convert_as_int_reads_them() -> None:
             assert (*got, cmd.send_header) == want
         else:
             assert got == want[:7]
+
+
+@pytest.mark.parametrize("code", [11, 37, 311])
+def test_another_frame_of_a_shapes_length_reads_as_the_general_path(code: int) -> None:
+    """A shape is tried before the SEND_MESSAGE_V2 prefix test (frame._split): a frame of
+    another code whose header has a learnt shape's length fails its constant pieces and is
+    decoded as before (lone in its read, and two in a read)."""
+    base = sdk()
+    _teach(base)
+    def other(pad: int) -> bytes:
+        return (f'{{"code":{code},"extFields":{{"x":"' + "y" * pad + '"}' + _TAIL % ("JAVA", 9, 1)).encode()
+
+    header = other(len(base) - len(other(0)))
+    assert len(header) == len(base)
+    decoder = FrameDecoder()
+    cmds = [*decoder.feed(frame(header)), *decoder.feed(frame(header) * 2)]
+    assert not decoder.errors and len(cmds) == 3
+    for cmd in cmds:
+        assert type(cmd).__name__ == "RemotingCommand" and cmd.body == b"body"
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+        assert got == _reference(header)[:7]
