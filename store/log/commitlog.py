@@ -56,6 +56,7 @@ from pocketmq.store.log.crc import crc32_long, crc32_short
 from pocketmq.store.log.layout import PUT_PREFIX_STRUCTS, STORE_TAIL_STRUCTS, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.log.mapped_file_queue import Allocator, MappedFileQueue
+from pocketmq.store.log.message_batch import encode_messages
 from pocketmq.store.log.put_hooks import EVERY_PUT, NO_SERVICES, Gate, LatencySink, WakeGate, no_wakeup
 from pocketmq.store.log.replica import append_replicated
 from pocketmq.store.log.syscalls import disk_usage_ratio, short_write
@@ -546,9 +547,12 @@ class CommitLog:
         mf = files[-1] if files else None
         # inline of clock.now_ms
         now = _time_ns() // 1_000_000 if self._system_clock else self.clock()
-        encoded = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position if mf else 0, now)
-        if isinstance(encoded, PutResult):
-            return encoded
+        qoff = self.topic_queue_table.get((topic, first.queue_id), 0)
+        phy = mf.file_from_offset + mf.wrote_position if mf else 0
+        encoded = encode_messages(msgs, head, phy, qoff, now, self.max_body)
+        if encoded.__class__ is int:
+            return _FAIL_ILLEGAL if encoded == ILLEGAL else _FAIL_PROPS
+        assert isinstance(encoded, Encoded)
         total = encoded.total
         if mf is None or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > mf.allocated:
             got = self._segment_for(total)
@@ -556,8 +560,10 @@ class CommitLog:
                 return got
             mf = got
             # a new segment: PHYSICALOFFSETs change, encode again (once per segment roll)
-            again = self._encode_batch(msgs, head, mf.file_from_offset + mf.wrote_position, now)
-            assert not isinstance(again, PutResult)
+            again = encode_messages(
+                msgs, head, mf.file_from_offset + mf.wrote_position, qoff, now, self.max_body
+            )
+            assert isinstance(again, Encoded)
             encoded = again
         return self._write(mf, encoded, topic, first.queue_id, now, first.store_host, msgs)
 
@@ -637,113 +643,6 @@ class CommitLog:
         self.put_times_total += n
         self.put_size_total += total
         return AppendResult.of(phy, total, now, base_qoff, n, store_host, offsets)
-
-    def _encode_batch(
-        self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
-    ) -> Encoded | PutResult:
-        """Records of a batch starting at CommitLog offset ``phy``, or the refusal.
-
-        Per message: one ``pack`` of the prefix, the CRC and the properties encoding; what
-        the messages of a broker batch share (hosts, sysFlag, topic) is worked out once.
-        """
-        first = msgs[0]
-        topic = first.topic
-        queue_id = first.queue_id
-        qoff = self.topic_queue_table.get((topic, queue_id), 0)
-        max_body = self.max_body
-        tail_len = len(head) + 2
-        born = first.born_host
-        store = first.store_host
-        born_ip, born_port = born
-        store_ip, store_port = store
-        sys_flag = (first.sys_flag & ~HOST_FLAGS_MASK) | host_flags(born_ip, store_ip)
-        prefix = RECORD_PREFIX_STRUCTS[sys_flag & HOST_FLAGS_MASK]
-        pack = prefix.pack
-        fixed = prefix.size + tail_len
-        crc32 = _crc32_long if min(len(m.body) for m in msgs) >= _LONG else _crc32
-        pack_len = _pack_props_len
-        parts: list[bytes | memoryview] = []
-        add = parts.extend
-        sizes: list[int] = []
-        props_list: list[str] = []
-        base_flag = first.sys_flag
-        uniform = True
-        start = phy
-        for m in msgs:
-            if m.topic != topic or m.queue_id != queue_id:
-                return _FAIL_ILLEGAL
-            # inline of message_inner.MessageInner.properties_string
-            props = m.properties
-            if props.__class__ is not str:
-                props = properties_to_string(props)  # type: ignore[arg-type]
-            props_b = props.encode()
-            plen = len(props_b)
-            body = m.body
-            blen = len(body)
-            if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
-                return _FAIL_PROPS
-            if blen > max_body:
-                return _FAIL_ILLEGAL
-            if (
-                m.sys_flag != base_flag
-                or not (m.born_host is born or m.born_host == born)
-                or not (m.store_host is store or m.store_host == store)
-            ):
-                uniform = False
-                break
-            size = fixed + blen + plen
-            add(
-                (
-                    # inline of remoting.protocol.message.encode_message
-                    pack(
-                        size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, m.flag, qoff, phy,
-                        sys_flag, m.born_timestamp, born_ip, born_port, now, store_ip, store_port,
-                        m.reconsume_times, m.prepared_transaction_offset, blen,
-                    ),
-                    body,
-                    head,
-                    pack_len(plen),
-                    props_b,
-                )
-            )  # fmt: skip
-            sizes.append(size)
-            props_list.append(props)
-            phy += size
-            qoff += 1
-        if uniform:
-            return Encoded(parts, sizes, props_list, phy - start, sys_flag)
-        return self._encode_mixed(msgs, head, start, now)
-
-    def _encode_mixed(
-        self, msgs: Sequence[MessageInner], head: bytes, phy: int, now: int
-    ) -> Encoded | PutResult:
-        """``_encode_batch`` for records that differ in hosts or sysFlag (not from a broker):
-        each message is its own template for ``encode_items`` (a rare path: one call each)."""
-        first = msgs[0]
-        topic = first.topic
-        queue_id = first.queue_id
-        qoff = self.topic_queue_table.get((topic, queue_id), 0)
-        parts: list[bytes | memoryview] = []
-        sizes: list[int] = []
-        props_list: list[str] = []
-        flags: list[int] = []
-        start = phy
-        for m in msgs:
-            if m.topic != topic or m.queue_id != queue_id:
-                return _FAIL_ILLEGAL
-            item = (m.flag, m.body, m.properties_string())
-            one = encode_items(m, (item,), head, phy, qoff, now, self.max_body, m.prepared_transaction_offset)
-            if not isinstance(one, Encoded):
-                return _FAIL_ILLEGAL if one == ILLEGAL else _FAIL_PROPS
-            parts += one.parts
-            sizes += one.sizes
-            props_list += one.props
-            flag = one.flags
-            assert isinstance(flag, int)  # one record: one sysFlag
-            flags.append(flag)
-            phy += one.total
-            qoff += 1
-        return Encoded(parts, sizes, props_list, phy - start, flags)
 
     def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
         """HA seam: write replicated bytes at ``start_offset`` (``replica.append_replicated``)."""
