@@ -18,7 +18,6 @@ from pocketmq.remoting.protocol.message import (
     PROPS_LEN,
     RECORD_PREFIX_STRUCTS,
     host_flags,
-    properties_to_string,
 )
 from pocketmq.store.log.batch_encode import ILLEGAL, TOO_LONG_PROPS, Encoded, encode_items
 from pocketmq.store.log.crc import FAST_CRC_MIN as _LONG
@@ -59,14 +58,9 @@ def encode_messages(
     for m in msgs:
         if m.topic != topic or m.queue_id != queue_id:
             return ILLEGAL
-        # inline of message_inner.MessageInner.properties_string
-        props = m.properties
-        if props.__class__ is not str:
-            props = properties_to_string(props)  # type: ignore[arg-type]
-        props_b = props.encode()
-        plen = len(props_b)
-        body = m.body
-        blen = len(body)
+        props = m.properties_string()
+        props_b, body = props.encode(), m.body
+        plen, blen = len(props_b), len(body)
         if plen > MAX_PROPERTIES_LENGTH or (plen and not props_b[-1]):  # see records.validate_record
             return TOO_LONG_PROPS
         if blen > max_body:
