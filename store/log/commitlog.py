@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from os import pwritev as _pwritev
+from struct import Struct
 from time import time_ns as _time_ns
 
 from pocketmq.remoting.common.clock import SystemClock
@@ -158,6 +159,10 @@ class CommitLog:
         #: the last IPv4 store host a put saw and its store tail (``_store_tail``)
         self._tail_host: HostAddress | None = None
         self._tail = b""
+        #: the last put's record shape (prefix, topic head, body and properties lengths) and its
+        #: Struct (or None: a shape past ``layout.PUT_SHAPES_MAX``): the next put of that shape packs
+        #: by it without a lookup
+        self._last_shape: tuple[Struct | None, bytes, int, int, Struct | None] = (None, b"", -1, -1, None)
         #: topic -> queue id -> its ``topic_queue_table`` key, the tuple the table holds: a put's
         #: lookups match it by identity, not by building and comparing a tuple (any equal key
         #: stays valid: a rebuilt table or a deleted entry only costs the compares again)
@@ -334,9 +339,13 @@ class CommitLog:
             if wrote != size:
                 raise short_write(mf.fd, wrote, size)
         else:  # the whole record by one Struct per shape (layout.put_shape): no 1 KiB+ bytes joined
-            rec = _shape_of((prefix, head, blen, plen))  # (a bound dict.get: no KeyError on a miss)
-            if rec is None:
-                rec = _put_shape(prefix, head, blen, plen)
+            # (the last put's shape first: compares of locals, no key tuple hashed and compared)
+            last_prefix, last_head, last_blen, last_plen, rec = self._last_shape
+            if blen != last_blen or plen != last_plen or head is not last_head or prefix is not last_prefix:
+                rec = _shape_of((prefix, head, blen, plen))  # (a bound dict.get: no KeyError on a miss)
+                if rec is None:
+                    rec = _put_shape(prefix, head, blen, plen)  # (None past PUT_SHAPES_MAX)
+                self._last_shape = (prefix, head, blen, plen, rec)
             if rec is not None:
                 rec.pack_into(
                     mf.mm, pos, size, MESSAGE_MAGIC_CODE, crc, queue_id, msg.flag, qoff, phy, sys_flag, msg.born_timestamp,

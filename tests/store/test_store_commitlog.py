@@ -390,7 +390,8 @@ def test_record_shapes_and_shapes_past_the_cap_store_encode_message_bytes(
     properties length) shape (``layout.put_shape``); past ``PUT_SHAPES_MAX`` shapes it packs the
     prefix and joins the rest; writing through, it gathers the parts. All give encode_message's bytes
     for empty to 16 KiB bodies, properties around the 1024-byte table bound, IPv6 hosts, topics
-    of other lengths and a shape seen again; the cap holds."""
+    of other lengths, a shape seen again (the last put's kept: ``_last_shape``), shapes that
+    differ from the last only in properties length or only in topic; the cap holds."""
     from pocketmq.store.log import layout
 
     layout.PUT_SHAPES.clear()
@@ -399,10 +400,11 @@ def test_record_shapes_and_shapes_past_the_cap_store_encode_message_bytes(
     cases = [
         ("TopicA", 100, 0, BORN_HOST), ("TopicA", 100, 0, BORN_HOST), ("T", 0, 0, BORN_HOST),
         ("TopicA", 1, 1100, v6), ("Topic" * 20, 16384, 0, BORN_HOST), ("TopicA", 1024, 960, BORN_HOST),
+        ("TopicA", 1024, 961, BORN_HOST), ("TopicC", 1024, 961, BORN_HOST),  # only plen, then only the topic
     ]  # fmt: skip
     for cap in (64, 0):  # every shape kept, then none (a shape already kept still packs by its Struct)
         monkeypatch.setattr(layout, "PUT_SHAPES_MAX", cap)
-        for i, (topic, size, pad, born) in enumerate(cases + [("TopicB", 333 + cap, 5, BORN_HOST)]):
+        for i, (topic, size, pad, born) in enumerate(cases + [("TopicB", 333 + cap, 5, BORN_HOST)] * 2):
             msg = make_msg(i, topic=topic, body_size=size, extra={"P": "x" * pad})
             msg.born_host = born
             r = store.put_message(msg)
@@ -414,4 +416,4 @@ def test_record_shapes_and_shapes_past_the_cap_store_encode_message_bytes(
             )  # fmt: skip
             assert store.get_message_bytes_by_offset(r.append.wrote_offset) == expected, (cap, i)
         # the first two puts share a shape; none kept past the cap; writing through packs none
-        assert len(layout.PUT_SHAPES) == (6 if flush == "ASYNC_FLUSH" else 0)
+        assert len(layout.PUT_SHAPES) == (8 if flush == "ASYNC_FLUSH" else 0)
