@@ -380,3 +380,42 @@ def test_put_prefix_of_every_host_family_and_prepared_offset_is_the_reference_la
             reconsume_times=i, prepared_transaction_offset=prepared,
         )  # fmt: skip
         assert store.get_message_bytes_by_offset(r.append.wrote_offset) == expected, i
+
+
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_record_shapes_and_shapes_past_the_cap_store_encode_message_bytes(
+    open_store, clock, tmp_path, flush, monkeypatch
+):
+    """``put_message`` packs a record with one Struct per (prefix, topic head, body length,
+    properties length) shape put twice in a row (``layout.put_shape``; a shape seen once, as
+    bodies of ever new sizes, makes none and is joined); past ``PUT_SHAPES_MAX`` shapes it packs the
+    prefix and joins the rest; writing through, it gathers the parts. All give encode_message's bytes
+    for empty to 16 KiB bodies, properties around the 1024-byte table bound, IPv6 hosts, topics
+    of other lengths, a shape seen again (the last put's kept: ``_shape_rec``), shapes that
+    differ from the last only in properties length or only in topic; the cap holds."""
+    from pocketmq.store.log import layout
+
+    layout.PUT_SHAPES.clear()
+    store = open_store(str(tmp_path / flush), clock=clock, flush_disk_type=flush)
+    v6 = (bytes(15) + b"\x01", 7)
+    cases = [
+        ("TopicA", 100, 0, BORN_HOST), ("TopicA", 100, 0, BORN_HOST), ("T", 0, 0, BORN_HOST),
+        ("TopicA", 1, 1100, v6), ("Topic" * 20, 16384, 0, BORN_HOST), ("TopicA", 1024, 960, BORN_HOST),
+        ("TopicA", 1024, 961, BORN_HOST), ("TopicC", 1024, 961, BORN_HOST),  # only plen, then only the topic
+    ]  # fmt: skip
+    for cap in (64, 0):  # every shape kept, then none (a shape already kept still packs by its Struct)
+        monkeypatch.setattr(layout, "PUT_SHAPES_MAX", cap)
+        for i, (topic, size, pad, born) in enumerate(cases + [("TopicB", 333 + cap, 5, BORN_HOST)] * 2):
+            msg = make_msg(i, topic=topic, body_size=size, extra={"P": "x" * pad})
+            msg.born_host = born
+            r = store.put_message(msg)
+            assert r.status is PutMessageStatus.PUT_OK and r.append is not None
+            expected = encode_message(
+                topic=topic, body=msg.body, properties=properties_to_string(msg.properties), queue_id=0,  # type: ignore[arg-type]
+                flag=i, queue_offset=r.append.logics_offset, commit_log_offset=r.append.wrote_offset,
+                born_timestamp=msg.born_timestamp, born_host=born, store_timestamp=clock.now, store_host=STORE_HOST,
+            )  # fmt: skip
+            assert store.get_message_bytes_by_offset(r.append.wrote_offset) == expected, (cap, i)
+        # a Struct only for the shapes put twice in a row (the first two puts', then TopicB's
+        # while the cap allows); writing through packs none
+        assert len(layout.PUT_SHAPES) == (2 if flush == "ASYNC_FLUSH" else 0)

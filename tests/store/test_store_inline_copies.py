@@ -3,7 +3,7 @@
 The copies carry a one-line marker ``# inline of <module>.<function>``; this file checks the
 derived record layout (``log.layout``) against ``RECORD_PREFIX_STRUCTS``, the index key hash
 copies (``index.hash``, ``index.scan``) against ``topic_key_hash``, and the record prefix packs
-(``CommitLog.put_message`` / ``_encode_batch`` / ``_encode_mixed``, ``batch_encode``) against
+(``CommitLog.put_message``, ``message_batch.encode_messages``, ``batch_encode``) against
 ``encode_message``. The reput copies (``dispatch.appended``) are compared with the decoding
 path in test_store_fastpaths.py.
 """
