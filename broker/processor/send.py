@@ -132,12 +132,14 @@ _pack_prefix = PREFIX.pack
 #: list subscript instead of a Struct.pack call per SEND_OK (its header is ~150-200 bytes)
 _REPLY_PREFIXES = [_pack_prefix(4 + n, n) for n in range(1024)]
 #: an offset msgId's last four hex digits by the offset's low 16 bits (a list subscript: the
-#: SEND_OK's 16 digits are its 64 KiB block's 12, kept, and these; ~3.7 MB of strings)
-_HEX4 = [f"{i:04X}" for i in range(1 << 16)]
+#: SEND_OK's 16 digits are its 64 KiB block's 12, kept, and these; ~2.9 MB of bytes). The
+#: SEND_OK's kept texts are UTF-8 bytes, joined as bytes: no str join and encode per send
+_HEX4 = [f"{i:04X}".encode() for i in range(1 << 16)]
 #: no block: any offset's difference from it is out of range
-_NO_BLOCK = (-(1 << 64), "")
+_NO_BLOCK = (-(1 << 64), b"")
 #: no block of a decimal (``_number_block``): any number's difference from it is out of range
-_NO_NUMBER: tuple[int, str, list[str]] = (-(1 << 64), "", [])
+_NO_NUMBER: tuple[int, bytes, list[bytes]] = (-(1 << 64), b"", [])
+_join = b"".join
 _PUT_OK = PutMessageStatus.PUT_OK
 _PERM_WRITE = int(PermName.PERM_WRITE)
 _MULTI_TAG = TopicFilterType.MULTI_TAG
@@ -200,17 +202,17 @@ class SendMessageProcessor:
         self._block = _NO_BLOCK
         #: queue id -> its last SEND_OK's block of 1000 queue offsets (_number_block: p1, the
         #: queue id and p2 before the block's leading digits; the last three's texts end in p3)
-        self._queue_blocks: dict[int, tuple[int, str, list[str]]] = {}
+        self._queue_blocks: dict[int, tuple[int, bytes, list[bytes]]] = {}
         #: the last SEND_OK's block of 1000 opaques (_number_block; the last three's texts end
         #: in p4, the template's end)
         self._opaque_block = _NO_NUMBER
         #: (a number's last three digits, all of it below 1000 / zero-padded otherwise) + p3;
-        #: the same + p4
+        #: the same + p4 (UTF-8)
         self._number_texts = (
-            [f"{i}{parts[3]}" for i in range(1000)],
-            [f"{i:03d}{parts[3]}" for i in range(1000)],
-            [f"{i}{parts[4]}" for i in range(1000)],
-            [f"{i:03d}{parts[4]}" for i in range(1000)],
+            [f"{i}{parts[3]}".encode() for i in range(1000)],
+            [f"{i:03d}{parts[3]}".encode() for i in range(1000)],
+            [f"{i}{parts[4]}".encode() for i in range(1000)],
+            [f"{i:03d}{parts[4]}".encode() for i in range(1000)],
         )
         return s
 
@@ -627,7 +629,8 @@ class SendMessageProcessor:
                     texts = self._number_texts
                     oblock = self._opaque_block = _number_block(opaque, "", texts[2], texts[3])
                     olow = opaque - oblock[0]
-                header = f"{block[1]}{_HEX4[low]}{qblock[1]}{qblock[2][qlow]}{oblock[1]}{oblock[2][olow]}".encode()  # fmt: skip
+                # (bytes joined: ~0.9k instructions fewer than the str's BUILD_STRING and encode)
+                header = _join((block[1], _HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
             else:
                 msg_id = self._msg_id(append)
                 qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
@@ -664,16 +667,16 @@ class SendMessageProcessor:
         return RemotingCommand.response_to(request, code, remark, ext)
 
     @staticmethod
-    def _offset_block(offset: int, prefix: str) -> tuple[int, str]:
+    def _offset_block(offset: int, prefix: str) -> tuple[int, bytes]:
         """``offset``'s 64 KiB block: its first offset and the reply's text up to the msgId's
         last four hex digits (``prefix``: p0 and the store host's hex; then the offset's 12 high
         hex digits)."""
         first = offset >> 16 << 16
-        return first, prefix + first.to_bytes(8, "big").hex().upper()[:12]
+        return first, (prefix + first.to_bytes(8, "big").hex().upper()[:12]).encode()
 
     def _queue_block(
         self, queue_id: int, queue_offset: int, parts: tuple[str, ...]
-    ) -> tuple[int, str, list[str]]:
+    ) -> tuple[int, bytes, list[bytes]]:
         """``queue_offset``'s block of 1000 (``_number_block``) after p1, the queue id and p2,
         kept as the queue's."""
         texts = self._number_texts
@@ -707,15 +710,17 @@ class SendMessageProcessor:
         return prefix + hexes.replace(",", "," + prefix)
 
 
-def _number_block(value: int, before: str, plain: list[str], padded: list[str]) -> tuple[int, str, list[str]]:
+def _number_block(
+    value: int, before: str, plain: list[bytes], padded: list[bytes]
+) -> tuple[int, bytes, list[bytes]]:
     """The block of 1000 holding ``value`` (>= 0): its first number, ``before`` + the number's
     digits but the last three, and the table of the last three's texts (``plain``: below 1000,
     no leading zero; else ``padded``), so ``value``'s text is ``block[1] + block[2][value -
-    block[0]]`` for any value of the block."""
+    block[0]]`` for any value of the block (UTF-8)."""
     if value < 1000:
-        return 0, before, plain
+        return 0, before.encode(), plain
     head = value // 1000
-    return head * 1000, f"{before}{head}", padded
+    return head * 1000, f"{before}{head}".encode(), padded
 
 
 def _delay_or_error(props: str) -> int:
