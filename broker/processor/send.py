@@ -267,12 +267,13 @@ class SendMessageProcessor:
         if s.cfg is not self.state.config:  # inline of _settings
             s = self._settings()
         queue_id = header.queue_id
+        topic = header.topic  # (read once: a slot read each further time)
         # inline of check_send's outcome when its checks pass for a topic they passed before
         # (SendSettings.quick_checks): the same topic config; anything else takes the call
         tc = None
-        if s.quick_checks and header.topic in self._ok_topics:
+        if s.quick_checks and topic in self._ok_topics:
             try:  # (a subscript, no method call)
-                tc = self.topics.topic_config_table[header.topic]
+                tc = self.topics.topic_config_table[topic]
             except KeyError:
                 pass
         if tc is None or not tc.perm & _PERM_WRITE or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums):  # fmt: skip
@@ -296,8 +297,7 @@ class SendMessageProcessor:
         inner.prepared_transaction_offset = 0
         inner.tags_code = 0
         sent = header.properties or ""
-        tran = not plain and TRAN_KEY in sent
-        topic = header.topic  # (checked: not blank)
+        tran = not plain and TRAN_KEY in sent  # (topic: checked, not blank)
         if (
             tran
             and self.transactions is not None
@@ -354,7 +354,11 @@ class SendMessageProcessor:
                     else reply_when_durable(half, self.topics, self.groups)
                 )
         if plain:  # (what the branch below decides, known from the shape)
-            props, wait, delayed, tran = f"{sent}{s.cluster_tail}", True, s.tail_delay, s.tail_tran
+            # (four statements: a 4-target assignment builds and unpacks a tuple)
+            props = f"{sent}{s.cluster_tail}"
+            wait = True
+            delayed = s.tail_delay
+            tran = s.tail_tran
         elif sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
             # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
             # stored_properties returns for it, without the call
@@ -371,9 +375,9 @@ class SendMessageProcessor:
             len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
         ):  # inline of send_checks.properties_too_long
             raise MessageIllegalError(ILLEGAL_REMARK)
-        if len(body) > s.max_body_fast and stored_size(len(body), header.topic, props) > s.max_body:
+        if len(body) > s.max_body_fast and stored_size(len(body), topic, props) > s.max_body:
             raise MessageIllegalError(ILLEGAL_REMARK)  # inline of send_checks.message_too_large
-        inner.topic = header.topic
+        inner.topic = topic
         inner.queue_id = queue_id
         inner.properties = props
         inner.sys_flag = header.sys_flag
