@@ -106,6 +106,7 @@ from pocketmq.remoting.protocol.route import (
     TopicFilterType,
 )
 from pocketmq.remoting.protocol.send_raw import SendRawRequest
+from pocketmq.remoting.protocol.slots import SlotRecord
 from pocketmq.store import AppendResult, MessageInner, PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
@@ -126,7 +127,6 @@ _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SUCCESS = int(ResponseCode.SUCCESS)
 _JAVA = LanguageCode.JAVA
 _RESPONSE = int(RPC_TYPE_RESPONSE)
-_new = object.__new__
 _pack_prefix = PREFIX.pack
 #: a JSON reply's frame prefix (total length, header length) by header length, made once: a
 #: list subscript instead of a Struct.pack call per SEND_OK (its header is ~150-200 bytes)
@@ -146,6 +146,14 @@ _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
 _parse_v2_attrs = SendMessageRequestHeader.from_v2_attrs
+
+
+class _SentMessage(SlotRecord, MessageInner):
+    """The MessageInner of a single send, made by a bare class call (SlotRecord: object's own
+    ``__init__``, ~0.26k instructions fewer than ``object.__new__(MessageInner)`` through
+    tp_new_wrapper, callgrind); ``process`` fills every slot."""
+
+    __slots__ = ()
 
 
 @dataclass(eq=False, kw_only=True)
@@ -284,7 +292,7 @@ class SendMessageProcessor:
         # the stored message, every slot filled directly: a third fewer instructions than the
         # dataclass __init__ (test_send checks that all of MessageInner's fields are set here);
         # what a half's differs in (topic, queue, properties, sysFlag) is filled below
-        inner = _new(MessageInner)
+        inner = _SentMessage()
         inner.body = body
         inner.flag = header.flag
         inner.born_timestamp = header.born_timestamp
