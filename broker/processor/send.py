@@ -101,7 +101,6 @@ from pocketmq.remoting.protocol.message import (
 from pocketmq.remoting.protocol.route import (
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRANS_HALF_TOPIC,
-    PermName,
     TopicConfig,
     TopicFilterType,
 )
@@ -135,13 +134,14 @@ _REPLY_PREFIXES = [_pack_prefix(4 + n, n) for n in range(1024)]
 #: SEND_OK's 16 digits are its 64 KiB block's 12, kept, and these; ~2.9 MB of bytes). The
 #: SEND_OK's kept texts are UTF-8 bytes, joined as bytes: no str join and encode per send
 _HEX4 = [f"{i:04X}".encode() for i in range(1 << 16)]
+#: the most topics process keeps the checked config of (SendMessageProcessor._plain_topics)
+_PLAIN_TOPICS_MAX = 100_000
 #: no block: any offset's difference from it is out of range
 _NO_BLOCK = (-(1 << 64), b"")
 #: no block of a decimal (``_number_block``): any number's difference from it is out of range
 _NO_NUMBER: tuple[int, bytes, list[bytes]] = (-(1 << 64), b"", [])
 _join = b"".join
 _PUT_OK = PutMessageStatus.PUT_OK
-_PERM_WRITE = int(PermName.PERM_WRITE)
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
@@ -186,6 +186,9 @@ class SendMessageProcessor:
         self._rng = random.Random()
         #: Topic names that passed the name checks (valid, not a system topic): checked once.
         self._ok_topics: set[str] = set()
+        #: topic -> the config (frozen: replaced whole when changed) with which a send to it
+        #: passed check_send and that needs no retry/DLQ or MULTI_TAG step (process)
+        self._plain_topics: dict[str, TopicConfig] = {}
         self._msgid_prefix: tuple[HostAddress, str] | None = None
         self._held_pulls = self.held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
@@ -277,16 +280,29 @@ class SendMessageProcessor:
             s = self._settings()
         queue_id = header.queue_id
         topic = header.topic  # (read once: a slot read each further time)
-        # inline of check_send's outcome when its checks pass for a topic they passed before
-        # (SendSettings.quick_checks): the same topic config; anything else takes the call
+        # inline of check_send's outcome when its broker-wide checks pass
+        # (SendSettings.quick_checks) and the topic's config is the one (frozen) a send already
+        # passed it with, not a %RETRY% or MULTI_TAG topic's (_plain_topics): only the queue id
+        # is left to check (two subscripts and an identity test, no name, perm, prefix or
+        # filter type test per send); anything else takes the call
         tc = None
-        if s.quick_checks and topic in self._ok_topics:
-            try:  # (a subscript, no method call)
+        if s.quick_checks:
+            try:  # (subscripts, no method call)
                 tc = self.topics.topic_config_table[topic]
+                if self._plain_topics[topic] is not tc:
+                    tc = None
             except KeyError:
-                pass
-        if tc is None or not tc.perm & _PERM_WRITE or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums):  # fmt: skip
+                tc = None
+        if tc is None or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums):
             tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
+            special = (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) or tc.topic_filter_type is _MULTI_TAG  # fmt: skip
+            if not special and s.quick_checks:
+                plain_topics = self._plain_topics
+                if len(plain_topics) > _PLAIN_TOPICS_MAX:  # bounded: deleted topics' stay
+                    plain_topics.clear()
+                plain_topics[topic] = tc
+        else:
+            special = False
         body = request.body or b""
         if queue_id < 0:
             queue_id = self._rng.randrange(99999999) % max(1, tc.write_queue_nums)
@@ -390,7 +406,7 @@ class SendMessageProcessor:
         inner.queue_id = queue_id
         inner.properties = props
         inner.sys_flag = header.sys_flag
-        if (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) or tc.topic_filter_type is _MULTI_TAG:  # fmt: skip
+        if special:  # a %RETRY% or MULTI_TAG topic
             self._retry_and_dlq(request, header, inner, tc)
         if delayed and self.schedule is not None:
             try:
