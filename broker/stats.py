@@ -17,15 +17,19 @@ Rules (Java ``StatsItem``, ``StatsItemSet``, ``BrokerStatsManager``, ``BrokerSta
   (put times, transferred messages) recorded at local midnight (``BrokerStats.record``), also
   lazily: :meth:`BrokerStats.maybe_record` runs on every stats update and runtime-info read.
 
-Pure: time is an argument or an injected ``now_ms`` function; nothing here does I/O.
+Pure: time is an argument or an injected ``now_ms`` function (the broker's SystemClock one is
+read inline, the same reading); nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from pocketmq.remoting.common.clock import SystemClock
 
 # Java BrokerStatsManager names.
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -48,6 +52,7 @@ STATS_NAMES = (
     BROKER_GET_FROM_DISK_SIZE, GROUP_GET_LATENCY, SNDBCK2DLQ_TIMES,
 )  # fmt: skip
 
+_time_ns = time.time_ns
 _MINUTE_STEP, _MINUTE_KEEP = 10_000, 7
 _HOUR_STEP, _HOUR_KEEP = 600_000, 7
 _DAY_STEP, _DAY_KEEP = 3_600_000, 25
@@ -320,6 +325,9 @@ class BrokerStatsManager:
     ) -> None:
         self.cluster_name = cluster_name
         self.now_ms = now_ms
+        #: the broker's clock (its SystemClock's now_ms) is read inline by on_get (the same
+        #: reading without a Python call per pull)
+        self._system_clock = getattr(now_ms, "__func__", None) is SystemClock.now_ms
         now = now_ms()
         self.stats_table: dict[str, StatsItemSet] = {name: StatsItemSet(name, now_ms) for name in STATS_NAMES}
         t = self.stats_table
@@ -389,7 +397,7 @@ class BrokerStatsManager:
 
     def on_get(self, group: str, topic: str, nums: int, size: int) -> None:
         """``incGroupGetNums`` + ``incGroupGetSize`` + ``incBrokerGetNums`` for one found pull."""
-        now = self.now_ms()
+        now = _time_ns() // 1_000_000 if self._system_clock else self.now_ms()
         if now >= self.next_roll:
             self.roll(now)
         try:  # (as topic_put: exact-dict subscripts for both items)

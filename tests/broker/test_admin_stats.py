@@ -151,6 +151,32 @@ def test_pulls_count_in_their_topic_at_group_items():
     assert broker_get is not None and broker_get.value == 2 * 31
 
 
+def test_a_pull_with_the_system_clock_is_sampled_at_the_wall_clock_time(monkeypatch):
+    """With the broker's clock (SystemClock.now_ms) on_get reads the wall clock inline
+    (time.time_ns, no Python call): pulls across 10 s boundaries are sampled there, as with any
+    injected clock (which is still called)."""
+    import pocketmq.broker.stats as stats_mod
+    from pocketmq.remoting.common.clock import SystemClock
+
+    wall = [T0 * 1_000_000]
+    import time
+
+    monkeypatch.setattr(stats_mod, "_time_ns", lambda: wall[0])  # (on_get's inline read)
+    monkeypatch.setattr(time, "time_ns", lambda: wall[0])  # (SystemClock.now_ms's)
+    m = BrokerStatsManager("C1", SystemClock().now_ms)
+    fake = FakeClock(wall_ms=T0)
+    other = BrokerStatsManager("C1", fake.now_ms)
+    for ms in (T0 + 1, T0 + 10_000, T0 + 20_000):
+        wall[0] = ms * 1_000_000
+        fake.set_wall_ms(ms)
+        for mgr in (m, other):
+            mgr.on_get("G", "T", 3, 30)
+    for mgr in (m, other):
+        item = mgr.get_stats_item(GROUP_GET_NUMS, "T@G")
+        assert item is not None
+        assert item.minute(T0 + 20_000).sum == 3  # the samples at +10 s (3) and +20 s (6)
+
+
 def test_a_put_after_its_topic_was_deleted_counts_in_new_items():
     """``on_put``'s cached (nums, size) pair goes with the topic: a later put feeds the items
     the stats table (statsAll, metrics) reads, not the dropped ones."""
