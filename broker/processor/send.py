@@ -444,6 +444,10 @@ class SendMessageProcessor:
             held = self._held_pulls
             if held and (inner.topic, inner.queue_id) in held and result.append is not None:
                 self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
+            if result.append is not None and self.topics.durable is None:
+                # inline of _put_then_flush and _durable in the steady state (two call levels)
+                self.flush_replies.add(store, conn, request, result, queue_id, inner.topic)
+                return None  # answered by FlushReplies, like a held pull
             return self._durable(self._put_then_flush(conn, request, result, queue_id, inner.topic))
         put = store.put_now  # (then called: a read 3.11 specializes, MessageStore._set_writable)
         result = put(inner)
