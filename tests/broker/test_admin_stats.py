@@ -127,6 +127,28 @@ def test_a_pull_after_its_topic_or_group_was_deleted_counts_in_new_items():
         deleted()
 
 
+def test_the_broker_get_count_keeps_deleted_topics_and_groups_messages():
+    """BROKER_GET_NUMS (folded from the GROUP_GET_NUMS items when read) counts every pulled
+    message, those of items dropped with their topic or group too, and its minute window
+    samples it as an added-to item would; its times stay 0 (Java adds to the value only)."""
+    clock = FakeClock(wall_ms=T0)
+    m = BrokerStatsManager("C1", clock.now_ms)
+    m.on_get("G", "T", 2, 20)
+    m.on_get("H", "T", 3, 30)
+    m.on_get("G", "U", 5, 50)
+    clock.set_wall_ms(T0 + 10_000)
+    m.on_topic_deleted("T")
+    m.on_get("G", "U", 7, 70)
+    m.on_group_deleted("G")
+    m.on_get("H", "V", 11, 110)
+    clock.set_wall_ms(T0 + 20_000)
+    m.on_get("H", "V", 13, 130)
+    item = m.get_stats_item(BROKER_GET_NUMS, "C1")
+    assert item is not None and (item.value, item.times) == (41, 0)
+    assert m.record_day().msg_get_total_today_now == 41
+    assert item.minute(T0 + 20_000).sum == 28 - 10  # the samples at +10 s (10) and +20 s (28)
+
+
 def test_pulls_count_in_their_topic_at_group_items():
     """``on_get`` caches its pairs by group, then topic: each pull feeds the ``topic@group``
     items of the stats table (a group's several topics, a topic's several groups), and two
