@@ -17,15 +17,19 @@ Rules (Java ``StatsItem``, ``StatsItemSet``, ``BrokerStatsManager``, ``BrokerSta
   (put times, transferred messages) recorded at local midnight (``BrokerStats.record``), also
   lazily: :meth:`BrokerStats.maybe_record` runs on every stats update and runtime-info read.
 
-Pure: time is an argument or an injected ``now_ms`` function; nothing here does I/O.
+Pure: time is an argument or an injected ``now_ms`` function (the broker's SystemClock one is
+read inline, the same reading); nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from pocketmq.remoting.common.clock import SystemClock
 
 # Java BrokerStatsManager names.
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -48,6 +52,7 @@ STATS_NAMES = (
     BROKER_GET_FROM_DISK_SIZE, GROUP_GET_LATENCY, SNDBCK2DLQ_TIMES,
 )  # fmt: skip
 
+_time_ns = time.time_ns
 _MINUTE_STEP, _MINUTE_KEEP = 10_000, 7
 _HOUR_STEP, _HOUR_KEEP = 600_000, 7
 _DAY_STEP, _DAY_KEEP = 3_600_000, 25
@@ -194,24 +199,55 @@ class _TopicPutSize(_FoldedItem):
         return self.counts.size
 
 
-class _BrokerPutNums(StatsItem):
-    """BROKER_PUT_NUMS: the messages of every topic's :class:`PutCounts` plus those of deleted
-    topics (``deleted``); ``times`` stays 0 (Java adds to the value only)."""
+class _FoldedTotal(StatsItem):
+    """A broker-wide item whose value is folded, when read, from counters the feeding paths
+    keep elsewhere (``_fold``) plus those of deleted keys (``deleted``); ``times`` stays 0
+    (Java adds to the value only)."""
 
-    __slots__ = ("deleted", "topics")
+    __slots__ = ("deleted",)
 
-    def __init__(self, now_ms: int, topics: dict[str, PutCounts]) -> None:
-        self.topics = topics
+    def __init__(self, now_ms: int) -> None:  # (a subclass sets what _fold reads first)
         self.deleted = 0
         super().__init__(now_ms)
 
+    def _fold(self) -> int:
+        raise NotImplementedError
+
     @property
     def value(self) -> int:
-        return self.deleted + sum(c.times + c.extra for c in self.topics.values())
+        return self.deleted + self._fold()
 
     @value.setter
     def value(self, value: int) -> None:  # (StatsItem.__init__'s 0)
-        self.deleted = value - sum(c.times + c.extra for c in self.topics.values())
+        self.deleted = value - self._fold()
+
+
+class _BrokerPutNums(_FoldedTotal):
+    """BROKER_PUT_NUMS: the messages of every topic's :class:`PutCounts` plus those of deleted
+    topics."""
+
+    __slots__ = ("topics",)
+
+    def __init__(self, now_ms: int, topics: dict[str, PutCounts]) -> None:
+        self.topics = topics
+        super().__init__(now_ms)
+
+    def _fold(self) -> int:
+        return sum(c.times + c.extra for c in self.topics.values())
+
+
+class _BrokerGetNums(_FoldedTotal):
+    """BROKER_GET_NUMS: the messages of every GROUP_GET_NUMS item (``items``: a pull adds its
+    messages there alone) plus those of deleted ones."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, now_ms: int, items: dict[str, StatsItem]) -> None:
+        self.items = items
+        super().__init__(now_ms)
+
+    def _fold(self) -> int:
+        return sum(item.value for item in self.items.values())
 
 
 class StatsItems(dict[str, StatsItem]):
@@ -320,6 +356,9 @@ class BrokerStatsManager:
     ) -> None:
         self.cluster_name = cluster_name
         self.now_ms = now_ms
+        #: the broker's clock (its SystemClock's now_ms) is read inline by on_get (the same
+        #: reading without a Python call per pull)
+        self._system_clock = getattr(now_ms, "__func__", None) is SystemClock.now_ms
         now = now_ms()
         self.stats_table: dict[str, StatsItemSet] = {name: StatsItemSet(name, now_ms) for name in STATS_NAMES}
         t = self.stats_table
@@ -338,7 +377,7 @@ class BrokerStatsManager:
         self._group_get_nums = t[GROUP_GET_NUMS].items
         self._group_get_size = t[GROUP_GET_SIZE].items
         self.broker_put = t[BROKER_PUT_NUMS].items[cluster_name] = _BrokerPutNums(now, self.topic_put)
-        self._broker_get = t[BROKER_GET_NUMS].items[cluster_name] = StatsItem(now)
+        self._broker_get = t[BROKER_GET_NUMS].items[cluster_name] = _BrokerGetNums(now, self._group_get_nums)
         self.next_roll = now - now % _MINUTE_STEP + _MINUTE_STEP
         self.broker_stats = BrokerStats(
             put_total or (lambda: self.broker_put.value), get_total or (lambda: self._broker_get.value), now
@@ -389,7 +428,7 @@ class BrokerStatsManager:
 
     def on_get(self, group: str, topic: str, nums: int, size: int) -> None:
         """``incGroupGetNums`` + ``incGroupGetSize`` + ``incBrokerGetNums`` for one found pull."""
-        now = self.now_ms()
+        now = _time_ns() // 1_000_000 if self._system_clock else self.now_ms()
         if now >= self.next_roll:
             self.roll(now)
         try:  # (as topic_put: exact-dict subscripts for both items)
@@ -399,8 +438,7 @@ class BrokerStatsManager:
         item.value += nums
         item.times += 1
         size_item.value += size
-        size_item.times += 1
-        self._broker_get.value += nums
+        size_item.times += 1  # (BROKER_GET_NUMS folds the items' values when read)
 
     def _get_items(self, group: str, topic: str) -> tuple[StatsItem, StatsItem]:
         """The (GROUP_GET_NUMS, GROUP_GET_SIZE) items of ``topic@group``, created if missing,
@@ -450,6 +488,7 @@ class BrokerStatsManager:
         self.topic_put_nums.pop(topic, None)
         self.topic_put_size.pop(topic, None)
         prefix = topic + "@"
+        self._keep_get_nums(lambda k: k.startswith(prefix))
         for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, SNDBCK2DLQ_TIMES):
             self.stats_table[name].remove_where(lambda k: k.startswith(prefix))
         self.stats_table[GROUP_GET_LATENCY].remove_where(lambda k: k.split("@")[1:2] == [topic])
@@ -457,8 +496,14 @@ class BrokerStatsManager:
     def on_group_deleted(self, group: str) -> None:
         self._group_get.clear()
         suffix = "@" + group
+        self._keep_get_nums(lambda k: k.endswith(suffix))
         for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, SNDBCK2DLQ_TIMES, GROUP_GET_LATENCY):
             self.stats_table[name].remove_where(lambda k: k.endswith(suffix))
+
+    def _keep_get_nums(self, pred: Callable[[str], bool]) -> None:
+        """The broker-wide get count keeps the messages of the GROUP_GET_NUMS items about to be
+        removed (those whose key ``pred`` accepts)."""
+        self._broker_get.deleted += sum(item.value for k, item in self._group_get_nums.items() if pred(k))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -127,6 +127,28 @@ def test_a_pull_after_its_topic_or_group_was_deleted_counts_in_new_items():
         deleted()
 
 
+def test_the_broker_get_count_keeps_deleted_topics_and_groups_messages():
+    """BROKER_GET_NUMS (folded from the GROUP_GET_NUMS items when read) counts every pulled
+    message, those of items dropped with their topic or group too, and its minute window
+    samples it as an added-to item would; its times stay 0 (Java adds to the value only)."""
+    clock = FakeClock(wall_ms=T0)
+    m = BrokerStatsManager("C1", clock.now_ms)
+    m.on_get("G", "T", 2, 20)
+    m.on_get("H", "T", 3, 30)
+    m.on_get("G", "U", 5, 50)
+    clock.set_wall_ms(T0 + 10_000)
+    m.on_topic_deleted("T")
+    m.on_get("G", "U", 7, 70)
+    m.on_group_deleted("G")
+    m.on_get("H", "V", 11, 110)
+    clock.set_wall_ms(T0 + 20_000)
+    m.on_get("H", "V", 13, 130)
+    item = m.get_stats_item(BROKER_GET_NUMS, "C1")
+    assert item is not None and (item.value, item.times) == (41, 0)
+    assert m.record_day().msg_get_total_today_now == 41
+    assert item.minute(T0 + 20_000).sum == 28 - 10  # the samples at +10 s (10) and +20 s (28)
+
+
 def test_pulls_count_in_their_topic_at_group_items():
     """``on_get`` caches its pairs by group, then topic: each pull feeds the ``topic@group``
     items of the stats table (a group's several topics, a topic's several groups), and two
@@ -149,6 +171,32 @@ def test_pulls_count_in_their_topic_at_group_items():
         assert (n.value, n.times, s.value, s.times) == (2 * nums, times, 2 * size, times)
     broker_get = m.get_stats_item(BROKER_GET_NUMS, "C1")
     assert broker_get is not None and broker_get.value == 2 * 31
+
+
+def test_a_pull_with_the_system_clock_is_sampled_at_the_wall_clock_time(monkeypatch):
+    """With the broker's clock (SystemClock.now_ms) on_get reads the wall clock inline
+    (time.time_ns, no Python call): pulls across 10 s boundaries are sampled there, as with any
+    injected clock (which is still called)."""
+    import pocketmq.broker.stats as stats_mod
+    from pocketmq.remoting.common.clock import SystemClock
+
+    wall = [T0 * 1_000_000]
+    import time
+
+    monkeypatch.setattr(stats_mod, "_time_ns", lambda: wall[0])  # (on_get's inline read)
+    monkeypatch.setattr(time, "time_ns", lambda: wall[0])  # (SystemClock.now_ms's)
+    m = BrokerStatsManager("C1", SystemClock().now_ms)
+    fake = FakeClock(wall_ms=T0)
+    other = BrokerStatsManager("C1", fake.now_ms)
+    for ms in (T0 + 1, T0 + 10_000, T0 + 20_000):
+        wall[0] = ms * 1_000_000
+        fake.set_wall_ms(ms)
+        for mgr in (m, other):
+            mgr.on_get("G", "T", 3, 30)
+    for mgr in (m, other):
+        item = mgr.get_stats_item(GROUP_GET_NUMS, "T@G")
+        assert item is not None
+        assert item.minute(T0 + 20_000).sum == 3  # the samples at +10 s (3) and +20 s (6)
 
 
 def test_a_put_after_its_topic_was_deleted_counts_in_new_items():

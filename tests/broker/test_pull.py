@@ -156,13 +156,13 @@ async def test_sync_flush_send_answers_a_held_pull_before_waiting_for_its_fsync(
         await wait_held(b)
         sp = b.send_processor
         held_at_flush_wait: list[int] = []
-        put_then_flush = sp._put_then_flush
+        wait_flush = sp.flush_replies.add  # (where a stored send starts waiting for its round)
 
         def spy(*args, **kwargs):
             held_at_flush_wait.append(len(b.pull_hold_service.table))
-            return put_then_flush(*args, **kwargs)
+            return wait_flush(*args, **kwargs)
 
-        sp._put_then_flush = spy
+        sp.flush_replies.add = spy
         producer = Wire(b.broker_addr)
         try:
             if batch:  # SEND_MESSAGE_V2 with batch=true (the C++ client's form)

@@ -302,6 +302,38 @@ async def test_read_only_topic_refuses_sends(broker, wire):
     assert r.code == ResponseCode.NO_PERMISSION and r.remark == "the topic[RO] sending message is forbidden"
 
 
+async def test_a_topic_config_replaced_after_sends_is_checked_again(broker, wire):
+    """process keeps the (frozen) config a send to the topic passed check_send with
+    (_plain_topics): a config replaced since (read-only, fewer queues, MULTI_TAG, writable
+    again) is checked and applied at the next send."""
+    from pocketmq.remoting.protocol.message import MULTI_TAGS_FLAG
+    from pocketmq.remoting.protocol.route import TopicFilterType
+
+    tcm = broker.topic_config_manager
+    tcm.update_topic_config(TopicConfig("Swap", 4, 4))
+    for _ in range(2):  # (the second send takes the kept config)
+        assert (await wire.send("Swap", b"a", queue_id=3)).code == ResponseCode.SUCCESS
+    tcm.update_topic_config(TopicConfig("Swap", 4, 4, perm=4))
+    r = await wire.send("Swap", b"x", queue_id=3)
+    assert r.code == ResponseCode.NO_PERMISSION and r.remark == "the topic[Swap] sending message is forbidden"
+    tcm.update_topic_config(TopicConfig("Swap", 2, 2))
+    r = await wire.send("Swap", b"x", queue_id=3)
+    assert r.code == ResponseCode.SYSTEM_ERROR and "queueId[3] is illegal" in r.remark
+    tcm.update_topic_config(TopicConfig("Swap", 4, 4, topic_filter_type=TopicFilterType.MULTI_TAG))
+    for _ in range(2):
+        assert (await wire.send("Swap", b"m", queue_id=3)).code == ResponseCode.SUCCESS
+    tcm.update_topic_config(TopicConfig("Swap", 4, 4))
+    assert (await wire.send("Swap", b"b", queue_id=3)).code == ResponseCode.SUCCESS
+    msgs = await pull_all(wire, "Swap", 3)
+    assert [(m.body, bool(m.sys_flag & MULTI_TAGS_FLAG)) for m in msgs] == [
+        (b"a", False),
+        (b"a", False),
+        (b"m", True),
+        (b"m", True),
+        (b"b", False),
+    ]
+
+
 async def test_retry_topic_of_unknown_group_without_auto_create(tmp_path):
     async with broker_and_wire(str(tmp_path), autoCreateSubscriptionGroup=False) as (b, w):
         b.topic_config_manager.update_topic_config(TopicConfig("%RETRY%Ghost", 1, 1))
@@ -431,7 +463,8 @@ async def test_send_ok_msg_id_across_offset_blocks_and_store_hosts(broker):
     offsets = [0, 1, 0xFFFF, 0x10000, 0x1FFFF, 0x10ABC, 0xABCD, 2**32 - 1, 2**32, 2**32 + 0xFEDC,
                0xABCDEF0123, 0xABCDEF0124, 2**63 - 1, 2**63 - 0x10000, 5]  # fmt: skip
     for n, (host, offset) in enumerate(
-        [(broker.store_host, off) for off in offsets] + [(other, 0xABCDEF0125), (other, 7), (broker.store_host, 8)]
+        [(broker.store_host, off) for off in offsets]
+        + [(other, 0xABCDEF0125), (other, 7), (broker.store_host, 8)]
     ):
         prefix = (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper()
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
@@ -452,7 +485,22 @@ async def test_send_ok_numbers_across_their_blocks_queues_and_configs(broker):
     from pocketmq.store import AppendResult
 
     proc = broker.send_processor
-    numbers = [0, 7, 999, 1000, 1001, 1999, 2000, 999_999, 1_000_000, 1_000_999, 12, 2**31 - 1, 2**40 + 5, 10**18]
+    numbers = [
+        0,
+        7,
+        999,
+        1000,
+        1001,
+        1999,
+        2000,
+        999_999,
+        1_000_000,
+        1_000_999,
+        12,
+        2**31 - 1,
+        2**40 + 5,
+        10**18,
+    ]
     n = 0
     for region in ("DefaultRegion", "R2", "DefaultRegion"):
         broker.state.config = broker.state.config.model_copy(update={"region_id": region})
@@ -465,7 +513,11 @@ async def test_send_ok_numbers_across_their_blocks_queues_and_configs(broker):
                 reply = proc._reply(request, append, queue_id, "T")
                 assert type(reply) is EncodedReply  # (a negative opaque's: rendered from msg_id)
                 ext = reply.ext_fields
-                assert (ext["queueId"], ext["queueOffset"], ext["MSG_REGION"]) == (f"{queue_id}", f"{number}", region)
+                assert (ext["queueId"], ext["queueOffset"], ext["MSG_REGION"]) == (
+                    f"{queue_id}",
+                    f"{number}",
+                    region,
+                )
                 assert reply.encode_header() == RemotingCommand.encode_header(reply)
                 n += 1
 
@@ -478,7 +530,13 @@ async def test_batch_msg_id_is_each_offsets_msg_id_joined(broker):
     proc = broker.send_processor
     host = broker.store_host
     prefix = (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper()
-    for offsets in ([0], [5, 900], [0xABCDEF, 2**32 - 1, 2**32, 2**40 + 0xFA], [2**63 - 1], list(range(0, 64 * 1100, 1100))):
+    for offsets in (
+        [0],
+        [5, 900],
+        [0xABCDEF, 2**32 - 1, 2**32, 2**40 + 0xFA],
+        [2**63 - 1],
+        list(range(0, 64 * 1100, 1100)),
+    ):
         append = AppendResult.of(offsets[0], 100, 1, 0, len(offsets), host, offsets)
         assert proc._msg_id(append) == ",".join(f"{prefix}{off:016X}" for off in offsets)
 
