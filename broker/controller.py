@@ -98,7 +98,7 @@ from pocketmq.remoting.protocol.message import HostAddress
 from pocketmq.remoting.protocol.route import PermName, RegisterBrokerResult, TopicConfig
 from pocketmq.remoting.transport.client import RemotingClient, RemotingClientConfig
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
-from pocketmq.remoting.transport.hooks import BeforeHook
+from pocketmq.remoting.transport.hooks import BeforeHook, ReadEnd
 from pocketmq.remoting.transport.limits import server_limits
 from pocketmq.remoting.transport.server import RemotingServer, RemotingServerConfig
 from pocketmq.store import MessageStore
@@ -375,8 +375,11 @@ class BrokerController:
         )
         for processor in processors:
             processor.register(reg)
+        # a send's reput slice runs at the end of the read that stored it (both servers share it)
+        read_end = self.store.read_end = ReadEnd()
         for server in self._servers():
             server.dispatcher.on_close.append(self._on_channel_close)
+            server.read_end = read_end
 
     def _servers(self) -> list[RemotingServer]:
         return [s for s in (self.remoting_server, self.fast_remoting_server) if s is not None]

@@ -43,6 +43,7 @@ from pocketmq.store.results import (
 )
 from pocketmq.store.services import StoreServices
 from pocketmq.store.services.policy import PutPolicy
+from pocketmq.store.services.reput import ReadEnd
 from pocketmq.store.stats import StoreStats
 
 if TYPE_CHECKING:
@@ -92,6 +93,8 @@ class MessageStore:
         self._writable = False
         self._lock: StoreLock | None = None
         self._services: StoreServices | None = None
+        #: the broker's servers' end of read (set before ``start``): reput's slice runs there
+        self.read_end: ReadEnd | None = None
         self._state = "new"  # new -> loaded -> running -> closed
         self._memory_limit = physical_memory() * config.access_message_in_memory_max_ratio // 100
         self.commitlog.on_failed = self._count_failed
@@ -187,6 +190,7 @@ class MessageStore:
         if self._state != "loaded":
             raise IllegalStateError(f"start() in state {self._state}")
         services = self._services = StoreServices(self)
+        services.reput.read_end = self.read_end
         services.start()
         cl = self.commitlog
         cl.after_put = services.after_put

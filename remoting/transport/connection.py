@@ -60,6 +60,7 @@ from pocketmq.remoting.protocol.frame import (
     frames_end,
 )
 from pocketmq.remoting.transport.deadlines import Pending, expire_pending
+from pocketmq.remoting.transport.hooks import ReadEnd
 from pocketmq.remoting.transport.limits import (
     PartialFrameBudget,
     QueueWait,
@@ -137,7 +138,7 @@ class RemotingConnection(asyncio.Protocol):
     # walk (T16: 11,000 connections), and slot reads are the cheapest attribute reads.
     __slots__ = (
         "__weakref__", "_backlog", "_backlog_paused", "_backlog_read", "_backlog_stalled", "_bad_headers",
-        "_batch_time", "_budget", "_closed", "_closing", "_decoder", "_dispatch_all", "_dispatcher", "_drain_waiters", "_fd",
+        "_batch_time", "_budget", "_closed", "_closing", "_decoder", "_dispatch_all", "_dispatcher", "_drain_waiters", "_end", "_fd",
         "_loop", "_out", "_partial", "_queue_wait", "_raw", "_raw_more", "_raw_pos", "_raw_read", "_share", "_slice_read",
         "attrs", "can_write", "close_reason", "last_read", "last_write", "partial_since", "pending",
         "remote_addr", "transport",
@@ -153,8 +154,11 @@ class RemotingConnection(asyncio.Protocol):
         partial_budget: PartialFrameBudget | None = None,
         queue_wait: QueueWait | None = None,
         share: TurnShare | None = None,
+        read_end: ReadEnd | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        #: the server's work after a read (``hooks.ReadEnd``: the broker's reput slice), run by ``_handle``
+        self._end = read_end
         #: the dispatcher's loop over a read's commands (``ProcessorDispatcher.dispatch_all``),
         #: None: ``dispatch`` per request here
         self._dispatch_all: (
@@ -398,6 +402,9 @@ class RemotingConnection(asyncio.Protocol):
         opened = self._out
         batch = self._out = opened if opened is not None else []
         began = self._batch_time
+        end = self._end
+        if end is not None:
+            end.active = True
         try:
             run_all = self._dispatch_all
             if run_all is not None:  # (a ProcessorDispatcher's: the loop without a call per frame)
@@ -436,6 +443,14 @@ class RemotingConnection(asyncio.Protocol):
                 now = _monotonic()
                 if now - began > queue_wait.held_limit:
                     queue_wait.held(began, now)
+            if end is not None:
+                # the work this read's requests asked for (a put's reput slice: the held pulls
+                # it wakes), after their replies are out and in this turn: no loop callback
+                end.active = False
+                run = end.pending
+                if run is not None:
+                    end.pending = None
+                    run()
 
     def _resolve(self, cmd: RemotingCommand) -> None:
         """A response read by a server connection (to a server-initiated request): its waiter

@@ -24,7 +24,7 @@ from pocketmq.remoting.protocol.errors import RemoteProtocolError
 from pocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
 from pocketmq.remoting.transport.connection import Handler, RemotingConnection
 from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
-from pocketmq.remoting.transport.hooks import BeforeHook, RPCHook
+from pocketmq.remoting.transport.hooks import BeforeHook, ReadEnd, RPCHook
 from pocketmq.remoting.transport.limits import (
     DEFAULT_FRAME_TIMEOUT,
     DEFAULT_PARTIAL_FRAME_BUDGET,
@@ -134,6 +134,9 @@ class RemotingServer:
         #: connections with server-initiated requests awaiting replies (their deadlines are
         #: checked every sweep; the others' never need to be)
         self._requesting: set[RemotingConnection] = set()
+        #: work run at the end of each read of this server's connections (set before ``start``;
+        #: the broker's reput slice, ``hooks.ReadEnd``), None: none
+        self.read_end: ReadEnd | None = None
         # first of the on_connect callbacks: a refused connection is closed before the others run
         self.dispatcher.on_connect.insert(0, self._admit)
 
@@ -157,6 +160,7 @@ class RemotingServer:
         cfg = self.config
         budget = self.partial_budget
         share = TurnShare(loop)
+        read_end = self.read_end
 
         def factory() -> RemotingConnection:
             return RemotingConnection(
@@ -167,6 +171,7 @@ class RemotingServer:
                 partial_budget=budget,
                 queue_wait=cfg.queue_wait,
                 share=share,
+                read_end=read_end,
             )
 
         if cfg.ssl is not None and cfg.tls_permissive:
