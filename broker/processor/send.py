@@ -544,11 +544,15 @@ class SendMessageProcessor:
         if tc.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
         items = checked_body(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK, topic)
-        # the shared fields once; the store encodes the items against them (no MessageInner each)
-        template = MessageInner(
-            topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),
-            self.state.store_host, header.reconsume_times or 0,
-        )  # fmt: skip
+        # the shared fields once; the store encodes the items against them (no MessageInner
+        # each); every slot filled directly as process's (no dataclass __init__)
+        template = _SentMessage()
+        # (at most three targets a line: four build and unpack a tuple)
+        template.topic, template.body, template.queue_id = topic, b"", queue_id
+        template.properties, template.sys_flag, template.born_timestamp = "", sys_flag, header.born_timestamp
+        template.born_host, template.store_host = born_host_of(conn), self.state.store_host
+        template.reconsume_times = header.reconsume_times or 0
+        template.flag = template.prepared_transaction_offset = template.tags_code = 0
         store = self.store
         if wait and s.policy_waits:
             if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
