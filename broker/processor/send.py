@@ -441,10 +441,12 @@ class SendMessageProcessor:
                     self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
                 )
             result = store.put_message(inner)
+            # (a stored put is its own append: no call of the append property for it)
+            stored = result.__class__ is AppendResult or result.append is not None
             held = self._held_pulls
-            if held and (inner.topic, inner.queue_id) in held and result.append is not None:
+            if held and stored and (inner.topic, inner.queue_id) in held:
                 self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
-            if result.append is not None and self.topics.durable is None:
+            if stored and self.topics.durable is None:
                 # inline of _put_then_flush and _durable in the steady state (two call levels)
                 self.flush_replies.add(store, conn, request, result, queue_id, inner.topic)
                 return None  # answered by FlushReplies, like a held pull
@@ -454,7 +456,9 @@ class SendMessageProcessor:
         held = self._held_pulls
         # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k instructions)
         if (
-            held and (inner.topic, inner.queue_id) in held and result.append is not None
+            held
+            and (inner.topic, inner.queue_id) in held
+            and (result.__class__ is AppendResult or result.append is not None)  # (as above)
         ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         reply = self._reply(request, result, queue_id, inner.topic)
