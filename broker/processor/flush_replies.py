@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pocketmq.remoting.protocol.codes import RPC_ONEWAY, ResponseCode
 from pocketmq.remoting.protocol.command import RemotingCommand
-from pocketmq.store import PutMessageStatus, PutResult
+from pocketmq.store import AppendResult, PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
     from pocketmq.remoting.transport.connection import RemotingConnection
@@ -70,7 +70,7 @@ class FlushReplies:
 
     def add(self, store: FlushWaiter, conn: RemotingConnection, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
         """Answer this successful put (``result.append`` set) once its bytes are flushed."""
-        append = result.append
+        append = result if result.__class__ is AppendResult else result.append  # (no property call)
         assert append is not None
         turn = self._turn
         if not turn:

@@ -441,10 +441,12 @@ class SendMessageProcessor:
                     self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
                 )
             result = store.put_message(inner)
+            # (a stored put is its own append: no call of the append property for it)
+            stored = result.__class__ is AppendResult or result.append is not None
             held = self._held_pulls
-            if held and (inner.topic, inner.queue_id) in held and result.append is not None:
+            if held and stored and (inner.topic, inner.queue_id) in held:
                 self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
-            if result.append is not None and self.topics.durable is None:
+            if stored and self.topics.durable is None:
                 # inline of _put_then_flush and _durable in the steady state (two call levels)
                 self.flush_replies.add(store, conn, request, result, queue_id, inner.topic)
                 return None  # answered by FlushReplies, like a held pull
@@ -454,7 +456,9 @@ class SendMessageProcessor:
         held = self._held_pulls
         # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k instructions)
         if (
-            held and (inner.topic, inner.queue_id) in held and result.append is not None
+            held
+            and (inner.topic, inner.queue_id) in held
+            and (result.__class__ is AppendResult or result.append is not None)  # (as above)
         ):  # inline of longpolling.PullRequestHoldService.is_held
             self._dispatch_now()
         reply = self._reply(request, result, queue_id, inner.topic)
@@ -544,11 +548,15 @@ class SendMessageProcessor:
         if tc.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
         items = checked_body(request.body or b"", batch_props, s.max_body, ILLEGAL_REMARK, topic)
-        # the shared fields once; the store encodes the items against them (no MessageInner each)
-        template = MessageInner(
-            topic, b"", queue_id, 0, "", sys_flag, header.born_timestamp, born_host_of(conn),
-            self.state.store_host, header.reconsume_times or 0,
-        )  # fmt: skip
+        # the shared fields once; the store encodes the items against them (no MessageInner
+        # each); every slot filled directly as process's (no dataclass __init__)
+        template = _SentMessage()
+        # (at most three targets a line: four build and unpack a tuple)
+        template.topic, template.body, template.queue_id = topic, b"", queue_id
+        template.properties, template.sys_flag, template.born_timestamp = "", sys_flag, header.born_timestamp
+        template.born_host, template.store_host = born_host_of(conn), self.state.store_host
+        template.reconsume_times = header.reconsume_times or 0
+        template.flag = template.prepared_transaction_offset = template.tags_code = 0
         store = self.store
         if wait and s.policy_waits:
             if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send

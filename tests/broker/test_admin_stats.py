@@ -149,6 +149,27 @@ def test_the_broker_get_count_keeps_deleted_topics_and_groups_messages():
     assert item.minute(T0 + 20_000).sum == 28 - 10  # the samples at +10 s (10) and +20 s (28)
 
 
+def test_a_pull_size_items_times_are_its_nums_items_and_sampled_with_them():
+    """GROUP_GET_SIZE's times are its GROUP_GET_NUMS item's (one count a found pull): equal
+    after pulls, and its minute window samples them at the 10 s boundaries, so its avgpt (bytes
+    per pull) is exact, across the cached pair's drop by a deletion too."""
+    clock = FakeClock(wall_ms=T0)
+    m = BrokerStatsManager("C1", clock.now_ms)
+    m.on_get("G", "T", 2, 200)
+    clock.set_wall_ms(T0 + 10_000)
+    m.on_get("G", "T", 1, 100)
+    m.on_get("G", "T", 4, 400)
+    m.on_group_deleted("H")  # (drops the cached pairs: the items stay)
+    m.on_get("G", "T", 3, 600)
+    clock.set_wall_ms(T0 + 20_000)
+    nums, size = m.get_stats_item(GROUP_GET_NUMS, "T@G"), m.get_stats_item(GROUP_GET_SIZE, "T@G")
+    assert nums is not None and size is not None
+    assert (nums.times, size.times, size.value) == (4, 4, 1300)
+    snap = size.minute(T0 + 20_000)  # samples at +10 s (1 pull, 200) and +20 s (4, 1300)
+    assert (snap.sum, snap.avgpt) == (1100, 1100 / 3)
+    assert nums.minute(T0 + 20_000).avgpt == 8 / 3
+
+
 def test_pulls_count_in_their_topic_at_group_items():
     """``on_get`` caches its pairs by group, then topic: each pull feeds the ``topic@group``
     items of the stats table (a group's several topics, a topic's several groups), and two

@@ -252,3 +252,17 @@ async def test_the_turns_registration_looks_the_loop_up_once(monkeypatch):
         await turn()
     assert rounds.registered == [100, 200, 300]
     assert len(calls) == 1
+
+
+async def test_a_stored_put_and_a_wrapped_append_register_alike():
+    """add reads a stored put (an AppendResult: its own append) without the append property, a
+    PutResult around an append through it: the turn's highest end is found from either."""
+    rounds, conn = Rounds(), Conn()
+    fr = FlushReplies(reply)
+    fr.add(rounds, conn, request(), AppendResult.of(500, 100), 0, "T")  # the broker's own form
+    fr.add(rounds, conn, request(), put(0, 700), 1, "T")  # end 700: the turn's highest
+    fr.add(rounds, conn, request(), AppendResult.of(100, 50), 2, "T")
+    await turn()
+    assert rounds.registered == [700, 600]  # the highest end, then the first put's
+    rounds.resolve(lambda: rounds.future.set_result(True))
+    assert [r.remark for r in conn.sent] == ["T:0", "T:1", "T:2"]

@@ -323,3 +323,32 @@ def test_tag_filter_made_once_per_heartbeat_subscription() -> None:
     assert second is not first and second.subscription is b
     assert not second.is_matched_by_consume_queue(a.code_set[0])
     assert pp._tag_filter(SubscriptionData.build("T", "*")).accepts_all
+
+
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+async def test_a_failed_put_on_a_held_queue_neither_dispatches_nor_waits_for_a_flush(tmp_path, flush):
+    """A send whose put fails (a PutResult without an append) on a queue a pull is held on is
+    answered with its failure at once: no dispatch for the pull, no wait for a flush round; the
+    next stored send answers the pull (process tells a stored put by its class first)."""
+    from pocketmq.store import PutMessageStatus, PutResult
+
+    async with broker_and_wire(str(tmp_path), store={"flushDiskType": flush}) as (b, w):
+        await fill(b, w, "LPF", 1)
+        pull = asyncio.create_task(w.pull("LPF", 0, 1, sys_flag=SUSPEND, suspend_ms=15000))
+        await wait_held(b)
+        sp, store = b.send_processor, b.store
+        calls: list[str] = []
+        dispatch, wait_flush = sp._dispatch_now, sp.flush_replies.add
+        sp._dispatch_now = lambda: calls.append("dispatch") or dispatch()
+        sp.flush_replies.add = lambda *a: calls.append("flush") or wait_flush(*a)
+        name = "put_message" if flush == "SYNC_FLUSH" else "put_now"
+        put = getattr(store, name)
+        setattr(store, name, lambda inner: PutResult(PutMessageStatus.OS_PAGECACHE_BUSY, None))
+        r = await w.send("LPF", b"lost")
+        assert r.code == ResponseCode.SYSTEM_ERROR and calls == [] and not pull.done()
+        setattr(store, name, put)
+        r = await w.send("LPF", b"wake")
+        assert r.code == ResponseCode.SUCCESS
+        r = await pull
+        assert [m.body for m in decode_messages(r.body)] == [b"wake"]
+        assert calls == (["dispatch", "flush"] if flush == "SYNC_FLUSH" else ["dispatch"])

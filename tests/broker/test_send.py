@@ -555,6 +555,29 @@ def test_send_single_sets_every_message_inner_field():
     assert assigned >= {f.name for f in dataclasses.fields(MessageInner)}
 
 
+async def test_a_batch_template_has_every_message_inner_field(broker, wire, monkeypatch):
+    """_send_batch fills its template slot by slot (no __init__): every MessageInner field is
+    set, to what the dataclass's __init__ would have made of the header."""
+    import dataclasses
+
+    seen = []
+    put_batch = broker.store.put_batch
+    monkeypatch.setattr(broker.store, "put_batch", lambda t, items: seen.append(t) or put_batch(t, items))
+    body = encode_batch([(0, b"a", ""), (0, b"b", "")])
+    r = await wire.call(RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Tpl", "c": "TBW102", "d": "4",
+                                                        "e": "2", "f": "0", "g": "1700000000123", "h": "0",
+                                                        "j": "3", "m": "true"}, body)  # fmt: skip
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    (t,) = seen
+    got = {f.name: getattr(t, f.name) for f in dataclasses.fields(MessageInner)}
+    assert got == {
+        "topic": "Tpl", "body": b"", "queue_id": 2, "flag": 0, "properties": "", "sys_flag": 0,
+        "born_timestamp": 1700000000123, "born_host": t.born_host, "store_host": broker.store_host,
+        "reconsume_times": 3, "prepared_transaction_offset": 0, "tags_code": 0,
+    }  # fmt: skip
+    assert t.born_host[1] > 0
+
+
 @pytest.mark.parametrize(
     "sent",
     [
