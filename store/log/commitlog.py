@@ -126,6 +126,7 @@ _crc32 = crc32_short
 _crc32_long = crc32_long
 _pack_props_len = PROPS_LEN.pack
 _pack_stamp = STORE_STAMP.pack
+_pack_stamped_v4 = Struct(f">{STORE_STAMP.format[1:]}{STORE_TAIL_STRUCTS[4].size}s").pack
 #: ``CommitLog._stamp`` of no millisecond (no ``time_ns`` reading is within it)
 _NO_STAMP = (-(1 << 62), 0, b"")
 _shape_of = _SHAPES.get
@@ -324,7 +325,7 @@ class CommitLog:
             stamp_from, now, tail = self._stamp
             if not 0 <= t0 - stamp_from < 1_000_000:  # inline of clock.now_ms (the put's first clock read)
                 now = t0 // 1_000_000 if self._system_clock else self.clock()
-                tail = _pack_stamp(now) + self._tail
+                tail = _pack_stamped_v4(now, self._tail)  # (one pack, no concatenation)
                 if self._system_clock:  # (another clock is read every put)
                     self._stamp = now * 1_000_000, now, tail
         else:
