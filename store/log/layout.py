@@ -74,6 +74,7 @@ __all__ = [
     "RECORD_INDEX_WALK_V4",
     "RECORD_SCAN_V4",
     "SCHEDULE_TOPIC",
+    "STORE_STAMP",
     "STORE_TAIL_STRUCTS",
     "STORE_TIMESTAMP_AT",
     "SYSFLAG_AT",
@@ -182,19 +183,24 @@ _STORE_TAIL = ("STOREHOST", "STOREHOST_PORT", "RECONSUMETIMES", "PREPARED_TRANSA
 
 
 def _put_structs(host_flags: int) -> tuple[struct.Struct, struct.Struct]:
-    """The record prefix with the store tail as one ``s`` field (``CommitLog.put_message``: 14
-    values to pack instead of 17), and the tail's own Struct; the prefix's bytes are the same."""
+    """The record prefix with STORETIMESTAMP and the store tail as one ``s`` field
+    (``CommitLog.put_message``: 13 values to pack instead of 17; the stamped tail is made once a
+    millisecond), and the tail's own Struct; the prefix's bytes are the same."""
     fields = record_fields(host_flags)
     names = [name for name, _code in fields]
     a, b = names.index(_STORE_TAIL[0]), names.index(_STORE_TAIL[-1]) + 1
     tail = ">" + "".join(code for _name, code in fields[a:b])
-    head = "".join(code for _name, code in fields[:a])
+    head = "".join(code for _name, code in fields[: a - 1])
     rest = "".join(code for _name, code in fields[b:])
-    return struct.Struct(f">{head}{struct.calcsize(tail)}s{rest}"), struct.Struct(tail)
+    assert names[a - 1] == "STORETIMESTAMP"
+    return struct.Struct(f">{head}{STORE_STAMP.size + struct.calcsize(tail)}s{rest}"), struct.Struct(tail)
 
 
-#: by host family (``sysFlag & HOST_FLAGS_MASK``): the prefix Struct of a put that packs the
-#: store tail as bytes (``STORE_TAIL_STRUCTS``); same size and bytes as ``RECORD_PREFIX_STRUCTS``
+#: STORETIMESTAMP alone: packed before the store tail to make a put's stamped tail
+STORE_STAMP = struct.Struct(">q")
+#: by host family (``sysFlag & HOST_FLAGS_MASK``): the prefix Struct of a put that packs
+#: STORETIMESTAMP and the store tail (``STORE_TAIL_STRUCTS``) as bytes; same size and bytes as
+#: ``RECORD_PREFIX_STRUCTS``
 PUT_PREFIX_STRUCTS = {
     f: _put_structs(f)[0]
     for f in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)

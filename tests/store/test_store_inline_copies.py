@@ -36,6 +36,7 @@ from pocketmq.store.log.layout import (
     RECORD_FIELD_INDEX,
     RECORD_INDEX_WALK_V4,
     RECORD_SCAN_V4,
+    STORE_STAMP,
     STORE_TAIL_STRUCTS,
     STORE_TIMESTAMP_AT,
     SYSFLAG_AT,
@@ -477,13 +478,13 @@ def test_put_run_copies_encode_as_encode_message(where, born, store, tmp_path):
 
 @pytest.mark.parametrize("flags", list(RECORD_PREFIX_STRUCTS))
 def test_put_prefix_with_the_store_tail_packs_the_records_prefix(flags):
-    """``PUT_PREFIX_STRUCTS`` (STOREHOST to PREPARED_TRANSACTION_OFFSET as one part) pack the
-    bytes ``RECORD_PREFIX_STRUCTS`` pack from the fields one by one."""
+    """``PUT_PREFIX_STRUCTS`` (STORETIMESTAMP to PREPARED_TRANSACTION_OFFSET as one part) pack
+    the bytes ``RECORD_PREFIX_STRUCTS`` pack from the fields one by one."""
     store_ip = bytes(range(1, 17)) if flags & 0x20 else b"\x0a\x00\x00\x02"
     born_ip = bytes(range(20, 36)) if flags & BORNHOST_V6_FLAG else b"\x0a\x00\x00\x01"
-    head = (-1, 2, 0x7FFFFFFF, 3, -4, 2**40 + 5, 2**33 + 6, flags, 2**41 + 7, born_ip, 65535, 2**42 + 8)
-    tail = STORE_TAIL_STRUCTS[len(store_ip)].pack(store_ip, 10911, 16, -(2**50))
-    expected = RECORD_PREFIX_STRUCTS[flags].pack(*head, store_ip, 10911, 16, -(2**50), 1024)
+    head = (-1, 2, 0x7FFFFFFF, 3, -4, 2**40 + 5, 2**33 + 6, flags, 2**41 + 7, born_ip, 65535)
+    tail = STORE_STAMP.pack(2**42 + 8) + STORE_TAIL_STRUCTS[len(store_ip)].pack(store_ip, 10911, 16, -(2**50))
+    expected = RECORD_PREFIX_STRUCTS[flags].pack(*head, 2**42 + 8, store_ip, 10911, 16, -(2**50), 1024)
     assert PUT_PREFIX_STRUCTS[flags].pack(*head, tail, 1024) == expected
     assert PUT_PREFIX_STRUCTS[flags].size == RECORD_PREFIX_STRUCTS[flags].size
 
@@ -550,5 +551,45 @@ def test_put_message_sys_flags_table_and_past_it(tmp_path):
             qoff += counted
             phy += len(expected)
         assert s.get_max_phy_offset() == phy
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_put_message_store_timestamp_packed_once_a_millisecond(flush, tmp_path, monkeypatch):
+    """With the system clock, put_message packs STORETIMESTAMP with the store tail once a
+    millisecond: puts within one ms share it, the next ms, a step back of the clock and another
+    store host restamp; every record stays encode_message's and carries its put's ms."""
+    from pocketmq.store.log import commitlog as commitlog_mod
+
+    s = MessageStore(tiny_config(str(tmp_path), flush_disk_type=flush, mapped_file_size_commit_log=1 << 20))
+    s.load()
+    base = 1_764_290_000_123 * 1_000_000
+    readings = iter(
+        [base, base + 1, base + 999_999, base + 1_000_000, base + 1_500_000, base - 1, base - 1_000_001,
+         base + 7, base + 8, base + 5_000_000, base + 5_000_001]
+    )  # fmt: skip
+    now_ns = [0]
+
+    def fake_ns() -> int:
+        now_ns[0] = next(readings)
+        return now_ns[0]
+
+    monkeypatch.setattr(commitlog_mod, "_time_ns", fake_ns)
+    other = (b"\x0a\x00\x00\x09", 10912)
+    try:
+        start = phy = s.get_max_phy_offset()
+        hosts = [V4, V4, V4, V4, V4, V4, V4, other, other, V4, V4]
+        for i, host in enumerate(hosts):
+            m = _msg(i + 1, V4, host, 0)
+            m.reconsume_times = m.prepared_transaction_offset = 0
+            r = s.put_message(m)
+            assert r.is_ok
+            ms = now_ns[0] // 1_000_000
+            assert r.append.store_timestamp == ms
+            expected = _reference(m, r.append.logics_offset, phy, ms)
+            assert s.get_message_bytes_by_offset(phy) == expected
+            phy += len(expected)
+        assert phy > start
     finally:
         s.close()
