@@ -125,6 +125,10 @@ class MessagePreparer:
         self._plain_limit = min(self._compress_over, self._max_size + 1)
         #: (topic, queue id, broker, tags) -> header template (empty: none possible)
         self.heads: dict[tuple[str, int, str, str], tuple[str, ...]] = {}
+        #: an untagged plain message's templates of its own topic's queues, by the queue alone
+        #: (:meth:`head` adds them; read by ``Sender.send_first``, whose queue is one of the
+        #: message's topic): no key tuple made and hashed per send (~0.75k instructions)
+        self.untagged: dict[MessageQueue, tuple[str, ...]] = {}
         #: a transactional half's properties before TAGS (None: the group holds a separator,
         #: which validate() refuses, so such halves take the general path)
         group = self.group
@@ -384,7 +388,8 @@ class MessagePreparer:
     def head(self, p: Prepared, mq: MessageQueue) -> tuple[str, ...] | None:
         """The :func:`~pocketmq.client.api.send_template` of a plain ``p`` on ``mq`` (None: not
         plain, or no template), cached per (topic, queue, tags); a transactional half's per
-        (topic, queue, TX_MARK + tags)."""
+        (topic, queue, TX_MARK + tags); an untagged message's on a queue of its topic also by
+        the queue alone (:attr:`untagged`)."""
         tags = p.plain_tags
         if tags is None:
             return None
@@ -404,7 +409,10 @@ class MessagePreparer:
             tpl = send_template(ext) or ()  # (): no template possible, cached as such
             if len(self.heads) >= _MAX_HEADS:
                 self.heads.clear()
+                self.untagged.clear()
             self.heads[key] = tpl
+        if not p.plain_tags and mq.topic == p.topic:  # (a queue named for another topic: not kept)
+            self.untagged[mq] = tpl
         return tpl or None
 
     def ext(self, p: Prepared, mq: MessageQueue) -> dict[str, str]:

@@ -403,9 +403,12 @@ class Sender:
         tags = p.plain_tags
         tpl = None
         if tags is not None and not (remoting.hooks or remoting.before_hooks):
-            # inline of command's template lookup
+            # inline of command's template lookup; an untagged message's by its queue alone
+            # (mq is one of p.topic's queues: MessagePreparer.untagged)
             prep = self.prep
-            tpl = prep.heads.get((p.topic, mq.queue_id, broker, tags)) or prep.head(p, mq)
+            tpl = (
+                prep.untagged.get(mq) if not tags else prep.heads.get((p.topic, mq.queue_id, broker, tags))
+            ) or prep.head(p, mq)
         attempt: _Attempt
         if tpl is not None:
             # the request and its reply's waiter in one (plain_request's slots, then the attempt's)
