@@ -351,10 +351,12 @@ class MessagePreparer:
         parts: list[bytes] = []
         add = parts.extend
         # the batch's ids made at once (one clock read, not one an id)
-        ids = self._uniq.create_many(len(msgs))
-        uniform = _uniform_batch(msgs, topic, ids, max_size)
+        # (as one comma-joined text, its msgId: no string made per id unless it is cut apart)
+        text = self._uniq.create_text(len(msgs))
+        uniform = _uniform_batch(msgs, topic, text, max_size)
         if uniform is not None:
             return uniform
+        ids = text.split(",")
         # an item's two packed heads kept while its body length, properties length and flag are
         # the same as the item before's (a batch of one size and tags: packed once, not twice
         # per message: ~1k instructions a message, callgrind)
@@ -389,7 +391,7 @@ class MessagePreparer:
         data = b"".join(parts)
         if len(data) > max_size:
             return None
-        return Prepared(topic, data, 0, 0, "WAIT\x01true", ",".join(ids), True)
+        return Prepared(topic, data, 0, 0, "WAIT\x01true", text, True)
 
     def head(self, p: Prepared, mq: MessageQueue) -> tuple[str, ...] | None:
         """The :func:`~pocketmq.client.api.send_template` of a plain ``p`` on ``mq`` (None: not
@@ -443,12 +445,13 @@ class MessagePreparer:
         return ext
 
 
-def _uniform_batch(msgs: Sequence[Message], topic: str, ids: list[str], max_size: int) -> Prepared | None:
+def _uniform_batch(msgs: Sequence[Message], topic: str, ids: str, max_size: int) -> Prepared | None:
     """``_plain_batch`` of untagged messages of one body length and flag (a producer's usual
-    batch): the bytes the item-by-item way makes, with no properties text, encode or packed
-    head per message. Every item's head is the same, and so is the text between one body and
-    the next but for the id in it: those texts are made by one join of the ids and one encode,
-    then cut apart (a slice a message). None: not such a batch (the item-by-item way then)."""
+    batch), from its ids as one comma-joined text: the bytes the item-by-item way makes, with
+    no properties text, encode or packed head per message. Every item's head is the same, and
+    so is the text between one body and the next but for the id in it: those texts are made
+    for all messages by one replace of the ids' commas and one encode, then cut apart (a slice
+    a message). None: not such a batch (the item-by-item way then)."""
     first = msgs[0]
     body = first.body
     blen = len(body) if type(body) is bytes else 0
@@ -473,30 +476,34 @@ def _uniform_batch(msgs: Sequence[Message], topic: str, ids: list[str], max_size
         ):
             return None
         add(body)
-    # (the ids are ASCII hex: a text's length is its bytes')
-    plen = len(_UNIQ_PREFIX) + len(ids[0])
+    n = len(bodies)
+    size = ids.find(",") if n > 1 else len(ids)
+    # every id of one length (a comma after each: the generator's are), ASCII hex: a text's
+    # length is its bytes'
+    if ids[size :: size + 1] != "," * (n - 1) or len(ids) != n * (size + 1) - 1:
+        return None
+    plen = len(_UNIQ_PREFIX) + size
     if plen > MAX_PROPERTIES_LENGTH:
         return None
     item = _pack_item(22 + blen + plen, 0, 0, flag, blen)
     # after each body: its properties' length and text, then the next item's head; the last
     # body's without the head (one latin-1 text: the binary heads map to it byte for byte)
     mid = (_pack_plen(plen) + _UNIQ_PREFIX).decode("latin-1")
-    tails = (mid + (item.decode("latin-1") + mid).join(ids)).encode("latin-1")
+    tails = (mid + ids.replace(",", item.decode("latin-1") + mid)).encode("latin-1")
     step = 22 + plen
-    if len(tails) != len(ids) * step - 20:
-        return None  # ids of unequal lengths (never made so)
-    parts: list[bytes] = [item] * (2 * len(bodies) + 1)
+    if len(tails) != n * step - 20:
+        return None  # (not ASCII)
+    parts: list[bytes] = [item] * (2 * n + 1)
     parts[1::2] = bodies
     # the cuts: the last batch shape's slice objects kept (one tuple, read and replaced whole,
     # as producers on loops in other threads may share it), taken by map in C: ~0.3k
     # instructions a message less than a comprehension of slices (callgrind micro)
-    n, kept_step, cuts = _kept_cuts[0]
-    if n != len(bodies) or kept_step != step:
-        n, kept_step = len(bodies), step
+    kept_n, kept_step, cuts = _kept_cuts[0]
+    if kept_n != n or kept_step != step:
         cuts = [slice(i, i + step) for i in range(0, len(tails), step)]
         _kept_cuts[0] = (n, step, cuts)
     parts[2::2] = map(tails.__getitem__, cuts)
     data = b"".join(parts)
     if len(data) > max_size:
         return None
-    return Prepared(topic, data, 0, 0, "WAIT\x01true", ",".join(ids), True)
+    return Prepared(topic, data, 0, 0, "WAIT\x01true", ids, True)

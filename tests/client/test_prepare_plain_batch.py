@@ -22,6 +22,7 @@ def _preparers() -> tuple[MessagePreparer, MessagePreparer]:
         ids = itertools.count()
         prep._uniq.create = lambda ids=ids: f"{next(ids):032X}"  # type: ignore[method-assign]
         prep._uniq.create_many = lambda n, ids=ids: [f"{next(ids):032X}" for _ in range(n)]  # type: ignore[method-assign]
+        prep._uniq.create_text = lambda n, ids=ids: ",".join(f"{next(ids):032X}" for _ in range(n))  # type: ignore[method-assign]
         out.append(prep)
     general = out[1]
     general._plain_batch = lambda msgs, topic: None  # type: ignore[method-assign]
@@ -138,7 +139,7 @@ def test_uniform_batches_take_the_one_join_way_and_others_do_not():
 
     ids = [f"{i:032X}" for i in range(5)]
     msgs = [Message("T", b"%05d" % i, flag=2) for i in range(5)]
-    p = prepare._uniform_batch(msgs, "T", ids, 8192)
+    p = prepare._uniform_batch(msgs, "T", ",".join(ids), 8192)
     assert p is not None and p.msg_id == ",".join(ids)
     assert [(i.flag, i.body, i.properties_str) for i in decode_batch(p.body)] == [
         (2, b"%05d" % i, f"UNIQ_KEY\x01{ids[i]}") for i in range(5)
@@ -153,7 +154,9 @@ def test_uniform_batches_take_the_one_join_way_and_others_do_not():
         Message("T", b"12345", flag=2, wait_store_msg_ok=False),
         Message("T", bytearray(b"12345"), flag=2),  # type: ignore[arg-type]
     ):
-        assert prepare._uniform_batch([*msgs[:3], odd], "T", ids[:4], 8192) is None
-    assert prepare._uniform_batch(msgs, "T", [*ids[:4], ids[4] + "0"], 8192) is None
-    assert prepare._uniform_batch(msgs, "T", ids, len(p.body) - 1) is None  # over the max size
+        assert prepare._uniform_batch([*msgs[:3], odd], "T", ",".join(ids[:4]), 8192) is None
+    # ids of unequal lengths, also when the whole is as long as equal ones would be
+    assert prepare._uniform_batch(msgs, "T", ",".join([*ids[:4], ids[4] + "0"]), 8192) is None
+    assert prepare._uniform_batch(msgs, "T", ",".join([ids[0], ids[1] + "0", ids[2][1:], *ids[3:]]), 8192) is None
+    assert prepare._uniform_batch(msgs, "T", ",".join(ids), len(p.body) - 1) is None  # over the max size
     _same([*msgs[:3], Message("T", b"123456", flag=2), *msgs[3:]])
