@@ -3,6 +3,8 @@ to the one the general path (extFields dict -> encode_header) renders."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from pocketmq.client import Message, MessageQueue
@@ -196,3 +198,31 @@ async def test_untagged_templates_kept_by_queue_only_for_the_queues_topic() -> N
     res = await producer.send_async(Message("T", b"y"))
     ext = inst.remoting.requests[-1][1].ext_fields
     assert ext is not None and ext["b"] == "T" and "TRAN_MSG" not in ext["i"]
+
+
+async def test_await_send_reads_an_untagged_template_by_queue_and_send_to_keeps_the_tuple_key() -> None:
+    """An awaited send's first attempt on one of its topic's queues reads an untagged
+    message's template by the queue (MessagePreparer.untagged); send to an explicit queue of
+    another topic renders the message's own topic, as before."""
+    from .test_producer_unit import QUEUES, make_future_producer, ok
+
+    producer, inst = make_future_producer(ok)
+    producer._sender.loop = asyncio.get_running_loop()
+    await producer.send(Message("T", b"w"))  # the topic checked: the fast path from now on
+    prep = producer._prep
+    for i in range(4):
+        res = await producer.send(Message("T", b"x%d" % i))
+        ext = inst.remoting.requests[-1][1].ext_fields
+        assert ext is not None and ext["b"] == "T" and ext["e"] == str(res.message_queue.queue_id)
+    assert set(prep.untagged) == set(QUEUES)
+    # read by the queue: every queue given queue 0's template renders queue 0's id
+    prep.untagged = dict.fromkeys(QUEUES, prep.untagged[QUEUES[0]])
+    for _ in range(4):  # (round robin: every queue)
+        await producer.send(Message("T", b"z"))
+        assert inst.remoting.requests[-1][1].ext_fields["e"] == "0"
+    prep._valid_topics.add("U")
+    foreign = MessageQueue("U", "broker-a", 0)
+    await producer.send(Message("T", b"y"), queue=foreign)
+    ext = inst.remoting.requests[-1][1].ext_fields
+    assert ext is not None and ext["b"] == "T" and ext["e"] == "0"
+    assert foreign not in prep.untagged
