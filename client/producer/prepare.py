@@ -43,6 +43,9 @@ _PGROUP = MessageConst.PGROUP
 #: a batch body item's head (``encode_batch``): TOTALSIZE, MAGICCODE 0, BODYCRC 0, FLAG, BODYLENGTH
 _pack_item = struct.Struct(">iiiii").pack
 _pack_plen = struct.Struct(">h").pack
+_UNIQ_PREFIX = b"UNIQ_KEY\x01"
+#: _uniform_batch's last cuts: (messages, bytes a message's tail, the tails' slices)
+_kept_cuts: list[tuple[int, int, list[slice]]] = [(0, 0, [])]
 
 
 class Prepared:
@@ -125,6 +128,10 @@ class MessagePreparer:
         self._plain_limit = min(self._compress_over, self._max_size + 1)
         #: (topic, queue id, broker, tags) -> header template (empty: none possible)
         self.heads: dict[tuple[str, int, str, str], tuple[str, ...]] = {}
+        #: an untagged plain message's templates of its own topic's queues, by the queue alone
+        #: (:meth:`head` adds them; read by ``Sender.send_first``, whose queue is one of the
+        #: message's topic): no key tuple made and hashed per send (~0.75k instructions)
+        self.untagged: dict[MessageQueue, tuple[str, ...]] = {}
         #: a transactional half's properties before TAGS (None: the group holds a separator,
         #: which validate() refuses, so such halves take the general path)
         group = self.group
@@ -344,7 +351,12 @@ class MessagePreparer:
         parts: list[bytes] = []
         add = parts.extend
         # the batch's ids made at once (one clock read, not one an id)
-        ids = self._uniq.create_many(len(msgs))
+        # (as one comma-joined text, its msgId: no string made per id unless it is cut apart)
+        text = self._uniq.create_text(len(msgs))
+        uniform = _uniform_batch(msgs, topic, text, max_size)
+        if uniform is not None:
+            return uniform
+        ids = text.split(",")
         # an item's two packed heads kept while its body length, properties length and flag are
         # the same as the item before's (a batch of one size and tags: packed once, not twice
         # per message: ~1k instructions a message, callgrind)
@@ -379,12 +391,13 @@ class MessagePreparer:
         data = b"".join(parts)
         if len(data) > max_size:
             return None
-        return Prepared(topic, data, 0, 0, "WAIT\x01true", ",".join(ids), True)
+        return Prepared(topic, data, 0, 0, "WAIT\x01true", text, True)
 
     def head(self, p: Prepared, mq: MessageQueue) -> tuple[str, ...] | None:
         """The :func:`~pocketmq.client.api.send_template` of a plain ``p`` on ``mq`` (None: not
         plain, or no template), cached per (topic, queue, tags); a transactional half's per
-        (topic, queue, TX_MARK + tags)."""
+        (topic, queue, TX_MARK + tags); an untagged message's on a queue of its topic also by
+        the queue alone (:attr:`untagged`)."""
         tags = p.plain_tags
         if tags is None:
             return None
@@ -404,7 +417,10 @@ class MessagePreparer:
             tpl = send_template(ext) or ()  # (): no template possible, cached as such
             if len(self.heads) >= _MAX_HEADS:
                 self.heads.clear()
+                self.untagged.clear()
             self.heads[key] = tpl
+        if not p.plain_tags and mq.topic == p.topic:  # (a queue named for another topic: not kept)
+            self.untagged[mq] = tpl
         return tpl or None
 
     def ext(self, p: Prepared, mq: MessageQueue) -> dict[str, str]:
@@ -427,3 +443,67 @@ class MessagePreparer:
         if p.max_reconsume is not None:
             ext["l"] = p.max_reconsume
         return ext
+
+
+def _uniform_batch(msgs: Sequence[Message], topic: str, ids: str, max_size: int) -> Prepared | None:
+    """``_plain_batch`` of untagged messages of one body length and flag (a producer's usual
+    batch), from its ids as one comma-joined text: the bytes the item-by-item way makes, with
+    no properties text, encode or packed head per message. Every item's head is the same, and
+    so is the text between one body and the next but for the id in it: those texts are made
+    for all messages by one replace of the ids' commas and one encode, then cut apart (a slice
+    a message). None: not such a batch (the item-by-item way then)."""
+    first = msgs[0]
+    body = first.body
+    blen = len(body) if type(body) is bytes else 0
+    flag = first.flag
+    if not 0 < blen <= max_size:
+        return None
+    bodies: list[bytes] = []
+    add = bodies.append
+    for m in msgs:
+        body = m.body
+        if (
+            type(m) is not Message
+            or type(body) is not bytes
+            or len(body) != blen
+            or m.flag != flag
+            or m.tags
+            or m.topic != topic
+            or m.delay_level
+            or m.properties
+            or m.keys
+            or not m.wait_store_msg_ok
+        ):
+            return None
+        add(body)
+    n = len(bodies)
+    size = ids.find(",") if n > 1 else len(ids)
+    # every id of one length (a comma after each: the generator's are), ASCII hex: a text's
+    # length is its bytes'
+    if ids[size :: size + 1] != "," * (n - 1) or len(ids) != n * (size + 1) - 1:
+        return None
+    plen = len(_UNIQ_PREFIX) + size
+    if plen > MAX_PROPERTIES_LENGTH:
+        return None
+    item = _pack_item(22 + blen + plen, 0, 0, flag, blen)
+    # after each body: its properties' length and text, then the next item's head; the last
+    # body's without the head (one latin-1 text: the binary heads map to it byte for byte)
+    mid = (_pack_plen(plen) + _UNIQ_PREFIX).decode("latin-1")
+    tails = (mid + ids.replace(",", item.decode("latin-1") + mid)).encode("latin-1")
+    step = 22 + plen
+    if len(tails) != n * step - 20:
+        return None  # (not ASCII)
+    parts: list[bytes] = [item] * (2 * n + 1)
+    parts[1::2] = bodies
+    # the cuts: the last batch shape's slice objects kept (one tuple, read and replaced whole,
+    # as producers on loops in other threads may share it), taken by map in C: ~0.3k
+    # instructions a message less than a comprehension of slices (callgrind micro)
+    kept_n, kept_step, cuts = _kept_cuts[0]
+    if kept_n != n or kept_step != step:
+        cuts = [slice(i, i + step) for i in range(0, len(tails), step)]
+        _kept_cuts[0] = (n, step, cuts)
+    parts[2::2] = map(tails.__getitem__, cuts)
+    data = b"".join(parts)
+    if len(data) > max_size:
+        return None
+    return Prepared(topic, data, 0, 0, "WAIT\x01true", ids, True)

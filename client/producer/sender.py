@@ -194,17 +194,24 @@ class Sender:
         return self.publish.get(topic) or info
 
     # ---------------------------------------------------------------------------- attempts
-    def command(self, api: MQClientAPI, p: Prepared, mq: MessageQueue, born: int = 0) -> RemotingCommand:
+    def command(
+        self, api: MQClientAPI, p: Prepared, mq: MessageQueue, born: int = 0, own: bool = False
+    ) -> RemotingCommand:
         """One attempt's request. A plain message's header comes from its queue's template (no
         extFields dict, no JSON dump) unless RPC hooks run. ``born``: its born timestamp (ms;
-        0: now)."""
+        0: now). ``own``: ``mq`` is one of ``p.topic``'s queues (an untagged message's template
+        is then read by the queue alone, :attr:`MessagePreparer.untagged`)."""
         tags = p.plain_tags
         if tags is not None:
             remoting = api.remoting
             if not (remoting.hooks or remoting.before_hooks):  # hooks would see no ext_fields
                 prep = self.prep
                 # the cached template first (inline of MessagePreparer.head)
-                tpl = prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags)) or prep.head(p, mq)
+                tpl = (
+                    prep.untagged.get(mq)
+                    if own and not tags
+                    else prep.heads.get((p.topic, mq.queue_id, mq.broker_name, tags))
+                ) or prep.head(p, mq)
                 if tpl is not None:
                     # inline of pocketmq.client.api.plain_request (one call less per send)
                     cmd: SendRequest = SendRequest()
@@ -267,7 +274,7 @@ class Sender:
                     remoting = api.remoting
                     self.awaiting += 1
                     try:
-                        request = self.command(api, p, mq, born)
+                        request = self.command(api, p, mq, born, True)  # (mq: p.topic's)
                         loop = self.loop
                         # the producer's only awaited send (one in flight): written alone, so
                         # that no batch opens and no _flush turn (a callback and an epoll_wait)
@@ -403,9 +410,12 @@ class Sender:
         tags = p.plain_tags
         tpl = None
         if tags is not None and not (remoting.hooks or remoting.before_hooks):
-            # inline of command's template lookup
+            # inline of command's template lookup; an untagged message's by its queue alone
+            # (mq is one of p.topic's queues: MessagePreparer.untagged)
             prep = self.prep
-            tpl = prep.heads.get((p.topic, mq.queue_id, broker, tags)) or prep.head(p, mq)
+            tpl = (
+                prep.untagged.get(mq) if not tags else prep.heads.get((p.topic, mq.queue_id, broker, tags))
+            ) or prep.head(p, mq)
         attempt: _Attempt
         if tpl is not None:
             # the request and its reply's waiter in one (plain_request's slots, then the attempt's)

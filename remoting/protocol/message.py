@@ -373,22 +373,36 @@ class UniqIdGenerator:
         """``n`` ids (a batch's), the texts ``n`` calls of :meth:`create` make, with the clock
         read once and again each 256 ids (as the head is remade), not once an id (a ms read is
         ~0.9k instructions: most of an id's cost)."""
+        return self.create_text(n).split(",") if n else []
+
+    def create_text(self, n: int) -> str:
+        """:meth:`create_many`'s ids as one text, joined by commas (a batch's ``msgId``): the
+        n low texts taken at once and each run of them between two wraps of the low byte
+        (text 00) joined to its head in C, with no string made per id (64 ids: ~18k
+        instructions against ~72k for 64 strings, callgrind); at a wrap, what :meth:`create`
+        does."""
         now = time.time_ns() // 1_000_000
         if now != self.last_ms:
             self._new_ms(now)
-        ids: list[str] = []
-        add = ids.append
-        lows = self._lo
-        for _ in range(n):
-            lo = next(lows)
-            if lo is _HEX2_ZERO:
-                now = time.time_ns() // 1_000_000
-                if now != self.last_ms:
-                    self._new_ms(now)
-                self._hi8 = hi8 = (self._hi8 + 1) & 0xFF
-                self._head_hi = self._head + _HEX2[hi8]
-            add(self._head_hi + lo)
-        return ids
+        lows = list(itertools.islice(self._lo, n))
+        runs: list[str] = []
+        start = search = 0
+        while True:
+            try:
+                wrap = lows.index(_HEX2_ZERO, search)
+            except ValueError:
+                wrap = n
+            if wrap > start:
+                head = self._head_hi
+                runs.append(head + ("," + head).join(lows[start:wrap]))
+            if wrap == n:
+                return ",".join(runs)
+            now = time.time_ns() // 1_000_000
+            if now != self.last_ms:
+                self._new_ms(now)
+            self._hi8 = hi8 = (self._hi8 + 1) & 0xFF
+            self._head_hi = self._head + _HEX2[hi8]
+            start, search = wrap, wrap + 1
 
 
 _default_uniq = UniqIdGenerator()

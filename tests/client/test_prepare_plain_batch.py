@@ -22,6 +22,7 @@ def _preparers() -> tuple[MessagePreparer, MessagePreparer]:
         ids = itertools.count()
         prep._uniq.create = lambda ids=ids: f"{next(ids):032X}"  # type: ignore[method-assign]
         prep._uniq.create_many = lambda n, ids=ids: [f"{next(ids):032X}" for _ in range(n)]  # type: ignore[method-assign]
+        prep._uniq.create_text = lambda n, ids=ids: ",".join(f"{next(ids):032X}" for _ in range(n))  # type: ignore[method-assign]
         out.append(prep)
     general = out[1]
     general._plain_batch = lambda msgs, topic: None  # type: ignore[method-assign]
@@ -53,6 +54,9 @@ def _same(msgs: list[Message]) -> None:
     "msgs",
     [
         [Message("T", b"x" * 30) for _ in range(64)],
+        # one length, flag and no tags (the uniform way), with tags "" and a flag, and alone
+        [Message("T", bytes([i]) * 50, tags="" if i % 2 else None, flag=9) for i in range(40)],
+        [Message("T", b"z")],
         [Message("T", b"ab", tags="é"), Message("T", b"x" * 7, flag=5, tags="t"), Message("T", b"y", tags="")],
         # runs of one size, tags length and flag, and changes of each (the kept item heads)
         [
@@ -125,3 +129,34 @@ def test_a_batch_over_the_max_size_is_refused_as_before():
         prep.prepare_batch([Message("T", b"w")])
         with pytest.raises(MessageValidationError, match="batch size"):
             prep.prepare_batch([Message("T", b"x" * 4000), Message("T", b"x" * 4200)])
+
+
+def test_uniform_batches_take_the_one_join_way_and_others_do_not():
+    """Untagged messages of one body length and flag are cut from one join (_uniform_batch);
+    a message that differs in any of those, or ids of unequal lengths, leave it to the
+    item-by-item way, with the same bytes either way."""
+    from pocketmq.client.producer import prepare
+
+    ids = [f"{i:032X}" for i in range(5)]
+    msgs = [Message("T", b"%05d" % i, flag=2) for i in range(5)]
+    p = prepare._uniform_batch(msgs, "T", ",".join(ids), 8192)
+    assert p is not None and p.msg_id == ",".join(ids)
+    assert [(i.flag, i.body, i.properties_str) for i in decode_batch(p.body)] == [
+        (2, b"%05d" % i, f"UNIQ_KEY\x01{ids[i]}") for i in range(5)
+    ]
+    for odd in (
+        Message("T", b"123456", flag=2),
+        Message("T", b"12345", flag=3),
+        Message("T", b"12345", flag=2, tags="t"),
+        Message("U", b"12345", flag=2),
+        Message("T", b"12345", flag=2, keys="k"),
+        Message("T", b"12345", flag=2, properties={"a": "b"}),
+        Message("T", b"12345", flag=2, wait_store_msg_ok=False),
+        Message("T", bytearray(b"12345"), flag=2),  # type: ignore[arg-type]
+    ):
+        assert prepare._uniform_batch([*msgs[:3], odd], "T", ",".join(ids[:4]), 8192) is None
+    # ids of unequal lengths, also when the whole is as long as equal ones would be
+    assert prepare._uniform_batch(msgs, "T", ",".join([*ids[:4], ids[4] + "0"]), 8192) is None
+    assert prepare._uniform_batch(msgs, "T", ",".join([ids[0], ids[1] + "0", ids[2][1:], *ids[3:]]), 8192) is None
+    assert prepare._uniform_batch(msgs, "T", ",".join(ids), len(p.body) - 1) is None  # over the max size
+    _same([*msgs[:3], Message("T", b"123456", flag=2), *msgs[3:]])

@@ -3,6 +3,8 @@ to the one the general path (extFields dict -> encode_header) renders."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from pocketmq.client import Message, MessageQueue
@@ -169,3 +171,58 @@ def test_uniq_ids_are_the_packed_layout() -> None:
     diff = (gen.last_ms - gen._start_ms) & 0xFFFFFFFF
     tail = struct.pack(">iH", diff - 0x100000000 if diff & 0x80000000 else diff, int(uid[-4:], 16))
     assert uid == gen._prefix + tail.hex().upper()
+
+
+async def test_untagged_templates_kept_by_queue_only_for_the_queues_topic() -> None:
+    """send_async reads an untagged message's template by its queue alone
+    (MessagePreparer.untagged): each request carries its own topic and queue id, and only a
+    template of the queue's own topic, untagged and not a transactional half, is kept there."""
+    from .test_producer_unit import QUEUES, make_future_producer, ok
+
+    producer, inst = make_future_producer(ok)
+    prep = producer._prep
+    for i in range(8):  # twice round the four queues
+        res = await producer.send_async(Message("T", b"x%d" % i))
+        ext = inst.remoting.requests[-1][1].ext_fields
+        assert ext is not None and ext["b"] == "T" and ext["e"] == str(res.message_queue.queue_id)
+        assert ext["i"] == f"UNIQ_KEY\x01{res.msg_id}"
+    assert prep.untagged == {mq: prep.heads[("T", mq.queue_id, mq.broker_name, "")] for mq in QUEUES}
+    kept = dict(prep.untagged)
+    prep._valid_topics.add("U")
+    prep.head(prep.prepare(Message("U", b"x")), QUEUES[0])  # another topic's message on T's queue
+    prep.head(prep.prepare(Message("T", b"x", tags="A")), QUEUES[0])  # tagged
+    half = prep.prepare_half(Message("T", b"x"))  # a half without tags: plain_tags is TX_MARK
+    assert half is not None
+    prep.head(half, QUEUES[1])
+    assert prep.untagged == kept
+    res = await producer.send_async(Message("T", b"y"))
+    ext = inst.remoting.requests[-1][1].ext_fields
+    assert ext is not None and ext["b"] == "T" and "TRAN_MSG" not in ext["i"]
+
+
+async def test_await_send_reads_an_untagged_template_by_queue_and_send_to_keeps_the_tuple_key() -> None:
+    """An awaited send's first attempt on one of its topic's queues reads an untagged
+    message's template by the queue (MessagePreparer.untagged); send to an explicit queue of
+    another topic renders the message's own topic, as before."""
+    from .test_producer_unit import QUEUES, make_future_producer, ok
+
+    producer, inst = make_future_producer(ok)
+    producer._sender.loop = asyncio.get_running_loop()
+    await producer.send(Message("T", b"w"))  # the topic checked: the fast path from now on
+    prep = producer._prep
+    for i in range(4):
+        res = await producer.send(Message("T", b"x%d" % i))
+        ext = inst.remoting.requests[-1][1].ext_fields
+        assert ext is not None and ext["b"] == "T" and ext["e"] == str(res.message_queue.queue_id)
+    assert set(prep.untagged) == set(QUEUES)
+    # read by the queue: every queue given queue 0's template renders queue 0's id
+    prep.untagged = dict.fromkeys(QUEUES, prep.untagged[QUEUES[0]])
+    for _ in range(4):  # (round robin: every queue)
+        await producer.send(Message("T", b"z"))
+        assert inst.remoting.requests[-1][1].ext_fields["e"] == "0"
+    prep._valid_topics.add("U")
+    foreign = MessageQueue("U", "broker-a", 0)
+    await producer.send(Message("T", b"y"), queue=foreign)
+    ext = inst.remoting.requests[-1][1].ext_fields
+    assert ext is not None and ext["b"] == "T" and ext["e"] == "0"
+    assert foreign not in prep.untagged

@@ -454,10 +454,12 @@ def test_uniq_ids_same_bytes_as_the_reference(monkeypatch, count):
 
 
 
+@pytest.mark.parametrize("joined", [False, True])
 @pytest.mark.parametrize("count", [0, 1, 0xFE, 0xFF, 0xFFFF, 0xABCD])
-def test_uniq_create_many_same_texts_as_the_reference(monkeypatch, count):
-    """A batch's ids: the reference's texts for the clock read at the start and again at each
-    low-byte wrap of the counter (the clock moving 3 ms a read), across 16-bit wraps too."""
+def test_uniq_create_many_same_texts_as_the_reference(monkeypatch, count, joined):
+    """A batch's ids (create_many, or create_text's comma-joined text): the reference's texts
+    for the clock read at the start and again at each low-byte wrap of the counter (the clock
+    moving 3 ms a read), across 16-bit wraps too."""
     gen = m.UniqIdGenerator(ip=b"\x0a\x00\x00\x07", pid=0x12345)
     gen._count_from(count)
     ref = _ReferenceUniqIds(gen, count)
@@ -473,7 +475,8 @@ def test_uniq_create_many_same_texts_as_the_reference(monkeypatch, count):
     c = count
     for n in (1, 5, 300, 1000):
         reads.clear()
-        ids = gen.create_many(n)
+        text = gen.create_text(n) if joined else None
+        ids = text.split(",") if text is not None else gen.create_many(n)
         expected, j = [], 0
         for _ in range(n):
             if c & 0xFF == 0:  # a low-byte wrap: the clock read again
@@ -483,3 +486,5 @@ def test_uniq_create_many_same_texts_as_the_reference(monkeypatch, count):
         assert ids == expected
         assert j == len(reads) - 1 and gen.last_ms == reads[-1]
         assert len(set(ids)) == n
+        if text is not None:  # create_text: the ids as one comma-joined text
+            assert text == ",".join(expected)
