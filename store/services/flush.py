@@ -396,7 +396,8 @@ class GroupCommitService(CommitLogSyncService):
             return
         self._puts += 1
         if self._inflight is not None:
-            if proc.answers[0] != proc.answers_read:  # inline of FsyncProcess.answered
+            # inline of services.fsync_process.FsyncProcess.answered
+            if proc.answers[0] != proc.answers_read:
                 self._on_proc()
         elif self._lone and not self._stopping and self._retry is None:
             self._start_flush(self.realtime)
