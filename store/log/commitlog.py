@@ -60,6 +60,7 @@ from pocketmq.store.log.layout import (
     STORE_TAIL_STRUCTS,
     STORE_TIMESTAMP_AT,
     SYSFLAG_AT,
+    PutShape,
 )
 from pocketmq.store.log.layout import PUT_SHAPES as _SHAPES
 from pocketmq.store.log.layout import put_shape as _put_shape
@@ -175,12 +176,13 @@ class CommitLog:
         #: put_message slows (+680 instructions a put, callgrind)
         self._stamp = _NO_STAMP
         #: the last put's record shape (body and properties lengths, topic head, prefix Struct),
-        #: its record Struct (None: none made yet, or a shape past ``layout.PUT_SHAPES_MAX``) and
+        #: its record packer (``layout.put_shape``; None: none made yet, or a shape past
+        #: ``layout.PUT_SHAPES_MAX``) and
         #: whether that was looked for: the next put of the shape packs by it without a lookup
         self._shape_blen = self._shape_plen = -1
         self._shape_head = b""
         self._shape_prefix: Struct | None = None
-        self._shape_rec: Struct | None = None
+        self._shape_rec: PutShape | None = None
         self._shape_tried = True
         #: topic -> queue id -> its ``topic_queue_table`` key, the tuple the table holds: a put's
         #: lookups match it by identity, not by building and comparing a tuple (any equal key
@@ -385,10 +387,11 @@ class CommitLog:
                 self._shape_head = head
                 self._shape_prefix = prefix
                 self._shape_tried = False
-            if rec is not None:
-                rec.pack_into(
-                    mf.mm, pos, size, MESSAGE_MAGIC_CODE, crc, queue_id, msg.flag, qoff, phy, sys_flag, msg.born_timestamp,
-                    born_ip, born_port, tail, blen, body, head, plen, props_b,
+            if rec is not None:  # (the shape's TOTALSIZE + MAGICCODE and topic + PROPERTIESLENGTH as bytes)
+                pack, lead, mid = rec
+                pack(
+                    mf.mm, pos, lead, crc, queue_id, msg.flag, qoff, phy, sys_flag, msg.born_timestamp, born_ip, born_port,
+                    tail, blen, body, mid, props_b,
                 )  # fmt: skip
             else:  # a shape other than the last put's, or past layout.PUT_SHAPES_MAX: no Struct
                 mm = mf.mm

@@ -46,6 +46,7 @@ Checkpoint (4096 bytes, mapped)::
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from pocketmq.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -239,22 +240,35 @@ def offset_of_file_name(name: str) -> int | None:
     return None
 
 
-#: whole-record Structs of ``CommitLog.put_message`` by (prefix Struct, topic head, body length,
+#: a shape's record packer (``PUT_SHAPES``): its Struct's bound ``pack_into``, then the shape's
+#: constant fields as bytes: TOTALSIZE + MAGICCODE, and TOPICLEN + TOPIC + PROPERTIESLENGTH
+PutShape = tuple[Callable[..., None], bytes, bytes]
+#: whole-record packers of ``CommitLog.put_message`` by (prefix Struct, topic head, body length,
 #: properties length): prefix, BODY, TOPICLEN + TOPIC, PROPERTIESLENGTH and PROPERTIES packed
 #: in one ``pack_into`` (no joined copy of the record, no 1 KiB+ bytes made and freed a put)
-PUT_SHAPES: dict[tuple[struct.Struct, bytes, int, int], struct.Struct] = {}
+PUT_SHAPES: dict[tuple[struct.Struct, bytes, int, int], PutShape] = {}
 #: at most this many shapes get a Struct (~3.5k instructions to make one): a put of any other
 #: shape packs its prefix and joins the rest, so bodies of ever new sizes make none
 PUT_SHAPES_MAX = 1024
+_MAGIC = struct.pack(">i", MESSAGE_MAGIC_CODE)
 
 
-def put_shape(prefix: struct.Struct, head: bytes, blen: int, plen: int) -> struct.Struct | None:
-    """The whole record's Struct for this shape, now kept in ``PUT_SHAPES``, or None once that
-    holds ``PUT_SHAPES_MAX``. PROPERTIESLENGTH is an ``H``: the two bytes of RocketMQ's short,
-    properties being at most 32767 bytes (MAX_PROPERTIES_LENGTH)."""
+def put_shape(prefix: struct.Struct, head: bytes, blen: int, plen: int) -> PutShape | None:
+    """The whole record's packer for this shape, now kept in ``PUT_SHAPES``, or None once that
+    holds ``PUT_SHAPES_MAX``. The fields every record of the shape shares are one ``s`` each,
+    made here (a put converts 3 ints fewer, ~0.3k instructions): TOTALSIZE with MAGICCODE, and
+    TOPICLEN + TOPIC with PROPERTIESLENGTH (RocketMQ's short: properties are at most 32767
+    bytes, MAX_PROPERTIES_LENGTH). Its arguments: TOTALSIZE + MAGICCODE, then the prefix's from
+    BODYCRC, BODY, TOPICLEN + TOPIC + PROPERTIESLENGTH, PROPERTIES."""
     if len(PUT_SHAPES) >= PUT_SHAPES_MAX:
         return None
-    shape = PUT_SHAPES[prefix, head, blen, plen] = struct.Struct(
-        f"{prefix.format}{blen}s{len(head)}sH{plen}s"
+    fmt = prefix.format
+    assert fmt.startswith(">ii")  # TOTALSIZE, MAGICCODE
+    size = prefix.size + blen + len(head) + 2 + plen
+    rec = struct.Struct(f">8s{fmt[3:]}{blen}s{len(head) + 2}s{plen}s")
+    shape = PUT_SHAPES[prefix, head, blen, plen] = (
+        rec.pack_into,
+        struct.pack(">i", size) + _MAGIC,
+        head + struct.pack(">H", plen),
     )
     return shape

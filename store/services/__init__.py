@@ -97,13 +97,8 @@ class StoreServices:
         #: collects a finished fsync without waiting for the loop (``GroupCommitService.poll``)
         self.after_put: Callable[[], None] = self.reput.wakeup
         if sync:
-            wake, poll = self.reput.wakeup, self.group_commit.poll
-
-            def after_put() -> None:
-                wake()
-                poll()
-
-            self.after_put = after_put
+            self.group_commit.reput_gate, self.group_commit.wake_reput = self.reput, self.reput.wakeup
+            self.after_put = self.group_commit.poll
         self.index_proc: IndexProcess | None = None
         self._index_watch: StoreService | None = None
         self.fsync_pipe: FsyncPipe | None = None

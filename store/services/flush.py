@@ -22,7 +22,7 @@ from pocketmq.remoting.common.service import cancel_and_wait
 from pocketmq.store.config import MessageStoreConfig
 from pocketmq.store.dispatch.dispatcher import Dispatcher
 from pocketmq.store.index.file import IndexService
-from pocketmq.store.log.commitlog import CommitLog
+from pocketmq.store.log.commitlog import NO_SERVICES, CommitLog, WakeGate, no_wakeup
 from pocketmq.store.log.layout import OS_PAGE_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
 from pocketmq.store.queue.consume_queue import ConsumeQueue
@@ -261,6 +261,10 @@ class GroupCommitService(CommitLogSyncService):
         self._proc: FsyncProcess | None = None
         #: the last one-file request: (the file's ``sync_key``, its bytes for the helper)
         self._request: tuple[str, bytes] = ("", b"")
+        #: reput's wake-up and its gate (``StoreServices``): :meth:`poll` is the store's
+        #: ``after_put`` and wakes reput first, unless a wake-up is already scheduled
+        self.reput_gate: WakeGate = NO_SERVICES
+        self.wake_reput: Callable[[], None] = no_wakeup
 
     def wait_flushed(self, end_offset: int, direct: RoundCallback | None = None) -> asyncio.Future[bool]:
         """A future that becomes True once ``end_offset`` is on disk (False on timeout).
@@ -363,7 +367,9 @@ class GroupCommitService(CommitLogSyncService):
         self._flush_done(error)
 
     def poll(self) -> None:
-        """After each put (``StoreServices.after_put``): handle the helper's answer now if it
+        """After each put (``StoreServices.after_put``, this method itself: one Python call a
+        put, not a closure calling reput's ``wakeup`` and this): wake reput (``wake_reput``,
+        unless ``reput_gate`` says a wake-up is scheduled), then handle the helper's answer now if it
         has come (``FsyncProcess.answered``: no syscall; the next fsync then starts at once,
         for this put too); with no fsync in flight, start one at once if the last one covered
         a single put.
@@ -382,12 +388,16 @@ class GroupCommitService(CommitLogSyncService):
         single put to cover (with every fsync real-time, 640 puts of 32 in-process writers:
         159-561 fsyncs, against 53-77 so; main 43-64; sync22 saw 186-572).
         """
+        if not self.reput_gate.scheduled:
+            wake = self.wake_reput
+            wake()
         proc = self._proc
         if proc is None:
             return
         self._puts += 1
         if self._inflight is not None:
-            if proc.answered():
+            # inline of services.fsync_process.FsyncProcess.answered
+            if proc.answers[0] != proc.answers_read:
                 self._on_proc()
         elif self._lone and not self._stopping and self._retry is None:
             self._start_flush(self.realtime)

@@ -153,7 +153,7 @@ class FsyncProcess:
         shared = os.memfd_create("pocketmq-fsync-answers", os.MFD_CLOEXEC)
         try:
             os.ftruncate(shared, mmap.PAGESIZE)
-            self._flag = mmap.mmap(shared, mmap.PAGESIZE)
+            self.answers = mmap.mmap(shared, mmap.PAGESIZE)
             parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 self._proc = subprocess.Popen(
@@ -172,8 +172,10 @@ class FsyncProcess:
         parent.setblocking(False)
         self._sock: socket.socket | None = parent
         self.fd = parent.fileno()
-        #: answers read so far, mod 256 (the helper's count is in ``_flag[0]``)
-        self._read = 0
+        #: the helper's answer count, mod 256, in ``answers[0]`` (a shared page), and the answers
+        #: read so far, mod 256: they differ while an answer waits (``answered``; the group
+        #: commit's poll compares them itself, a Python call fewer a put)
+        self.answers_read = 0
         #: the helper's scheduling as last asked for (``request``)
         self._realtime = False
 
@@ -200,7 +202,7 @@ class FsyncProcess:
 
     def answered(self) -> bool:
         """An answer is waiting to be read (no syscall: the shared answer count)."""
-        return self._flag[0] != self._read
+        return self.answers[0] != self.answers_read
 
     def results(self) -> list[int] | None:
         """The answer to the last request: 0 or an errno per path; None if the helper is gone
@@ -216,7 +218,7 @@ class FsyncProcess:
             return None
         if not data:
             return None
-        self._read = (self._read + 1) & 255
+        self.answers_read = (self.answers_read + 1) & 255
         if data == b"0":  # one file synced: the group commit's every answer, without a list comp
             return [0]
         return [int(x) for x in data.split(b" ")]

@@ -575,3 +575,34 @@ async def test_a_lone_puts_request_follows_the_segment_being_written(tmp_path):
             assert gc._request[1] == gc._request[0].encode()
     assert len(mfq.files) >= 3 and keys == [mf.sync_key for mf in mfq.files[: len(keys)]]
     await store.shutdown()
+
+
+async def test_a_sync_flush_put_wakes_reput_once_a_turn_through_the_group_commit(tmp_path):
+    # under SYNC_FLUSH the store's after_put is the group commit's poll itself (one call a put):
+    # it wakes reput (its slice dispatches the put in the next turn) unless a wake-up is already
+    # scheduled, and still starts a lone put's fsync
+    store = await _started(str(tmp_path / "s"))
+    services = store._services
+    assert services is not None
+    gc, reput = services.group_commit, services.reput
+    assert store.commitlog.after_put == gc.poll
+    woken: list[int] = []
+    real = gc.wake_reput
+
+    def counting() -> None:
+        woken.append(1)
+        real()
+
+    gc.wake_reput = counting
+    for turn in range(3):
+        async with asyncio.timeout(5):
+            while reput.scheduled:  # (the slice of what was put before runs first)  # noqa: ASYNC110
+                await asyncio.sleep(0)
+        rs = [store.put_message(make_msg(turn * 4 + i)) for i in range(4)]
+        assert len(woken) == turn + 1 and reput.scheduled  # the turn's first put woke it
+        waiter = store.flush_waiter(rs[-1])
+        assert waiter is not None and await waiter is True
+        async with asyncio.timeout(5):
+            while store.get_max_offset_in_queue("TopicA", 0) < (turn + 1) * 4:  # noqa: ASYNC110
+                await asyncio.sleep(0.001)
+    await store.shutdown()
