@@ -73,6 +73,14 @@ from pocketmq.broker.processor.send_checks import (
     check_send,
     stored_size,
 )
+from pocketmq.broker.processor.send_ok_texts import (
+    HEX4,
+    NO_BLOCK,
+    NO_NUMBER,
+    REPLY_PREFIXES,
+    number_block,
+    offset_block,
+)
 from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
 from pocketmq.broker.transaction.half_props import LAST_PLAN, sent_half_properties
 from pocketmq.remoting.protocol.codes import (
@@ -127,19 +135,8 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _JAVA = LanguageCode.JAVA
 _RESPONSE = int(RPC_TYPE_RESPONSE)
 _pack_prefix = PREFIX.pack
-#: a JSON reply's frame prefix (total length, header length) by header length, made once: a
-#: list subscript instead of a Struct.pack call per SEND_OK (its header is ~150-200 bytes)
-_REPLY_PREFIXES = [_pack_prefix(4 + n, n) for n in range(1024)]
-#: an offset msgId's last four hex digits by the offset's low 16 bits (a list subscript: the
-#: SEND_OK's 16 digits are its 64 KiB block's 12, kept, and these; ~2.9 MB of bytes). The
-#: SEND_OK's kept texts are UTF-8 bytes, joined as bytes: no str join and encode per send
-_HEX4 = [f"{i:04X}".encode() for i in range(1 << 16)]
 #: the most topics process keeps the checked config of (SendMessageProcessor._plain_topics)
 _PLAIN_TOPICS_MAX = 100_000
-#: no block: any offset's difference from it is out of range
-_NO_BLOCK = (-(1 << 64), b"")
-#: no block of a decimal (``_number_block``): any number's difference from it is out of range
-_NO_NUMBER: tuple[int, bytes, list[bytes]] = (-(1 << 64), b"", [])
 _join = b"".join
 _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
@@ -210,13 +207,13 @@ class SendMessageProcessor:
         #: the last SEND_OK's 64 KiB block of CommitLog offsets: (its first offset, the reply's
         #: text up to the msgId's last four hex digits: p0, the store host's hex and the
         #: block's 12 digits); reset when the host changes (_msg_id)
-        self._block = _NO_BLOCK
-        #: queue id -> its last SEND_OK's block of 1000 queue offsets (_number_block: p1, the
+        self._block = NO_BLOCK
+        #: queue id -> its last SEND_OK's block of 1000 queue offsets (number_block: p1, the
         #: queue id and p2 before the block's leading digits; the last three's texts end in p3)
         self._queue_blocks: dict[int, tuple[int, bytes, list[bytes]]] = {}
-        #: the last SEND_OK's block of 1000 opaques (_number_block; the last three's texts end
+        #: the last SEND_OK's block of 1000 opaques (number_block; the last three's texts end
         #: in p4, the template's end)
-        self._opaque_block = _NO_NUMBER
+        self._opaque_block = NO_NUMBER
         #: (a number's last three digits, all of it below 1000 / zero-padded otherwise) + p3;
         #: the same + p4 (UTF-8)
         self._number_texts = (
@@ -636,7 +633,7 @@ class SendMessageProcessor:
                 and cached[0] is append.store_host
                 and append.batch_offsets is None
                 and (request.__class__ is SendRawRequest or not request.serialize_type)
-                and opaque >= 0  # (_number_block's: a client's opaque wraps to negative after 2**31)
+                and opaque >= 0  # (number_block's: a client's opaque wraps to negative after 2**31)
             ):  # (a SendRawRequest's serialize type is JSON, a class attribute: not read, as above)
                 # the frame head rendered now from the template (EncodedReply): no extFields
                 # dump and no extFields dict (EncodedReply decodes it from the head if asked);
@@ -648,7 +645,7 @@ class SendMessageProcessor:
                 offset = append.wrote_offset
                 low = offset - block[0]
                 if not 0 <= low < 65536:
-                    block = self._block = self._offset_block(offset, parts[0] + cached[1])
+                    block = self._block = offset_block(offset, parts[0] + cached[1])
                     low = offset - block[0]
                 # the queue offset and the opaque likewise: the text of their block of 1000
                 # (kept: the queue's last, the last opaque's) and their last three digits from
@@ -658,7 +655,7 @@ class SendMessageProcessor:
                 try:
                     qblock = self._queue_blocks[queue_id]
                 except KeyError:
-                    qblock = _NO_NUMBER
+                    qblock = NO_NUMBER
                 queue_offset = append.logics_offset
                 qlow = queue_offset - qblock[0]
                 if not 0 <= qlow < 1000:
@@ -668,10 +665,10 @@ class SendMessageProcessor:
                 olow = opaque - oblock[0]
                 if not 0 <= olow < 1000:
                     texts = self._number_texts
-                    oblock = self._opaque_block = _number_block(opaque, "", texts[2], texts[3])
+                    oblock = self._opaque_block = number_block(opaque, "", texts[2], texts[3])
                     olow = opaque - oblock[0]
                 # (bytes joined: ~0.9k instructions fewer than the str's BUILD_STRING and encode)
-                header = _join((block[1], _HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
+                header = _join((block[1], HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
             else:
                 msg_id = self._msg_id(append)
                 qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
@@ -696,7 +693,7 @@ class SendMessageProcessor:
             reply.opaque = opaque
             reply.flag = _RESPONSE
             n = len(header)
-            reply.head = (_REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
+            reply.head = (REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
             reply.head_opaque = opaque
             return reply
         code, remark = PUT_STATUS_REPLY.get(status, PUT_STATUS_DEFAULT)
@@ -707,21 +704,13 @@ class SendMessageProcessor:
             ext["queueOffset"] = str(append.logics_offset)
         return RemotingCommand.response_to(request, code, remark, ext)
 
-    @staticmethod
-    def _offset_block(offset: int, prefix: str) -> tuple[int, bytes]:
-        """``offset``'s 64 KiB block: its first offset and the reply's text up to the msgId's
-        last four hex digits (``prefix``: p0 and the store host's hex; then the offset's 12 high
-        hex digits)."""
-        first = offset >> 16 << 16
-        return first, (prefix + first.to_bytes(8, "big").hex().upper()[:12]).encode()
-
     def _queue_block(
         self, queue_id: int, queue_offset: int, parts: tuple[str, ...]
     ) -> tuple[int, bytes, list[bytes]]:
-        """``queue_offset``'s block of 1000 (``_number_block``) after p1, the queue id and p2,
+        """``queue_offset``'s block of 1000 (``number_block``) after p1, the queue id and p2,
         kept as the queue's."""
         texts = self._number_texts
-        block = self._queue_blocks[queue_id] = _number_block(
+        block = self._queue_blocks[queue_id] = number_block(
             queue_offset, f"{parts[1]}{queue_id}{parts[2]}", texts[0], texts[1]
         )
         return block
@@ -737,7 +726,7 @@ class SendMessageProcessor:
                 host,
                 (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper(),
             )
-            self._block = _NO_BLOCK  # (its text holds the former host's)
+            self._block = NO_BLOCK  # (its text holds the former host's)
         prefix = cached[1]
         offsets = append.batch_offsets
         if offsets is None:
@@ -749,19 +738,6 @@ class SendMessageProcessor:
         # a ">q" the generic one (_PyLong_AsByteArray)
         hexes = struct.pack(f"<{len(offsets)}q", *offsets[::-1])[::-1].hex(",", 8).upper()
         return prefix + hexes.replace(",", "," + prefix)
-
-
-def _number_block(
-    value: int, before: str, plain: list[bytes], padded: list[bytes]
-) -> tuple[int, bytes, list[bytes]]:
-    """The block of 1000 holding ``value`` (>= 0): its first number, ``before`` + the number's
-    digits but the last three, and the table of the last three's texts (``plain``: below 1000,
-    no leading zero; else ``padded``), so ``value``'s text is ``block[1] + block[2][value -
-    block[0]]`` for any value of the block (UTF-8)."""
-    if value < 1000:
-        return 0, before.encode(), plain
-    head = value // 1000
-    return head * 1000, f"{before}{head}".encode(), padded
 
 
 def _delay_or_error(props: str) -> int:
