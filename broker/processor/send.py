@@ -78,6 +78,7 @@ from pocketmq.broker.processor.send_ok_texts import (
     NO_BLOCK,
     NO_NUMBER,
     REPLY_PREFIXES,
+    encoded_reply,
     number_block,
     offset_block,
 )
@@ -143,6 +144,9 @@ _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
 _parse_v2_attrs = SendMessageRequestHeader.from_v2_attrs
+#: how process's tail answers a put: its reply returned, handed to FlushReplies (SYNC_FLUSH) or
+#: to ReplicationReplies (SYNC_MASTER)
+_NOW, _FLUSHED, _REPLICATED = 0, 1, 2
 
 
 class _SentMessage(SlotRecord, MessageInner):
@@ -189,8 +193,8 @@ class SendMessageProcessor:
         self._msgid_prefix: tuple[HostAddress, str] | None = None
         self._held_pulls = self.held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
-        self.flush_replies = FlushReplies(self._reply)
-        self.replication_replies = ReplicationReplies(self._reply)
+        self.flush_replies = FlushReplies(self._render)
+        self.replication_replies = ReplicationReplies(self._render)
 
     def _settings(self) -> SendSettings:
         s = self._s
@@ -320,6 +324,8 @@ class SendMessageProcessor:
         inner.tags_code = 0
         sent = header.properties or ""
         tran = not plain and TRAN_KEY in sent  # (topic: checked, not blank)
+        result: PutResult | None = None  # (set here by a half's fast path)
+        then = _NOW  # how process's tail answers the put
         if (
             tran
             and self.transactions is not None
@@ -361,107 +367,182 @@ class SendMessageProcessor:
                 # reads)
                 sent_wait = planned[4]
                 waits = s.policy_waits and (sent_wait is None or sent_wait.lower() == "true")
-                result = self.transactions.store_half(inner, planned, waits, topic, queue_id)
-                half: RemotingCommand | Awaitable[RemotingCommand]
-                if (
-                    result.__class__ is AppendResult or result.__class__ is PutResult
-                ):  # (else an awaitable; no isinstance call)
-                    half = self._reply(request, result, queue_id, topic)
-                else:
-                    half = self._reply_after(request, result, queue_id, topic)
-                # (inline of _durable: steady state, no topic waits)
-                return (
-                    half
-                    if self.topics.durable is None
-                    else reply_when_durable(half, self.topics, self.groups)
-                )
-        if plain:  # (what the branch below decides, known from the shape)
-            # (four statements: a 4-target assignment builds and unpacks a tuple)
-            props = f"{sent}{s.cluster_tail}"
-            wait = True
-            delayed = s.tail_delay
-            tran = s.tail_tran
-        elif sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
-            # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
-            # stored_properties returns for it, without the call
-            props, wait = f"{sent}{s.cluster_tail}", True
-            # whether props holds DELAY / TRAN_MSG: sent or the tail does (a key holds no
-            # \x02, the tail's first character, so none spans the two)
-            delayed = s.tail_delay or DELAY_KEY in sent
-            tran = tran or s.tail_tran
-        else:
-            props, wait = stored_properties(sent, s.cluster)
-            delayed = DELAY_KEY in props
-            tran = TRAN_KEY in props
-        if (
-            len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
-        ):  # inline of send_checks.properties_too_long
-            raise MessageIllegalError(ILLEGAL_REMARK)
-        if len(body) > s.max_body_fast and stored_size(len(body), topic, props) > s.max_body:
-            raise MessageIllegalError(ILLEGAL_REMARK)  # inline of send_checks.message_too_large
-        inner.topic = topic
-        inner.queue_id = queue_id
-        inner.properties = props
-        inner.sys_flag = header.sys_flag
-        if special:  # a %RETRY% or MULTI_TAG topic
-            self._retry_and_dlq(request, header, inner, tc)
-        if delayed and self.schedule is not None:
-            try:
-                apply_delay_level(
-                    inner,
-                    self.schedule.max_delay_level,
-                    get_property(header.properties or "", MessageConst.WAIT),
-                )
-            except ValueError as exc:
-                raise RemoteSystemError(str(exc)) from None
-        if tran:
-            tran_value = get_property(props, MessageConst.TRAN_MSG)
+                half = self.transactions.store_half(inner, planned, waits, topic, queue_id)
+                if half.__class__ is not AppendResult and half.__class__ is not PutResult:
+                    # (an awaitable; no isinstance call)
+                    return self._durable(self._reply_after(request, half, queue_id, topic))
+                result = half
+                counted = topic  # (answered by the tail below, counted under the sent topic)
+        if result is None:  # not a half's fast path
+            if plain:  # (what the branch below decides, known from the shape)
+                # (four statements: a 4-target assignment builds and unpacks a tuple)
+                props = f"{sent}{s.cluster_tail}"
+                wait = True
+                delayed = s.tail_delay
+                tran = s.tail_tran
+            elif sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
+                # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
+                # stored_properties returns for it, without the call
+                props, wait = f"{sent}{s.cluster_tail}", True
+                # whether props holds DELAY / TRAN_MSG: sent or the tail does (a key holds no
+                # \x02, the tail's first character, so none spans the two)
+                delayed = s.tail_delay or DELAY_KEY in sent
+                tran = tran or s.tail_tran
+            else:
+                props, wait = stored_properties(sent, s.cluster)
+                delayed = DELAY_KEY in props
+                tran = TRAN_KEY in props
             if (
-                tran_value is not None
-                and tran_value.lower() == "true"
-                and not (inner.reconsume_times > 0 and has_delay(props))
-            ):
-                # (the half's properties are built from the request's unless the delay or DLQ
-                # rewrite above changed the stored ones)
-                cluster = s.cluster if inner.properties is props else None
-                return self._durable(
-                    self._prepare_transaction(
-                        request, inner, queue_id, wait, header.properties or "", cluster
+                len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
+            ):  # inline of send_checks.properties_too_long
+                raise MessageIllegalError(ILLEGAL_REMARK)
+            if len(body) > s.max_body_fast and stored_size(len(body), topic, props) > s.max_body:
+                raise MessageIllegalError(ILLEGAL_REMARK)  # inline of send_checks.message_too_large
+            inner.topic = topic
+            inner.queue_id = queue_id
+            inner.properties = props
+            inner.sys_flag = header.sys_flag
+            if special:  # a %RETRY% or MULTI_TAG topic
+                self._retry_and_dlq(request, header, inner, tc)
+            if delayed and self.schedule is not None:
+                try:
+                    apply_delay_level(
+                        inner,
+                        self.schedule.max_delay_level,
+                        get_property(header.properties or "", MessageConst.WAIT),
                     )
-                )
-        store = self.store
-        if wait and s.policy_waits:
-            if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
-                return self._durable(self.replication_replies.add(store, conn, request, store.put_message(inner), queue_id, inner.topic))  # fmt: skip
-            if not s.sync_flush_only:
-                return self._durable(
-                    self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
-                )
-            result = store.put_message(inner)
-            # (a stored put is its own append: no call of the append property for it)
-            stored = result.__class__ is AppendResult or result.append is not None
-            held = self._held_pulls
-            if held and stored and (inner.topic, inner.queue_id) in held:
-                self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
-            if stored and self.topics.durable is None:
-                # inline of _put_then_flush and _durable in the steady state (two call levels)
-                self.flush_replies.add(store, conn, request, result, queue_id, inner.topic)
-                return None  # answered by FlushReplies, like a held pull
-            return self._durable(self._put_then_flush(conn, request, result, queue_id, inner.topic))
-        put = store.put_now  # (then called: a read 3.11 specializes, MessageStore._set_writable)
-        result = put(inner)
-        held = self._held_pulls
-        # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k instructions)
+                except ValueError as exc:
+                    raise RemoteSystemError(str(exc)) from None
+            if tran:
+                tran_value = get_property(props, MessageConst.TRAN_MSG)
+                if (
+                    tran_value is not None
+                    and tran_value.lower() == "true"
+                    and not (inner.reconsume_times > 0 and has_delay(props))
+                ):
+                    # (the half's properties are built from the request's unless the delay or DLQ
+                    # rewrite above changed the stored ones)
+                    cluster = s.cluster if inner.properties is props else None
+                    return self._durable(
+                        self._prepare_transaction(
+                            request, inner, queue_id, wait, header.properties or "", cluster
+                        )
+                    )
+            store = self.store
+            if wait and s.policy_waits:
+                if not s.sync_flush_only and not (s.sync_master_only and self.topics.durable is None):
+                    return self._durable(
+                        self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
+                    )
+                result = store.put_message(inner)
+                if s.sync_master_only:  # SYNC_MASTER: no task per send (ReplicationReplies)
+                    then = _REPLICATED
+                else:
+                    # (a stored put is its own append: no call of the append property for it)
+                    stored = result.__class__ is AppendResult or result.append is not None
+                    held = self._held_pulls
+                    if held and stored and (inner.topic, inner.queue_id) in held:
+                        self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
+                    if stored and self.topics.durable is not None:  # the reply must be returned
+                        return self._durable(self._put_then_flush(conn, request, result, queue_id, inner.topic))  # fmt: skip
+                    then = _FLUSHED  # answered by FlushReplies, like a held pull
+            else:
+                put = store.put_now  # (then called: a read 3.11 specializes, MessageStore._set_writable)
+                result = put(inner)
+                held = self._held_pulls
+                # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k)
+                if (
+                    held
+                    and (inner.topic, inner.queue_id) in held
+                    and (result.__class__ is AppendResult or result.append is not None)  # (as above)
+                ):  # inline of longpolling.PullRequestHoldService.is_held
+                    self._dispatch_now()
+            counted = inner.topic  # (the stats' topic: a DLQ's or the schedule's when rewritten)
+        # ----- the reply of a put made here: the one place a SEND_OK is rendered from the
+        # kept texts (no call level per send: ~1.1k instructions); _reply renders the others'
+        # (batches, awaited puts, transactions' general path) the general way
+        append = result if result.__class__ is AppendResult else result.append
+        if append is None:  # a failed put: answered now
+            return self._durable(self._render(request, result, queue_id))
+        # inline of broker.stats.BrokerStatsManager.on_put (no call per send: ~0.6k
+        # instructions); the put's store time is the stats' clock read (read a moment earlier).
+        # A put waiting for its flush or its slave is counted now, as RocketMQ counts it
+        stats = self.stats
+        now, nums = append.store_timestamp, append.msg_num
+        if now >= stats.next_roll:
+            stats.roll(now)
+        try:
+            counts = stats.topic_put[counted]
+        except KeyError:
+            counts = stats.put_counts(counted)
+        counts.times += 1
+        counts.size += append.wrote_bytes
+        if nums != 1:
+            counts.extra += nums - 1
+        parts = s.send_ok
+        opaque = request.opaque
+        cached = self._msgid_prefix
         if (
-            held
-            and (inner.topic, inner.queue_id) in held
-            and (result.__class__ is AppendResult or result.append is not None)  # (as above)
-        ):  # inline of longpolling.PullRequestHoldService.is_held
-            self._dispatch_now()
-        reply = self._reply(request, result, queue_id, inner.topic)
-        if self.topics.durable is None:  # inline of _durable (steady state: no topic waits)
-            return reply
-        return reply_when_durable(reply, self.topics, self.groups)
+            (result.__class__ is AppendResult or result.status is _PUT_OK)  # (an AppendResult: PUT_OK)
+            and parts is not None
+            and cached is not None
+            and cached[0] is append.store_host
+            and append.batch_offsets is None
+            and (request.__class__ is SendRawRequest or not request.serialize_type)
+            and opaque >= 0  # (number_block's: a client's opaque wraps to negative after 2**31)
+        ):  # (a SendRawRequest's serialize type is JSON, a class attribute: not read, as above)
+            # the frame head rendered now from the template (EncodedReply): no extFields
+            # dump and no extFields dict (EncodedReply decodes it from the head if asked);
+            # the msgId inline of _msg_id (the same host): the offset's 64 KiB block's text
+            # kept from the last send (consecutive sends' offsets grow by a record: a block
+            # holds ~50 1 KiB sends) and its last four hex digits from a table (a subtract,
+            # a compare and a subscript for to_bytes().hex().upper()'s three calls)
+            block = self._block
+            offset = append.wrote_offset
+            low = offset - block[0]
+            if not 0 <= low < 65536:
+                block = self._block = offset_block(offset, parts[0] + cached[1])
+                low = offset - block[0]
+            # the queue offset and the opaque likewise: the text of their block of 1000
+            # (kept: the queue's last, the last opaque's) and their last three digits from
+            # a table; the template's parts joined to those texts and tables, so the head
+            # is 6 pieces, not 10 with two ints formatted (~0.8k instructions an int, ~0.15k
+            # a piece)
+            try:
+                qblock = self._queue_blocks[queue_id]
+            except KeyError:
+                qblock = NO_NUMBER
+            queue_offset = append.logics_offset
+            qlow = queue_offset - qblock[0]
+            if not 0 <= qlow < 1000:
+                qblock = self._queue_block(queue_id, queue_offset, parts)
+                qlow = queue_offset - qblock[0]
+            oblock = self._opaque_block
+            olow = opaque - oblock[0]
+            if not 0 <= olow < 1000:
+                texts = self._number_texts
+                oblock = self._opaque_block = number_block(opaque, "", texts[2], texts[3])
+                olow = opaque - oblock[0]
+            # (bytes joined: ~0.9k instructions fewer than the str's BUILD_STRING and encode)
+            head = _join((block[1], HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
+            # inline of encoded_reply (no Python __init__: command.EncodedReply; code, remark,
+            # body, language, version, serialize_type: its class attributes, a SEND_OK's)
+            ok = EncodedReply()
+            ok.opaque = ok.head_opaque = opaque
+            ok.flag = _RESPONSE
+            n = len(head)
+            ok.head = (REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + head
+            reply: RemotingCommand = ok
+        else:
+            reply = self._render(request, result, queue_id)
+        if then is _NOW:
+            if self.topics.durable is None:  # inline of _durable (steady state: no topic waits)
+                return reply
+            return reply_when_durable(reply, self.topics, self.groups)
+        if then is _FLUSHED:  # (the steady state: topics.durable is None, tested above)
+            self.flush_replies.add(self.store, conn, request, result, queue_id, reply)
+            return None  # answered by FlushReplies, like a held pull
+        return self._durable(self.replication_replies.add(self.store, conn, request, result, queue_id, reply))
 
     def _durable(
         self, reply: RemotingCommand | Awaitable[RemotingCommand] | None
@@ -556,11 +637,14 @@ class SendMessageProcessor:
         template.flag = template.prepared_transaction_offset = template.tags_code = 0
         store = self.store
         if wait and s.policy_waits:
-            if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
-                return self.replication_replies.add(store, conn, request, store.put_batch(template, items), queue_id, topic)  # fmt: skip
-            if not s.sync_flush_only:
+            if not s.sync_flush_only and not (s.sync_master_only and self.topics.durable is None):
                 return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
             result = store.put_batch(template, items)
+            if s.sync_master_only:  # SYNC_MASTER: no task per send
+                reply = self._reply(request, result, queue_id, topic)
+                if result.append is None:
+                    return reply
+                return self.replication_replies.add(store, conn, request, result, queue_id, reply)
             if (topic, queue_id) in self._held_pulls and result.append is not None:
                 self._dispatch_now()
             return self._put_then_flush(conn, request, result, queue_id, topic)
@@ -584,7 +668,8 @@ class SendMessageProcessor:
             return self._reply(request, result, queue_id, topic)
         if self.topics.durable is not None:  # process() defers the reply: it must be returned
             return self._reply_after(request, self._flushed(result), queue_id, topic)
-        self.flush_replies.add(self.store, conn, request, result, queue_id, topic)
+        reply = self._reply(request, result, queue_id, topic)  # (counted now, sent once flushed)
+        self.flush_replies.add(self.store, conn, request, result, queue_id, reply)
         return None  # answered by FlushReplies, like a held pull
 
     async def _flushed(self, result: PutResult) -> PutResult:
@@ -603,99 +688,41 @@ class SendMessageProcessor:
     def _reply(
         self, request: RemotingCommand, result: PutResult, queue_id: int, topic: str
     ) -> RemotingCommand:
-        status = result.status
+        """The reply of a put not made by process's own path (batches, awaited puts, the general
+        transaction path), its stats counted under ``topic``."""
         # (a stored put is its own append: no property call for it)
         append = result if result.__class__ is AppendResult else result.append
-        s = self._s
         if append is not None:
-            # inline of broker.stats.BrokerStatsManager.on_put (no call per send: ~0.6k
-            # instructions); the put's store time is the stats' clock read (read a moment earlier)
-            stats = self.stats
-            now, nums = append.store_timestamp, append.msg_num
-            if now >= stats.next_roll:
-                stats.roll(now)
-            try:
-                counts = stats.topic_put[topic]
-            except KeyError:
-                counts = stats.put_counts(topic)
-            counts.times += 1
-            counts.size += append.wrote_bytes
-            if nums != 1:
-                counts.extra += nums - 1
+            self.stats.on_put(topic, append.msg_num, append.wrote_bytes, append.store_timestamp)
+        return self._render(request, result, queue_id)
+
+    def _render(self, request: RemotingCommand, result: PutResult, queue_id: int) -> RemotingCommand:
+        """A send's reply rendered the general way (no stats: counted when the put was made);
+        process renders its own SEND_OKs from the kept texts."""
+        status = result.status
+        append = result if result.__class__ is AppendResult else result.append
+        s = self._s
         if status is _PUT_OK and append is not None:
-            # The hot path: the reply built directly
             parts = s.send_ok
+            msg_id = self._msg_id(append)
+            qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
+            qoff = f"{append.logics_offset}"
+            if request.serialize_type or parts is None:
+                ext = {
+                    "MSG_REGION": s.region,
+                    "TRACE_ON": s.trace_on,
+                    "msgId": msg_id,
+                    "queueId": qid,
+                    "queueOffset": qoff,
+                }
+                return RemotingCommand(
+                    _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
+                    request.serialize_type,
+                )  # fmt: skip
+            p0, p1, p2, p3, p4 = parts
             opaque = request.opaque
-            cached = self._msgid_prefix
-            if (
-                parts is not None
-                and cached is not None
-                and cached[0] is append.store_host
-                and append.batch_offsets is None
-                and (request.__class__ is SendRawRequest or not request.serialize_type)
-                and opaque >= 0  # (number_block's: a client's opaque wraps to negative after 2**31)
-            ):  # (a SendRawRequest's serialize type is JSON, a class attribute: not read, as above)
-                # the frame head rendered now from the template (EncodedReply): no extFields
-                # dump and no extFields dict (EncodedReply decodes it from the head if asked);
-                # the msgId inline of _msg_id (the same host): the offset's 64 KiB block's text
-                # kept from the last send (consecutive sends' offsets grow by a record: a block
-                # holds ~50 1 KiB sends) and its last four hex digits from a table (a subtract,
-                # a compare and a subscript for to_bytes().hex().upper()'s three calls)
-                block = self._block
-                offset = append.wrote_offset
-                low = offset - block[0]
-                if not 0 <= low < 65536:
-                    block = self._block = offset_block(offset, parts[0] + cached[1])
-                    low = offset - block[0]
-                # the queue offset and the opaque likewise: the text of their block of 1000
-                # (kept: the queue's last, the last opaque's) and their last three digits from
-                # a table; the template's parts joined to those texts and tables, so the head
-                # is 6 pieces, not 10 with two ints formatted (~0.8k instructions an int, ~0.15k
-                # a piece)
-                try:
-                    qblock = self._queue_blocks[queue_id]
-                except KeyError:
-                    qblock = NO_NUMBER
-                queue_offset = append.logics_offset
-                qlow = queue_offset - qblock[0]
-                if not 0 <= qlow < 1000:
-                    qblock = self._queue_block(queue_id, queue_offset, parts)
-                    qlow = queue_offset - qblock[0]
-                oblock = self._opaque_block
-                olow = opaque - oblock[0]
-                if not 0 <= olow < 1000:
-                    texts = self._number_texts
-                    oblock = self._opaque_block = number_block(opaque, "", texts[2], texts[3])
-                    olow = opaque - oblock[0]
-                # (bytes joined: ~0.9k instructions fewer than the str's BUILD_STRING and encode)
-                header = _join((block[1], HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
-            else:
-                msg_id = self._msg_id(append)
-                qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
-                qoff = f"{append.logics_offset}"
-                if request.serialize_type or parts is None:
-                    ext = {
-                        "MSG_REGION": s.region,
-                        "TRACE_ON": s.trace_on,
-                        "msgId": msg_id,
-                        "queueId": qid,
-                        "queueOffset": qoff,
-                    }
-                    return RemotingCommand(
-                        _SUCCESS, opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
-                        request.serialize_type,
-                    )  # fmt: skip
-                p0, p1, p2, p3, p4 = parts
-                header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
-            # (no Python __init__: command.EncodedReply; code, remark, body, language, version,
-            # serialize_type: its class attributes, what a SEND_OK's template says)
-            reply = EncodedReply()
-            reply.opaque = opaque
-            reply.flag = _RESPONSE
-            n = len(header)
-            reply.head = (REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
-            reply.head_opaque = opaque
-            return reply
+            header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
+            return encoded_reply(header, opaque)
         code, remark = PUT_STATUS_REPLY.get(status, PUT_STATUS_DEFAULT)
         ext = {"MSG_REGION": s.region, "TRACE_ON": s.trace_on}
         if append is not None and status.is_ok:

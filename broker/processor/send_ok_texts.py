@@ -8,9 +8,12 @@ whose number falls in the block its last send's did is its text plus a table sub
 
 from __future__ import annotations
 
-from pocketmq.remoting.protocol.command import PREFIX
+from pocketmq.remoting.protocol.codes import RPC_TYPE_RESPONSE
+from pocketmq.remoting.protocol.command import PREFIX, EncodedReply, RemotingCommand
 
 _pack_prefix = PREFIX.pack
+#: a reply's flag
+RESPONSE = int(RPC_TYPE_RESPONSE)
 #: a JSON reply's frame prefix (total length, header length) by header length, made once: a
 #: list subscript instead of a Struct.pack call per SEND_OK (its header is ~150-200 bytes)
 REPLY_PREFIXES = [_pack_prefix(4 + n, n) for n in range(1024)]
@@ -43,3 +46,14 @@ def number_block(
         return 0, before.encode(), plain
     head = value // 1000
     return head * 1000, f"{before}{head}".encode(), padded
+
+
+def encoded_reply(header: bytes, opaque: int) -> RemotingCommand:
+    """A SEND_OK of this JSON header (no Python __init__: command.EncodedReply; code, remark,
+    body, language, version, serialize_type: its class attributes, a SEND_OK's)."""
+    reply = EncodedReply()
+    reply.opaque = reply.head_opaque = opaque
+    reply.flag = RESPONSE
+    n = len(header)
+    reply.head = (REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
+    return reply
