@@ -218,6 +218,9 @@ class SendMessageProcessor:
         #: the last SEND_OK's block of 1000 opaques (number_block; the last three's texts end
         #: in p4, the template's end)
         self._opaque_block = NO_NUMBER
+        #: the store host process renders SEND_OKs from the kept texts for (set by _msg_id
+        #: once the msgId prefix is this host's; None: the template changed, or none)
+        self._ok_host: HostAddress | None = None
         #: (a number's last three digits, all of it below 1000 / zero-padded otherwise) + p3;
         #: the same + p4 (UTF-8)
         self._number_texts = (
@@ -479,14 +482,10 @@ class SendMessageProcessor:
         counts.size += append.wrote_bytes
         if nums != 1:
             counts.extra += nums - 1
-        parts = s.send_ok
         opaque = request.opaque
-        cached = self._msgid_prefix
         if (
             (result.__class__ is AppendResult or result.status is _PUT_OK)  # (an AppendResult: PUT_OK)
-            and parts is not None
-            and cached is not None
-            and cached[0] is append.store_host
+            and append.store_host is self._ok_host  # (the template's and msgId prefix's: _msg_id)
             and append.batch_offsets is None
             and (request.__class__ is SendRawRequest or not request.serialize_type)
             and opaque >= 0  # (number_block's: a client's opaque wraps to negative after 2**31)
@@ -501,7 +500,7 @@ class SendMessageProcessor:
             offset = append.wrote_offset
             low = offset - block[0]
             if not 0 <= low < 65536:
-                block = self._block = offset_block(offset, parts[0] + cached[1])
+                block = self._new_block(offset)
                 low = offset - block[0]
             # the queue offset and the opaque likewise: the text of their block of 1000
             # (kept: the queue's last, the last opaque's) and their last three digits from
@@ -515,7 +514,7 @@ class SendMessageProcessor:
             queue_offset = append.logics_offset
             qlow = queue_offset - qblock[0]
             if not 0 <= qlow < 1000:
-                qblock = self._queue_block(queue_id, queue_offset, parts)
+                qblock = self._queue_block(queue_id, queue_offset)
                 qlow = queue_offset - qblock[0]
             oblock = self._opaque_block
             olow = opaque - oblock[0]
@@ -731,11 +730,18 @@ class SendMessageProcessor:
             ext["queueOffset"] = str(append.logics_offset)
         return RemotingCommand.response_to(request, code, remark, ext)
 
-    def _queue_block(
-        self, queue_id: int, queue_offset: int, parts: tuple[str, ...]
-    ) -> tuple[int, bytes, list[bytes]]:
+    def _new_block(self, offset: int) -> tuple[int, bytes]:
+        """``offset``'s 64 KiB block (``offset_block``) after p0 and the store host's hex, kept."""
+        parts, cached = self._s.send_ok, self._msgid_prefix
+        assert parts is not None and cached is not None  # (process renders so: _ok_host is set)
+        block = self._block = offset_block(offset, parts[0] + cached[1])
+        return block
+
+    def _queue_block(self, queue_id: int, queue_offset: int) -> tuple[int, bytes, list[bytes]]:
         """``queue_offset``'s block of 1000 (``number_block``) after p1, the queue id and p2,
         kept as the queue's."""
+        parts = self._s.send_ok
+        assert parts is not None  # (as _new_block's)
         texts = self._number_texts
         block = self._queue_blocks[queue_id] = number_block(
             queue_offset, f"{parts[1]}{queue_id}{parts[2]}", texts[0], texts[1]
@@ -754,6 +760,9 @@ class SendMessageProcessor:
                 (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper(),
             )
             self._block = NO_BLOCK  # (its text holds the former host's)
+        # process renders this host's SEND_OKs from the kept texts from now, while the
+        # template holds (one identity test a send for the template, the prefix and the host)
+        self._ok_host = host if self._s.send_ok is not None else None
         prefix = cached[1]
         offsets = append.batch_offsets
         if offsets is None:
