@@ -484,7 +484,7 @@ class SendMessageProcessor:
             counts.extra += nums - 1
         opaque = request.opaque
         if (
-            (result.__class__ is AppendResult or result.status is _PUT_OK)  # (an AppendResult: PUT_OK)
+            (append is result or result.status is _PUT_OK)  # (an AppendResult: PUT_OK, its own append)
             and append.store_host is self._ok_host  # (the template's and msgId prefix's: _msg_id)
             and append.batch_offsets is None
             and (request.__class__ is SendRawRequest or not request.serialize_type)
@@ -534,7 +534,7 @@ class SendMessageProcessor:
             reply: RemotingCommand = ok
         else:
             reply = self._render(request, result, queue_id)
-        if then is _NOW:
+        if not then:  # _NOW (0: no global read)
             if self.topics.durable is None:  # inline of _durable (steady state: no topic waits)
                 return reply
             return reply_when_durable(reply, self.topics, self.groups)
