@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-#: one waiting send: (connection, request, put result, queue id, topic)
-Waiter = tuple[Any, RemotingCommand, PutResult, int, str]
-#: builds a send's reply: (request, put result, queue id, topic) -> reply
-ReplyFn = Callable[[RemotingCommand, PutResult, int, str], RemotingCommand]
+#: one waiting send: (connection, request, put result, queue id, its reply once flushed)
+Waiter = tuple[Any, RemotingCommand, PutResult, int, RemotingCommand]
+#: renders a send's reply (no stats): (request, put result, queue id) -> reply
+RenderFn = Callable[[RemotingCommand, PutResult, int], RemotingCommand]
 
 
 class FlushWaiter(Protocol):
@@ -55,8 +55,9 @@ class FlushWaiter(Protocol):
 class FlushReplies:
     """Sends waiting for their flush: this loop turn's, then per round (module docstring)."""
 
-    def __init__(self, reply: ReplyFn) -> None:
-        self._reply = reply
+    def __init__(self, render: RenderFn) -> None:
+        #: the reply of a round that timed out (FLUSH_DISK_TIMEOUT)
+        self._render = render
         self._turn: list[Waiter] = []
         #: the turn's put with the highest end offset (one registration covers the turn)
         self._turn_last: PutResult | None = None
@@ -68,8 +69,10 @@ class FlushReplies:
         #: group commit's, ``perf trace``)
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def add(self, store: FlushWaiter, conn: RemotingConnection, request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> None:  # fmt: skip
-        """Answer this successful put (``result.append`` set) once its bytes are flushed."""
+    def add(self, store: FlushWaiter, conn: RemotingConnection, request: RemotingCommand, result: PutResult, queue_id: int, reply: RemotingCommand) -> None:  # fmt: skip
+        """Answer this successful put (``result.append`` set) once its bytes are flushed:
+        ``reply``, its SEND_OK rendered (and its stats counted) when it was put, so the
+        rendering is the send processor's alone; a timed-out round's is rendered then."""
         append = result if result.__class__ is AppendResult else result.append  # (no property call)
         assert append is not None
         turn = self._turn
@@ -79,7 +82,7 @@ class FlushReplies:
             if loop is None or loop.is_closed():
                 loop = self._loop = asyncio.get_running_loop()
             loop.call_soon(self._register_turn)
-        turn.append((conn, request, result, queue_id, topic))
+        turn.append((conn, request, result, queue_id, reply))
         end = append.wrote_offset + append.wrote_bytes
         if end > self._turn_end:
             self._turn_end = end
@@ -164,7 +167,7 @@ class FlushReplies:
         # read once per run, and again after a failed reply
         last: Any = None
         active = False
-        for conn, request, result, queue_id, topic in waiters:
+        for conn, request, result, queue_id, reply in waiters:
             if conn is not last:
                 last, active = conn, conn.is_active
             if request.flag & RPC_ONEWAY or not active:
@@ -174,10 +177,9 @@ class FlushReplies:
                     reply = RemotingCommand.response_to(
                         request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"
                     )
-                else:
-                    if not flushed:
-                        result = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result.append)
-                    reply = self._reply(request, result, queue_id, topic)
+                elif not flushed:
+                    timeout = PutResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result.append)
+                    reply = self._render(request, timeout, queue_id)
                 conn.send_response(reply)
             except Exception:  # one peer's failure must not cost the others their reply
                 last = None

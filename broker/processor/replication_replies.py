@@ -32,8 +32,10 @@ __all__ = ["ReplicationReplies"]
 logger = logging.getLogger(__name__)
 
 _PUT_OK = PutMessageStatus.PUT_OK
-#: builds a send's reply: (request, put result, queue id, topic) -> reply
-ReplyFn = Callable[[RemotingCommand, PutResult, int, str], RemotingCommand]
+#: renders a send's reply (no stats): (request, put result, queue id) -> reply
+RenderFn = Callable[[RemotingCommand, PutResult, int], RemotingCommand]
+#: one waiting send: (connection, request, put result, queue id, its reply once acknowledged)
+Waiter = tuple[Any, RemotingCommand, PutResult, int, RemotingCommand]
 
 
 class Replicator(Protocol):
@@ -45,8 +47,9 @@ class Replicator(Protocol):
 
 
 class ReplicationReplies:
-    def __init__(self, reply: ReplyFn) -> None:
-        self._reply = reply
+    def __init__(self, render: RenderFn) -> None:
+        #: the reply of a put the slave did not take (SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT)
+        self._render = render
 
     def add(
         self,
@@ -55,27 +58,25 @@ class ReplicationReplies:
         request: RemotingCommand,
         result: PutResult,
         queue_id: int,
-        topic: str,
+        reply: RemotingCommand,
     ) -> RemotingCommand | None:
-        """The reply now, or None when the acknowledgement (or the timeout) will answer."""
-        if result.append is None:
-            return self._reply(request, result, queue_id, topic)
-        status = store.replicate_then(result, self._answer, (conn, request, result, queue_id, topic))
+        """The reply now, or None when the acknowledgement (or the timeout) will answer; for a
+        stored put (``result.append`` set) whose SEND_OK ``reply`` was rendered (and its stats
+        counted) when it was put, so the rendering is the send processor's alone."""
+        status = store.replicate_then(result, self._answer, (conn, request, result, queue_id, reply))
         if status is None:
             return None
-        if status is not _PUT_OK:
-            result = PutResult(status, result.append)
-        return self._reply(request, result, queue_id, topic)
+        if status is _PUT_OK:
+            return reply
+        return self._render(request, PutResult(status, result.append), queue_id)
 
-    def _answer(
-        self, waiter: tuple[Any, RemotingCommand, PutResult, int, str], status: PutMessageStatus
-    ) -> None:
-        conn, request, result, queue_id, topic = waiter
+    def _answer(self, waiter: Waiter, status: PutMessageStatus) -> None:
+        conn, request, result, queue_id, reply = waiter
         if request.flag & RPC_ONEWAY or not conn.is_active:
             return
         try:
             if status is not _PUT_OK:
-                result = PutResult(status, result.append)
-            conn.send_response(self._reply(request, result, queue_id, topic))
+                reply = self._render(request, PutResult(status, result.append), queue_id)
+            conn.send_response(reply)
         except Exception:  # one peer's failure must not cost the others their reply
             logger.warning("could not answer a replicated send from %s", conn.remote_addr, exc_info=True)

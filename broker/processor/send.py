@@ -73,6 +73,15 @@ from pocketmq.broker.processor.send_checks import (
     check_send,
     stored_size,
 )
+from pocketmq.broker.processor.send_ok_texts import (
+    HEX4,
+    NO_BLOCK,
+    NO_NUMBER,
+    REPLY_PREFIXES,
+    encoded_reply,
+    number_block,
+    offset_block,
+)
 from pocketmq.broker.retry_policy import dlq_queue_id, ensure_dlq_topic, goes_to_dlq, max_reconsume_times
 from pocketmq.broker.transaction.half_props import LAST_PLAN, sent_half_properties
 from pocketmq.remoting.protocol.codes import (
@@ -127,25 +136,17 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _JAVA = LanguageCode.JAVA
 _RESPONSE = int(RPC_TYPE_RESPONSE)
 _pack_prefix = PREFIX.pack
-#: a JSON reply's frame prefix (total length, header length) by header length, made once: a
-#: list subscript instead of a Struct.pack call per SEND_OK (its header is ~150-200 bytes)
-_REPLY_PREFIXES = [_pack_prefix(4 + n, n) for n in range(1024)]
-#: an offset msgId's last four hex digits by the offset's low 16 bits (a list subscript: the
-#: SEND_OK's 16 digits are its 64 KiB block's 12, kept, and these; ~2.9 MB of bytes). The
-#: SEND_OK's kept texts are UTF-8 bytes, joined as bytes: no str join and encode per send
-_HEX4 = [f"{i:04X}".encode() for i in range(1 << 16)]
 #: the most topics process keeps the checked config of (SendMessageProcessor._plain_topics)
 _PLAIN_TOPICS_MAX = 100_000
-#: no block: any offset's difference from it is out of range
-_NO_BLOCK = (-(1 << 64), b"")
-#: no block of a decimal (``_number_block``): any number's difference from it is out of range
-_NO_NUMBER: tuple[int, bytes, list[bytes]] = (-(1 << 64), b"", [])
 _join = b"".join
 _PUT_OK = PutMessageStatus.PUT_OK
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 #: bound once (a classmethod read builds a bound method per request)
 _parse_v2 = SendMessageRequestHeader.from_ext_fields_v2
 _parse_v2_attrs = SendMessageRequestHeader.from_v2_attrs
+#: how process's tail answers a put: its reply returned, handed to FlushReplies (SYNC_FLUSH) or
+#: to ReplicationReplies (SYNC_MASTER)
+_NOW, _FLUSHED, _REPLICATED = 0, 1, 2
 
 
 class _SentMessage(SlotRecord, MessageInner):
@@ -192,8 +193,8 @@ class SendMessageProcessor:
         self._msgid_prefix: tuple[HostAddress, str] | None = None
         self._held_pulls = self.held_queues
         #: SYNC_FLUSH sends waiting for their group-commit round
-        self.flush_replies = FlushReplies(self._reply)
-        self.replication_replies = ReplicationReplies(self._reply)
+        self.flush_replies = FlushReplies(self._render)
+        self.replication_replies = ReplicationReplies(self._render)
 
     def _settings(self) -> SendSettings:
         s = self._s
@@ -210,13 +211,16 @@ class SendMessageProcessor:
         #: the last SEND_OK's 64 KiB block of CommitLog offsets: (its first offset, the reply's
         #: text up to the msgId's last four hex digits: p0, the store host's hex and the
         #: block's 12 digits); reset when the host changes (_msg_id)
-        self._block = _NO_BLOCK
-        #: queue id -> its last SEND_OK's block of 1000 queue offsets (_number_block: p1, the
+        self._block = NO_BLOCK
+        #: queue id -> its last SEND_OK's block of 1000 queue offsets (number_block: p1, the
         #: queue id and p2 before the block's leading digits; the last three's texts end in p3)
         self._queue_blocks: dict[int, tuple[int, bytes, list[bytes]]] = {}
-        #: the last SEND_OK's block of 1000 opaques (_number_block; the last three's texts end
+        #: the last SEND_OK's block of 1000 opaques (number_block; the last three's texts end
         #: in p4, the template's end)
-        self._opaque_block = _NO_NUMBER
+        self._opaque_block = NO_NUMBER
+        #: the store host process renders SEND_OKs from the kept texts for (set by _msg_id
+        #: once the msgId prefix is this host's; None: the template changed, or none)
+        self._ok_host: HostAddress | None = None
         #: (a number's last three digits, all of it below 1000 / zero-padded otherwise) + p3;
         #: the same + p4 (UTF-8)
         self._number_texts = (
@@ -323,6 +327,8 @@ class SendMessageProcessor:
         inner.tags_code = 0
         sent = header.properties or ""
         tran = not plain and TRAN_KEY in sent  # (topic: checked, not blank)
+        result: PutResult | None = None  # (set here by a half's fast path)
+        then = _NOW  # how process's tail answers the put
         if (
             tran
             and self.transactions is not None
@@ -364,107 +370,179 @@ class SendMessageProcessor:
                 # reads)
                 sent_wait = planned[4]
                 waits = s.policy_waits and (sent_wait is None or sent_wait.lower() == "true")
-                result = self.transactions.store_half(inner, planned, waits, topic, queue_id)
-                half: RemotingCommand | Awaitable[RemotingCommand]
-                if (
-                    result.__class__ is AppendResult or result.__class__ is PutResult
-                ):  # (else an awaitable; no isinstance call)
-                    half = self._reply(request, result, queue_id, topic)
-                else:
-                    half = self._reply_after(request, result, queue_id, topic)
-                # (inline of _durable: steady state, no topic waits)
-                return (
-                    half
-                    if self.topics.durable is None
-                    else reply_when_durable(half, self.topics, self.groups)
-                )
-        if plain:  # (what the branch below decides, known from the shape)
-            # (four statements: a 4-target assignment builds and unpacks a tuple)
-            props = f"{sent}{s.cluster_tail}"
-            wait = True
-            delayed = s.tail_delay
-            tran = s.tail_tran
-        elif sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
-            # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
-            # stored_properties returns for it, without the call
-            props, wait = f"{sent}{s.cluster_tail}", True
-            # whether props holds DELAY / TRAN_MSG: sent or the tail does (a key holds no
-            # \x02, the tail's first character, so none spans the two)
-            delayed = s.tail_delay or DELAY_KEY in sent
-            tran = tran or s.tail_tran
-        else:
-            props, wait = stored_properties(sent, s.cluster)
-            delayed = DELAY_KEY in props
-            tran = TRAN_KEY in props
-        if (
-            len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
-        ):  # inline of send_checks.properties_too_long
-            raise MessageIllegalError(ILLEGAL_REMARK)
-        if len(body) > s.max_body_fast and stored_size(len(body), topic, props) > s.max_body:
-            raise MessageIllegalError(ILLEGAL_REMARK)  # inline of send_checks.message_too_large
-        inner.topic = topic
-        inner.queue_id = queue_id
-        inner.properties = props
-        inner.sys_flag = header.sys_flag
-        if special:  # a %RETRY% or MULTI_TAG topic
-            self._retry_and_dlq(request, header, inner, tc)
-        if delayed and self.schedule is not None:
-            try:
-                apply_delay_level(
-                    inner,
-                    self.schedule.max_delay_level,
-                    get_property(header.properties or "", MessageConst.WAIT),
-                )
-            except ValueError as exc:
-                raise RemoteSystemError(str(exc)) from None
-        if tran:
-            tran_value = get_property(props, MessageConst.TRAN_MSG)
+                half = self.transactions.store_half(inner, planned, waits, topic, queue_id)
+                if half.__class__ is not AppendResult and half.__class__ is not PutResult:
+                    # (an awaitable; no isinstance call)
+                    return self._durable(self._reply_after(request, half, queue_id, topic))
+                result = half
+                counted = topic  # (answered by the tail below, counted under the sent topic)
+        if result is None:  # not a half's fast path
+            if plain:  # (what the branch below decides, known from the shape)
+                # (four statements: a 4-target assignment builds and unpacks a tuple)
+                props = f"{sent}{s.cluster_tail}"
+                wait = True
+                delayed = s.tail_delay
+                tran = s.tail_tran
+            elif sent and WAIT_KEY not in sent and CLUSTER_KEY not in sent and sent[-1] != "\x02":
+                # the SDK's common send (no WAIT, no CLUSTER, no trailing separator): what
+                # stored_properties returns for it, without the call
+                props, wait = f"{sent}{s.cluster_tail}", True
+                # whether props holds DELAY / TRAN_MSG: sent or the tail does (a key holds no
+                # \x02, the tail's first character, so none spans the two)
+                delayed = s.tail_delay or DELAY_KEY in sent
+                tran = tran or s.tail_tran
+            else:
+                props, wait = stored_properties(sent, s.cluster)
+                delayed = DELAY_KEY in props
+                tran = TRAN_KEY in props
             if (
-                tran_value is not None
-                and tran_value.lower() == "true"
-                and not (inner.reconsume_times > 0 and has_delay(props))
-            ):
-                # (the half's properties are built from the request's unless the delay or DLQ
-                # rewrite above changed the stored ones)
-                cluster = s.cluster if inner.properties is props else None
-                return self._durable(
-                    self._prepare_transaction(
-                        request, inner, queue_id, wait, header.properties or "", cluster
+                len(props) > MAX_PROPERTIES_LENGTH and len(props.encode()) > MAX_PROPERTIES_LENGTH
+            ):  # inline of send_checks.properties_too_long
+                raise MessageIllegalError(ILLEGAL_REMARK)
+            if len(body) > s.max_body_fast and stored_size(len(body), topic, props) > s.max_body:
+                raise MessageIllegalError(ILLEGAL_REMARK)  # inline of send_checks.message_too_large
+            inner.topic = topic
+            inner.queue_id = queue_id
+            inner.properties = props
+            inner.sys_flag = header.sys_flag
+            if special:  # a %RETRY% or MULTI_TAG topic
+                self._retry_and_dlq(request, header, inner, tc)
+            if delayed and self.schedule is not None:
+                try:
+                    apply_delay_level(
+                        inner,
+                        self.schedule.max_delay_level,
+                        get_property(header.properties or "", MessageConst.WAIT),
                     )
-                )
-        store = self.store
-        if wait and s.policy_waits:
-            if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
-                return self._durable(self.replication_replies.add(store, conn, request, store.put_message(inner), queue_id, inner.topic))  # fmt: skip
-            if not s.sync_flush_only:
-                return self._durable(
-                    self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
-                )
-            result = store.put_message(inner)
-            # (a stored put is its own append: no call of the append property for it)
-            stored = result.__class__ is AppendResult or result.append is not None
-            held = self._held_pulls
-            if held and stored and (inner.topic, inner.queue_id) in held:
-                self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
-            if stored and self.topics.durable is None:
-                # inline of _put_then_flush and _durable in the steady state (two call levels)
-                self.flush_replies.add(store, conn, request, result, queue_id, inner.topic)
-                return None  # answered by FlushReplies, like a held pull
-            return self._durable(self._put_then_flush(conn, request, result, queue_id, inner.topic))
-        put = store.put_now  # (then called: a read 3.11 specializes, MessageStore._set_writable)
-        result = put(inner)
-        held = self._held_pulls
-        # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k instructions)
+                except ValueError as exc:
+                    raise RemoteSystemError(str(exc)) from None
+            if tran:
+                tran_value = get_property(props, MessageConst.TRAN_MSG)
+                if (
+                    tran_value is not None
+                    and tran_value.lower() == "true"
+                    and not (inner.reconsume_times > 0 and has_delay(props))
+                ):
+                    # (the half's properties are built from the request's unless the delay or DLQ
+                    # rewrite above changed the stored ones)
+                    cluster = s.cluster if inner.properties is props else None
+                    return self._durable(
+                        self._prepare_transaction(
+                            request, inner, queue_id, wait, header.properties or "", cluster
+                        )
+                    )
+            store = self.store
+            if wait and s.policy_waits:
+                if not s.sync_flush_only and not (s.sync_master_only and self.topics.durable is None):
+                    return self._durable(
+                        self._reply_after(request, store.put_message_async(inner), queue_id, inner.topic)
+                    )
+                result = store.put_message(inner)
+                if s.sync_master_only:  # SYNC_MASTER: no task per send (ReplicationReplies)
+                    then = _REPLICATED
+                else:
+                    # (a stored put is its own append: no call of the append property for it)
+                    stored = result.__class__ is AppendResult or result.append is not None
+                    held = self._held_pulls
+                    if held and stored and (inner.topic, inner.queue_id) in held:
+                        self._dispatch_now()  # as below: the pull's reply need not wait for the fsync's
+                    if stored and self.topics.durable is not None:  # the reply must be returned
+                        return self._durable(self._put_then_flush(conn, request, result, queue_id, inner.topic))  # fmt: skip
+                    then = _FLUSHED  # answered by FlushReplies, like a held pull
+            else:
+                put = store.put_now  # (then called: a read 3.11 specializes, MessageStore._set_writable)
+                result = put(inner)
+                held = self._held_pulls
+                # (empty while no pull is held: no key tuple built and hashed per send, ~0.2k)
+                if (
+                    held
+                    and (inner.topic, inner.queue_id) in held
+                    and (result.__class__ is AppendResult or result.append is not None)  # (as above)
+                ):  # inline of longpolling.PullRequestHoldService.is_held
+                    self._dispatch_now()
+            counted = inner.topic  # (the stats' topic: a DLQ's or the schedule's when rewritten)
+        # ----- the reply of a put made here: the one place a SEND_OK is rendered from the
+        # kept texts (no call level per send: ~0.33k instructions with its dispatch below);
+        # _reply renders the others'
+        # (batches, awaited puts, transactions' general path) the general way
+        append = result if result.__class__ is AppendResult else result.append
+        if append is None:  # a failed put: answered now
+            return self._durable(self._render(request, result, queue_id))
+        # inline of broker.stats.BrokerStatsManager.on_put (no call per send: ~0.6k
+        # instructions); the put's store time is the stats' clock read (read a moment earlier).
+        # A put waiting for its flush or its slave is counted now, as RocketMQ counts it
+        stats = self.stats
+        now, nums = append.store_timestamp, append.msg_num
+        if now >= stats.next_roll:
+            stats.roll(now)
+        try:
+            counts = stats.topic_put[counted]
+        except KeyError:
+            counts = stats.put_counts(counted)
+        counts.times += 1
+        counts.size += append.wrote_bytes
+        if nums != 1:
+            counts.extra += nums - 1
+        opaque = request.opaque
         if (
-            held
-            and (inner.topic, inner.queue_id) in held
-            and (result.__class__ is AppendResult or result.append is not None)  # (as above)
-        ):  # inline of longpolling.PullRequestHoldService.is_held
-            self._dispatch_now()
-        reply = self._reply(request, result, queue_id, inner.topic)
-        if self.topics.durable is None:  # inline of _durable (steady state: no topic waits)
-            return reply
-        return reply_when_durable(reply, self.topics, self.groups)
+            (append is result or result.status is _PUT_OK)  # (an AppendResult: PUT_OK, its own append)
+            and append.store_host is self._ok_host  # (the template's and msgId prefix's: _msg_id)
+            and append.batch_offsets is None
+            and (request.__class__ is SendRawRequest or not request.serialize_type)
+            and opaque >= 0  # (number_block's: a client's opaque wraps to negative after 2**31)
+        ):  # (a SendRawRequest's serialize type is JSON, a class attribute: not read, as above)
+            # the frame head rendered now from the template (EncodedReply): no extFields
+            # dump and no extFields dict (EncodedReply decodes it from the head if asked);
+            # the msgId inline of _msg_id (the same host): the offset's 64 KiB block's text
+            # kept from the last send (consecutive sends' offsets grow by a record: a block
+            # holds ~50 1 KiB sends) and its last four hex digits from a table (a subtract,
+            # a compare and a subscript for to_bytes().hex().upper()'s three calls)
+            block = self._block
+            offset = append.wrote_offset
+            low = offset - block[0]
+            if not 0 <= low < 65536:
+                block = self._new_block(offset)
+                low = offset - block[0]
+            # the queue offset and the opaque likewise: the text of their block of 1000
+            # (kept: the queue's last, the last opaque's) and their last three digits from
+            # a table; the template's parts joined to those texts and tables, so the head
+            # is 6 pieces, not 10 with two ints formatted (~0.8k instructions an int, ~0.15k
+            # a piece)
+            try:
+                qblock = self._queue_blocks[queue_id]
+            except KeyError:
+                qblock = NO_NUMBER
+            queue_offset = append.logics_offset
+            qlow = queue_offset - qblock[0]
+            if not 0 <= qlow < 1000:
+                qblock = self._queue_block(queue_id, queue_offset)
+                qlow = queue_offset - qblock[0]
+            oblock = self._opaque_block
+            olow = opaque - oblock[0]
+            if not 0 <= olow < 1000:
+                texts = self._number_texts
+                oblock = self._opaque_block = number_block(opaque, "", texts[2], texts[3])
+                olow = opaque - oblock[0]
+            # (bytes joined: ~0.9k instructions fewer than the str's BUILD_STRING and encode)
+            head = _join((block[1], HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
+            # inline of encoded_reply (no Python __init__: command.EncodedReply; code, remark,
+            # body, language, version, serialize_type: its class attributes, a SEND_OK's)
+            ok = EncodedReply()
+            ok.opaque = ok.head_opaque = opaque
+            ok.flag = _RESPONSE
+            n = len(head)
+            ok.head = (REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + head
+            reply: RemotingCommand = ok
+        else:
+            reply = self._render(request, result, queue_id)
+        if not then:  # _NOW (0: no global read)
+            if self.topics.durable is None:  # inline of _durable (steady state: no topic waits)
+                return reply
+            return reply_when_durable(reply, self.topics, self.groups)
+        if then is _FLUSHED:  # (the steady state: topics.durable is None, tested above)
+            self.flush_replies.add(self.store, conn, request, result, queue_id, reply)
+            return None  # answered by FlushReplies, like a held pull
+        return self._durable(self.replication_replies.add(self.store, conn, request, result, queue_id, reply))
 
     def _durable(
         self, reply: RemotingCommand | Awaitable[RemotingCommand] | None
@@ -559,11 +637,14 @@ class SendMessageProcessor:
         template.flag = template.prepared_transaction_offset = template.tags_code = 0
         store = self.store
         if wait and s.policy_waits:
-            if s.sync_master_only and self.topics.durable is None:  # SYNC_MASTER: no task per send
-                return self.replication_replies.add(store, conn, request, store.put_batch(template, items), queue_id, topic)  # fmt: skip
-            if not s.sync_flush_only:
+            if not s.sync_flush_only and not (s.sync_master_only and self.topics.durable is None):
                 return self._reply_after(request, store.put_batch_async(template, items), queue_id, topic)
             result = store.put_batch(template, items)
+            if s.sync_master_only:  # SYNC_MASTER: no task per send
+                reply = self._reply(request, result, queue_id, topic)
+                if result.append is None:
+                    return reply
+                return self.replication_replies.add(store, conn, request, result, queue_id, reply)
             if (topic, queue_id) in self._held_pulls and result.append is not None:
                 self._dispatch_now()
             return self._put_then_flush(conn, request, result, queue_id, topic)
@@ -587,7 +668,8 @@ class SendMessageProcessor:
             return self._reply(request, result, queue_id, topic)
         if self.topics.durable is not None:  # process() defers the reply: it must be returned
             return self._reply_after(request, self._flushed(result), queue_id, topic)
-        self.flush_replies.add(self.store, conn, request, result, queue_id, topic)
+        reply = self._reply(request, result, queue_id, topic)  # (counted now, sent once flushed)
+        self.flush_replies.add(self.store, conn, request, result, queue_id, reply)
         return None  # answered by FlushReplies, like a held pull
 
     async def _flushed(self, result: PutResult) -> PutResult:
@@ -606,99 +688,41 @@ class SendMessageProcessor:
     def _reply(
         self, request: RemotingCommand, result: PutResult, queue_id: int, topic: str
     ) -> RemotingCommand:
-        status = result.status
+        """The reply of a put not made by process's own path (batches, awaited puts, the general
+        transaction path), its stats counted under ``topic``."""
         # (a stored put is its own append: no property call for it)
         append = result if result.__class__ is AppendResult else result.append
-        s = self._s
         if append is not None:
-            # inline of broker.stats.BrokerStatsManager.on_put (no call per send: ~0.6k
-            # instructions); the put's store time is the stats' clock read (read a moment earlier)
-            stats = self.stats
-            now, nums = append.store_timestamp, append.msg_num
-            if now >= stats.next_roll:
-                stats.roll(now)
-            try:
-                counts = stats.topic_put[topic]
-            except KeyError:
-                counts = stats.put_counts(topic)
-            counts.times += 1
-            counts.size += append.wrote_bytes
-            if nums != 1:
-                counts.extra += nums - 1
+            self.stats.on_put(topic, append.msg_num, append.wrote_bytes, append.store_timestamp)
+        return self._render(request, result, queue_id)
+
+    def _render(self, request: RemotingCommand, result: PutResult, queue_id: int) -> RemotingCommand:
+        """A send's reply rendered the general way (no stats: counted when the put was made);
+        process renders its own SEND_OKs from the kept texts."""
+        status = result.status
+        append = result if result.__class__ is AppendResult else result.append
+        s = self._s
         if status is _PUT_OK and append is not None:
-            # The hot path: the reply built directly
             parts = s.send_ok
+            msg_id = self._msg_id(append)
+            qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
+            qoff = f"{append.logics_offset}"
+            if request.serialize_type or parts is None:
+                ext = {
+                    "MSG_REGION": s.region,
+                    "TRACE_ON": s.trace_on,
+                    "msgId": msg_id,
+                    "queueId": qid,
+                    "queueOffset": qoff,
+                }
+                return RemotingCommand(
+                    _SUCCESS, request.opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
+                    request.serialize_type,
+                )  # fmt: skip
+            p0, p1, p2, p3, p4 = parts
             opaque = request.opaque
-            cached = self._msgid_prefix
-            if (
-                parts is not None
-                and cached is not None
-                and cached[0] is append.store_host
-                and append.batch_offsets is None
-                and (request.__class__ is SendRawRequest or not request.serialize_type)
-                and opaque >= 0  # (_number_block's: a client's opaque wraps to negative after 2**31)
-            ):  # (a SendRawRequest's serialize type is JSON, a class attribute: not read, as above)
-                # the frame head rendered now from the template (EncodedReply): no extFields
-                # dump and no extFields dict (EncodedReply decodes it from the head if asked);
-                # the msgId inline of _msg_id (the same host): the offset's 64 KiB block's text
-                # kept from the last send (consecutive sends' offsets grow by a record: a block
-                # holds ~50 1 KiB sends) and its last four hex digits from a table (a subtract,
-                # a compare and a subscript for to_bytes().hex().upper()'s three calls)
-                block = self._block
-                offset = append.wrote_offset
-                low = offset - block[0]
-                if not 0 <= low < 65536:
-                    block = self._block = self._offset_block(offset, parts[0] + cached[1])
-                    low = offset - block[0]
-                # the queue offset and the opaque likewise: the text of their block of 1000
-                # (kept: the queue's last, the last opaque's) and their last three digits from
-                # a table; the template's parts joined to those texts and tables, so the head
-                # is 6 pieces, not 10 with two ints formatted (~0.8k instructions an int, ~0.15k
-                # a piece)
-                try:
-                    qblock = self._queue_blocks[queue_id]
-                except KeyError:
-                    qblock = _NO_NUMBER
-                queue_offset = append.logics_offset
-                qlow = queue_offset - qblock[0]
-                if not 0 <= qlow < 1000:
-                    qblock = self._queue_block(queue_id, queue_offset, parts)
-                    qlow = queue_offset - qblock[0]
-                oblock = self._opaque_block
-                olow = opaque - oblock[0]
-                if not 0 <= olow < 1000:
-                    texts = self._number_texts
-                    oblock = self._opaque_block = _number_block(opaque, "", texts[2], texts[3])
-                    olow = opaque - oblock[0]
-                # (bytes joined: ~0.9k instructions fewer than the str's BUILD_STRING and encode)
-                header = _join((block[1], _HEX4[low], qblock[1], qblock[2][qlow], oblock[1], oblock[2][olow]))  # fmt: skip
-            else:
-                msg_id = self._msg_id(append)
-                qid = f"{queue_id}"  # (FORMAT_VALUE: no str() call)
-                qoff = f"{append.logics_offset}"
-                if request.serialize_type or parts is None:
-                    ext = {
-                        "MSG_REGION": s.region,
-                        "TRACE_ON": s.trace_on,
-                        "msgId": msg_id,
-                        "queueId": qid,
-                        "queueOffset": qoff,
-                    }
-                    return RemotingCommand(
-                        _SUCCESS, opaque, RPC_TYPE_RESPONSE, None, ext, None, _JAVA, CURRENT_VERSION,
-                        request.serialize_type,
-                    )  # fmt: skip
-                p0, p1, p2, p3, p4 = parts
-                header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
-            # (no Python __init__: command.EncodedReply; code, remark, body, language, version,
-            # serialize_type: its class attributes, what a SEND_OK's template says)
-            reply = EncodedReply()
-            reply.opaque = opaque
-            reply.flag = _RESPONSE
-            n = len(header)
-            reply.head = (_REPLY_PREFIXES[n] if n < 1024 else _pack_prefix(4 + n, n)) + header
-            reply.head_opaque = opaque
-            return reply
+            header = f"{p0}{msg_id}{p1}{qid}{p2}{qoff}{p3}{opaque}{p4}".encode()
+            return encoded_reply(header, opaque)
         code, remark = PUT_STATUS_REPLY.get(status, PUT_STATUS_DEFAULT)
         ext = {"MSG_REGION": s.region, "TRACE_ON": s.trace_on}
         if append is not None and status.is_ok:
@@ -707,21 +731,20 @@ class SendMessageProcessor:
             ext["queueOffset"] = str(append.logics_offset)
         return RemotingCommand.response_to(request, code, remark, ext)
 
-    @staticmethod
-    def _offset_block(offset: int, prefix: str) -> tuple[int, bytes]:
-        """``offset``'s 64 KiB block: its first offset and the reply's text up to the msgId's
-        last four hex digits (``prefix``: p0 and the store host's hex; then the offset's 12 high
-        hex digits)."""
-        first = offset >> 16 << 16
-        return first, (prefix + first.to_bytes(8, "big").hex().upper()[:12]).encode()
+    def _new_block(self, offset: int) -> tuple[int, bytes]:
+        """``offset``'s 64 KiB block (``offset_block``) after p0 and the store host's hex, kept."""
+        parts, cached = self._s.send_ok, self._msgid_prefix
+        assert parts is not None and cached is not None  # (process renders so: _ok_host is set)
+        block = self._block = offset_block(offset, parts[0] + cached[1])
+        return block
 
-    def _queue_block(
-        self, queue_id: int, queue_offset: int, parts: tuple[str, ...]
-    ) -> tuple[int, bytes, list[bytes]]:
-        """``queue_offset``'s block of 1000 (``_number_block``) after p1, the queue id and p2,
+    def _queue_block(self, queue_id: int, queue_offset: int) -> tuple[int, bytes, list[bytes]]:
+        """``queue_offset``'s block of 1000 (``number_block``) after p1, the queue id and p2,
         kept as the queue's."""
+        parts = self._s.send_ok
+        assert parts is not None  # (as _new_block's)
         texts = self._number_texts
-        block = self._queue_blocks[queue_id] = _number_block(
+        block = self._queue_blocks[queue_id] = number_block(
             queue_offset, f"{parts[1]}{queue_id}{parts[2]}", texts[0], texts[1]
         )
         return block
@@ -737,7 +760,10 @@ class SendMessageProcessor:
                 host,
                 (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper(),
             )
-            self._block = _NO_BLOCK  # (its text holds the former host's)
+            self._block = NO_BLOCK  # (its text holds the former host's)
+        # process renders this host's SEND_OKs from the kept texts from now, while the
+        # template holds (one identity test a send for the template, the prefix and the host)
+        self._ok_host = host if self._s.send_ok is not None else None
         prefix = cached[1]
         offsets = append.batch_offsets
         if offsets is None:
@@ -749,19 +775,6 @@ class SendMessageProcessor:
         # a ">q" the generic one (_PyLong_AsByteArray)
         hexes = struct.pack(f"<{len(offsets)}q", *offsets[::-1])[::-1].hex(",", 8).upper()
         return prefix + hexes.replace(",", "," + prefix)
-
-
-def _number_block(
-    value: int, before: str, plain: list[bytes], padded: list[bytes]
-) -> tuple[int, bytes, list[bytes]]:
-    """The block of 1000 holding ``value`` (>= 0): its first number, ``before`` + the number's
-    digits but the last three, and the table of the last three's texts (``plain``: below 1000,
-    no leading zero; else ``padded``), so ``value``'s text is ``block[1] + block[2][value -
-    block[0]]`` for any value of the block (UTF-8)."""
-    if value < 1000:
-        return 0, before.encode(), plain
-    head = value // 1000
-    return head * 1000, f"{before}{head}".encode(), padded
 
 
 def _delay_or_error(props: str) -> int:

@@ -51,11 +51,19 @@ def put(offset: int, size: int = 100) -> PutResult:
     return PutResult(PutMessageStatus.PUT_OK, AppendResult.of(offset, size))
 
 
-def reply(request: RemotingCommand, result: PutResult, queue_id: int, topic: str) -> RemotingCommand:
+def reply(request: RemotingCommand, result: PutResult, queue_id: int) -> RemotingCommand:
+    """The send processor's rendering (``_render``), told apart by its remark."""
     code = (
         ResponseCode.SUCCESS if result.status is PutMessageStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
     )
-    return RemotingCommand.response_to(request, code, f"{topic}:{queue_id}")
+    return RemotingCommand.response_to(request, code, f"T:{queue_id}")
+
+
+def add(fr: FlushReplies, rounds: object, conn: Conn, req: RemotingCommand, result: PutResult, queue_id: int) -> RemotingCommand:  # fmt: skip
+    """A stored send handed over as the send processor does: its reply rendered at the put."""
+    rendered = reply(req, result, queue_id)
+    fr.add(rounds, conn, req, result, queue_id, rendered)  # type: ignore[arg-type]
+    return rendered
 
 
 def request(oneway: bool = False) -> RemotingCommand:
@@ -74,7 +82,7 @@ async def test_one_registration_per_turn_at_its_highest_end_then_answers_in_orde
     fr = FlushReplies(reply)
     reqs = [request() for _ in range(3)]
     for i, (req, off) in enumerate(zip(reqs, (0, 300, 100), strict=True)):
-        fr.add(rounds, conn, req, put(off), i, "T")
+        add(fr, rounds, conn, req, put(off), i)
     assert rounds.registered == [] and fr.waiting == 3  # nothing registered inside the turn
     await turn()
     assert rounds.registered == [400, 100]  # the highest end, then the first put's
@@ -90,9 +98,9 @@ async def test_one_registration_per_turn_at_its_highest_end_then_answers_in_orde
 async def test_turns_joining_one_round_are_answered_together():
     rounds, conn = Rounds(), Conn()
     fr = FlushReplies(reply)
-    fr.add(rounds, conn, request(), put(0), 0, "T")
+    add(fr, rounds, conn, request(), put(0), 0)
     await turn()
-    fr.add(rounds, conn, request(), put(100), 1, "T")
+    add(fr, rounds, conn, request(), put(100), 1)
     await turn()
     assert rounds.registered == [100, 200] and fr.waiting == 2
     rounds.resolve(lambda: rounds.future.set_result(True))
@@ -103,18 +111,30 @@ async def test_turns_joining_one_round_are_answered_together():
 async def test_timed_out_round_answers_flush_disk_timeout():
     rounds, conn = Rounds(), Conn()
     fr = FlushReplies(reply)
-    fr.add(rounds, conn, request(), put(0), 0, "T")
+    rendered = add(fr, rounds, conn, request(), put(0), 0)
     await turn()
     rounds.resolve(lambda: rounds.future.set_result(False))
     await turn()
     assert [r.code for r in conn.sent] == [ResponseCode.FLUSH_DISK_TIMEOUT]
+    assert conn.sent[0] is not rendered  # rendered anew from a FLUSH_DISK_TIMEOUT result
+
+
+async def test_flushed_round_sends_the_replies_rendered_at_the_put():
+    """The send processor renders a stored send's SEND_OK when it is put: a flushed round
+    sends those very objects, rendering nothing."""
+    rounds, conn = Rounds(), Conn()
+    fr = FlushReplies(reply)
+    rendered = [add(fr, rounds, conn, request(), put(100 * i), i) for i in range(3)]
+    await turn()
+    rounds.resolve(lambda: rounds.future.set_result(True))
+    assert len(conn.sent) == 3 and all(a is b for a, b in zip(conn.sent, rendered, strict=True))
 
 
 async def test_already_flushed_is_answered_right_after_the_turn():
     rounds, conn = Rounds(), Conn()
     rounds.resolve(lambda: rounds.future.set_result(True))
     fr = FlushReplies(reply)
-    fr.add(rounds, conn, request(), put(0), 0, "T")
+    add(fr, rounds, conn, request(), put(0), 0)
     await turn()
     assert [r.code for r in conn.sent] == [ResponseCode.SUCCESS]
 
@@ -122,9 +142,9 @@ async def test_already_flushed_is_answered_right_after_the_turn():
 async def test_failed_round_is_system_error_and_skips_oneway_and_closed():
     rounds, conn, closed = Rounds(), Conn(), Conn(active=False)
     fr = FlushReplies(reply)
-    fr.add(rounds, conn, request(), put(0), 0, "T")
-    fr.add(rounds, conn, request(oneway=True), put(100), 0, "T")
-    fr.add(rounds, closed, request(), put(200), 0, "T")
+    add(fr, rounds, conn, request(), put(0), 0)
+    add(fr, rounds, conn, request(oneway=True), put(100), 0)
+    add(fr, rounds, closed, request(), put(200), 0)
     await turn()
     rounds.resolve(lambda: rounds.future.set_exception(OSError("EIO")))
     await turn()
@@ -135,7 +155,7 @@ async def test_failed_round_is_system_error_and_skips_oneway_and_closed():
 async def test_cancelled_round_answers_nobody():
     rounds, conn = Rounds(), Conn()
     fr = FlushReplies(reply)
-    fr.add(rounds, conn, request(), put(0), 0, "T")
+    add(fr, rounds, conn, request(), put(0), 0)
     await turn()
     rounds.resolve(rounds.future.cancel)
     await turn()
@@ -183,7 +203,7 @@ async def test_a_turn_an_fsync_started_in_is_registered_in_parts_and_its_prefix_
     fr = FlushReplies(reply)
     reqs = [request() for _ in range(10)]
     for i, req in enumerate(reqs):
-        fr.add(staged, conn, req, put(i * 100), i, "T")
+        add(fr, staged, conn, req, put(i * 100), i)
     await turn()
     assert staged.registered[:2] == [1000, 100]  # the highest end, then the first put's
     assert len(staged.registered) <= 2 + 2 * 4  # then a bisection per boundary
@@ -199,7 +219,7 @@ async def test_a_turn_in_one_round_is_registered_twice_only():
     staged, conn = Staged(flushed=0, target=0), Conn()
     fr = FlushReplies(reply)
     for i in range(5):
-        fr.add(staged, conn, request(), put(i * 100), i, "T")
+        add(fr, staged, conn, request(), put(i * 100), i)
     await turn()
     assert staged.registered == [500, 100] and conn.sent == []
     staged.resolve(staged.open)
@@ -223,8 +243,8 @@ async def test_a_connection_that_fails_mid_round_is_read_again_and_skipped_the_o
     rounds, broken, conn = Rounds(), Failing(), Conn()
     fr = FlushReplies(reply)
     for i in range(3):
-        fr.add(rounds, broken, request(), put(100 * i), i, "T")
-    fr.add(rounds, conn, request(), put(300), 3, "T")
+        add(fr, rounds, broken, request(), put(100 * i), i)
+    add(fr, rounds, conn, request(), put(300), 3)
     await turn()
     rounds.resolve(lambda: rounds.future.set_result(True))
     # (the connection's state is read once per run of its waiters, and again after a failure)
@@ -248,7 +268,7 @@ async def test_the_turns_registration_looks_the_loop_up_once(monkeypatch):
     monkeypatch.setattr(module.asyncio, "get_running_loop", counting)
     fr = FlushReplies(reply)
     for i in range(3):
-        fr.add(rounds, conn, request(), put(100 * i), i, "T")
+        add(fr, rounds, conn, request(), put(100 * i), i)
         await turn()
     assert rounds.registered == [100, 200, 300]
     assert len(calls) == 1
@@ -259,9 +279,9 @@ async def test_a_stored_put_and_a_wrapped_append_register_alike():
     PutResult around an append through it: the turn's highest end is found from either."""
     rounds, conn = Rounds(), Conn()
     fr = FlushReplies(reply)
-    fr.add(rounds, conn, request(), AppendResult.of(500, 100), 0, "T")  # the broker's own form
-    fr.add(rounds, conn, request(), put(0, 700), 1, "T")  # end 700: the turn's highest
-    fr.add(rounds, conn, request(), AppendResult.of(100, 50), 2, "T")
+    add(fr, rounds, conn, request(), AppendResult.of(500, 100), 0)  # the broker's own form
+    add(fr, rounds, conn, request(), put(0, 700), 1)  # end 700: the turn's highest
+    add(fr, rounds, conn, request(), AppendResult.of(100, 50), 2)
     await turn()
     assert rounds.registered == [700, 600]  # the highest end, then the first put's
     rounds.resolve(lambda: rounds.future.set_result(True))

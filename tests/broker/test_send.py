@@ -143,6 +143,22 @@ async def test_sync_flush_waits_and_replies(tmp_path):
         assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == "1"
 
 
+async def test_sync_flush_sends_are_counted_once_in_the_put_stats(tmp_path):
+    """A SYNC_FLUSH send's reply is rendered (and its put counted) when it is put, then sent
+    once flushed: each single send and batch counts once, a batch's messages all."""
+    async with broker_and_wire(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as (b, w):
+        for i in range(3):
+            r = await w.send("SyncStats", b"s%d" % i)
+            assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == f"{i}"
+        body = encode_batch([(0, b"b%d" % k, "TAGS\x01t") for k in range(4)])
+        hdr = {"a": "PG", "b": "SyncStats", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1",
+               "h": "0", "i": "WAIT\x01true", "m": "true"}  # fmt: skip
+        r = await w.call(RequestCode.SEND_MESSAGE_V2, hdr, body)
+        assert r.code == ResponseCode.SUCCESS and len(r.ext_fields["msgId"].split(",")) == 4
+        counts = b.broker_stats_manager.topic_put["SyncStats"]
+        assert (counts.times, counts.extra) == (4, 3)
+
+
 async def test_sync_flush_answers_concurrent_sends_once_flushed(tmp_path):
     """Many sends in flight share group-commit rounds; each is answered once its bytes are flushed."""
     async with running_broker(str(tmp_path), store={"flushDiskType": "SYNC_FLUSH"}) as b:
@@ -411,7 +427,39 @@ async def test_delay_goes_to_schedule_topic_with_a_schedule_service(broker, wire
     assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 1
 
 
-# ("R" * 1000: a header past send._REPLY_PREFIXES' 1024 lengths, its prefix packed)
+class _PutAnswers:
+    """The store's put seam answering one given result (no held pull: no dispatch)."""
+
+    dispatch_behind_bytes = 0
+
+    def __init__(self, result: object) -> None:
+        self.put_now = lambda inner: result
+
+
+async def sent_reply(broker, request, result, queue_id: int, topic: str):
+    """process's reply to ``request`` (made a SEND_MESSAGE_V2 of ``topic`` and ``queue_id``)
+    whose put gives ``result``: the SEND_OK rendering (process's tail) of any offset, queue
+    offset, opaque and store host, without storing anything."""
+    from inspect import isawaitable
+
+    proc = broker.send_processor
+    # (set in the table, not by update_topic_config: the store would make 70,001 queue dirs)
+    broker.topic_config_manager.topic_config_table.setdefault(topic, TopicConfig(topic, 70001, 70001))
+    request.ext_fields = {"a": "G", "b": topic, "c": "TBW102", "d": "4", "e": f"{queue_id}", "f": "0",
+                          "g": "0", "h": "0", "i": "KEYS\x01k", "j": "0", "k": "false", "m": "false"}  # fmt: skip
+    request.body = b"x"
+    conn = type("Conn", (), {"attrs": {"born_host": (bytes([127, 0, 0, 1]), 5555)}, "remote_addr": "c"})()
+    store, proc.store = proc.store, _PutAnswers(result)
+    try:
+        reply = proc.process(conn, request)
+        if isawaitable(reply):  # (the topic's write to topics.json awaited)
+            reply = await reply
+    finally:
+        proc.store = store
+    return reply
+
+
+# ("R" * 1000: a header past send_ok_texts.REPLY_PREFIXES' 1024 lengths, its prefix packed)
 @pytest.mark.parametrize(
     "region", ["DefaultRegion", 'a%b"\\é\x01\u2028', "@@pocketmq-slot-0@@", "", "R" * 1000]
 )
@@ -436,9 +484,9 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         request.opaque = opaque
         wrote = 4096 + abs(opaque) * 0xABCDEF  # (hex digits a-f: the msgId's are upper case)
         append = AppendResult.of(wrote, 100, 1, offset, 1, broker.store_host, batch)
-        reply = proc._reply(request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
+        reply = await sent_reply(broker, request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
         # a stored put's result is its AppendResult itself (commitlog.put_message): same reply
-        assert proc._reply(request, append, queue_id, "T").encode_header() == reply.encode_header()
+        assert (await sent_reply(broker, request, append, queue_id, "T")).encode_header() == reply.encode_header()
         assert reply.ext_fields["MSG_REGION"] == region
         assert reply.ext_fields["msgId"].endswith("%016X" % (batch[-1] if batch else wrote))
         general = RemotingCommand.encode_header(reply)
@@ -458,7 +506,6 @@ async def test_send_ok_msg_id_across_offset_blocks_and_store_hosts(broker):
     from pocketmq.remoting.protocol.command import EncodedReply, RemotingCommand
     from pocketmq.store import AppendResult
 
-    proc = broker.send_processor
     other = (bytes([10, 0, 0, 7]), 10911)
     offsets = [0, 1, 0xFFFF, 0x10000, 0x1FFFF, 0x10ABC, 0xABCD, 2**32 - 1, 2**32, 2**32 + 0xFEDC,
                0xABCDEF0123, 0xABCDEF0124, 2**63 - 1, 2**63 - 0x10000, 5]  # fmt: skip
@@ -469,7 +516,7 @@ async def test_send_ok_msg_id_across_offset_blocks_and_store_hosts(broker):
         prefix = (host[0] + host[1].to_bytes(4, "big", signed=True)).hex().upper()
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {})
         request.opaque = n
-        reply = proc._reply(request, AppendResult.of(offset, 100, 1, n, 1, host, None), 3, "T")
+        reply = await sent_reply(broker, request, AppendResult.of(offset, 100, 1, n, 1, host, None), 3, "T")
         assert type(reply) is EncodedReply, offset
         assert reply.ext_fields["msgId"] == f"{prefix}{offset:016X}", offset
         assert reply.encode_header() == RemotingCommand.encode_header(reply)
@@ -510,7 +557,7 @@ async def test_send_ok_numbers_across_their_blocks_queues_and_configs(broker):
                 request.opaque = numbers[-1 - k] % 2**31 if k % 5 else -number - 1
                 append = AppendResult.of(4096 * n, 100, 1, number, 1, broker.store_host, None)
                 proc._settings()  # (what a send does first)
-                reply = proc._reply(request, append, queue_id, "T")
+                reply = await sent_reply(broker, request, append, queue_id, "T")
                 assert type(reply) is EncodedReply  # (a negative opaque's: rendered from msg_id)
                 ext = reply.ext_fields
                 assert (ext["queueId"], ext["queueOffset"], ext["MSG_REGION"]) == (
