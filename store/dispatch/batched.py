@@ -8,8 +8,8 @@ split back into per-record entries (``split_batch``).
 
 from __future__ import annotations
 
-from itertools import accumulate
-from operator import add
+from itertools import accumulate, repeat
+from operator import add, mul, sub
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
@@ -308,7 +308,9 @@ def _body_codes(
 #: a tail's part of the hash is ``ord(a) * 31 + ord(b)`` for two ASCII characters (``index.hash``):
 #: at most this
 _ASCII_TAIL_MAX = 127 * 31 + 127
-_MUL31 = (31).__mul__
+#: 31 without end, for ``map(mul, ...)``: the maps below call ``operator`` functions (a C call
+#: each), not bound slot wrappers such as ``(31).__mul__`` (an argument tuple made per call)
+_31S = repeat(31)
 
 
 def same_head_hashes(
@@ -352,11 +354,11 @@ def same_head_hashes(
             uniq_key_hash(topic, joined[start + lead : start + at + 2])
             if (hv := heads.get(head)) is None:
                 return None
-        parts = map(add, map(_MUL31, raw[start + at : j * w : w]), raw[start + at + 1 : j * w : w])
+        parts = map(add, map(mul, raw[start + at : j * w : w], _31S), raw[start + at + 1 : j * w : w])
         if hv + _ASCII_TAIL_MAX < 0x80000000:
-            out += map(hv.__add__, parts)
+            out += map(add, parts, repeat(hv))
         elif hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF:
-            out += map((0x100000000 - hv).__sub__, parts)
+            out += map(sub, repeat(0x100000000 - hv), parts)
         else:
             return None
         i = j
