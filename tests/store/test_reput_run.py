@@ -36,11 +36,11 @@ def _msg(i: int, props: str, queue_id: int, topic: str = "TopicR", sys_flag: int
 
 
 def _fill(
-    root: str, msgs: list[MessageInner], *, decode: bool, every: int, listener: object = None
+    root: str, msgs: list[MessageInner], *, decode: bool, every: int, listener: object, index: bool
 ) -> MessageStore:
     """``msgs`` put one by one, dispatched every ``every`` puts (``decode``: by the decoding path)."""
     clock = FakeClock()
-    store = MessageStore(tiny_config(root, max_index_num=200), clock=clock)
+    store = MessageStore(tiny_config(root, max_index_num=200, message_index_enable=index), clock=clock)
     store.load()
     if listener is not None:
         store.arriving_listener = listener
@@ -55,27 +55,29 @@ def _fill(
     return store
 
 
-def _same_as_decoded(tmp_path, msgs: list[MessageInner], every: int, listener: object = None) -> list[int]:
-    """Asserts the fast path's units and index entries equal the decoding path's; returns what
-    each ``reput_run`` call dispatched."""
+def _same_as_decoded(
+    tmp_path, msgs: list[MessageInner], every: int, listener: object = None, *, index: bool = True
+) -> list[int]:
+    """Asserts the fast path's units and index entries (``index``: the index is on) equal the
+    decoding path's; returns what each ``reput_run`` call dispatched."""
     runs: list[int] = []
     real = dispatcher_mod.reput_run
     mp = pytest.MonkeyPatch()
     mp.setattr(dispatcher_mod, "reput_run", lambda d, pending: runs.append(real(d, pending)) or runs[-1])
     try:
-        fast = _fill(str(tmp_path / "fast"), msgs, decode=False, every=every, listener=listener)
+        fast = _fill(str(tmp_path / "fast"), msgs, decode=False, every=every, listener=listener, index=index)
     finally:
         mp.undo()
-    slow = _fill(str(tmp_path / "slow"), msgs, decode=True, every=every, listener=listener)
+    slow = _fill(str(tmp_path / "slow"), msgs, decode=True, every=every, listener=listener, index=index)
     keys = [m.properties_string().partition("UNIQ_KEY\x01")[2].partition("\x02")[0] for m in msgs[-5:]]
     try:
         for key in keys:
-            assert fast.query_message("TopicR", key, 8, 0, FAR).messages
+            assert len(fast.query_message("TopicR", key, 8, 0, FAR).messages) == index
         assert fast.dispatcher.reput_from_offset == fast.get_max_phy_offset()
     finally:
         fast.close()
         slow.close()
-    for sub in ("consumequeue", "index"):
+    for sub in ("consumequeue", "index") if index else ("consumequeue",):
         got = _files(str(tmp_path / "fast"), sub)
         assert got and got == _files(str(tmp_path / "slow"), sub), sub
     return runs
@@ -159,3 +161,10 @@ def test_a_slice_with_a_pull_held_is_left_to_the_per_record_path(tmp_path):
     runs = _same_as_decoded(tmp_path, msgs, 16, listener=Held())
     assert not any(runs)
     assert len(seen) == 2 * 64  # (both stores' records, each once)
+
+
+def test_a_slice_is_written_whole_with_the_index_off(tmp_path):
+    """The index off: the units alone, the same bytes, the slices taken whole."""
+    msgs = [_msg(i, f"UNIQ_KEY\x01{_key(i, 64)}{CLUSTER}", i % 4) for i in range(400)]
+    runs = _same_as_decoded(tmp_path, msgs, 32, index=False)
+    assert sum(runs) > len(msgs) // 2
