@@ -537,7 +537,7 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
     joined = "\x00".join(props)
     if (
         len(joined) != n * w - 1
-        or joined.count("\x00") != n - 1
+        or "\x00" in "".join(props)  # (``in`` is a memchr; a count of one character is not)
         or joined[w - 1 :: w].count("\x00") != n - 1
         or joined.count("\x02") != n
         or joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1
