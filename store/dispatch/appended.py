@@ -6,8 +6,8 @@ entry's offset, the entry is dispatched without decoding anything: tagsCode, KEY
 UNIQ_KEY come from the properties string (parsed inline, as ``dispatch.props_fields.dispatch_fields``),
 index hashes from the cached heads and tails of ``index.hash``. A batch writes its
 ConsumeQueue units with one ``pack_into`` (``ConsumeQueue.put_run``) and its index entries with
-another (``IndexService.put_hashes``). Whatever is unusual (a transaction batch, the schedule
-topic) is split back into per-record entries. This is the per-message cost of dispatch
+another (``IndexService.put_hashes``), in ``dispatch.batched``. Whatever is unusual (a
+transaction batch, the schedule topic) is split back into per-record entries. This is the per-message cost of dispatch
 (store_bench ``put_*`` and ``batch32_*``), so globals and attributes are bound to locals.
 
 Committed copies: END_TRANSACTION's copy of a half is stored with the half's properties string
@@ -21,17 +21,22 @@ head and tail the half's dispatch sliced). The identity check keeps anything els
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from itertools import accumulate
-from operator import add
+from operator import itemgetter
 from typing import Protocol
 
 from pocketmq.remoting.protocol.message import (
-    TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
 )
 from pocketmq.remoting.protocol.topics import RMQ_SYS_TRANS_HALF_TOPIC
+from pocketmq.store.dispatch.batched import TX_MASK as _TX_MASK
+from pocketmq.store.dispatch.batched import UNIQ_LEN as _UNIQ_LEN
+from pocketmq.store.dispatch.batched import UNIQ_ONLY as _UNIQ_ONLY
+from pocketmq.store.dispatch.batched import UNQUEUED as _UNQUEUED
+from pocketmq.store.dispatch.batched import dispatch_batch, same_head_hashes, split_batch
 from pocketmq.store.dispatch.props_fields import (
     KEYS_NEEDLE,
     NO_PROPERTIES,
@@ -45,28 +50,18 @@ from pocketmq.store.dispatch.props_fields import (
 from pocketmq.store.index.file import IndexService
 from pocketmq.store.index.hash import HEAD_TABLES, TAIL_TABLE, heads_of, topic_key_hash, uniq_key_hash
 from pocketmq.store.listener import MessageArrivingListener
-from pocketmq.store.log.batch_encode import BodyStrings
-from pocketmq.store.log.commitlog import AppendedRecord, BatchFields, CommitLog
+from pocketmq.store.log.commitlog import AppendedRecord, CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, CQ_UNIT_SIZE, SCHEDULE_TOPIC
 from pocketmq.store.queue.consume_queue import ConsumeQueue
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
-__all__ = ["INDEX_RUN", "Arriving", "ReputState", "reput_appended", "reput_one"]
+__all__ = ["INDEX_RUN", "RUN_MIN", "Arriving", "ReputState", "reput_appended", "reput_one", "reput_run"]
 
 #: index entries collected before the fast path writes them (one ``put_hashes``): 128 sends
 #: of two keys (UNIQ_KEY and KEYS), a few KiB of lists
 INDEX_RUN = 256
 
-_TX_MASK = TRANSACTION_ROLLBACK_TYPE
 _ROLLBACK = TRANSACTION_ROLLBACK_TYPE
-#: prepared and rolled-back transaction records get no ConsumeQueue unit
-_UNQUEUED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
-#: a properties string with UNIQ_KEY first starts so
-_UNIQ_ONLY = UNIQ_NEEDLE[1:]
-_UNIQ_LEN = len(_UNIQ_ONLY)
-#: a properties string with TAGS first starts so (the SDK's with tags: TAGS, then UNIQ_KEY)
-_TAGS_ONLY = TAGS_NEEDLE[1:]
-_TAGS_LEN = len(_TAGS_ONLY)
 #: the property the send processor appends to every message (its cluster's name)
 _CLUSTER_ONLY = f"{MessageConst.CLUSTER}\x01"
 _CLUSTER_LEN = len(_CLUSTER_ONLY)
@@ -81,6 +76,10 @@ _LEARNT = [("\x02\x02", -2)]  # (the part and its slice bound, minus its length)
 #: the head alone, so any store of the process may use them
 _KEPT: list[tuple[str | None, str | None, int, str | None, int]] = [(None, None, 0, None, 0)]
 _pack_unit = CQ_UNIT.pack_into
+#: pending records from which ``reput_run`` tries a slice whole (one: ``reput_one``)
+RUN_MIN = 8
+#: records a queue at least, on average, in a slice ``reput_run`` takes
+RUN_PER_QUEUE = 3
 #: topics whose records ``reput_one`` leaves to ``reput_appended`` (a half's parse is kept, a
 #: scheduled record's tagsCode is its delivery time)
 _PARSED_TOPICS = (_HALF_TOPIC, SCHEDULE_TOPIC)
@@ -187,12 +186,12 @@ def reput_appended(d: ReputState, budget: int) -> int:
                 delayed = topic == SCHEDULE_TOPIC
             if batch is not None:
                 try:
-                    done = _dispatch_batch(d, rec, batch, heads, hashes, hphys, htss, waiting)
+                    done = dispatch_batch(d, rec, batch, heads, hashes, hphys, htss, waiting)
                 except BaseException:
                     pending.appendleft(rec)
                     raise
                 if not done:
-                    pending.extendleft(reversed(_split(rec, batch)))
+                    pending.extendleft(reversed(split_batch(rec, batch)))
                     continue
                 off = phy + size
                 last_ts = ts
@@ -475,313 +474,147 @@ def reput_one(d: ReputState, pending: deque[AppendedRecord]) -> bool:
     return True
 
 
-def _split(rec: AppendedRecord, batch: BatchFields) -> list[AppendedRecord]:
-    """A batch entry as one entry per record (for what ``_dispatch_batch`` does not handle)."""
-    phy, _total, topic, qid, qoff, ts, sys_flag, _prepared, _props, _ = rec
-    out: list[AppendedRecord] = []
-    for size, props in zip(*batch, strict=True):
-        out.append((phy, size, topic, qid, qoff, ts, sys_flag, 0, props, None))
-        phy += size
-        qoff += 1
-    return out
+def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
+    """Dispatch all of ``pending`` at once (a reput slice of single sends, ~32 a read at 128
+    in flight) when every entry has ``reput_one``'s shape: single plain records from
+    ``d.reput_from_offset`` on, adjacent, of one topic (not the half or schedule topic),
+    properties UNIQ_KEY then the learnt CLUSTER part (tagsCode 0, no KEYS), all of one length
+    and ASCII, and no listener call due (nothing held). The batch path's economy for records
+    that were put one by one: the shape checked by C-level counts over the properties joined
+    (``batched.same_head_hashes``' form), the UNIQ_KEYs hashed by its C-level maps per run of
+    one head, the ConsumeQueue units written per queue with one ``pack_into``
+    (``ConsumeQueue.put_units``; the records grouped by queue id by a C-level sort) and the
+    index columns extended whole: no Python statement per record.
 
-
-def _dispatch_batch(
-    d: ReputState,
-    rec: AppendedRecord,
-    batch: BatchFields,
-    heads: dict[str, int],
-    hashes: list[int],
-    hphys: list[int],
-    htss: list[int],
-    waiting: object,
-) -> int:
-    """One batch put: its records' ConsumeQueue units (one ``pack_into``), arrival notices,
-    and index hashes added to ``hashes``/``hphys``/``htss`` (written by the caller).
-    ``waiting``: the listener's ``held_queues`` (``reput_appended``): while it is empty no
-    listener is called, as for a single record.
-
-    Returns the number of records, or 0 (nothing done) for a batch of transaction records
-    or on the schedule topic, which the caller splits into per-record entries.
-    """
-    phy, total, topic, qid, qoff, ts, sys_flag, _prepared, _props, _ = rec
-    if sys_flag & _TX_MASK in _UNQUEUED or topic == SCHEDULE_TOPIC:
-        return 0
-    sizes, props_list = batch
-    indexed = d.index_enable
-    n_hashes = len(hashes)
-    codes = (
-        _body_codes(props_list, sizes, phy, topic, heads, (hashes, hphys) if indexed else None)
-        if props_list.__class__ is BodyStrings
-        else None
-    )
-    if codes is None:
-        codes = _parsed_codes(props_list, sizes, phy, topic, heads, hashes, hphys, indexed)
-    cq = d.cq_table.flat.get((topic, qid))
-    try:
-        if cq is None:
-            cq = d.cq_table.find_or_create(topic, qid)
-        if not cq.put_run(phy, sizes, codes, qoff, ts):
-            p = phy
-            for k_, (size, code) in enumerate(zip(sizes, codes, strict=True)):
-                cq.put(p, size, code, qoff + k_, ts)
-                p += size
-    except BaseException:
-        del hashes[n_hashes:]
-        del hphys[n_hashes:]
-        raise
-    htss.extend([ts] * (len(hashes) - n_hashes))
-    listener, lazy, _ = d.listener_view
-    # (nothing held: no call, as reput_appended per record; an END_TRANSACTION run's op
-    # records, which no consumer pulls, come here once a loop turn)
-    if listener is not None and (waiting is None or waiting):
-        d.reput_from_offset = phy + total
-        per_batch = None if lazy else getattr(listener, "arriving_batch", None)
-        if per_batch is not None:
-            per_batch(topic, qid, qoff + 1, codes, ts)
-            return len(sizes)
-        for k_, (props, code) in enumerate(zip(props_list, codes, strict=True), qoff + 1):
-            listener.arriving(
-                topic, qid, k_, code, ts, None, LazyProperties(props) if lazy else NO_PROPERTIES
-            )
-    return len(sizes)
-
-
-def _parsed_codes(
-    props_list: list[str],
-    sizes: list[int],
-    phy: int,
-    topic: str,
-    heads: dict[str, int],
-    hashes: list[int],
-    hphys: list[int],
-    indexed: bool,
-) -> list[int]:
-    """A batch's tagsCodes from each record's whole properties string; its index hashes and
-    their records' offsets added to ``hashes`` and ``hphys``."""
-    tag_codes = TAG_CODES
-    tails = TAIL_TABLE
-    add_hash = hashes.append
-    add_phy = hphys.append
-    codes: list[int] = []
-    p = phy
-    code = 0
-    #: the record before's properties when they gave no index entry: a record with the same
-    #: string object has the same tagsCode and no index entry either (op records of a
-    #: transaction run: all one string, TAGS only), so its parse is skipped
-    same: str | None = None
-    # every record with equal properties (an END_TRANSACTION run's op records): the first's
-    # parse is every record's when it gave no index entry (~0.5k instructions fewer a record)
-    uniform = props_list.count(props_list[0]) == len(props_list)
-    for props, size in zip(props_list, sizes, strict=True):
-        if props is same:
-            codes.append(code)
-            p += size
-            continue
-        same = props
-        code = 0
-        if props:
-            s = f"\x02{props}\x02"
-            # inline of dispatch.props_fields.dispatch_fields (tagsCode; ``partition`` as in
-            # reput_appended)
-            _, found, rest = s.partition(TAGS_NEEDLE)
-            if found:
-                tags = rest.partition("\x02")[0]
-                if tags:
-                    c = tag_codes.get(tags)
-                    code = tag_code(tags) if c is None else c
-            if indexed:
-                _, found, rest = s.partition(UNIQ_NEEDLE)
-                if found:
-                    key = rest.partition("\x02")[0]
-                    if key:
-                        # inline of index.hash.topic_key_hash (as in reput_appended)
-                        head = key[:-2]
-                        tail = key[-2:]
-                        if len(key) >= 2 and head in heads and tail in tails:
-                            u = (heads[head] + tails[tail]) & 0xFFFFFFFF
-                            add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
-                        else:
-                            add_hash(uniq_key_hash(topic, key))
-                        add_phy(p)
-                        same = None
-                if KEYS_NEEDLE in s:
-                    same = None
-                    keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
-                    for k in keys.split(" ") if " " in keys else (keys,):
-                        if k:
-                            try:
-                                # inline of index.hash.topic_key_hash
-                                u = (heads[k[:-2]] + tails[k[-2:]]) & 0xFFFFFFFF
-                                add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
-                            except KeyError:
-                                add_hash(topic_key_hash(topic, k))
-                            add_phy(p)
-        codes.append(code)
-        if uniform and same is not None:
-            codes += [code] * (len(sizes) - 1)
-            break
-        p += size
-    return codes
-
-
-def _body_codes(
-    props_list: BodyStrings,
-    sizes: list[int],
-    phy: int,
-    topic: str,
-    heads: dict[str, int],
-    index: tuple[list[int], list[int]] | None,
-) -> list[int] | None:
-    """``_parsed_codes`` of a batch body's records (``BodyStrings``: each string is the
-    record's own properties then the shared tail) whose own part is UNIQ_KEY alone or TAGS
-    then UNIQ_KEY (the SDK's messages), with one prefix up to the UNIQ_KEY value (the same
-    TAGS): the prefix's and the tail's TAGS and KEYS parsed once a batch, each record's
-    UNIQ_KEY sliced from its own part (no framed string built, no partition: what the parse
-    finds, as the first occurrence wins and the own part comes first). ``index``: the lists
-    the index hashes and their records' offsets are added to (None: the index is off). None,
-    with nothing added, when a record's own part holds anything else: the caller parses
-    every record."""
-    tail = props_list.tail
-    # the first record's own part up to its UNIQ_KEY value: every record must start so
-    first = props_list[0]
-    own_tags = None
-    if first[:_UNIQ_LEN] == _UNIQ_ONLY:
-        lead = _UNIQ_LEN
-    elif first[:_TAGS_LEN] == _TAGS_ONLY and first[(e := first.find("\x02")) + 1 :][:_UNIQ_LEN] == _UNIQ_ONLY:
-        own_tags = first[_TAGS_LEN:e]
-        lead = e + 1 + _UNIQ_LEN
-    else:
-        return None
-    prefix = first[:lead]
-    # the own part ends where the tail starts, or one before when the items end with a
-    # separator (a tail not starting with one: ``batch_body.checked_body``); a tail that
-    # starts with one in that case leaves the separator in the key, which sends the batch
-    # to the parse
-    cut = len(tail) if tail[:1] == "\x02" else len(tail) + 1
-    s = f"\x02{tail}\x02"
-    if UNIQ_NEEDLE in s:
-        # (a record whose own part is shorter than the prefix could match it with the tail's
-        # UNIQ_KEY: no broker's tail has one)
-        return None
-    code = 0
-    _, found, rest = s.partition(TAGS_NEEDLE)
-    if own_tags is not None or found:
-        tags = own_tags if own_tags is not None else rest.partition("\x02")[0]
-        if tags:
-            c = TAG_CODES.get(tags)
-            code = tag_code(tags) if c is None else c
-    n = len(sizes)
-    # every record starts with the prefix and holds no separator past the prefix's but the
-    # tail's (and, items ending with one, its own last): C-level counts over the joined
-    # strings, not a slice compare and a search per record. The strings hold no NUL of their
-    # own (``checked_body``); one in the tail puts a match in every string, too many
-    joined = "\x00".join(props_list)
-    seps = prefix.count("\x02") + tail.count("\x02") + cut - len(tail)
-    if joined.count("\x00" + prefix) != n - 1 or joined.count("\x02") != n * seps:
-        return None
-    if index is not None:
-        hashes, hphys = index
-        # the tail's KEYS tokens' hashes, each record's after its UNIQ_KEY's (as the parse)
-        tail_hashes = []
-        if KEYS_NEEDLE in s:
-            keys = s.partition(KEYS_NEEDLE)[2].partition("\x02")[0]
-            tail_hashes = [topic_key_hash(topic, k) for k in keys.split(" ") if k]
-        tails = TAIL_TABLE
-        add_hash = hashes.append
-        last = "\x02"  # (no head holds a separator)
-        hv = 0
-        # (the first key's length: a fast path needs every key of it)
-        if not tail_hashes and (
-            same := _same_head_hashes(joined, n, len(first) + 1, lead, len(first) - lead - cut, topic, heads)
-        ):
-            hashes += same
-            uniqs = []  # (hashed: the offsets below)
-        else:
-            uniqs = [props[lead:-cut] for props in props_list]
-        for key in uniqs:
-            if key:
-                # inline of index.hash.topic_key_hash; the head's part kept from the record
-                # before when the head is equal (a batch's keys differ in their counter: a
-                # compare instead of the new head string's hash and lookup, ~0.4k
-                # instructions). A miss raises (a new millisecond: every ~200 records of a
-                # batch); a 1-character key's tail is in no table
-                head = key[:-2]
-                try:
-                    if head != last:
-                        hv = heads[head]
-                        last = head
-                    u = (hv + tails[key[-2:]]) & 0xFFFFFFFF
-                    add_hash(u if u < 0x80000000 else (0x100000000 - u) & 0x7FFFFFFF)
-                except KeyError:
-                    add_hash(uniq_key_hash(topic, key))
-            if tail_hashes:
-                hashes += tail_hashes
-        if not tail_hashes and "" not in uniqs:  # (one entry a record: offsets C-level)
-            hphys += accumulate(sizes[:-1], initial=phy)
-        else:
-            p = phy
-            for key, size in zip(uniqs, sizes, strict=True):
-                if key:
-                    hphys.append(p)
-                hphys += [p] * len(tail_hashes)
-                p += size
-    return [code] * len(sizes)
-
-
-#: a tail's part of the hash is ``ord(a) * 31 + ord(b)`` for two ASCII characters (``index.hash``):
-#: at most this
-_ASCII_TAIL_MAX = 127 * 31 + 127
-_MUL31 = (31).__mul__
-
-
-def _same_head_hashes(
-    joined: str, n: int, w: int, lead: int, size: int, topic: str, heads: dict[str, int]
-) -> list[int] | None:
-    """The index hashes (``topic_key_hash`` each) of ``n`` UNIQ_KEYs of ``size`` characters in
-    ``joined``, ``n`` strings of ``w - 1`` characters joined with NULs (a batch body's
-    properties, no NUL of their own: ``checked_body``), each key at ``lead`` in its string,
-    when all is ASCII and the keys come in runs of one head each (all but the last two
-    characters: a batch's messages are made in a millisecond or two, its counter's high byte
-    changes once every 256), computed by C-level maps per run: the head's part ``hv`` is
-    looked up once, a tail's part is ``31 * a + b`` of its two bytes, and when ``hv`` plus any
-    tail's part stays on one side of 2**31 (all but ~1 run in 500,000) the folded hash is
-    ``hv + t`` (below) or ``2**32 - hv - t`` (above) for every key of the run. None, with
-    nothing done, for anything else (the caller's per-key loop); also [] for n = 0."""
-    # a NUL at every string's end: all of one length, so are the keys
-    if not (
-        size >= 6
-        and len(joined) == n * w - 1
-        and joined[w - 1 :: w].count("\x00") == n - 1
-        and joined.isascii()
+    Returns the number dispatched, or 0, with nothing changed, for any other slice (the caller
+    then takes ``reput_appended``). A ConsumeQueue write that raises leaves the slice
+    pending and the index backlog as it was (units already written are rewritten alike by
+    the retry: ``ConsumeQueue.put`` is idempotent)."""
+    n = len(pending)
+    rec = pending[0]
+    topic = rec[2]
+    first = rec[8]
+    cluster_tail, cut = _LEARNT[0]
+    w = len(first) + 1  # (a string and its NUL in the joined properties)
+    at = w - 3 + cut  # (where a key's head, all but its last two characters, ends in its string)
+    # First what a few reads tell, before the slice's columns are made (they cost ~1k
+    # instructions a record, wasted on a slice left to the per-record path):
+    # - a queue's units cost a ``put_units`` call (a record of the per-record path ~15k
+    #   instructions): fewer than RUN_PER_QUEUE records a queue of the topic, the run costs more
+    # - at most two heads, a millisecond or a counter byte turning over in the slice (the
+    #   middle record's head is the first's or the last's): a run of one head costs
+    #   ``same_head_hashes`` two counts over the rest of the string (a new millisecond every
+    #   record: ~3x the per-record path)
+    if (
+        (queues := d.cq_table.queues.get(topic)) is None
+        or n < RUN_PER_QUEUE * len(queues)
+        or at - _UNIQ_LEN < 4  # (a key of 6 characters at least, as ``same_head_hashes`` needs)
+        or ((mid := pending[n >> 1][8][:at]) != first[:at] and mid != pending[-1][8][:at])
     ):
-        return None
-    raw = joined.encode()
-    out: list[int] = []
-    i = 0
-    at = lead + size - 2  # (a key's head ends, its tail starts, here in its string)
-    while i < n:
-        start = i * w
-        # the strings after string i that start as it does up to its key's tail (a needle
-        # starting with NUL matches at a string's start only): j - i - 1 of them, which must
-        # all come before string j
-        needle = "\x00" + joined[start : start + at]
-        j = i + 1 + joined.count(needle, start)
-        if j < n and joined.count(needle, start, j * w - 1) != j - i - 1:
-            return None
-        head = joined[start + lead : start + at]
-        hv = heads.get(head)
-        if hv is None:
-            # (it fills the head's part in, as the loop's miss)
-            uniq_key_hash(topic, joined[start + lead : start + at + 2])
-            if (hv := heads.get(head)) is None:
-                return None
-        parts = map(add, map(_MUL31, raw[start + at : j * w : w]), raw[start + at + 1 : j * w : w])
-        if hv + _ASCII_TAIL_MAX < 0x80000000:
-            out += map(hv.__add__, parts)
-        elif hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF:
-            out += map((0x100000000 - hv).__sub__, parts)
+        return 0
+    phys, sizes, topics, qids, qoffs, tss, flags, prepared, props, batches = zip(*pending, strict=True)
+    listener, _, waiting = d.listener_view
+    size = at + 2 - _UNIQ_LEN  # (a UNIQ_KEY's length)
+    if (
+        phys[0] != d.reput_from_offset
+        or (listener is not None and (waiting is None or waiting))
+        or topic in _PARSED_TOPICS
+        or topics.count(topic) != n
+        or batches.count(None) != n
+        or any(flags)
+        or any(prepared)
+        or first[:_UNIQ_LEN] != _UNIQ_ONLY
+        or props[-1][cut:] != cluster_tail
+    ):
+        return 0
+    ends = tuple(accumulate(sizes, initial=phys[0]))
+    if ends[:-1] != phys:
+        return 0
+    # every string of one length, a NUL only between two (none of their own), at each NUL
+    # the CLUSTER part before and UNIQ_KEY's name after (with the first's start and the
+    # last's end checked above: every string is UNIQ_KEY, its key, the CLUSTER part), its one
+    # separator that part's: the key holds none (as ``reput_one`` checks per record)
+    joined = "\x00".join(props)
+    if (
+        len(joined) != n * w - 1
+        or "\x00" in "".join(props)  # (``in`` is a memchr; a count of one character is not)
+        or joined[w - 1 :: w].count("\x00") != n - 1
+        or joined.count("\x02") != n
+        or joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1
+    ):
+        return 0
+    indexed = d.index_enable
+    if indexed:
+        heads = HEAD_TABLES.get(topic) or heads_of(topic)
+        got = same_head_hashes(joined, n, w, _UNIQ_LEN, size, topic, heads)
+        if got is None:
+            return 0
+        hashes = got
+    # one queue's records in slice order, its units written whole (``ConsumeQueue.put_units``)
+    p = len(set(qids))
+    if qids[p:] == qids[:-p]:
+        # the queues in turn (a producer's round robin): queue k's records are every p-th
+        # from the k-th, C-level slices
+        for k in range(p):
+            offs = qoffs[k::p]
+            m = len(offs)
+            if (
+                (cq := queues.get(qids[k])) is None
+                or offs[-1] - offs[0] != m - 1
+                or not cq.put_units(phys[k::p], sizes[k::p], None, offs[0], tss[k + (m - 1) * p])
+            ):
+                _put_units(d, queues, topic, qids[k], phys[k::p], sizes[k::p], offs, tss[k::p])
+    else:
+        take = itemgetter(*sorted(range(n), key=qids.__getitem__))  # (a stable sort)
+        by_qid = take(qids)
+        q_phys = take(phys)
+        q_sizes = take(sizes)
+        q_offs = take(qoffs)
+        q_tss = take(tss)
+        i = 0
+        while i < n:
+            j = bisect_right(by_qid, by_qid[i], i)
+            _put_units(d, queues, topic, by_qid[i], q_phys[i:j], q_sizes[i:j], q_offs[i:j], q_tss[i:j])
+            i = j
+    pending.clear()
+    d.reput_from_offset = ends[-1]
+    if indexed:
+        backlog = d.index_backlog
+        if backlog is None:
+            backlog = (hashes, list(phys), list(tss))
+            d.index_backlog = backlog
         else:
-            return None
-        i = j
-    return out
+            backlog[0].extend(hashes)
+            backlog[1].extend(phys)
+            backlog[2].extend(tss)
+        d.backlog_timestamp = tss[-1]
+        # the last key's head and its part for ``reput_one`` and ``reput_appended`` (``_KEPT``)
+        key = props[-1][_UNIQ_LEN:cut]
+        if (part := heads.get(head := key[:-2])) is not None:
+            h26 = heads.get(key[:-6])
+            _KEPT[0] = (topic, head, part, None, 0) if h26 is None else (topic, head, part, key[:-6], h26)
+        if len(backlog[0]) >= INDEX_RUN:
+            d.write_index_backlog()
+    else:
+        d.last_dispatched_timestamp = tss[-1]
+    return n
+
+
+def _put_units(
+    d: ReputState,
+    queues: dict[int, ConsumeQueue],
+    topic: str,
+    qid: int,
+    phys: tuple[int, ...],
+    sizes: tuple[int, ...],
+    offs: tuple[int, ...],
+    tss: tuple[int, ...],
+) -> None:
+    """``reput_run``'s units of one queue (its records in slice order): one ``put_units``
+    when they are the consecutive next units of its last file, else ``put`` one by one."""
+    cq = queues.get(qid)
+    if cq is None:  # (once per queue: its first record)
+        cq = d.cq_table.find_or_create(topic, qid)
+    if offs[-1] - offs[0] != len(offs) - 1 or not cq.put_units(phys, sizes, None, offs[0], tss[-1]):
+        for phy, size, qoff, ts in zip(phys, sizes, offs, tss, strict=True):
+            cq.put(phy, size, 0, qoff, ts)

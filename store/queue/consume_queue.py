@@ -13,7 +13,7 @@ import logging
 import os
 import shutil
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 
 from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
@@ -178,6 +178,25 @@ class ConsumeQueue:
         False, with nothing written, unless they are exactly the next units of the last file
         and fit in it; the caller then ``put``s them one by one.
         """
+        offsets = list(accumulate(sizes, initial=phy))
+        offsets.pop()
+        return self.put_units(offsets, sizes, tags_codes, cq_offset, ts)
+
+    def put_units(
+        self,
+        phys: Sequence[int],
+        sizes: Sequence[int],
+        tags_codes: Sequence[int] | None,
+        cq_offset: int,
+        ts: int,
+    ) -> bool:
+        """Units of records ``phys`` (ascending, not necessarily adjacent: one queue's share of
+        a reput slice of single sends), tagsCodes ``tags_codes`` (None: all 0), appended with
+        one ``pack_into``; ``ts`` is the last record's store time.
+
+        False, with nothing written, unless they are exactly the next units of the last file
+        and fit in it; the caller then ``put``s them one by one.
+        """
         files = self.mfq.files
         if not files:
             return False
@@ -187,16 +206,16 @@ class ConsumeQueue:
         end_pos = pos + n * CQ_UNIT_SIZE
         if pos != mf.wrote_position or end_pos > mf.file_size:
             return False
-        offsets = list(accumulate(sizes, initial=phy))
-        end = offsets.pop()
         # the units' fields interleaved by three C-level slice assignments (a tuple per unit
         # from zip, flattened by chain, cost ~0.9k instructions a unit: as much as the packing)
         fields = [0] * (3 * n)
-        fields[0::3] = offsets
+        fields[0::3] = phys
         fields[1::3] = sizes
-        fields[2::3] = tags_codes
+        if tags_codes is not None:
+            fields[2::3] = tags_codes
         _units_struct(n).pack_into(mf.mm, pos, *fields)
         mf.wrote_position = end_pos
+        end = phys[-1] + sizes[-1]
         if end > self.max_physic_offset:  # noqa: PLR1730
             self.max_physic_offset = end
         if ts:

@@ -156,11 +156,11 @@ def test_hash_of_integer_min_value_folds_to_zero():
 
 
 def test_a_batchs_same_head_hashes_equal_java_string_hash():
-    """``_same_head_hashes`` (a batch body's UNIQ_KEYs hashed by C-level maps per run of one
+    """``same_head_hashes`` (a batch body's UNIQ_KEYs hashed by C-level maps per run of one
     head, read from its NUL-joined properties strings) gives every key's ``topic#key`` hash or
     None (the per-key loop), and takes runs whose head part lies below and above 2**31 and
     batches of several runs."""
-    from pocketmq.store.dispatch.appended import _same_head_hashes
+    from pocketmq.store.dispatch.batched import same_head_hashes
     from pocketmq.store.index.hash import heads_of
 
     rnd = random.Random(5)
@@ -187,7 +187,7 @@ def test_a_batchs_same_head_hashes_equal_java_string_hash():
         # (as a batch body's properties: a prefix, the key, a tail; joined with NULs)
         props = "\x00".join(f"UNIQ_KEY\x01{k}\x02CLUSTER\x01C" for k in keys)
         size = len(keys[0])
-        got = _same_head_hashes(props, n, size + 20, 9, size, topic, heads_of(topic))
+        got = same_head_hashes(props, n, size + 20, 9, size, topic, heads_of(topic))
         expected = [_ref_hash(topic, k) for k in keys]
         if shape in (0, 1, 6, 7):
             assert got == expected, (topic, keys[:3])
