@@ -315,8 +315,14 @@ class FrameDecoder:
                                 h.sys_flag = base.sys_flag
                                 h.born_timestamp = g_value
                                 h.flag = base.flag
+                                # (UNIQ_KEY last, as our SDK sends it: one concatenation, no
+                                # join of three parts)
                                 h.properties = (
-                                    base.properties if i_uniq < 0 else f"{pre}{values[i_uniq].decode()}{post}"
+                                    base.properties
+                                    if i_uniq < 0
+                                    else pre + values[i_uniq].decode()
+                                    if not post
+                                    else f"{pre}{values[i_uniq].decode()}{post}"
                                 )
                                 h.reconsume_times = base.reconsume_times
                                 h.unit_mode = base.unit_mode
