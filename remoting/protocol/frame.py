@@ -37,7 +37,6 @@ from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
 )
-from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.send_ok import SEND_OK_START, send_ok_command
 from pocketmq.remoting.protocol.send_raw import DIGITS, QUEUE_IDS, SendRawRequest, learn
 from pocketmq.remoting.protocol.send_raw import OTHER_SHAPES as OTHER_SEND_SHAPES
@@ -66,7 +65,6 @@ _send_shape_of = SEND_SHAPES.get  # (send_raw's, likewise)
 _other_send_shapes_of = OTHER_SEND_SHAPES.get
 _queue_id_of = QUEUE_IDS.get
 _learn_send = learn
-_SendHeader = SendMessageRequestHeader
 #: A header longer than this holds the bytes :func:`_json_command` dispatches on (the 9th and
 #: the 25th); a shorter one is no typed kind (SEND_OK_START is 37 bytes).
 _KIND_MIN = 24
@@ -259,7 +257,7 @@ class FrameDecoder:
                         sshape = _send_shape_of(hlen) if v2_start is not None else None
                         if sshape is not None:
                             (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
-                             base, language, version, flag, plain) = sshape  # fmt: skip
+                             base, header_class, language, version, flag, plain) = sshape  # fmt: skip
                             values = unpack_values(header)  # (the changing ones)
                             # its constant pieces: the values put back into the shape's
                             # give the header; else another producer's header of this
@@ -272,7 +270,8 @@ class FrameDecoder:
                                     other_values = other[0](header)
                                     if other[1] % other_values == header:
                                         (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
-                                         post, base, language, version, flag, plain) = other  # fmt: skip
+                                         post, base, header_class, language, version, flag,
+                                         plain) = other  # fmt: skip
                                         values = other_values
                                         queue_id = _queue_id_of(values[i_e])
                                         break
@@ -306,11 +305,10 @@ class FrameDecoder:
                                 if o_new:
                                     o_seen, o_base = raw_opaque, int(raw_opaque or b"0") * 10
                                     self._numbers = (g_seen, g_value, o_seen, o_base)
-                                h = _new(_SendHeader)
-                                h.producer_group = base.producer_group
+                                # (the shape's header class holds the constant fields the
+                                # send processor does not read per send: send_raw.ShapeHeader)
+                                h = _new(header_class)
                                 h.topic = base.topic
-                                h.default_topic = base.default_topic
-                                h.default_topic_queue_nums = base.default_topic_queue_nums
                                 h.queue_id = queue_id
                                 h.sys_flag = base.sys_flag
                                 h.born_timestamp = g_value
@@ -325,10 +323,7 @@ class FrameDecoder:
                                     else f"{pre}{values[i_uniq].decode()}{post}"
                                 )
                                 h.reconsume_times = base.reconsume_times
-                                h.unit_mode = base.unit_mode
-                                h.max_reconsume_times = base.max_reconsume_times
                                 h.batch = base.batch
-                                h.bname = base.bname
                                 raw_send = SendRawRequest()
                                 raw_send.send_header = h
                                 raw_send.plain = plain  # (the shape's: send_raw._plain)
