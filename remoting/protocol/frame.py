@@ -212,6 +212,7 @@ class FrameDecoder:
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
         g_seen, g_value, o_seen, o_base = self._numbers  # (a shape-read send's: __init__)
+        held_shape = None  # the send shape whose parts the locals below hold (the frame loop)
         try:
             for _ in frames:
                 if end - pos < 8:
@@ -256,8 +257,9 @@ class FrameDecoder:
                         # another frame of a shape's length fails the match and goes on
                         sshape = _send_shape_of(hlen) if v2_start is not None else None
                         if sshape is not None:
-                            (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
-                             base, header_class, language, version, flag, plain) = sshape  # fmt: skip
+                            if sshape is not held_shape:  # (the last frame's: its locals kept)
+                                (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post, base,
+                                 header_class, language, version, flag, plain) = held_shape = sshape  # fmt: skip
                             values = unpack_values(header)  # (the changing ones)
                             # its constant pieces: the values put back into the shape's
                             # give the header; else another producer's header of this
@@ -271,7 +273,7 @@ class FrameDecoder:
                                     if other[1] % other_values == header:
                                         (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
                                          post, base, header_class, language, version, flag,
-                                         plain) = other  # fmt: skip
+                                         plain) = held_shape = other  # fmt: skip
                                         values = other_values
                                         queue_id = _queue_id_of(values[i_e])
                                         break

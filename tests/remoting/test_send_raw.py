@@ -270,6 +270,28 @@ def test_producers_sharing_a_length_each_keep_their_shape() -> None:
         assert kind != "SendRawRequest" and got == _reference(header)
 
 
+def test_producers_alternating_in_one_read_each_read_by_their_shape() -> None:
+    """The frame loop keeps the last shape's parts in its locals (unpacked again only when a
+    frame's shape is another): frames of two shapes and look-alikes alternating in one read
+    each read as the general path reads them."""
+    first, second = _group(1), _group(2)
+    _teach(first)
+    _teach(second)
+    look_alike = sdk(e="7").replace(b'"a":"PG"', b'"a":"G2"')
+    odd = _group(3).replace(b'"k":"false"', b'"k":"fals0"')
+    headers = [first, second, second, look_alike, first, odd, first, second, java(), first]
+    cmds = FrameDecoder().feed(b"".join(frame(h) for h in headers))
+    assert len(cmds) == len(headers)
+    for header, cmd in zip(headers, cmds, strict=True):
+        assert (type(cmd) is SendRawRequest) == (header in (first, second, look_alike))
+        if type(cmd) is SendRawRequest:
+            parsed: Any = cmd.send_header
+        else:
+            parsed = SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields, parsed)
+        assert got == _reference(header)
+
+
 def test_a_length_keeps_at_most_per_length_shapes_and_relearns_after_misses() -> None:
     groups = [_group(k) for k in range(send_raw.PER_LENGTH + 1)]
     for header in groups[:-1]:
