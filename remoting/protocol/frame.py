@@ -24,6 +24,8 @@ receive point and empties the list):
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+from itertools import repeat
 
 from pocketmq.remoting.protocol import header_json
 from pocketmq.remoting.protocol.command import RemotingCommand, SendV2Request, command_from_header
@@ -35,7 +37,6 @@ from pocketmq.remoting.protocol.errors import (
     HeaderDecodeError,
     LocalProtocolError,
 )
-from pocketmq.remoting.protocol.headers import SendMessageRequestHeader
 from pocketmq.remoting.protocol.send_ok import SEND_OK_START, send_ok_command
 from pocketmq.remoting.protocol.send_raw import DIGITS, QUEUE_IDS, SendRawRequest, learn
 from pocketmq.remoting.protocol.send_raw import OTHER_SHAPES as OTHER_SEND_SHAPES
@@ -51,6 +52,9 @@ _LENGTH = struct.Struct(">i")
 #: length word + (serializeType << 24 | headerLength) word
 _WORDS = struct.Struct(">ii")
 _unpack_words = _WORDS.unpack_from
+_repeat = repeat
+#: the frame loop's iterator when it takes every frame (never runs out: shared)
+_FOREVER = repeat(None)
 _new = object.__new__
 _typed = header_json.typed_decode
 _send_v2 = header_json.send_v2_decode
@@ -61,7 +65,6 @@ _send_shape_of = SEND_SHAPES.get  # (send_raw's, likewise)
 _other_send_shapes_of = OTHER_SEND_SHAPES.get
 _queue_id_of = QUEUE_IDS.get
 _learn_send = learn
-_SendHeader = SendMessageRequestHeader
 #: A header longer than this holds the bytes :func:`_json_command` dispatches on (the 9th and
 #: the 25th); a shorter one is no typed kind (SEND_OK_START is 37 bytes).
 _KIND_MIN = 24
@@ -74,6 +77,7 @@ class FrameDecoder:
 
     __slots__ = (
         "_buf", "_numbers", "broken", "errors", "held", "max_frame_size", "max_header_size", "server",
+        "stopped",
     )  # fmt: skip
 
     def __init__(
@@ -104,6 +108,9 @@ class FrameDecoder:
         #: kept from read to read (one send a read at one in flight; g changes every
         #: millisecond, the opaque's leading digits every 10 requests)
         self._numbers: tuple[bytes | None, int, bytes | None, int] = (None, 0, None, 0)
+        #: Where :meth:`feed_head` stopped in its data after its ``most`` frames (0: it took all
+        #: of it); the caller keeps the rest and resets this.
+        self.stopped = 0
 
     @property
     def buffered(self) -> int:
@@ -175,8 +182,23 @@ class FrameDecoder:
             self._split(data, need, out)
         return out
 
-    def _split(self, src: bytes | bytearray, pos: int, out: list[RemotingCommand]) -> None:
-        """Append every complete frame of ``src[pos:]`` to ``out``; keep the rest in the buffer."""
+    def feed_head(self, data: bytes, most: int) -> list[RemotingCommand]:
+        """:meth:`feed` of a read (nothing held before it) that decodes at most ``most`` frames:
+        when more follow, :attr:`stopped` is where they start (not buffered: the caller keeps
+        them and feeds them later, in order). One walk of the frames, where a walk of their
+        lengths first (``frames_end``: ~0.5k instructions a frame) told whether to cut."""
+        out: list[RemotingCommand] = []
+        if self.broken is None:
+            self._split(data, 0, out, _repeat(None, most))
+        return out
+
+    def _split(
+        self, src: bytes | bytearray, pos: int, out: list[RemotingCommand], frames: Iterator[None] = _FOREVER
+    ) -> None:
+        """Append every complete frame of ``src[pos:]`` to ``out``; keep the rest in the buffer.
+        ``frames``: one item a frame (:meth:`feed_head`'s count: a for over a repeat costs less
+        than a counter and its test, ~0.2k instructions a frame); when it runs out first,
+        :attr:`stopped` is where the rest starts."""
         # (module names read in the loop as they are, and ``out.append`` called through the
         # list: no method bound per call (three bindings were ~1.3k instructions a read, most
         # reads one frame); 3.11 specializes both the global reads and the list append)
@@ -190,8 +212,11 @@ class FrameDecoder:
         # no view outlives this call, so the buffer can be resized below.
         view = memoryview(src) if src is buf else None
         g_seen, g_value, o_seen, o_base = self._numbers  # (a shape-read send's: __init__)
+        held_shape = None  # the send shape whose parts the locals below hold (the frame loop)
         try:
-            while end - pos >= 8:
+            for _ in frames:
+                if end - pos < 8:
+                    break
                 length, word = _unpack_words(src, pos)
                 if length < 4 or length > limit:
                     self._break(self._length_error(length))
@@ -232,8 +257,9 @@ class FrameDecoder:
                         # another frame of a shape's length fails the match and goes on
                         sshape = _send_shape_of(hlen) if v2_start is not None else None
                         if sshape is not None:
-                            (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post,
-                             base, language, version, flag, plain) = sshape  # fmt: skip
+                            if sshape is not held_shape:  # (the last frame's: its locals kept)
+                                (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post, base,
+                                 header_class, language, version, flag, plain) = held_shape = sshape  # fmt: skip
                             values = unpack_values(header)  # (the changing ones)
                             # its constant pieces: the values put back into the shape's
                             # give the header; else another producer's header of this
@@ -246,7 +272,8 @@ class FrameDecoder:
                                     other_values = other[0](header)
                                     if other[1] % other_values == header:
                                         (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
-                                         post, base, language, version, flag, plain) = other  # fmt: skip
+                                         post, base, header_class, language, version, flag,
+                                         plain) = held_shape = other  # fmt: skip
                                         values = other_values
                                         queue_id = _queue_id_of(values[i_e])
                                         break
@@ -280,23 +307,25 @@ class FrameDecoder:
                                 if o_new:
                                     o_seen, o_base = raw_opaque, int(raw_opaque or b"0") * 10
                                     self._numbers = (g_seen, g_value, o_seen, o_base)
-                                h = _new(_SendHeader)
-                                h.producer_group = base.producer_group
+                                # (the shape's header class holds the constant fields the
+                                # send processor does not read per send: send_raw.ShapeHeader)
+                                h = _new(header_class)
                                 h.topic = base.topic
-                                h.default_topic = base.default_topic
-                                h.default_topic_queue_nums = base.default_topic_queue_nums
                                 h.queue_id = queue_id
                                 h.sys_flag = base.sys_flag
                                 h.born_timestamp = g_value
                                 h.flag = base.flag
+                                # (UNIQ_KEY last, as our SDK sends it: one concatenation, no
+                                # join of three parts)
                                 h.properties = (
-                                    base.properties if i_uniq < 0 else f"{pre}{values[i_uniq].decode()}{post}"
+                                    base.properties
+                                    if i_uniq < 0
+                                    else pre + values[i_uniq].decode()
+                                    if not post
+                                    else f"{pre}{values[i_uniq].decode()}{post}"
                                 )
                                 h.reconsume_times = base.reconsume_times
-                                h.unit_mode = base.unit_mode
-                                h.max_reconsume_times = base.max_reconsume_times
                                 h.batch = base.batch
-                                h.bname = base.bname
                                 raw_send = SendRawRequest()
                                 raw_send.send_header = h
                                 raw_send.plain = plain  # (the shape's: send_raw._plain)
@@ -384,6 +413,9 @@ class FrameDecoder:
                         self._break(exc)
                         return
                     self.errors.append(exc)  # the frame is skipped; the scan goes on
+            else:  # feed_head's frames are out: the rest is the caller's
+                if pos < end:
+                    self.stopped = pos
             if 4 <= end - pos < 8:  # a split prefix: check the length before buffering it
                 (length,) = _LENGTH.unpack_from(src, pos)
                 if length < 4 or length > limit:
@@ -397,7 +429,7 @@ class FrameDecoder:
             elif src is buf:
                 if pos:
                     del buf[:pos]
-            elif pos < end:
+            elif pos < end and not self.stopped:
                 buf += memoryview(src)[pos:] if pos else src
 
     def _length_error(self, length: int) -> FrameError:

@@ -242,19 +242,19 @@ class RemotingConnection(asyncio.Protocol):
                 self._backlog_paused = True
                 self.transport.pause_reading()
             return
-        # (the length first: ``server``, a class attribute, is a read 3.11 does not specialize)
-        if (
-            len(data) > RAW_SLICE_MIN
-            and self.server
-            and not self._decoder.held
-            and frames_end(data, 0, RAW_WHOLE_MAX) < len(data)
-        ):  # the rest is decoded in the next turns (``_next_slice``)
-            cut = frames_end(data, 0, PER_TURN)
-            self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
-            data = data[:cut]
         # (inline of ``_decode``: one Python call less a read)
         decoder = self._decoder
-        commands = decoder.feed(data)
+        # (the length first: ``server``, a class attribute, is a read 3.11 does not specialize)
+        if len(data) > RAW_SLICE_MIN and self.server and not decoder.held:
+            # its first RAW_WHOLE_MAX frames; the rest, if any, decoded in the next turns
+            # (``_next_slice``), after those of them over a turn's (the backlog)
+            commands = decoder.feed_head(data, RAW_WHOLE_MAX)
+            cut = decoder.stopped
+            if cut:
+                decoder.stopped = 0
+                self._raw, self._raw_pos, self._raw_read = data, cut, self.last_read
+        else:
+            commands = decoder.feed(data)
         if decoder.errors or decoder.held or self._partial:
             self._decoded(commands)
         # (the common read, a turn's worth with nothing waiting, tested at once: the backlog's

@@ -101,6 +101,36 @@ def test_trailing_bytes_stay_unconsumed() -> None:
     assert dec.buffered == 0 and not dec.held
 
 
+def test_feed_head_decodes_at_most_its_frames_and_leaves_the_rest_unbuffered() -> None:
+    """``feed_head`` (a large read: ``RemotingConnection.data_received``): its first ``most``
+    frames decoded, ``stopped`` where the rest starts (nothing buffered); fewer, or exactly
+    ``most``, are all taken (``stopped`` 0), a trailing partial frame buffered as ``feed`` does;
+    a skipped frame (a bad header) counts."""
+    cmds = sample_commands()
+    frames = [c.encode() for c in cmds]
+    stream = b"".join(frames)
+    for most in range(1, len(cmds)):
+        dec = FrameDecoder()
+        out = dec.feed_head(stream + frames[0][:5], most)
+        assert [c.opaque for c in out] == [c.opaque for c in cmds[:most]]
+        assert dec.stopped == len(b"".join(frames[:most])) and dec.buffered == 0
+        for got, want in zip(out, cmds, strict=False):
+            same(got, want)
+    for tail in (b"", frames[0][:3], frames[0][:11]):
+        dec = FrameDecoder()
+        out = dec.feed_head(stream + tail, len(cmds))
+        assert len(out) == len(cmds) and dec.stopped == (len(stream) if tail else 0)
+        assert dec.buffered == 0
+        dec = FrameDecoder()
+        assert len(dec.feed_head(stream + tail, len(cmds) + 1)) == len(cmds)
+        assert dec.stopped == 0 and dec.held == tail  # (a partial frame: buffered)
+    bad = frame_of(b'{"code":10,"opaque":7,"flag":0,"language":"JAVA","version":1,"extFields":[]}')
+    dec = FrameDecoder()
+    out = dec.feed_head(bad + stream, 2)
+    assert [c.opaque for c in out] == [cmds[0].opaque] and len(dec.errors) == 1
+    assert dec.stopped == len(bad) + len(frames[0])
+
+
 # ----------------------------------------------------------------------------- golden frames
 
 

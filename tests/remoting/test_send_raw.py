@@ -270,6 +270,28 @@ def test_producers_sharing_a_length_each_keep_their_shape() -> None:
         assert kind != "SendRawRequest" and got == _reference(header)
 
 
+def test_producers_alternating_in_one_read_each_read_by_their_shape() -> None:
+    """The frame loop keeps the last shape's parts in its locals (unpacked again only when a
+    frame's shape is another): frames of two shapes and look-alikes alternating in one read
+    each read as the general path reads them."""
+    first, second = _group(1), _group(2)
+    _teach(first)
+    _teach(second)
+    look_alike = sdk(e="7").replace(b'"a":"PG"', b'"a":"G2"')
+    odd = _group(3).replace(b'"k":"false"', b'"k":"fals0"')
+    headers = [first, second, second, look_alike, first, odd, first, second, java(), first]
+    cmds = FrameDecoder().feed(b"".join(frame(h) for h in headers))
+    assert len(cmds) == len(headers)
+    for header, cmd in zip(headers, cmds, strict=True):
+        assert (type(cmd) is SendRawRequest) == (header in (first, second, look_alike))
+        if type(cmd) is SendRawRequest:
+            parsed: Any = cmd.send_header
+        else:
+            parsed = SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields, parsed)
+        assert got == _reference(header)
+
+
 def test_a_length_keeps_at_most_per_length_shapes_and_relearns_after_misses() -> None:
     groups = [_group(k) for k in range(send_raw.PER_LENGTH + 1)]
     for header in groups[:-1]:
@@ -306,6 +328,32 @@ def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
     assert cmd.send_header == SendMessageRequestHeader.from_ext_fields_v2(cmd.ext_fields)
     with pytest.raises(TypeError):  # object's __init__ (SlotRecord): the decoder fills the slots
         SendRawRequest(1)  # type: ignore[call-arg]
+
+
+def test_a_shaped_headers_class_holds_its_constants_and_reads_as_the_typed_header() -> None:
+    """The header of a shape read (a ``ShapeHeader`` subclass per shape: the fields the send
+    processor does not read per send are its class attributes) has every field of the typed
+    header, compares equal to it both ways, and differs from another producer's; a class-held
+    field cannot be set on it (nothing sets a decoded header's fields)."""
+    first, second = _group(1), _group(2)
+    _teach(first)
+    _teach(second)
+    headers = []
+    for header in (first, second):
+        (cmd,) = FrameDecoder().feed(frame(header))
+        assert type(cmd) is SendRawRequest
+        got, want = cmd.send_header, SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields)
+        assert isinstance(got, send_raw.ShapeHeader) and type(got) is not send_raw.ShapeHeader
+        for name in send_raw._FIELDS:
+            assert getattr(got, name) == getattr(want, name), name
+        assert got == want and want == got
+        headers.append(got)
+    assert headers[0].producer_group == "G1" and headers[1].producer_group == "G2"
+    assert headers[0] != headers[1] and type(headers[0]) is not type(headers[1])
+    with pytest.raises(AttributeError):
+        headers[0].producer_group = "other"  # type: ignore[misc]
+    headers[0].queue_id = 5  # (a slot, as every field the frame loop sets)
+    assert headers[0].queue_id == 5 and headers[0] != SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields)
 
 
 def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
@@ -350,7 +398,10 @@ def test_born_times_and_opaques_of_one_read_convert_as_int_reads_them() -> None:
     headers += [wide, narrow]
     shaped += [True, True]
     decoder = FrameDecoder()  # (two reads: the leading digits are kept from one to the next)
-    cmds = [*decoder.feed(b"".join(frame(h) for h in headers)), *decoder.feed(b"".join(frame(h) for h in headers))]
+    cmds = [
+        *decoder.feed(b"".join(frame(h) for h in headers)),
+        *decoder.feed(b"".join(frame(h) for h in headers)),
+    ]
     for header, cmd, raw in zip(headers * 2, cmds, shaped * 2, strict=True):
         assert (type(cmd) is SendRawRequest) == raw, header
         want = _reference(header)
@@ -368,6 +419,7 @@ def test_another_frame_of_a_shapes_length_reads_as_the_general_path(code: int) -
     decoded as before (lone in its read, and two in a read)."""
     base = sdk()
     _teach(base)
+
     def other(pad: int) -> bytes:
         return (f'{{"code":{code},"extFields":{{"x":"' + "y" * pad + '"}' + _TAIL % ("JAVA", 9, 1)).encode()
 
