@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -718,6 +719,25 @@ async def test_shape_read_send_replies_as_a_typed_one(broker, batch):
     assert len(set(heads)) == 1
 
 
+async def _answer(broker: Any, conn: Any, command: Any) -> tuple[Any, Any]:
+    """The send processor's answer to ``command``: its reply, or the error's name and text (the
+    server answers it with its code), and the message it stored (None: none)."""
+    from pocketmq.remoting.protocol.command import RemotingCommand
+
+    try:
+        reply = broker.send_processor.process(conn, command)
+        reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
+    except Exception as exc:
+        return (type(exc).__name__, str(exc)), None
+    assert reply is not None
+    ext = reply.ext_fields or {}
+    if "msgId" not in ext:
+        return reply, None
+    msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
+    assert msg is not None
+    return reply, msg
+
+
 _PLAIN_CASES = [
     "TAGS\x01A\x02UNIQ_KEY\x01{u}",
     "UNIQ_KEY\x01{u}",
@@ -754,7 +774,6 @@ async def test_shape_read_send_stores_the_typed_ones_properties(broker, props):
     send_raw.SHAPES.clear()
     send_raw.OTHER_SHAPES.clear()
     send_raw._misses.clear()
-    proc = broker.send_processor
     conn = Namespace(attrs={}, remote_addr="127.0.0.1:5555")
     frames = []
     for i in range(2):
@@ -771,18 +790,12 @@ async def test_shape_read_send_stores_the_typed_ones_properties(broker, props):
     assert raw.plain == (props in _PLAIN_CASES[:4])
     stored = []
     for command in (typed, raw):
-        try:
-            reply = proc.process(conn, command)
-            reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
-        except Exception as exc:  # (the processor's error: the server answers it with its code)
-            stored.append((type(exc).__name__, str(exc)))
+        reply, msg = await _answer(broker, conn, command)
+        if isinstance(reply, tuple):  # (the processor's error)
+            stored.append(reply)
             continue
-        assert reply is not None
-        ext = reply.ext_fields or {}
-        stored.append((reply.code, reply.remark, "msgId" in ext))
-        if "msgId" in ext:
-            msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
-            assert msg is not None
+        stored.append((reply.code, reply.remark, "msgId" in (reply.ext_fields or {})))
+        if msg is not None:
             text = repr(msg.properties).replace("2C0000", "2C0001")
             stored.append((msg.topic, msg.queue_id, msg.sys_flag, text))
     assert stored[: len(stored) // 2] == stored[len(stored) // 2 :]
@@ -813,7 +826,6 @@ async def test_shape_read_send_takes_its_own_queue_born_time_and_properties(brok
     send_raw.SHAPES.clear()
     send_raw.OTHER_SHAPES.clear()
     send_raw._misses.clear()
-    proc = broker.send_processor
     conn = Namespace(attrs={}, remote_addr="127.0.0.1:5555")
     exts = []
     for i, (e, g) in enumerate((("1", "1700000000000"), (queue, "1700000012345"))):
@@ -831,18 +843,13 @@ async def test_shape_read_send_takes_its_own_queue_born_time_and_properties(brok
     typed = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=exts[1], body=b"x", opaque=101)
     outcomes = []
     for command in (raw, typed):
-        try:
-            reply = proc.process(conn, command)
-            reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
-        except Exception as exc:  # (the processor's error: the server answers it with its code)
-            outcomes.append((type(exc).__name__, str(exc)))
+        reply, msg = await _answer(broker, conn, command)
+        if isinstance(reply, tuple):  # (the processor's error)
+            outcomes.append(reply)
             continue
-        assert reply is not None
-        ext = reply.ext_fields or {}
-        outcomes.append((reply.code, reply.remark, ext.get("queueId")))
-        if "msgId" in ext:
-            msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
-            assert msg is not None and msg.born_timestamp == 1700000012345
+        outcomes.append((reply.code, reply.remark, (reply.ext_fields or {}).get("queueId")))
+        if msg is not None:
+            assert msg.born_timestamp == 1700000012345
             outcomes.append((msg.topic, msg.queue_id, msg.sys_flag, msg.reconsume_times, msg.properties))
     assert outcomes[: len(outcomes) // 2] == outcomes[len(outcomes) // 2 :]
     if queue == "7":
