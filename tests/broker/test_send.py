@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -719,23 +720,30 @@ async def test_shape_read_send_replies_as_a_typed_one(broker, batch):
     assert len(set(heads)) == 1
 
 
-async def _answer(broker: Any, conn: Any, command: Any) -> tuple[Any, Any]:
-    """The send processor's answer to ``command``: its reply, or the error's name and text (the
-    server answers it with its code), and the message it stored (None: none)."""
+async def _outcomes(
+    broker: Any, conn: Any, commands: Any, of_reply: Callable[[Any], Any], of_msg: Callable[[Any], Any]
+) -> list[Any]:
+    """What the send processor makes of each of ``commands``: the error's name and text (the
+    server answers it with its code), else ``of_reply`` of its reply and, when it stored one,
+    ``of_msg`` of the stored message."""
     from pocketmq.remoting.protocol.command import RemotingCommand
 
-    try:
-        reply = broker.send_processor.process(conn, command)
-        reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
-    except Exception as exc:
-        return (type(exc).__name__, str(exc)), None
-    assert reply is not None
-    ext = reply.ext_fields or {}
-    if "msgId" not in ext:
-        return reply, None
-    msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
-    assert msg is not None
-    return reply, msg
+    out: list[Any] = []
+    for command in commands:
+        try:
+            reply = broker.send_processor.process(conn, command)
+            reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
+        except Exception as exc:
+            out.append((type(exc).__name__, str(exc)))
+            continue
+        assert reply is not None
+        out.append(of_reply(reply))
+        ext = reply.ext_fields or {}
+        if "msgId" in ext:
+            msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
+            assert msg is not None
+            out.append(of_msg(msg))
+    return out
 
 
 _PLAIN_CASES = [
@@ -788,16 +796,13 @@ async def test_shape_read_send_stores_the_typed_ones_properties(broker, props):
     keyless = all(key not in sent for key in (WAIT_KEY, CLUSTER_KEY, DELAY_KEY, TRAN_KEY))
     assert raw.plain == (keyless and not sent.endswith("\x02"))
     assert raw.plain == (props in _PLAIN_CASES[:4])
-    stored = []
-    for command in (typed, raw):
-        reply, msg = await _answer(broker, conn, command)
-        if isinstance(reply, tuple):  # (the processor's error)
-            stored.append(reply)
-            continue
-        stored.append((reply.code, reply.remark, "msgId" in (reply.ext_fields or {})))
-        if msg is not None:
-            text = repr(msg.properties).replace("2C0000", "2C0001")
-            stored.append((msg.topic, msg.queue_id, msg.sys_flag, text))
+    stored = await _outcomes(
+        broker,
+        conn,
+        (typed, raw),
+        lambda reply: (reply.code, reply.remark, "msgId" in (reply.ext_fields or {})),
+        lambda msg: (msg.topic, msg.queue_id, msg.sys_flag, repr(msg.properties).replace("2C0000", "2C0001")),
+    )
     assert stored[: len(stored) // 2] == stored[len(stored) // 2 :]
 
 
@@ -841,16 +846,21 @@ async def test_shape_read_send_takes_its_own_queue_born_time_and_properties(brok
     (raw,) = decoder.feed(frames[1])
     assert type(raw) is SendRawRequest and raw.shape_header.queue_id == 1
     typed = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=exts[1], body=b"x", opaque=101)
-    outcomes = []
-    for command in (raw, typed):
-        reply, msg = await _answer(broker, conn, command)
-        if isinstance(reply, tuple):  # (the processor's error)
-            outcomes.append(reply)
-            continue
-        outcomes.append((reply.code, reply.remark, (reply.ext_fields or {}).get("queueId")))
-        if msg is not None:
-            assert msg.born_timestamp == 1700000012345
-            outcomes.append((msg.topic, msg.queue_id, msg.sys_flag, msg.reconsume_times, msg.properties))
+    outcomes = await _outcomes(
+        broker,
+        conn,
+        (raw, typed),
+        lambda reply: (reply.code, reply.remark, (reply.ext_fields or {}).get("queueId")),
+        lambda msg: (
+            msg.topic,
+            msg.queue_id,
+            msg.born_timestamp,
+            msg.sys_flag,
+            msg.reconsume_times,
+            msg.properties,
+        ),
+    )
+    assert 1700000012345 in outcomes[-1] or "queueId[7]" in str(outcomes[0])
     assert outcomes[: len(outcomes) // 2] == outcomes[len(outcomes) // 2 :]
     if queue == "7":
         assert "queueId[7]" in str(outcomes[0])
