@@ -113,7 +113,7 @@ from pocketmq.remoting.protocol.route import (
     TopicConfig,
     TopicFilterType,
 )
-from pocketmq.remoting.protocol.send_raw import SendRawRequest
+from pocketmq.remoting.protocol.send_raw import SendRawRequest, full_header
 from pocketmq.remoting.protocol.slots import SlotRecord
 from pocketmq.store import AppendResult, MessageInner, PutMessageStatus, PutResult
 
@@ -262,12 +262,17 @@ class SendMessageProcessor:
         if request.__class__ is SendRawRequest:  # read by a learnt shape (frame, send_raw): parsed there
             # (its code is SEND_MESSAGE_V2, a class attribute: not read, as 3.11 specializes no
             # class attribute read through an instance, ~0.13k instructions)
-            header = request.send_header
+            # the shape's one header: this send's but for its queue id, born timestamp and
+            # properties, read from the request (send_raw: no header object per send)
+            header = request.shape_header
             # properties without WAIT, CLUSTER, DELAY, TRAN_MSG or a trailing separator, as
             # every header of its shape has (send_raw._plain): none searched below
             plain = request.plain
             if header.batch:
-                return self._durable(self._send_batch(conn, request, header))
+                return self._durable(self._send_batch(conn, request, request.send_header))
+            queue_id = request.queue_id
+            born = request.born_timestamp
+            sent = request.properties or ""
         else:
             plain = False
             code = request.code
@@ -279,10 +284,12 @@ class SendMessageProcessor:
                 header = _parse_v2(request.ext_fields)
             if header.batch or code == _SEND_BATCH_MESSAGE:
                 return self._durable(self._send_batch(conn, request, header))
+            queue_id = header.queue_id
+            born = header.born_timestamp
+            sent = header.properties or ""
         s = self._s
         if s.cfg is not self.state.config:  # inline of _settings
             s = self._settings()
-        queue_id = header.queue_id
         topic = header.topic  # (read once: a slot read each further time)
         # inline of check_send's outcome when its broker-wide checks pass
         # (SendSettings.quick_checks) and the topic's config is the one (frozen) a send already
@@ -298,7 +305,7 @@ class SendMessageProcessor:
             except KeyError:
                 tc = None
         if tc is None or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums):
-            tc = check_send(s, header, self.topics, self._ok_topics, self.now_ms, conn)
+            tc = check_send(s, full_header(request, header), self.topics, self._ok_topics, self.now_ms, conn)
             special = (topic[0] == "%" and topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) or tc.topic_filter_type is _MULTI_TAG  # fmt: skip
             if not special and s.quick_checks:
                 plain_topics = self._plain_topics
@@ -316,7 +323,7 @@ class SendMessageProcessor:
         inner = _SentMessage()
         inner.body = body
         inner.flag = header.flag
-        inner.born_timestamp = header.born_timestamp
+        inner.born_timestamp = born
         try:  # (cached on the connection; a subscript, no method call)
             inner.born_host = conn.attrs["born_host"]
         except KeyError:
@@ -325,7 +332,6 @@ class SendMessageProcessor:
         inner.reconsume_times = header.reconsume_times or 0
         inner.prepared_transaction_offset = 0
         inner.tags_code = 0
-        sent = header.properties or ""
         tran = not plain and TRAN_KEY in sent  # (topic: checked, not blank)
         result: PutResult | None = None  # (set here by a half's fast path)
         then = _NOW  # how process's tail answers the put
@@ -406,13 +412,13 @@ class SendMessageProcessor:
             inner.properties = props
             inner.sys_flag = header.sys_flag
             if special:  # a %RETRY% or MULTI_TAG topic
-                self._retry_and_dlq(request, header, inner, tc)
+                self._retry_and_dlq(request, full_header(request, header), inner, tc)
             if delayed and self.schedule is not None:
                 try:
                     apply_delay_level(
                         inner,
                         self.schedule.max_delay_level,
-                        get_property(header.properties or "", MessageConst.WAIT),
+                        get_property(sent, MessageConst.WAIT),
                     )
                 except ValueError as exc:
                     raise RemoteSystemError(str(exc)) from None
@@ -427,9 +433,7 @@ class SendMessageProcessor:
                     # rewrite above changed the stored ones)
                     cluster = s.cluster if inner.properties is props else None
                     return self._durable(
-                        self._prepare_transaction(
-                            request, inner, queue_id, wait, header.properties or "", cluster
-                        )
+                        self._prepare_transaction(request, inner, queue_id, wait, sent, cluster)
                     )
             store = self.store
             if wait and s.policy_waits:

@@ -259,7 +259,7 @@ class FrameDecoder:
                         if sshape is not None:
                             if sshape is not held_shape:  # (the last frame's: its locals kept)
                                 (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre, post, base,
-                                 header_class, language, version, flag, plain) = held_shape = sshape  # fmt: skip
+                                 language, version, flag, plain) = held_shape = sshape  # fmt: skip
                             values = unpack_values(header)  # (the changing ones)
                             # its constant pieces: the values put back into the shape's
                             # give the header; else another producer's header of this
@@ -272,7 +272,7 @@ class FrameDecoder:
                                     other_values = other[0](header)
                                     if other[1] % other_values == header:
                                         (unpack_values, render, i_e, i_g, i_uniq, i_opaque, pre,
-                                         post, base, header_class, language, version, flag,
+                                         post, base, language, version, flag,
                                          plain) = held_shape = other  # fmt: skip
                                         values = other_values
                                         queue_id = _queue_id_of(values[i_e])
@@ -307,27 +307,21 @@ class FrameDecoder:
                                 if o_new:
                                     o_seen, o_base = raw_opaque, int(raw_opaque or b"0") * 10
                                     self._numbers = (g_seen, g_value, o_seen, o_base)
-                                # (the shape's header class holds the constant fields the
-                                # send processor does not read per send: send_raw.ShapeHeader)
-                                h = _new(header_class)
-                                h.topic = base.topic
-                                h.queue_id = queue_id
-                                h.sys_flag = base.sys_flag
-                                h.born_timestamp = g_value
-                                h.flag = base.flag
+                                # no header object per send: the shape's one header and
+                                # the three values its sends differ in (send_raw.SendRawRequest)
+                                raw_send = SendRawRequest()
+                                raw_send.shape_header = base
+                                raw_send.queue_id = queue_id
+                                raw_send.born_timestamp = g_value
                                 # (UNIQ_KEY last, as our SDK sends it: one concatenation, no
                                 # join of three parts)
-                                h.properties = (
+                                raw_send.properties = (
                                     base.properties
                                     if i_uniq < 0
                                     else pre + values[i_uniq].decode()
                                     if not post
                                     else f"{pre}{values[i_uniq].decode()}{post}"
                                 )
-                                h.reconsume_times = base.reconsume_times
-                                h.batch = base.batch
-                                raw_send = SendRawRequest()
-                                raw_send.send_header = h
                                 raw_send.plain = plain  # (the shape's: send_raw._plain)
                                 raw_send.language = language
                                 raw_send.version = version

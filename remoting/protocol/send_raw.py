@@ -9,9 +9,9 @@ already gave. Here, as END_TRANSACTION's :mod:`.end_raw`, the frame decoder's lo
 (``frame.FrameDecoder._split``) cuts a header with a :class:`struct.Struct` at the places a
 *shape* learnt from an earlier header gives (the changing values only), compares its constant
 pieces by putting the values back into the shape's (one %-format, one compare), checks the
-values (ASCII digits, the UNIQ_KEY ASCII letters and digits), and builds the send's
-``SendMessageRequestHeader`` from the shape's parsed constants and the three converted values
-(:class:`SendRawRequest`).
+values (ASCII digits, the UNIQ_KEY ASCII letters and digits), and puts the three values that
+differ per send (queue id, born timestamp, properties) on the request beside the shape's one
+parsed header (:class:`SendRawRequest`: no header object per send).
 
 Why a header a shape takes reads as the typed decode reads it: the shape is learnt from a
 header the typed decode accepted (every key known, once; string values) where each changing
@@ -44,6 +44,7 @@ is tried again only after as many typed reads.
 
 from __future__ import annotations
 
+import copy
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -61,7 +62,7 @@ __all__ = [
     "QUEUE_IDS",
     "SHAPES",
     "SendRawRequest",
-    "ShapeHeader",
+    "full_header",
     "learn",
 ]
 
@@ -88,47 +89,10 @@ _SEND_KEYS = tuple(
 )
 
 
-class ShapeHeader(SendMessageRequestHeader):
-    """A shape-read send's header: a subclass per shape (:func:`_header_class`) holds, as class
-    attributes, the six constant fields the send processor does not read per send
-    (``_CLASS_HELD``), so the frame loop copies only the other eight into slots (~0.57k
-    instructions a send less). Those class-held fields read as a plain header's and cannot be
-    set on an instance (no writer sets a decoded header's fields). Equal to a
-    ``SendMessageRequestHeader`` of the same field values (the dataclass ``__eq__`` wants one
-    class)."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SendMessageRequestHeader):
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]  # (mutable, as the dataclass's)
-
-
-_FIELDS = tuple(row[0] for row in SendMessageRequestHeader.FIELD_TABLE)
-
-
-#: the fields a shape's class holds: those the send processor does not read per send (a class
-#: attribute read through an instance is not specialized by 3.11: ~0.14k instructions each;
-#: the topic, flags, reconsume times and batch held so measured +0.7k in ``process()``)
-_CLASS_HELD = (
-    "producer_group", "default_topic", "default_topic_queue_nums", "unit_mode", "max_reconsume_times", "bname",
-)  # fmt: skip
-
-
-def _header_class(parsed: SendMessageRequestHeader) -> type[ShapeHeader]:
-    """The :class:`ShapeHeader` of a shape whose headers read as ``parsed`` (its
-    ``_CLASS_HELD`` fields)."""
-    fields = {name: getattr(parsed, name) for name in _CLASS_HELD}
-    return type("ShapeHeader", (ShapeHeader,), {"__slots__": (), "__module__": __name__, **fields})
-
-
 #: A shape: (unpack: the changing values, the header as a %-format of them, the indexes of
 #: e, g, the UNIQ_KEY (-1: none changes) and the opaque among them, the properties before and
-#: after the UNIQ_KEY, the header of the learnt values (the constant fields the frame loop sets
-#: are read from it), the shape's header class (:class:`ShapeHeader`: the other constant ones),
+#: after the UNIQ_KEY, the header of the learnt values (``SendRawRequest.shape_header``: its
+#: fields but the queue id, born timestamp and properties are every header's of the shape),
 #: language code, version, flag, whether every header of the shape has plain properties:
 #: ``SendRawRequest.plain``). The opaque is unpacked as two values: its digits but the last
 #: (maybe empty) and the last, so the frame loop converts it with ``int()`` only when its
@@ -136,7 +100,7 @@ def _header_class(parsed: SendMessageRequestHeader) -> type[ShapeHeader]:
 #: instructions an ``int()`` of bytes (3.11's type call, PyNumber_Long, PyLong_FromString)
 _Shape = tuple[
     Callable[[Any], tuple[bytes, ...]], bytes, int, int, int, int, str, str,
-    SendMessageRequestHeader, type[ShapeHeader], int, int, int, bool,
+    SendMessageRequestHeader, int, int, int, bool,
 ]  # fmt: skip
 #: header length -> its first shape (read by the frame decoder's loop: ``frame.FrameDecoder._split``)
 SHAPES: dict[int, _Shape] = {}
@@ -150,27 +114,59 @@ _misses: dict[int, int] = {}
 
 
 class SendRawRequest(SlotRecord, SendV2Request):
-    """A SEND_MESSAGE_V2 read by its shape (module docstring): ``send_header`` is the send's
-    parsed header. ``v2_fields`` (the typed decode's struct) and ``ext_fields`` are decoded from
-    ``raw_header`` when asked for (hooks, tests). Made as ``SendRawRequest()`` (object's
-    ``__init__``: :class:`SlotRecord`), its slots filled by the frame decoder.
+    """A SEND_MESSAGE_V2 read by its shape (module docstring). ``shape_header`` is the shape's
+    one header (the learnt header's, shared by every send of the shape: never written): its
+    fields are this send's but for the three a shape's headers differ in, which are this
+    request's own ``queue_id``, ``born_timestamp`` and ``properties`` (no header object made and
+    eight fields copied per send: ~1.1k instructions in the frame loop, plus its allocation
+    and free). ``send_header`` is the send's full header, made when first asked for (a batch,
+    a topic's first checks, a retry topic, tests). ``v2_fields`` (the typed decode's struct)
+    and ``ext_fields`` are decoded from ``raw_header`` when asked for (hooks, ACL, tests). Made
+    as ``SendRawRequest()`` (object's ``__init__``: :class:`SlotRecord`), its slots filled by
+    the frame decoder.
 
     ``plain``: the header's properties are non-empty, hold none of the keys WAIT, CLUSTER,
     DELAY and TRAN_MSG and do not end with a separator, so the broker stores them as they are
     plus its cluster's entry (``broker.processor.send``: no search of them per send). Decided
     once per shape (:func:`_plain`): only the UNIQ_KEY value varies between a shape's headers."""
 
-    __slots__ = ("plain", "send_header")
+    __slots__ = ("_send_header", "born_timestamp", "plain", "properties", "queue_id", "shape_header")
     plain: bool
-    send_header: SendMessageRequestHeader
+    shape_header: SendMessageRequestHeader
+    queue_id: int
+    born_timestamp: int
+    properties: str | None
     # what every such request has (class attributes: fewer slots to fill per frame)
     code = 310
     remark = None
     serialize_type = 0
 
     @property
+    def send_header(self) -> SendMessageRequestHeader:
+        """The send's header: the shape's with this send's queue id, born timestamp and
+        properties (one object per request, made on the first read)."""
+        try:
+            return _SEND_HEADER.__get__(self, SendRawRequest)  # type: ignore[no-any-return]
+        except AttributeError:
+            header = copy.copy(self.shape_header)
+            header.queue_id = self.queue_id
+            header.born_timestamp = self.born_timestamp
+            header.properties = self.properties
+            _SEND_HEADER.__set__(self, header)
+            return header
+
+    @property
     def v2_fields(self) -> Any:
         return header_json.send_v2_decode(self.raw_header).extFields  # type: ignore[misc]
+
+
+_SEND_HEADER = SendRawRequest.__dict__["_send_header"]
+
+
+def full_header(request: object, header: SendMessageRequestHeader) -> SendMessageRequestHeader:
+    """The send's whole header where ``header`` was read from ``request``: a shape-read send's
+    own (``header`` is its shape's: :class:`SendRawRequest`), else ``header`` itself."""
+    return request.send_header if request.__class__ is SendRawRequest else header
 
 
 def _find_once(header: bytes, needle: bytes) -> int:
@@ -285,7 +281,6 @@ def learn(header: bytes | bytearray, v2: Any) -> None:
         pre,
         post,
         parsed,
-        _header_class(parsed),
         header_json.LANGUAGE_BY_NAME[v2.language],
         v2.version,
         v2.flag,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -486,7 +488,9 @@ async def test_send_ok_reply_head_is_byte_identical_to_the_general_encoding(brok
         append = AppendResult.of(wrote, 100, 1, offset, 1, broker.store_host, batch)
         reply = await sent_reply(broker, request, PutResult(PutMessageStatus.PUT_OK, append), queue_id, "T")
         # a stored put's result is its AppendResult itself (commitlog.put_message): same reply
-        assert (await sent_reply(broker, request, append, queue_id, "T")).encode_header() == reply.encode_header()
+        assert (
+            await sent_reply(broker, request, append, queue_id, "T")
+        ).encode_header() == reply.encode_header()
         assert reply.ext_fields["MSG_REGION"] == region
         assert reply.ext_fields["msgId"].endswith("%016X" % (batch[-1] if batch else wrote))
         general = RemotingCommand.encode_header(reply)
@@ -716,6 +720,32 @@ async def test_shape_read_send_replies_as_a_typed_one(broker, batch):
     assert len(set(heads)) == 1
 
 
+async def _outcomes(
+    broker: Any, conn: Any, commands: Any, of_reply: Callable[[Any], Any], of_msg: Callable[[Any], Any]
+) -> list[Any]:
+    """What the send processor makes of each of ``commands``: the error's name and text (the
+    server answers it with its code), else ``of_reply`` of its reply and, when it stored one,
+    ``of_msg`` of the stored message."""
+    from pocketmq.remoting.protocol.command import RemotingCommand
+
+    out: list[Any] = []
+    for command in commands:
+        try:
+            reply = broker.send_processor.process(conn, command)
+            reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
+        except Exception as exc:
+            out.append((type(exc).__name__, str(exc)))
+            continue
+        assert reply is not None
+        out.append(of_reply(reply))
+        ext = reply.ext_fields or {}
+        if "msgId" in ext:
+            msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
+            assert msg is not None
+            out.append(of_msg(msg))
+    return out
+
+
 _PLAIN_CASES = [
     "TAGS\x01A\x02UNIQ_KEY\x01{u}",
     "UNIQ_KEY\x01{u}",
@@ -752,7 +782,6 @@ async def test_shape_read_send_stores_the_typed_ones_properties(broker, props):
     send_raw.SHAPES.clear()
     send_raw.OTHER_SHAPES.clear()
     send_raw._misses.clear()
-    proc = broker.send_processor
     conn = Namespace(attrs={}, remote_addr="127.0.0.1:5555")
     frames = []
     for i in range(2):
@@ -767,20 +796,71 @@ async def test_shape_read_send_stores_the_typed_ones_properties(broker, props):
     keyless = all(key not in sent for key in (WAIT_KEY, CLUSTER_KEY, DELAY_KEY, TRAN_KEY))
     assert raw.plain == (keyless and not sent.endswith("\x02"))
     assert raw.plain == (props in _PLAIN_CASES[:4])
-    stored = []
-    for command in (typed, raw):
-        try:
-            reply = proc.process(conn, command)
-            reply = reply if isinstance(reply, RemotingCommand) or reply is None else await reply
-        except Exception as exc:  # (the processor's error: the server answers it with its code)
-            stored.append((type(exc).__name__, str(exc)))
-            continue
-        assert reply is not None
-        ext = reply.ext_fields or {}
-        stored.append((reply.code, reply.remark, "msgId" in ext))
-        if "msgId" in ext:
-            msg = broker.store.look_message_by_offset(int(ext["msgId"][-16:], 16))
-            assert msg is not None
-            text = repr(msg.properties).replace("2C0000", "2C0001")
-            stored.append((msg.topic, msg.queue_id, msg.sys_flag, text))
+    stored = await _outcomes(
+        broker,
+        conn,
+        (typed, raw),
+        lambda reply: (reply.code, reply.remark, "msgId" in (reply.ext_fields or {})),
+        lambda msg: (msg.topic, msg.queue_id, msg.sys_flag, repr(msg.properties).replace("2C0000", "2C0001")),
+    )
     assert stored[: len(stored) // 2] == stored[len(stored) // 2 :]
+
+
+_OWN_VALUE_CASES = [
+    ("RawOwn", "2", "TAGS\x01A\x02UNIQ_KEY\x01{u}"),  # the plain fast path
+    ("RawOwn", "2", "UNIQ_KEY\x01{u}\x02DELAY\x012\x02WAIT\x01false"),  # delay level, WAIT read
+    ("RawOwn", "3", "UNIQ_KEY\x01{u}\x02TRAN_MSG\x01true\x02PGROUP\x01PG"),  # a half
+    ("RawOwn", "7", "UNIQ_KEY\x01{u}"),  # past the topic's queues: check_send's remark
+    ("%RETRY%PG", "0", "UNIQ_KEY\x01{u}\x02RETRY_TOPIC\x01RawOwn"),  # _retry_and_dlq
+]
+
+
+@pytest.mark.parametrize(("topic", "queue", "props"), _OWN_VALUE_CASES)
+async def test_shape_read_send_takes_its_own_queue_born_time_and_properties(broker, topic, queue, props):
+    """A shape-read send whose queue id, born timestamp and UNIQ_KEY differ from the header its
+    shape was learnt from is stored or refused as the same send decoded typed (send_raw: those
+    three are the request's, not the shape's header's), on the plain path, a delay level, a
+    transaction half, check_send's queue id check and a %RETRY% topic's."""
+    from argparse import Namespace
+
+    from pocketmq.remoting.protocol import send_raw
+    from pocketmq.remoting.protocol.command import RemotingCommand
+    from pocketmq.remoting.protocol.frame import FrameDecoder
+    from pocketmq.remoting.protocol.send_raw import SendRawRequest
+
+    send_raw.SHAPES.clear()
+    send_raw.OTHER_SHAPES.clear()
+    send_raw._misses.clear()
+    conn = Namespace(attrs={}, remote_addr="127.0.0.1:5555")
+    exts = []
+    for i, (e, g) in enumerate((("1", "1700000000000"), (queue, "1700000012345"))):
+        exts.append({"a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": e, "f": "0", "g": g, "h": "0",
+                     "i": props.format(u=f"7F0000010A6B18B4AAC22794EB2C{i:04X}"), "j": "1", "k": "false",
+                     "m": "false"})  # fmt: skip
+    frames = [
+        RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext, body=b"x", opaque=100 + i).encode()
+        for i, ext in enumerate(exts)
+    ]
+    decoder = FrameDecoder()
+    decoder.feed(frames[0])  # (learnt)
+    (raw,) = decoder.feed(frames[1])
+    assert type(raw) is SendRawRequest and raw.shape_header.queue_id == 1
+    typed = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=exts[1], body=b"x", opaque=101)
+    outcomes = await _outcomes(
+        broker,
+        conn,
+        (raw, typed),
+        lambda reply: (reply.code, reply.remark, (reply.ext_fields or {}).get("queueId")),
+        lambda msg: (
+            msg.topic,
+            msg.queue_id,
+            msg.born_timestamp,
+            msg.sys_flag,
+            msg.reconsume_times,
+            msg.properties,
+        ),
+    )
+    assert 1700000012345 in outcomes[-1] or "queueId[7]" in str(outcomes[0])
+    assert outcomes[: len(outcomes) // 2] == outcomes[len(outcomes) // 2 :]
+    if queue == "7":
+        assert "queueId[7]" in str(outcomes[0])

@@ -319,7 +319,7 @@ def test_a_header_of_a_kept_shapes_constants_teaches_none() -> None:
 
 
 def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
-    """The send processor takes the header the decoder built (``send_header``)."""
+    """The shape read's whole header (``send_header``) is the typed decode's."""
     base = sdk()
     _teach(base)
     (cmd,) = FrameDecoder().feed(frame(base))
@@ -330,30 +330,41 @@ def test_a_shaped_request_is_processed_as_a_typed_one() -> None:
         SendRawRequest(1)  # type: ignore[call-arg]
 
 
-def test_a_shaped_headers_class_holds_its_constants_and_reads_as_the_typed_header() -> None:
-    """The header of a shape read (a ``ShapeHeader`` subclass per shape: the fields the send
-    processor does not read per send are its class attributes) has every field of the typed
-    header, compares equal to it both ways, and differs from another producer's; a class-held
-    field cannot be set on it (nothing sets a decoded header's fields)."""
+def test_a_shapes_sends_share_its_header_and_carry_their_own_values() -> None:
+    """A shape's sends share the shape's one header (no header object per send): every field
+    of it but the queue id, born timestamp and properties is each send's, and those three are
+    the request's own. ``send_header`` is the send's whole header (a plain
+    ``SendMessageRequestHeader`` equal to the typed decode's), one per request, and writing to
+    it leaves the shape's header and other sends as they were. Two producers' shapes of one
+    length keep their own headers."""
     first, second = _group(1), _group(2)
     _teach(first)
     _teach(second)
-    headers = []
+    shared = {}
     for header in (first, second):
-        (cmd,) = FrameDecoder().feed(frame(header))
-        assert type(cmd) is SendRawRequest
-        got, want = cmd.send_header, SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields)
-        assert isinstance(got, send_raw.ShapeHeader) and type(got) is not send_raw.ShapeHeader
-        for name in send_raw._FIELDS:
-            assert getattr(got, name) == getattr(want, name), name
-        assert got == want and want == got
-        headers.append(got)
-    assert headers[0].producer_group == "G1" and headers[1].producer_group == "G2"
-    assert headers[0] != headers[1] and type(headers[0]) is not type(headers[1])
-    with pytest.raises(AttributeError):
-        headers[0].producer_group = "other"  # type: ignore[misc]
-    headers[0].queue_id = 5  # (a slot, as every field the frame loop sets)
-    assert headers[0].queue_id == 5 and headers[0] != SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields)
+        sends = [header.replace(b'"e":"1"', f'"e":"{q}"'.encode()).replace(b"1764100000000", f"17641000000{q}0".encode())
+                 .replace(UNIQ.encode(), f"{UNIQ[:-4]}{q:04d}".encode()) for q in (1, 2, 3)]  # fmt: skip
+        cmds = [cmd for data in sends for cmd in FrameDecoder().feed(frame(data))]
+        assert [type(cmd) for cmd in cmds] == [SendRawRequest] * 3
+        assert all(cmd.shape_header is cmds[0].shape_header for cmd in cmds)
+        for q, cmd in zip((1, 2, 3), cmds, strict=True):
+            want = SendMessageRequestHeader.from_v2_attrs(cmd.v2_fields)
+            assert (cmd.queue_id, cmd.born_timestamp) == (q, int(f"17641000000{q}0"))
+            assert cmd.properties == want.properties and cmd.properties.endswith(f"{q:04d}")
+            for name in (row[0] for row in SendMessageRequestHeader.FIELD_TABLE):
+                if name not in ("queue_id", "born_timestamp", "properties"):
+                    assert getattr(cmd.shape_header, name) == getattr(want, name), name
+            got = cmd.send_header
+            assert type(got) is SendMessageRequestHeader and got == want and cmd.send_header is got
+            assert send_raw.full_header(cmd, cmd.shape_header) is got
+        kept = SendMessageRequestHeader.from_v2_attrs(cmds[0].v2_fields)
+        cmds[1].send_header.queue_id = 9
+        assert cmds[0].shape_header.queue_id == kept.queue_id and cmds[0].send_header.queue_id == 1
+        assert cmds[2].send_header.queue_id == 3
+        shared[header] = cmds[0].shape_header
+    assert shared[first].producer_group == "G1" and shared[second].producer_group == "G2"
+    typed = SendMessageRequestHeader.from_v2_attrs(FrameDecoder().feed(frame(first))[0].v2_fields)
+    assert send_raw.full_header(object(), typed) is typed
 
 
 def test_a_frame_split_across_reads_is_read_by_the_shape() -> None:
