@@ -372,6 +372,9 @@ class FrameDecoder:
                                 if shape is not None:
                                     (unpack_values, render, i_offset, i_table, i_opaque, i_msg, i_tx,
                                      wide, group, commit, language, version) = shape  # fmt: skip
+                                    # (those locals are also a send shape's: the next send
+                                    # frame unpacks its shape's parts again)
+                                    held_shape = None
                                     values = unpack_values(header)  # (the changing ones)
                                     raw_offset, raw_table = values[i_offset], values[i_table]
                                     raw_opaque = values[i_opaque]

@@ -292,6 +292,27 @@ def test_producers_alternating_in_one_read_each_read_by_their_shape() -> None:
         assert got == _reference(header)
 
 
+def test_sends_around_an_end_transaction_read_by_its_shape_keep_their_own() -> None:
+    """An END_TRANSACTION read by its shape between two sends of one shape in one read (a
+    transactional producer's stream) leaves the second send read by the send's shape with its
+    own fields: the END's shape shares the frame loop's locals with a send's."""
+    from pocketmq.remoting.protocol import end_raw
+    from pocketmq.remoting.protocol.end_raw import EndRawRequest
+    from tests.remoting.test_end_raw import SDK as END
+    from tests.remoting.test_end_raw import frame as end_frame
+
+    end_raw._shapes.clear()
+    send = _group(5)
+    _teach(send)
+    FrameDecoder().feed(end_frame(END))  # (teaches the END's shape)
+    later = sdk(opaque=9876, g="1764100000123").replace(b'"a":"PG"', b'"a":"G5"')
+    cmds = FrameDecoder().feed(frame(send) + end_frame(END) + frame(later) + end_frame(END) + frame(send))
+    assert [type(c) for c in cmds] == [SendRawRequest, EndRawRequest, SendRawRequest, EndRawRequest, SendRawRequest]
+    for header, cmd in zip((send, later, send), cmds[::2], strict=True):
+        got = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields, cmd.send_header)
+        assert got == _reference(header)
+
+
 def test_a_length_keeps_at_most_per_length_shapes_and_relearns_after_misses() -> None:
     groups = [_group(k) for k in range(send_raw.PER_LENGTH + 1)]
     for header in groups[:-1]:
