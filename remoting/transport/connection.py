@@ -618,11 +618,12 @@ class RemotingConnection(asyncio.Protocol):
             if len(out) >= MAX_BATCH_PARTS:
                 self._write_batch(out)
             return
-        self._write(head, cmd.body)
+        self._write(head, cmd.body, _monotonic())
 
     send_response = send
 
-    def _write(self, head: bytes, body: bytes | None) -> None:
+    def _write(self, head: bytes, body: bytes | None, now: float) -> None:
+        """Write a command outside a batch (``now``: the caller's clock read, one a request)."""
         transport = self.transport
         if transport is None or self._closing or transport.is_closing():
             raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
@@ -635,17 +636,17 @@ class RemotingConnection(asyncio.Protocol):
         # The first write of a loop turn goes out now (the peer starts on it at once); the
         # turn's later writes are collected and flushed together at the start of the next.
         self._put(transport, [head, body] if body else [head])
-        self.last_write = self._batch_time = _monotonic()
+        self.last_write = self._batch_time = now
         self._out = []
         self._loop.call_soon(self._flush)
 
-    def _write_alone(self, head: bytes, body: bytes | None) -> None:
+    def _write_alone(self, head: bytes, body: bytes | None, now: float) -> None:
         """``_write`` outside a batch that opens none (``request(alone=True)``)."""
         transport = self.transport
         if transport is None or self._closing or transport.is_closing():
             raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
         self._put(transport, [head, body] if body else [head])
-        self.last_write = _monotonic()
+        self.last_write = now
 
     def _write_batch(self, out: list[bytes]) -> None:
         """Write an open batch that reached ``MAX_BATCH_PARTS`` now; it stays open (emptied)."""
@@ -745,12 +746,13 @@ class RemotingConnection(asyncio.Protocol):
                 self._write_batch(out)
             return future
         opaque = cmd.opaque
-        pending[opaque] = (future, _monotonic() + timeout, cmd)
+        now = _monotonic()  # (the deadline's and the write's: one clock read)
+        pending[opaque] = (future, now + timeout, cmd)
         try:
             if alone:
-                self._write_alone(head, cmd.body)
+                self._write_alone(head, cmd.body, now)
             else:
-                self._write(head, cmd.body)
+                self._write(head, cmd.body, now)
         except BaseException:
             del pending[opaque]
             raise
