@@ -51,11 +51,12 @@ class ReplyWaiter(Protocol):
 
 
 class ReplyConnection(RemotingConnection):
-    """A client's connection (``server`` False). A large read of replies is decoded whole (their
-    handling is still sliced ``PER_TURN`` a turn): the raw slices guard a server's loop against
-    its many peers (T16), while a client's reads are the replies to its own requests, and cutting
-    them cost it ~1.7k instructions a reply at 128 sends in flight (the cuts' frame walks and
-    copies; callgrind). Its decoder does not test each frame for a producer's send first."""
+    """A client's connection (``server`` False). A large read of replies is decoded whole, and
+    handled in its turn up to ``REPLIES_PER_TURN`` replies (``PER_TURN`` a turn past that): the
+    raw slices guard a server's loop against its many peers (T16), while a client's reads are
+    the replies to its own requests, and cutting them cost it ~1.7k instructions a reply at 128
+    sends in flight (the cuts' frame walks and copies; callgrind). Its decoder does not test
+    each frame for a producer's send first."""
 
     __slots__ = ()
     server = False

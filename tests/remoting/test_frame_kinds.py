@@ -49,7 +49,8 @@ CASES: list[tuple[bytes, type | None]] = [
     (head(319, None), None),
     (b'{"code":310,"flag":0,"extFields":{"a":"b"}}', None),
     (head(1, None, remark="r"), None),
-    (head(0, OK, remark="r"), SendOkReply),
+    (head(0, OK, remark="r"), None),  # (a remark: no broker writes a SEND_OK with one)
+    (head(0, OK, language="GO"), None),  # (SendOkReply holds JAVA)
     (
         head(37, {"producerGroup": "PG", "tranStateTableOffset": "3", "commitLogOffset": "1",
                   "commitOrRollback": "8", "msgId": "U"}),

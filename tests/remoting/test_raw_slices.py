@@ -19,6 +19,7 @@ from pocketmq.remoting.transport.connection import (
     PER_TURN,
     RAW_HOLD_MAX,
     RAW_SLICE_MIN,
+    REPLIES_PER_TURN,
     RemotingConnection,
 )
 from pocketmq.remoting.transport.limits import QueueWait
@@ -250,6 +251,40 @@ async def test_a_clients_connection_decodes_a_large_read_of_replies_whole() -> N
     assert conn._raw is None and len(conn._backlog or ()) == 1000 - PER_TURN  # all decoded now
     await _turns(lambda: len(got) == 1000)
     assert got == list(range(1000)) and not conn.pending
+
+
+@pytest.mark.parametrize("n", [PER_TURN + 1, REPLIES_PER_TURN, REPLIES_PER_TURN + 1])
+async def test_a_clients_read_of_replies_is_handled_in_its_turn_up_to_replies_per_turn(n: int) -> None:
+    """A client's read of up to ``REPLIES_PER_TURN`` replies (a send window's SEND_OKs) resolves
+    them all in its turn; a larger one is handled ``PER_TURN`` a turn, in order, as a server's
+    requests are (a server's read of ``PER_TURN + 1`` requests waits a turn for its last one)."""
+    conn = ReplyConnection(Dispatcher())
+    conn.connection_made(Transport())
+    got: list[int] = []
+    loop = asyncio.get_running_loop()
+    for k in range(n):
+        conn.pending[k] = (_Waiter(got), loop.time() + 60, RemotingCommand(CODE, k))  # type: ignore[assignment]
+    conn.data_received(b"".join(RemotingCommand(0, k, 1).encode() for k in range(n)))
+    if n <= REPLIES_PER_TURN:
+        assert got == list(range(n)) and conn._backlog is None and not conn.pending
+    else:
+        assert got == list(range(PER_TURN)) and len(conn._backlog or ()) == n - PER_TURN
+        await _turns(lambda: len(got) == n)
+        assert got == list(range(n)) and not conn.pending
+    d, server, _ = _connected()
+    server.data_received(_blob(PER_TURN + 1))
+    assert len(d.seen) == PER_TURN
+    await _turns(lambda: len(d.seen) == PER_TURN + 1)
+
+
+class _Waiter:
+    """A reply waiter (``RemotingConnection.request``'s ``waiter``) noting the reply's opaque."""
+
+    def __init__(self, got: list[int]) -> None:
+        self.got = got
+
+    def set_result(self, reply: RemotingCommand) -> None:
+        self.got.append(reply.opaque)
 
 
 async def test_reads_held_behind_a_large_read_are_kept_apart_until_reached() -> None:

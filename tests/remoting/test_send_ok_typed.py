@@ -65,10 +65,27 @@ def test_the_typed_decode_is_the_general_one(ext: Any, typed: bool, sort: bool) 
 def test_an_unknown_language_a_remark_and_another_code() -> None:
     (cmd,) = FrameDecoder().feed(frame(FIELDS, language="KLINGON"))
     assert type(cmd) is not SendOkReply
-    (cmd,) = FrameDecoder().feed(frame(FIELDS, remark="r"))
-    assert type(cmd) is SendOkReply and cmd.remark == "r"
+    data = frame(FIELDS, remark="r")  # (no broker writes one: the general path, the same values)
+    (cmd,) = FrameDecoder().feed(data)
+    assert type(cmd) is not SendOkReply and cmd.remark == "r"
+    assert (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields) == (
+        header_json.decode_header(data[8:])
+    )
+    (cmd,) = FrameDecoder().feed(frame(FIELDS, remark=None))  # (null: as absent)
+    assert type(cmd) is SendOkReply and cmd.remark is None
     (cmd,) = FrameDecoder().feed(frame(FIELDS, code=10))  # FLUSH_DISK_TIMEOUT: the general path
     assert type(cmd) is not SendOkReply and cmd.code == 10
+
+
+def test_a_reply_with_a_body_takes_the_general_path() -> None:
+    """SendOkReply's body is a class attribute (None): a SEND_OK with a body (no broker sends
+    one) is a plain command with its body."""
+    data = frame(FIELDS)
+    body = b"xyz"
+    (cmd,) = FrameDecoder().feed(
+        (int.from_bytes(data[:4], "big") + len(body)).to_bytes(4, "big") + data[4:] + body
+    )
+    assert type(cmd) is not SendOkReply and cmd.body == body and cmd.ext_fields == FIELDS
 
 
 def test_the_brokers_rendered_reply_is_decoded_typed() -> None:
@@ -105,14 +122,28 @@ def assert_same_send_result(cmd: RemotingCommand, ext: dict[str, Any], queue_id:
 
 
 @pytest.mark.parametrize("language", sorted(header_json.LANGUAGE_BY_NAME))
-def test_every_known_language_is_decoded_typed(language: str) -> None:
-    """The typed header's language is a literal of the known names: each is read typed, as the
-    same code the general path gives (the closure's lookup of the literal's own string)."""
+def test_java_is_decoded_typed_every_other_language_by_the_general_path(language: str) -> None:
+    """SendOkReply's language is a class attribute, JAVA (what every broker writes): a reply of
+    JAVA is read typed, any other known language by the general path; each gives the code the
+    general path gives, and the same send result."""
     data = frame(FIELDS, True, language)
     (cmd,) = FrameDecoder().feed(data)
-    assert type(cmd) is SendOkReply
+    assert (type(cmd) is SendOkReply) == (language == "JAVA")
     assert cmd.language == header_json.decode_header(data[8:])[1] == header_json.LANGUAGE_BY_NAME[language]
-    assert cmd.fields.TRACE_ON == "true"
+    assert type(cmd.language) is int
+    if language == "JAVA":
+        assert cmd.fields.TRACE_ON == "true"
+    assert_same_send_result(cmd, FIELDS, 3)
+
+
+def test_the_class_held_fields_cannot_be_set() -> None:
+    """code, language, remark, body and serialize_type are SendOkReply's class attributes (the
+    values of every reply it is made for): read-only on an instance."""
+    (cmd,) = FrameDecoder().feed(frame(FIELDS))
+    assert type(cmd) is SendOkReply
+    for name in ("code", "language", "remark", "body", "serialize_type"):
+        with pytest.raises(AttributeError):
+            setattr(cmd, name, getattr(cmd, name))
 
 
 @pytest.mark.parametrize(
@@ -173,11 +204,11 @@ def test_what_lax_mode_reads_that_the_general_path_does_not() -> None:
 
 
 def test_a_typed_command_is_made_without_arguments_and_filled() -> None:
-    """typed_command makes its commands by a bare class call (object's __init__): every field
-    the general path's command has is set on the one decoded."""
+    """send_ok_command makes its commands by a bare class call (object's __init__): every field
+    the general path's command has is set on the one decoded (or held by its class)."""
     with pytest.raises(TypeError):
         SendOkReply(0)  # type: ignore[call-arg]
-    data = frame(FIELDS, opaque=5, remark="r")
+    data = frame(FIELDS, opaque=5, version=77)
     (cmd,) = FrameDecoder().feed(data)
     assert type(cmd) is SendOkReply
     general = RemotingCommand(0, 9, 1, None, None)

@@ -16,6 +16,7 @@ from pocketmq.remoting.protocol.errors import (
     RemotingTimeoutError,
     TopicNotExistError,
 )
+from pocketmq.remoting.transport import connection as conn_module
 from pocketmq.remoting.transport.client import RemotingClient
 from pocketmq.remoting.transport.connection import RemotingConnection
 from pocketmq.remoting.transport.dispatch import ProcessorDispatcher
@@ -169,7 +170,9 @@ async def test_oneway_gets_no_reply(server: RemotingServer, client: RemotingClie
     assert reply.ext_fields == {"after": "1"}
 
 
-async def test_oneway_now_writes_on_an_open_connection_only(server: RemotingServer, client: RemotingClient) -> None:
+async def test_oneway_now_writes_on_an_open_connection_only(
+    server: RemotingServer, client: RemotingClient
+) -> None:
     """``oneway_now`` writes a oneway request at once on an open connection; with none yet, or
     once its transport is closing, it writes nothing and returns False (the caller then takes
     ``invoke_oneway``)."""
@@ -434,6 +437,24 @@ async def test_batched_requests_take_their_deadline_from_the_turn() -> None:
     with pytest.raises(RemotingTimeoutError):
         late.result()
     assert list(conn.pending) == [1]
+
+
+@pytest.mark.parametrize("alone", [False, True])
+async def test_a_request_written_at_once_reads_the_clock_once(
+    alone: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a batch a request's deadline, its write's time and the batch it opens take one
+    clock read (not one for the deadline and another in the write)."""
+    conn, transport = recording_connection()
+    reads = iter([100.0, 200.0, 300.0])
+    monkeypatch.setattr(conn_module, "_monotonic", lambda: next(reads))
+    conn.request(RemotingCommand(ECHO, 1), 5.0, alone=alone)
+    assert transport.opaques() == [1]
+    assert conn.pending[1][1] == 105.0 and conn.last_write == 100.0
+    if not alone:  # the batch it opened: the next request's deadline from the same read
+        conn.request(RemotingCommand(ECHO, 2), 0.5)
+        assert conn.pending[2][1] == 100.5
+    assert next(reads) == 200.0
 
 
 async def test_writes_after_close_fail_even_while_a_batch_is_open() -> None:
