@@ -36,7 +36,7 @@ from pocketmq.store.dispatch.batched import TX_MASK as _TX_MASK
 from pocketmq.store.dispatch.batched import UNIQ_LEN as _UNIQ_LEN
 from pocketmq.store.dispatch.batched import UNIQ_ONLY as _UNIQ_ONLY
 from pocketmq.store.dispatch.batched import UNQUEUED as _UNQUEUED
-from pocketmq.store.dispatch.batched import dispatch_batch, same_head_hashes, split_batch
+from pocketmq.store.dispatch.batched import dispatch_batch, one_head_hashes, same_head_hashes, split_batch
 from pocketmq.store.dispatch.props_fields import (
     KEYS_NEEDLE,
     NO_PROPERTIES,
@@ -534,19 +534,25 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
     # the CLUSTER part before and UNIQ_KEY's name after (with the first's start and the
     # last's end checked above: every string is UNIQ_KEY, its key, the CLUSTER part), its one
     # separator that part's: the key holds none (as ``reput_one`` checks per record)
+    # one head (a slice within a millisecond and a counter byte, the common case): each NUL
+    # followed by the first's head, counted with the CLUSTER part before it (one count for
+    # the shape and the run: ``same_head_hashes`` counts the head again)
     joined = "\x00".join(props)
     if (
         len(joined) != n * w - 1
         or "\x00" in "".join(props)  # (``in`` is a memchr; a count of one character is not)
         or joined[w - 1 :: w].count("\x00") != n - 1
         or joined.count("\x02") != n
-        or joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1
+        or (
+            not (one := joined.count(f"{cluster_tail}\x00{first[:at]}") == n - 1)
+            and joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1
+        )
     ):
         return 0
     indexed = d.index_enable
     if indexed:
         heads = HEAD_TABLES.get(topic) or heads_of(topic)
-        got = same_head_hashes(joined, n, w, _UNIQ_LEN, size, topic, heads)
+        got = (one_head_hashes if one else same_head_hashes)(joined, n, w, _UNIQ_LEN, size, topic, heads)
         if got is None:
             return 0
         hashes = got

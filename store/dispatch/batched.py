@@ -37,6 +37,7 @@ __all__ = [
     "UNIQ_ONLY",
     "UNQUEUED",
     "dispatch_batch",
+    "one_head_hashes",
     "same_head_hashes",
     "split_batch",
 ]
@@ -334,10 +335,7 @@ def same_head_hashes(
     properties, no NUL of their own: ``checked_body``), each key at ``lead`` in its string,
     when all is ASCII and the keys come in runs of one head each (all but the last two
     characters: a batch's messages are made in a millisecond or two, its counter's high byte
-    changes once every 256), computed by C-level maps per run: the head's part ``hv`` is
-    looked up once, a tail's part is ``31 * a + b`` of its two bytes, and when ``hv`` plus any
-    tail's part stays on one side of 2**31 (all but ~1 run in 500,000) the folded hash is
-    ``hv + t`` (below) or ``2**32 - hv - t`` (above) for every key of the run. None, with
+    changes once every 256), computed by C-level maps per run (``_run_hashes``). None, with
     nothing done, for anything else (the caller's per-key loop); also [] for n = 0."""
     # a NUL at every string's end: all of one length, so are the keys
     if not (
@@ -360,24 +358,60 @@ def same_head_hashes(
         j = i + 1 + joined.count(needle, start)
         if j < n and joined.count(needle, start, j * w - 1) != j - i - 1:
             return None
-        head = joined[start + lead : start + at]
-        hv = heads.get(head)
-        if hv is None:
-            # (it fills the head's part in, as the loop's miss)
-            uniq_key_hash(topic, joined[start + lead : start + at + 2])
-            if (hv := heads.get(head)) is None:
-                return None
-        # the run's tails as 16-bit values by one unpack, their parts by one C-level
-        # itemgetter over ``_TAIL_PARTS`` (three maps of operator calls cost ~400 instructions
-        # a key more)
-        parts = itemgetter(*_tails_struct(w, j - i).unpack_from(raw, start + at))(_TAIL_PARTS)
-        if j - i == 1:
-            parts = (parts,)
-        if hv + _ASCII_TAIL_MAX < 0x80000000:
-            out += map(add, parts, repeat(hv))
-        elif hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF:
-            out += map(sub, repeat(0x100000000 - hv), parts)
-        else:
+        if not _run_hashes(out, joined, raw, start, lead, at, w, j - i, topic, heads):
             return None
         i = j
     return out
+
+
+def one_head_hashes(
+    joined: str, n: int, w: int, lead: int, size: int, topic: str, heads: dict[str, int]
+) -> list[int] | None:
+    """``same_head_hashes`` of strings the caller has checked all start alike up to their
+    keys' tails (one run: ``appended.reput_run``'s count of the first's head after each
+    NUL) and are of ``w - 1`` characters each: no count of its own."""
+    if size < 6 or not joined.isascii():
+        return None
+    out: list[int] = []
+    if not _run_hashes(out, joined, joined.encode(), 0, lead, lead + size - 2, w, n, topic, heads):
+        return None
+    return out
+
+
+def _run_hashes(
+    out: list[int],
+    joined: str,
+    raw: bytes,
+    start: int,
+    lead: int,
+    at: int,
+    w: int,
+    m: int,
+    topic: str,
+    heads: dict[str, int],
+) -> bool:
+    """Extend ``out`` by the hashes of ``m`` keys of one head, the first in the string at
+    ``start`` of ``joined`` (ASCII; ``raw`` its bytes), each in a string of ``w`` with its
+    NUL: the head's part ``hv`` is looked up once, a tail's part is ``31 * a + b`` of its two
+    bytes, and when ``hv`` plus any tail's part stays on one side of 2**31 (all but ~1 run in
+    500,000) the folded hash is ``hv + t`` (below) or ``2**32 - hv - t`` (above) for every
+    key. False, ``out`` as it was, for a run across 2**31."""
+    head = joined[start + lead : start + at]
+    hv = heads.get(head)
+    if hv is None:
+        # (it fills the head's part in, as the loop's miss)
+        uniq_key_hash(topic, joined[start + lead : start + at + 2])
+        if (hv := heads.get(head)) is None:
+            return False
+    if not (hv + _ASCII_TAIL_MAX < 0x80000000 or (hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF)):
+        return False
+    # the run's tails as 16-bit values by one unpack, their parts by one C-level itemgetter
+    # over ``_TAIL_PARTS`` (three maps of operator calls cost ~400 instructions a key more)
+    parts = itemgetter(*_tails_struct(w, m).unpack_from(raw, start + at))(_TAIL_PARTS)
+    if m == 1:
+        parts = (parts,)
+    if hv < 0x80000000:
+        out += map(add, parts, repeat(hv))
+    else:
+        out += map(sub, repeat(0x100000000 - hv), parts)
+    return True
