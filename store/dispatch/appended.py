@@ -530,33 +530,40 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
     ends = tuple(accumulate(sizes, initial=phys[0]))
     if ends[:-1] != phys:
         return 0
-    # every string of one length, a NUL only between two (none of their own), at each NUL
-    # the CLUSTER part before and UNIQ_KEY's name after (with the first's start and the
-    # last's end checked above: every string is UNIQ_KEY, its key, the CLUSTER part), its one
-    # separator that part's: the key holds none (as ``reput_one`` checks per record)
-    # one head (a slice within a millisecond and a counter byte, the common case): each NUL
-    # followed by the first's head, counted with the CLUSTER part before it (one count for
-    # the shape and the run: ``same_head_hashes`` counts the head again)
-    # the CLUSTER part's separator is the one of a string's end, a key's is told: with one
-    # head, in the first's head or in a tail's two characters (two columns of n characters,
-    # ``in``: a memchr each), else by a count over all (a loop per character: ~370
-    # instructions a record)
+    # every string of one length, ASCII (as many bytes as characters), a NUL only between two
+    # (none of their own): the string i at i * w of the joined bytes. One head (a slice within
+    # a millisecond and a counter byte, the common case): the bytes with the keys' two tail
+    # columns blanked are the first string's so blanked, n times (two strided assignments and
+    # one memcmp; a count of the CLUSTER part, NUL and head ~400 instructions a record), the
+    # key's separator looked for in the first's head and the tail columns (memchrs; a count
+    # of "\x02" over all is a loop per character). Else (two heads) at each NUL the CLUSTER
+    # part before and UNIQ_KEY's name after (with the first's start and the last's end
+    # checked above: every string is UNIQ_KEY, its key, the CLUSTER part), its one separator
+    # that part's: the key holds none (as ``reput_one`` checks per record)
     joined = "\x00".join(props)
-    if (
-        len(joined) != n * w - 1
-        or "\x00" in "".join(props)  # (``in`` is a memchr; a count of one character is not)
-        or joined[w - 1 :: w].count("\x00") != n - 1
-    ):
+    raw = joined.encode()
+    if len(raw) != n * w - 1 or len(joined) != len(raw) or "\x00" in "".join(props):
         return 0
-    if one := joined.count(f"{cluster_tail}\x00{first[:at]}") == n - 1:
-        if "\x02" in first[_UNIQ_LEN:at] or "\x02" in joined[at::w] or "\x02" in joined[at + 1 :: w]:
+    blank = bytearray(raw)
+    blank[at::w] = blank[at + 1 :: w] = bytes(n)
+    row = raw[:w]
+    if one := blank == memoryview((row[:at] + b"\x00\x00" + row[at + 2 :]) * n)[:-1]:
+        if "\x02" in first[_UNIQ_LEN:at] or 2 in raw[at::w] or 2 in raw[at + 1 :: w]:
             return 0
-    elif joined.count("\x02") != n or joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1:
+    elif (
+        joined[w - 1 :: w].count("\x00") != n - 1
+        or joined.count("\x02") != n
+        or joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1
+    ):
         return 0
     indexed = d.index_enable
     if indexed:
         heads = HEAD_TABLES.get(topic) or heads_of(topic)
-        got = (one_head_hashes if one else same_head_hashes)(joined, n, w, _UNIQ_LEN, size, topic, heads)
+        got = (
+            one_head_hashes(joined, raw, n, w, _UNIQ_LEN, size, topic, heads)
+            if one
+            else same_head_hashes(joined, n, w, _UNIQ_LEN, size, topic, heads)
+        )
         if got is None:
             return 0
         hashes = got

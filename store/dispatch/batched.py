@@ -365,15 +365,15 @@ def same_head_hashes(
 
 
 def one_head_hashes(
-    joined: str, n: int, w: int, lead: int, size: int, topic: str, heads: dict[str, int]
+    joined: str, raw: bytes, n: int, w: int, lead: int, size: int, topic: str, heads: dict[str, int]
 ) -> list[int] | None:
-    """``same_head_hashes`` of strings the caller has checked all start alike up to their
-    keys' tails (one run: ``appended.reput_run``'s count of the first's head after each
-    NUL) and are of ``w - 1`` characters each: no count of its own."""
-    if size < 6 or not joined.isascii():
+    """``same_head_hashes`` of strings the caller has checked are ASCII (``raw``: their
+    bytes), of ``w - 1`` characters each and all alike up to their keys' tails (one run:
+    ``appended.reput_run``'s compare): no check of its own."""
+    if size < 6:
         return None
     out: list[int] = []
-    if not _run_hashes(out, joined, joined.encode(), 0, lead, lead + size - 2, w, n, topic, heads):
+    if not _run_hashes(out, joined, raw, 0, lead, lead + size - 2, w, n, topic, heads):
         return None
     return out
 
