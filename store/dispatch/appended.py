@@ -52,7 +52,7 @@ from pocketmq.store.index.hash import HEAD_TABLES, TAIL_TABLE, heads_of, topic_k
 from pocketmq.store.listener import MessageArrivingListener
 from pocketmq.store.log.commitlog import AppendedRecord, CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, CQ_UNIT_SIZE, SCHEDULE_TOPIC
-from pocketmq.store.queue.consume_queue import ConsumeQueue
+from pocketmq.store.queue.consume_queue import ConsumeQueue, put_in_turn
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
 __all__ = ["INDEX_RUN", "RUN_MIN", "Arriving", "ReputState", "reput_appended", "reput_one", "reput_run"]
@@ -571,8 +571,9 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
     p = len(set(qids))
     if qids[p:] == qids[:-p]:
         # the queues in turn (a producer's round robin): queue k's records are every p-th
-        # from the k-th, C-level slices
-        for k in range(p):
+        # from the k-th, written by one call; a queue it leaves (and those after) by C-level
+        # slices
+        for k in range(put_in_turn(list(map(queues.get, qids[:p])), phys, sizes, qoffs, tss), p):
             offs = qoffs[k::p]
             m = len(offs)
             if (
