@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from itertools import accumulate
 from operator import itemgetter
 from typing import Protocol
 
@@ -36,7 +35,7 @@ from pocketmq.store.dispatch.batched import TX_MASK as _TX_MASK
 from pocketmq.store.dispatch.batched import UNIQ_LEN as _UNIQ_LEN
 from pocketmq.store.dispatch.batched import UNIQ_ONLY as _UNIQ_ONLY
 from pocketmq.store.dispatch.batched import UNQUEUED as _UNQUEUED
-from pocketmq.store.dispatch.batched import dispatch_batch, same_head_hashes, split_batch
+from pocketmq.store.dispatch.batched import dispatch_batch, one_head_hashes, same_head_hashes, split_batch
 from pocketmq.store.dispatch.props_fields import (
     KEYS_NEEDLE,
     NO_PROPERTIES,
@@ -52,7 +51,7 @@ from pocketmq.store.index.hash import HEAD_TABLES, TAIL_TABLE, heads_of, topic_k
 from pocketmq.store.listener import MessageArrivingListener
 from pocketmq.store.log.commitlog import AppendedRecord, CommitLog
 from pocketmq.store.log.layout import CQ_UNIT, CQ_UNIT_SIZE, SCHEDULE_TOPIC
-from pocketmq.store.queue.consume_queue import ConsumeQueue
+from pocketmq.store.queue.consume_queue import ConsumeQueue, put_in_turn
 from pocketmq.store.queue.cq_table import ConsumeQueueTable
 
 __all__ = ["INDEX_RUN", "RUN_MIN", "Arriving", "ReputState", "reput_appended", "reput_one", "reput_run"]
@@ -527,18 +526,34 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
         or props[-1][cut:] != cluster_tail
     ):
         return 0
-    ends = tuple(accumulate(sizes, initial=phys[0]))
-    if ends[:-1] != phys:
+    # adjacent: ``appended`` is in CommitLog order, a record never before the previous one's
+    # end, so the records are adjacent iff the gaps (a file end's BLANK) sum to 0 (one C-level
+    # sum; an ``accumulate`` of the ends and a tuple compare cost ~300 instructions a record)
+    end = phys[-1] + sizes[-1]
+    if end - phys[0] != sum(sizes):
         return 0
-    # every string of one length, a NUL only between two (none of their own), at each NUL
-    # the CLUSTER part before and UNIQ_KEY's name after (with the first's start and the
-    # last's end checked above: every string is UNIQ_KEY, its key, the CLUSTER part), its one
-    # separator that part's: the key holds none (as ``reput_one`` checks per record)
+    # every string of one length, ASCII (as many bytes as characters), a NUL only between two
+    # (none of their own): the string i at i * w of the joined bytes. One head (a slice within
+    # a millisecond and a counter byte, the common case): the bytes with the keys' two tail
+    # columns blanked are the first string's so blanked, n times (two strided assignments and
+    # one memcmp; a count of the CLUSTER part, NUL and head ~400 instructions a record), the
+    # key's separator looked for in the first's head and the tail columns (memchrs; a count
+    # of "\x02" over all is a loop per character). Else (two heads) at each NUL the CLUSTER
+    # part before and UNIQ_KEY's name after (with the first's start and the last's end
+    # checked above: every string is UNIQ_KEY, its key, the CLUSTER part), its one separator
+    # that part's: the key holds none (as ``reput_one`` checks per record)
     joined = "\x00".join(props)
-    if (
-        len(joined) != n * w - 1
-        or "\x00" in "".join(props)  # (``in`` is a memchr; a count of one character is not)
-        or joined[w - 1 :: w].count("\x00") != n - 1
+    raw = joined.encode()
+    if len(raw) != n * w - 1 or len(joined) != len(raw) or "\x00" in "".join(props):
+        return 0
+    blank = bytearray(raw)
+    blank[at::w] = blank[at + 1 :: w] = bytes(n)
+    row = raw[:w]
+    if one := blank == memoryview((row[:at] + b"\x00\x00" + row[at + 2 :]) * n)[:-1]:
+        if "\x02" in first[_UNIQ_LEN:at] or 2 in raw[at::w] or 2 in raw[at + 1 :: w]:
+            return 0
+    elif (
+        joined[w - 1 :: w].count("\x00") != n - 1
         or joined.count("\x02") != n
         or joined.count(f"{cluster_tail}\x00{_UNIQ_ONLY}") != n - 1
     ):
@@ -546,7 +561,11 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
     indexed = d.index_enable
     if indexed:
         heads = HEAD_TABLES.get(topic) or heads_of(topic)
-        got = same_head_hashes(joined, n, w, _UNIQ_LEN, size, topic, heads)
+        got = (
+            one_head_hashes(joined, raw, n, w, _UNIQ_LEN, size, topic, heads)
+            if one
+            else same_head_hashes(joined, n, w, _UNIQ_LEN, size, topic, heads)
+        )
         if got is None:
             return 0
         hashes = got
@@ -554,8 +573,9 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
     p = len(set(qids))
     if qids[p:] == qids[:-p]:
         # the queues in turn (a producer's round robin): queue k's records are every p-th
-        # from the k-th, C-level slices
-        for k in range(p):
+        # from the k-th, written by one call; a queue it leaves (and those after) by C-level
+        # slices
+        for k in range(put_in_turn(list(map(queues.get, qids[:p])), phys, sizes, qoffs, tss), p):
             offs = qoffs[k::p]
             m = len(offs)
             if (
@@ -577,7 +597,7 @@ def reput_run(d: ReputState, pending: deque[AppendedRecord]) -> int:
             _put_units(d, queues, topic, by_qid[i], q_phys[i:j], q_sizes[i:j], q_offs[i:j], q_tss[i:j])
             i = j
     pending.clear()
-    d.reput_from_offset = ends[-1]
+    d.reput_from_offset = end
     if indexed:
         backlog = d.index_backlog
         if backlog is None:

@@ -8,8 +8,9 @@ split back into per-record entries (``split_batch``).
 
 from __future__ import annotations
 
+import struct
 from itertools import accumulate, repeat
-from operator import add, mul, sub
+from operator import add, itemgetter, sub
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.protocol.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
@@ -36,6 +37,7 @@ __all__ = [
     "UNIQ_ONLY",
     "UNQUEUED",
     "dispatch_batch",
+    "one_head_hashes",
     "same_head_hashes",
     "split_batch",
 ]
@@ -308,9 +310,21 @@ def _body_codes(
 #: a tail's part of the hash is ``ord(a) * 31 + ord(b)`` for two ASCII characters (``index.hash``):
 #: at most this
 _ASCII_TAIL_MAX = 127 * 31 + 127
-#: 31 without end, for ``map(mul, ...)``: the maps below call ``operator`` functions (a C call
-#: each), not bound slot wrappers such as ``(31).__mul__`` (an argument tuple made per call)
-_31S = repeat(31)
+#: a tail's two ASCII bytes ``a``, ``b`` read as one big-endian 16-bit value -> its part of the
+#: hash, ``31 * a + b`` (a list read by its C-level ``__getitem__``; a non-ASCII byte never
+#: comes here: ``same_head_hashes`` checks the string)
+_TAIL_PARTS = [31 * (v >> 8) + (v & 0xFF) if v & 0x80 == 0 else 0 for v in range(0x8000)]
+#: (string stride w, keys m) -> the struct reading m tails, one every w bytes (``_tails_struct``)
+_TAILS: dict[tuple[int, int], struct.Struct] = {}
+
+
+def _tails_struct(w: int, m: int) -> struct.Struct:
+    st = _TAILS.get((w, m))
+    if st is None:
+        st = struct.Struct(">" + f"H{w - 2}x" * (m - 1) + "H")
+        if len(_TAILS) < 1024:  # (a few shapes and slice lengths)
+            _TAILS[w, m] = st
+    return st
 
 
 def same_head_hashes(
@@ -321,10 +335,7 @@ def same_head_hashes(
     properties, no NUL of their own: ``checked_body``), each key at ``lead`` in its string,
     when all is ASCII and the keys come in runs of one head each (all but the last two
     characters: a batch's messages are made in a millisecond or two, its counter's high byte
-    changes once every 256), computed by C-level maps per run: the head's part ``hv`` is
-    looked up once, a tail's part is ``31 * a + b`` of its two bytes, and when ``hv`` plus any
-    tail's part stays on one side of 2**31 (all but ~1 run in 500,000) the folded hash is
-    ``hv + t`` (below) or ``2**32 - hv - t`` (above) for every key of the run. None, with
+    changes once every 256), computed by C-level maps per run (``_run_hashes``). None, with
     nothing done, for anything else (the caller's per-key loop); also [] for n = 0."""
     # a NUL at every string's end: all of one length, so are the keys
     if not (
@@ -347,19 +358,60 @@ def same_head_hashes(
         j = i + 1 + joined.count(needle, start)
         if j < n and joined.count(needle, start, j * w - 1) != j - i - 1:
             return None
-        head = joined[start + lead : start + at]
-        hv = heads.get(head)
-        if hv is None:
-            # (it fills the head's part in, as the loop's miss)
-            uniq_key_hash(topic, joined[start + lead : start + at + 2])
-            if (hv := heads.get(head)) is None:
-                return None
-        parts = map(add, map(mul, raw[start + at : j * w : w], _31S), raw[start + at + 1 : j * w : w])
-        if hv + _ASCII_TAIL_MAX < 0x80000000:
-            out += map(add, parts, repeat(hv))
-        elif hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF:
-            out += map(sub, repeat(0x100000000 - hv), parts)
-        else:
+        if not _run_hashes(out, joined, raw, start, lead, at, w, j - i, topic, heads):
             return None
         i = j
     return out
+
+
+def one_head_hashes(
+    joined: str, raw: bytes, n: int, w: int, lead: int, size: int, topic: str, heads: dict[str, int]
+) -> list[int] | None:
+    """``same_head_hashes`` of strings the caller has checked are ASCII (``raw``: their
+    bytes), of ``w - 1`` characters each and all alike up to their keys' tails (one run:
+    ``appended.reput_run``'s compare): no check of its own."""
+    if size < 6:
+        return None
+    out: list[int] = []
+    if not _run_hashes(out, joined, raw, 0, lead, lead + size - 2, w, n, topic, heads):
+        return None
+    return out
+
+
+def _run_hashes(
+    out: list[int],
+    joined: str,
+    raw: bytes,
+    start: int,
+    lead: int,
+    at: int,
+    w: int,
+    m: int,
+    topic: str,
+    heads: dict[str, int],
+) -> bool:
+    """Extend ``out`` by the hashes of ``m`` keys of one head, the first in the string at
+    ``start`` of ``joined`` (ASCII; ``raw`` its bytes), each in a string of ``w`` with its
+    NUL: the head's part ``hv`` is looked up once, a tail's part is ``31 * a + b`` of its two
+    bytes, and when ``hv`` plus any tail's part stays on one side of 2**31 (all but ~1 run in
+    500,000) the folded hash is ``hv + t`` (below) or ``2**32 - hv - t`` (above) for every
+    key. False, ``out`` as it was, for a run across 2**31."""
+    head = joined[start + lead : start + at]
+    hv = heads.get(head)
+    if hv is None:
+        # (it fills the head's part in, as the loop's miss)
+        uniq_key_hash(topic, joined[start + lead : start + at + 2])
+        if (hv := heads.get(head)) is None:
+            return False
+    if not (hv + _ASCII_TAIL_MAX < 0x80000000 or (hv > 0x80000000 and hv + _ASCII_TAIL_MAX <= 0xFFFFFFFF)):
+        return False
+    # the run's tails as 16-bit values by one unpack, their parts by one C-level itemgetter
+    # over ``_TAIL_PARTS`` (three maps of operator calls cost ~400 instructions a key more)
+    parts = itemgetter(*_tails_struct(w, m).unpack_from(raw, start + at))(_TAIL_PARTS)
+    if m == 1:
+        parts = (parts,)
+    if hv < 0x80000000:
+        out += map(add, parts, repeat(hv))
+    else:
+        out += map(sub, repeat(0x100000000 - hv), parts)
+    return True

@@ -15,6 +15,7 @@ import shutil
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
+from operator import itemgetter
 
 from pocketmq.store.log.layout import CQ_BLANK_SIZE, CQ_UNIT, CQ_UNIT_SIZE
 from pocketmq.store.log.mapped_file import MappedFile
@@ -36,6 +37,61 @@ def _units_struct(n: int) -> struct.Struct:
         if n <= 256:
             _RUNS[n] = st
     return st
+
+
+#: (records n, queues p) -> the itemgetter of a slice's columns queue by queue when its records
+#: go to p queues in turn (``put_in_turn``); a few slice lengths and queue counts
+_TURNS: dict[tuple[int, int], itemgetter[tuple[int, ...]]] = {}
+
+
+def put_in_turn(
+    cqs: Sequence[ConsumeQueue | None],
+    phys: Sequence[int],
+    sizes: Sequence[int],
+    qoffs: Sequence[int],
+    tss: Sequence[int],
+) -> int:
+    """Units (tagsCode 0) of a reput slice whose ``n`` records go to the ``p`` queues ``cqs`` in
+    turn (record i to ``cqs[i % p]``; ``qoffs`` their logical offsets, ``tss`` their store
+    times), each queue's written with one ``pack_into`` (as ``ConsumeQueue.put_units``) from
+    one interleaving of the slice's fields queue by queue: no call, list and slice
+    assignments per queue (~640 instructions a record at 8 queues of 4 records).
+
+    Returns how many queues, from the first, were written; the caller writes the others (a
+    queue not made yet, units not the next of its last file or past its end)."""
+    n = len(phys)
+    p = len(cqs)
+    take = _TURNS.get((n, p))
+    if take is None:
+        take = itemgetter(*[i for k in range(p) for i in range(k, n, p)])
+        if len(_TURNS) < 256:
+            _TURNS[n, p] = take
+    fields = [0] * (3 * n)
+    fields[0::3] = take(phys)
+    fields[1::3] = take(sizes)
+    q_offs = take(qoffs)
+    q, r = divmod(n, p)
+    a = 0  # (the queue's first record in queue order)
+    for k, cq in enumerate(cqs):
+        m = q + 1 if k < r else q
+        b = a + m
+        off = q_offs[a]
+        if cq is None or q_offs[b - 1] - off != m - 1 or not (files := cq.mfq.files):
+            return k
+        mf = files[-1]
+        pos = off * CQ_UNIT_SIZE - mf.file_from_offset
+        end_pos = pos + m * CQ_UNIT_SIZE
+        if pos != mf.wrote_position or end_pos > mf.file_size:
+            return k
+        _units_struct(m).pack_into(mf.mm, pos, *fields[3 * a : 3 * b])
+        mf.wrote_position = end_pos
+        end = fields[3 * b - 3] + fields[3 * b - 2]
+        if end > cq.max_physic_offset:  # noqa: PLR1730
+            cq.max_physic_offset = end
+        if ts := tss[k + (m - 1) * p]:
+            cq.last_store_timestamp = ts
+        a = b
+    return p
 
 
 class ConsumeQueue:

@@ -197,3 +197,21 @@ def test_a_batchs_same_head_hashes_equal_java_string_hash():
         if shape in (4, 5) or (shape in (2, 3) and n > 2):
             assert got is None, (shape, n, keys[:3])
     assert sides == {False, True}  # (heads whose part is above 2**31 fold to 2**32 - hv - t)
+
+
+def test_same_head_hashes_reads_every_ascii_tail():
+    """Every pair of ASCII characters (but NUL) as a key's tail, in runs of one head: each
+    key's hash is Java's (the tails read as 16-bit values and looked up in one table)."""
+    from pocketmq.store.dispatch.batched import same_head_hashes
+    from pocketmq.store.index.hash import heads_of
+
+    chars = [chr(c) for c in range(1, 128)]
+    tails = [a + b for a in chars for b in chars]
+    head = "7F0000010A6B18B4AAC22794EB2C00"
+    for topic in ("T0", "TopicTest", "BenchTopic"):
+        for k in range(0, len(tails), 500):
+            keys = [head + t for t in tails[k : k + 500]]
+            props = "\x00".join(f"UNIQ_KEY\x01{key}\x02CLUSTER\x01C" for key in keys)
+            size = len(keys[0])
+            got = same_head_hashes(props, len(keys), size + 20, 9, size, topic, heads_of(topic))
+            assert got == [_ref_hash(topic, key) for key in keys]

@@ -130,10 +130,12 @@ def _odd_props(i: int, shape: int) -> tuple[str, int]:
         (f"UNIQ_KEY\x01{key}\x02CLUSTER\x01OtherCluster", 0),  # another CLUSTER part
         (f"UNIQ_KEY\x01{key}{CLUSTER}", 0x8),  # a committed transaction record
         (f"UNIQ_KEY\x01é{key[1:]}{CLUSTER}", 0),  # not ASCII
+        (f"UNIQ_KEY\x01{key[:-2]}\x02a{CLUSTER}", 0),  # a separator in the key's tail (its head the others')
+        (f"UNIQ_KEY\x01{key[:-1]}\x02{CLUSTER}", 0),  # a separator as the key's last character
     ][shape]
 
 
-@pytest.mark.parametrize("shape", range(7))
+@pytest.mark.parametrize("shape", range(9))
 def test_a_slice_holding_another_shape_is_left_to_the_per_record_path(tmp_path, shape):
     """One record of another shape in each slice: the slice is not taken whole (``reput_run``
     returns 0) and the bytes equal the decoding path's."""

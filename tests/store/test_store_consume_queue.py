@@ -288,6 +288,42 @@ def test_put_run_writes_what_put_writes_unit_by_unit(tmp_path):
     assert queues["run"][1:] == (6 * unit, (1 << 40) + sum(sizes), 99)
 
 
+def test_put_in_turn_writes_what_put_writes_unit_by_unit(tmp_path):
+    """``consume_queue.put_in_turn`` (a reput slice's records going to p queues in turn, one
+    ``pack_into`` a queue) writes each queue's bytes and state as ``put`` per record, with
+    shares of unequal length (n not a multiple of p); it stops at the first queue missing or
+    not at its next unit, returning how many it wrote before (a file's end: test_reput_run)."""
+    from pocketmq.store.queue.consume_queue import ConsumeQueue, put_in_turn
+
+    unit = CQ_UNIT.size
+    p, n = 3, 11
+    sizes = [100 + 7 * i for i in range(n)]
+    phys = [(1 << 40) + sum(sizes[:i]) for i in range(n)]
+    qoffs = [1 + i // p for i in range(n)]
+    tss = [1000 + i for i in range(n)]
+    states = {}
+    for name in ("put", "turn"):
+        cqs = [ConsumeQueue("T", q, str(tmp_path / name), unit * 8) for q in range(p)]
+        for cq in cqs:
+            cq.put(10, 90, 0, 0, 7)  # the first unit creates the file
+        if name == "put":
+            for i in range(n):
+                cqs[i % p].put(phys[i], sizes[i], 0, qoffs[i], tss[i])
+        else:
+            assert put_in_turn([cqs[0], None, cqs[2]], phys, sizes, qoffs, tss) == 1  # a queue missing
+            assert put_in_turn(cqs, phys, sizes, qoffs, tss) == 0  # queue 0's units written already
+            assert put_in_turn(cqs[1:], phys[1:], sizes[1:], [q + 2 for q in qoffs[1:]], tss[1:]) == 0  # not the next
+            assert put_in_turn(cqs[1:], [phys[i] for i in range(n) if i % p], [sizes[i] for i in range(n) if i % p],
+                               [qoffs[i] for i in range(n) if i % p], [tss[i] for i in range(n) if i % p]) == 2  # fmt: skip
+        states[name] = [
+            (bytes(cq.mfq.files[-1].mm), cq.mfq.files[-1].wrote_position, cq.max_physic_offset, cq.last_store_timestamp)
+            for cq in cqs
+        ]
+        for cq in cqs:
+            cq.close()
+    assert states["turn"] == states["put"]
+
+
 def test_pull_window_is_min_max_and_units_from(tmp_path):
     """``ConsumeQueue.pull_window`` (get_message's one call a pull) answers what the queue's
     ``min_offset``, ``max_offset`` and ``units_from(offset, max(800, max_nums))`` answer: an
