@@ -370,30 +370,29 @@ class FrameDecoder:
                                 # frame), else typed (end_typed), not through _json_command
                                 shape = _shape_of(hlen) if body is None else None
                                 if shape is not None:
-                                    (unpack_values, render, i_offset, i_table, i_opaque, i_msg, i_tx,
-                                     wide, group, commit, language, version) = shape  # fmt: skip
-                                    # (those locals are also a send shape's: the next send
-                                    # frame unpacks its shape's parts again)
-                                    held_shape = None
-                                    values = unpack_values(header)  # (the changing ones)
-                                    raw_offset, raw_table = values[i_offset], values[i_table]
-                                    raw_opaque = values[i_opaque]
+                                    # (its own local names: a send shape's parts stay in
+                                    # theirs for the read's next sends, see held_shape)
+                                    (end_unpack, end_render, i_offset, i_table, i_end_opaque, i_msg, i_tx,
+                                     wide, group, commit, end_language, end_version) = shape  # fmt: skip
+                                    end_values = end_unpack(header)  # (the changing ones)
+                                    raw_offset, raw_table = end_values[i_offset], end_values[i_table]
+                                    raw_opaque = end_values[i_end_opaque]
                                     # its constant pieces (the values put back into the
                                     # shape's give the header), the numbers ASCII digits
                                     # (what int() reads as the header parser does: no sign,
                                     # space or _), the opaque without a leading zero (JSON),
                                     # the ids ASCII letters and digits (JSON string content)
                                     if (
-                                        render % values == header
+                                        end_render % end_values == header
                                         and raw_offset.isdigit()
                                         and raw_table.isdigit()
                                         and raw_opaque.isdigit()
                                         and (raw_opaque[0] != 48 or not wide)
-                                        and (values[i_msg] + values[i_tx]).isalnum()
+                                        and (end_values[i_msg] + end_values[i_tx]).isalnum()
                                     ):
                                         shaped = _new(EndRawRequest)
-                                        shaped.language = language
-                                        shaped.version = version
+                                        shaped.language = end_language
+                                        shaped.version = end_version
                                         shaped.raw_header = header
                                         shaped.end = (int(raw_offset), int(raw_table), group, commit)
                                         out.append(shaped)
