@@ -510,6 +510,41 @@ def test_prefault_window_follows_the_writer(tmp_path, monkeypatch):
     mf.close()
 
 
+def test_prefault_paces_itself_unless_the_writer_closes_in(tmp_path, monkeypatch):
+    # paced at half time, the prefault covers ~250 MB/s of fresh memory on the test VM; a writer
+    # faster than that (64-message batches) took the first touches in its own write faults, so
+    # the pause is skipped while the writer, at its pace, would reach the step just prefaulted
+    # within PREFAULT_CATCH_UP_S; a writer standing still (or writing another file) keeps it
+    from pocketmq.store.log.mapped_file import MappedFile
+    from pocketmq.store.services import allocate
+
+    step = 4 * 4096
+    monkeypatch.setattr(allocate, "PREFAULT_STEP", step)
+    pauses: list[float] = []
+    monkeypatch.setattr(allocate.time, "sleep", pauses.append)
+    mf = MappedFile(str(tmp_path / f"{0:020d}"), 0, 64 * 4096, create=True)
+    real = MappedFile.prefault
+    moves = {"by": 0}
+
+    def prefault(self: MappedFile, **kw: int) -> None:  # the writer moves while a step is prefaulted
+        real(self, **kw)
+        self.wrote_position += moves["by"]
+
+    monkeypatch.setattr(MappedFile, "prefault", prefault)
+    try:
+        allocate._prefault_range(mf, 0, 8 * step, False)
+        assert len(pauses) == 8  # a writer standing still: every step paced
+        pauses.clear()
+        mf.wrote_position, moves["by"] = 7 * step, step  # a step behind, a step a step
+        allocate._prefault_range(mf, 8 * step, 16 * step, False)
+        assert pauses == [] and mf.wrote_position == 15 * step
+        moves["by"] = 0  # it stops: paced again
+        allocate._prefault_range(mf, 16 * step, 20 * step, False)
+        assert len(pauses) == 4
+    finally:
+        mf.close()
+
+
 def test_advance_looks_again_only_where_the_next_window_is_due(tmp_path, monkeypatch):
     # advance runs after every reput slice: between requests it is one compare against
     # advance_at, the first position where a reservation or a prefault is due; a window moved
