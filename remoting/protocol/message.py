@@ -59,6 +59,7 @@ import os
 import random
 import struct
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Iterable, Mapping
@@ -305,6 +306,11 @@ class UniqIdGenerator:
 
     The sans-IO codec cannot look up the local address, so the caller passes it (the client
     knows its IP); an unknown address defaults to 4 random bytes, as Java's fake IP does.
+
+    Not thread-safe: the counter's high byte and the head it is rendered into are updated in
+    steps, and two threads making ids at once could each take a low byte against the same
+    high byte, one of them an id made 256 earlier. One generator per thread (a producer's is
+    used on its event loop only); each has its own random prefix, so no two can collide.
     """
 
     def __init__(self, ip: bytes | None = None, pid: int | None = None) -> None:
@@ -405,12 +411,18 @@ class UniqIdGenerator:
             start, search = wrap, wrap + 1
 
 
-_default_uniq = UniqIdGenerator()
+#: ``create_uniq_id``'s generators, one per thread (see ``UniqIdGenerator``)
+_per_thread = threading.local()
 
 
 def create_uniq_id() -> str:
-    """A new UNIQ_KEY value (32 uppercase hex chars for an IPv4 prefix)."""
-    return _default_uniq.create()
+    """A new UNIQ_KEY value (32 uppercase hex chars for an IPv4 prefix), from this thread's
+    generator: callers on several threads (clients on their own loops) get unique ids."""
+    try:
+        gen: UniqIdGenerator = _per_thread.gen
+    except AttributeError:
+        gen = _per_thread.gen = UniqIdGenerator()
+    return gen.create()
 
 
 # --------------------------------------------------------------------------------------------

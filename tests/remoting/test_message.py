@@ -352,6 +352,26 @@ def test_decode_offset_msg_id_rejects_garbage(garbage):
         decode_offset_msg_id(garbage)
 
 
+def test_uniq_ids_from_several_threads_are_unique():
+    # create_uniq_id is called from whichever thread a client's loop runs on: each thread has
+    # its own generator (one generator's counter is not safe to share), so ids never repeat
+    import threading
+
+    per_thread: list[list[str]] = [[] for _ in range(4)]
+
+    def make(out: list[str]) -> None:
+        out.extend(create_uniq_id() for _ in range(20_000))
+
+    threads = [threading.Thread(target=make, args=(out,)) for out in per_thread]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [i for out in per_thread for i in out]
+    assert len(set(every)) == len(every) == 80_000
+    assert len({out[0][:20] for out in per_thread}) == 4  # a prefix (random hash) per thread
+
+
 def test_uniq_ids_are_unique_32_hex_with_java_layout():
     ids = {create_uniq_id() for _ in range(5000)}
     assert len(ids) == 5000
