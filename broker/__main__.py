@@ -25,6 +25,7 @@ import click
 from pocketmq.broker.config import BrokerConfig, ConfigError, load_broker_config
 from pocketmq.remoting.common.logsetup import configure_logging
 from pocketmq.remoting.common.runtime import boot_done, freeze_heap, run_until_stopped, server_command
+from pocketmq.remoting.common.sched import set_loop_slice
 
 logger = logging.getLogger("pocketmq.broker")
 
@@ -93,6 +94,7 @@ def main(
                 click.echo(f"{key}={value}")
         return
     logger.info("advertised address %s:%d (brokerIP1)", config.broker_ip1, config.listen_port)
+    set_loop_slice(config.loop_sched_slice_micros)  # (this thread runs the loop)
     try:
         run_until_stopped(lambda stop: serve(config, stop, freeze_gc=True))
     except ConfigError as exc:  # found while building the broker (e.g. aclEnable with a bad file)

@@ -202,6 +202,12 @@ class BrokerSettings(TlsSettings):
     loop_lag_warn_millis: int = Field(
         50, ge=0, le=60_000, description="pocketmq: log event loop turns later than this, ms (0 = off)"
     )
+    loop_sched_slice_micros: int = Field(
+        100,
+        ge=0,
+        le=100_000,
+        description="pocketmq: the event loop thread's scheduler slice, us (Linux 6.12+; 0 = the kernel's default; else 100..100000)",
+    )
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)
     metrics_exporter_type: ExporterType = Field(
@@ -233,6 +239,13 @@ class BrokerSettings(TlsSettings):
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"name server address {addr!r} is not host:port")
         return v.strip()
+
+    @field_validator("loop_sched_slice_micros")
+    @classmethod
+    def _check_slice(cls, v: int) -> int:
+        if 0 < v < 100:  # (the kernel's floor: it would round it up, not honour it)
+            raise ValueError("a scheduler slice is 0 (the kernel's default) or 100..100000 us")
+        return v
 
     @property
     def namesrv_addr_list(self) -> list[str]:

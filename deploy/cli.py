@@ -178,10 +178,11 @@ def up(
     """Run a name server and one broker in this process (Ctrl-C to stop)."""
     from pocketmq.broker.config import ConfigError, load_broker_config
     from pocketmq.remoting.common.runtime import run_until_stopped
+    from pocketmq.remoting.common.sched import set_loop_slice
 
     try:
         # refuse a bad or not-yet-supported key (aclEnable=true, tls.*...) before starting anything
-        load_broker_config(None, overrides)
+        checked = load_broker_config(None, overrides)
     except ConfigError as exc:
         click.echo(f"pocketmq up: {exc}", err=True)
         sys.exit(2)
@@ -190,6 +191,7 @@ def up(
         format="%(asctime)s %(levelname)-5s [%(name)s] %(message)s",
         stream=sys.stderr,
     )
+    set_loop_slice(checked.loop_sched_slice_micros)  # (this thread runs the loop)
     data_dir = os.path.abspath(data_dir)
     try:
         run_until_stopped(

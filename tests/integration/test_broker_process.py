@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pocketmq.remoting.common.sched import thread_slice_ns
 from pocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from pocketmq.remoting.protocol.message import decode_messages
 from pocketmq.testing.procs import free_port, servers, wait_port
@@ -41,8 +42,35 @@ async def send_pull_commit(broker_addr: str) -> None:
         await wire.close()
 
 
+def slices(pid: int) -> tuple[int | None, set[int]]:
+    """The scheduler slice (ns) of ``pid``'s main thread, and those of its other threads."""
+
+    def one(path: str) -> int | None:
+        try:
+            with open(path) as f:
+                return next((int(ln.rsplit(":", 1)[1]) for ln in f if ln.startswith("se.slice")), None)
+        except OSError:  # (a thread that ended meanwhile)
+            return None
+
+    others = {one(f"/proc/{pid}/task/{t}/sched") for t in os.listdir(f"/proc/{pid}/task") if t != str(pid)}
+    return one(f"/proc/{pid}/sched"), {s for s in others if s is not None}
+
+
+def assert_loop_slice(pid: int) -> None:
+    """``loopSchedSliceMicros`` (default 100): the loop thread's slice, no other thread's."""
+    default = thread_slice_ns()
+    loop, others = slices(pid)
+    if default is None or loop is None:
+        return  # (no per-thread slices here: tests/remoting/common/test_sched.py says so)
+    if loop == default:
+        pytest.fail(f"the loop thread kept the default slice ({default} ns): loopSchedSliceMicros ignored")
+    assert loop == 100_000 and others and default in others and 100_000 not in others, (loop, others)
+
+
 def test_mqbroker_sigterm_flushes_persists_and_unregisters(tmp_path: Path) -> None:
     with servers(tmp_path) as s:
+        assert s.broker.proc is not None
+        assert_loop_slice(s.broker.proc.pid)
         asyncio.run(send_pull_commit(s.broker.addr))
         assert (s.store_dir / "abort").exists()  # a running store
         assert s.broker.stop() == 0
@@ -65,6 +93,7 @@ def test_pocketmq_up_serves_and_stops_cleanly(tmp_path: Path) -> None:
     try:
         wait_port(broker_port, proc)  # type: ignore[arg-type]
         wait_port(ns_port, proc)  # type: ignore[arg-type]
+        assert_loop_slice(proc.pid)
         asyncio.run(send_pull_commit(f"127.0.0.1:{broker_port}"))
         assert asyncio.run(route_code(f"127.0.0.1:{ns_port}", "ProcTopic")) == ResponseCode.SUCCESS
         os.kill(proc.pid, signal.SIGTERM)
@@ -162,7 +191,11 @@ def test_servers_collect_their_heap_before_their_ports_open(tmp_path: Path) -> N
     collection runs up to and with the boot line: one there took 10-110 ms on the broker's
     loop (issue 21)."""
     out = subprocess.run(
-        [sys.executable, "-c", _GC_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", _GC_PROBE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     kinds = [kind for kind, _, _ in seen]
