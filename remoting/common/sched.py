@@ -42,6 +42,8 @@ _SYS_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275, "i686": 352, "armv7l": 381,
 _SCHED_ATTR = struct.Struct("=IIQiIQQQ")
 _SCHED_OTHER = 0
 _SCHED_FLAG_RESET_ON_FORK = 0x01
+#: the policy bit ``sched_getscheduler`` adds once reset-on-fork is set
+_SCHED_RESET_ON_FORK = 0x40000000
 #: the kernel's bounds for a fair task's slice (kernel/sched/syscalls.c), µs
 MIN_SLICE_US = 100
 MAX_SLICE_US = 100_000
@@ -77,7 +79,7 @@ def set_loop_slice(micros: int) -> bool:
             "loopSchedSliceMicros=%d: not supported on this platform; the default slice stays", micros
         )
         return False
-    if os.sched_getscheduler(0) != _SCHED_OTHER:
+    if os.sched_getscheduler(0) & ~_SCHED_RESET_ON_FORK != _SCHED_OTHER:  # (the bit a call before set)
         logger.info(
             "loopSchedSliceMicros=%d: the loop thread runs a non-default policy; left as it is", micros
         )
