@@ -203,10 +203,10 @@ class BrokerSettings(TlsSettings):
         50, ge=0, le=60_000, description="pocketmq: log event loop turns later than this, ms (0 = off)"
     )
     loop_sched_slice_micros: int = Field(
-        100,
+        0,
         ge=0,
         le=100_000,
-        description="pocketmq: the event loop thread's scheduler slice, us (Linux 6.12+; 0 = the kernel's default; else 100..100000)",
+        description="pocketmq: the event loop thread's scheduler slice, us (Linux 6.12+; 0 = the kernel's default, off; else 100..100000)",
     )
 
     # -- metrics (RocketMQ 5.x keys; remoting/common/metrics_http.py)

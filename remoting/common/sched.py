@@ -11,10 +11,10 @@ thread may ask for its own slice (``sched_setattr``, ``SCHED_OTHER`` with ``sche
 0.1-100 ms, no privilege needed); a short one makes the loop's deadline the earliest, so it
 is woken at once and keeps its core to the end of a turn.
 
-Measured on a noisy 2-core VM (docs/performance.md, 100 µs against the default, alternated):
-ASYNC_FLUSH drain 95.9-174.2k -> 132.7-213.7k msg/s and e2e p50 548-949 -> 502-635 µs over
-three sets of rounds; 128 in flight and batches level or better; SYNC_FLUSH's one send in
-flight not told apart from the noise.
+Off by default (``0``): on a noisy 2-core VM (docs/performance.md) the first alternated sets
+measured ASYNC_FLUSH drain and e2e p50 better with 100 µs, a later set worse, and the
+ASYNC_FLUSH e2e maximum was higher with it in 7 of 11 pairs; the key is there for a quieter
+machine to judge.
 
 Only the calling thread changes: ``SCHED_FLAG_RESET_ON_FORK`` gives threads and processes it
 starts later (executors, the fsync and index helpers) the default slice again. Its nice value

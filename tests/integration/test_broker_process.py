@@ -56,21 +56,22 @@ def slices(pid: int) -> tuple[int | None, set[int]]:
     return one(f"/proc/{pid}/sched"), {s for s in others if s is not None}
 
 
-def assert_loop_slice(pid: int) -> None:
-    """``loopSchedSliceMicros`` (default 100): the loop thread's slice, no other thread's."""
+def assert_loop_slice(pid: int, micros: int) -> None:
+    """``loopSchedSliceMicros=micros``: the loop thread's slice, no other thread's."""
     default = thread_slice_ns()
     loop, others = slices(pid)
     if default is None or loop is None:
         return  # (no per-thread slices here: tests/remoting/common/test_sched.py says so)
     if loop == default:
         pytest.fail(f"the loop thread kept the default slice ({default} ns): loopSchedSliceMicros ignored")
-    assert loop == 100_000 and others and default in others and 100_000 not in others, (loop, others)
+    want = micros * 1000
+    assert loop == want and others and default in others and want not in others, (loop, others)
 
 
 def test_mqbroker_sigterm_flushes_persists_and_unregisters(tmp_path: Path) -> None:
-    with servers(tmp_path) as s:
+    with servers(tmp_path, {"loopSchedSliceMicros": "100"}) as s:
         assert s.broker.proc is not None
-        assert_loop_slice(s.broker.proc.pid)
+        assert_loop_slice(s.broker.proc.pid, 100)
         asyncio.run(send_pull_commit(s.broker.addr))
         assert (s.store_dir / "abort").exists()  # a running store
         assert s.broker.stop() == 0
@@ -88,12 +89,13 @@ def test_pocketmq_up_serves_and_stops_cleanly(tmp_path: Path) -> None:
         sys.executable, "-m", "pocketmq.deploy", "up", "--data-dir", str(tmp_path / "data"),
         "--namesrv-port", str(ns_port), "--broker-port", str(broker_port), "--set", "fastListenEnable=false",
         "--set", "haListenPort=0",  # listenPort + 1 may be an ephemeral socket's port by now
+        "--set", "loopSchedSliceMicros=250",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         wait_port(broker_port, proc)  # type: ignore[arg-type]
         wait_port(ns_port, proc)  # type: ignore[arg-type]
-        assert_loop_slice(proc.pid)
+        assert_loop_slice(proc.pid, 250)
         asyncio.run(send_pull_commit(f"127.0.0.1:{broker_port}"))
         assert asyncio.run(route_code(f"127.0.0.1:{ns_port}", "ProcTopic")) == ResponseCode.SUCCESS
         os.kill(proc.pid, signal.SIGTERM)
