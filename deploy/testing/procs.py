@@ -115,7 +115,10 @@ class Servers:
         ns_argv += ["--set", "bindAddress=127.0.0.1", "--set", f"kvConfigPath={ns_dir / 'kv.json'}"]
         ns_argv += ["--set", f"configStorePath={ns_dir / 'namesrv.properties'}"]
         self.namesrv = ServerProcess(ns_argv, ns_port, root / "namesrv.log")
+        # (neither binds its port before it starts: two free_port calls can return the same one)
         self.broker_port = free_port()
+        while self.broker_port == ns_port:
+            self.broker_port = free_port()
         self.broker = self._broker_process()
 
     @property

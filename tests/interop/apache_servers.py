@@ -50,11 +50,13 @@ def apache_available() -> str:
     return java
 
 
-def _port_with_neighbours() -> int:
-    """A free port p with p − 2 and p + 1 free too (the broker's VIP and HA ports)."""
+def _port_with_neighbours(taken: int) -> int:
+    """A free port p with p − 2 and p + 1 free too (the broker's VIP and HA ports), none of
+    them ``taken`` (the name server's, chosen before it binds it: once, the broker was given
+    the same port, failed to bind, and the name server's open port passed for the broker's)."""
     for _ in range(200):
         p = free_port()
-        if p < 1026:
+        if p < 1026 or taken in (p - 2, p, p + 1):
             continue
         socks = []
         try:
@@ -103,7 +105,7 @@ class ApacheServers:
 
     def _broker_process(self) -> ServerProcess:
         """The broker on fresh ports, with its ``-c`` file (rewritten for each try)."""
-        self.broker_port = _port_with_neighbours()
+        self.broker_port = _port_with_neighbours(self.namesrv.port)
         keys = {
             "brokerClusterName": "DefaultCluster",
             "brokerName": "broker-a",
